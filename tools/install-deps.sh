@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs what nnapi-convert needs to build and test, from Debian's packages.
+# Safe to run again: apt-get skips what is already installed.
+set -euo pipefail
+pkgs=(cmake g++ make libtorch-dev libcli11-dev libspdlog-dev libgtest-dev
+      python3-torch python3-torchvision ccache clang libclang-rt-14-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
