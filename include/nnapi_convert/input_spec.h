@@ -1,0 +1,39 @@
+// The `--input SPEC` language: DIMS[,dtype=...][,scale=S][,zero_point=Z][,nhwc].
+// Torch-free, so the fuzzer can build it alone.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace nnapi_convert {
+
+enum class InputDType { Float32, Int32, QUInt8, Int16 };
+
+struct InputSpec {
+  std::vector<int64_t> dims;  // PyTorch (NCHW) order; 0 marks a flexible dimension
+  InputDType dtype = InputDType::Float32;
+  double scale = 0.0;
+  int64_t zero_point = 0;
+  bool has_scale = false;
+  bool has_zero_point = false;
+  bool nhwc = false;  // the tensor is channels-last (requires 4 dims)
+  std::string text;   // the spec as the user wrote it
+};
+
+// A spec the user wrote wrong. what() is a one-line explanation that names the spec.
+class SpecError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Parses one spec. Throws SpecError naming the spec and what is wrong.
+InputSpec parse_input_spec(const std::string& text);
+
+// The inverse: a canonical spec string (round-trips through parse_input_spec).
+std::string format_input_spec(const InputSpec& spec);
+
+const char* dtype_name(InputDType dtype);
+
+}  // namespace nnapi_convert
