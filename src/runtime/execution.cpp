@@ -1,0 +1,196 @@
+#include "execution.h"
+
+#include <c10/util/Exception.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "kernel.h"
+
+namespace nnrt {
+
+Execution::Execution(std::shared_ptr<const Compilation> compilation)
+    : compilation_(std::move(compilation)), model_(*compilation_->model) {
+  inputs_.resize(model_.inputs().size());
+  outputs_.resize(model_.outputs().size());
+}
+
+IoBinding& Execution::binding(std::vector<IoBinding>& list, int32_t index, const char* what) {
+  if (started_) fail(Result::BadState, "execution already started");
+  if (index < 0 || static_cast<size_t>(index) >= list.size())
+    fail(Result::BadData, std::string(what) + " index " + std::to_string(index) + " out of range");
+  return list[static_cast<size_t>(index)];
+}
+
+std::vector<uint32_t> Execution::merge_dims(const Operand& decl, const Operand* type) const {
+  if (type == nullptr) return decl.dims;
+  require(type->type == decl.type, "operand type differs from the model's");
+  require(type->scale == decl.scale && type->zero_point == decl.zero_point,
+          "quantization parameters differ from the model's");
+  if (!decl.is_tensor()) return decl.dims;
+  if (decl.dims.empty()) return type->dims;
+  require(type->dims.empty() || type->dims.size() == decl.dims.size(), "rank differs from model's");
+  if (type->dims.empty()) return decl.dims;
+  std::vector<uint32_t> dims = decl.dims;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    require(dims[d] == 0 || type->dims[d] == 0 || dims[d] == type->dims[d],
+            "dimension " + std::to_string(d) + " differs from the model's");
+    if (dims[d] == 0) dims[d] = type->dims[d];
+  }
+  return dims;
+}
+
+void Execution::set_input(int32_t index, const Operand* type, const void* buffer, size_t length) {
+  IoBinding& b = binding(inputs_, index, "input");
+  const Operand& decl = model_.operands()[model_.inputs()[static_cast<size_t>(index)]];
+  IoBinding nb;
+  nb.set = true;
+  if (buffer == nullptr) {
+    if (length != 0) fail(Result::UnexpectedNull, "null input buffer");
+    nb.omitted = true;
+    b = nb;
+    return;
+  }
+  nb.dims = merge_dims(decl, type);
+  Operand eff = decl;
+  eff.dims = nb.dims;
+  require(eff.fully_specified(), "input " + std::to_string(index) + " has unknown dimensions");
+  require(eff.byte_size() == length, "input length " + std::to_string(length) +
+                                         " does not match operand size " +
+                                         std::to_string(eff.byte_size()));
+  nb.buffer = static_cast<uint8_t*>(const_cast<void*>(buffer));
+  nb.length = length;
+  b = nb;
+}
+
+void Execution::set_output(int32_t index, const Operand* type, void* buffer, size_t length) {
+  IoBinding& b = binding(outputs_, index, "output");
+  const Operand& decl = model_.operands()[model_.outputs()[static_cast<size_t>(index)]];
+  IoBinding nb;
+  nb.set = true;
+  if (buffer == nullptr) {
+    if (length != 0) fail(Result::UnexpectedNull, "null output buffer");
+    nb.omitted = true;
+    b = nb;
+    return;
+  }
+  nb.dims = merge_dims(decl, type);
+  nb.buffer = static_cast<uint8_t*>(buffer);
+  nb.length = length;
+  b = nb;
+}
+
+void Execution::set_input_memory(int32_t index, const Operand* type, std::shared_ptr<Memory> memory,
+                                 size_t offset, size_t length) {
+  require(offset <= memory->size && length <= memory->size - offset, "memory region out of bounds");
+  set_input(index, type, memory->data() + offset, length);
+  inputs_[static_cast<size_t>(index)].memory = std::move(memory);
+}
+
+void Execution::set_output_memory(int32_t index, const Operand* type,
+                                  std::shared_ptr<Memory> memory, size_t offset, size_t length) {
+  require(offset <= memory->size && length <= memory->size - offset, "memory region out of bounds");
+  set_output(index, type, static_cast<uint8_t*>(memory->base) + offset, length);
+  outputs_[static_cast<size_t>(index)].memory = std::move(memory);
+}
+
+namespace {
+
+at::Tensor wrap(const uint8_t* data, const std::vector<uint32_t>& dims, OperandType type) {
+  std::vector<int64_t> sizes(dims.begin(), dims.end());
+  return at::from_blob(const_cast<uint8_t*>(data), sizes, at::TensorOptions(dtype_for(type)));
+}
+
+bool verbose() {
+  static const bool on = std::getenv("NNRT_VERBOSE") != nullptr;
+  return on;
+}
+
+}  // namespace
+
+Result Execution::compute() {
+  if (started_) fail(Result::BadState, "execution already computed");
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    require(inputs_[i].set, "input " + std::to_string(i) + " was not set");
+  for (size_t i = 0; i < outputs_.size(); ++i)
+    require(outputs_[i].set, "output " + std::to_string(i) + " was not set");
+  started_ = true;
+
+  const auto& operands = model_.operands();
+  std::vector<Value> values(operands.size());
+  for (size_t k = 0; k < operands.size(); ++k) {
+    const Operand& op = operands[k];
+    if (op.lifetime != Lifetime::Constant) continue;
+    Value& v = values[k];
+    v.t = wrap(op.value_data(), op.dims, op.type);
+    v.type = op.type;
+    v.scale = op.scale;
+    v.zero_point = op.zero_point;
+    v.present = true;
+  }
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const IoBinding& b = inputs_[i];
+    if (b.omitted) continue;
+    const Operand& op = operands[model_.inputs()[i]];
+    Value& v = values[model_.inputs()[i]];
+    v.t = wrap(b.buffer, b.dims, op.type);
+    v.type = op.type;
+    v.scale = op.scale;
+    v.zero_point = op.zero_point;
+    v.present = true;
+  }
+
+  for (size_t k : model_.schedule()) {
+    const Operation& op = model_.operations()[k];
+    ExecContext ctx(op, model_, values);
+    try {
+      op.kernel->execute(ctx);
+    } catch (const NnError& e) {
+      fail(Result::OpFailed,
+           std::string(op.kernel->name) + " (operation " + std::to_string(k) + "): " + e.what());
+    } catch (const c10::Error& e) {
+      fail(Result::OpFailed, std::string(op.kernel->name) + " (operation " + std::to_string(k) +
+                                 "): " + e.what_without_backtrace());
+    }
+    for (uint32_t o : op.outputs)
+      if (!values[o].present)
+        fail(Result::OpFailed, std::string(op.kernel->name) + " left an output unset");
+    if (verbose())
+      std::fprintf(stderr, "nnrt: op %zu %s -> %s\n", k, op.kernel->name,
+                   c10::str(values[op.outputs[0]].t.sizes()).c_str());
+  }
+
+  Result result = Result::NoError;
+  output_dims_.assign(outputs_.size(), {});
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    const at::Tensor& t = values[model_.outputs()[i]].t;
+    for (int64_t s : t.sizes()) output_dims_[i].push_back(static_cast<uint32_t>(s));
+    const IoBinding& b = outputs_[i];
+    if (b.omitted) continue;
+    // A shape given to setOutput must agree with what was computed.
+    if (!b.dims.empty()) {
+      bool ok = b.dims.size() == output_dims_[i].size();
+      for (size_t d = 0; ok && d < b.dims.size(); ++d)
+        ok = b.dims[d] == 0 || b.dims[d] == output_dims_[i][d];
+      if (!ok) fail(Result::OpFailed, "output " + std::to_string(i) + " shape mismatch");
+    }
+    size_t nbytes = t.nbytes();
+    if (nbytes > b.length) {
+      result = Result::OutputInsufficientSize;
+      continue;
+    }
+    std::memcpy(b.buffer, t.contiguous().data_ptr(), nbytes);
+  }
+  has_result_ = true;
+  return result;
+}
+
+const std::vector<uint32_t>& Execution::output_dims(int32_t index) const {
+  if (!has_result_) fail(Result::BadState, "execution has not completed");
+  if (index < 0 || static_cast<size_t>(index) >= output_dims_.size())
+    fail(Result::BadData, "output index out of range");
+  return output_dims_[static_cast<size_t>(index)];
+}
+
+}  // namespace nnrt

@@ -1,0 +1,267 @@
+// Validation/execution contexts, shared tensor helpers and the registry.
+#include "kernel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+namespace nnrt {
+
+// ---------------------------------------------------------------- validation
+
+void ValidationContext::error(const std::string& msg) const {
+  fail(Result::BadData, std::string(name_) + ": " + msg);
+}
+
+void ValidationContext::input_count(std::initializer_list<size_t> allowed) const {
+  if (std::find(allowed.begin(), allowed.end(), ins_.size()) != allowed.end()) return;
+  std::ostringstream os;
+  os << "got " << ins_.size() << " inputs, expected one of {";
+  for (size_t n : allowed) os << " " << n;
+  os << " }";
+  error(os.str());
+}
+
+void ValidationContext::input_count_at_least(size_t n) const {
+  if (ins_.size() < n) error("needs at least " + std::to_string(n) + " inputs");
+}
+
+void ValidationContext::output_count(size_t n) const {
+  if (outs_.size() != n)
+    error("got " + std::to_string(outs_.size()) + " outputs, expected " + std::to_string(n));
+}
+
+static void check_type(const ValidationContext& ctx, const char* what, size_t i, OperandType t,
+                       std::initializer_list<OperandType> allowed) {
+  if (std::find(allowed.begin(), allowed.end(), t) != allowed.end()) return;
+  ctx.error(std::string(what) + " " + std::to_string(i) + " has type " +
+            nnapi::operand_type_name(t));
+}
+
+void ValidationContext::input_type(size_t i, std::initializer_list<OperandType> allowed) const {
+  check_type(*this, "input", i, in(i).type, allowed);
+}
+
+void ValidationContext::output_type(size_t i, std::initializer_list<OperandType> allowed) const {
+  check_type(*this, "output", i, out(i).type, allowed);
+}
+
+void ValidationContext::same_type(size_t i, size_t j) const {
+  if (in(i).type != in(j).type)
+    error("inputs " + std::to_string(i) + " and " + std::to_string(j) + " differ in type");
+}
+
+void ValidationContext::output_same_type_as_input(size_t o, size_t i) const {
+  if (out(o).type != in(i).type)
+    error("output " + std::to_string(o) + " type differs from input " + std::to_string(i));
+}
+
+void ValidationContext::input_rank(size_t i, std::initializer_list<size_t> ranks) const {
+  const auto& dims = in(i).dims;
+  if (dims.empty()) return;  // unknown rank: checked at execution
+  if (std::find(ranks.begin(), ranks.end(), dims.size()) == ranks.end())
+    error("input " + std::to_string(i) + " has unsupported rank " + std::to_string(dims.size()));
+}
+
+// ---------------------------------------------------------------- execution
+
+bool ExecContext::has(size_t i) const {
+  if (i >= op_.inputs.size()) return false;
+  return values_[op_.inputs[i]].present;
+}
+
+const Value& ExecContext::in(size_t i) const {
+  if (!has(i)) fail(Result::BadData, "missing value for input " + std::to_string(i));
+  return values_[op_.inputs[i]];
+}
+
+int32_t ExecContext::i32(size_t i) const {
+  const Value& v = in(i);
+  if (v.t.numel() != 1) fail(Result::BadData, "expected a scalar at input " + std::to_string(i));
+  return v.t.to(at::kInt).item<int32_t>();
+}
+
+float ExecContext::f32(size_t i) const {
+  const Value& v = in(i);
+  if (v.t.numel() != 1) fail(Result::BadData, "expected a scalar at input " + std::to_string(i));
+  return v.t.to(at::kFloat).item<float>();
+}
+
+bool ExecContext::flag(size_t i) const {
+  const Value& v = in(i);
+  if (v.t.numel() != 1) fail(Result::BadData, "expected a scalar at input " + std::to_string(i));
+  return v.t.to(at::kInt).item<int32_t>() != 0;
+}
+
+std::vector<int64_t> ExecContext::int_list(size_t i) const {
+  at::Tensor t = in(i).t.to(at::kLong).contiguous();
+  const int64_t* p = t.data_ptr<int64_t>();
+  return std::vector<int64_t>(p, p + t.numel());
+}
+
+const Operand& ExecContext::out_operand(size_t i) const {
+  return model_.operands().at(op_.outputs.at(i));
+}
+
+void ExecContext::set_output(size_t i, at::Tensor t) {
+  const Operand& decl = out_operand(i);
+  if (t.scalar_type() != dtype_for(decl.type))
+    fail(Result::OpFailed,
+         "kernel produced the wrong element type for output " + std::to_string(i));
+  if (!decl.dims.empty()) {
+    bool ok = static_cast<size_t>(t.dim()) == decl.dims.size();
+    for (size_t d = 0; ok && d < decl.dims.size(); ++d)
+      ok = decl.dims[d] == 0 || decl.dims[d] == t.size(static_cast<int64_t>(d));
+    if (!ok) {
+      std::ostringstream os;
+      os << "computed shape " << t.sizes() << " does not match declared dims [";
+      for (uint32_t d : decl.dims) os << " " << d;
+      os << " ] of operand " << op_.outputs[i];
+      fail(Result::OpFailed, os.str());
+    }
+  }
+  Value& v = values_[op_.outputs[i]];
+  v.t = t.contiguous();
+  v.type = decl.type;
+  v.scale = decl.scale;
+  v.zero_point = decl.zero_point;
+  v.present = true;
+}
+
+// ---------------------------------------------------------------- helpers
+
+at::ScalarType dtype_for(OperandType type) {
+  switch (type) {
+    case OperandType::Float32:
+    case OperandType::TensorFloat32:
+      return at::kFloat;
+    case OperandType::Int32:
+    case OperandType::UInt32:
+    case OperandType::TensorInt32:
+      return at::kInt;
+    case OperandType::TensorQuant8Asymm:
+      return at::kByte;
+    case OperandType::TensorQuant8SymmPerChannel:
+      return at::kChar;
+    case OperandType::Bool:
+    case OperandType::TensorBool8:
+      return at::kBool;
+    case OperandType::Float16:
+    case OperandType::TensorFloat16:
+      return at::kHalf;
+    case OperandType::TensorQuant16Symm:
+    case OperandType::TensorQuant16Asymm:
+      return at::kShort;
+  }
+  fail(Result::BadData, "unknown operand type");
+}
+
+bool is_quant8(OperandType type) { return type == OperandType::TensorQuant8Asymm; }
+
+at::Tensor real_values(const Value& v, at::ScalarType dtype) {
+  switch (v.type) {
+    case OperandType::TensorQuant8Asymm:
+    case OperandType::TensorQuant16Asymm:
+    case OperandType::TensorQuant16Symm:
+      return (v.t.to(dtype) - v.zero_point) * static_cast<double>(v.scale);
+    default:
+      return v.t.to(dtype);
+  }
+}
+
+std::pair<int32_t, int32_t> quant_activation_range(int32_t fuse, float scale, int32_t zero_point) {
+  auto q = [&](double real) {
+    return static_cast<int32_t>(zero_point + std::round(real / static_cast<double>(scale)));
+  };
+  int32_t lo = 0, hi = 255;
+  switch (static_cast<Fuse>(fuse)) {
+    case Fuse::None:
+      break;
+    case Fuse::Relu:
+      lo = std::max(lo, zero_point);
+      break;
+    case Fuse::Relu1:
+      lo = std::max(lo, q(-1.0));
+      hi = std::min(hi, q(1.0));
+      break;
+    case Fuse::Relu6:
+      lo = std::max(lo, zero_point);
+      hi = std::min(hi, q(6.0));
+      break;
+  }
+  return {lo, hi};
+}
+
+void check_fuse_code(int32_t fuse) {
+  if (fuse < 0 || fuse > 3) fail(Result::BadData, "bad fused activation " + std::to_string(fuse));
+}
+
+at::Tensor quantize_u8(const at::Tensor& real, float scale, int32_t zero_point, int32_t lo,
+                       int32_t hi) {
+  // std::round semantics: halves away from zero.
+  at::Tensor scaled = real.to(at::kDouble) / static_cast<double>(scale);
+  at::Tensor rounded = at::sign(scaled) * at::floor(at::abs(scaled) + 0.5);
+  return (rounded + zero_point).clamp(lo, hi).to(at::kByte);
+}
+
+at::Tensor to_operand(const at::Tensor& real, const Operand& out, int32_t fuse) {
+  check_fuse_code(fuse);
+  if (is_quant8(out.type)) {
+    auto [lo, hi] = quant_activation_range(fuse, out.scale, out.zero_point);
+    return quantize_u8(real, out.scale, out.zero_point, lo, hi);
+  }
+  at::Tensor r = real;
+  switch (static_cast<Fuse>(fuse)) {
+    case Fuse::None:
+      break;
+    case Fuse::Relu:
+      r = at::clamp_min(r, 0);
+      break;
+    case Fuse::Relu1:
+      r = at::clamp(r, -1, 1);
+      break;
+    case Fuse::Relu6:
+      r = at::clamp(r, 0, 6);
+      break;
+  }
+  return r.to(dtype_for(out.type));
+}
+
+at::Tensor nhwc_to_nchw(const at::Tensor& t) {
+  if (t.dim() != 4) fail(Result::BadData, "expected a 4-D tensor");
+  return t.permute({0, 3, 1, 2});
+}
+
+at::Tensor nchw_to_nhwc(const at::Tensor& t) { return t.permute({0, 2, 3, 1}).contiguous(); }
+
+int64_t wrap_axis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    fail(Result::BadData,
+         "axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+// ---------------------------------------------------------------- registry
+
+const std::vector<OpKernel>& all_kernels() {
+  static const std::vector<OpKernel> table = [] {
+    std::vector<OpKernel> t;
+    add_elementwise_kernels(t);
+    add_activation_kernels(t);
+    add_conv_kernels(t);
+    add_pool_kernels(t);
+    add_shape_kernels(t);
+    add_resize_kernels(t);
+    add_quant_kernels(t);
+    return t;
+  }();
+  return table;
+}
+
+const OpKernel* find_kernel(int32_t code) {
+  for (const OpKernel& k : all_kernels())
+    if (static_cast<int32_t>(k.code) == code) return &k;
+  return nullptr;
+}
+
+}  // namespace nnrt

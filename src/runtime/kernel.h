@@ -1,0 +1,131 @@
+// The contract between the runtime core and the per-family operation files:
+// each NNAPI operation code maps to a validator (run by addOperation, on
+// declared operand types) and an executor (run by compute, on ATen tensors).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "model.h"
+
+namespace nnrt {
+
+using nnapi::Fuse;
+using nnapi::Op;
+
+// Declared operands of one addOperation call.
+class ValidationContext {
+ public:
+  ValidationContext(const char* op_name, std::vector<const Operand*> ins,
+                    std::vector<const Operand*> outs)
+      : name_(op_name), ins_(std::move(ins)), outs_(std::move(outs)) {}
+
+  size_t num_inputs() const { return ins_.size(); }
+  size_t num_outputs() const { return outs_.size(); }
+  const Operand& in(size_t i) const { return *ins_.at(i); }
+  const Operand& out(size_t i) const { return *outs_.at(i); }
+
+  // Each throws BAD_DATA with a message naming the operation.
+  void input_count(std::initializer_list<size_t> allowed) const;
+  void input_count_at_least(size_t n) const;
+  void output_count(size_t n) const;
+  void input_type(size_t i, std::initializer_list<OperandType> allowed) const;
+  void output_type(size_t i, std::initializer_list<OperandType> allowed) const;
+  // Input i has the same type as input 0 (tensor element type).
+  void same_type(size_t i, size_t j) const;
+  void output_same_type_as_input(size_t out, size_t in) const;
+  // Declared rank of input i, when declared, is one of `ranks`.
+  void input_rank(size_t i, std::initializer_list<size_t> ranks) const;
+  [[noreturn]] void error(const std::string& msg) const;
+
+ private:
+  const char* name_;
+  std::vector<const Operand*> ins_, outs_;
+};
+
+// A tensor flowing between operations during one execution. Element types:
+// float for TENSOR_FLOAT32/FLOAT32, int for TENSOR_INT32/INT32/UINT32,
+// uint8 for TENSOR_QUANT8_ASYMM, bool for BOOL/TENSOR_BOOL8, half for
+// FLOAT16 types, int16 for QUANT16 types.
+struct Value {
+  at::Tensor t;
+  OperandType type = OperandType::Float32;
+  float scale = 0.f;
+  int32_t zero_point = 0;
+  bool present = false;
+};
+
+class ExecContext {
+ public:
+  ExecContext(const Operation& op, const Model& model, std::vector<Value>& values)
+      : op_(op), model_(model), values_(values) {}
+
+  size_t num_inputs() const { return op_.inputs.size(); }
+  size_t num_outputs() const { return op_.outputs.size(); }
+  // False when the input index is past the end or the operand was omitted.
+  bool has(size_t i) const;
+  const Value& in(size_t i) const;
+  int32_t i32(size_t i) const;
+  float f32(size_t i) const;
+  bool flag(size_t i) const;
+  int32_t i32_or(size_t i, int32_t fallback) const { return has(i) ? i32(i) : fallback; }
+  bool flag_or(size_t i, bool fallback) const { return has(i) ? flag(i) : fallback; }
+  std::vector<int64_t> int_list(size_t i) const;
+  const Operand& out_operand(size_t i) const;
+  // Stores the result for output i; `t` must have the element type of the
+  // output's operand type and a shape compatible with its declared dims.
+  void set_output(size_t i, at::Tensor t);
+
+ private:
+  const Operation& op_;
+  const Model& model_;
+  std::vector<Value>& values_;
+};
+
+struct OpKernel {
+  Op code;
+  const char* name;
+  void (*validate)(const ValidationContext&);
+  void (*execute)(ExecContext&);
+};
+
+// The registry: every operation this runtime implements.
+const OpKernel* find_kernel(int32_t code);
+const std::vector<OpKernel>& all_kernels();
+
+// Registration hooks, one per file under ops/.
+void add_elementwise_kernels(std::vector<OpKernel>& table);
+void add_activation_kernels(std::vector<OpKernel>& table);
+void add_conv_kernels(std::vector<OpKernel>& table);
+void add_pool_kernels(std::vector<OpKernel>& table);
+void add_shape_kernels(std::vector<OpKernel>& table);
+void add_resize_kernels(std::vector<OpKernel>& table);
+void add_quant_kernels(std::vector<OpKernel>& table);
+
+// ---- Helpers shared by the kernels (tensor_util.cpp) ----
+
+at::ScalarType dtype_for(OperandType type);
+bool is_quant8(OperandType type);
+// Real values of a tensor: dequantized for quantized types.
+at::Tensor real_values(const Value& v, at::ScalarType dtype = at::kFloat);
+// Converts real values into the representation of `out`, applying a fused
+// activation: clamps in real space for floats; for QUANT8_ASYMM rounds to
+// nearest (half away from zero), adds the zero point and clamps to the
+// activation's range intersected with [0, 255].
+at::Tensor to_operand(const at::Tensor& real, const Operand& out, int32_t fuse = 0);
+// Quantizes with the given parameters (no activation).
+at::Tensor quantize_u8(const at::Tensor& real, float scale, int32_t zero_point, int32_t lo = 0,
+                       int32_t hi = 255);
+// Activation bounds for a fuse code in the quantized domain of `out`.
+std::pair<int32_t, int32_t> quant_activation_range(int32_t fuse, float scale, int32_t zero_point);
+void check_fuse_code(int32_t fuse);
+at::Tensor nhwc_to_nchw(const at::Tensor& t);
+at::Tensor nchw_to_nhwc(const at::Tensor& t);
+// Normalizes an axis in [-rank, rank) to [0, rank); BAD_DATA otherwise.
+int64_t wrap_axis(int64_t axis, int64_t rank);
+
+}  // namespace nnrt

@@ -1,0 +1,267 @@
+#include "model.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "kernel.h"
+
+namespace nnrt {
+
+void fail(Result code, const std::string& msg) { throw NnError(code, msg); }
+
+void require(bool cond, const std::string& msg) {
+  if (!cond) fail(Result::BadData, msg);
+}
+
+Memory::~Memory() {
+  if (base != nullptr && base != MAP_FAILED) munmap(base, size);
+}
+
+namespace {
+
+bool is_scalar_type(OperandType t) {
+  switch (t) {
+    case OperandType::Float32:
+    case OperandType::Int32:
+    case OperandType::UInt32:
+    case OperandType::Bool:
+    case OperandType::Float16:
+      return true;
+    default:
+      return false;
+  }
+}
+
+size_t scalar_size(OperandType t) {
+  switch (t) {
+    case OperandType::Bool:
+      return 1;
+    case OperandType::Float16:
+      return 2;
+    default:
+      return 4;
+  }
+}
+
+// Operation types whose constant input values this runtime can execute.
+bool known_type(int32_t code) { return nnapi::operand_type_name_or_null(code) != nullptr; }
+
+}  // namespace
+
+bool Operand::fully_specified() const {
+  if (!is_tensor()) return true;
+  if (dims.empty()) return false;
+  return std::all_of(dims.begin(), dims.end(), [](uint32_t d) { return d != 0; });
+}
+
+size_t Operand::byte_size() const {
+  if (!is_tensor()) return scalar_size(type);
+  if (!fully_specified()) return 0;
+  size_t n = static_cast<size_t>(nnapi::element_size(type));
+  for (uint32_t d : dims) {
+    if (n > std::numeric_limits<size_t>::max() / d) fail(Result::BadData, "operand size overflow");
+    n *= d;
+  }
+  return n;
+}
+
+Operand operand_from_type(int32_t type, uint32_t dimension_count, const uint32_t* dimensions,
+                          float scale, int32_t zero_point) {
+  require(known_type(type), "unknown operand type " + std::to_string(type));
+  Operand op;
+  op.type = static_cast<OperandType>(type);
+  if (dimension_count > 0 && dimensions == nullptr)
+    fail(Result::UnexpectedNull, "dimensions is null but dimensionCount > 0");
+  if (is_scalar_type(op.type)) {
+    require(dimension_count == 0, "scalar operand with dimensions");
+  } else {
+    op.dims.assign(dimensions, dimensions + dimension_count);
+  }
+  switch (op.type) {
+    case OperandType::TensorQuant8Asymm:
+      require(scale > 0.f, "TENSOR_QUANT8_ASYMM needs scale > 0");
+      require(zero_point >= 0 && zero_point <= 255, "TENSOR_QUANT8_ASYMM zeroPoint out of range");
+      break;
+    case OperandType::TensorQuant16Asymm:
+      require(scale > 0.f, "TENSOR_QUANT16_ASYMM needs scale > 0");
+      require(zero_point >= 0 && zero_point <= 65535, "zeroPoint out of range");
+      break;
+    case OperandType::TensorQuant16Symm:
+    case OperandType::TensorQuant8SymmPerChannel:
+      require(zero_point == 0, "symmetric quantized operand needs zeroPoint 0");
+      break;
+    case OperandType::TensorInt32:
+      require(scale >= 0.f, "negative scale");
+      break;
+    default:
+      require(scale == 0.f && zero_point == 0,
+              std::string("scale/zeroPoint must be 0 for ") + nnapi::operand_type_name(op.type));
+  }
+  op.scale = scale;
+  op.zero_point = zero_point;
+  return op;
+}
+
+void Model::require_not_finished() const {
+  if (finished_) fail(Result::BadState, "model already finished");
+}
+
+Operand& Model::operand_at(int64_t index) {
+  if (index < 0 || index >= static_cast<int64_t>(operands_.size()))
+    fail(Result::BadData, "operand index " + std::to_string(index) + " out of range");
+  return operands_[static_cast<size_t>(index)];
+}
+
+void Model::add_operand(const Operand& operand) {
+  require_not_finished();
+  operands_.push_back(operand);
+}
+
+void Model::set_value(int32_t index, const void* buffer, size_t length) {
+  require_not_finished();
+  Operand& op = operand_at(index);
+  require(op.lifetime == Lifetime::Temporary || op.lifetime == Lifetime::Constant ||
+              op.lifetime == Lifetime::NoValue,
+          "cannot set a value on a model input or output");
+  require(op.producer < 0, "cannot set a value on an operation's output");
+  if (buffer == nullptr) {
+    if (length != 0) fail(Result::UnexpectedNull, "null buffer with nonzero length");
+    op.lifetime = Lifetime::NoValue;  // an omitted optional input
+    op.bytes.clear();
+    op.memory.reset();
+    op.length = 0;
+    return;
+  }
+  size_t expected = op.byte_size();
+  require(expected != 0, "constant operand needs fully specified dimensions");
+  require(length == expected, "value length " + std::to_string(length) + " != operand size " +
+                                  std::to_string(expected));
+  // Values are always copied: PyTorch passes pointers into weight tensors it
+  // keeps alive, but copying keeps this runtime independent of the caller.
+  const auto* p = static_cast<const uint8_t*>(buffer);
+  op.bytes.assign(p, p + length);
+  op.memory.reset();
+  op.length = length;
+  op.lifetime = Lifetime::Constant;
+}
+
+void Model::set_value_from_memory(int32_t index, std::shared_ptr<Memory> memory, size_t offset,
+                                  size_t length) {
+  require_not_finished();
+  Operand& op = operand_at(index);
+  require(op.lifetime == Lifetime::Temporary || op.lifetime == Lifetime::Constant,
+          "cannot set a value on a model input or output");
+  require(op.producer < 0, "cannot set a value on an operation's output");
+  size_t expected = op.byte_size();
+  require(expected != 0, "constant operand needs fully specified dimensions");
+  require(length == expected, "value length does not match operand size");
+  require(offset <= memory->size && length <= memory->size - offset, "memory region out of bounds");
+  op.bytes.clear();
+  op.memory = std::move(memory);
+  op.memory_offset = offset;
+  op.length = length;
+  op.lifetime = Lifetime::Constant;
+}
+
+void Model::add_operation(int32_t code, std::vector<uint32_t> inputs,
+                          std::vector<uint32_t> outputs) {
+  require_not_finished();
+  const OpKernel* kernel = find_kernel(code);
+  require(kernel != nullptr, "unsupported operation type " + std::to_string(code));
+  std::vector<const Operand*> ins, outs;
+  for (uint32_t i : inputs) ins.push_back(&operand_at(i));
+  for (uint32_t o : outputs) {
+    Operand& op = operand_at(o);
+    require(op.lifetime != Lifetime::Constant && op.lifetime != Lifetime::NoValue,
+            "operation output " + std::to_string(o) + " is a constant");
+    require(op.lifetime != Lifetime::ModelInput, "operation output is a model input");
+    require(op.producer < 0, "operand " + std::to_string(o) + " is written twice");
+    require(op.is_tensor(), "operation output must be a tensor");
+    outs.push_back(&op);
+  }
+  for (size_t a = 0; a < outputs.size(); ++a)
+    for (size_t b = a + 1; b < outputs.size(); ++b)
+      require(outputs[a] != outputs[b], "duplicate operation output");
+  kernel->validate(ValidationContext(kernel->name, ins, outs));
+  const int index = static_cast<int>(operations_.size());
+  for (uint32_t o : outputs) operands_[o].producer = index;
+  operations_.push_back(Operation{code, std::move(inputs), std::move(outputs), kernel});
+}
+
+void Model::identify_inputs_outputs(std::vector<uint32_t> inputs, std::vector<uint32_t> outputs) {
+  require_not_finished();
+  for (uint32_t i : inputs) {
+    const Operand& op = operand_at(i);
+    require(op.lifetime == Lifetime::Temporary,
+            "model input " + std::to_string(i) + " is a constant or already an input/output");
+    require(op.producer < 0, "model input is written by an operation");
+  }
+  for (uint32_t o : outputs) {
+    const Operand& op = operand_at(o);
+    require(op.lifetime == Lifetime::Temporary,
+            "model output " + std::to_string(o) + " is a constant or already an input/output");
+  }
+  std::vector<uint32_t> all = inputs;
+  all.insert(all.end(), outputs.begin(), outputs.end());
+  std::sort(all.begin(), all.end());
+  require(std::adjacent_find(all.begin(), all.end()) == all.end(),
+          "an operand is listed twice among model inputs/outputs");
+  for (uint32_t i : inputs) operands_[i].lifetime = Lifetime::ModelInput;
+  for (uint32_t o : outputs) operands_[o].lifetime = Lifetime::ModelOutput;
+  inputs_ = std::move(inputs);
+  outputs_ = std::move(outputs);
+  identified_ = true;
+}
+
+void Model::relax_float32_to_float16(bool allow) {
+  require_not_finished();
+  relaxed_ = allow;
+}
+
+void Model::finish() {
+  require_not_finished();
+  require(identified_, "identifyInputsAndOutputs was not called");
+  require(!operations_.empty(), "model has no operations");
+  for (uint32_t o : outputs_)
+    require(operands_[o].producer >= 0, "model output " + std::to_string(o) + " is never written");
+  // Every operand an operation reads must be available: constant, omitted,
+  // a model input or written by some operation.
+  for (const Operation& op : operations_) {
+    for (uint32_t i : op.inputs) {
+      const Operand& in = operands_[i];
+      bool available = in.lifetime == Lifetime::Constant || in.lifetime == Lifetime::NoValue ||
+                       in.lifetime == Lifetime::ModelInput || in.producer >= 0;
+      require(available, "operand " + std::to_string(i) + " is read but never written");
+    }
+  }
+  // Topological order (Kahn), so callers may add operations in any order.
+  std::vector<size_t> pending(operations_.size(), 0);
+  std::vector<std::vector<size_t>> consumers(operations_.size());
+  for (size_t k = 0; k < operations_.size(); ++k) {
+    for (uint32_t i : operations_[k].inputs) {
+      int p = operands_[i].producer;
+      if (p >= 0) {
+        ++pending[k];
+        consumers[static_cast<size_t>(p)].push_back(k);
+      }
+    }
+  }
+  schedule_.clear();
+  std::vector<size_t> ready;
+  for (size_t k = 0; k < operations_.size(); ++k)
+    if (pending[k] == 0) ready.push_back(k);
+  while (!ready.empty()) {
+    size_t k = ready.front();
+    ready.erase(ready.begin());
+    schedule_.push_back(k);
+    for (size_t c : consumers[k])
+      if (--pending[c] == 0) ready.push_back(c);
+  }
+  require(schedule_.size() == operations_.size(), "model graph has a cycle");
+  finished_ = true;
+}
+
+}  // namespace nnrt

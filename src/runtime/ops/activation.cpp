@@ -1,0 +1,183 @@
+// Pointwise activations and normalizations: RELU, RELU1, RELU6, LOGISTIC,
+// TANH, HARD_SWISH, EXP, SQRT, RSQRT, ABS, NEG, FLOOR, LOG, PRELU, SOFTMAX,
+// LOG_SOFTMAX, L2_NORMALIZATION. Quantized inputs are dequantized, the
+// function is applied in double, and the result is requantized into the
+// output operand's (scale, zeroPoint) with round-to-nearest and saturation.
+#include <cmath>
+
+#include "../kernel.h"
+
+namespace nnrt {
+namespace {
+
+using T = OperandType;
+
+constexpr int32_t kHardSwishCode = 99;  // ANEURALNETWORKS_HARD_SWISH (API level 30)
+
+void validate_unary_any(const ValidationContext& v) {
+  v.input_count({1});
+  v.output_count(1);
+  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
+  v.output_same_type_as_input(0, 0);
+}
+
+void validate_unary_float(const ValidationContext& v) {
+  v.input_count({1});
+  v.output_count(1);
+  v.input_type(0, {T::TensorFloat32, T::TensorFloat16});
+  v.output_same_type_as_input(0, 0);
+}
+
+void validate_unary_signed(const ValidationContext& v) {
+  v.input_count({1});
+  v.output_count(1);
+  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorInt32});
+  v.output_same_type_as_input(0, 0);
+}
+
+// Output quantization NNAPI fixes for some activations.
+void require_out_quant(const ValidationContext& v, float scale, int32_t zero_point) {
+  if (!is_quant8(v.out(0).type)) return;
+  if (std::fabs(v.out(0).scale - scale) > 1e-9f || v.out(0).zero_point != zero_point)
+    v.error("quantized output must have scale " + std::to_string(scale) + " and zeroPoint " +
+            std::to_string(zero_point));
+}
+
+void validate_logistic(const ValidationContext& v) {
+  validate_unary_any(v);
+  require_out_quant(v, 1.f / 256, 0);
+}
+
+void validate_tanh(const ValidationContext& v) {
+  validate_unary_any(v);
+  require_out_quant(v, 1.f / 128, 128);
+}
+
+template <at::Tensor (*F)(const at::Tensor&)>
+void execute_unary(ExecContext& ctx) {
+  const Value& x = ctx.in(0);
+  const auto dtype = is_quant8(x.type) ? at::kDouble : at::kFloat;
+  if (x.type == T::TensorInt32) {
+    ctx.set_output(0, F(x.t).to(at::kInt));
+    return;
+  }
+  ctx.set_output(0, to_operand(F(real_values(x, dtype)), ctx.out_operand(0)));
+}
+
+at::Tensor relu(const at::Tensor& x) { return at::clamp_min(x, 0); }
+at::Tensor relu1(const at::Tensor& x) { return at::clamp(x, -1, 1); }
+at::Tensor relu6(const at::Tensor& x) { return at::clamp(x, 0, 6); }
+at::Tensor logistic(const at::Tensor& x) { return at::sigmoid(x); }
+at::Tensor tanh_fn(const at::Tensor& x) { return at::tanh(x); }
+at::Tensor hard_swish(const at::Tensor& x) { return x * at::clamp(x + 3, 0, 6) / 6; }
+at::Tensor exp_fn(const at::Tensor& x) { return at::exp(x); }
+at::Tensor sqrt_fn(const at::Tensor& x) { return at::sqrt(x); }
+at::Tensor rsqrt_fn(const at::Tensor& x) { return at::rsqrt(x); }
+at::Tensor log_fn(const at::Tensor& x) { return at::log(x); }
+at::Tensor floor_fn(const at::Tensor& x) { return at::floor(x); }
+at::Tensor abs_fn(const at::Tensor& x) { return at::abs(x); }
+at::Tensor neg_fn(const at::Tensor& x) { return at::neg(x); }
+
+// ---- PRELU: out = x >= 0 ? x : alpha * x, alpha broadcast against x.
+
+void validate_prelu(const ValidationContext& v) {
+  v.input_count({2});
+  v.output_count(1);
+  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
+  v.same_type(1, 0);
+  v.output_same_type_as_input(0, 0);
+}
+
+void execute_prelu(ExecContext& ctx) {
+  const Value& x = ctx.in(0);
+  const auto dtype = is_quant8(x.type) ? at::kDouble : at::kFloat;
+  at::Tensor xr = real_values(x, dtype);
+  at::Tensor ar = real_values(ctx.in(1), dtype);
+  auto shape = at::infer_size(xr.sizes(), ar.sizes());
+  if (at::IntArrayRef(shape) != xr.sizes())
+    fail(Result::BadData, "alpha does not broadcast to the input");
+  ctx.set_output(0, to_operand(at::where(xr >= 0, xr, xr * ar), ctx.out_operand(0)));
+}
+
+// ---- SOFTMAX / LOG_SOFTMAX: input, beta, [axis].
+
+void validate_softmax(const ValidationContext& v) {
+  v.input_count({2, 3});
+  v.output_count(1);
+  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
+  v.input_type(1, {T::Float32, T::Float16});
+  if (v.num_inputs() == 3) v.input_type(2, {T::Int32});
+  v.output_same_type_as_input(0, 0);
+  require_out_quant(v, 1.f / 256, 0);
+}
+
+void execute_softmax(ExecContext& ctx) {
+  const Value& x = ctx.in(0);
+  const auto dtype = is_quant8(x.type) ? at::kDouble : at::kFloat;
+  at::Tensor xr = real_values(x, dtype);
+  const float beta = ctx.f32(1);
+  if (!(beta > 0.f)) fail(Result::BadData, "softmax beta must be positive");
+  const int64_t axis = wrap_axis(ctx.i32_or(2, -1), xr.dim());
+  ctx.set_output(0,
+                 to_operand(at::softmax(xr * static_cast<double>(beta), axis), ctx.out_operand(0)));
+}
+
+void validate_log_softmax(const ValidationContext& v) {
+  v.input_count({3});
+  v.output_count(1);
+  v.input_type(0, {T::TensorFloat32, T::TensorFloat16});
+  v.input_type(1, {T::Float32, T::Float16});
+  v.input_type(2, {T::Int32});
+  v.output_same_type_as_input(0, 0);
+}
+
+void execute_log_softmax(ExecContext& ctx) {
+  at::Tensor xr = real_values(ctx.in(0));
+  const double beta = ctx.f32(1);
+  const int64_t axis = wrap_axis(ctx.i32(2), xr.dim());
+  ctx.set_output(0, to_operand(at::log_softmax(xr * beta, axis), ctx.out_operand(0)));
+}
+
+// ---- L2_NORMALIZATION: input, [axis]; out = x / sqrt(max(sum(x^2), eps)).
+
+void validate_l2norm(const ValidationContext& v) {
+  v.input_count({1, 2});
+  v.output_count(1);
+  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
+  if (v.num_inputs() == 2) v.input_type(1, {T::Int32});
+  v.output_same_type_as_input(0, 0);
+  require_out_quant(v, 1.f / 128, 128);
+}
+
+void execute_l2norm(ExecContext& ctx) {
+  const Value& x = ctx.in(0);
+  at::Tensor xr = real_values(x, at::kDouble);
+  const int64_t axis = wrap_axis(ctx.i32_or(1, -1), xr.dim());
+  at::Tensor norm = at::sqrt(at::clamp_min((xr * xr).sum({axis}, true), 1e-6));
+  ctx.set_output(0, to_operand(xr / norm, ctx.out_operand(0)));
+}
+
+}  // namespace
+
+void add_activation_kernels(std::vector<OpKernel>& table) {
+  table.push_back({Op::Relu, "RELU", validate_unary_any, execute_unary<relu>});
+  table.push_back({Op::Relu1, "RELU1", validate_unary_any, execute_unary<relu1>});
+  table.push_back({Op::Relu6, "RELU6", validate_unary_any, execute_unary<relu6>});
+  table.push_back({Op::Logistic, "LOGISTIC", validate_logistic, execute_unary<logistic>});
+  table.push_back({Op::Tanh, "TANH", validate_tanh, execute_unary<tanh_fn>});
+  table.push_back({static_cast<Op>(kHardSwishCode), "HARD_SWISH", validate_unary_any,
+                   execute_unary<hard_swish>});
+  table.push_back({Op::Exp, "EXP", validate_unary_float, execute_unary<exp_fn>});
+  table.push_back({Op::Sqrt, "SQRT", validate_unary_float, execute_unary<sqrt_fn>});
+  table.push_back({Op::Rsqrt, "RSQRT", validate_unary_float, execute_unary<rsqrt_fn>});
+  table.push_back({Op::Log, "LOG", validate_unary_float, execute_unary<log_fn>});
+  table.push_back({Op::Floor, "FLOOR", validate_unary_float, execute_unary<floor_fn>});
+  table.push_back({Op::Abs, "ABS", validate_unary_signed, execute_unary<abs_fn>});
+  table.push_back({Op::Neg, "NEG", validate_unary_signed, execute_unary<neg_fn>});
+  table.push_back({Op::Prelu, "PRELU", validate_prelu, execute_prelu});
+  table.push_back({Op::Softmax, "SOFTMAX", validate_softmax, execute_softmax});
+  table.push_back({Op::LogSoftmax, "LOG_SOFTMAX", validate_log_softmax, execute_log_softmax});
+  table.push_back({Op::L2Normalization, "L2_NORMALIZATION", validate_l2norm, execute_l2norm});
+}
+
+}  // namespace nnrt

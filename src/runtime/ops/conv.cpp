@@ -1,0 +1,383 @@
+// Convolutions and FULLY_CONNECTED: CONV_2D, DEPTHWISE_CONV_2D,
+// GROUPED_CONV_2D, TRANSPOSE_CONV_2D (explicit and implicit padding forms,
+// optional NCHW flag and dilation) on at::conv2d / at::conv_transpose2d.
+//
+// Quantized (TENSOR_QUANT8_ASYMM) convolutions run on real values in double:
+// (q_in - z_in) * s_in convolved with (q_w - z_w) * s_w plus bias_int *
+// s_bias. In double the products and sums of 8-bit integers are exact up to
+// a common scale factor, so this equals NNAPI's integer accumulator times
+// s_in * s_w; the result is divided by the output scale, rounded to nearest
+// and saturated, with the fused activation clamping in the quantized domain.
+#include <cmath>
+
+#include "../kernel.h"
+
+namespace nnrt {
+namespace {
+
+using T = OperandType;
+
+enum PaddingScheme { kPaddingSame = 1, kPaddingValid = 2 };
+
+struct ConvArgs {
+  int64_t pad_l = 0, pad_r = 0, pad_t = 0, pad_b = 0;
+  int64_t stride_w = 1, stride_h = 1;
+  int64_t dil_w = 1, dil_h = 1;
+  int64_t groups = 1;
+  int64_t multiplier = 1;
+  int32_t fuse = 0;
+  bool nchw = false;
+  int32_t implicit_scheme = 0;  // 0 = explicit padding
+};
+
+// Explicit padding from an implicit scheme, for one spatial dimension.
+void implicit_padding(int32_t scheme, int64_t in, int64_t kernel, int64_t stride, int64_t dil,
+                      int64_t* before, int64_t* after) {
+  const int64_t eff = (kernel - 1) * dil + 1;
+  if (scheme == kPaddingValid) {
+    *before = *after = 0;
+  } else if (scheme == kPaddingSame) {
+    const int64_t out = (in + stride - 1) / stride;
+    const int64_t total = std::max<int64_t>((out - 1) * stride + eff - in, 0);
+    *before = total / 2;
+    *after = total - *before;
+  } else {
+    fail(Result::BadData, "bad padding scheme " + std::to_string(scheme));
+  }
+}
+
+void check_args(const ConvArgs& a) {
+  if (a.stride_w < 1 || a.stride_h < 1 || a.dil_w < 1 || a.dil_h < 1)
+    fail(Result::BadData, "strides and dilations must be >= 1");
+  if (a.pad_l < 0 || a.pad_r < 0 || a.pad_t < 0 || a.pad_b < 0)
+    fail(Result::BadData, "negative padding");
+  check_fuse_code(a.fuse);
+}
+
+// Input image as NCHW real values (double for quantized).
+at::Tensor image_nchw(const Value& x, bool nchw) {
+  if (x.t.dim() != 4) fail(Result::BadData, "image input must be 4-D");
+  at::Tensor r = real_values(x, is_quant8(x.type) ? at::kDouble : at::kFloat);
+  return nchw ? r : nhwc_to_nchw(r);
+}
+
+// Bias as real values; an INT32 bias of a quantized convolution carries the
+// scale s_in * s_w (NNAPI requires it; we use the operand's own scale).
+at::Tensor bias_real(const Value& bias, const Value& x, const Value& w) {
+  if (bias.type == T::TensorInt32) {
+    double scale = bias.scale > 0 ? bias.scale : static_cast<double>(x.scale) * w.scale;
+    return bias.t.to(at::kDouble) * scale;
+  }
+  return real_values(bias, is_quant8(x.type) ? at::kDouble : at::kFloat);
+}
+
+at::Tensor pad_spatial(const at::Tensor& x, const ConvArgs& a) {
+  if (a.pad_l == 0 && a.pad_r == 0 && a.pad_t == 0 && a.pad_b == 0) return x;
+  return at::constant_pad_nd(x, {a.pad_l, a.pad_r, a.pad_t, a.pad_b}, 0);
+}
+
+void write_image(ExecContext& ctx, const at::Tensor& result_nchw, const ConvArgs& a) {
+  at::Tensor out = to_operand(result_nchw, ctx.out_operand(0), a.fuse);
+  ctx.set_output(0, a.nchw ? out.contiguous() : nchw_to_nhwc(out));
+}
+
+// ---- validation shared by the convolution family
+
+void validate_conv_common(const ValidationContext& v) {
+  v.output_count(1);
+  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
+  v.input_rank(0, {4});
+  if (is_quant8(v.in(0).type)) {
+    v.input_type(1, {T::TensorQuant8Asymm});
+    v.input_type(2, {T::TensorInt32});
+  } else {
+    v.same_type(1, 0);
+    v.same_type(2, 0);
+  }
+  v.input_rank(1, {4});
+  v.input_rank(2, {1});
+  v.output_same_type_as_input(0, 0);
+}
+
+// Checks that inputs [first, last) are INT32 scalars.
+void int_scalars(const ValidationContext& v, size_t first, size_t last) {
+  for (size_t i = first; i < last && i < v.num_inputs(); ++i) v.input_type(i, {T::Int32});
+}
+
+// ---- CONV_2D
+// explicit: in, w, b, pad l r t b, stride w h, fuse [, nchw [, dil w h]]  (10, 11, 13)
+// implicit: in, w, b, scheme, stride w h, fuse [, nchw [, dil w h]]       (7, 8, 10)
+
+bool conv2d_is_implicit(size_t n, const ValidationContext* v, const ExecContext* c) {
+  if (n == 7 || n == 8) return true;
+  if (n != 10) return false;
+  // 10 inputs: explicit without layout, or implicit with layout + dilation.
+  return v ? v->in(7).type == T::Bool : c->in(7).type == T::Bool;
+}
+
+void validate_conv2d(const ValidationContext& v) {
+  v.input_count({7, 8, 10, 11, 13});
+  validate_conv_common(v);
+  const bool implicit = conv2d_is_implicit(v.num_inputs(), &v, nullptr);
+  const size_t layout = implicit ? 7 : 10;
+  int_scalars(v, 3, layout);
+  if (v.num_inputs() > layout) v.input_type(layout, {T::Bool});
+  int_scalars(v, layout + 1, v.num_inputs());
+}
+
+ConvArgs read_conv2d_args(ExecContext& ctx, size_t* next) {
+  ConvArgs a;
+  const bool implicit = conv2d_is_implicit(ctx.num_inputs(), nullptr, &ctx);
+  size_t i = 3;
+  if (implicit) {
+    a.implicit_scheme = ctx.i32(i++);
+  } else {
+    a.pad_l = ctx.i32(i++);
+    a.pad_r = ctx.i32(i++);
+    a.pad_t = ctx.i32(i++);
+    a.pad_b = ctx.i32(i++);
+  }
+  a.stride_w = ctx.i32(i++);
+  a.stride_h = ctx.i32(i++);
+  *next = i;
+  return a;
+}
+
+void read_tail(ExecContext& ctx, size_t i, ConvArgs& a) {
+  a.fuse = ctx.i32(i++);
+  a.nchw = ctx.flag_or(i++, false);
+  a.dil_w = ctx.i32_or(i++, 1);
+  a.dil_h = ctx.i32_or(i++, 1);
+}
+
+void resolve_implicit(ConvArgs& a, const at::Tensor& x_nchw, int64_t kh, int64_t kw) {
+  if (a.implicit_scheme == 0) return;
+  implicit_padding(a.implicit_scheme, x_nchw.size(2), kh, a.stride_h, a.dil_h, &a.pad_t, &a.pad_b);
+  implicit_padding(a.implicit_scheme, x_nchw.size(3), kw, a.stride_w, a.dil_w, &a.pad_l, &a.pad_r);
+}
+
+// Runs a convolution; `w_torch` is [out, in/groups, kh, kw].
+void run_conv(ExecContext& ctx, ConvArgs a, const at::Tensor& w_torch) {
+  const Value& x = ctx.in(0);
+  at::Tensor xr = image_nchw(x, a.nchw);
+  resolve_implicit(a, xr, w_torch.size(2), w_torch.size(3));
+  check_args(a);
+  at::Tensor b = bias_real(ctx.in(2), x, ctx.in(1));
+  if (b.numel() != w_torch.size(0)) fail(Result::BadData, "bias size != output channels");
+  if (xr.size(1) != w_torch.size(1) * a.groups)
+    fail(Result::BadData, "input channels do not match the filter");
+  const std::vector<int64_t> stride = {a.stride_h, a.stride_w}, dil = {a.dil_h, a.dil_w};
+  const std::vector<int64_t> no_pad = {0, 0};
+  at::Tensor y = at::conv2d(pad_spatial(xr, a), w_torch.to(xr.scalar_type()),
+                            b.to(xr.scalar_type()), stride, no_pad, dil, a.groups);
+  write_image(ctx, y, a);
+}
+
+at::Tensor filter_real(const ExecContext& ctx) {
+  const Value& x = ctx.in(0);
+  const Value& w = ctx.in(1);
+  if (w.t.dim() != 4) fail(Result::BadData, "filter must be 4-D");
+  return real_values(w, is_quant8(x.type) ? at::kDouble : at::kFloat);
+}
+
+void execute_conv2d(ExecContext& ctx) {
+  size_t i = 0;
+  ConvArgs a = read_conv2d_args(ctx, &i);
+  read_tail(ctx, i, a);
+  // NNAPI filter [out, kh, kw, in] -> torch [out, in, kh, kw].
+  run_conv(ctx, a, filter_real(ctx).permute({0, 3, 1, 2}));
+}
+
+// ---- DEPTHWISE_CONV_2D
+// explicit: in, w, b, pad l r t b, stride w h, mult, fuse [, nchw [, dil w h]]  (11, 12, 14)
+// implicit: in, w, b, scheme, stride w h, mult, fuse [, nchw [, dil w h]]       (8, 9, 11)
+
+bool depthwise_is_implicit(size_t n, OperandType at8) {
+  if (n == 8 || n == 9) return true;
+  if (n != 11) return false;
+  return at8 == T::Bool;
+}
+
+void validate_depthwise(const ValidationContext& v) {
+  v.input_count({8, 9, 11, 12, 14});
+  validate_conv_common(v);
+  const bool implicit =
+      depthwise_is_implicit(v.num_inputs(), v.num_inputs() > 8 ? v.in(8).type : T::Int32);
+  const size_t layout = implicit ? 8 : 11;
+  int_scalars(v, 3, layout);
+  if (v.num_inputs() > layout) v.input_type(layout, {T::Bool});
+  int_scalars(v, layout + 1, v.num_inputs());
+}
+
+void execute_depthwise(ExecContext& ctx) {
+  const bool implicit =
+      depthwise_is_implicit(ctx.num_inputs(), ctx.num_inputs() > 8 ? ctx.in(8).type : T::Int32);
+  ConvArgs a;
+  size_t i = 3;
+  if (implicit) {
+    a.implicit_scheme = ctx.i32(i++);
+  } else {
+    a.pad_l = ctx.i32(i++);
+    a.pad_r = ctx.i32(i++);
+    a.pad_t = ctx.i32(i++);
+    a.pad_b = ctx.i32(i++);
+  }
+  a.stride_w = ctx.i32(i++);
+  a.stride_h = ctx.i32(i++);
+  a.multiplier = ctx.i32(i++);
+  read_tail(ctx, i, a);
+  if (a.multiplier < 1) fail(Result::BadData, "depth multiplier must be >= 1");
+  // NNAPI filter [1, kh, kw, in * mult] -> torch [in * mult, 1, kh, kw], groups = in.
+  at::Tensor w = filter_real(ctx);
+  if (w.size(0) != 1) fail(Result::BadData, "depthwise filter must have leading dim 1");
+  const int64_t in_c = ctx.in(0).t.size(a.nchw ? 1 : 3);
+  if (w.size(3) != in_c * a.multiplier)
+    fail(Result::BadData, "depthwise filter depth != input channels * multiplier");
+  a.groups = in_c;
+  run_conv(ctx, a, w.permute({3, 0, 1, 2}));
+}
+
+// ---- GROUPED_CONV_2D
+// explicit: in, w, b, pad l r t b, stride w h, groups, fuse, nchw  (12)
+// implicit: in, w, b, scheme, stride w h, groups, fuse, nchw       (9)
+
+void validate_grouped(const ValidationContext& v) {
+  v.input_count({9, 12});
+  validate_conv_common(v);
+  const size_t layout = v.num_inputs() - 1;
+  int_scalars(v, 3, layout);
+  v.input_type(layout, {T::Bool});
+}
+
+void execute_grouped(ExecContext& ctx) {
+  ConvArgs a;
+  size_t i = 3;
+  if (ctx.num_inputs() == 9) {
+    a.implicit_scheme = ctx.i32(i++);
+  } else {
+    a.pad_l = ctx.i32(i++);
+    a.pad_r = ctx.i32(i++);
+    a.pad_t = ctx.i32(i++);
+    a.pad_b = ctx.i32(i++);
+  }
+  a.stride_w = ctx.i32(i++);
+  a.stride_h = ctx.i32(i++);
+  a.groups = ctx.i32(i++);
+  a.fuse = ctx.i32(i++);
+  a.nchw = ctx.flag(i++);
+  if (a.groups < 1) fail(Result::BadData, "num_groups must be >= 1");
+  at::Tensor w = filter_real(ctx);
+  if (w.size(0) % a.groups != 0) fail(Result::BadData, "output channels % groups != 0");
+  run_conv(ctx, a, w.permute({0, 3, 1, 2}));
+}
+
+// ---- TRANSPOSE_CONV_2D
+// explicit: in, w, b, pad l r t b, stride w h, fuse, nchw                 (11)
+// implicit: in, w, b, output_shape (TENSOR_INT32), scheme, stride w h, fuse, nchw  (9)
+
+void validate_transpose_conv(const ValidationContext& v) {
+  v.input_count({9, 11});
+  validate_conv_common(v);
+  if (v.num_inputs() == 9) {
+    v.input_type(3, {T::TensorInt32});
+    int_scalars(v, 4, 8);
+  } else {
+    int_scalars(v, 3, 10);
+  }
+  v.input_type(v.num_inputs() - 1, {T::Bool});
+}
+
+void execute_transpose_conv(ExecContext& ctx) {
+  ConvArgs a;
+  const Value& x = ctx.in(0);
+  const bool implicit = ctx.num_inputs() == 9;
+  a.nchw = ctx.flag(ctx.num_inputs() - 1);
+  at::Tensor xr = image_nchw(x, a.nchw);
+  at::Tensor w = filter_real(ctx);  // [out, kh, kw, in]
+  const int64_t kh = w.size(1), kw = w.size(2);
+  std::vector<int64_t> out_shape;
+  if (implicit) {
+    out_shape = ctx.int_list(3);
+    const int32_t scheme = ctx.i32(4);
+    a.stride_w = ctx.i32(5);
+    a.stride_h = ctx.i32(6);
+    a.fuse = ctx.i32(7);
+    if (out_shape.size() != 4) fail(Result::BadData, "output_shape must have 4 entries");
+    const int64_t oh = out_shape[a.nchw ? 2 : 1], ow = out_shape[a.nchw ? 3 : 2];
+    if (scheme != kPaddingSame && scheme != kPaddingValid) fail(Result::BadData, "bad scheme");
+    // Total padding so that (in - 1) * stride + k - total == out.
+    const int64_t th = std::max<int64_t>((xr.size(2) - 1) * a.stride_h + kh - oh, 0);
+    const int64_t tw = std::max<int64_t>((xr.size(3) - 1) * a.stride_w + kw - ow, 0);
+    a.pad_t = th / 2;
+    a.pad_b = th - a.pad_t;
+    a.pad_l = tw / 2;
+    a.pad_r = tw - a.pad_l;
+  } else {
+    a.pad_l = ctx.i32(3);
+    a.pad_r = ctx.i32(4);
+    a.pad_t = ctx.i32(5);
+    a.pad_b = ctx.i32(6);
+    a.stride_w = ctx.i32(7);
+    a.stride_h = ctx.i32(8);
+    a.fuse = ctx.i32(9);
+  }
+  check_args(a);
+  if (xr.size(1) != w.size(3)) fail(Result::BadData, "input channels do not match the filter");
+  at::Tensor b = bias_real(ctx.in(2), x, ctx.in(1));
+  // torch conv_transpose2d weight is [in, out, kh, kw].
+  at::Tensor wt = w.permute({3, 0, 1, 2}).to(xr.scalar_type());
+  const std::vector<int64_t> stride = {a.stride_h, a.stride_w};
+  at::Tensor y = at::conv_transpose2d(xr, wt, b.to(xr.scalar_type()), stride);
+  const int64_t H = y.size(2), W = y.size(3);
+  if (a.pad_t + a.pad_b >= H || a.pad_l + a.pad_r >= W) fail(Result::BadData, "padding too large");
+  y = y.slice(2, a.pad_t, H - a.pad_b).slice(3, a.pad_l, W - a.pad_r);
+  write_image(ctx, y, a);
+}
+
+// ---- FULLY_CONNECTED: in, weights [units, in_size], bias [units], fuse.
+
+void validate_fc(const ValidationContext& v) {
+  v.input_count({4});
+  v.output_count(1);
+  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
+  if (is_quant8(v.in(0).type)) {
+    v.input_type(1, {T::TensorQuant8Asymm});
+    v.input_type(2, {T::TensorInt32});
+  } else {
+    v.same_type(1, 0);
+    v.same_type(2, 0);
+  }
+  v.input_rank(1, {2});
+  v.input_rank(2, {1});
+  v.input_type(3, {T::Int32});
+  v.output_same_type_as_input(0, 0);
+}
+
+void execute_fc(ExecContext& ctx) {
+  const Value& x = ctx.in(0);
+  const auto dtype = is_quant8(x.type) ? at::kDouble : at::kFloat;
+  at::Tensor w = real_values(ctx.in(1), dtype);
+  if (w.dim() != 2) fail(Result::BadData, "weights must be 2-D");
+  const int64_t in_size = w.size(1);
+  if (in_size == 0 || x.t.numel() % in_size != 0)
+    fail(Result::BadData, "input size is not a multiple of the weights' input size");
+  // Inputs of rank > 2 are flattened to [numel / in_size, in_size].
+  at::Tensor xr = real_values(x, dtype).reshape({-1, in_size});
+  at::Tensor b = bias_real(ctx.in(2), x, ctx.in(1)).to(dtype);
+  if (b.numel() != w.size(0)) fail(Result::BadData, "bias size != number of units");
+  ctx.set_output(0, to_operand(at::linear(xr, w, b), ctx.out_operand(0), ctx.i32(3)));
+}
+
+}  // namespace
+
+void add_conv_kernels(std::vector<OpKernel>& table) {
+  table.push_back({Op::Conv2d, "CONV_2D", validate_conv2d, execute_conv2d});
+  table.push_back(
+      {Op::DepthwiseConv2d, "DEPTHWISE_CONV_2D", validate_depthwise, execute_depthwise});
+  table.push_back({Op::GroupedConv2d, "GROUPED_CONV_2D", validate_grouped, execute_grouped});
+  table.push_back(
+      {Op::TransposeConv2d, "TRANSPOSE_CONV_2D", validate_transpose_conv, execute_transpose_conv});
+  table.push_back({Op::FullyConnected, "FULLY_CONNECTED", validate_fc, execute_fc});
+}
+
+}  // namespace nnrt

@@ -1,0 +1,171 @@
+// AVERAGE_POOL_2D, MAX_POOL_2D, L2_POOL_2D (explicit and implicit padding,
+// optional NCHW flag) and MEAN.
+//
+// Average pooling follows NNAPI: padded cells are not counted. For
+// TENSOR_QUANT8_ASYMM the average is taken on the stored integers with
+// NNAPI's rounding, (sum + count / 2) / count, and the output keeps the
+// input's (scale, zeroPoint).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "../kernel.h"
+
+namespace nnrt {
+namespace {
+
+using T = OperandType;
+
+enum class Pool { Average, Max, L2 };
+
+struct PoolArgs {
+  int64_t pad_l = 0, pad_r = 0, pad_t = 0, pad_b = 0;
+  int64_t stride_w = 1, stride_h = 1, kernel_w = 1, kernel_h = 1;
+  int32_t fuse = 0;
+  bool nchw = false;
+};
+
+// explicit: in, pad l r t b, stride w h, filter w h, fuse [, nchw]  (10, 11)
+// implicit: in, scheme, stride w h, filter w h, fuse [, nchw]        (7, 8)
+void validate_pool(const ValidationContext& v) {
+  v.input_count({7, 8, 10, 11});
+  v.output_count(1);
+  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
+  v.input_rank(0, {4});
+  const bool implicit = v.num_inputs() <= 8;
+  const size_t last_int = implicit ? 7 : 10;
+  for (size_t i = 1; i < last_int; ++i) v.input_type(i, {T::Int32});
+  if (v.num_inputs() > last_int) v.input_type(last_int, {T::Bool});
+  v.output_same_type_as_input(0, 0);
+  if (is_quant8(v.in(0).type) &&
+      (v.out(0).scale != v.in(0).scale || v.out(0).zero_point != v.in(0).zero_point))
+    v.error("quantized output must keep the input's scale and zeroPoint");
+}
+
+void validate_pool_float(const ValidationContext& v) {
+  validate_pool(v);
+  v.input_type(0, {T::TensorFloat32, T::TensorFloat16});
+}
+
+void same_padding(int64_t in, int64_t k, int64_t s, int64_t* before, int64_t* after) {
+  const int64_t out = (in + s - 1) / s;
+  const int64_t total = std::max<int64_t>((out - 1) * s + k - in, 0);
+  *before = total / 2;
+  *after = total - *before;
+}
+
+PoolArgs read_args(ExecContext& ctx, int64_t in_h, int64_t in_w) {
+  PoolArgs a;
+  const bool implicit = ctx.num_inputs() <= 8;
+  size_t i = 1;
+  int32_t scheme = 0;
+  if (implicit) {
+    scheme = ctx.i32(i++);
+  } else {
+    a.pad_l = ctx.i32(i++);
+    a.pad_r = ctx.i32(i++);
+    a.pad_t = ctx.i32(i++);
+    a.pad_b = ctx.i32(i++);
+  }
+  a.stride_w = ctx.i32(i++);
+  a.stride_h = ctx.i32(i++);
+  a.kernel_w = ctx.i32(i++);
+  a.kernel_h = ctx.i32(i++);
+  a.fuse = ctx.i32(i++);
+  a.nchw = ctx.flag_or(i, false);
+  if (a.stride_w < 1 || a.stride_h < 1 || a.kernel_w < 1 || a.kernel_h < 1)
+    fail(Result::BadData, "strides and filter sizes must be >= 1");
+  check_fuse_code(a.fuse);
+  if (implicit) {
+    if (scheme == 1) {
+      same_padding(in_h, a.kernel_h, a.stride_h, &a.pad_t, &a.pad_b);
+      same_padding(in_w, a.kernel_w, a.stride_w, &a.pad_l, &a.pad_r);
+    } else if (scheme != 2) {
+      fail(Result::BadData, "bad padding scheme");
+    }
+  }
+  if (a.pad_l < 0 || a.pad_r < 0 || a.pad_t < 0 || a.pad_b < 0)
+    fail(Result::BadData, "negative padding");
+  return a;
+}
+
+template <Pool kind>
+void execute_pool(ExecContext& ctx) {
+  const Value& x = ctx.in(0);
+  if (x.t.dim() != 4) fail(Result::BadData, "input must be 4-D");
+  const size_t n = ctx.num_inputs();
+  const bool nchw = (n == 8 || n == 11) && ctx.flag(n - 1);
+  const bool quant = is_quant8(x.type);
+  // Quantized pooling works on the stored integers; float pooling on values.
+  at::Tensor v = quant ? x.t.to(at::kDouble) : x.t.to(at::kFloat);
+  if (!nchw) v = nhwc_to_nchw(v);
+  PoolArgs a = read_args(ctx, v.size(2), v.size(3));
+  const std::vector<int64_t> pad = {a.pad_l, a.pad_r, a.pad_t, a.pad_b};
+  const std::vector<int64_t> k = {a.kernel_h, a.kernel_w}, s = {a.stride_h, a.stride_w};
+  if (v.size(2) + a.pad_t + a.pad_b < a.kernel_h || v.size(3) + a.pad_l + a.pad_r < a.kernel_w)
+    fail(Result::BadData, "filter larger than the padded input");
+  at::Tensor y;
+  if (kind == Pool::Max) {
+    y = at::max_pool2d(at::constant_pad_nd(v, pad, -std::numeric_limits<double>::infinity()), k, s);
+  } else {
+    // Sums over the window and counts of real (non-padded) cells.
+    at::Tensor ones = at::ones({1, 1, v.size(2), v.size(3)}, v.options());
+    const double area = static_cast<double>(a.kernel_h * a.kernel_w);
+    at::Tensor src = kind == Pool::L2 ? v * v : v;
+    at::Tensor sum = at::avg_pool2d(at::constant_pad_nd(src, pad, 0), k, s) * area;
+    at::Tensor count = at::avg_pool2d(at::constant_pad_nd(ones, pad, 0), k, s) * area;
+    count = at::round(count);
+    if (kind == Pool::L2) {
+      y = at::sqrt(sum / count);
+    } else if (quant) {
+      y = at::floor((at::round(sum) + at::floor(count / 2)) / count);
+    } else {
+      y = sum / count;
+    }
+  }
+  at::Tensor out;
+  if (quant) {
+    auto [lo, hi] = quant_activation_range(a.fuse, x.scale, x.zero_point);
+    out = y.clamp(lo, hi).to(at::kByte);
+  } else {
+    out = to_operand(y, ctx.out_operand(0), a.fuse);
+  }
+  ctx.set_output(0, nchw ? out.contiguous() : nchw_to_nhwc(out));
+}
+
+// ---- MEAN: input, axes (TENSOR_INT32), keep_dims (INT32)
+
+void validate_mean(const ValidationContext& v) {
+  v.input_count({3});
+  v.output_count(1);
+  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
+  v.input_type(1, {T::TensorInt32});
+  v.input_type(2, {T::Int32});
+  v.output_same_type_as_input(0, 0);
+}
+
+void execute_mean(ExecContext& ctx) {
+  const Value& x = ctx.in(0);
+  const int64_t rank = x.t.dim();
+  std::vector<int64_t> axes;
+  for (int64_t a : ctx.int_list(1)) {
+    int64_t w = wrap_axis(a, rank);
+    if (std::find(axes.begin(), axes.end(), w) == axes.end()) axes.push_back(w);
+  }
+  const bool keep = ctx.i32(2) != 0;
+  at::Tensor xr = real_values(x, is_quant8(x.type) ? at::kDouble : at::kFloat);
+  at::Tensor y = axes.empty() ? xr : at::mean(xr, axes, keep);
+  ctx.set_output(0, to_operand(y, ctx.out_operand(0)));
+}
+
+}  // namespace
+
+void add_pool_kernels(std::vector<OpKernel>& table) {
+  table.push_back(
+      {Op::AveragePool2d, "AVERAGE_POOL_2D", validate_pool, execute_pool<Pool::Average>});
+  table.push_back({Op::MaxPool2d, "MAX_POOL_2D", validate_pool, execute_pool<Pool::Max>});
+  table.push_back({Op::L2Pool2d, "L2_POOL_2D", validate_pool_float, execute_pool<Pool::L2>});
+  table.push_back({Op::Mean, "MEAN", validate_mean, execute_mean});
+}
+
+}  // namespace nnrt

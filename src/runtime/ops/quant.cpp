@@ -1,0 +1,62 @@
+// QUANTIZE (float -> TENSOR_QUANT8_ASYMM: round to nearest, add zero point,
+// saturate to [0, 255]), DEQUANTIZE (scale * (q - zeroPoint)) and CAST.
+#include "../kernel.h"
+
+namespace nnrt {
+namespace {
+
+using T = OperandType;
+
+void validate_quantize(const ValidationContext& v) {
+  v.input_count({1});
+  v.output_count(1);
+  v.input_type(0, {T::TensorFloat32, T::TensorFloat16});
+  v.output_type(0, {T::TensorQuant8Asymm});
+}
+
+void execute_quantize(ExecContext& ctx) {
+  const Operand& out = ctx.out_operand(0);
+  ctx.set_output(0, quantize_u8(real_values(ctx.in(0), at::kDouble), out.scale, out.zero_point));
+}
+
+void validate_dequantize(const ValidationContext& v) {
+  v.input_count({1});
+  v.output_count(1);
+  v.input_type(0, {T::TensorQuant8Asymm, T::TensorQuant16Asymm, T::TensorQuant16Symm});
+  v.output_type(0, {T::TensorFloat32, T::TensorFloat16});
+}
+
+void execute_dequantize(ExecContext& ctx) {
+  ctx.set_output(0, to_operand(real_values(ctx.in(0)), ctx.out_operand(0)));
+}
+
+void validate_cast(const ValidationContext& v) {
+  v.input_count({1});
+  v.output_count(1);
+  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorInt32, T::TensorQuant8Asymm});
+  v.output_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorInt32, T::TensorQuant8Asymm});
+}
+
+// NNAPI CAST converts stored values (quantization parameters are ignored),
+// truncating toward zero and saturating for integer outputs.
+void execute_cast(ExecContext& ctx) {
+  const Value& x = ctx.in(0);
+  const Operand& out = ctx.out_operand(0);
+  at::Tensor t = x.t;
+  if (out.type == T::TensorQuant8Asymm) {
+    t = at::trunc(t.to(at::kDouble)).clamp(0, 255);
+  } else if (out.type == T::TensorInt32 && t.is_floating_point()) {
+    t = at::trunc(t.to(at::kDouble)).clamp(INT32_MIN, INT32_MAX);
+  }
+  ctx.set_output(0, t.to(dtype_for(out.type)));
+}
+
+}  // namespace
+
+void add_quant_kernels(std::vector<OpKernel>& table) {
+  table.push_back({Op::Quantize, "QUANTIZE", validate_quantize, execute_quantize});
+  table.push_back({Op::Dequantize, "DEQUANTIZE", validate_dequantize, execute_dequantize});
+  table.push_back({Op::Cast, "CAST", validate_cast, execute_cast});
+}
+
+}  // namespace nnrt

@@ -1,0 +1,135 @@
+// RESIZE_NEAREST_NEIGHBOR and RESIZE_BILINEAR:
+//   input, (INT32 out_w, INT32 out_h | FLOAT32 scale_w, FLOAT32 scale_h)
+//   [, nchw [, align_corners [, half_pixel_centers]]]
+// The scale form's output size is floor(in * scale). Source coordinates are
+// computed in float as in NNAPI's reference: scale = in / out (or
+// (in - 1) / (out - 1) with align_corners).
+#include <algorithm>
+#include <cmath>
+
+#include "../kernel.h"
+
+namespace nnrt {
+namespace {
+
+using T = OperandType;
+
+void validate_resize(const ValidationContext& v) {
+  v.input_count({3, 4, 5, 6});
+  v.output_count(1);
+  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
+  v.input_rank(0, {4});
+  v.input_type(1, {T::Int32, T::Float32, T::Float16});
+  v.same_type(2, 1);
+  for (size_t i = 3; i < v.num_inputs(); ++i) v.input_type(i, {T::Bool});
+  v.output_same_type_as_input(0, 0);
+  if (is_quant8(v.in(0).type) &&
+      (v.out(0).scale != v.in(0).scale || v.out(0).zero_point != v.in(0).zero_point))
+    v.error("quantized output must keep the input's scale and zeroPoint");
+}
+
+struct ResizeArgs {
+  int64_t out_h = 0, out_w = 0;
+  bool nchw = false, align_corners = false, half_pixel = false;
+};
+
+ResizeArgs read_args(ExecContext& ctx, int64_t in_h, int64_t in_w) {
+  ResizeArgs a;
+  if (ctx.in(1).type == T::Int32) {
+    a.out_w = ctx.i32(1);
+    a.out_h = ctx.i32(2);
+  } else {
+    const float sw = ctx.f32(1), sh = ctx.f32(2);
+    if (!(sw > 0.f) || !(sh > 0.f)) fail(Result::BadData, "scales must be positive");
+    a.out_w = static_cast<int64_t>(std::floor(static_cast<float>(in_w) * sw));
+    a.out_h = static_cast<int64_t>(std::floor(static_cast<float>(in_h) * sh));
+  }
+  if (a.out_w < 1 || a.out_h < 1) fail(Result::BadData, "output size must be positive");
+  a.nchw = ctx.flag_or(3, false);
+  a.align_corners = ctx.flag_or(4, false);
+  a.half_pixel = ctx.flag_or(5, false);
+  if (a.align_corners && a.half_pixel)
+    fail(Result::BadData, "align_corners and half_pixel_centers are exclusive");
+  return a;
+}
+
+float axis_scale(int64_t in, int64_t out, bool align_corners) {
+  if (align_corners && out > 1) return static_cast<float>(in - 1) / static_cast<float>(out - 1);
+  return static_cast<float>(in) / static_cast<float>(out);
+}
+
+at::Tensor nearest_index(int64_t in, int64_t out, const ResizeArgs& a) {
+  const float scale = axis_scale(in, out, a.align_corners);
+  std::vector<int64_t> idx(static_cast<size_t>(out));
+  for (int64_t o = 0; o < out; ++o) {
+    const float src = (static_cast<float>(o) + (a.half_pixel ? 0.5f : 0.f)) * scale;
+    int64_t i = static_cast<int64_t>(a.align_corners ? std::round(src) : std::floor(src));
+    idx[static_cast<size_t>(o)] = std::clamp<int64_t>(i, 0, in - 1);
+  }
+  return at::tensor(idx, at::TensorOptions(at::kLong));
+}
+
+// Layout helpers: index of the H and W dimensions.
+int64_t h_dim(bool nchw) { return nchw ? 2 : 1; }
+int64_t w_dim(bool nchw) { return nchw ? 3 : 2; }
+
+void execute_nearest(ExecContext& ctx) {
+  const Value& x = ctx.in(0);
+  const bool nchw = ctx.flag_or(3, false);
+  const int64_t in_h = x.t.size(h_dim(nchw)), in_w = x.t.size(w_dim(nchw));
+  ResizeArgs a = read_args(ctx, in_h, in_w);
+  at::Tensor y = x.t.index_select(h_dim(nchw), nearest_index(in_h, a.out_h, a))
+                     .index_select(w_dim(nchw), nearest_index(in_w, a.out_w, a));
+  ctx.set_output(0, y);
+}
+
+// Lower source index, upper source index and weight of the upper one.
+void linear_taps(int64_t in, int64_t out, const ResizeArgs& a, at::Tensor* lo, at::Tensor* hi,
+                 at::Tensor* frac) {
+  const float scale = axis_scale(in, out, a.align_corners);
+  std::vector<int64_t> l(static_cast<size_t>(out)), h(static_cast<size_t>(out));
+  std::vector<double> f(static_cast<size_t>(out));
+  for (int64_t o = 0; o < out; ++o) {
+    float src = a.half_pixel ? (static_cast<float>(o) + 0.5f) * scale - 0.5f
+                             : static_cast<float>(o) * scale;
+    src = std::max(src, 0.f);
+    const int64_t i0 = std::min<int64_t>(static_cast<int64_t>(std::floor(src)), in - 1);
+    const size_t k = static_cast<size_t>(o);
+    l[k] = i0;
+    h[k] = std::min<int64_t>(i0 + 1, in - 1);
+    f[k] = static_cast<double>(src) - static_cast<double>(i0);
+  }
+  *lo = at::tensor(l, at::TensorOptions(at::kLong));
+  *hi = at::tensor(h, at::TensorOptions(at::kLong));
+  *frac = at::tensor(f, at::TensorOptions(at::kDouble));
+}
+
+void execute_bilinear(ExecContext& ctx) {
+  const Value& x = ctx.in(0);
+  const bool nchw = ctx.flag_or(3, false);
+  at::Tensor v = real_values(x, at::kDouble);
+  if (!nchw) v = nhwc_to_nchw(v);
+  const int64_t in_h = v.size(2), in_w = v.size(3);
+  ResizeArgs a = read_args(ctx, in_h, in_w);
+  at::Tensor h0, h1, fh, w0, w1, fw;
+  linear_taps(in_h, a.out_h, a, &h0, &h1, &fh);
+  linear_taps(in_w, a.out_w, a, &w0, &w1, &fw);
+  fh = fh.view({1, 1, -1, 1});
+  fw = fw.view({1, 1, 1, -1});
+  at::Tensor top = v.index_select(2, h0), bottom = v.index_select(2, h1);
+  at::Tensor rows = top + (bottom - top) * fh;
+  at::Tensor left = rows.index_select(3, w0), right = rows.index_select(3, w1);
+  at::Tensor y = left + (right - left) * fw;
+  at::Tensor out = to_operand(y, ctx.out_operand(0));
+  ctx.set_output(0, nchw ? out.contiguous() : nchw_to_nhwc(out));
+}
+
+}  // namespace
+
+void add_resize_kernels(std::vector<OpKernel>& table) {
+  table.push_back(
+      {Op::ResizeNearestNeighbor, "RESIZE_NEAREST_NEIGHBOR", validate_resize, execute_nearest});
+  table.push_back({Op::ResizeBilinear, "RESIZE_BILINEAR", validate_resize, execute_bilinear});
+}
+
+}  // namespace nnrt

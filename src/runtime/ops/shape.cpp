@@ -1,0 +1,311 @@
+// Data movement: RESHAPE, EXPAND_DIMS, SQUEEZE, STRIDED_SLICE, SLICE,
+// CONCATENATION, TRANSPOSE, PAD, PAD_V2, SPLIT. These work on the stored
+// elements (quantized values are moved, not requantized), except
+// CONCATENATION, which requantizes inputs whose parameters differ from the
+// output's.
+#include <algorithm>
+
+#include "../kernel.h"
+
+namespace nnrt {
+namespace {
+
+using T = OperandType;
+
+#define ANY_TENSOR \
+  { T::TensorFloat32, T::TensorFloat16, T::TensorInt32, T::TensorQuant8Asymm, T::TensorBool8 }
+
+// Quantized data-movement outputs keep the input's parameters.
+void same_quant_params(const ValidationContext& v, size_t out = 0) {
+  if (!is_quant8(v.in(0).type)) return;
+  if (v.out(out).scale != v.in(0).scale || v.out(out).zero_point != v.in(0).zero_point)
+    v.error("quantized output must keep the input's scale and zeroPoint");
+}
+
+void validate_unary_move(const ValidationContext& v) {
+  v.output_count(1);
+  v.input_type(0, ANY_TENSOR);
+  v.output_same_type_as_input(0, 0);
+  same_quant_params(v);
+}
+
+// ---- RESHAPE: input, shape (TENSOR_INT32); one entry may be -1.
+
+void validate_reshape(const ValidationContext& v) {
+  v.input_count({2});
+  validate_unary_move(v);
+  v.input_type(1, {T::TensorInt32});
+}
+
+void execute_reshape(ExecContext& ctx) {
+  const at::Tensor& x = ctx.in(0).t;
+  std::vector<int64_t> shape = ctx.int_list(1);
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (infer >= 0) fail(Result::BadData, "more than one -1 in RESHAPE shape");
+      infer = static_cast<int64_t>(i);
+    } else if (shape[i] < 0) {
+      fail(Result::BadData, "negative RESHAPE dimension");
+    } else {
+      known *= shape[i];
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0 || x.numel() % known != 0) fail(Result::BadData, "cannot infer -1 dimension");
+    shape[static_cast<size_t>(infer)] = x.numel() / known;
+  } else if (known != x.numel()) {
+    fail(Result::BadData, "RESHAPE changes the number of elements");
+  }
+  ctx.set_output(0, x.reshape(shape));
+}
+
+// ---- EXPAND_DIMS: input, axis (INT32).
+
+void validate_expand_dims(const ValidationContext& v) {
+  v.input_count({2});
+  validate_unary_move(v);
+  v.input_type(1, {T::Int32});
+}
+
+void execute_expand_dims(ExecContext& ctx) {
+  const at::Tensor& x = ctx.in(0).t;
+  ctx.set_output(0, x.unsqueeze(wrap_axis(ctx.i32(1), x.dim() + 1)));
+}
+
+// ---- SQUEEZE: input [, axes (TENSOR_INT32)].
+
+void validate_squeeze(const ValidationContext& v) {
+  v.input_count({1, 2});
+  validate_unary_move(v);
+  if (v.num_inputs() == 2) v.input_type(1, {T::TensorInt32});
+}
+
+void execute_squeeze(ExecContext& ctx) {
+  const at::Tensor& x = ctx.in(0).t;
+  std::vector<bool> drop(static_cast<size_t>(x.dim()), false);
+  if (ctx.has(1)) {
+    for (int64_t a : ctx.int_list(1)) {
+      int64_t d = wrap_axis(a, x.dim());
+      if (x.size(d) != 1) fail(Result::BadData, "SQUEEZE of a dimension that is not 1");
+      drop[static_cast<size_t>(d)] = true;
+    }
+  } else {
+    for (int64_t d = 0; d < x.dim(); ++d) drop[static_cast<size_t>(d)] = x.size(d) == 1;
+  }
+  std::vector<int64_t> shape;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (!drop[static_cast<size_t>(d)]) shape.push_back(x.size(d));
+  ctx.set_output(0, x.reshape(shape));
+}
+
+// ---- STRIDED_SLICE: input, begin, end, strides, begin_mask, end_mask,
+// shrink_axis_mask, with TensorFlow's semantics.
+
+void validate_strided_slice(const ValidationContext& v) {
+  v.input_count({7});
+  validate_unary_move(v);
+  for (size_t i = 1; i <= 3; ++i) v.input_type(i, {T::TensorInt32});
+  for (size_t i = 4; i <= 6; ++i) v.input_type(i, {T::Int32});
+}
+
+at::Tensor take(const at::Tensor& x, int64_t dim, const std::vector<int64_t>& idx) {
+  at::Tensor index = at::tensor(idx, at::TensorOptions(at::kLong));
+  return x.index_select(dim, index);
+}
+
+void execute_strided_slice(ExecContext& ctx) {
+  at::Tensor x = ctx.in(0).t;
+  const int64_t rank = x.dim();
+  auto begin = ctx.int_list(1), end = ctx.int_list(2), strides = ctx.int_list(3);
+  if (static_cast<int64_t>(begin.size()) != rank || static_cast<int64_t>(end.size()) != rank ||
+      static_cast<int64_t>(strides.size()) != rank)
+    fail(Result::BadData, "begin/end/strides must have one entry per dimension");
+  const int32_t begin_mask = ctx.i32(4), end_mask = ctx.i32(5), shrink = ctx.i32(6);
+  std::vector<int64_t> out_shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t n = x.size(d), s = strides[static_cast<size_t>(d)];
+    if (s == 0) fail(Result::BadData, "zero stride");
+    auto resolve = [&](int64_t v, bool masked, bool is_begin) {
+      if (masked) return is_begin ? (s > 0 ? 0 : n - 1) : (s > 0 ? n : -1);
+      if (v < 0) v += n;
+      return s > 0 ? std::clamp<int64_t>(v, 0, n) : std::clamp<int64_t>(v, -1, n - 1);
+    };
+    int64_t b = resolve(begin[static_cast<size_t>(d)], (begin_mask >> d) & 1, true);
+    int64_t e = resolve(end[static_cast<size_t>(d)], (end_mask >> d) & 1, false);
+    const bool shrink_d = (shrink >> d) & 1;
+    if (shrink_d) {
+      if (b < 0 || b >= n) fail(Result::BadData, "shrunk axis index out of range");
+      e = b + 1;
+    }
+    std::vector<int64_t> idx;
+    for (int64_t i = b; shrink_d ? i < e : (s > 0 ? i < e : i > e); i += shrink_d ? 1 : s)
+      idx.push_back(i);
+    x = take(x, d, idx);
+    if (!shrink_d) out_shape.push_back(static_cast<int64_t>(idx.size()));
+  }
+  ctx.set_output(0, x.reshape(out_shape));
+}
+
+// ---- SLICE: input, begin (TENSOR_INT32), size (TENSOR_INT32, -1 = rest).
+
+void validate_slice(const ValidationContext& v) {
+  v.input_count({3});
+  validate_unary_move(v);
+  v.input_type(1, {T::TensorInt32});
+  v.input_type(2, {T::TensorInt32});
+}
+
+void execute_slice(ExecContext& ctx) {
+  at::Tensor x = ctx.in(0).t;
+  auto begin = ctx.int_list(1), size = ctx.int_list(2);
+  if (static_cast<int64_t>(begin.size()) != x.dim() || size.size() != begin.size())
+    fail(Result::BadData, "begin/size must have one entry per dimension");
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    const int64_t b = begin[static_cast<size_t>(d)], n = x.size(d);
+    int64_t len = size[static_cast<size_t>(d)];
+    if (len == -1) len = n - b;
+    if (b < 0 || len < 0 || b + len > n) fail(Result::BadData, "SLICE out of range");
+    x = x.slice(d, b, b + len);
+  }
+  ctx.set_output(0, x.contiguous());
+}
+
+// ---- CONCATENATION: input 0..n-1, axis (INT32).
+
+void validate_concat(const ValidationContext& v) {
+  v.input_count_at_least(2);
+  v.output_count(1);
+  const size_t n = v.num_inputs() - 1;
+  v.input_type(0, ANY_TENSOR);
+  for (size_t i = 1; i < n; ++i) v.same_type(i, 0);
+  v.input_type(n, {T::Int32});
+  v.output_same_type_as_input(0, 0);
+}
+
+void execute_concat(ExecContext& ctx) {
+  const size_t n = ctx.num_inputs() - 1;
+  const Operand& out = ctx.out_operand(0);
+  const int64_t axis = wrap_axis(ctx.i32(n), ctx.in(0).t.dim());
+  bool requant = false;
+  if (is_quant8(out.type))
+    for (size_t i = 0; i < n; ++i)
+      requant |= ctx.in(i).scale != out.scale || ctx.in(i).zero_point != out.zero_point;
+  std::vector<at::Tensor> parts;
+  for (size_t i = 0; i < n; ++i)
+    parts.push_back(requant ? real_values(ctx.in(i), at::kDouble) : ctx.in(i).t);
+  at::Tensor y = at::cat(parts, axis);
+  ctx.set_output(0, requant ? to_operand(y, out) : y);
+}
+
+// ---- TRANSPOSE: input [, perm (TENSOR_INT32)]; no perm reverses the dims.
+
+void validate_transpose(const ValidationContext& v) {
+  v.input_count({1, 2});
+  validate_unary_move(v);
+  if (v.num_inputs() == 2) v.input_type(1, {T::TensorInt32});
+}
+
+void execute_transpose(ExecContext& ctx) {
+  const at::Tensor& x = ctx.in(0).t;
+  std::vector<int64_t> perm;
+  if (ctx.has(1)) {
+    perm = ctx.int_list(1);
+  } else {
+    for (int64_t d = x.dim() - 1; d >= 0; --d) perm.push_back(d);
+  }
+  if (static_cast<int64_t>(perm.size()) != x.dim()) fail(Result::BadData, "bad permutation size");
+  std::vector<bool> seen(perm.size(), false);
+  for (int64_t& p : perm) {
+    p = wrap_axis(p, x.dim());
+    if (seen[static_cast<size_t>(p)]) fail(Result::BadData, "repeated axis in permutation");
+    seen[static_cast<size_t>(p)] = true;
+  }
+  ctx.set_output(0, x.permute(perm).contiguous());
+}
+
+// ---- PAD: input, paddings [rank, 2]; PAD_V2 adds the pad value.
+
+void validate_pad(const ValidationContext& v) {
+  v.input_count({2});
+  validate_unary_move(v);
+  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
+  v.input_type(1, {T::TensorInt32});
+}
+
+void validate_pad_v2(const ValidationContext& v) {
+  v.input_count({3});
+  validate_unary_move(v);
+  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
+  v.input_type(1, {T::TensorInt32});
+  if (is_quant8(v.in(0).type))
+    v.input_type(2, {T::Int32});
+  else
+    v.input_type(2, {T::Float32, T::Float16});
+}
+
+void execute_pad(ExecContext& ctx) {
+  const Value& x = ctx.in(0);
+  auto pads = ctx.int_list(1);
+  const int64_t rank = x.t.dim();
+  if (static_cast<int64_t>(pads.size()) != 2 * rank)
+    fail(Result::BadData, "paddings must be [rank, 2]");
+  // constant_pad_nd takes pairs from the last dimension backwards.
+  std::vector<int64_t> torch_pad;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    const int64_t before = pads[static_cast<size_t>(2 * d)];
+    const int64_t after = pads[static_cast<size_t>(2 * d + 1)];
+    if (before < 0 || after < 0) fail(Result::BadData, "negative padding");
+    torch_pad.push_back(before);
+    torch_pad.push_back(after);
+  }
+  double value = 0;
+  if (ctx.num_inputs() == 3) {
+    value = is_quant8(x.type) ? ctx.i32(2) : ctx.f32(2);
+  } else if (is_quant8(x.type)) {
+    value = x.zero_point;  // real zero
+  }
+  ctx.set_output(0, at::constant_pad_nd(x.t, torch_pad, value));
+}
+
+// ---- SPLIT: input, axis (INT32), num_splits (INT32); num_splits outputs.
+
+void validate_split(const ValidationContext& v) {
+  v.input_count({3});
+  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorInt32, T::TensorQuant8Asymm});
+  v.input_type(1, {T::Int32});
+  v.input_type(2, {T::Int32});
+  if (v.num_outputs() < 1) v.error("needs at least one output");
+  for (size_t o = 0; o < v.num_outputs(); ++o) {
+    if (v.out(o).type != v.in(0).type) v.error("output type differs from input");
+    same_quant_params(v, o);
+  }
+}
+
+void execute_split(ExecContext& ctx) {
+  const at::Tensor& x = ctx.in(0).t;
+  const int64_t axis = wrap_axis(ctx.i32(1), x.dim());
+  const int64_t n = ctx.i32(2);
+  if (n != static_cast<int64_t>(ctx.num_outputs()) || x.size(axis) % n != 0)
+    fail(Result::BadData, "SPLIT count does not divide the axis or match the outputs");
+  auto parts = x.split(x.size(axis) / n, axis);
+  for (size_t o = 0; o < parts.size(); ++o) ctx.set_output(o, parts[o].contiguous());
+}
+
+}  // namespace
+
+void add_shape_kernels(std::vector<OpKernel>& table) {
+  table.push_back({Op::Reshape, "RESHAPE", validate_reshape, execute_reshape});
+  table.push_back({Op::ExpandDims, "EXPAND_DIMS", validate_expand_dims, execute_expand_dims});
+  table.push_back({Op::Squeeze, "SQUEEZE", validate_squeeze, execute_squeeze});
+  table.push_back(
+      {Op::StridedSlice, "STRIDED_SLICE", validate_strided_slice, execute_strided_slice});
+  table.push_back({Op::Slice, "SLICE", validate_slice, execute_slice});
+  table.push_back({Op::Concatenation, "CONCATENATION", validate_concat, execute_concat});
+  table.push_back({Op::Transpose, "TRANSPOSE", validate_transpose, execute_transpose});
+  table.push_back({Op::Pad, "PAD", validate_pad, execute_pad});
+  table.push_back({Op::PadV2, "PAD_V2", validate_pad_v2, execute_pad});
+  table.push_back({Op::Split, "SPLIT", validate_split, execute_split});
+}
+
+}  // namespace nnrt
