@@ -1,0 +1,254 @@
+"""Shared helpers for tools/make_fixtures.py (the oracle's fixture generator).
+
+Everything here runs under Debian's /usr/bin/python3 with python3-torch 1.13.
+The reference is always PyTorch's own converter
+(torch.backends._nnapi.prepare); nothing of it is re-implemented here, we only
+capture what it returns.  See tests/reference/README.md for the on-disk layout.
+"""
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import traceback
+
+import torch
+import torch.backends._nnapi.prepare as nnapi_prepare
+from torch.backends._nnapi.serializer import _NnapiSerializer
+
+
+# --------------------------------------------------------------------------
+# Input helpers with the semantics of test_nnapi.py's qpt() / nhwc().
+
+def qpt(values, scale, zero_point, dtype=torch.quint8):
+    """Quantize per tensor; `values` may be a nested list or a tensor."""
+    if isinstance(values, torch.Tensor):
+        t = values.detach().clone()
+    else:
+        t = torch.tensor(values)
+    return torch.quantize_per_tensor(t, scale, zero_point, dtype)
+
+
+def nhwc(t):
+    """A channels_last copy flagged for the converter as an NHWC input."""
+    out = t.clone().contiguous(memory_format=torch.channels_last)
+    out.nnapi_nhwc = True
+    return out
+
+
+def is_nhwc(t):
+    return bool(getattr(t, "nnapi_nhwc", False))
+
+
+# --------------------------------------------------------------------------
+# CLI input spec: DIMS[,dtype=...][,scale=S][,zero_point=Z][,nhwc]
+
+_SPEC_DTYPES = {
+    torch.float32: None,
+    torch.int32: "int32",
+    torch.quint8: "quint8",
+}
+
+
+def input_spec(t):
+    if t.dim() == 0:
+        dims = "scalar"
+    else:
+        dims = "x".join(str(int(d)) for d in t.shape)
+    parts = [dims]
+    if t.dtype not in _SPEC_DTYPES:
+        raise ValueError(f"no CLI spec for input dtype {t.dtype}")
+    dtype = _SPEC_DTYPES[t.dtype]
+    if dtype is not None:
+        parts.append(f"dtype={dtype}")
+    if t.is_quantized:
+        parts.append(f"scale={float(t.q_scale())!r}")
+        parts.append(f"zero_point={int(t.q_zero_point())}")
+    if is_nhwc(t):
+        parts.append("nhwc")
+    return ",".join(parts)
+
+
+def plain(t):
+    """Same data and strides, but a fresh Python object without the
+    `nnapi_nhwc` attribute, so torch.save emits a plain tensor record
+    (readable by the C++ unpickler)."""
+    return t.detach()
+
+
+def as_list(x):
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        out = []
+        for v in x:
+            out.extend(as_list(v))
+        return out
+    raise TypeError(f"unexpected output type {type(x)}")
+
+
+# --------------------------------------------------------------------------
+# Running the reference.
+
+@contextlib.contextmanager
+def identity_freeze():
+    """process_for_nnapi() calls torch.jit.freeze itself; our module is
+    already frozen (and freezing a frozen module fails), so make it a no-op."""
+    saved = torch.jit.freeze
+    torch.jit.freeze = lambda mod, *a, **k: mod
+    try:
+        yield
+    finally:
+        torch.jit.freeze = saved
+
+
+class CapturingSerializer(_NnapiSerializer):
+    """The stock serializer; only remembers what serialize_model returned
+    (process_for_nnapi does not hand back the shape-compute lines)."""
+
+    def __init__(self):
+        super().__init__(config=None)
+        self.result = None
+
+    def serialize_model(self, model, inputs, return_shapes=None):
+        self.result = super().serialize_model(model, inputs, return_shapes)
+        return self.result
+
+
+def freeze_and_remove_mutation(traced):
+    """The one pipeline used for every reference: freeze, then remove
+    mutation (in-place ops).  Returns (frozen_module, graph_changed)."""
+    frozen = torch.jit.freeze(traced)
+    before = str(frozen.graph)
+    torch._C._jit_pass_remove_mutation(frozen.graph)
+    return frozen, str(frozen.graph) != before
+
+
+class Reference:
+    """Outcome of the reference converter on one case."""
+
+    def __init__(self):
+        self.ok = False
+        self.error = None
+        self.error_trace = None
+        self.remove_mutation_changed = False
+        self.ser_model = None        # torch.int32 tensor
+        self.weights = None
+        self.inp_mem_fmts = None
+        self.out_mem_fmts = None
+        self.shape_compute_lines = None
+        self.retval_count = None
+        self.prepared_ser_model = None
+        self.out_templates = None
+        self.converted = None
+
+
+def run_reference(traced, convert_args, run_args, want_converted):
+    ref = Reference()
+    try:
+        frozen, ref.remove_mutation_changed = freeze_and_remove_mutation(traced)
+        ser = CapturingSerializer()
+        with identity_freeze():
+            if want_converted:
+                converted = nnapi_prepare.convert_model_to_nnapi(
+                    frozen, list(convert_args), serializer=ser)
+                shape_compute_module = converted.mod.shape_compute_module
+                ref.converted = converted
+            else:
+                shape_compute_module = nnapi_prepare.process_for_nnapi(
+                    frozen, list(convert_args), serializer=ser)[0]
+        (ser_model, used_weights, inp_fmts, out_fmts, lines,
+         retval_count) = ser.result
+        ref.ser_model = torch.tensor(ser_model, dtype=torch.int32)
+        ref.weights = used_weights
+        ref.inp_mem_fmts = list(inp_fmts)
+        ref.out_mem_fmts = list(out_fmts)
+        ref.shape_compute_lines = list(lines)
+        ref.retval_count = int(retval_count)
+        prepared = ref.ser_model.clone()
+        ref.out_templates = list(
+            shape_compute_module.prepare(prepared, list(run_args)))
+        ref.prepared_ser_model = prepared
+        ref.ok = True
+    except Exception as e:  # the reference refusing is a legitimate outcome
+        ref.ok = False
+        ref.error = str(e)
+        ref.error_trace = traceback.format_exc()
+        ref.converted = None
+    return ref
+
+
+def int32_bytes(t):
+    assert t.dtype == torch.int32
+    return t.numpy().astype("<i4").tobytes()
+
+
+def shapes_mismatch(templates, eager_outputs):
+    if len(templates) != len(eager_outputs):
+        return True
+    return any(list(t.shape) != list(e.shape)
+               for t, e in zip(templates, eager_outputs))
+
+
+# --------------------------------------------------------------------------
+# Writing one case directory.
+
+def write_case(out_dir, *, name, source, traced, convert_args, run_args,
+               eager_outputs, ref, error_regex, options=()):
+    case_dir = os.path.join(out_dir, name)
+    if os.path.isdir(case_dir):
+        shutil.rmtree(case_dir)
+    os.makedirs(case_dir)
+
+    torch.jit.save(traced, os.path.join(case_dir, "model.pt"))
+    torch.save([plain(a) for a in run_args], os.path.join(case_dir, "args.pt"))
+    torch.save([plain(o) for o in eager_outputs],
+               os.path.join(case_dir, "eager.pt"))
+
+    mismatch = False
+    if ref.ok:
+        mismatch = shapes_mismatch(ref.out_templates, eager_outputs)
+        rdir = os.path.join(case_dir, "ref")
+        os.makedirs(rdir)
+        with open(os.path.join(rdir, "ser_model.bin"), "wb") as f:
+            f.write(int32_bytes(ref.ser_model))
+        with open(os.path.join(rdir, "prepared_ser_model.bin"), "wb") as f:
+            f.write(int32_bytes(ref.prepared_ser_model))
+        torch.save(ref.weights, os.path.join(rdir, "weights.pt"))
+        torch.save(ref.out_templates, os.path.join(rdir, "out_templates.pt"))
+        header = ref.ser_model[:6].tolist()
+        manifest = {
+            "inp_mem_fmts": ref.inp_mem_fmts,
+            "out_mem_fmts": ref.out_mem_fmts,
+            "retval_count": ref.retval_count,
+            "shape_compute_lines": ref.shape_compute_lines,
+            "operand_count": int(header[1]),
+            "operation_count": int(header[3]),
+        }
+        with open(os.path.join(rdir, "manifest.json"), "w") as f:
+            json.dump(manifest, f, indent=1)
+            f.write("\n")
+        if ref.converted is not None:
+            torch.jit.save(ref.converted, os.path.join(rdir, "converted.pt"))
+
+    case = {
+        "name": name,
+        "source": source,
+        "inputs": [input_spec(a) for a in convert_args],
+        "options": list(options),
+        "expect": "ok" if ref.ok else "refused",
+        "reference_error": None if ref.ok else ref.error,
+        "error_regex": error_regex,
+        "remove_mutation_changed": bool(ref.remove_mutation_changed),
+        "reference_shape_mismatch": bool(mismatch),
+    }
+    with open(os.path.join(case_dir, "case.json"), "w") as f:
+        json.dump(case, f, indent=1)
+        f.write("\n")
+    return case
+
+
+def regex_matches(regex, message):
+    return regex is not None and message is not None and \
+        re.search(regex, message) is not None

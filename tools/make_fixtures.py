@@ -1,0 +1,698 @@
+#!/usr/bin/python3
+"""Generate reference fixtures for nnapi-convert from PyTorch's own converter.
+
+Usage (Debian's interpreter, which has python3-torch 1.13):
+    /usr/bin/python3 tools/make_fixtures.py OUT_DIR [--only REGEX] [--torchvision] [--list]
+
+One directory per case, OUT_DIR/<case_name>/ (overwritten on every run); the
+layout is documented in tests/reference/README.md.
+
+Cases:
+  * every self.check(...) and assertRaisesRegex case of PyTorch's
+    test/test_nnapi.py, built the way that test builds them (quantized
+    conv2d_transpose is skipped, as the test skips it);
+  * with --torchvision, randomly initialised torchvision models (float and
+    quantized).
+
+The reference for every case is: trace (saved as model.pt), torch.jit.freeze,
+torch._C._jit_pass_remove_mutation, then the stock converter with its internal
+torch.jit.freeze replaced by the identity.
+"""
+
+import argparse
+import os
+import re
+import sys
+import time
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch  # noqa: E402
+from typing import Tuple  # noqa: E402
+
+from fixtures_common import (  # noqa: E402
+    as_list, nhwc, qpt, regex_matches, run_reference, write_case)
+
+
+class Case:
+    """What one self.check(...) call receives."""
+
+    def __init__(self, module, args, *, trace_args=None, convert_args=None,
+                 error_regex=None):
+        self.module = module
+        self.args = list(args) if isinstance(args, (list, tuple)) else [args]
+        self.trace_args = trace_args
+        self.convert_args = convert_args
+        self.error_regex = error_regex
+
+
+# Registry: (name, source, builder).  Builders run lazily, after
+# torch.manual_seed(0), so --only/--list never build what they skip and every
+# case is identical whether generated alone or with the others.
+REGISTRY = []
+
+
+def case(name, builder, source="test_nnapi"):
+    assert all(n != name for n, _, _ in REGISTRY), name
+    REGISTRY.append((name, source, builder))
+
+
+# The four input kinds of float_and_quant_and_nhwc() (scale/zero_point
+# arguments are ignored there too: it always uses 0.03 / 128).
+KINDS = ["float", "float-nhwc", "quant", "quant-nhwc"]
+
+
+def float_and_quant_and_nhwc(inp_float):
+    torch.manual_seed(29)
+    inp_quant = qpt(inp_float, 0.03, 128)
+    return {
+        "float": inp_float,
+        "float-nhwc": nhwc(inp_float),
+        "quant": inp_quant,
+        "quant-nhwc": nhwc(inp_quant),
+    }
+
+
+# ---------------------------------------------------------------- test_prelu
+def _prelu_arg():
+    return torch.tensor([[1.0, -1.0, 2.0, -2.0]]).unsqueeze(-1).unsqueeze(-1)
+
+
+def _prelu_multi():
+    m = torch.nn.PReLU(4)
+    with torch.no_grad():
+        m.weight.copy_(torch.tensor([.1, .2, .3, .4]))
+    return m
+
+
+case("prelu-single", lambda: Case(torch.nn.PReLU(), _prelu_arg()))
+case("prelu-multi-nhwc", lambda: Case(_prelu_multi(), nhwc(_prelu_arg())))
+case("prelu-multi-nhwc-flex", lambda: Case(
+    _prelu_multi(), _prelu_arg(),
+    trace_args=[torch.zeros(1, 4, 3, 3)],
+    convert_args=[nhwc(torch.zeros(1, 4, 0, 0))]))
+
+# ------------------------------------------------------ test_(de)quantize
+case("quantize-nhwc", lambda: Case(
+    torch.nn.quantized.Quantize(0.25, 2, torch.quint8),
+    nhwc(torch.tensor([[[[1.0]], [[2.0]]]]))))
+case("dequantize-nhwc", lambda: Case(
+    torch.nn.quantized.DeQuantize(),
+    nhwc(qpt([[[[1.0]], [[2.0]]]], 0.25, 2))))
+
+
+# ------------------------------------------------------------ test_unsqueeze
+class UnsqueezeModule(torch.nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, arg):
+        return arg.unsqueeze(self.dim)
+
+
+for _d, _n in [(-2, "m2"), (-1, "m1"), (0, "0"), (1, "1"), (2, "2")]:
+    case(f"unsqueeze-dim{_n}",
+         lambda d=_d: Case(UnsqueezeModule(d), torch.randn(4, 2, 2)))
+
+
+# -------------------------------------------------------------- test_reshape
+class ReshapeModule(torch.nn.Module):
+    def __init__(self, shape):
+        super().__init__()
+        self.shape = shape
+
+    def forward(self, arg):
+        return arg.reshape(self.shape)
+
+
+case("reshape-2x4", lambda: Case(ReshapeModule((2, 4)), torch.randn(4, 2, 1, 1)))
+case("reshape-nhwc-8xm1", lambda: Case(
+    ReshapeModule((8, -1)), nhwc(torch.randn(4, 2, 1, 1))))
+case("reshape-nhwc-2x4-refused", lambda: Case(
+    ReshapeModule((2, 4)), nhwc(torch.randn(4, 2, 1, 1)),
+    error_regex="target size"))
+
+# -------------------------------------------------------------- test_flatten
+for _n, _kw in [("default", {}),
+                ("s2-e3", dict(start_dim=2, end_dim=3)),
+                ("s2-e4", dict(start_dim=2, end_dim=4)),
+                ("s0-em2", dict(start_dim=0, end_dim=-2)),
+                ("s0-e4", dict(start_dim=0, end_dim=4))]:
+    case(f"flatten-{_n}", lambda kw=_kw: Case(
+        torch.nn.Flatten(**kw), torch.randn(4, 2, 1, 3, 7)))
+
+
+# ---------------------------------------------------------------- test_slice
+class SliceModule(torch.nn.Module):
+    def __init__(self, start, stop, step):
+        super().__init__()
+        self.start = start
+        self.stop = stop
+        self.step = step
+
+    def forward(self, t):
+        return t[1:, self.start:self.stop:self.step, :]
+
+
+class SliceModule2(torch.nn.Module):
+    def forward(self, t):
+        return t[3:]
+
+
+case("slice-1to5s2", lambda: Case(SliceModule(1, 5, 2), torch.randn(4, 6, 2)))
+case("slice-from3", lambda: Case(SliceModule2(), torch.randn(5)))
+case("slice-1to5s2-flex", lambda: Case(
+    SliceModule(1, 5, 2), torch.randn(4, 6, 2),
+    convert_args=[torch.zeros(4, 6, 0)]))
+case("slice-1to5s2-flexall-refused", lambda: Case(
+    SliceModule(1, 5, 2), torch.randn(4, 6, 2),
+    convert_args=[torch.zeros(0, 0, 0)],
+    error_regex="slice with flexible shape"))
+
+
+# ------------------------------------------------------------------ test_cat
+class CatModule(torch.nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, t1, t2):
+        return torch.cat([t1, t2], self.dim)
+
+
+case("cat-dim0", lambda: Case(
+    CatModule(0), [torch.randn(1, 2, 3, 3), torch.randn(2, 2, 3, 3)]))
+case("cat-dim1", lambda: Case(
+    CatModule(1), [torch.randn(1, 2, 3, 3), torch.randn(1, 4, 3, 3)]))
+case("cat-dim1-nhwc", lambda: Case(
+    CatModule(1), [nhwc(torch.randn(1, 2, 3, 3)), nhwc(torch.randn(1, 4, 3, 3))]))
+
+
+# ------------------------------------------------------- test_pointwise_unary
+class UnaryModule(torch.nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.op = op
+
+    def forward(self, arg):
+        if self.op == "relu":
+            return torch.nn.functional.relu(arg)
+        if self.op == "sigmoid":
+            return torch.sigmoid(arg)
+        raise Exception("Bad op")
+
+
+for _op in ["relu", "sigmoid"]:
+    case(f"pointwise_unary-{_op}",
+         lambda op=_op: Case(UnaryModule(op), torch.tensor([-1.0, 1.0])))
+
+
+# ------------------------------------------------------ test_pointwise_binary
+class BinaryModule(torch.nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.op = op
+
+    def forward(self, lhs, rhs):
+        if self.op == "add":
+            return lhs + rhs
+        if self.op == "sub":
+            return lhs - rhs
+        if self.op == "mul":
+            return lhs * rhs
+        if self.op == "div":
+            return lhs / rhs
+        raise Exception("Bad op")
+
+
+for _op in ["add", "sub", "mul", "div"]:
+    case(f"pointwise_binary-{_op}", lambda op=_op: Case(
+        BinaryModule(op), [torch.tensor([1.0, 2.0]), torch.tensor([3.0, 4.0])]))
+    case(f"pointwise_binary-{_op}-broadcast", lambda op=_op: Case(
+        BinaryModule(op),
+        [torch.tensor([[1.0, 2.0]]), torch.tensor([[3.0, 4.0], [5.0, 6.0]])]))
+    case(f"pointwise_binary-{_op}-rank-mismatch-refused", lambda op=_op: Case(
+        BinaryModule(op),
+        [torch.tensor([1.0, 2.0]), torch.tensor([[3.0, 4.0], [5.0, 6.0]])],
+        error_regex="Non-equal-rank broadcast"))
+
+
+# ------------------------------------------------ test_pointwise_binary_const
+class ArgPlusConst(torch.nn.Module):
+    def forward(self, arg):
+        return arg + torch.ones(1, 1, 1, 1)
+
+
+class ConstPlusArg(torch.nn.Module):
+    def forward(self, arg):
+        return torch.ones(1, 1, 1, 1) + arg
+
+
+for _cls, _n in [(ArgPlusConst, "arg_plus_const"), (ConstPlusArg, "const_plus_arg")]:
+    case(f"pointwise_binary_const-{_n}",
+         lambda cls=_cls: Case(cls(), torch.randn(2, 4, 6, 6)))
+    case(f"pointwise_binary_const-{_n}-nhwc",
+         lambda cls=_cls: Case(cls(), nhwc(torch.randn(2, 4, 6, 6))))
+
+
+# ------------------------------------------------------------- test_hardtanh
+def _hardtanh_inp():
+    return torch.tensor([-2.0, -0.5, 0.5, 2.0, 7.0])
+
+
+case("hardtanh-default", lambda: Case(torch.nn.Hardtanh(), _hardtanh_inp()))
+case("hardtanh-0to6", lambda: Case(torch.nn.Hardtanh(0.0, 6.0), _hardtanh_inp()))
+case("hardtanh-0to5-refused", lambda: Case(
+    torch.nn.Hardtanh(0.0, 5.0), _hardtanh_inp(), error_regex="hardtanh with args"))
+
+
+# -------------------------------------------------------------- test_softmax
+def _softmax_inp():
+    return torch.tensor([[-2.0, -0.5], [0.5, 2.0]])
+
+
+case("softmax-default", lambda: Case(torch.nn.Softmax(), _softmax_inp()))
+case("softmax-dim0", lambda: Case(torch.nn.Softmax(dim=0), _softmax_inp()))
+case("softmax-default-flex", lambda: Case(
+    torch.nn.Softmax(), _softmax_inp(), convert_args=[torch.zeros(0, 0)]))
+
+
+# ------------------------------------------------------------------- test_to
+class ToCPU(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.prelu = torch.nn.PReLU()
+
+    def forward(self, x):
+        y = x.to("cpu")
+        # add prelu since input operand can't be output
+        return self.prelu(y)
+
+
+case("to-cpu", lambda: Case(ToCPU(), torch.randn(1, 2, 3, 3)))
+case("to-cpu-flex", lambda: Case(
+    ToCPU(), torch.randn(1, 2, 3, 3), convert_args=[torch.zeros(1, 2, 0, 0)]))
+
+
+# --------------------------------------------------------------- test_detach
+class DetachModule(torch.nn.Module):
+    def forward(self, x):
+        y = x.detach()
+        return torch.nn.functional.relu(y)
+
+
+case("detach", lambda: Case(DetachModule(), torch.randn(1, 2, 3, 3)))
+case("detach-flex", lambda: Case(
+    DetachModule(), torch.randn(1, 2, 3, 3), convert_args=[torch.zeros(1, 2, 0, 0)]))
+
+# ---------------------------------------------------------- test_log_softmax
+case("log_softmax-default", lambda: Case(torch.nn.LogSoftmax(), torch.randn(3, 10)))
+case("log_softmax-dim0", lambda: Case(torch.nn.LogSoftmax(0), torch.randn(3, 10)))
+
+
+# ----------------------------------------------------------------- test_mean
+class MeanModule(torch.nn.Module):
+    def __init__(self, dim, keep=False):
+        super().__init__()
+        self.dim = dim
+        self.keep = keep
+
+    def forward(self, t):
+        return torch.mean(t, dim=self.dim, keepdim=self.keep)
+
+
+case("mean-dim0", lambda: Case(MeanModule(0), torch.randn(2, 3)))
+case("mean-dim1", lambda: Case(MeanModule(1), torch.randn(2, 3)))
+case("mean-dim2_3", lambda: Case(MeanModule([2, 3]), torch.randn(2, 3, 6, 6)))
+case("mean-nhwc-dim2_3", lambda: Case(MeanModule([2, 3]), nhwc(torch.randn(2, 3, 6, 6))))
+case("mean-nhwc-dimm1_m2", lambda: Case(
+    MeanModule([-1, -2]), nhwc(torch.randn(2, 3, 6, 6))))
+case("mean-nhwc-dimm1_m2-keep", lambda: Case(
+    MeanModule([-1, -2], keep=True), nhwc(torch.randn(2, 3, 6, 6))))
+
+
+# ------------------------------------------------------------ pooling tests
+def _pool_inp(kind):
+    return float_and_quant_and_nhwc(torch.randn(2, 3, 12, 16))[kind]
+
+
+_POOL_MODELS = [("k2", 2, None), ("k3x4", (3, 4), None), ("k3x4s1x2", (3, 4), (1, 2))]
+
+for _kind in KINDS:
+    for _n, _k, _s in _POOL_MODELS:
+        case(f"max_pool2d-{_kind}-{_n}", lambda kind=_kind, k=_k, s=_s: Case(
+            torch.nn.MaxPool2d(k, s), _pool_inp(kind)))
+
+
+def _avg_pool_flex_arg(kind):
+    convert_arg = torch.zeros(2, 3, 0, 0)
+    if "quant" in kind:
+        convert_arg = qpt(torch.zeros(2, 3, 0, 0), 1.0 / 16, 128)
+    if "nhwc" in kind:
+        convert_arg = nhwc(convert_arg)
+    return convert_arg
+
+
+for _kind in KINDS:
+    for _n, _k, _s in _POOL_MODELS:
+        case(f"avg_pool2d-{_kind}-{_n}", lambda kind=_kind, k=_k, s=_s: Case(
+            torch.nn.AvgPool2d(k, s), _pool_inp(kind)))
+        case(f"avg_pool2d-{_kind}-{_n}-flex", lambda kind=_kind, k=_k, s=_s: Case(
+            torch.nn.AvgPool2d(k, s), _pool_inp(kind),
+            convert_args=[_avg_pool_flex_arg(kind)]))
+
+for _kind in KINDS:
+    case(f"adaptive_avg_pool2d-{_kind}-1x1", lambda kind=_kind: Case(
+        torch.nn.AdaptiveAvgPool2d((1, 1)), _pool_inp(kind)))
+    case(f"adaptive_avg_pool2d-{_kind}-2x2-refused", lambda kind=_kind: Case(
+        torch.nn.AdaptiveAvgPool2d((2, 2)), _pool_inp(kind),
+        error_regex="with output size"))
+
+# ------------------------------------------------------- test_upsample_nearest2d
+_UPSAMPLE = [("size16x20", dict(size=(16, 20))),
+             ("size24x32", dict(size=(24, 32))),
+             ("size36x48", dict(size=(36, 48))),
+             ("scale1.5", dict(scale_factor=(1.5, 1.5))),
+             ("scale2", dict(scale_factor=(2.0, 2.0))),
+             ("scale3", dict(scale_factor=(3.0, 3.0)))]
+_UPSAMPLE_FLEX = ["size24x32", "scale2"]
+
+
+def _upsample_flex_arg(kind):
+    return float_and_quant_and_nhwc(torch.randn(2, 3, 0, 0))[kind]
+
+
+for _kind in KINDS:
+    for _n, _kw in _UPSAMPLE:
+        case(f"upsample_nearest2d-{_kind}-{_n}", lambda kind=_kind, kw=_kw: Case(
+            torch.nn.UpsamplingNearest2d(**kw), _pool_inp(kind)))
+    for _n, _kw in _UPSAMPLE:
+        if _n in _UPSAMPLE_FLEX:
+            case(f"upsample_nearest2d-{_kind}-{_n}-flex",
+                 lambda kind=_kind, kw=_kw: Case(
+                     torch.nn.UpsamplingNearest2d(**kw), _pool_inp(kind),
+                     convert_args=[_upsample_flex_arg(kind)]))
+
+
+# ---------------------------------------------------------------- test_linear
+def _linear(flex):
+    torch.manual_seed(29)
+    mod = torch.nn.Linear(16, 32)
+    return Case(mod, torch.randn(2, 16),
+                convert_args=[torch.zeros(0, 16)] if flex else None)
+
+
+case("linear", lambda: _linear(False))
+case("linear-flex", lambda: _linear(True))
+
+# ---------------------------------------------------------------- test_conv2d
+_CONV_CASES = [
+    # in_ch, out_ch, kernel, stride, padding, groups, bias, input_dim, name
+    (4, 8, (3, 3), 1, 0, 1, 1, (2, 4, 16, 16), "3x3"),
+    (4, 8, (3, 3), 1, 0, 1, 0, (2, 4, 16, 16), "3x3nobias"),
+    (4, 16, (3, 3), 1, 1, 1, 1, (2, 4, 16, 16), "3x3p1"),
+    (8, 8, (3, 3), 2, 0, 1, 1, (2, 8, 16, 16), "3x3s2"),
+    (4, 8, (5, 5), 1, 0, 1, 1, (2, 4, 16, 16), "5x5"),
+    (4, 4, (3, 3), 1, 0, 4, 1, (2, 4, 16, 16), "3x3dw"),
+    (8, 4, (1, 1), 1, 0, 1, 1, (2, 8, 16, 16), "1x1"),
+]
+
+
+def _quantize_model(model, calib):
+    model = torch.nn.Sequential(model)
+    model.eval()
+    model.qconfig = torch.quantization.get_default_qconfig('qnnpack')
+    model = torch.quantization.prepare(model)
+    model(calib)
+    return torch.quantization.convert(model)
+
+
+def _conv2d(kind, spec, flex):
+    in_ch, out_ch, kernel, stride, padding, groups, bias, input_dim, _ = spec
+    inp = torch.randn(input_dim)
+    model = torch.nn.Conv2d(in_ch, out_ch, kernel, stride, padding,
+                            groups=groups, bias=bool(bias))
+    convert_arg = torch.zeros(0, in_ch, 0, 0)
+    if "quant" in kind:
+        model = _quantize_model(model, inp)
+        inp = qpt(inp, 1.0 / 16, 128)
+        convert_arg = qpt(torch.zeros(0, in_ch, 0, 0), 1.0 / 16, 128)
+    if "nhwc" in kind:
+        inp = nhwc(inp)
+        convert_arg = nhwc(convert_arg)
+    return Case(model, inp, convert_args=[convert_arg] if flex else None)
+
+
+for _kind in KINDS:
+    for _spec in _CONV_CASES:
+        for _flex in (False, True):
+            case(f"conv2d-{_kind}-{_spec[-1]}{'-flex' if _flex else ''}",
+                 lambda kind=_kind, spec=_spec, flex=_flex: _conv2d(kind, spec, flex))
+
+
+# ------------------------------------------------------ test_conv2d_transpose
+def _conv2d_transpose(kind, flex):
+    in_ch, out_ch, kernel = (5, 7, (2, 2))
+    input_dim = (4, 5, 3, 3)
+    inp = torch.randn(input_dim)
+    model = torch.nn.ConvTranspose2d(in_ch, out_ch, kernel)
+    convert_arg = torch.zeros(*(input_dim[:2] + (0, 0)))
+    if "nhwc" in kind:
+        inp = nhwc(inp)
+        convert_arg = nhwc(convert_arg)
+    return Case(model, inp, convert_args=[convert_arg] if flex else None)
+
+
+# The quantized kinds are skipped by test_nnapi.py itself (FIXME
+# 'aten::slow_conv_transpose2d' with arguments from the 'QuantizedCPU' backend).
+for _kind in ["float", "float-nhwc"]:
+    for _flex in (False, True):
+        case(f"conv2d_transpose-{_kind}{'-flex' if _flex else ''}",
+             lambda kind=_kind, flex=_flex: _conv2d_transpose(kind, flex))
+
+
+# ------------------------------------------------------------------ test_qadd
+def _qadd_module(kind):
+    # As in test_qadd: the QFunctional is a free variable of forward(), not
+    # a submodule.
+    func = torch.nn.quantized.QFunctional()
+    func.scale = 0.5
+    func.zero_point = 120
+
+    class AddMod(torch.nn.Module):
+        def forward(self, lhs, rhs):
+            return func.add(lhs, rhs)
+
+    class AddReluMod(torch.nn.Module):
+        def forward(self, lhs, rhs):
+            return func.add_relu(lhs, rhs)
+
+    return {"add": AddMod, "add_relu": AddReluMod}[kind]()
+
+
+def _qadd(kind, variant):
+    if variant == "1d":
+        return Case(_qadd_module(kind), [qpt([1.0, 2.0], 0.25, 128), qpt([3.0, 4.0], 0.25, 128)])
+    args = [qpt([[1.0, 2.0]], 0.25, 128), qpt([[3.0, 4.0]], 0.25, 128)]
+    lhs = qpt([[1.0, 2.0]], 0.25, 128)
+    rhs = qpt([[3.0, 4.0]], 0.25, 128)
+    zeros = lambda: qpt(torch.zeros((1, 2)), 0.25, 128)  # noqa: E731
+    convert_args = {
+        "zeros_rhs": lambda: [lhs, zeros()],
+        "zeros_lhs": lambda: [zeros(), rhs],
+        "zeros_both": lambda: [zeros(), zeros()],
+    }[variant]()
+    return Case(_qadd_module(kind), args, convert_args=convert_args)
+
+
+for _n in ["add", "add_relu"]:
+    for _v in ["1d", "zeros_rhs", "zeros_lhs", "zeros_both"]:
+        case(f"qadd-{_n}-{_v}", lambda n=_n, v=_v: _qadd(n, v))
+
+
+# --------------------------------------------------------------- test_qlinear
+def _qlinear():
+    torch.manual_seed(29)
+    weight = qpt(torch.randn(16, 32), 0.125, 0, torch.qint8)
+    bias = torch.randn(16)
+    mod = torch.nn.quantized.Linear(32, 16)
+    mod.set_weight_bias(weight, bias)
+    inp = qpt(torch.randn(2, 32), 0.05, 130, torch.quint8)
+    return Case(mod, inp)
+
+
+case("qlinear", _qlinear)
+
+
+# ----------------------------------------------------------- test_seblock_mul
+class MulModel(torch.nn.Module):
+    def forward(self, lhs, rhs):
+        return lhs * rhs
+
+
+case("seblock_mul", lambda: Case(
+    MulModel(), [nhwc(torch.randn(2, 3, 4, 4)), torch.randn(1, 3, 1, 1)]))
+
+
+# ---------------------------------------------------------- test_multi_output
+class MultiModel(torch.nn.Module):
+    def forward(self, lhs, rhs) -> Tuple[torch.Tensor, torch.Tensor]:
+        the_sum = lhs + rhs
+        the_diff = lhs - rhs
+        return the_sum, the_diff
+
+
+case("multi_output", lambda: Case(
+    MultiModel(), [torch.tensor([1.0, 2.0]), torch.tensor([1.0, 3.0])]))
+
+
+# ------------------------------------------------------------- torchvision
+TV_INPUT = (1, 3, 224, 224)
+
+
+def _tv_float(ctor_name, nhwc_input, **kwargs):
+    import torchvision
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, ctor_name)(weights=None, **kwargs)
+    model.eval()
+    torch.manual_seed(1)
+    x = torch.randn(TV_INPUT)
+    return Case(model, nhwc(x) if nhwc_input else x)
+
+
+def _tv_quant(ctor_name):
+    import torchvision.models.quantization as tvq
+    torch.manual_seed(0)
+    model = getattr(tvq, ctor_name)(weights=None, quantize=False)
+    model.eval()
+    model.fuse_model()
+    model.qconfig = torch.quantization.get_default_qconfig('qnnpack')
+    model = torch.quantization.prepare(model)
+    for _ in range(2):
+        model(torch.randn(TV_INPUT))
+    model = torch.quantization.convert(model)
+    model.eval()
+    torch.manual_seed(1)
+    x = torch.randn(TV_INPUT)
+    return Case(model, nhwc(x))
+
+
+for _m, _kw in [("mobilenet_v2", {}), ("resnet18", {}), ("squeezenet1_1", {}),
+                ("mnasnet0_5", {}),
+                ("googlenet", dict(aux_logits=False, init_weights=True))]:
+    for _layout in ("nchw", "nhwc"):
+        case(f"tv-{_m}-{_layout}",
+             lambda m=_m, kw=_kw, lay=_layout: _tv_float(m, lay == "nhwc", **kw),
+             source="torchvision")
+for _m in ("mobilenet_v2", "resnet18"):
+    case(f"tv-quant-{_m}-nhwc", lambda m=_m: _tv_quant(m), source="torchvision")
+
+
+# ------------------------------------------------------------------- driver
+def generate(out_dir, name, source, builder):
+    """Build, trace, run eager and the reference, write the directory.
+    Returns (case_json, problems)."""
+    torch.manual_seed(0)
+    c = builder()
+    module = c.module
+    module.eval()
+    args = c.args
+    trace_args = c.trace_args or args
+    convert_args = c.convert_args or args
+    # check_trace only re-runs and compares (the traced module is the same);
+    # skip it for the large torchvision models to save time.
+    traced = torch.jit.trace(module, tuple(trace_args),
+                             check_trace=(source == "test_nnapi"))
+    traced.eval()
+    eager = as_list(module(*args))
+    ref = run_reference(traced, convert_args, args,
+                        want_converted=(source == "test_nnapi"))
+    info = write_case(out_dir, name=name, source=source, traced=traced,
+                      convert_args=convert_args, run_args=args,
+                      eager_outputs=eager, ref=ref, error_regex=c.error_regex)
+    problems = []
+    if source == "test_nnapi":
+        if c.error_regex is None and not ref.ok:
+            problems.append("reference refused a case test_nnapi.py expects to convert")
+        if c.error_regex is not None and ref.ok:
+            problems.append("reference converted a case test_nnapi.py expects to fail")
+        if c.error_regex is not None and not ref.ok and \
+                not regex_matches(c.error_regex, ref.error):
+            problems.append(f"error does not match /{c.error_regex}/")
+        if info["reference_shape_mismatch"]:
+            problems.append("output template shapes differ from eager outputs")
+    return info, problems, ref
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[1])
+    p.add_argument("out_dir", nargs="?")
+    p.add_argument("--only", help="regex (re.search) on case names")
+    p.add_argument("--torchvision", action="store_true",
+                   help="also the torchvision model cases (slow)")
+    p.add_argument("--list", action="store_true", help="only list case names")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="print the reference traceback of refused cases")
+    opts = p.parse_args(argv)
+    if not opts.list and not opts.out_dir:
+        p.error("OUT_DIR is required")
+
+    only = re.compile(opts.only) if opts.only else None
+    selected = [(n, s, b) for (n, s, b) in REGISTRY
+                if (s == "test_nnapi" or opts.torchvision)
+                and (only is None or only.search(n))]
+    if opts.list:
+        for n, s, _ in selected:
+            print(f"{n}\t{s}")
+        return 0
+
+    warnings.filterwarnings("ignore")
+    torch.backends.quantized.engine = 'qnnpack'
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    os.makedirs(opts.out_dir, exist_ok=True)
+
+    if any(s == "torchvision" for _, s, _ in selected):
+        t0 = time.perf_counter()
+        import torchvision  # noqa: F401  (not counted in the first case)
+        print(f"import torchvision: {time.perf_counter() - t0:.1f}s")
+
+    n_ok = n_refused = 0
+    unexpected = []
+    phase_time = {}
+    t_start = time.perf_counter()
+    with torch.no_grad():
+        for name, source, builder in selected:
+            t0 = time.perf_counter()
+            info, problems, ref = generate(opts.out_dir, name, source, builder)
+            dt = time.perf_counter() - t0
+            phase_time[source] = phase_time.get(source, 0.0) + dt
+            if info["expect"] == "ok":
+                n_ok += 1
+            else:
+                n_refused += 1
+            line = f"{name}: {info['expect']} ({dt:.2f}s)"
+            if info["remove_mutation_changed"]:
+                line += " [remove_mutation changed graph]"
+            if info["reference_shape_mismatch"]:
+                line += " [reference_shape_mismatch]"
+            if info["reference_error"] is not None:
+                line += " -- " + info["reference_error"].strip().splitlines()[0][:200]
+            print(line, flush=True)
+            if opts.verbose and ref.error_trace:
+                print(ref.error_trace, flush=True)
+            for prob in problems:
+                unexpected.append(f"{name}: {prob}")
+    total = time.perf_counter() - t_start
+    for src, t in sorted(phase_time.items()):
+        print(f"time {src}: {t:.1f}s")
+    print(f"time total: {total:.1f}s")
+    for u in unexpected:
+        print(f"UNEXPECTED {u}")
+    print(f"wrote {n_ok + n_refused} cases ({n_ok} ok, {n_refused} refused)")
+    return 1 if unexpected else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
