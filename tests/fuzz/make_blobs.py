@@ -11,19 +11,23 @@ It serializes a few tiny TorchScript models with PyTorch's own converter
 
   tests/fuzz/data/NAME.bin          the raw ser_model bytes
   tests/fuzz/corpus/blob/NAME.bin   the same bytes, as a libFuzzer seed
+  tests/fuzz/data/NAME.nnapi.pt     for a few models, the module written by
+                                    convert_model_to_nnapi (for inspect tests)
   tests/fuzz/data/manifest.txt      one line per model:
       NAME operands values operations inputs outputs weight_bytes...
     The counts are the lengths of the serializer's own lists (what it wrote
     into the blob header), and weight_bytes are numel * element_size of each
     weight tensor it returned (what nnapi_bind.cpp passes as buffer sizes).
 
-Every blob stays under 4 KiB.
+Every blob stays under 4 KiB. bad_weights.nnapi.pt is conv_relu.nnapi.pt with
+its second weight tensor dropped, so its blob refers to a missing buffer.
 """
 
 import os
 import sys
 
 import torch
+from torch.backends._nnapi.prepare import convert_model_to_nnapi
 from torch.backends._nnapi.serializer import _NnapiSerializer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -80,6 +84,9 @@ def quant():
     return Quant(), [x]
 
 
+# Models also written as .nnapi.pt modules.
+MODULES = ["conv_relu", "conv_nhwc", "two_outputs"]
+
 MODELS = {
     "conv_relu": conv_relu,
     "conv_nhwc": conv_nhwc,
@@ -113,6 +120,15 @@ def main():
         lines.append(" ".join([name] + [str(c) for c in counts + weight_bytes]))
         print(f"{name}: {len(blob)} bytes, counts {counts}, weights {weight_bytes}",
               file=sys.stderr)
+    for name in MODULES:
+        module, inputs = MODELS[name]()
+        with torch.no_grad():
+            traced = torch.jit.trace(module.eval(), tuple(inputs))
+        wrapper = convert_model_to_nnapi(traced, inputs)
+        wrapper.save(os.path.join(DATA, name + ".nnapi.pt"))
+        if name == "conv_relu":
+            wrapper.mod.weights = wrapper.mod.weights[:1]
+            wrapper.save(os.path.join(DATA, "bad_weights.nnapi.pt"))
     with open(os.path.join(DATA, "manifest.txt"), "w") as f:
         f.write("# name operands values operations inputs outputs weight_bytes...\n")
         f.write("# written by make_blobs.py from PyTorch's _NnapiSerializer\n")

@@ -1,0 +1,155 @@
+// Tests of `inspect` (src/inspect/inspect.cpp) on the fixtures written by
+// tests/fuzz/make_blobs.py with PyTorch's serializer and convert_model_to_nnapi.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "nnapi_convert/inspect.h"
+
+#ifndef BLOB_DATA_DIR
+#error "BLOB_DATA_DIR must point at tests/fuzz/data"
+#endif
+
+namespace nnapi_convert {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+struct Result {
+  int status;
+  std::string out, err;
+};
+
+Result inspect(const std::string& path, bool json = false) {
+  std::ostringstream out, err;
+  const int status = inspect_main(path, json, out, err);
+  return {status, out.str(), err.str()};
+}
+
+std::string data(const std::string& name) { return std::string(BLOB_DATA_DIR) + "/" + name; }
+
+// The line of `text` that starts with `prefix` (after indentation), or "".
+std::string line_of(const std::string& text, const std::string& prefix) {
+  std::istringstream s(text);
+  std::string line;
+  while (std::getline(s, line)) {
+    const size_t start = line.find_first_not_of(' ');
+    if (start != std::string::npos && line.compare(start, prefix.size(), prefix) == 0) return line;
+  }
+  return "";
+}
+
+TEST(Inspect, RawBlob) {
+  const Result r = inspect(data("conv_relu.bin"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_THAT(r.out, HasSubstr("raw NNAPI model blob"));
+  EXPECT_THAT(r.out, HasSubstr("9 operands, 6 values, 2 operations, 1 inputs, 1 outputs"));
+  EXPECT_THAT(line_of(r.out, "0 "), AllOf(HasSubstr("BOOL"), HasSubstr("immediate false")));
+  EXPECT_THAT(line_of(r.out, "2 "), AllOf(HasSubstr("TENSOR_FLOAT32"), HasSubstr("[1, 2, 4, 4]"),
+                                          HasSubstr("model input 0")));
+  EXPECT_THAT(line_of(r.out, "4 "), HasSubstr("weight buffer 1, 24 bytes"));
+  EXPECT_THAT(line_of(r.out, "6 "), AllOf(HasSubstr("INT32"), HasSubstr("immediate 1")));
+  EXPECT_THAT(line_of(r.out, "8 "),
+              AllOf(HasSubstr("computed by operation 1 (RELU)"), HasSubstr("model output 0")));
+  EXPECT_THAT(r.out, HasSubstr("CONV_2D inputs [2, 4, 3, 5, 5, 5, 5, 6, 6, 5, 1] outputs [7]"));
+  EXPECT_THAT(r.out, HasSubstr("model inputs: [2]"));
+  EXPECT_THAT(r.out, HasSubstr("model outputs: [8]"));
+}
+
+TEST(Inspect, FlexibleAndQuantized) {
+  const Result flex = inspect(data("linear_flex.bin"));
+  ASSERT_EQ(flex.status, 0) << flex.err;
+  EXPECT_THAT(line_of(flex.out, "2 "), HasSubstr("[?, 4]"));
+  EXPECT_THAT(line_of(flex.out, "8 "), AllOf(HasSubstr("FLOAT32"), HasSubstr("immediate 1")));
+  const Result q = inspect(data("quant.bin"));
+  ASSERT_EQ(q.status, 0) << q.err;
+  EXPECT_THAT(line_of(q.out, "2 "),
+              AllOf(HasSubstr("TENSOR_QUANT8_ASYMM"), HasSubstr("scale=0.5 zero_point=10")));
+  EXPECT_THAT(line_of(q.out, "4 "), AllOf(HasSubstr("TENSOR_FLOAT32"), Not(HasSubstr("scale"))));
+}
+
+TEST(Inspect, TorchScriptModule) {
+  const Result r = inspect(data("conv_nhwc.nnapi.pt"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("TorchScript NNAPI module"));
+  EXPECT_THAT(r.out, HasSubstr("weight buffers: 2"));
+  EXPECT_THAT(r.out, HasSubstr("1: 144 bytes, Float [2, 3, 3, 2]"));
+  EXPECT_THAT(line_of(r.out, "2 "), HasSubstr("[1, 4, 4, 2]"));  // NHWC as NNAPI sees it
+  EXPECT_THAT(r.out, HasSubstr("input memory formats: [channels_last]"));
+  EXPECT_THAT(r.out, HasSubstr("output memory formats: [channels_last]"));
+  const Result two = inspect(data("two_outputs.nnapi.pt"));
+  ASSERT_EQ(two.status, 0) << two.err;
+  EXPECT_THAT(two.out, HasSubstr("output memory formats: [contiguous, contiguous]"));
+}
+
+TEST(Inspect, Json) {
+  const Result r = inspect(data("conv_relu.nnapi.pt"), true);
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_FALSE(r.out.empty());
+  EXPECT_EQ(r.out.front(), '{');
+  EXPECT_EQ(r.out.substr(r.out.size() - 2), "}\n");
+  EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "one JSON object on one line";
+  EXPECT_THAT(r.out, HasSubstr(R"("format":"torchscript")"));
+  EXPECT_THAT(r.out, HasSubstr(R"("weights":[{"bytes":12,"dtype":"Float","shape":[3]})"));
+  EXPECT_THAT(r.out, HasSubstr(R"({"index":0,"type":"BOOL","type_code":6,"dims":[],)"
+                               R"("source":{"kind":"immediate","bytes":1,"value":false}})"));
+  EXPECT_THAT(r.out, HasSubstr(R"("source":{"kind":"weight_buffer","buffer":1,"offset":0,)"
+                               R"("bytes":24})"));
+  EXPECT_THAT(r.out, HasSubstr(R"("source":{"kind":"operation","operation":1},"model_output":0})"));
+  EXPECT_THAT(r.out,
+              HasSubstr(R"({"index":1,"name":"RELU","code":19,"inputs":[7],"outputs":[8]})"));
+  EXPECT_THAT(r.out, HasSubstr(R"("input_memory_formats":["contiguous"])"));
+  const Result flex = inspect(data("linear_flex.bin"), true);
+  ASSERT_EQ(flex.status, 0) << flex.err;
+  EXPECT_THAT(flex.out, HasSubstr(R"("dims":[null,4])"));
+  EXPECT_THAT(flex.out, HasSubstr(R"("input_memory_formats":null)"));
+  const Result q = inspect(data("quant.bin"), true);
+  EXPECT_THAT(q.out, HasSubstr(R"("scale":0.5,"zero_point":10)"));
+}
+
+TEST(Inspect, MissingWeightBuffer) {
+  const Result r = inspect(data("bad_weights.nnapi.pt"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err,
+              HasSubstr("bad_weights.nnapi.pt: invalid NNAPI model blob in 'mod.ser_model'"));
+  EXPECT_THAT(r.err, HasSubstr("refers to weight buffer 1 but only 1 weight buffer(s) are given"));
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one paragraph";
+}
+
+TEST(Inspect, UnreadableAndInvalidFiles) {
+  Result r = inspect(data("no_such_file.bin"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.err, HasSubstr("no_such_file.bin: cannot open the file"));
+  r = inspect(BLOB_DATA_DIR);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.err, HasSubstr("is a directory"));
+  r = inspect(data("manifest.txt"));  // text, read as a raw blob
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.err, HasSubstr("manifest.txt: invalid NNAPI model blob (read as raw ser_model"));
+  EXPECT_THAT(r.err, HasSubstr("unsupported version"));
+}
+
+TEST(Inspect, TruncatedArchiveReportsTheLoaderMessageWithoutBacktrace) {
+  std::ifstream in(data("conv_relu.nnapi.pt"), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  ASSERT_GT(bytes.size(), 3000u);
+  const std::string path = ::testing::TempDir() + "truncated.nnapi.pt";
+  std::ofstream(path, std::ios::binary) << bytes.substr(0, 3000);
+  const Result r = inspect(path);
+  std::remove(path.c_str());
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.err, HasSubstr("truncated.nnapi.pt: cannot load the TorchScript module"));
+  EXPECT_THAT(r.err, Not(HasSubstr("Exception raised from")));  // c10 backtrace header
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1);
+}
+
+}  // namespace
+}  // namespace nnapi_convert
