@@ -194,7 +194,8 @@ class Parser {
         uint64_t{kOperationBytes} * counts_[2] + uint64_t{4} * (uint64_t(counts_[3]) + counts_[4]);
     if (fixed > size_)
       fail("header counts (", counts_[0], " operands, ", counts_[1], " values, ", counts_[2],
-           " operations, ", counts_[3], " inputs, ", counts_[4], " outputs) need at least ", fixed,
+           " operations, ", counts_[3], " inputs, ", counts_[4],
+           " outputs, header at byte offsets 4-23) need at least ", fixed,
            " bytes but the blob has ", size_);
   }
 
@@ -296,7 +297,8 @@ class Parser {
     // Same total the device loader computes before reading the variable part.
     required_ += pos_ + uint64_t{4} * (uint64_t(counts_[3]) + counts_[4]);
     if (required_ > size_)
-      fail("the model needs ", required_, " bytes but the blob has only ", size_);
+      fail("the operand, value and operation tables (ending at byte offset ", pos_,
+           ") describe a model of ", required_, " bytes but the blob has only ", size_);
   }
 
   void read_dims() {

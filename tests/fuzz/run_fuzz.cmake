@@ -19,7 +19,7 @@ endif()
 file(COPY ${seeds} DESTINATION ${WORK}/corpus)
 
 execute_process(
-  COMMAND ${FUZZER} -max_total_time=${SECONDS} -timeout=5 -rss_limit_mb=1024
+  COMMAND ${FUZZER} -max_total_time=${SECONDS} -timeout=5 -rss_limit_mb=1024 -max_len=4096
           -print_final_stats=1 -artifact_prefix=${WORK}/artifacts/ ${WORK}/corpus
   RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)

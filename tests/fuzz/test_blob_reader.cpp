@@ -183,6 +183,17 @@ TEST(BlobReader, CountsLargerThanTheBlob) {
   EXPECT_THAT(error_of(b), HasSubstr("exceeds the loader's limit"));
 }
 
+TEST(BlobReader, RanksThatDoNotMatchTheStoredDims) {
+  std::vector<uint8_t> b = blob("conv_relu");  // 436 bytes; operand 2 is the 4-d input
+  set_word(b, 24 + 16 * 2 + 4, 5);
+  EXPECT_THAT(error_of(b), HasSubstr("describe a model of 440 bytes but the blob has only 436"));
+  set_word(b, 24 + 16 * 2 + 4, 1000);
+  EXPECT_THAT(error_of(b), HasSubstr("operand 2 (byte offset 60): rank 1000 makes the dimension "
+                                     "lists longer than the blob"));
+  set_word(b, 24 + 4, 1);  // operand 0 is a BOOL scalar
+  EXPECT_THAT(error_of(b), HasSubstr("operand 0 (byte offset 28): scalar type BOOL has rank 1"));
+}
+
 TEST(BlobReader, OperandIndexOutOfRange) {
   const std::vector<uint8_t> good = blob("conv_relu");
   const Blob parsed = parse_blob(good);
