@@ -26,8 +26,10 @@ IoBinding& Execution::binding(std::vector<IoBinding>& list, int32_t index, const
 std::vector<uint32_t> Execution::merge_dims(const Operand& decl, const Operand* type) const {
   if (type == nullptr) return decl.dims;
   require(type->type == decl.type, "operand type differs from the model's");
-  require(type->scale == decl.scale && type->zero_point == decl.zero_point,
-          "quantization parameters differ from the model's");
+  // Like Android's runtime, only the type code and the dimensions of the
+  // given type are checked; the data is interpreted with the model operand's
+  // scale and zeroPoint (PyTorch's converter relies on this for flexible
+  // inputs whose template was quantized with other parameters).
   if (!decl.is_tensor()) return decl.dims;
   if (decl.dims.empty()) return type->dims;
   require(type->dims.empty() || type->dims.size() == decl.dims.size(), "rank differs from model's");
