@@ -4,14 +4,18 @@
 //  - an accepted blob writes back byte for byte (blob_writer.h);
 //  - weight sizes only add checks: a blob rejected without them is rejected
 //    with them; an accepted one is accepted with exactly fitting buffers and
-//    rejected when one referenced buffer is a byte short or missing.
+//    rejected when one referenced buffer is a byte short or missing;
+//  - inspect's text and JSON reports (src/inspect/report.cpp) print any
+//    accepted blob.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 #include <vector>
 
 #include "blob_writer.h"
+#include "inspect/report.h"
 #include "nnapi_convert/blob.h"
 
 using nnapi_convert::Blob;
@@ -50,6 +54,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::vector<uint8_t> original(data, data + size);
   if (nnapi_convert::testing::write_blob(blob) != original)
     property_failed("accepted blob does not write back identically");
+
+  {
+    namespace d = nnapi_convert::inspect_detail;
+    d::Model m;
+    m.path = "fuzz";
+    m.blob_bytes = size;
+    m.blob = blob;
+    std::ostringstream text, json;
+    d::print_text(m, text);
+    d::print_json(m, json);
+    // As if read from a .nnapi.pt: weights and memory formats are shown too.
+    m.torchscript = true;
+    m.weights.push_back({12, "Float", {3}});
+    m.inp_mem_fmts.assign(blob.inputs.size(), 1);
+    m.out_mem_fmts.assign(blob.outputs.size(), 2);
+    d::print_text(m, text);
+    d::print_json(m, json);
+    const std::string j = json.str();
+    if (j.empty() || j.front() != '{' || j.back() != '\n') property_failed("malformed JSON report");
+  }
 
   // Bytes each numbered buffer must hold.
   std::vector<int64_t> need;

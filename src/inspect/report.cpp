@@ -1,0 +1,546 @@
+// Text and JSON reports of a parsed NNAPI model for `inspect`. No LibTorch.
+#include "inspect/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <iomanip>
+#include <limits>
+#include <sstream>
+
+#include "nnapi_convert/nnapi_types.h"
+
+namespace nnapi_convert::inspect_detail {
+
+namespace {
+
+// The shortest decimal text that reads back as the same float.
+std::string float_text(double d) {
+  const float f = static_cast<float>(d);
+  std::ostringstream o;
+  for (int precision = 6; precision <= 9; ++precision) {
+    o.str("");
+    o << std::setprecision(precision) << f;
+    if (std::strtof(o.str().c_str(), nullptr) == f) break;
+  }
+  return o.str();
+}
+
+// --- a tiny JSON emitter ------------------------------------------------------
+
+class JsonWriter {
+ public:
+  explicit JsonWriter(std::ostream& out) : out_(out) {}
+
+  JsonWriter& begin_object() { return open('{'); }
+  JsonWriter& end_object() { return close('}'); }
+  JsonWriter& begin_array() { return open('['); }
+  JsonWriter& end_array() { return close(']'); }
+
+  JsonWriter& key(const std::string& k) {
+    separate();
+    write_string(k);
+    out_ << ':';
+    after_key_ = true;
+    return *this;
+  }
+  JsonWriter& value(const std::string& s) {
+    separate();
+    write_string(s);
+    return *this;
+  }
+  JsonWriter& value(const char* s) { return value(std::string(s)); }
+  JsonWriter& value(bool b) {
+    separate();
+    out_ << (b ? "true" : "false");
+    return *this;
+  }
+  JsonWriter& value(int64_t i) {
+    separate();
+    out_ << i;
+    return *this;
+  }
+  JsonWriter& value(int32_t i) { return value(int64_t{i}); }
+  JsonWriter& value(uint32_t i) { return value(int64_t{i}); }
+  JsonWriter& value(size_t i) {
+    separate();
+    out_ << i;
+    return *this;
+  }
+  JsonWriter& value(double d) {
+    separate();
+    if (!std::isfinite(d)) {
+      out_ << "null";  // JSON has no NaN or infinity
+    } else {
+      out_ << float_text(d);  // every real number inspect prints is a float32
+    }
+    return *this;
+  }
+  JsonWriter& null() {
+    separate();
+    out_ << "null";
+    return *this;
+  }
+
+ private:
+  JsonWriter& open(char c) {
+    separate();
+    out_ << c;
+    first_.push_back(true);
+    return *this;
+  }
+  JsonWriter& close(char c) {
+    first_.pop_back();
+    out_ << c;
+    return *this;
+  }
+  // Writes the comma between siblings; nothing right after a key.
+  void separate() {
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
+    if (!first_.empty()) {
+      if (!first_.back()) out_ << ',';
+      first_.back() = false;
+    }
+  }
+  void write_string(const std::string& s) {
+    out_ << '"';
+    for (unsigned char c : s) {
+      switch (c) {
+        case '"':
+          out_ << "\\\"";
+          break;
+        case '\\':
+          out_ << "\\\\";
+          break;
+        case '\n':
+          out_ << "\\n";
+          break;
+        case '\r':
+          out_ << "\\r";
+          break;
+        case '\t':
+          out_ << "\\t";
+          break;
+        default:
+          if (c < 0x20) {
+            static const char hex[] = "0123456789abcdef";
+            out_ << "\\u00" << hex[c >> 4] << hex[c & 15];
+          } else {
+            out_ << c;
+          }
+      }
+    }
+    out_ << '"';
+  }
+
+  std::ostream& out_;
+  std::vector<bool> first_;
+  bool after_key_ = false;
+};
+
+}  // namespace
+
+const char* mem_fmt_name(int64_t f) {
+  switch (f) {
+    case 0:
+      return "contiguous";
+    case 1:
+      return "channels_last";
+    case 2:
+      return "scalar_or_vector";
+    default:
+      return "invalid";
+  }
+}
+
+// Loads a .nnapi.pt: the wrapper's submodule `mod` holds ser_model, weights and
+
+namespace {
+
+// --- describing operands ------------------------------------------------------
+
+const char* type_name(nnapi::OperandType t) {
+  const char* n = nnapi::operand_type_name_or_null(static_cast<int32_t>(t));
+  return n ? n : "?";
+}
+
+const char* op_name(int32_t code) {
+  const char* n = nnapi::op_name_or_null(code);
+  return n ? n : "?";
+}
+
+bool is_quantized(nnapi::OperandType t) {
+  switch (t) {
+    case nnapi::OperandType::TensorQuant8Asymm:
+    case nnapi::OperandType::TensorQuant16Symm:
+    case nnapi::OperandType::TensorQuant16Asymm:
+    case nnapi::OperandType::TensorQuant8SymmPerChannel:
+      return true;
+    case nnapi::OperandType::TensorInt32:
+      return false;
+    default:
+      return false;
+  }
+}
+
+// A quantized int32 tensor (bias of a quantized op) carries a scale too.
+bool shows_quant_params(const BlobOperand& op) {
+  return is_quantized(op.type) || (op.type == nnapi::OperandType::TensorInt32 && op.scale != 0.0f);
+}
+
+uint32_t le32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
+         (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
+}
+
+float half_to_float(uint16_t h) {
+  const int sign = (h >> 15) & 1;
+  const int exp = (h >> 10) & 0x1f;
+  const int mant = h & 0x3ff;
+  float v;
+  if (exp == 0)
+    v = std::ldexp(static_cast<float>(mant), -24);
+  else if (exp == 31)
+    v = mant ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  else
+    v = std::ldexp(static_cast<float>(mant + 1024), exp - 25);
+  return sign ? -v : v;
+}
+
+// One decoded element of an immediate value.
+struct Scalar {
+  enum Kind { Int, Float, Bool } kind = Int;
+  int64_t i = 0;
+  double f = 0;
+};
+
+constexpr size_t kMaxShownElements = 16;
+
+// Decodes up to kMaxShownElements elements of an immediate value; `total` is
+// the element count. Returns false when the type has no element decoding.
+bool decode_immediate(const BlobOperand& op, const std::vector<uint8_t>& bytes,
+                      std::vector<Scalar>& out, size_t& total) {
+  size_t width = 0;
+  switch (op.type) {
+    case nnapi::OperandType::Bool:
+    case nnapi::OperandType::TensorBool8:
+    case nnapi::OperandType::TensorQuant8Asymm:
+    case nnapi::OperandType::TensorQuant8SymmPerChannel:
+      width = 1;
+      break;
+    case nnapi::OperandType::Float16:
+    case nnapi::OperandType::TensorFloat16:
+    case nnapi::OperandType::TensorQuant16Symm:
+    case nnapi::OperandType::TensorQuant16Asymm:
+      width = 2;
+      break;
+    default:
+      width = 4;
+  }
+  total = bytes.size() / width;
+  for (size_t e = 0; e < total && e < kMaxShownElements; ++e) {
+    const uint8_t* p = bytes.data() + e * width;
+    Scalar s;
+    switch (op.type) {
+      case nnapi::OperandType::Bool:
+      case nnapi::OperandType::TensorBool8:
+        s.kind = p[0] <= 1 ? Scalar::Bool : Scalar::Int;
+        s.i = p[0];
+        break;
+      case nnapi::OperandType::TensorQuant8Asymm:
+        s.i = p[0];
+        break;
+      case nnapi::OperandType::TensorQuant8SymmPerChannel:
+        s.i = static_cast<int8_t>(p[0]);
+        break;
+      case nnapi::OperandType::Float16:
+      case nnapi::OperandType::TensorFloat16:
+        s.kind = Scalar::Float;
+        s.f = half_to_float(static_cast<uint16_t>(p[0] | (p[1] << 8)));
+        break;
+      case nnapi::OperandType::TensorQuant16Symm:
+        s.i = static_cast<int16_t>(static_cast<uint16_t>(p[0] | (p[1] << 8)));
+        break;
+      case nnapi::OperandType::TensorQuant16Asymm:
+        s.i = static_cast<uint16_t>(p[0] | (p[1] << 8));
+        break;
+      case nnapi::OperandType::Float32:
+      case nnapi::OperandType::TensorFloat32: {
+        const uint32_t u = le32(p);
+        float f;
+        std::memcpy(&f, &u, sizeof f);
+        s.kind = Scalar::Float;
+        s.f = f;
+        break;
+      }
+      case nnapi::OperandType::UInt32:
+        s.i = le32(p);
+        break;
+      default: {  // Int32, TensorInt32
+        const uint32_t u = le32(p);
+        int32_t i;
+        std::memcpy(&i, &u, sizeof i);
+        s.i = i;
+      }
+    }
+    out.push_back(s);
+  }
+  return true;
+}
+
+std::string scalar_text(const Scalar& s) {
+  std::ostringstream o;
+  switch (s.kind) {
+    case Scalar::Bool:
+      o << (s.i ? "true" : "false");
+      break;
+    case Scalar::Float:
+      o << float_text(s.f);
+      break;
+    case Scalar::Int:
+      o << s.i;
+  }
+  return o.str();
+}
+
+std::string dims_text(const std::vector<uint32_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) s += ", ";
+    s += dims[i] == 0 ? "?" : std::to_string(dims[i]);
+  }
+  return s + "]";
+}
+
+template <typename T>
+std::string list_text(const std::vector<T>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+std::string immediate_text(const BlobOperand& op, const BlobValue& v) {
+  std::vector<Scalar> elems;
+  size_t total = 0;
+  decode_immediate(op, v.immediate, elems, total);
+  std::string s = "immediate ";
+  const bool scalar = !nnapi::is_tensor_type(op.type);
+  if (scalar && elems.size() == 1) return s + scalar_text(elems[0]);
+  s += "[";
+  for (size_t i = 0; i < elems.size(); ++i) s += (i ? ", " : "") + scalar_text(elems[i]);
+  if (total > elems.size()) s += ", ... (" + std::to_string(total) + " elements)";
+  return s + "]";
+}
+
+// Where model input / output `index` of operand `o` appears, or -1.
+int position_of(const std::vector<uint32_t>& list, size_t o) {
+  for (size_t i = 0; i < list.size(); ++i)
+    if (list[i] == o) return static_cast<int>(i);
+  return -1;
+}
+
+std::string source_text(const Model& m, size_t index) {
+  const BlobOperand& op = m.blob.operands[index];
+  std::vector<std::string> parts;
+  const int in = position_of(m.blob.inputs, index);
+  if (in >= 0) parts.push_back("model input " + std::to_string(in));
+  if (op.value >= 0) {
+    const BlobValue& v = m.blob.values[static_cast<size_t>(op.value)];
+    if (v.source == nnapi::ValueSource::Immediate) {
+      parts.push_back(immediate_text(op, v));
+    } else {
+      std::string s = "weight buffer " + std::to_string(v.buffer) + ", " +
+                      std::to_string(v.buffer_length) + " bytes";
+      if (v.buffer_offset != 0) s += " at offset " + std::to_string(v.buffer_offset);
+      parts.push_back(s);
+    }
+  }
+  if (op.producer >= 0)
+    parts.push_back("computed by operation " + std::to_string(op.producer) + " (" +
+                    op_name(m.blob.operations[static_cast<size_t>(op.producer)].opcode) + ")");
+  const int out = position_of(m.blob.outputs, index);
+  if (out >= 0) parts.push_back("model output " + std::to_string(out));
+  if (parts.empty()) return "never written";
+  std::string s;
+  for (size_t i = 0; i < parts.size(); ++i) s += (i ? "; " : "") + parts[i];
+  return s;
+}
+
+void json_scalar(JsonWriter& j, const Scalar& s) {
+  switch (s.kind) {
+    case Scalar::Bool:
+      j.value(s.i != 0);
+      break;
+    case Scalar::Float:
+      j.value(s.f);
+      break;
+    case Scalar::Int:
+      j.value(s.i);
+  }
+}
+
+}  // namespace
+
+// --- text output -----------------------------------------------------------------
+
+void print_text(const Model& m, std::ostream& out) {
+  const Blob& b = m.blob;
+  out << m.path << ": "
+      << (m.torchscript ? "TorchScript NNAPI module (convert_model_to_nnapi)"
+                        : "raw NNAPI model blob")
+      << "\n";
+  out << "blob: " << m.blob_bytes << " bytes, version " << b.version << ", " << b.operands.size()
+      << " operands, " << b.values.size() << " values, " << b.operations.size() << " operations, "
+      << b.inputs.size() << " inputs, " << b.outputs.size() << " outputs\n";
+  if (m.torchscript) {
+    out << "weight buffers: " << m.weights.size() << "\n";
+    for (size_t i = 0; i < m.weights.size(); ++i)
+      out << "  " << i << ": " << m.weights[i].bytes << " bytes, " << m.weights[i].dtype << " "
+          << list_text(m.weights[i].shape) << "\n";
+  }
+  out << "operands (dims in NNAPI order, ? = flexible):\n";
+  size_t type_w = 0, dims_w = 0;
+  for (const auto& op : b.operands) {
+    type_w = std::max(type_w, std::strlen(type_name(op.type)));
+    dims_w = std::max(dims_w, dims_text(op.dims).size());
+  }
+  for (size_t i = 0; i < b.operands.size(); ++i) {
+    const BlobOperand& op = b.operands[i];
+    out << "  " << std::setw(4) << std::left << std::to_string(i) << std::setw(type_w + 2)
+        << type_name(op.type) << std::setw(dims_w + 2) << dims_text(op.dims) << std::right;
+    if (shows_quant_params(op))
+      out << "scale=" << float_text(op.scale) << " zero_point=" << op.zero_point << "  ";
+    out << source_text(m, i) << "\n";
+  }
+  out << "operations:\n";
+  for (size_t k = 0; k < b.operations.size(); ++k) {
+    const BlobOperation& op = b.operations[k];
+    out << "  " << std::setw(4) << std::left << std::to_string(k) << std::right
+        << op_name(op.opcode) << " inputs " << list_text(op.inputs) << " outputs "
+        << list_text(op.outputs) << "\n";
+  }
+  out << "model inputs: " << list_text(b.inputs) << "\n";
+  out << "model outputs: " << list_text(b.outputs) << "\n";
+  if (m.torchscript) {
+    auto fmts = [](const std::vector<int64_t>& v) {
+      std::string s = "[";
+      for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::string(mem_fmt_name(v[i]));
+      return s + "]";
+    };
+    out << "input memory formats: " << fmts(m.inp_mem_fmts) << "\n";
+    out << "output memory formats: " << fmts(m.out_mem_fmts) << "\n";
+  } else {
+    out << "memory formats: not stored in a raw blob\n";
+  }
+}
+
+// --- JSON output -----------------------------------------------------------------
+
+void print_json(const Model& m, std::ostream& out) {
+  const Blob& b = m.blob;
+  JsonWriter j(out);
+  j.begin_object();
+  j.key("file").value(m.path);
+  j.key("format").value(m.torchscript ? "torchscript" : "blob");
+  j.key("blob_bytes").value(m.blob_bytes);
+  j.key("version").value(b.version);
+  if (m.torchscript) {
+    j.key("weights").begin_array();
+    for (const WeightInfo& w : m.weights) {
+      j.begin_object().key("bytes").value(w.bytes).key("dtype").value(w.dtype);
+      j.key("shape").begin_array();
+      for (int64_t d : w.shape) j.value(d);
+      j.end_array().end_object();
+    }
+    j.end_array();
+  }
+  j.key("operands").begin_array();
+  for (size_t i = 0; i < b.operands.size(); ++i) {
+    const BlobOperand& op = b.operands[i];
+    j.begin_object();
+    j.key("index").value(i);
+    j.key("type").value(type_name(op.type));
+    j.key("type_code").value(static_cast<int32_t>(op.type));
+    j.key("dims").begin_array();  // NNAPI order; null = flexible
+    for (uint32_t d : op.dims) {
+      if (d == 0)
+        j.null();
+      else
+        j.value(d);
+    }
+    j.end_array();
+    if (shows_quant_params(op)) {
+      j.key("scale").value(static_cast<double>(op.scale));
+      j.key("zero_point").value(op.zero_point);
+    }
+    j.key("source").begin_object();
+    const int in = position_of(b.inputs, i);
+    if (in >= 0) {
+      j.key("kind").value("model_input").key("input").value(int64_t{in});
+    } else if (op.value >= 0) {
+      const BlobValue& v = b.values[static_cast<size_t>(op.value)];
+      if (v.source == nnapi::ValueSource::Immediate) {
+        std::vector<Scalar> elems;
+        size_t total = 0;
+        decode_immediate(op, v.immediate, elems, total);
+        j.key("kind").value("immediate").key("bytes").value(v.immediate.size());
+        if (!nnapi::is_tensor_type(op.type) && elems.size() == 1) {
+          j.key("value");
+          json_scalar(j, elems[0]);
+        } else {
+          j.key("elements").value(total).key("value").begin_array();
+          for (const Scalar& s : elems) json_scalar(j, s);
+          j.end_array().key("truncated").value(total > elems.size());
+        }
+      } else {
+        j.key("kind").value("weight_buffer").key("buffer").value(v.buffer);
+        j.key("offset").value(v.buffer_offset).key("bytes").value(v.buffer_length);
+      }
+    } else if (op.producer >= 0) {
+      j.key("kind").value("operation").key("operation").value(op.producer);
+    } else {
+      j.key("kind").value("none");
+    }
+    j.end_object();
+    const int out_pos = position_of(b.outputs, i);
+    if (out_pos >= 0) j.key("model_output").value(int64_t{out_pos});
+    j.end_object();
+  }
+  j.end_array();
+  j.key("operations").begin_array();
+  for (size_t k = 0; k < b.operations.size(); ++k) {
+    const BlobOperation& op = b.operations[k];
+    j.begin_object().key("index").value(k).key("name").value(op_name(op.opcode));
+    j.key("code").value(op.opcode).key("inputs").begin_array();
+    for (uint32_t i : op.inputs) j.value(i);
+    j.end_array().key("outputs").begin_array();
+    for (uint32_t o : op.outputs) j.value(o);
+    j.end_array().end_object();
+  }
+  j.end_array();
+  j.key("inputs").begin_array();
+  for (uint32_t i : b.inputs) j.value(i);
+  j.end_array().key("outputs").begin_array();
+  for (uint32_t o : b.outputs) j.value(o);
+  j.end_array();
+  auto fmts = [&](const char* key, const std::vector<int64_t>& v) {
+    j.key(key);
+    if (!m.torchscript) {
+      j.null();  // a raw blob does not record memory formats
+      return;
+    }
+    j.begin_array();
+    for (int64_t f : v) j.value(mem_fmt_name(f));
+    j.end_array();
+  };
+  fmts("input_memory_formats", m.inp_mem_fmts);
+  fmts("output_memory_formats", m.out_mem_fmts);
+  j.end_object();
+  out << "\n";
+}
+
+}  // namespace nnapi_convert::inspect_detail

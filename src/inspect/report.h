@@ -1,0 +1,36 @@
+// Torch-free printing for `inspect` (text and JSON), so the blob fuzzer can
+// drive it too. Internal to src/inspect.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "nnapi_convert/blob.h"
+
+namespace nnapi_convert::inspect_detail {
+
+struct WeightInfo {
+  int64_t bytes = 0;
+  std::string dtype;
+  std::vector<int64_t> shape;
+};
+
+// Everything inspect shows, independent of the output format.
+struct Model {
+  std::string path;
+  bool torchscript = false;
+  size_t blob_bytes = 0;
+  Blob blob;
+  std::vector<WeightInfo> weights;  // only for a .nnapi.pt
+  std::vector<int64_t> inp_mem_fmts, out_mem_fmts;
+};
+
+// "contiguous", "channels_last", "scalar_or_vector" or "invalid".
+const char* mem_fmt_name(int64_t f);
+
+void print_text(const Model& m, std::ostream& out);
+void print_json(const Model& m, std::ostream& out);  // one JSON object and a newline
+
+}  // namespace nnapi_convert::inspect_detail
