@@ -1,0 +1,81 @@
+// nnapi-convert's library interface: TorchScript model in, NNAPI model out.
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "nnapi_convert/input_spec.h"
+
+namespace nnapi_convert {
+
+// A failure the user can act on. exit_code: 1 = the model cannot be
+// converted, 2 = a usage error (bad arguments or specs).
+class ConvertError : public std::runtime_error {
+ public:
+  ConvertError(int exit_code, const std::string& message)
+      : std::runtime_error(message), exit_code_(exit_code) {}
+  int exit_code() const { return exit_code_; }
+
+ private:
+  int exit_code_;
+};
+
+struct ConvertOptions {
+  std::string model_path;
+  std::vector<InputSpec> inputs;
+  bool nhwc = false;  // every 4-D input is channels-last
+  bool use_int16_for_qint16 = false;
+  int compilation_preference = 2;  // sustained speed
+  bool relax_f32_to_f16 = false;
+  std::vector<std::vector<int64_t>> return_shapes;  // per output; empty = from the model
+};
+
+struct PhaseTimes {
+  double load_ms = 0, freeze_ms = 0, lower_ms = 0, serialize_ms = 0, write_ms = 0;
+};
+
+// One return value's template: what `prepare` builds for it.
+struct OutputTemplate {
+  int32_t operand;
+  int32_t type;  // nnapi::OperandType
+  std::vector<int64_t> shape;
+  double scale;
+  int64_t zero_point;
+};
+
+struct Conversion {
+  std::vector<int32_t> ser_model;
+  std::vector<at::Tensor> weights;
+  std::vector<int64_t> inp_mem_fmts;
+  std::vector<int64_t> out_mem_fmts;
+  // The body of `prepare` before its return statement, as the reference writes it.
+  std::vector<std::string> shape_lines;
+  std::vector<OutputTemplate> templates;
+  int retval_count = -1;  // -1: a single tensor is returned
+  int64_t operand_count = 0;
+  int64_t operation_count = 0;
+  std::map<std::string, int> operations;  // NNAPI operation name -> count
+  int64_t weight_bytes = 0;
+  PhaseTimes times;
+};
+
+// The lines of `prepare` (shape lines then the return of templates), in the
+// reference converter's text (`torch.float32`), or with ScalarType numbers
+// (`dtype=6`) for TorchScript compiled from C++.
+std::vector<std::string> prepare_lines(const Conversion& c, bool numeric_dtypes);
+
+// Loads, freezes, rewrites and lowers the model. Throws ConvertError.
+Conversion convert(const ConvertOptions& options);
+
+// Output writers; each writes atomically (temporary file, then rename).
+void write_nnapi_module(const Conversion& c, const ConvertOptions& options,
+                        const std::string& path, bool lite);
+void write_parts(const Conversion& c, const ConvertOptions& options, const std::string& dir);
+
+}  // namespace nnapi_convert

@@ -1,0 +1,255 @@
+// The driver: model inputs -> lowering table -> serialized NNAPI model.
+#include "nnapi_convert/converter.h"
+
+#include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/frontend/source_range.h>
+
+#include <chrono>
+#include <sstream>
+
+#include "core/loader.h"
+#include "lower/registry.h"
+#include "serialize/pyrepr.h"
+
+namespace nnapi_convert {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// "aten::foo at model.py:12" plus the node as TorchScript prints it.
+std::string describe_node(const Node* node) {
+  std::ostringstream os;
+  os << "node " << node->kind().toQualString();
+  torch::jit::SourceRange sr = node->sourceRange();
+  if (auto orig = sr.findSourceRangeThatGenerated()) sr = *orig;
+  if (auto loc = sr.file_line_col()) {
+    os << " at " << std::get<0>(*loc) << ":" << std::get<1>(*loc);
+  }
+  std::ostringstream text;
+  node->print(text, 0, nullptr, /*print_source_locations=*/false);
+  std::string t = text.str();
+  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+  os << " (`" << t << "`)";
+  return os.str();
+}
+
+Operand operand_for_input(const InputSpec& spec, bool nhwc_all, bool use_int16) {
+  Operand o;
+  o.shape = spec.dims;
+  o.dim_order = spec.nhwc || (nhwc_all && spec.dims.size() == 4) ? DimOrder::ChannelsLast
+                                                                   : DimOrder::Contiguous;
+  switch (spec.dtype) {
+    case InputDType::Float32:
+      o.type = nnapi::OperandType::TensorFloat32;
+      break;
+    case InputDType::Int32:
+      o.type = nnapi::OperandType::TensorInt32;
+      break;
+    case InputDType::QUInt8:
+      o.type = nnapi::OperandType::TensorQuant8Asymm;
+      o.scale = spec.scale;
+      o.zero_point = spec.zero_point;
+      break;
+    case InputDType::Int16:
+      if (!use_int16) {
+        throw ConvertError(2, "input spec '" + spec.text + "': int16 isn't supported unless "
+                              "--int16-for-qint16 says int16 carries NNAPI qint16 values");
+      }
+      o.type = spec.zero_point == 0 && !spec.has_zero_point
+                   ? nnapi::OperandType::TensorQuant16Symm
+                   : nnapi::OperandType::TensorQuant16Asymm;
+      o.scale = spec.scale;
+      o.zero_point = spec.zero_point;
+      break;
+  }
+  return o;
+}
+
+void check_supported(const torch::jit::Graph& graph, const std::string& path) {
+  const LoweringTable& table = lowering_table();
+  std::vector<std::string> missing;
+  for (const Node* node : graph.nodes()) {
+    if (!table.find(node->kind().toQualString())) missing.push_back(describe_node(node));
+  }
+  if (missing.empty()) return;
+  std::ostringstream os;
+  os << "model '" << path << "' uses " << missing.size()
+     << " node(s) that nnapi-convert cannot lower to NNAPI:";
+  for (const std::string& m : missing) os << "\n  - " << m;
+  os << "\nRewrite these parts of the model with supported operators, or run them outside the "
+        "NNAPI model.";
+  throw ConvertError(1, os.str());
+}
+
+}  // namespace
+
+Conversion convert(const ConvertOptions& options) {
+  Conversion result;
+  torch::jit::Module module =
+      load_frozen_model(options.model_path, &result.times.load_ms, &result.times.freeze_ms);
+  auto t0 = std::chrono::steady_clock::now();
+  std::shared_ptr<torch::jit::Graph> graph = module.get_method("forward").graph();
+  const std::string& path = options.model_path;
+
+  auto graph_inputs = graph->inputs();
+  size_t n_args = graph_inputs.size() - 1;
+  if (options.inputs.size() != n_args) {
+    throw ConvertError(2, "model '" + path + "' takes " + std::to_string(n_args) +
+                              " input(s), but " + std::to_string(options.inputs.size()) +
+                              " --input spec(s) were given; give one --input per model input, "
+                              "in order");
+  }
+  for (size_t i = 0; i < n_args; ++i) {
+    const Value* v = graph_inputs[i + 1];
+    if (v->type()->kind() != c10::TypeKind::TensorType) {
+      throw ConvertError(1, "model '" + path + "': input " + std::to_string(i) + " (" +
+                                v->debugName() + ") is a " + v->type()->repr_str() +
+                                ", not a Tensor; NNAPI models take tensors only");
+    }
+    auto tt = v->type()->cast<c10::TensorType>();
+    if (auto rank = tt->dim()) {
+      if (*rank != options.inputs[i].dims.size()) {
+        throw ConvertError(2, "input spec '" + options.inputs[i].text + "' has " +
+                                  std::to_string(options.inputs[i].dims.size()) +
+                                  " dims, but model input " + std::to_string(i) + " has " +
+                                  std::to_string(*rank));
+      }
+    }
+  }
+  check_supported(*graph, path);
+
+  LoweringContext cx(LoweringOptions{options.use_int16_for_qint16});
+  ModelBuilder& m = cx.model();
+  m.add_bool_scalar(false);
+  m.add_bool_scalar(true);
+  cx.add_constant(graph_inputs[0], graph_inputs[0]->type(), module._ivalue());
+  for (size_t i = 0; i < n_args; ++i) {
+    Operand o = operand_for_input(options.inputs[i], options.nhwc, options.use_int16_for_qint16);
+    int32_t id = cx.add_input(static_cast<int>(i), graph_inputs[i + 1], o);
+    result.inp_mem_fmts.push_back(static_cast<int64_t>(cx.operand(id).dim_order));
+  }
+  const Node* current = nullptr;
+  try {
+    for (const Node* node : graph->nodes()) {
+      current = node;
+      (*lowering_table().find(node->kind().toQualString()))(cx, node);
+    }
+    current = graph->return_node();
+    const Value* ret = graph->outputs().at(0);
+    std::vector<const Value*> returns;
+    if (ret->type()->kind() == c10::TypeKind::TensorType) {
+      returns = {ret};
+      result.retval_count = -1;
+    } else if (ret->type()->kind() == c10::TypeKind::TupleType) {
+      returns = cx.sequence(ret);
+      result.retval_count = static_cast<int>(returns.size());
+    } else {
+      fail("the model returns a " + ret->type()->repr_str() +
+           "; only a tensor or a tuple of tensors can be returned");
+    }
+    if (!options.return_shapes.empty() && options.return_shapes.size() != returns.size()) {
+      throw ConvertError(2, "--return-shape was given " +
+                                std::to_string(options.return_shapes.size()) +
+                                " time(s), but the model returns " +
+                                std::to_string(returns.size()) + " tensor(s)");
+    }
+    for (size_t i = 0; i < returns.size(); ++i) {
+      auto [id, op] = cx.get_operand(returns[i]);
+      m.add_output(id);
+      result.out_mem_fmts.push_back(static_cast<int64_t>(op.dim_order));
+      OutputTemplate t{id, static_cast<int32_t>(op.type), op.shape, op.scale, op.zero_point};
+      if (!options.return_shapes.empty()) {
+        if (options.return_shapes[i].size() != op.shape.size()) {
+          throw ConvertError(2, "--return-shape for output " + std::to_string(i) + " has " +
+                                    std::to_string(options.return_shapes[i].size()) +
+                                    " dims, but the output has " +
+                                    std::to_string(op.shape.size()));
+        }
+        t.shape = options.return_shapes[i];
+      }
+      result.templates.push_back(std::move(t));
+    }
+  } catch (const LoweringError& e) {
+    std::string where = current == graph->return_node() ? std::string("the model's return")
+                                                        : describe_node(current);
+    throw ConvertError(1, "model '" + path + "': " + where + ": " + e.what());
+  } catch (const c10::Error& e) {
+    std::string where = current == graph->return_node() ? std::string("the model's return")
+                                                        : describe_node(current);
+    throw ConvertError(1, "model '" + path + "': " + where + ": " + e.what_without_backtrace());
+  }
+  result.times.lower_ms = ms_since(t0);
+
+  t0 = std::chrono::steady_clock::now();
+  SerializedModel ser;
+  try {
+    ser = m.serialize();
+  } catch (const std::exception& e) {
+    throw ConvertError(1, "model '" + path + "' could not be serialized: " + e.what());
+  }
+  result.ser_model = std::move(ser.words);
+  result.shape_lines = cx.shape_lines();
+  result.shape_lines.insert(result.shape_lines.end(), ser.patch_lines.begin(),
+                            ser.patch_lines.end());
+  result.operand_count = static_cast<int64_t>(m.operand_count());
+  result.operation_count = static_cast<int64_t>(m.operation_count());
+  result.operations = m.operation_histogram();
+  result.weights = m.take_weights();
+  for (const at::Tensor& w : result.weights) result.weight_bytes += w.numel() * w.element_size();
+  result.times.serialize_ms = ms_since(t0);
+  return result;
+}
+
+std::vector<std::string> prepare_lines(const Conversion& c, bool numeric_dtypes) {
+  std::vector<std::string> lines = c.shape_lines;
+  lines.push_back("return [");
+  for (const OutputTemplate& t : c.templates) {
+    std::string shape = "(";
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      int64_t s = t.shape[d];
+      if (s > 0) {
+        shape += std::to_string(s);
+      } else if (s == 0) {
+        shape += flex_name(t.operand, static_cast<int64_t>(d));
+      } else if (s == -1) {
+        shape += "0";
+      } else {
+        throw ConvertError(2, "output shapes must be -1 or more, got " + std::to_string(s));
+      }
+      shape += ",";
+    }
+    shape += ")";
+    auto dtype = [&](const char* name, int number) {
+      return numeric_dtypes ? std::to_string(number) : std::string("torch.") + name;
+    };
+    std::string expr;
+    switch (static_cast<nnapi::OperandType>(t.type)) {
+      case nnapi::OperandType::TensorFloat32:
+        expr = "torch.zeros(" + shape + ", dtype=" + dtype("float32", 6) + ")";
+        break;
+      case nnapi::OperandType::TensorInt32:
+        expr = "torch.zeros(" + shape + ", dtype=" + dtype("int32", 3) + ")";
+        break;
+      case nnapi::OperandType::TensorQuant8Asymm:
+        expr = "torch.quantize_per_tensor(torch.zeros(1), scale=" + py_float_repr(t.scale) +
+               ", zero_point=" + std::to_string(t.zero_point) + ", dtype=" + dtype("quint8", 13) +
+               ").expand(" + shape + ").contiguous()";
+        break;
+      case nnapi::OperandType::TensorQuant16Asymm:
+      case nnapi::OperandType::TensorQuant16Symm:
+        expr = "torch.zeros(" + shape + ", dtype=" + dtype("int16", 2) + ")";
+        break;
+      default:
+        throw ConvertError(1, std::string("unsupported output operand type ") +
+                                  nnapi::operand_type_name(
+                                      static_cast<nnapi::OperandType>(t.type)));
+    }
+    lines.push_back(expr + ",");
+  }
+  lines.push_back("]");
+  return lines;
+}
+
+}  // namespace nnapi_convert

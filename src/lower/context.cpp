@@ -1,0 +1,201 @@
+#include "lower/context.h"
+
+#include <ATen/ATen.h>
+
+namespace nnapi_convert {
+
+void fail(const std::string& message) { throw LoweringError(message); }
+
+std::string value_name(const Value* v) { return "%" + v->debugName(); }
+
+std::string type_kind_name(c10::TypeKind kind) { return c10::typeKindToString(kind); }
+
+int32_t LoweringContext::push_operand(const Operand& o, const at::Tensor* weight) {
+  // Immediates are added to the model directly; keep ids aligned.
+  operands_.resize(model_.next_operand_id());
+  int32_t id = model_.next_operand_id();
+  NnapiOperand n{o.type, fix_shape(o.shape, o.dim_order), o.scale, o.zero_point, {}};
+  for (size_t d = 0; d < n.dims.size(); ++d) {
+    if (n.dims[d] == 0) {
+      n.flex_symbols.push_back(flex_name(id, reverse_map_dim(o.dim_order, static_cast<int>(d))));
+    }
+  }
+  if (weight) {
+    model_.add_weight(std::move(n), *weight);
+  } else {
+    model_.add_operand(std::move(n));
+  }
+  operands_.push_back(o);
+  return id;
+}
+
+int32_t LoweringContext::add_tensor_operand(const Value* v, const Operand& o) {
+  check(!has_operand(v), "value " + value_name(v) + " is defined twice");
+  int32_t id = push_operand(o);
+  operand_of_[v] = id;
+  return id;
+}
+
+int32_t LoweringContext::add_anonymous_operand(const Operand& o) { return push_operand(o); }
+
+std::pair<int32_t, Operand> LoweringContext::get_operand(const Value* v) const {
+  auto it = operand_of_.find(v);
+  if (it == operand_of_.end()) {
+    if (has_constant(v)) {
+      fail("value " + value_name(v) +
+           " is a constant here, but this operation needs a tensor computed by the model");
+    }
+    fail("value " + value_name(v) + " is not a tensor the model computes");
+  }
+  return {it->second, operands_.at(it->second)};
+}
+
+std::pair<int32_t, Operand> LoweringContext::get_operand_fixed_size(const Value* v) const {
+  auto r = get_operand(v);
+  for (int64_t s : r.second.shape) {
+    check(s != 0, "flexible size is not supported for this operand (" + value_name(v) +
+                      " has shape " + shape_str(r.second.shape) +
+                      "); give this input fixed sizes in --input");
+  }
+  return r;
+}
+
+std::pair<int32_t, Operand> LoweringContext::get_operand_or_constant(const Value* v,
+                                                                     DimOrder order) {
+  auto it = operand_of_.find(v);
+  if (it != operand_of_.end()) return {it->second, operands_.at(it->second)};
+  int32_t id = add_weight(constant_tensor(v), order);
+  return {id, operands_.at(id)};
+}
+
+std::pair<int32_t, Operand> LoweringContext::get_weight_operand(const Value* v) {
+  int32_t id = add_weight(constant_tensor(v));
+  return {id, operands_.at(id)};
+}
+
+void LoweringContext::alias(const Value* v, const Value* source) {
+  operand_of_[v] = get_operand(source).first;
+}
+
+Operand LoweringContext::tensor_to_operand(const at::Tensor& t, DimOrder order) const {
+  Operand o;
+  o.shape = t.sizes().vec();
+  o.dim_order = order;
+  switch (t.scalar_type()) {
+    case at::kFloat:
+      o.type = nnapi::OperandType::TensorFloat32;
+      break;
+    case at::kInt:
+      o.type = nnapi::OperandType::TensorInt32;
+      break;
+    case at::kQUInt8:
+      o.type = nnapi::OperandType::TensorQuant8Asymm;
+      o.scale = t.q_scale();
+      o.zero_point = t.q_zero_point();
+      break;
+    case at::kQInt32:
+      o.type = nnapi::OperandType::TensorInt32;
+      o.scale = t.q_scale();
+      o.zero_point = t.q_zero_point();
+      check(o.zero_point == 0, "a qint32 tensor must have zero_point 0");
+      break;
+    default:
+      fail(std::string("can't handle a tensor of dtype ") + c10::toString(t.scalar_type()) +
+           " (NNAPI takes float32, int32, quint8 and qint32 here)");
+  }
+  return o;
+}
+
+int32_t LoweringContext::add_weight(const at::Tensor& t, DimOrder order) {
+  Operand o = tensor_to_operand(t, order);
+  // An NHWC operand's data is laid out NHWC too.
+  at::Tensor stored = order == DimOrder::ChannelsLast ? t.permute({0, 2, 3, 1}) : t;
+  return push_operand(o, &stored);
+}
+
+int32_t LoweringContext::add_input(int arg_index, const Value* v, const Operand& o) {
+  int32_t id = add_tensor_operand(v, o);
+  model_.add_input(id);
+  for (size_t d = 0; d < o.shape.size(); ++d) {
+    if (o.shape[d] == 0) {
+      compute_operand_shape(id, static_cast<int64_t>(d),
+                            "args[" + std::to_string(arg_index) + "].shape[" + std::to_string(d) +
+                                "]");
+    }
+  }
+  return id;
+}
+
+void LoweringContext::add_constant(const Value* v, c10::TypePtr type, c10::IValue value) {
+  check(!has_constant(v), "constant " + value_name(v) + " is defined twice");
+  constants_.emplace(v, Constant{std::move(type), std::move(value)});
+}
+
+const Constant& LoweringContext::constant(const Value* v) const {
+  auto it = constants_.find(v);
+  if (it == constants_.end()) {
+    fail("could not find a constant value for " + value_name(v) +
+         "; NNAPI needs this argument to be known when the model is converted");
+  }
+  return it->second;
+}
+
+const Constant& LoweringContext::constant(const Value* v, c10::TypeKind kind) const {
+  const Constant& c = constant(v);
+  if (c.type->kind() != kind) {
+    fail("expected a constant of type " + type_kind_name(kind) + ", but got " +
+         type_kind_name(c.type->kind()) + " for " + value_name(v));
+  }
+  return c;
+}
+
+int64_t LoweringContext::constant_int(const Value* v) const {
+  return constant(v, c10::TypeKind::IntType).value.toInt();
+}
+
+double LoweringContext::constant_float(const Value* v) const {
+  return constant(v, c10::TypeKind::FloatType).value.toDouble();
+}
+
+bool LoweringContext::constant_bool(const Value* v) const {
+  return constant(v, c10::TypeKind::BoolType).value.toBool();
+}
+
+at::Tensor LoweringContext::constant_tensor(const Value* v) const {
+  return constant(v, c10::TypeKind::TensorType).value.toTensor();
+}
+
+std::vector<int64_t> LoweringContext::constant_int_list(const Value* v) const {
+  const Constant& c = constant(v);
+  auto list = c.type->cast<c10::ListType>();
+  if (!list || list->getElementType()->kind() != c10::TypeKind::IntType) {
+    fail("can't handle a size argument of type " + c.type->repr_str() + " for " + value_name(v));
+  }
+  return c.value.toIntVector();
+}
+
+bool LoweringContext::constant_is_none(const Value* v) const {
+  return constant(v).type->kind() == c10::TypeKind::NoneType;
+}
+
+void LoweringContext::add_sequence(const Value* v, std::vector<const Value*> values) {
+  check(!has_sequence(v), "sequence " + value_name(v) + " is defined twice");
+  sequences_.emplace(v, std::move(values));
+}
+
+const std::vector<const Value*>& LoweringContext::sequence(const Value* v) const {
+  auto it = sequences_.find(v);
+  if (it == sequences_.end()) fail("value " + value_name(v) + " is not a list of tensors");
+  return it->second;
+}
+
+void LoweringContext::compute_operand_shape(int32_t id, int64_t dim, const std::string& expr) {
+  shape_lines_.push_back(flex_name(id, dim) + " = " + expr);
+}
+
+void LoweringContext::forward_operand_shape(int32_t out_id, int64_t out_dim, int32_t in_id,
+                                            int64_t in_dim) {
+  compute_operand_shape(out_id, out_dim, flex_name(in_id, in_dim));
+}
+
+}  // namespace nnapi_convert

@@ -1,0 +1,109 @@
+// State shared by all lowerings while one graph is converted: the NNAPI
+// model under construction, the operand record of each JIT value, the
+// constant values, tensor sequences and the shape-compute script.
+#pragma once
+
+#include <ATen/core/ivalue.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "lower/operand.h"
+#include "serialize/model_builder.h"
+
+namespace nnapi_convert {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+// A node that cannot be lowered. The driver adds the node and its source range.
+class LoweringError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] void fail(const std::string& message);
+inline void check(bool ok, const std::string& message) {
+  if (!ok) fail(message);
+}
+
+struct Constant {
+  c10::TypePtr type;
+  c10::IValue value;
+};
+
+struct LoweringOptions {
+  bool use_int16_for_qint16 = false;
+};
+
+class LoweringContext {
+ public:
+  explicit LoweringContext(LoweringOptions options) : options_(options) {}
+
+  ModelBuilder& model() { return model_; }
+  const LoweringOptions& options() const { return options_; }
+  const Operand& operand(int32_t id) const { return operands_.at(id); }
+
+  // --- tensor operands -------------------------------------------------------
+  int32_t add_tensor_operand(const Value* v, const Operand& o);
+  int32_t add_anonymous_operand(const Operand& o);
+  bool has_operand(const Value* v) const { return operand_of_.count(v) != 0; }
+  // The operand already produced for `v`.
+  std::pair<int32_t, Operand> get_operand(const Value* v) const;
+  // Same, refusing operands with load-time flexible sizes.
+  std::pair<int32_t, Operand> get_operand_fixed_size(const Value* v) const;
+  // `v`'s operand, or a weight operand made from its constant tensor.
+  std::pair<int32_t, Operand> get_operand_or_constant(const Value* v,
+                                                      DimOrder order = DimOrder::Contiguous);
+  // A weight operand made from `v`'s constant tensor.
+  std::pair<int32_t, Operand> get_weight_operand(const Value* v);
+  // `v` names the same operand as `source` (identity ops).
+  void alias(const Value* v, const Value* source);
+
+  Operand tensor_to_operand(const at::Tensor& t, DimOrder order) const;
+  int32_t add_weight(const at::Tensor& t, DimOrder order = DimOrder::UnknownConstant);
+  int32_t add_input(int arg_index, const Value* v, const Operand& o);
+
+  // --- constants and sequences ----------------------------------------------
+  void add_constant(const Value* v, c10::TypePtr type, c10::IValue value);
+  bool has_constant(const Value* v) const { return constants_.count(v) != 0; }
+  const Constant& constant(const Value* v) const;
+  // The constant, checking its type kind (as the reference does).
+  const Constant& constant(const Value* v, c10::TypeKind kind) const;
+  int64_t constant_int(const Value* v) const;
+  double constant_float(const Value* v) const;
+  bool constant_bool(const Value* v) const;
+  at::Tensor constant_tensor(const Value* v) const;
+  std::vector<int64_t> constant_int_list(const Value* v) const;
+  bool constant_is_none(const Value* v) const;
+
+  void add_sequence(const Value* v, std::vector<const Value*> values);
+  const std::vector<const Value*>& sequence(const Value* v) const;
+  bool has_sequence(const Value* v) const { return sequences_.count(v) != 0; }
+
+  // --- shape-compute script -------------------------------------------------
+  void compute_operand_shape(int32_t id, int64_t dim, const std::string& expr);
+  void forward_operand_shape(int32_t out_id, int64_t out_dim, int32_t in_id, int64_t in_dim);
+  void add_shape_line(std::string line) { shape_lines_.push_back(std::move(line)); }
+  const std::vector<std::string>& shape_lines() const { return shape_lines_; }
+
+ private:
+  LoweringOptions options_;
+  ModelBuilder model_;
+  std::vector<Operand> operands_;  // parallel to the model's operands
+  std::unordered_map<const Value*, int32_t> operand_of_;
+  std::unordered_map<const Value*, Constant> constants_;
+  std::unordered_map<const Value*, std::vector<const Value*>> sequences_;
+  std::vector<std::string> shape_lines_;
+
+  int32_t push_operand(const Operand& o, const at::Tensor* weight = nullptr);
+};
+
+std::string value_name(const Value* v);
+std::string type_kind_name(c10::TypeKind kind);
+
+}  // namespace nnapi_convert

@@ -1,0 +1,79 @@
+#include "lower/conv_pool.h"
+
+namespace nnapi_convert {
+
+ConvPoolArgs make_conv_pool_args(const std::vector<int64_t>& kernel,
+                                 const std::vector<int64_t>& strides,
+                                 const std::vector<int64_t>& paddings,
+                                 const std::vector<int64_t>& dilations, int64_t group) {
+  check(kernel.size() == 2 && strides.size() == 2 && paddings.size() == 2 &&
+            dilations.size() == 2,
+        "only 2-D windows (two kernel sizes, strides, paddings and dilations) are supported");
+  ConvPoolArgs a;
+  a.kernel_h = kernel[0];
+  a.kernel_w = kernel[1];
+  a.stride_h = strides[0];
+  a.stride_w = strides[1];
+  a.pad_t = a.pad_b = paddings[0];
+  a.pad_l = a.pad_r = paddings[1];
+  a.dilation_h = dilations[0];
+  a.dilation_w = dilations[1];
+  a.group = group;
+  check(a.stride_h > 0 && a.stride_w > 0, "strides must be positive");
+  return a;
+}
+
+Shape conv_pool_out_shape(const Shape& image, const ConvPoolArgs& a, int64_t out_ch,
+                          bool transpose) {
+  check(image.size() == 4, "expected a 4-D image, got " + shape_str(image));
+  check(a.dilation_h == 1 && a.dilation_w == 1, "dilation not supported yet");
+  int64_t in_h = image[2], in_w = image[3], out_h, out_w;
+  if (transpose) {
+    out_h = (in_h - 1) * a.stride_h + a.kernel_h - a.pad_t - a.pad_b;
+    out_w = (in_w - 1) * a.stride_w + a.kernel_w - a.pad_l - a.pad_r;
+  } else {
+    out_h = (in_h - a.kernel_h + a.pad_t + a.pad_b) / a.stride_h + 1;
+    out_w = (in_w - a.kernel_w + a.pad_l + a.pad_r) / a.stride_w + 1;
+  }
+  if (in_h == 0) out_h = 0;
+  if (in_w == 0) out_w = 0;
+  return {image[0], out_ch, out_h, out_w};
+}
+
+void conv_pool_flexible_input(LoweringContext& cx, int32_t out_id, const Value* image,
+                              const ConvPoolArgs& a, bool transpose) {
+  auto [image_id, op] = cx.get_operand(image);
+  const Shape& s = op.shape;
+  if (s[0] == 0) cx.forward_operand_shape(out_id, 0, image_id, 0);
+  check(s[1] != 0, "input channels can't be flexible");
+  auto num = [](int64_t v) { return std::to_string(v); };
+  if (transpose) {
+    if (s[2] == 0) {
+      cx.compute_operand_shape(out_id, 2,
+                               "(" + flex_name(image_id, 2) + " - 1) * " + num(a.stride_h) +
+                                   " + " + num(a.kernel_h) + " - " + num(a.pad_t) + " - " +
+                                   num(a.pad_b));
+    }
+    if (s[3] == 0) {
+      cx.compute_operand_shape(out_id, 3,
+                               "(" + flex_name(image_id, 3) + " - 1) * " + num(a.stride_w) +
+                                   " + " + num(a.kernel_w) + " - " + num(a.pad_l) + " - " +
+                                   num(a.pad_r));
+    }
+  } else {
+    if (s[2] == 0) {
+      cx.compute_operand_shape(out_id, 2,
+                               "(" + flex_name(image_id, 2) + " - " + num(a.kernel_h) + " + " +
+                                   num(a.pad_t) + " + " + num(a.pad_b) + ") // " +
+                                   num(a.stride_h) + " + 1");
+    }
+    if (s[3] == 0) {
+      cx.compute_operand_shape(out_id, 3,
+                               "(" + flex_name(image_id, 3) + " - " + num(a.kernel_w) + " + " +
+                                   num(a.pad_l) + " + " + num(a.pad_r) + ") // " +
+                                   num(a.stride_w) + " + 1");
+    }
+  }
+}
+
+}  // namespace nnapi_convert

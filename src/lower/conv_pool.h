@@ -1,0 +1,31 @@
+// Window arguments shared by convolutions and pooling.
+#pragma once
+
+#include <vector>
+
+#include "lower/context.h"
+
+namespace nnapi_convert {
+
+struct ConvPoolArgs {
+  int64_t kernel_h, kernel_w;
+  int64_t stride_h, stride_w;
+  int64_t pad_t, pad_b, pad_l, pad_r;
+  int64_t dilation_h, dilation_w;
+  int64_t group;  // 0 when not given
+};
+
+ConvPoolArgs make_conv_pool_args(const std::vector<int64_t>& kernel,
+                                 const std::vector<int64_t>& strides,
+                                 const std::vector<int64_t>& paddings,
+                                 const std::vector<int64_t>& dilations, int64_t group);
+
+// PyTorch (NCHW) output shape of a convolution or pool over `image`.
+Shape conv_pool_out_shape(const Shape& image, const ConvPoolArgs& a, int64_t out_ch,
+                          bool transpose);
+
+// Shape-compute lines for an output whose input image has flexible N, H or W.
+void conv_pool_flexible_input(LoweringContext& cx, int32_t out_id, const Value* image,
+                              const ConvPoolArgs& a, bool transpose);
+
+}  // namespace nnapi_convert

@@ -1,0 +1,138 @@
+// Float convolutions: aten::conv2d and aten::_convolution (incl. transposed).
+#include "lower/convolution.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+#include "lower/registry.h"
+
+namespace nnapi_convert {
+
+using nnapi::Fuse;
+using nnapi::Op;
+using nnapi::OperandType;
+
+namespace {
+
+// The bias operand: the given constant, or zeros of the weight's dtype.
+int32_t optional_bias(LoweringContext& cx, const Value* bias, const at::Tensor& weight,
+                      bool transpose) {
+  if (cx.constant_is_none(bias)) {
+    int64_t channels = weight.size(transpose ? 1 : 0);
+    return cx.add_weight(at::zeros({channels}, weight.options()));
+  }
+  return cx.get_weight_operand(bias).first;
+}
+
+std::vector<int64_t> kernel_of(const at::Tensor& weight) {
+  check(weight.dim() == 4, "only 2-D convolutions (4-D weights) are supported");
+  return {weight.size(2), weight.size(3)};
+}
+
+void lower_conv2d(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 7, "malformed aten::conv2d");
+  at::Tensor weight = cx.constant_tensor(node->input(1));
+  int32_t bias_id = optional_bias(cx, node->input(2), weight, false);
+  ConvPoolArgs a = make_conv_pool_args(
+      kernel_of(weight), cx.constant_int_list(node->input(3)),
+      cx.constant_int_list(node->input(4)), cx.constant_int_list(node->input(5)),
+      cx.constant_int(node->input(6)));
+  add_conv2d_common(cx, node->output(), 0.0, 0, node->input(0), weight, bias_id, a, false,
+                    Fuse::None);
+}
+
+void lower_convolution(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 13, "malformed aten::_convolution");
+  at::Tensor weight = cx.constant_tensor(node->input(1));
+  bool transpose = cx.constant(node->input(6)).value.toBool();
+  int32_t bias_id = optional_bias(cx, node->input(2), weight, transpose);
+  if (transpose) {
+    std::vector<int64_t> output_padding = cx.constant_int_list(node->input(7));
+    for (int64_t p : output_padding) {
+      check(p == 0, "transposed convolution with output_padding is not supported");
+    }
+  }
+  ConvPoolArgs a = make_conv_pool_args(
+      kernel_of(weight), cx.constant_int_list(node->input(3)),
+      cx.constant_int_list(node->input(4)), cx.constant_int_list(node->input(5)),
+      cx.constant_int(node->input(8)));
+  add_conv2d_common(cx, node->output(), 0.0, 0, node->input(0), weight, bias_id, a, transpose,
+                    Fuse::None);
+}
+
+bool approx_equal(double a, double b) { return std::abs(a - b) <= 1e-6 * std::min(a, b); }
+
+}  // namespace
+
+void add_conv2d_common(LoweringContext& cx, const Value* out, double out_scale,
+                       int64_t out_zero_point, const Value* image_value,
+                       const at::Tensor& weight, int32_t bias_id, const ConvPoolArgs& args,
+                       bool transpose, Fuse fuse) {
+  auto [image_id, image] = cx.get_operand(image_value);
+  check(image.shape.size() == 4, "convolution needs a 4-D input, got " + shape_str(image.shape));
+  int64_t in_c = image.shape[1];
+  bool depthwise;
+  std::vector<int64_t> perm;
+  if (args.group == 1) {
+    depthwise = false;
+    perm = transpose ? std::vector<int64_t>{1, 2, 3, 0} : std::vector<int64_t>{0, 2, 3, 1};
+  } else if (args.group == in_c) {
+    depthwise = true;
+    perm = {1, 2, 3, 0};
+  } else {
+    fail("group convolution (groups = " + std::to_string(args.group) + ", " +
+         std::to_string(in_c) + " input channels) is not supported yet");
+  }
+  check(!(depthwise && transpose), "depthwise transposed convolution is not supported");
+  int32_t weight_id = cx.add_weight(weight.permute(perm).contiguous());
+  const Operand w = cx.operand(weight_id);
+  const Operand bias = cx.operand(bias_id);
+  if (image.type == OperandType::TensorFloat32) {
+    check(w.type == OperandType::TensorFloat32 && bias.type == OperandType::TensorFloat32,
+          "a float convolution needs float weight and bias");
+  } else if (image.type == OperandType::TensorQuant8Asymm) {
+    check(w.type == OperandType::TensorQuant8Asymm && bias.type == OperandType::TensorInt32,
+          "a quantized convolution needs quint8 weight and int32 bias");
+    check(approx_equal(image.scale * w.scale, bias.scale) && bias.zero_point == 0,
+          "quantized convolution bias scale must equal input scale * weight scale");
+  } else {
+    fail("unsupported input type for conv2d: " +
+         std::string(nnapi::operand_type_name(image.type)));
+  }
+  check(w.shape.size() == 4 && bias.shape.size() == 1, "bad convolution weight or bias rank");
+  int64_t out_c;
+  if (depthwise) {
+    out_c = w.shape[3];
+    check(w.shape[0] == 1, "bad depthwise weight shape");
+    check(out_c == in_c, "depthwise convolution with a channel multiplier is not supported");
+  } else {
+    out_c = w.shape[0];
+    check(w.shape[3] == in_c, "convolution weight has " + std::to_string(w.shape[3]) +
+                                  " input channels, input has " + std::to_string(in_c));
+  }
+  check(out_c == bias.shape[0], "convolution bias size does not match output channels");
+  ModelBuilder& m = cx.model();
+  std::vector<int32_t> inputs = {image_id, weight_id, bias_id};
+  for (int64_t v : {args.pad_l, args.pad_r, args.pad_t, args.pad_b, args.stride_w, args.stride_h}) {
+    inputs.push_back(m.add_int_scalar(static_cast<int32_t>(v)));
+  }
+  if (depthwise) inputs.push_back(m.add_int_scalar(1));  // depth multiplier
+  inputs.push_back(m.add_int_scalar(static_cast<int32_t>(fuse)));
+  inputs.push_back(m.add_bool_scalar(image.use_nchw()));
+  Shape out_shape = conv_pool_out_shape(image.shape, args, out_c, transpose);
+  Operand out_op = image.with_shape(out_shape);
+  out_op.scale = out_scale;
+  out_op.zero_point = out_zero_point;
+  int32_t out_id = cx.add_tensor_operand(out, out_op);
+  conv_pool_flexible_input(cx, out_id, image_value, args, transpose);
+  Op op = depthwise ? Op::DepthwiseConv2d : transpose ? Op::TransposeConv2d : Op::Conv2d;
+  m.add_operation(op, inputs, {out_id});
+}
+
+void register_convolution_ops(LoweringTable& t) {
+  t.add("aten::conv2d", lower_conv2d);
+  t.add("aten::_convolution", lower_convolution);
+}
+
+}  // namespace nnapi_convert

@@ -1,0 +1,16 @@
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include "lower/conv_pool.h"
+
+namespace nnapi_convert {
+
+// CONV_2D, DEPTHWISE_CONV_2D or TRANSPOSE_CONV_2D of `image` with a PyTorch
+// (OIHW, or IOHW when transposed) weight; `bias_id` is already an operand.
+void add_conv2d_common(LoweringContext& cx, const Value* out, double out_scale,
+                       int64_t out_zero_point, const Value* image, const at::Tensor& weight,
+                       int32_t bias_id, const ConvPoolArgs& args, bool transpose,
+                       nnapi::Fuse fuse);
+
+}  // namespace nnapi_convert

@@ -1,0 +1,50 @@
+// Fully connected layers: aten::linear and aten::addmm.
+#include "lower/registry.h"
+
+namespace nnapi_convert {
+namespace {
+
+using nnapi::Fuse;
+using nnapi::Op;
+
+void add_fully_connected(LoweringContext& cx, const Node* node, bool transpose_weight,
+                         const Value* input, const Value* weight, const Value* bias) {
+  auto [input_id, in] = cx.get_operand(input);
+  auto [bias_id, b] = cx.get_weight_operand(bias);
+  check(in.shape.size() == 2, "fully connected layers need a 2-D input, got " +
+                                  shape_str(in.shape) + "; flatten it first");
+  check(b.shape.size() == 1, "fully connected bias must be 1-D");
+  at::Tensor w = cx.constant_tensor(weight);
+  check(w.dim() == 2, "fully connected weight must be 2-D");
+  int32_t weight_id = cx.add_weight(transpose_weight ? w.t().contiguous() : w.contiguous());
+  Shape out_shape = {in.shape[0], cx.operand(weight_id).shape[0]};
+  int32_t out_id = cx.add_tensor_operand(node->output(), in.with_shape(out_shape));
+  if (in.shape[0] == 0) cx.forward_operand_shape(out_id, 0, input_id, 0);
+  int32_t fuse = cx.model().add_int_scalar(static_cast<int32_t>(Fuse::None));
+  cx.model().add_operation(Op::FullyConnected, {input_id, weight_id, bias_id, fuse}, {out_id});
+}
+
+void lower_linear(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 3, "malformed aten::linear");
+  check(!cx.constant_is_none(node->input(2)), "linear without bias is not supported");
+  add_fully_connected(cx, node, false, node->input(0), node->input(1), node->input(2));
+}
+
+void lower_addmm(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 5, "malformed aten::addmm");
+  for (const Value* v : {node->input(3), node->input(4)}) {
+    const c10::IValue& s = cx.constant(v).value;
+    check(s.isInt() || s.isDouble(), "addmm alpha and beta must be numbers");
+    check(s.toScalar().toDouble() == 1.0, "NNAPI fully connected does not support alpha and beta");
+  }
+  add_fully_connected(cx, node, true, node->input(1), node->input(2), node->input(0));
+}
+
+}  // namespace
+
+void register_linear_ops(LoweringTable& t) {
+  t.add("aten::linear", lower_linear);
+  t.add("aten::addmm", lower_addmm);
+}
+
+}  // namespace nnapi_convert

@@ -1,0 +1,49 @@
+// The operand record every lowering reads and writes: NNAPI type, PyTorch
+// shape, dim order, quantization. Mirrors the reference converter's Operand.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nnapi_convert/nnapi_types.h"
+
+namespace nnapi_convert {
+
+// How the NNAPI operand's dims relate to the PyTorch (NCHW) shape we track.
+// The numbers are the memory-format codes the runtime module reads.
+enum class DimOrder : int {
+  Contiguous = 0,      // NNAPI dims == PyTorch shape
+  ChannelsLast = 1,    // PyTorch NCHW, NNAPI NHWC
+  ScalarOrVector = 2,  // immediates
+  UnknownConstant = 999,
+};
+
+using Shape = std::vector<int64_t>;  // 0 = load-time flexible, -1 = run-time flexible
+
+struct Operand {
+  nnapi::OperandType type = nnapi::OperandType::TensorFloat32;
+  Shape shape;  // always the PyTorch shape
+  DimOrder dim_order = DimOrder::Contiguous;
+  double scale = 0.0;
+  int64_t zero_point = 0;
+
+  bool use_nchw() const;  // throws for dim orders that have no layout
+  Operand with_shape(Shape s) const {
+    Operand o = *this;
+    o.shape = std::move(s);
+    return o;
+  }
+};
+
+// NNAPI-order dims for a PyTorch shape in `order`.
+Shape fix_shape(const Shape& shape, DimOrder order);
+// The PyTorch dim that NNAPI dim `d` holds.
+int reverse_map_dim(DimOrder order, int d);
+// Name of the shape-compute variable holding dim `dim` of operand `id`.
+std::string flex_name(int32_t id, int64_t dim);
+// Python-style index: negative counts from the end. Throws when out of range.
+int64_t py_index(int64_t index, int64_t size);
+std::string shape_str(const Shape& s);
+
+}  // namespace nnapi_convert

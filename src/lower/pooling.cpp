@@ -1,0 +1,182 @@
+// Pooling, reductions and resizing: max_pool2d, avg_pool2d,
+// adaptive_avg_pool2d, mean, upsample_nearest2d.
+#include "lower/conv_pool.h"
+#include "lower/registry.h"
+#include "serialize/pyrepr.h"
+
+namespace nnapi_convert {
+namespace {
+
+using nnapi::Fuse;
+using nnapi::Op;
+
+// The 11 inputs of NNAPI's explicit-padding pooling form.
+std::vector<int32_t> pool_inputs(LoweringContext& cx, int32_t image_id, const Operand& image,
+                                 const ConvPoolArgs& a) {
+  ModelBuilder& m = cx.model();
+  std::vector<int32_t> in = {image_id};
+  for (int64_t v : {a.pad_l, a.pad_r, a.pad_t, a.pad_b, a.stride_w, a.stride_h, a.kernel_w,
+                    a.kernel_h, int64_t{static_cast<int32_t>(Fuse::None)}}) {
+    in.push_back(m.add_int_scalar(static_cast<int32_t>(v)));
+  }
+  in.push_back(m.add_bool_scalar(image.use_nchw()));
+  return in;
+}
+
+void lower_max_pool2d(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 6, "malformed aten::max_pool2d");
+  std::vector<int64_t> kernel = cx.constant_int_list(node->input(1));
+  std::vector<int64_t> stride = cx.constant_int_list(node->input(2));
+  if (stride.empty()) stride = kernel;  // PyTorch's default stride is the kernel size
+  ConvPoolArgs a = make_conv_pool_args(kernel, stride, cx.constant_int_list(node->input(3)),
+                                       cx.constant_int_list(node->input(4)), 0);
+  check(a.dilation_h == 1 && a.dilation_w == 1, "NNAPI does not support dilated pooling");
+  auto [image_id, image] = cx.get_operand_fixed_size(node->input(0));
+  check(image.shape.size() == 4, "max_pool2d needs a 4-D input");
+  Shape out_shape = conv_pool_out_shape(image.shape, a, image.shape[1], false);
+  std::vector<int32_t> inputs = pool_inputs(cx, image_id, image, a);
+  int32_t out_id = cx.add_tensor_operand(node->output(), image.with_shape(out_shape));
+  cx.model().add_operation(Op::MaxPool2d, inputs, {out_id});
+}
+
+void lower_avg_pool2d(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 7, "malformed aten::avg_pool2d");
+  const Value* count_include_pad = node->input(5);
+  const Value* divisor_override = node->input(6);
+  const c10::IValue& cip = cx.constant(count_include_pad).value;
+  const c10::IValue& div = cx.constant(divisor_override).value;
+  bool cip_true = cip.isBool() ? cip.toBool() : (cip.isInt() && cip.toInt() != 0);
+  bool div_set = !div.isNone() && !(div.isInt() && div.toInt() == 0);
+  check(cip_true && !div_set,
+        "NNAPI doesn't support avg_pool2d with count_include_pad=False or divisor_override");
+  std::vector<int64_t> kernel = cx.constant_int_list(node->input(1));
+  std::vector<int64_t> stride = cx.constant_int_list(node->input(2));
+  if (stride.empty()) stride = kernel;
+  ConvPoolArgs a =
+      make_conv_pool_args(kernel, stride, cx.constant_int_list(node->input(3)), {1, 1}, 0);
+  auto [image_id, image] = cx.get_operand(node->input(0));
+  check(image.shape.size() == 4, "avg_pool2d needs a 4-D input");
+  Shape out_shape = conv_pool_out_shape(image.shape, a, image.shape[1], false);
+  std::vector<int32_t> inputs = pool_inputs(cx, image_id, image, a);
+  int32_t out_id = cx.add_tensor_operand(node->output(), image.with_shape(out_shape));
+  conv_pool_flexible_input(cx, out_id, node->input(0), a, false);
+  cx.model().add_operation(Op::AveragePool2d, inputs, {out_id});
+}
+
+void lower_adaptive_avg_pool2d(LoweringContext& cx, const Node* node) {
+  auto [image_id, image] = cx.get_operand_fixed_size(node->input(0));
+  check(image.shape.size() == 4, "adaptive_avg_pool2d needs a 4-D input");
+  std::vector<int64_t> size = cx.constant_int_list(node->input(1));
+  check(size == std::vector<int64_t>({1, 1}),
+        "NNAPI only supports adaptive_avg_pool2d with output size (1, 1)");
+  ConvPoolArgs a{image.shape[2], image.shape[3], 1, 1, 0, 0, 0, 0, 1, 1, 0};
+  std::vector<int32_t> inputs = pool_inputs(cx, image_id, image, a);
+  Shape out_shape = {image.shape[0], image.shape[1], 1, 1};
+  int32_t out_id = cx.add_tensor_operand(node->output(), image.with_shape(out_shape));
+  cx.model().add_operation(Op::AveragePool2d, inputs, {out_id});
+}
+
+void lower_mean(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 4, "malformed aten::mean");
+  auto [in_id, in] = cx.get_operand_fixed_size(node->input(0));
+  std::vector<int64_t> dims = cx.constant_int_list(node->input(1));
+  bool keep_dim = cx.constant_bool(node->input(2));
+  check(cx.constant_is_none(node->input(3)), "mean with a dtype argument is not supported");
+  int64_t rank = static_cast<int64_t>(in.shape.size());
+  std::vector<int64_t> nnapi_dims = dims;
+  if (in.dim_order == DimOrder::ChannelsLast) {
+    check(rank == 4, "channels-last mean needs 4 dims");
+    static const int64_t kMap[] = {0, 3, 1, 2};
+    for (int64_t& d : nnapi_dims) d = kMap[py_index(d, 4)];
+  }
+  std::vector<bool> collapsed(rank, false);
+  for (int64_t d : dims) collapsed[py_index(d, rank)] = true;
+  DimOrder out_order = in.dim_order;
+  if (in.dim_order == DimOrder::ChannelsLast && !keep_dim) {
+    check(collapsed[2] && collapsed[3],
+          "mean over a channels-last tensor without keepdim must reduce H and W");
+    out_order = DimOrder::Contiguous;
+  }
+  Shape out_shape;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (!collapsed[i]) {
+      out_shape.push_back(in.shape[i]);
+    } else if (keep_dim) {
+      out_shape.push_back(1);
+    }
+  }
+  Operand out = in.with_shape(out_shape);
+  out.dim_order = out_order;
+  int32_t dims_id = cx.model().add_int_vector(nnapi_dims);
+  int32_t keep_id = cx.model().add_int_scalar(keep_dim ? 1 : 0);
+  int32_t out_id = cx.add_tensor_operand(node->output(), out);
+  cx.model().add_operation(Op::Mean, {in_id, dims_id, keep_id}, {out_id});
+}
+
+void lower_upsample_nearest2d(LoweringContext& cx, const Node* node) {
+  size_t n = node->inputs().size();
+  check(n == 3 || n == 4, "malformed aten::upsample_nearest2d");
+  const Constant& size_c = cx.constant(node->input(1));
+  const Constant* scale_c = &cx.constant(node->input(2));
+  if (n == 4) {
+    const Constant& scale_w = cx.constant(node->input(3));
+    check(scale_c->value.isNone() && scale_w.value.isNone(),
+          "upsample_nearest2d with separate scales_h/scales_w is not supported");
+  }
+  auto [image_id, image] = cx.get_operand(node->input(0));
+  check(image.shape.size() == 4, "upsample_nearest2d needs a 4-D input");
+  bool has_size = !size_c.value.isNone();
+  bool has_scale = !scale_c->value.isNone();
+  check(!(has_size && has_scale), "size and scale cannot both be given");
+  check(has_size || has_scale, "size and scale cannot both be None");
+  ModelBuilder& m = cx.model();
+  int64_t out_h, out_w;
+  int32_t arg_h, arg_w;
+  std::vector<int64_t> sizes;
+  std::vector<double> scales;
+  if (has_size) {
+    sizes = size_c.value.toIntVector();
+    if (sizes.size() == 1) sizes.push_back(sizes[0]);
+    check(sizes.size() == 2, "upsample size must have 2 values");
+    out_h = sizes[0];
+    out_w = sizes[1];
+    arg_h = m.add_int_scalar(static_cast<int32_t>(out_h));
+    arg_w = m.add_int_scalar(static_cast<int32_t>(out_w));
+  } else {
+    scales = scale_c->value.toDoubleVector();
+    if (scales.size() == 1) scales.push_back(scales[0]);
+    check(scales.size() == 2, "upsample scale must have 2 values");
+    out_h = static_cast<int64_t>(scales[0] * image.shape[2]);
+    out_w = static_cast<int64_t>(scales[1] * image.shape[3]);
+    arg_h = m.add_float_scalar(static_cast<float>(scales[0]));
+    arg_w = m.add_float_scalar(static_cast<float>(scales[1]));
+  }
+  Shape out_shape = {image.shape[0], image.shape[1], out_h, out_w};
+  int32_t out_id = cx.add_tensor_operand(node->output(), image.with_shape(out_shape));
+  check(image.shape[0] != 0 && image.shape[1] != 0,
+        "flexible batch or channels are not supported for upsampling");
+  for (int64_t d : {2, 3}) {
+    if (image.shape[d] != 0) continue;
+    if (has_size) {
+      cx.compute_operand_shape(out_id, d, std::to_string(sizes[d - 2]));
+    } else {
+      cx.compute_operand_shape(out_id, d,
+                               "int(" + py_float_repr(scales[d - 2]) + " * " +
+                                   flex_name(image_id, d) + ")");
+    }
+  }
+  int32_t layout = m.add_bool_scalar(image.use_nchw());
+  m.add_operation(Op::ResizeNearestNeighbor, {image_id, arg_w, arg_h, layout}, {out_id});
+}
+
+}  // namespace
+
+void register_pooling_ops(LoweringTable& t) {
+  t.add("aten::max_pool2d", lower_max_pool2d);
+  t.add("aten::avg_pool2d", lower_avg_pool2d);
+  t.add("aten::adaptive_avg_pool2d", lower_adaptive_avg_pool2d);
+  t.add("aten::mean", lower_mean);
+  t.add("aten::upsample_nearest2d", lower_upsample_nearest2d);
+}
+
+}  // namespace nnapi_convert

@@ -1,0 +1,169 @@
+// Quantized ops: quantize/dequantize, quantized::linear, quantized::conv2d
+// (+relu, transposed), quantized::add/add_relu/mul.
+#include <ATen/ATen.h>
+
+#include "lower/convolution.h"
+#include "lower/pointwise.h"
+#include "lower/registry.h"
+
+namespace nnapi_convert {
+namespace {
+
+using nnapi::Fuse;
+using nnapi::Op;
+using nnapi::OperandType;
+
+void lower_quantize(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 4, "malformed aten::quantize_per_tensor");
+  auto [in_id, in] = cx.get_operand_fixed_size(node->input(0));
+  check(in.dim_order == DimOrder::ChannelsLast,
+        "most hardware backends prefer NHWC quantized tensors: give this input as channels-last "
+        "(--nhwc, or ,nhwc in its --input spec)");
+  double scale = cx.constant_float(node->input(1));
+  int64_t zero_point = cx.constant_int(node->input(2));
+  int64_t dtype = cx.constant_int(node->input(3));
+  check(dtype == static_cast<int64_t>(at::kQUInt8),
+        "NNAPI export only supports quantized tensors with the quint8 dtype");
+  Operand out = in;
+  out.type = OperandType::TensorQuant8Asymm;
+  out.scale = scale;
+  out.zero_point = zero_point;
+  int32_t out_id = cx.add_tensor_operand(node->output(), out);
+  cx.model().add_operation(Op::Quantize, {in_id}, {out_id});
+}
+
+void lower_dequantize(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 1, "malformed aten::dequantize");
+  auto [in_id, in] = cx.get_operand_fixed_size(node->input(0));
+  Operand out = in;
+  out.type = OperandType::TensorFloat32;
+  out.scale = 0.0;
+  out.zero_point = 0;
+  int32_t out_id = cx.add_tensor_operand(node->output(), out);
+  cx.model().add_operation(Op::Dequantize, {in_id}, {out_id});
+}
+
+// NNAPI takes quint8 weights: a qint8 weight is shifted by 128.
+at::Tensor unsigned_weight(const at::Tensor& w) {
+  check(w.qscheme() == at::kPerTensorAffine,
+        "only per-tensor quantized weights are supported (per-channel weights are not); "
+        "quantize with a per-tensor qconfig such as qnnpack's");
+  if (w.scalar_type() == at::kQUInt8) return w;
+  check(w.scalar_type() == at::kQInt8, "quantized weights must be qint8 or quint8");
+  at::Tensor shifted = (w.int_repr().to(at::kInt) + 128).to(at::kByte);
+  return at::_make_per_tensor_quantized_tensor(shifted, w.q_scale(), w.q_zero_point() + 128);
+}
+
+int32_t quantized_bias(LoweringContext& cx, const at::Tensor& bias, double input_scale,
+                       double weight_scale, double out_scale) {
+  double bias_scale = input_scale * weight_scale;
+  int32_t id = cx.add_weight(at::quantize_per_tensor(bias, bias_scale, 0, at::kQInt32));
+  double multiplier = input_scale * weight_scale / out_scale;
+  check(multiplier > 0, "quantized multiplier must be positive");
+  check(multiplier < 1,
+        "quantized convolution multiplier is greater than 1; this is supported by NNAPI, but not "
+        "by most hardware backends; try a model trained without quantization-aware training");
+  return id;
+}
+
+// The state tuple of a packed-params object (its __getstate__).
+c10::IValue packed_state(const c10::IValue& packed) {
+  check(packed.isObject(), "quantized weights are not a packed-params object");
+  auto obj = packed.toObject();
+  torch::jit::Function* getstate = obj->type()->findMethod("__getstate__");
+  check(getstate != nullptr, "packed params have no __getstate__");
+  return (*getstate)({packed});
+}
+
+void lower_qlinear(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 4, "malformed quantized::linear");
+  auto [input_id, in] = cx.get_operand_fixed_size(node->input(0));
+  check(in.shape.size() == 2, "quantized linear needs a 2-D input");
+  double out_scale = cx.constant_float(node->input(2));
+  int64_t out_zero_point = cx.constant_int(node->input(3));
+  const Constant& packed = cx.constant(node->input(1));
+  auto cls = packed.type->cast<c10::ClassType>();
+  check(cls && cls->name() && cls->name()->name() == "LinearPackedParamsBase",
+        "quantized::linear weights are not LinearPackedParamsBase");
+  auto state = packed_state(packed.value).toTuple();
+  at::Tensor raw_weight = state->elements().at(0).toTensor();
+  const c10::IValue& raw_bias_iv = state->elements().at(1);
+  check(!raw_bias_iv.isNone(), "quantized linear without bias is not supported");
+  at::Tensor raw_bias = raw_bias_iv.toTensor();
+  check(raw_weight.dim() == 2 && raw_bias.dim() == 1 && raw_bias.size(0) == raw_weight.size(0) &&
+            raw_weight.size(1) == in.shape[1],
+        "quantized linear weight, bias and input shapes do not match");
+  at::Tensor weight = unsigned_weight(raw_weight);
+  int32_t bias_id =
+      quantized_bias(cx, raw_bias, in.scale, weight.q_scale(), out_scale);
+  int32_t weight_id = cx.add_weight(weight.contiguous());
+  Operand out = in.with_shape({in.shape[0], cx.operand(weight_id).shape[0]});
+  out.scale = out_scale;
+  out.zero_point = out_zero_point;
+  int32_t fuse = cx.model().add_int_scalar(static_cast<int32_t>(Fuse::None));
+  int32_t out_id = cx.add_tensor_operand(node->output(), out);
+  cx.model().add_operation(Op::FullyConnected, {input_id, weight_id, bias_id, fuse}, {out_id});
+}
+
+void lower_qconv2d(LoweringContext& cx, const Node* node, Fuse fuse, bool transpose) {
+  check(node->inputs().size() == 4, "malformed quantized convolution");
+  double out_scale = cx.constant_float(node->input(2));
+  int64_t out_zero_point = cx.constant_int(node->input(3));
+  const Constant& packed = cx.constant(node->input(1));
+  auto cls = packed.type->cast<c10::ClassType>();
+  check(cls && cls->name() && cls->name()->name() == "Conv2dPackedParamsBase",
+        "quantized convolution weights are not Conv2dPackedParamsBase");
+  auto state = packed_state(packed.value).toTuple();
+  check(state->elements().at(0).toStringRef() == "2",
+        "unsupported packed convolution params version");
+  auto tensors = state->elements().at(1).toTensorVector();
+  auto opt_tensors = state->elements().at(2).toList();
+  check(tensors.size() == 2 && opt_tensors.size() == 1, "malformed packed convolution params");
+  at::Tensor config = tensors[0];
+  at::Tensor raw_weight = tensors[1];
+  c10::IValue raw_bias_iv = opt_tensors.get(0);
+  check(!raw_bias_iv.isNone(), "quantized convolution without bias is not supported");
+  std::vector<int64_t> pc;
+  for (int64_t i = 0; i < config.numel(); ++i) pc.push_back(config[i].item<int64_t>());
+  check(pc.size() == 11 && pc[0] == 2, "malformed packed convolution config");
+  check(pc[7] == 0 && pc[8] == 0, "transposed convolution with output_padding is not supported");
+  check(raw_weight.dim() == 4, "quantized convolution weight must be 4-D");
+  ConvPoolArgs a = make_conv_pool_args({raw_weight.size(2), raw_weight.size(3)}, {pc[1], pc[2]},
+                                       {pc[3], pc[4]}, {pc[5], pc[6]}, pc[9]);
+  at::Tensor weight = unsigned_weight(raw_weight);
+  auto [image_id, image] = cx.get_operand(node->input(0));
+  (void)image_id;
+  int32_t bias_id =
+      quantized_bias(cx, raw_bias_iv.toTensor(), image.scale, weight.q_scale(), out_scale);
+  add_conv2d_common(cx, node->output(), out_scale, out_zero_point, node->input(0), weight,
+                    bias_id, a, transpose, fuse);
+}
+
+void lower_qbinary(LoweringContext& cx, const Node* node, Op op, Fuse fuse) {
+  check(node->inputs().size() == 4, "malformed quantized binary op");
+  double scale = cx.constant_float(node->input(2));
+  int64_t zero_point = cx.constant_int(node->input(3));
+  lower_binary(cx, node, op, fuse, std::make_pair(scale, zero_point));
+}
+
+}  // namespace
+
+void register_quantized_ops(LoweringTable& t) {
+  t.add("aten::quantize_per_tensor", lower_quantize);
+  t.add("aten::dequantize", lower_dequantize);
+  t.add("quantized::linear", lower_qlinear);
+  t.add("quantized::conv2d",
+        [](LoweringContext& cx, const Node* n) { lower_qconv2d(cx, n, Fuse::None, false); });
+  t.add("quantized::conv2d_relu",
+        [](LoweringContext& cx, const Node* n) { lower_qconv2d(cx, n, Fuse::Relu, false); });
+  t.add("quantized::conv_transpose2d",
+        [](LoweringContext& cx, const Node* n) { lower_qconv2d(cx, n, Fuse::None, true); });
+  t.add("quantized::add",
+        [](LoweringContext& cx, const Node* n) { lower_qbinary(cx, n, Op::Add, Fuse::None); });
+  t.add("quantized::add_relu",
+        [](LoweringContext& cx, const Node* n) { lower_qbinary(cx, n, Op::Add, Fuse::Relu); });
+  t.add("quantized::mul",
+        [](LoweringContext& cx, const Node* n) { lower_qbinary(cx, n, Op::Mul, Fuse::None); });
+}
+
+}  // namespace nnapi_convert

@@ -1,0 +1,33 @@
+#include "lower/registry.h"
+
+namespace nnapi_convert {
+
+void LoweringTable::add(const std::string& kind, LowerFn fn) { fns_[kind] = std::move(fn); }
+
+const LowerFn* LoweringTable::find(const std::string& kind) const {
+  auto it = fns_.find(kind);
+  return it == fns_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> LoweringTable::kinds() const {
+  std::vector<std::string> out;
+  for (const auto& kv : fns_) out.push_back(kv.first);
+  return out;
+}
+
+const LoweringTable& lowering_table() {
+  static const LoweringTable table = [] {
+    LoweringTable t;
+    register_graph_ops(t);
+    register_shape_ops(t);
+    register_pointwise_ops(t);
+    register_pooling_ops(t);
+    register_convolution_ops(t);
+    register_linear_ops(t);
+    register_quantized_ops(t);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace nnapi_convert

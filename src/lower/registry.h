@@ -1,0 +1,38 @@
+// The lowering table: TorchScript node kind -> the function that lowers it.
+// Each op family registers its kinds from its own file.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "lower/context.h"
+
+namespace nnapi_convert {
+
+using LowerFn = std::function<void(LoweringContext&, const Node*)>;
+
+class LoweringTable {
+ public:
+  void add(const std::string& kind, LowerFn fn);
+  const LowerFn* find(const std::string& kind) const;
+  std::vector<std::string> kinds() const;
+
+ private:
+  std::map<std::string, LowerFn> fns_;
+};
+
+// The table with every family registered.
+const LoweringTable& lowering_table();
+
+// One per file in src/lower/.
+void register_graph_ops(LoweringTable& t);        // graph.cpp: constants, attributes, lists
+void register_shape_ops(LoweringTable& t);        // shape.cpp
+void register_pointwise_ops(LoweringTable& t);    // pointwise.cpp
+void register_pooling_ops(LoweringTable& t);      // pooling.cpp
+void register_convolution_ops(LoweringTable& t);  // convolution.cpp
+void register_linear_ops(LoweringTable& t);       // linear.cpp
+void register_quantized_ops(LoweringTable& t);    // quantized.cpp
+
+}  // namespace nnapi_convert

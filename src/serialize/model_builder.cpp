@@ -1,0 +1,151 @@
+#include "serialize/model_builder.h"
+
+#include <cstring>
+#include <stdexcept>
+
+namespace nnapi_convert {
+namespace {
+
+template <typename T>
+std::vector<uint8_t> bytes_of(const T& v) {
+  std::vector<uint8_t> out(sizeof(T));
+  std::memcpy(out.data(), &v, sizeof(T));
+  return out;
+}
+
+class WordWriter {
+ public:
+  explicit WordWriter(std::vector<int32_t>* words) : words_(words) {}
+  void i32(int64_t v) { words_->push_back(static_cast<int32_t>(v)); }
+  void f32(double v) {
+    float f = static_cast<float>(v);
+    int32_t w;
+    std::memcpy(&w, &f, sizeof(w));
+    words_->push_back(w);
+  }
+  // Raw bytes, zero-padded to a multiple of 4.
+  void bytes(const std::vector<uint8_t>& data) {
+    size_t n = (data.size() + 3) / 4;
+    size_t start = words_->size();
+    words_->resize(start + n, 0);
+    if (!data.empty()) std::memcpy(words_->data() + start, data.data(), data.size());
+  }
+  size_t size() const { return words_->size(); }
+
+ private:
+  std::vector<int32_t>* words_;
+};
+
+}  // namespace
+
+int32_t ModelBuilder::add_operand(NnapiOperand operand) {
+  operands_.push_back(std::move(operand));
+  return next_operand_id() - 1;
+}
+
+int32_t ModelBuilder::add_weight(NnapiOperand operand, at::Tensor tensor) {
+  int64_t size = nnapi::element_size(operand.type);
+  for (int64_t d : operand.dims) size *= d;
+  int32_t id = add_operand(std::move(operand));
+  std::vector<uint8_t> ref;
+  for (int32_t w : {static_cast<int32_t>(weights_.size()), 0, static_cast<int32_t>(size)}) {
+    auto b = bytes_of(w);
+    ref.insert(ref.end(), b.begin(), b.end());
+  }
+  values_.push_back({id, nnapi::ValueSource::NumberedBuffer, std::move(ref)});
+  weights_.push_back(std::move(tensor));
+  return id;
+}
+
+int32_t ModelBuilder::add_immediate(nnapi::OperandType type, std::vector<uint8_t> bytes,
+                                    std::vector<int64_t> dims) {
+  auto key = std::make_pair(static_cast<int32_t>(type), bytes);
+  auto it = immediates_.find(key);
+  if (it != immediates_.end()) return it->second;
+  int32_t id = add_operand({type, std::move(dims), 0.0, 0, {}});
+  values_.push_back({id, nnapi::ValueSource::Immediate, std::move(bytes)});
+  immediates_.emplace(std::move(key), id);
+  return id;
+}
+
+int32_t ModelBuilder::add_int_scalar(int32_t v) {
+  return add_immediate(nnapi::OperandType::Int32, bytes_of(v), {});
+}
+
+int32_t ModelBuilder::add_float_scalar(float v) {
+  return add_immediate(nnapi::OperandType::Float32, bytes_of(v), {});
+}
+
+int32_t ModelBuilder::add_bool_scalar(bool v) {
+  return add_immediate(nnapi::OperandType::Bool, {static_cast<uint8_t>(v ? 1 : 0)}, {});
+}
+
+int32_t ModelBuilder::add_int_vector(const std::vector<int64_t>& v) {
+  std::vector<uint8_t> bytes;
+  for (int64_t x : v) {
+    auto b = bytes_of(static_cast<int32_t>(x));
+    bytes.insert(bytes.end(), b.begin(), b.end());
+  }
+  return add_immediate(nnapi::OperandType::TensorInt32, std::move(bytes),
+                       {static_cast<int64_t>(v.size())});
+}
+
+void ModelBuilder::add_operation(nnapi::Op op, const std::vector<int32_t>& inputs,
+                                 const std::vector<int32_t>& outputs) {
+  operations_.push_back(
+      {op, static_cast<int32_t>(inputs.size()), static_cast<int32_t>(outputs.size())});
+  operation_args_.insert(operation_args_.end(), inputs.begin(), inputs.end());
+  operation_args_.insert(operation_args_.end(), outputs.begin(), outputs.end());
+}
+
+std::map<std::string, int> ModelBuilder::operation_histogram() const {
+  std::map<std::string, int> h;
+  for (const Operation& op : operations_) ++h[nnapi::op_name(op.op)];
+  return h;
+}
+
+SerializedModel ModelBuilder::serialize() const {
+  SerializedModel out;
+  WordWriter w(&out.words);
+  const int32_t version = 1;
+  for (size_t n : {size_t(version), operands_.size(), values_.size(), operations_.size(),
+                   inputs_.size(), outputs_.size()}) {
+    w.i32(static_cast<int64_t>(n));
+  }
+  for (const NnapiOperand& o : operands_) {
+    w.i32(static_cast<int32_t>(o.type));
+    w.i32(static_cast<int64_t>(o.dims.size()));
+    w.f32(o.scale);
+    w.i32(o.zero_point);
+  }
+  for (const Value& v : values_) {
+    w.i32(v.operand);
+    w.i32(static_cast<int32_t>(v.source));
+    w.i32(static_cast<int64_t>(v.data.size()));
+  }
+  for (const Operation& op : operations_) {
+    w.i32(static_cast<int32_t>(op.op));
+    w.i32(op.n_inputs);
+    w.i32(op.n_outputs);
+  }
+  for (const NnapiOperand& o : operands_) {
+    size_t flex = 0;
+    for (int64_t d : o.dims) {
+      if (d == 0) {
+        if (flex >= o.flex_symbols.size()) {
+          throw std::logic_error("operand with a load-time flexible dim has no size variable");
+        }
+        out.patch_lines.push_back("ser_model[" + std::to_string(w.size()) +
+                                  "] = " + o.flex_symbols[flex++]);
+      }
+      w.i32(d == -1 ? 0 : d);
+    }
+  }
+  for (const Value& v : values_) w.bytes(v.data);
+  for (int32_t a : operation_args_) w.i32(a);
+  for (int32_t a : inputs_) w.i32(a);
+  for (int32_t a : outputs_) w.i32(a);
+  return out;
+}
+
+}  // namespace nnapi_convert

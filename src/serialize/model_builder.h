@@ -1,0 +1,92 @@
+// An NNAPI model under construction, and its serialization into the blob
+// format that PyTorch's NNAPI runtime (nnapi_model_loader.cpp) reads.
+// Knows NNAPI and nothing of TorchScript.
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nnapi_convert/nnapi_types.h"
+
+namespace nnapi_convert {
+
+// One NNAPI operand as the device sees it.
+struct NnapiOperand {
+  nnapi::OperandType type;
+  // NNAPI-order dimensions: 0 = fixed when the model is loaded (patched by
+  // the shape-compute script), -1 = known only at run time (serialized as 0).
+  std::vector<int64_t> dims;
+  double scale = 0.0;
+  int64_t zero_point = 0;
+  // For each dim that is 0: the shape-compute variable that holds its size.
+  std::vector<std::string> flex_symbols;
+};
+
+struct SerializedModel {
+  std::vector<int32_t> words;     // the blob
+  std::vector<std::string> patch_lines;  // `ser_model[i] = s_x_y` lines for load-time sizes
+};
+
+class ModelBuilder {
+ public:
+  int32_t next_operand_id() const { return static_cast<int32_t>(operands_.size()); }
+  const NnapiOperand& operand(int32_t id) const { return operands_.at(id); }
+  size_t operand_count() const { return operands_.size(); }
+  size_t operation_count() const { return operations_.size(); }
+
+  // A tensor operand whose value is computed or fed at run time.
+  int32_t add_operand(NnapiOperand operand);
+
+  // A constant operand whose bytes live in weight buffer `weights().size()`.
+  // `tensor` is stored as given (the runtime makes it contiguous), its byte size
+  // is taken from the operand's type and dims.
+  int32_t add_weight(NnapiOperand operand, at::Tensor tensor);
+
+  // Immediate scalars and vectors, deduplicated by (type, bytes).
+  int32_t add_immediate(nnapi::OperandType type, std::vector<uint8_t> bytes,
+                        std::vector<int64_t> dims);
+  int32_t add_int_scalar(int32_t v);
+  int32_t add_float_scalar(float v);
+  int32_t add_bool_scalar(bool v);
+  int32_t add_int_vector(const std::vector<int64_t>& v);
+
+  void add_operation(nnapi::Op op, const std::vector<int32_t>& inputs,
+                     const std::vector<int32_t>& outputs);
+  void add_input(int32_t id) { inputs_.push_back(id); }
+  void add_output(int32_t id) { outputs_.push_back(id); }
+
+  const std::vector<at::Tensor>& weights() const { return weights_; }
+  std::vector<at::Tensor> take_weights() { return std::move(weights_); }
+  // Operation counts by NNAPI operation name, for reports.
+  std::map<std::string, int> operation_histogram() const;
+
+  SerializedModel serialize() const;
+
+ private:
+  struct Value {
+    int32_t operand;
+    nnapi::ValueSource source;
+    std::vector<uint8_t> data;
+  };
+  struct Operation {
+    nnapi::Op op;
+    int32_t n_inputs;
+    int32_t n_outputs;
+  };
+
+  std::vector<NnapiOperand> operands_;
+  std::vector<Value> values_;
+  std::vector<Operation> operations_;
+  std::vector<int32_t> operation_args_;
+  std::vector<int32_t> inputs_;
+  std::vector<int32_t> outputs_;
+  std::vector<at::Tensor> weights_;
+  std::map<std::pair<int32_t, std::vector<uint8_t>>, int32_t> immediates_;
+};
+
+}  // namespace nnapi_convert
