@@ -1,0 +1,393 @@
+#!/usr/bin/env python3
+"""Operations PyTorch's converter does not emit yet, checked through ctypes.
+
+Each case builds a one-operation NNAPI model by calling libneuralnetworks.so
+directly, runs it, and compares with an eager PyTorch computation of the
+operation as NNAPI documents it. Exits non-zero on any failure; the last
+line is "N passed, M failed".
+"""
+import ctypes
+import math
+import sys
+import traceback
+
+import torch
+import torch.nn.functional as F
+
+F32, I32, BOOL = 0, 1, 6
+T_F32, T_I32, T_Q8 = 3, 4, 5
+CODES = dict(ADD=0, CONV_2D=3, DEPTHWISE_CONV_2D=4, L2_NORMALIZATION=11, LOGISTIC=14,
+             RESIZE_BILINEAR=23, TANH=28, MEAN=31, PAD=32, STRIDED_SLICE=35, EXP=49,
+             GROUPED_CONV_2D=55, MAXIMUM=65, MINIMUM=66, PAD_V2=69, RSQRT=83, SPLIT=87,
+             SQRT=88, TRANSPOSE_CONV_2D=91, RESIZE_NEAREST_NEIGHBOR=94, HARD_SWISH=99,
+             AVERAGE_POOL_2D=1, MAX_POOL_2D=17, CONCATENATION=2, SOFTMAX=25)
+
+
+class OperandType(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int32), ("dimensionCount", ctypes.c_uint32),
+                ("dimensions", ctypes.POINTER(ctypes.c_uint32)), ("scale", ctypes.c_float),
+                ("zeroPoint", ctypes.c_int32)]
+
+
+lib = ctypes.CDLL("libneuralnetworks.so")
+
+
+def ok(ret, what):
+    if ret != 0:
+        raise RuntimeError(f"{what} returned {ret}")
+
+
+def u32_array(values):
+    return (ctypes.c_uint32 * max(len(values), 1))(*values)
+
+
+class Model:
+    """A model with tensor inputs, constant operands and one operation."""
+
+    def __init__(self):
+        self.handle = ctypes.c_void_p()
+        ok(lib.ANeuralNetworksModel_create(ctypes.byref(self.handle)), "create")
+        self.count = 0
+        self.inputs, self.input_types = [], []
+        self.outputs = []
+        self.keep = []
+
+    def operand(self, code, dims=(), scale=0.0, zp=0):
+        d = u32_array(list(dims))
+        self.keep.append(d)
+        t = OperandType(code, len(dims), d if dims else None, scale, zp)
+        ok(lib.ANeuralNetworksModel_addOperand(self.handle, ctypes.byref(t)), "addOperand")
+        self.count += 1
+        return self.count - 1
+
+    def const(self, code, value, dims=None, scale=0.0, zp=0):
+        if code in (F32, I32, BOOL):
+            ctype = {F32: ctypes.c_float, I32: ctypes.c_int32, BOOL: ctypes.c_bool}[code]
+            buf = ctype(value)
+            idx = self.operand(code)
+            ok(lib.ANeuralNetworksModel_setOperandValue(self.handle, idx, ctypes.byref(buf),
+                                                        ctypes.sizeof(buf)), "setValue")
+            return idx
+        t = value.contiguous()
+        self.keep.append(t)
+        idx = self.operand(code, tuple(t.shape) if dims is None else dims, scale, zp)
+        ok(lib.ANeuralNetworksModel_setOperandValue(self.handle, idx,
+                                                    ctypes.c_void_p(t.data_ptr()),
+                                                    t.numel() * t.element_size()), "setValue")
+        return idx
+
+    def input(self, code, dims, scale=0.0, zp=0):
+        idx = self.operand(code, dims, scale, zp)
+        self.inputs.append(idx)
+        return idx
+
+    def output(self, code, dims, scale=0.0, zp=0):
+        idx = self.operand(code, dims, scale, zp)
+        self.outputs.append(idx)
+        return idx
+
+    def op(self, name, ins, outs):
+        a, b = u32_array(ins), u32_array(outs)
+        ok(lib.ANeuralNetworksModel_addOperation(self.handle, CODES[name], len(ins), a,
+                                                 len(outs), b), f"addOperation {name}")
+
+    def run(self, inputs, out_dtypes):
+        a, b = u32_array(self.inputs), u32_array(self.outputs)
+        ok(lib.ANeuralNetworksModel_identifyInputsAndOutputs(
+            self.handle, len(self.inputs), a, len(self.outputs), b), "identify")
+        ok(lib.ANeuralNetworksModel_finish(self.handle), "finish")
+        comp, ex = ctypes.c_void_p(), ctypes.c_void_p()
+        ok(lib.ANeuralNetworksCompilation_create(self.handle, ctypes.byref(comp)), "comp")
+        ok(lib.ANeuralNetworksCompilation_finish(comp), "comp finish")
+        ok(lib.ANeuralNetworksExecution_create(comp, ctypes.byref(ex)), "exec")
+        inputs = [t.contiguous() for t in inputs]
+        for i, t in enumerate(inputs):
+            ok(lib.ANeuralNetworksExecution_setInput(ex, i, None, ctypes.c_void_p(t.data_ptr()),
+                                                     t.numel() * t.element_size()), "setInput")
+        outs = [torch.empty(1 << 16, dtype=dt) for dt in out_dtypes]
+        for i, t in enumerate(outs):
+            ok(lib.ANeuralNetworksExecution_setOutput(ex, i, None, ctypes.c_void_p(t.data_ptr()),
+                                                      t.numel() * t.element_size()), "setOutput")
+        ok(lib.ANeuralNetworksExecution_compute(ex), "compute")
+        results = []
+        for i, t in enumerate(outs):
+            rank = ctypes.c_uint32()
+            ok(lib.ANeuralNetworksExecution_getOutputOperandRank(ex, i, ctypes.byref(rank)), "rank")
+            dims = (ctypes.c_uint32 * rank.value)()
+            ok(lib.ANeuralNetworksExecution_getOutputOperandDimensions(ex, i, dims), "dims")
+            shape = list(dims)
+            results.append(t[:math.prod(shape)].reshape(shape).clone())
+        lib.ANeuralNetworksExecution_free(ex)
+        lib.ANeuralNetworksCompilation_free(comp)
+        lib.ANeuralNetworksModel_free(self.handle)
+        return results
+
+
+def unary(name, x, out_scale=0.0, out_zp=0):
+    m = Model()
+    i = m.input(T_F32, tuple(x.shape))
+    o = m.output(T_F32, (0,) * x.dim())
+    m.op(name, [i], [o])
+    return m.run([x], [torch.float32])[0]
+
+
+def nhwc(t):
+    return t.permute(0, 2, 3, 1).contiguous()
+
+
+def nchw(t):
+    return t.permute(0, 3, 1, 2).contiguous()
+
+
+def close(actual, expected, atol=1e-5, rtol=1.3e-6):
+    torch.testing.assert_close(actual, expected, atol=atol, rtol=rtol)
+
+
+# ------------------------------------------------------------------ cases
+
+def case_unary_float():
+    x = torch.randn(2, 3, 4)
+    close(unary("TANH", x), torch.tanh(x))
+    close(unary("HARD_SWISH", x), F.hardswish(x))
+    close(unary("EXP", x), torch.exp(x))
+    close(unary("LOGISTIC", x), torch.sigmoid(x))
+    p = x.abs() + 0.1
+    close(unary("SQRT", p), torch.sqrt(p))
+    close(unary("RSQRT", p), torch.rsqrt(p))
+
+
+def case_quant_tanh():
+    # TANH on TENSOR_QUANT8_ASYMM: output scale 1/128, zero point 128.
+    q = torch.quantize_per_tensor(torch.randn(64) * 2, 0.05, 120, torch.quint8)
+    m = Model()
+    i = m.input(T_Q8, (64,), 0.05, 120)
+    o = m.output(T_Q8, (64,), 1 / 128, 128)
+    m.op("TANH", [i], [o])
+    out = m.run([q.int_repr()], [torch.uint8])[0].int()
+    ref = torch.clamp(torch.round(torch.tanh(q.dequantize().double()) * 128) + 128, 0, 255).int()
+    assert (out - ref).abs().max() <= 1, (out, ref)
+
+
+def binary(name, a, b, fuse=None):
+    m = Model()
+    ia = m.input(T_F32, tuple(a.shape))
+    ib = m.input(T_F32, tuple(b.shape))
+    shape = torch.broadcast_shapes(a.shape, b.shape)
+    o = m.output(T_F32, tuple(shape))
+    ins = [ia, ib] + ([m.const(I32, fuse)] if fuse is not None else [])
+    m.op(name, ins, [o])
+    return m.run([a, b], [torch.float32])[0]
+
+
+def case_maximum_minimum_broadcast():
+    a, b = torch.randn(2, 3, 4), torch.randn(3, 1)
+    close(binary("MAXIMUM", a, b), torch.maximum(a, b))
+    close(binary("MINIMUM", a, b), torch.minimum(a, b))
+    close(binary("ADD", a, b, fuse=3), torch.clamp(a + b, 0, 6))  # FUSED_RELU6
+
+
+def conv_model(name, x_nhwc, w, b, scalars, out_c, nchw_flag=None, extra=()):
+    m = Model()
+    i = m.input(T_F32, tuple(x_nhwc.shape))
+    iw = m.const(T_F32, w)
+    ib = m.const(T_F32, b)
+    ins = [i, iw, ib] + [m.const(I32, s) for s in scalars]
+    if nchw_flag is not None:
+        ins.append(m.const(BOOL, nchw_flag))
+    ins += [m.const(I32, s) for s in extra]
+    o = m.output(T_F32, (0, 0, 0, 0))
+    m.op(name, ins, [o])
+    return m.run([x_nhwc], [torch.float32])[0]
+
+
+def case_conv2d_dilation_asymmetric_padding():
+    x = torch.randn(1, 3, 9, 10)
+    w = torch.randn(5, 3, 3, 3)
+    b = torch.randn(5)
+    # pad l=1 r=2 t=0 b=1, stride w=1 h=2, no activation, NHWC, dilation w=2 h=1.
+    out = conv_model("CONV_2D", nhwc(x), w.permute(0, 2, 3, 1), b, [1, 2, 0, 1, 1, 2, 0], 5,
+                     False, extra=[2, 1])
+    ref = F.conv2d(F.pad(x, (1, 2, 0, 1)), w, b, stride=(2, 1), dilation=(1, 2))
+    close(nchw(out), ref, atol=1e-4, rtol=1e-4)
+
+
+def case_conv2d_implicit_same():
+    x = torch.randn(1, 2, 7, 7)
+    w = torch.randn(4, 2, 3, 3)
+    b = torch.randn(4)
+    # padding SAME (1), stride 2: out = ceil(7/2) = 4, total pad 2 -> 1 before, 1 after.
+    out = conv_model("CONV_2D", x, w.permute(0, 2, 3, 1), b, [1, 2, 2, 0], 4, True)
+    ref = F.conv2d(x, w, b, stride=2, padding=1)
+    close(out, ref, atol=1e-4, rtol=1e-4)
+
+
+def case_depthwise_multiplier():
+    x = torch.randn(2, 3, 8, 8)
+    w = torch.randn(6, 1, 3, 3)  # multiplier 2
+    b = torch.randn(6)
+    # explicit pad 1 each side, stride 1, multiplier 2, RELU, NCHW, dilation 2x2.
+    out = conv_model("DEPTHWISE_CONV_2D", x, w.permute(1, 2, 3, 0), b,
+                     [1, 1, 1, 1, 1, 1, 2, 1], 6, True, extra=[2, 2])
+    ref = F.relu(F.conv2d(x, w, b, padding=1, dilation=2, groups=3))
+    close(out, ref, atol=1e-4, rtol=1e-4)
+
+
+def case_grouped_conv():
+    x = torch.randn(1, 4, 6, 6)
+    w = torch.randn(6, 2, 3, 3)
+    b = torch.randn(6)
+    out = conv_model("GROUPED_CONV_2D", nhwc(x), w.permute(0, 2, 3, 1), b,
+                     [0, 0, 0, 0, 1, 1, 2, 0], 6, False)
+    close(nchw(out), F.conv2d(x, w, b, groups=2), atol=1e-4, rtol=1e-4)
+
+
+def case_transpose_conv_padding():
+    x = torch.randn(1, 3, 4, 5)
+    w = torch.randn(3, 2, 3, 3)  # torch: [in, out, kh, kw]
+    b = torch.randn(2)
+    out = conv_model("TRANSPOSE_CONV_2D", x, w.permute(1, 2, 3, 0), b,
+                     [1, 1, 1, 1, 2, 2, 0], 2, True)
+    ref = F.conv_transpose2d(x, w, b, stride=2, padding=1)
+    close(out, ref, atol=1e-4, rtol=1e-4)
+
+
+def resize(name, x, size_args, flags):
+    m = Model()
+    i = m.input(T_F32, tuple(x.shape))
+    ins = [i] + [m.const(I32 if isinstance(s, int) else F32, s) for s in size_args]
+    ins += [m.const(BOOL, f) for f in flags]
+    o = m.output(T_F32, (0, 0, 0, 0))
+    m.op(name, ins, [o])
+    return m.run([x], [torch.float32])[0]
+
+
+def case_resize_bilinear():
+    x = torch.randn(1, 2, 5, 7)
+    # half_pixel_centers matches torch's align_corners=False.
+    out = resize("RESIZE_BILINEAR", x, [11, 8], [True, False, True])
+    close(out, F.interpolate(x, size=(8, 11), mode="bilinear", align_corners=False))
+    out = resize("RESIZE_BILINEAR", nhwc(x), [11, 8], [False, True])
+    close(nchw(out), F.interpolate(x, size=(8, 11), mode="bilinear", align_corners=True))
+    # Legacy NNAPI mapping: src = dst * in / out, upper tap clamped.
+    out = resize("RESIZE_BILINEAR", x, [2.0, 2.0], [True])
+    ys = torch.arange(10) * 0.5
+    xs = torch.arange(14) * 0.5
+    y0, x0 = ys.floor().long(), xs.floor().long()
+    y1, x1 = (y0 + 1).clamp(max=4), (x0 + 1).clamp(max=6)
+    fy, fx = (ys - y0).view(-1, 1), (xs - x0).view(1, -1)
+    top = x[..., y0, :] + (x[..., y1, :] - x[..., y0, :]) * fy
+    ref = top[..., x0] + (top[..., x1] - top[..., x0]) * fx
+    close(out, ref)
+
+
+def case_pad_and_pad_v2():
+    x = torch.randn(1, 3, 4, 2)
+    pads = torch.tensor([[0, 0], [1, 2], [0, 1], [3, 0]], dtype=torch.int32)
+    m = Model()
+    i = m.input(T_F32, tuple(x.shape))
+    o = m.output(T_F32, (0, 0, 0, 0))
+    m.op("PAD", [i, m.const(T_I32, pads)], [o])
+    out = m.run([x], [torch.float32])[0]
+    close(out, F.pad(x, (3, 0, 0, 1, 1, 2)))
+    # Quantized PAD pads with the zero point (real 0).
+    q = torch.randint(0, 255, (2, 3), dtype=torch.uint8)
+    m = Model()
+    i = m.input(T_Q8, (2, 3), 0.1, 77)
+    o = m.output(T_Q8, (0, 0), 0.1, 77)
+    m.op("PAD", [i, m.const(T_I32, torch.tensor([[1, 0], [0, 2]], dtype=torch.int32))], [o])
+    out = m.run([q], [torch.uint8])[0]
+    assert torch.equal(out, F.pad(q.int(), (0, 2, 1, 0), value=77).to(torch.uint8)), out
+    m = Model()
+    i = m.input(T_F32, tuple(x.shape))
+    o = m.output(T_F32, (0, 0, 0, 0))
+    m.op("PAD_V2", [i, m.const(T_I32, pads), m.const(F32, -2.5)], [o])
+    close(m.run([x], [torch.float32])[0], F.pad(x, (3, 0, 0, 1, 1, 2), value=-2.5))
+
+
+def case_split():
+    x = torch.randn(2, 6, 3)
+    m = Model()
+    i = m.input(T_F32, tuple(x.shape))
+    outs = [m.output(T_F32, (2, 2, 3)) for _ in range(3)]
+    m.op("SPLIT", [i, m.const(I32, -2), m.const(I32, 3)], outs)
+    res = m.run([x], [torch.float32] * 3)
+    for r, ref in zip(res, x.split(2, 1)):
+        close(r, ref)
+
+
+def case_l2_normalization():
+    x = torch.randn(3, 5)
+    m = Model()
+    i = m.input(T_F32, (3, 5))
+    o = m.output(T_F32, (3, 5))
+    m.op("L2_NORMALIZATION", [i, m.const(I32, 0)], [o])
+    close(m.run([x], [torch.float32])[0], F.normalize(x, dim=0))
+
+
+def case_strided_slice_masks():
+    x = torch.randn(5, 6, 4)
+    m = Model()
+    i = m.input(T_F32, tuple(x.shape))
+    begin = m.const(T_I32, torch.tensor([4, 1, 2], dtype=torch.int32))
+    end = m.const(T_I32, torch.tensor([0, -1, 3], dtype=torch.int32))
+    strides = m.const(T_I32, torch.tensor([-2, 2, 1], dtype=torch.int32))
+    o = m.output(T_F32, (0, 0))
+    # end_mask bit 0: dim 0 runs to the start; shrink bit 2: dim 2 index 2 only.
+    m.op("STRIDED_SLICE", [i, begin, end, strides, m.const(I32, 0), m.const(I32, 1),
+                           m.const(I32, 4)], [o])
+    out = m.run([x], [torch.float32])[0]
+    ref = x[[4, 2, 0]][:, 1:5:2, 2]
+    close(out, ref)
+
+
+def case_pool_padding_excluded():
+    x = torch.randn(1, 2, 5, 5)
+    m = Model()
+    i = m.input(T_F32, tuple(x.shape))
+    o = m.output(T_F32, (0, 0, 0, 0))
+    # pad l=1 r=0 t=1 b=0, stride 2, 3x3 window, NCHW; padding is not counted.
+    scal = [m.const(I32, v) for v in (1, 0, 1, 0, 2, 2, 3, 3, 0)]
+    m.op("AVERAGE_POOL_2D", [i] + scal + [m.const(BOOL, True)], [o])
+    out = m.run([x], [torch.float32])[0]
+    padded = F.pad(x, (1, 0, 1, 0))
+    ones = F.pad(torch.ones(1, 1, 5, 5), (1, 0, 1, 0))
+    ref = F.avg_pool2d(padded, 3, 2) / F.avg_pool2d(ones, 3, 2)
+    close(out, ref)
+
+
+def case_quant_concat_requantizes():
+    a = torch.quantize_per_tensor(torch.randn(2, 3), 0.02, 100, torch.quint8)
+    b = torch.quantize_per_tensor(torch.randn(2, 2), 0.05, 130, torch.quint8)
+    m = Model()
+    ia = m.input(T_Q8, (2, 3), 0.02, 100)
+    ib = m.input(T_Q8, (2, 2), 0.05, 130)
+    o = m.output(T_Q8, (2, 5), 0.04, 128)
+    m.op("CONCATENATION", [ia, ib, m.const(I32, 1)], [o])
+    out = m.run([a.int_repr(), b.int_repr()], [torch.uint8])[0].int()
+    real = torch.cat([a.dequantize(), b.dequantize()], 1).double()
+    ref = torch.clamp(torch.round(real / 0.04) + 128, 0, 255).int()
+    assert (out - ref).abs().max() <= 1, (out, ref)
+
+
+CASES = [v for k, v in list(globals().items()) if k.startswith("case_")]
+
+
+def main():
+    torch.manual_seed(0)
+    passed = failed = 0
+    for case in CASES:
+        try:
+            case()
+        except Exception as e:  # noqa: BLE001
+            failed += 1
+            print(f"FAIL {case.__name__}: {type(e).__name__}: {str(e)[:400]}")
+            traceback.print_exc(limit=2)
+            continue
+        passed += 1
+        print(f"ok   {case.__name__}")
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 and passed > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
