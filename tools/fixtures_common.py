@@ -21,6 +21,16 @@ from torch.backends._nnapi.serializer import _NnapiSerializer
 # --------------------------------------------------------------------------
 # Input helpers with the semantics of test_nnapi.py's qpt() / nhwc().
 
+
+def save_tensors(tensors, path):
+    """torch.save a list of tensors as a tuple.
+
+    LibTorch's unpickler (torch::jit::pickle_load, used by the C++ tests)
+    lacks the APPEND opcode that Python's pickler emits for one-element
+    lists; tuples load in both. torch.load in Python gives back a tuple.
+    """
+    torch.save(tuple(tensors), path)
+
 def qpt(values, scale, zero_point, dtype=torch.quint8):
     """Quantize per tensor; `values` may be a nested list or a tensor."""
     if isinstance(values, torch.Tensor):
@@ -202,8 +212,8 @@ def write_case(out_dir, *, name, source, traced, convert_args, run_args,
     os.makedirs(case_dir)
 
     torch.jit.save(traced, os.path.join(case_dir, "model.pt"))
-    torch.save([plain(a) for a in run_args], os.path.join(case_dir, "args.pt"))
-    torch.save([plain(o) for o in eager_outputs],
+    save_tensors([plain(a) for a in run_args], os.path.join(case_dir, "args.pt"))
+    save_tensors([plain(o) for o in eager_outputs],
                os.path.join(case_dir, "eager.pt"))
 
     mismatch = False
@@ -215,8 +225,8 @@ def write_case(out_dir, *, name, source, traced, convert_args, run_args,
             f.write(int32_bytes(ref.ser_model))
         with open(os.path.join(rdir, "prepared_ser_model.bin"), "wb") as f:
             f.write(int32_bytes(ref.prepared_ser_model))
-        torch.save(ref.weights, os.path.join(rdir, "weights.pt"))
-        torch.save(ref.out_templates, os.path.join(rdir, "out_templates.pt"))
+        save_tensors(ref.weights, os.path.join(rdir, "weights.pt"))
+        save_tensors(ref.out_templates, os.path.join(rdir, "out_templates.pt"))
         header = ref.ser_model[:6].tolist()
         manifest = {
             "inp_mem_fmts": ref.inp_mem_fmts,

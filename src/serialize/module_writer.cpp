@@ -155,13 +155,17 @@ Module build_module(const Conversion& c, const ConvertOptions& options) {
   auto resolver = std::make_shared<NnapiResolver>(compilation);
   auto cu = std::make_shared<torch::jit::CompilationUnit>();
 
-  Module shape(std::string(kPrefix) + "ShapeComputeModule", cu, true);
-  shape.register_attribute("training", c10::BoolType::get(), true);
+  // Attributes in the order PyTorch's scripted nn.Modules have them.
+  auto module_of = [&](const char* name) {
+    Module m(std::string(kPrefix) + name, cu, true);
+    m.register_attribute("training", c10::BoolType::get(), true);
+    m.register_attribute("_is_full_backward_hook", c10::NoneType::get(), c10::IValue());
+    return m;
+  };
+  Module shape = module_of("ShapeComputeModule");
   shape.define(prepare_source(c, /*numeric_dtypes=*/true), resolver);
 
-  Module nnapi(std::string(kPrefix) + "NnapiModule", cu, true);
-  nnapi.register_attribute("training", c10::BoolType::get(), true);
-  nnapi.register_module("shape_compute_module", shape);
+  Module nnapi = module_of("NnapiModule");
   nnapi.register_attribute("ser_model", c10::TensorType::get(), ser_model_tensor(c));
   c10::List<at::Tensor> weights;
   for (const at::Tensor& w : c.weights) weights.push_back(w);
@@ -175,10 +179,10 @@ Module build_module(const Conversion& c, const ConvertOptions& options) {
   nnapi.register_attribute("compilation_preference", c10::IntType::get(),
                            int64_t{options.compilation_preference});
   nnapi.register_attribute("relax_f32_to_f16", c10::BoolType::get(), options.relax_f32_to_f16);
+  nnapi.register_module("shape_compute_module", shape);
   nnapi.define(kNnapiModuleSource, resolver);
 
-  Module wrapper(std::string(kPrefix) + "NnapiInterfaceWrapper", cu, true);
-  wrapper.register_attribute("training", c10::BoolType::get(), true);
+  Module wrapper = module_of("NnapiInterfaceWrapper");
   wrapper.register_module("mod", nnapi);
   wrapper.define(wrapper_forward_source(c.inp_mem_fmts.size(), c.retval_count), resolver);
   return wrapper;

@@ -1,0 +1,229 @@
+// Byte-exactness against PyTorch's own NNAPI converter (the oracle).
+//
+// Each fixture directory (made by tools/make_fixtures.py, layout in
+// tests/reference/README.md) holds a traced model, the --input specs, and
+// what torch.backends._nnapi produced for it. For every case that the
+// reference converts, nnapi-convert must produce the same blob bytes, the
+// same weights (dtype, shape, strides, values, quantization), the same
+// memory formats and shape-compute lines, and its shape-compute script must
+// have the same effect on ser_model and return the same output templates.
+// Where the reference refuses, nnapi-convert must refuse (exit status 1)
+// with a message that matches the reference test's regex and names the node.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/csrc/jit/serialization/import.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "../common/mini_json.h"
+#include "nnapi_convert/converter.h"
+
+namespace fs = std::filesystem;
+using namespace nnapi_convert;
+
+namespace {
+
+std::vector<char> read_bytes(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  if (!f) throw std::runtime_error("cannot read " + p.string());
+  return std::vector<char>(std::istreambuf_iterator<char>(f), {});
+}
+
+testjson::Value read_json(const fs::path& p) {
+  auto b = read_bytes(p);
+  return testjson::parse(std::string(b.begin(), b.end()));
+}
+
+std::vector<at::Tensor> load_tensor_list(const fs::path& p) {
+  c10::IValue v = torch::jit::pickle_load(read_bytes(p));
+  std::vector<at::Tensor> out;
+  // The fixtures hold tuples (see save_tensors in tools/fixtures_common.py);
+  // our own --parts output holds a list.
+  if (v.isTuple()) {
+    for (const c10::IValue& t : v.toTupleRef().elements()) out.push_back(t.toTensor());
+  } else {
+    for (const c10::IValue& t : v.toListRef()) out.push_back(t.toTensor());
+  }
+  return out;
+}
+
+// Same dtype, sizes, strides, quantization and values.
+void expect_same_tensor(const at::Tensor& ours, const at::Tensor& ref, const std::string& what,
+                        bool check_strides) {
+  ASSERT_EQ(ours.scalar_type(), ref.scalar_type()) << what;
+  ASSERT_EQ(ours.sizes(), ref.sizes()) << what;
+  if (check_strides) {
+    EXPECT_EQ(ours.strides(), ref.strides()) << what;
+  }
+  if (ref.is_quantized()) {
+    EXPECT_EQ(ours.q_scale(), ref.q_scale()) << what;
+    EXPECT_EQ(ours.q_zero_point(), ref.q_zero_point()) << what;
+    EXPECT_TRUE(at::equal(ours.int_repr(), ref.int_repr())) << what << ": values differ";
+  } else {
+    EXPECT_TRUE(at::equal(ours, ref)) << what << ": values differ";
+  }
+}
+
+void expect_same_words(const std::vector<int32_t>& ours, const std::vector<char>& ref_bytes,
+                       const std::string& what) {
+  ASSERT_EQ(ours.size() * 4, ref_bytes.size()) << what << ": length differs";
+  const int32_t* ref = reinterpret_cast<const int32_t*>(ref_bytes.data());
+  for (size_t i = 0; i < ours.size(); ++i) {
+    ASSERT_EQ(ours[i], ref[i]) << what << ": first difference at int32 word " << i;
+  }
+}
+
+std::vector<int32_t> words_of(const at::Tensor& t) {
+  at::Tensor c = t.contiguous();
+  return std::vector<int32_t>(c.data_ptr<int32_t>(), c.data_ptr<int32_t>() + c.numel());
+}
+
+ConvertOptions options_for(const fs::path& dir, const testjson::Value& cs) {
+  ConvertOptions o;
+  o.model_path = (dir / "model.pt").string();
+  for (const std::string& s : cs["inputs"].strings()) o.inputs.push_back(parse_input_spec(s));
+  return o;
+}
+
+void check_refused(const fs::path& dir, const testjson::Value& cs) {
+  ConvertOptions o = options_for(dir, cs);
+  try {
+    convert(o);
+    ADD_FAILURE() << "converted, but the reference refuses: " << cs["reference_error"].str;
+  } catch (const ConvertError& e) {
+    std::string msg = e.what();
+    EXPECT_EQ(e.exit_code(), 1) << msg;
+    EXPECT_NE(msg.find("node "), std::string::npos) << "message does not name the node: " << msg;
+    if (cs["error_regex"].kind == testjson::Value::String) {
+      std::regex re(cs["error_regex"].str, std::regex::icase);
+      EXPECT_TRUE(std::regex_search(msg, re))
+          << "message does not match the reference test's /" << cs["error_regex"].str
+          << "/: " << msg;
+    }
+  }
+}
+
+void check_converted(const fs::path& dir, const testjson::Value& cs) {
+  ConvertOptions o = options_for(dir, cs);
+  Conversion c = convert(o);
+  const fs::path ref = dir / "ref";
+
+  // The blob.
+  expect_same_words(c.ser_model, read_bytes(ref / "ser_model.bin"), "ser_model");
+
+  // The weights, as the serializer hands them over (NHWC views included).
+  std::vector<at::Tensor> ref_weights = load_tensor_list(ref / "weights.pt");
+  ASSERT_EQ(c.weights.size(), ref_weights.size()) << "weight count";
+  for (size_t i = 0; i < ref_weights.size(); ++i) {
+    expect_same_tensor(c.weights[i], ref_weights[i], "weight " + std::to_string(i), true);
+  }
+
+  // Memory formats, return count and the shape-compute script's text.
+  testjson::Value manifest = read_json(ref / "manifest.json");
+  EXPECT_EQ(c.inp_mem_fmts, manifest["inp_mem_fmts"].ints());
+  EXPECT_EQ(c.out_mem_fmts, manifest["out_mem_fmts"].ints());
+  EXPECT_EQ(c.retval_count, static_cast<int>(manifest["retval_count"].num));
+  EXPECT_EQ(prepare_lines(c, false), manifest["shape_compute_lines"].strings());
+  EXPECT_EQ(c.operand_count, static_cast<int64_t>(manifest["operand_count"].num));
+  EXPECT_EQ(c.operation_count, static_cast<int64_t>(manifest["operation_count"].num));
+
+  // The written module: the shape-compute script's effect on run-time args.
+  fs::path out = fs::temp_directory_path() / ("nnapi-ref-" + cs["name"].str);
+  fs::create_directories(out);
+  write_nnapi_module(c, o, (out / "m.nnapi.pt").string(), false);
+  write_parts(c, o, (out / "parts").string());
+  torch::jit::Module wrapper = torch::jit::load((out / "m.nnapi.pt").string());
+  torch::jit::Module mod = wrapper.attr("mod").toModule();
+  torch::jit::Module shape = mod.attr("shape_compute_module").toModule();
+  at::Tensor ser = mod.attr("ser_model").toTensor().clone();
+  c10::List<at::Tensor> args;
+  for (const at::Tensor& t : load_tensor_list(dir / "args.pt")) args.push_back(t);
+  c10::IValue templates = shape.get_method("prepare")({ser, args});
+  expect_same_words(words_of(ser), read_bytes(ref / "prepared_ser_model.bin"),
+                    "ser_model after prepare");
+  std::vector<at::Tensor> ref_templates = load_tensor_list(ref / "out_templates.pt");
+  const auto ours = templates.toTensorVector();
+  ASSERT_EQ(ours.size(), ref_templates.size());
+  for (size_t i = 0; i < ours.size(); ++i) {
+    expect_same_tensor(ours[i], ref_templates[i], "output template " + std::to_string(i), false);
+  }
+
+  // The module's attributes have the reference module's names and types, so
+  // an app that loads the reference's output can load ours.
+  if (fs::exists(ref / "converted.pt")) {
+    torch::jit::Module ref_mod = torch::jit::load((ref / "converted.pt").string());
+    auto ref_type = ref_mod.attr("mod").toModule().type();
+    auto our_type = mod.type();
+    for (size_t i = 0; i < ref_type->numAttributes(); ++i) {
+      const std::string& name = ref_type->getAttributeName(i);
+      ASSERT_TRUE(our_type->hasAttribute(name)) << "missing attribute " << name;
+      if (name == "shape_compute_module") continue;  // a class of its own in each
+      EXPECT_EQ(our_type->getAttribute(name)->annotation_str(),
+                ref_type->getAttribute(i)->annotation_str())
+          << "attribute " << name;
+    }
+    for (const char* method : {"forward", "init"}) {
+      EXPECT_TRUE(mod.find_method(method).has_value()) << "missing method " << method;
+    }
+  }
+
+  // --parts round-trips: the blob and a weights.pt that torch.load reads.
+  auto part_blob = read_bytes(out / "parts" / "ser_model.bin");
+  expect_same_words(c.ser_model, part_blob, "parts/ser_model.bin");
+  std::vector<at::Tensor> part_weights = load_tensor_list(out / "parts" / "weights.pt");
+  ASSERT_EQ(part_weights.size(), ref_weights.size());
+  for (size_t i = 0; i < ref_weights.size(); ++i) {
+    expect_same_tensor(part_weights[i], ref_weights[i], "parts weight " + std::to_string(i),
+                       false);
+  }
+  fs::remove_all(out);
+}
+
+class ReferenceCase : public testing::Test {
+ public:
+  explicit ReferenceCase(fs::path dir) : dir_(std::move(dir)) {}
+  void TestBody() override {
+    testjson::Value cs = read_json(dir_ / "case.json");
+    if (cs["expect"].str == "refused") {
+      check_refused(dir_, cs);
+    } else {
+      check_converted(dir_, cs);
+    }
+  }
+
+ private:
+  fs::path dir_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  testing::InitGoogleTest(&argc, argv);
+  const char* root = std::getenv("NNAPI_FIXTURES_DIR");
+  if (!root || !fs::is_directory(root)) {
+    std::cerr << "NNAPI_FIXTURES_DIR must name a directory made by tools/make_fixtures.py\n";
+    return 1;
+  }
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(root)) {
+    if (fs::exists(e.path() / "case.json")) dirs.push_back(e.path());
+  }
+  std::sort(dirs.begin(), dirs.end());
+  if (dirs.empty()) {
+    std::cerr << "no fixtures in " << root << "\n";
+    return 1;
+  }
+  for (const fs::path& d : dirs) {
+    std::string name = d.filename().string();
+    for (char& ch : name) {
+      if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+    }
+    testing::RegisterTest("Reference", name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+                          [d]() -> testing::Test* { return new ReferenceCase(d); });
+  }
+  return RUN_ALL_TESTS();
+}
