@@ -545,6 +545,30 @@ def test_multi_output(r):
     r.check(MultiModel(), [torch.tensor([1.0, 2.0]), torch.tensor([1.0, 3.0])])
 
 
+def test_compilation_options(r):
+    """Not in test_nnapi.py: the relax-to-fp16 flag (accepted and ignored by
+    this runtime, which computes in float32) and each compilation preference."""
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3)
+
+        def forward(self, x):
+            return torch.relu(self.conv(x))
+
+    x = torch.randn(1, 3, 8, 8)
+    for pref in (0, 1, 2):
+        for relax in (False, True):
+            def body(pref=pref, relax=relax):
+                with torch.no_grad():
+                    module = Model().eval()
+                    traced = torch.jit.trace(module, [x])
+                    nnapi_module = convert_model_to_nnapi(
+                        traced, [x], compilation_preference=pref, relax_f32_to_f16=relax)
+                    return compare(module(x), nnapi_module(x), (1e-4, 1e-4), None)
+            r.run(r.label(f"preference={pref} relax={relax}"), body)
+
+
 TESTS = [v for k, v in list(globals().items()) if k.startswith("test_")]
 
 

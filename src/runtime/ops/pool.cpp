@@ -86,6 +86,10 @@ PoolArgs read_args(ExecContext& ctx, int64_t in_h, int64_t in_w) {
   }
   if (a.pad_l < 0 || a.pad_r < 0 || a.pad_t < 0 || a.pad_b < 0)
     fail(Result::BadData, "negative padding");
+  // Every window must overlap the input, or its average would be 0 / 0.
+  if (a.pad_l >= a.kernel_w || a.pad_r >= a.kernel_w || a.pad_t >= a.kernel_h ||
+      a.pad_b >= a.kernel_h)
+    fail(Result::BadData, "padding must be smaller than the filter");
   return a;
 }
 
