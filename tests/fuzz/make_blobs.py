@@ -10,7 +10,8 @@ It serializes a few tiny TorchScript models with PyTorch's own converter
 (torch.backends._nnapi.serializer) and writes, for each model NAME:
 
   tests/fuzz/data/NAME.bin          the raw ser_model bytes
-  tests/fuzz/corpus/blob/NAME.bin   the same bytes, as a libFuzzer seed
+  tests/fuzz/corpus/blob/NAME.bin   the same bytes, as a libFuzzer seed (plus
+                                    seeds from CORPUS_MODELS: more operations)
   tests/fuzz/data/NAME.nnapi.pt     for a few models, the module written by
                                     convert_model_to_nnapi (for inspect tests)
   tests/fuzz/data/manifest.txt      one line per model:
@@ -84,6 +85,55 @@ def quant():
     return Quant(), [x]
 
 
+class Lambda(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+def quint8(shape, scale=0.1, zero_point=128):
+    torch.manual_seed(3)
+    return torch.quantize_per_tensor(torch.randn(*shape), scale, zero_point, torch.quint8)
+
+
+def qconv_nhwc():
+    torch.backends.quantized.engine = "qnnpack"
+    torch.manual_seed(4)
+    m = torch.ao.nn.quantized.Conv2d(4, 4, 3)
+    w = torch.quantize_per_tensor(torch.randn(4, 4, 3, 3), 0.02, 0, torch.qint8)
+    m.set_weight_bias(w, torch.randn(4))
+    m.scale, m.zero_point = 0.2, 120
+    x = quint8((1, 4, 4, 4))
+    x.nnapi_nhwc = True
+    return m, [x]
+
+
+def qlinear():
+    torch.backends.quantized.engine = "qnnpack"
+    m = torch.ao.nn.quantized.Linear(5, 3)
+    m.scale, m.zero_point = 0.3, 100
+    return m, [quint8((2, 5))]
+
+
+X4 = (1, 4, 8, 8)
+
+# Extra seeds for the fuzz corpus only (no fixture, no manifest line).
+CORPUS_MODELS = {
+    "cat": lambda: (Lambda(lambda a, b: torch.cat([a, b], 1)), [torch.zeros(X4)] * 2),
+    "mean": lambda: (Lambda(lambda a: a.mean([2, 3])), [torch.zeros(X4)]),
+    "upsample": lambda: (Lambda(lambda a: torch.nn.functional.interpolate(
+        a, scale_factor=2.0, mode="nearest")), [torch.zeros(X4)]),
+    "avgpool": lambda: (torch.nn.AvgPool2d(2), [torch.zeros(X4)]),
+    "slice": lambda: (Lambda(lambda a: a[:, 1:3]), [torch.zeros(X4)]),
+    "dwconv": lambda: (torch.nn.Conv2d(4, 4, 3, groups=4), [torch.zeros(X4)]),
+    "conv_transpose": lambda: (torch.nn.ConvTranspose2d(4, 2, 2), [torch.zeros(X4)]),
+    "qconv_nhwc": qconv_nhwc,
+    "qlinear": qlinear,
+}
+
 # Models also written as .nnapi.pt modules.
 MODULES = ["conv_relu", "conv_nhwc", "two_outputs"]
 
@@ -120,6 +170,16 @@ def main():
         lines.append(" ".join([name] + [str(c) for c in counts + weight_bytes]))
         print(f"{name}: {len(blob)} bytes, counts {counts}, weights {weight_bytes}",
               file=sys.stderr)
+    for name, make in CORPUS_MODELS.items():
+        module, inputs = make()
+        with torch.no_grad():
+            traced = torch.jit.trace(module.eval(), tuple(inputs))
+        ser_model, *_ = _NnapiSerializer(config=None).serialize_model(
+            torch.jit.freeze(traced), inputs)
+        blob = ser_model.tobytes()
+        assert len(blob) < 4096, (name, len(blob))
+        with open(os.path.join(CORPUS, name + ".bin"), "wb") as f:
+            f.write(blob)
     for name in MODULES:
         module, inputs = MODELS[name]()
         with torch.no_grad():
