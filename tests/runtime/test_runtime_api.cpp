@@ -1,6 +1,8 @@
 // Error paths and one hand-computed model for the host NNAPI runtime,
 // called through its exported C API.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <vector>
@@ -293,6 +295,56 @@ TEST(RuntimeApi, QuantizedAddByHand) {
   EXPECT_EQ(out[0], 102);
   EXPECT_EQ(out[1], 100);
   EXPECT_EQ(out[2], 255);
+}
+
+// A constant operand read from an fd-backed ANeuralNetworksMemory, and a
+// model input whose length is only given by setInput's operand type.
+TEST(RuntimeApi, ConstantFromMemoryAndInputDimsFromType) {
+  int fd = memfd_create("nnrt_test", 0);
+  ASSERT_GE(fd, 0);
+  float constant[2] = {0.f, 10.f};  // the operand uses the second float only
+  ASSERT_EQ(write(fd, constant, sizeof(constant)), static_cast<ssize_t>(sizeof(constant)));
+  ANeuralNetworksMemory* memory = nullptr;
+  ASSERT_EQ(ANeuralNetworksMemory_createFromFd(sizeof(constant), PROT_READ, fd, 0, &memory),
+            kNoError);
+
+  ModelHolder h;
+  ANeuralNetworksModel* m = h.model;
+  uint32_t one[] = {1};
+  auto in = float_tensor(dims_unknown);
+  auto c = float_tensor(one);
+  auto out = float_tensor(dims_unknown);
+  auto scalar = int_scalar();
+  ASSERT_EQ(ANeuralNetworksModel_addOperand(m, &in), kNoError);      // 0
+  ASSERT_EQ(ANeuralNetworksModel_addOperand(m, &c), kNoError);       // 1
+  ASSERT_EQ(ANeuralNetworksModel_addOperand(m, &scalar), kNoError);  // 2
+  ASSERT_EQ(ANeuralNetworksModel_addOperand(m, &out), kNoError);     // 3
+  EXPECT_EQ(ANeuralNetworksModel_setOperandValueFromMemory(m, 1, memory, 8, 4), kBadData);
+  ASSERT_EQ(ANeuralNetworksModel_setOperandValueFromMemory(m, 1, memory, 4, 4), kNoError);
+  int32_t fuse = kFusedNone;
+  ASSERT_EQ(ANeuralNetworksModel_setOperandValue(m, 2, &fuse, sizeof(fuse)), kNoError);
+  uint32_t ins[] = {0, 1, 2}, outs[] = {3}, model_ins[] = {0};
+  ASSERT_EQ(ANeuralNetworksModel_addOperation(m, kAdd, 3, ins, 1, outs), kNoError);
+  ASSERT_EQ(ANeuralNetworksModel_identifyInputsAndOutputs(m, 1, model_ins, 1, outs), kNoError);
+  ASSERT_EQ(ANeuralNetworksModel_finish(m), kNoError);
+  Compiled compiled(m);
+  float a[3] = {1.f, 2.f, 3.f}, result[3] = {0, 0, 0};
+  // Without a type the input's length is unknown.
+  EXPECT_EQ(ANeuralNetworksExecution_setInput(compiled.execution, 0, nullptr, a, sizeof(a)),
+            kBadData);
+  uint32_t three[] = {3};
+  auto typed = float_tensor(three);
+  ASSERT_EQ(ANeuralNetworksExecution_setInput(compiled.execution, 0, &typed, a, sizeof(a)),
+            kNoError);
+  ASSERT_EQ(
+      ANeuralNetworksExecution_setOutput(compiled.execution, 0, nullptr, result, sizeof(result)),
+      kNoError);
+  ASSERT_EQ(ANeuralNetworksExecution_compute(compiled.execution), kNoError);
+  EXPECT_FLOAT_EQ(result[0], 11.f);
+  EXPECT_FLOAT_EQ(result[1], 12.f);
+  EXPECT_FLOAT_EQ(result[2], 13.f);
+  ANeuralNetworksMemory_free(memory);  // the model keeps its own reference
+  close(fd);
 }
 
 TEST(RuntimeApi, DeviceQueries) {
