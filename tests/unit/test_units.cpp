@@ -1,0 +1,67 @@
+// Unit tests: the --input spec language and Python float repr.
+#include <gtest/gtest.h>
+
+#include "nnapi_convert/input_spec.h"
+#include "serialize/pyrepr.h"
+
+using namespace nnapi_convert;
+
+// Expected strings are what Python 3's repr() prints for these doubles.
+TEST(PyFloatRepr, MatchesPythonRepr) {
+  EXPECT_EQ(py_float_repr(0.25), "0.25");
+  EXPECT_EQ(py_float_repr(1.0), "1.0");
+  EXPECT_EQ(py_float_repr(1.5), "1.5");
+  EXPECT_EQ(py_float_repr(0.0625), "0.0625");
+  EXPECT_EQ(py_float_repr(1.0 / 256), "0.00390625");
+  EXPECT_EQ(py_float_repr(0.1), "0.1");
+  EXPECT_EQ(py_float_repr(0.03), "0.03");
+  EXPECT_EQ(py_float_repr(1e-05), "1e-05");
+  EXPECT_EQ(py_float_repr(0.0001), "0.0001");
+  EXPECT_EQ(py_float_repr(1.5e-07), "1.5e-07");
+  EXPECT_EQ(py_float_repr(1e16), "1e+16");
+  EXPECT_EQ(py_float_repr(123456789012345.0), "123456789012345.0");
+  EXPECT_EQ(py_float_repr(-2.5), "-2.5");
+  EXPECT_EQ(py_float_repr(0.0), "0.0");
+}
+
+TEST(InputSpec, ParsesDimsDtypeQuantizationAndLayout) {
+  InputSpec s = parse_input_spec("1x3x0x0,dtype=quint8,scale=0.0625,zero_point=128,nhwc");
+  EXPECT_EQ(s.dims, (std::vector<int64_t>{1, 3, 0, 0}));
+  EXPECT_EQ(s.dtype, InputDType::QUInt8);
+  EXPECT_EQ(s.scale, 0.0625);
+  EXPECT_EQ(s.zero_point, 128);
+  EXPECT_TRUE(s.nhwc);
+  InputSpec f = parse_input_spec("2x16");
+  EXPECT_EQ(f.dtype, InputDType::Float32);
+  EXPECT_FALSE(f.nhwc);
+  // A scale written as Python's repr() round-trips exactly.
+  EXPECT_EQ(parse_input_spec("4,dtype=quint8,scale=0.03,zero_point=0").scale, 0.03);
+}
+
+TEST(InputSpec, RejectsBadSpecsNamingThem) {
+  for (const char* bad :
+       {"", "x", "1x", "1xx2", "-1x3", "1x3.5", "1x3,dtype=float64", "1x3,dtype=quint8",
+        "1x3,dtype=quint8,scale=0,zero_point=0", "1x3,dtype=quint8,scale=1,zero_point=256",
+        "1x3,scale=0.5", "1x3,nhwc", "1x3x4x5,nhwc,nhwc", "1x3,bogus", "1x3,dtype=quint8,"
+        "scale=nan,zero_point=1", "99999999999x2", "2147483647x2147483647x2147483647"}) {
+    try {
+      parse_input_spec(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const SpecError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("'") + bad + "'"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+TEST(InputSpec, FormatRoundTrips) {
+  for (const char* text : {"1x3x224x224", "1x3x0x0,nhwc", "2x32,dtype=quint8,scale=0.05,zero_point=130"}) {
+    InputSpec s = parse_input_spec(text);
+    InputSpec t = parse_input_spec(format_input_spec(s));
+    EXPECT_EQ(s.dims, t.dims);
+    EXPECT_EQ(s.dtype, t.dtype);
+    EXPECT_EQ(s.scale, t.scale);
+    EXPECT_EQ(s.zero_point, t.zero_point);
+    EXPECT_EQ(s.nhwc, t.nhwc);
+  }
+}
