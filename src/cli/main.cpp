@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "nnapi_convert/converter.h"
+#include "nnapi_convert/inspect.h"
 
 namespace fs = std::filesystem;
 using namespace nnapi_convert;
@@ -81,7 +82,28 @@ int convert_one(const Args& a, const std::string& model, ConvertOptions options)
   return 0;
 }
 
+// `nnapi-convert inspect FILE [--json]`: what the device will see.
+int run_inspect(int argc, char** argv) {
+  std::string file;
+  bool json = false;
+  CLI::App app{"Print the NNAPI model inside a .nnapi.pt or ser_model.bin, checked as strictly "
+               "as PyTorch's on-device loader checks it.",
+               "nnapi-convert inspect"};
+  app.add_option("file", file, ".nnapi.pt module or raw ser_model.bin")->required();
+  app.add_flag("--json", json, "Print one JSON object");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "nnapi-convert inspect: " << e.what() << "\n";
+    return 2;
+  }
+  return inspect_main(file, json, std::cout, std::cerr);
+}
+
 int run(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "inspect") return run_inspect(argc - 1, argv + 1);
   Args a;
   CLI::App app{"Convert TorchScript models to Android NNAPI models, as PyTorch's "
                "convert_model_to_nnapi does, in one native binary.",
