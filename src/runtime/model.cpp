@@ -46,7 +46,7 @@ size_t scalar_size(OperandType t) {
   }
 }
 
-// Operation types whose constant input values this runtime can execute.
+// Operand type codes defined by NeuralNetworks.h (API level 29).
 bool known_type(int32_t code) { return nnapi::operand_type_name_or_null(code) != nullptr; }
 
 }  // namespace

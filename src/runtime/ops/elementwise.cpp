@@ -62,9 +62,8 @@ void execute(ExecContext& ctx) {
   const int32_t fuse = has_fuse ? ctx.i32(2) : 0;
   check_fuse_code(fuse);
   const Operand& out = ctx.out_operand(0);
-  // Shapes broadcast numpy-style from the trailing dimension.
-  auto shape = at::infer_size(a.t.sizes(), b.t.sizes());
-  (void)shape;
+  // Shapes broadcast numpy-style from the trailing dimension; throws if not.
+  at::infer_size(a.t.sizes(), b.t.sizes());
   if (is_quant8(a.type)) {
     at::Tensor r = apply(kind, real_values(a, at::kDouble), real_values(b, at::kDouble), false);
     ctx.set_output(0, to_operand(r, out, fuse));
