@@ -545,6 +545,67 @@ def test_multi_output(r):
     r.check(MultiModel(), [torch.tensor([1.0, 2.0]), torch.tensor([1.0, 3.0])])
 
 
+def test_quant_extras(r):
+    """Not in test_nnapi.py: more quantized paths the converter emits, with
+    the same quantized tolerance (one quantum, at most 3% of elements)."""
+    torch.manual_seed(3)
+    x = nhwc(qpt(torch.randn(1, 4, 6, 6), 1.0 / 16, 128))
+
+    class Unary(torch.nn.Module):
+        def __init__(self, fn):
+            super().__init__()
+            self.fn = fn
+
+        def forward(self, t):
+            return self.fn(t)
+
+    r.check(Unary(torch.relu), x, sub="relu")
+    r.check(Unary(torch.sigmoid), x, sub="sigmoid")
+    # Contiguous input here: eager quantized hardtanh in PyTorch 1.13 reads a
+    # channels_last input as if it were contiguous, so eager is the wrong
+    # oracle for NHWC (checked by hand: NNAPI's result is the clamped input).
+    xc = qpt(torch.randn(1, 4, 6, 6), 1.0 / 16, 128)
+    r.check(torch.nn.Hardtanh(0.0, 6.0), xc, sub="relu6")
+    r.check(torch.nn.Hardtanh(), xc, sub="relu1")
+
+    class Cat(torch.nn.Module):
+        def forward(self, a, b):
+            return torch.cat([a, b], 1)
+
+    y = nhwc(qpt(torch.randn(1, 2, 6, 6), 1.0 / 16, 128))
+    r.check(Cat(), [x, y], sub="cat")
+
+    func = torch.nn.quantized.QFunctional()
+    func.scale = 0.1
+    func.zero_point = 100
+
+    class QMul(torch.nn.Module):
+        def forward(self, a, b):
+            return func.mul(a, b)
+
+    r.check(QMul(), [qpt([[0.5, -1.0, 2.0]], 0.05, 128), qpt([[1.5, 2.0, -0.5]], 0.05, 128)],
+            sub="qmul")
+
+    class ConvRelu(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(4, 8, 3, padding=1)
+            self.relu = torch.nn.ReLU()
+
+        def forward(self, t):
+            return self.relu(self.conv(t))
+
+    inp = torch.randn(2, 4, 8, 8)
+    model = ConvRelu().eval()
+    model = torch.quantization.fuse_modules(model, [["conv", "relu"]])
+    model.qconfig = torch.quantization.get_default_qconfig("qnnpack")
+    model = torch.quantization.prepare(model)
+    model(inp)
+    model = torch.quantization.convert(model)
+    qinp = nhwc(qpt(inp, 1.0 / 16, 128))
+    r.check(model, qinp, sub="conv2d_relu")
+
+
 def test_compilation_options(r):
     """Not in test_nnapi.py: the relax-to-fp16 flag (accepted and ignored by
     this runtime, which computes in float32) and each compilation preference."""
