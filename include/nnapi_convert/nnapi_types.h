@@ -24,7 +24,7 @@ enum class OperandType : int32_t {
   TensorQuant16Asymm = 12,
 };
 
-// Operation types (OperationCode in NeuralNetworks.h).
+// Operation types (OperationCode in NeuralNetworks.h); 95 and up are API level 30.
 enum class Op : int32_t {
   Add = 0,
   AveragePool2d = 1,
@@ -121,6 +121,14 @@ enum class Op : int32_t {
   UnidirectionalSequenceLstm = 92,
   UnidirectionalSequenceRnn = 93,
   ResizeNearestNeighbor = 94,
+  // API level 30
+  QuantizedLstm = 95,
+  If = 96,
+  While = 97,
+  Elu = 98,
+  HardSwish = 99,
+  Fill = 100,
+  Rank = 101,
 };
 
 // Fused activation codes (FuseCode).

@@ -26,14 +26,19 @@ ConvPoolArgs make_conv_pool_args(const std::vector<int64_t>& kernel,
 Shape conv_pool_out_shape(const Shape& image, const ConvPoolArgs& a, int64_t out_ch,
                           bool transpose) {
   check(image.size() == 4, "expected a 4-D image, got " + shape_str(image));
-  check(a.dilation_h == 1 && a.dilation_w == 1, "dilation not supported yet");
   int64_t in_h = image[2], in_w = image[3], out_h, out_w;
+  // The window a dilated kernel spans.
+  int64_t kh = a.dilation_h * (a.kernel_h - 1) + 1, kw = a.dilation_w * (a.kernel_w - 1) + 1;
   if (transpose) {
-    out_h = (in_h - 1) * a.stride_h + a.kernel_h - a.pad_t - a.pad_b;
-    out_w = (in_w - 1) * a.stride_w + a.kernel_w - a.pad_l - a.pad_r;
+    out_h = (in_h - 1) * a.stride_h + kh - a.pad_t - a.pad_b;
+    out_w = (in_w - 1) * a.stride_w + kw - a.pad_l - a.pad_r;
   } else {
-    out_h = (in_h - a.kernel_h + a.pad_t + a.pad_b) / a.stride_h + 1;
-    out_w = (in_w - a.kernel_w + a.pad_l + a.pad_r) / a.stride_w + 1;
+    check(in_h <= 0 || in_h + a.pad_t + a.pad_b >= kh,
+          "the window (" + std::to_string(kh) + ") is larger than the padded input height");
+    check(in_w <= 0 || in_w + a.pad_l + a.pad_r >= kw,
+          "the window (" + std::to_string(kw) + ") is larger than the padded input width");
+    out_h = (in_h - kh + a.pad_t + a.pad_b) / a.stride_h + 1;
+    out_w = (in_w - kw + a.pad_l + a.pad_r) / a.stride_w + 1;
   }
   if (in_h == 0) out_h = 0;
   if (in_w == 0) out_w = 0;
@@ -47,29 +52,33 @@ void conv_pool_flexible_input(LoweringContext& cx, int32_t out_id, const Value* 
   if (s[0] == 0) cx.forward_operand_shape(out_id, 0, image_id, 0);
   check(s[1] != 0, "input channels can't be flexible");
   auto num = [](int64_t v) { return std::to_string(v); };
+  // Dilated kernels span a wider window; for dilation 1 this is the kernel.
+  ConvPoolArgs e = a;
+  e.kernel_h = a.dilation_h * (a.kernel_h - 1) + 1;
+  e.kernel_w = a.dilation_w * (a.kernel_w - 1) + 1;
   if (transpose) {
     if (s[2] == 0) {
       cx.compute_operand_shape(out_id, 2,
                                "(" + flex_name(image_id, 2) + " - 1) * " + num(a.stride_h) +
-                                   " + " + num(a.kernel_h) + " - " + num(a.pad_t) + " - " +
+                                   " + " + num(e.kernel_h) + " - " + num(a.pad_t) + " - " +
                                    num(a.pad_b));
     }
     if (s[3] == 0) {
       cx.compute_operand_shape(out_id, 3,
                                "(" + flex_name(image_id, 3) + " - 1) * " + num(a.stride_w) +
-                                   " + " + num(a.kernel_w) + " - " + num(a.pad_l) + " - " +
+                                   " + " + num(e.kernel_w) + " - " + num(a.pad_l) + " - " +
                                    num(a.pad_r));
     }
   } else {
     if (s[2] == 0) {
       cx.compute_operand_shape(out_id, 2,
-                               "(" + flex_name(image_id, 2) + " - " + num(a.kernel_h) + " + " +
+                               "(" + flex_name(image_id, 2) + " - " + num(e.kernel_h) + " + " +
                                    num(a.pad_t) + " + " + num(a.pad_b) + ") // " +
                                    num(a.stride_h) + " + 1");
     }
     if (s[3] == 0) {
       cx.compute_operand_shape(out_id, 3,
-                               "(" + flex_name(image_id, 3) + " - " + num(a.kernel_w) + " + " +
+                               "(" + flex_name(image_id, 3) + " - " + num(e.kernel_w) + " + " +
                                    num(a.pad_l) + " + " + num(a.pad_r) + ") // " +
                                    num(a.stride_w) + " + 1");
     }

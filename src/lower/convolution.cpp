@@ -72,19 +72,29 @@ void add_conv2d_common(LoweringContext& cx, const Value* out, double out_scale,
   auto [image_id, image] = cx.get_operand(image_value);
   check(image.shape.size() == 4, "convolution needs a 4-D input, got " + shape_str(image.shape));
   int64_t in_c = image.shape[1];
-  bool depthwise;
+  check(args.group >= 1, "convolution groups must be positive");
+  // Which NNAPI convolution, and how the PyTorch weight is permuted for it.
+  enum class Kind { Full, Depthwise, Grouped } kind;
   std::vector<int64_t> perm;
   if (args.group == 1) {
-    depthwise = false;
+    kind = Kind::Full;
     perm = transpose ? std::vector<int64_t>{1, 2, 3, 0} : std::vector<int64_t>{0, 2, 3, 1};
   } else if (args.group == in_c) {
-    depthwise = true;
+    kind = Kind::Depthwise;
     perm = {1, 2, 3, 0};
   } else {
-    fail("group convolution (groups = " + std::to_string(args.group) + ", " +
-         std::to_string(in_c) + " input channels) is not supported yet");
+    check(in_c % args.group == 0, "input channels (" + std::to_string(in_c) +
+                                      ") are not a multiple of groups (" +
+                                      std::to_string(args.group) + ")");
+    kind = Kind::Grouped;
+    perm = {0, 2, 3, 1};
   }
-  check(!(depthwise && transpose), "depthwise transposed convolution is not supported");
+  bool dilated = args.dilation_h != 1 || args.dilation_w != 1;
+  check(!(transpose && kind != Kind::Full),
+        "grouped or depthwise transposed convolution is not supported");
+  check(!(transpose && dilated), "dilated transposed convolution is not supported");
+  check(!(kind == Kind::Grouped && dilated),
+        "NNAPI's GROUPED_CONV_2D has no dilation: dilated grouped convolution is not supported");
   int32_t weight_id = cx.add_weight(weight.permute(perm).contiguous());
   const Operand w = cx.operand(weight_id);
   const Operand bias = cx.operand(bias_id);
@@ -102,14 +112,18 @@ void add_conv2d_common(LoweringContext& cx, const Value* out, double out_scale,
   }
   check(w.shape.size() == 4 && bias.shape.size() == 1, "bad convolution weight or bias rank");
   int64_t out_c;
-  if (depthwise) {
+  int64_t multiplier = 1;
+  if (kind == Kind::Depthwise) {
     out_c = w.shape[3];
     check(w.shape[0] == 1, "bad depthwise weight shape");
-    check(out_c == in_c, "depthwise convolution with a channel multiplier is not supported");
+    check(out_c % in_c == 0, "depthwise output channels must be a multiple of input channels");
+    multiplier = out_c / in_c;
   } else {
     out_c = w.shape[0];
-    check(w.shape[3] == in_c, "convolution weight has " + std::to_string(w.shape[3]) +
-                                  " input channels, input has " + std::to_string(in_c));
+    int64_t per_group = kind == Kind::Grouped ? in_c / args.group : in_c;
+    check(w.shape[3] == per_group, "convolution weight has " + std::to_string(w.shape[3]) +
+                                       " input channels per group, input has " +
+                                       std::to_string(per_group));
   }
   check(out_c == bias.shape[0], "convolution bias size does not match output channels");
   ModelBuilder& m = cx.model();
@@ -117,16 +131,24 @@ void add_conv2d_common(LoweringContext& cx, const Value* out, double out_scale,
   for (int64_t v : {args.pad_l, args.pad_r, args.pad_t, args.pad_b, args.stride_w, args.stride_h}) {
     inputs.push_back(m.add_int_scalar(static_cast<int32_t>(v)));
   }
-  if (depthwise) inputs.push_back(m.add_int_scalar(1));  // depth multiplier
+  if (kind == Kind::Depthwise) inputs.push_back(m.add_int_scalar(static_cast<int32_t>(multiplier)));
+  if (kind == Kind::Grouped) inputs.push_back(m.add_int_scalar(static_cast<int32_t>(args.group)));
   inputs.push_back(m.add_int_scalar(static_cast<int32_t>(fuse)));
   inputs.push_back(m.add_bool_scalar(image.use_nchw()));
+  if (dilated) {
+    inputs.push_back(m.add_int_scalar(static_cast<int32_t>(args.dilation_w)));
+    inputs.push_back(m.add_int_scalar(static_cast<int32_t>(args.dilation_h)));
+  }
   Shape out_shape = conv_pool_out_shape(image.shape, args, out_c, transpose);
   Operand out_op = image.with_shape(out_shape);
   out_op.scale = out_scale;
   out_op.zero_point = out_zero_point;
   int32_t out_id = cx.add_tensor_operand(out, out_op);
   conv_pool_flexible_input(cx, out_id, image_value, args, transpose);
-  Op op = depthwise ? Op::DepthwiseConv2d : transpose ? Op::TransposeConv2d : Op::Conv2d;
+  Op op = kind == Kind::Depthwise ? Op::DepthwiseConv2d
+          : kind == Kind::Grouped ? Op::GroupedConv2d
+          : transpose             ? Op::TransposeConv2d
+                                  : Op::Conv2d;
   m.add_operation(op, inputs, {out_id});
 }
 

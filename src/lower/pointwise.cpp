@@ -100,7 +100,9 @@ void lower_hardtanh(LoweringContext& cx, const Node* node) {
   } else if (lo == 0.0 && hi == 6.0) {
     op = Op::Relu6;
   } else {
-    fail("NNAPI only supports hardtanh with args (-1, 1) or (0, 6)");
+    // Not a single NNAPI activation: MAXIMUM and MINIMUM with constants.
+    lower_clamp_bounds(cx, node, lo, hi);
+    return;
   }
   int32_t out_id = cx.add_tensor_operand(node->output(), in);
   cx.model().add_operation(op, {in_id}, {out_id});

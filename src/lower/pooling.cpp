@@ -1,5 +1,7 @@
 // Pooling, reductions and resizing: max_pool2d, avg_pool2d,
 // adaptive_avg_pool2d, mean, upsample_nearest2d.
+#include <cmath>
+
 #include "lower/conv_pool.h"
 #include "lower/registry.h"
 #include "serialize/pyrepr.h"
@@ -23,6 +25,21 @@ std::vector<int32_t> pool_inputs(LoweringContext& cx, int32_t image_id, const Op
   return in;
 }
 
+// ceil_mode: PyTorch rounds the output size up, but drops a last window that
+// would start in the bottom/right padding. NNAPI has no ceil mode: pad the
+// bottom/right edge so the floor formula gives the same size. Max pooling
+// ignores padded positions, so values are unchanged.
+void apply_ceil_mode(const Shape& image, ConvPoolArgs* a) {
+  auto extra = [](int64_t in, int64_t k, int64_t s, int64_t pad) {
+    int64_t floor_out = (in + 2 * pad - k) / s + 1;
+    int64_t ceil_out = (in + 2 * pad - k + s - 1) / s + 1;
+    if ((ceil_out - 1) * s >= in + pad) --ceil_out;
+    return ceil_out > floor_out ? (ceil_out - 1) * s + k - (in + 2 * pad) : int64_t{0};
+  };
+  a->pad_b += extra(image[2], a->kernel_h, a->stride_h, a->pad_t);
+  a->pad_r += extra(image[3], a->kernel_w, a->stride_w, a->pad_l);
+}
+
 void lower_max_pool2d(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 6, "malformed aten::max_pool2d");
   std::vector<int64_t> kernel = cx.constant_int_list(node->input(1));
@@ -33,6 +50,7 @@ void lower_max_pool2d(LoweringContext& cx, const Node* node) {
   check(a.dilation_h == 1 && a.dilation_w == 1, "NNAPI does not support dilated pooling");
   auto [image_id, image] = cx.get_operand_fixed_size(node->input(0));
   check(image.shape.size() == 4, "max_pool2d needs a 4-D input");
+  if (cx.constant_bool(node->input(5))) apply_ceil_mode(image.shape, &a);
   Shape out_shape = conv_pool_out_shape(image.shape, a, image.shape[1], false);
   std::vector<int32_t> inputs = pool_inputs(cx, image_id, image, a);
   int32_t out_id = cx.add_tensor_operand(node->output(), image.with_shape(out_shape));
@@ -56,6 +74,12 @@ void lower_avg_pool2d(LoweringContext& cx, const Node* node) {
       make_conv_pool_args(kernel, stride, cx.constant_int_list(node->input(3)), {1, 1}, 0);
   auto [image_id, image] = cx.get_operand(node->input(0));
   check(image.shape.size() == 4, "avg_pool2d needs a 4-D input");
+  if (cx.constant_bool(node->input(4))) {
+    ConvPoolArgs c = a;
+    apply_ceil_mode(image.shape, &c);
+    check(c.pad_b == a.pad_b && c.pad_r == a.pad_r,
+          "avg_pool2d with ceil_mode=True that changes the output size is not supported");
+  }
   Shape out_shape = conv_pool_out_shape(image.shape, a, image.shape[1], false);
   std::vector<int32_t> inputs = pool_inputs(cx, image_id, image, a);
   int32_t out_id = cx.add_tensor_operand(node->output(), image.with_shape(out_shape));
@@ -67,11 +91,23 @@ void lower_adaptive_avg_pool2d(LoweringContext& cx, const Node* node) {
   auto [image_id, image] = cx.get_operand_fixed_size(node->input(0));
   check(image.shape.size() == 4, "adaptive_avg_pool2d needs a 4-D input");
   std::vector<int64_t> size = cx.constant_int_list(node->input(1));
-  check(size == std::vector<int64_t>({1, 1}),
-        "NNAPI only supports adaptive_avg_pool2d with output size (1, 1)");
+  check(size.size() == 2, "adaptive_avg_pool2d needs two output sizes");
   ConvPoolArgs a{image.shape[2], image.shape[3], 1, 1, 0, 0, 0, 0, 1, 1, 0};
+  if (size != std::vector<int64_t>({1, 1})) {
+    // Output sizes that divide the input: a plain average pool.
+    int64_t h = image.shape[2], w = image.shape[3];
+    check(size[0] > 0 && size[1] > 0 && h % size[0] == 0 && w % size[1] == 0,
+          "adaptive_avg_pool2d to " + shape_str(size) + " from " + std::to_string(h) + "x" +
+              std::to_string(w) + ": NNAPI conversion supports output sizes that divide the "
+              "input size");
+    if (size[0] == h && size[1] == w) {
+      cx.alias(node->output(), node->input(0));
+      return;
+    }
+    a = ConvPoolArgs{h / size[0], w / size[1], h / size[0], w / size[1], 0, 0, 0, 0, 1, 1, 0};
+  }
   std::vector<int32_t> inputs = pool_inputs(cx, image_id, image, a);
-  Shape out_shape = {image.shape[0], image.shape[1], 1, 1};
+  Shape out_shape = {image.shape[0], image.shape[1], size[0], size[1]};
   int32_t out_id = cx.add_tensor_operand(node->output(), image.with_shape(out_shape));
   cx.model().add_operation(Op::AveragePool2d, inputs, {out_id});
 }
@@ -169,6 +205,50 @@ void lower_upsample_nearest2d(LoweringContext& cx, const Node* node) {
   m.add_operation(Op::ResizeNearestNeighbor, {image_id, arg_w, arg_h, layout}, {out_id});
 }
 
+// upsample_bilinear2d(input, output_size, align_corners, scale_factors) and
+// (input, output_size, align_corners, scales_h, scales_w) -> RESIZE_BILINEAR
+// with NNAPI's align_corners / half_pixel_centers flags (API level 30).
+void lower_upsample_bilinear2d(LoweringContext& cx, const Node* node) {
+  size_t n = node->inputs().size();
+  check(n == 4 || n == 5, "malformed aten::upsample_bilinear2d");
+  auto [image_id, image] = cx.get_operand_fixed_size(node->input(0));
+  check(image.shape.size() == 4, "upsample_bilinear2d needs a 4-D input");
+  bool align_corners = cx.constant_bool(node->input(2));
+  const c10::IValue& size_iv = cx.constant(node->input(1)).value;
+  int64_t out_h, out_w;
+  if (!size_iv.isNone()) {
+    std::vector<int64_t> size = size_iv.toIntVector();
+    check(size.size() == 2, "upsample_bilinear2d size must have 2 values");
+    out_h = size[0];
+    out_w = size[1];
+  } else {
+    std::vector<double> scales;
+    if (n == 4) {
+      scales = cx.constant(node->input(3)).value.toDoubleVector();
+    } else {
+      scales = {cx.constant(node->input(3)).value.toDouble(),
+                cx.constant(node->input(4)).value.toDouble()};
+    }
+    check(scales.size() == 2, "upsample_bilinear2d scale must have 2 values");
+    double h = scales[0] * image.shape[2], w = scales[1] * image.shape[3];
+    // PyTorch maps coordinates with the given scale; NNAPI with the size ratio.
+    // They agree when the scaled size is whole.
+    check(h == std::floor(h) && w == std::floor(w),
+          "upsample_bilinear2d with a scale factor that does not give a whole output size");
+    out_h = static_cast<int64_t>(h);
+    out_w = static_cast<int64_t>(w);
+  }
+  ModelBuilder& m = cx.model();
+  std::vector<int32_t> inputs = {image_id, m.add_int_scalar(static_cast<int32_t>(out_w)),
+                                 m.add_int_scalar(static_cast<int32_t>(out_h)),
+                                 m.add_bool_scalar(image.use_nchw()),
+                                 m.add_bool_scalar(align_corners),
+                                 m.add_bool_scalar(!align_corners)};
+  Shape out_shape = {image.shape[0], image.shape[1], out_h, out_w};
+  int32_t out_id = cx.add_tensor_operand(node->output(), image.with_shape(out_shape));
+  m.add_operation(Op::ResizeBilinear, inputs, {out_id});
+}
+
 }  // namespace
 
 void register_pooling_ops(LoweringTable& t) {
@@ -177,6 +257,7 @@ void register_pooling_ops(LoweringTable& t) {
   t.add("aten::adaptive_avg_pool2d", lower_adaptive_avg_pool2d);
   t.add("aten::mean", lower_mean);
   t.add("aten::upsample_nearest2d", lower_upsample_nearest2d);
+  t.add("aten::upsample_bilinear2d", lower_upsample_bilinear2d);
 }
 
 }  // namespace nnapi_convert

@@ -25,6 +25,7 @@ const LoweringTable& lowering_table() {
     register_convolution_ops(t);
     register_linear_ops(t);
     register_quantized_ops(t);
+    register_activation_ops(t);
     return t;
   }();
   return table;

@@ -34,5 +34,6 @@ void register_pooling_ops(LoweringTable& t);      // pooling.cpp
 void register_convolution_ops(LoweringTable& t);  // convolution.cpp
 void register_linear_ops(LoweringTable& t);       // linear.cpp
 void register_quantized_ops(LoweringTable& t);    // quantized.cpp
+void register_activation_ops(LoweringTable& t);   // activation.cpp
 
 }  // namespace nnapi_convert

@@ -100,6 +100,13 @@ const char* const kOpNames[] = {
     "UNIDIRECTIONAL_SEQUENCE_LSTM",  // 92
     "UNIDIRECTIONAL_SEQUENCE_RNN",  // 93
     "RESIZE_NEAREST_NEIGHBOR",  // 94
+    "QUANTIZED_LSTM",  // 95
+    "IF",  // 96
+    "WHILE",  // 97
+    "ELU",  // 98
+    "HARD_SWISH",  // 99
+    "FILL",  // 100
+    "RANK",  // 101
 };
 const char* const kOperandTypeNames[] = {
     "FLOAT32",  // 0

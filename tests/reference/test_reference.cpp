@@ -7,8 +7,12 @@
 // same weights (dtype, shape, strides, values, quantization), the same
 // memory formats and shape-compute lines, and its shape-compute script must
 // have the same effect on ser_model and return the same output templates.
-// Where the reference refuses, nnapi-convert must refuse (exit status 1)
-// with a message that matches the reference test's regex and names the node.
+// Where the reference refuses, nnapi-convert must either refuse (exit status
+// 1) with a message that matches the reference test's regex and names the
+// node, or convert, and then the converted module, run on the host NNAPI
+// runtime, must match eager PyTorch. Where the reference is known to be wrong
+// (kKnownReferenceBugs), the bytes differ on purpose and the same numeric
+// check applies instead.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/serialization/import.h>
@@ -16,6 +20,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cstring>
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -82,6 +88,42 @@ std::vector<int32_t> words_of(const at::Tensor& t) {
   return std::vector<int32_t>(c.data_ptr<int32_t>(), c.data_ptr<int32_t>() + c.numel());
 }
 
+// Cases where the reference's output is wrong, so byte-identity is not the goal.
+const std::map<std::string, std::string> kKnownReferenceBugs = {
+    {"tv-googlenet-nchw", "the reference ignores max_pool2d ceil_mode (55x55 instead of 56x56)"},
+    {"tv-googlenet-nhwc", "the reference ignores max_pool2d ceil_mode (55x55 instead of 56x56)"},
+};
+
+// Runs the converted module (PyTorch's NNAPI binding dlopens the host runtime
+// through LD_LIBRARY_PATH) on the fixture's args and compares with eager.pt.
+// Quantized outputs: within one quantum, as PyTorch's test_nnapi.py allows.
+void expect_runs_like_eager(const fs::path& dir, const std::string& module_path, double atol,
+                            double rtol) {
+  torch::jit::Module m = torch::jit::load(module_path);
+  std::vector<c10::IValue> inputs;
+  for (const at::Tensor& t : load_tensor_list(dir / "args.pt")) inputs.push_back(t);
+  c10::IValue out = m.forward(inputs);
+  std::vector<at::Tensor> outs;
+  if (out.isTuple()) {
+    for (const c10::IValue& v : out.toTupleRef().elements()) outs.push_back(v.toTensor());
+  } else {
+    outs.push_back(out.toTensor());
+  }
+  std::vector<at::Tensor> eager = load_tensor_list(dir / "eager.pt");
+  ASSERT_EQ(outs.size(), eager.size());
+  for (size_t i = 0; i < outs.size(); ++i) {
+    ASSERT_EQ(outs[i].sizes(), eager[i].sizes()) << "output " << i;
+    if (eager[i].is_quantized()) {
+      at::Tensor diff = (outs[i].int_repr().to(at::kInt) - eager[i].int_repr().to(at::kInt)).abs();
+      EXPECT_LE(diff.max().item<int>(), 1) << "output " << i << " is off by more than a quantum";
+    } else {
+      EXPECT_TRUE(at::allclose(outs[i], eager[i], rtol, atol))
+          << "output " << i << ": max abs error "
+          << (outs[i] - eager[i]).abs().max().item<double>();
+    }
+  }
+}
+
 ConvertOptions options_for(const fs::path& dir, const testjson::Value& cs) {
   ConvertOptions o;
   o.model_path = (dir / "model.pt").string();
@@ -92,8 +134,13 @@ ConvertOptions options_for(const fs::path& dir, const testjson::Value& cs) {
 void check_refused(const fs::path& dir, const testjson::Value& cs) {
   ConvertOptions o = options_for(dir, cs);
   try {
-    convert(o);
-    ADD_FAILURE() << "converted, but the reference refuses: " << cs["reference_error"].str;
+    Conversion c = convert(o);
+    // Converted where the reference refuses: prove it on the runtime, with the
+    // tolerances of PyTorch's assertEqual for float32 (rtol 1.3e-6, atol 1e-5).
+    fs::path out = fs::temp_directory_path() / ("nnapi-ref-" + cs["name"].str + ".pt");
+    write_nnapi_module(c, o, out.string(), false);
+    expect_runs_like_eager(dir, out.string(), 1e-5, 1.3e-6);
+    fs::remove(out);
   } catch (const ConvertError& e) {
     std::string msg = e.what();
     EXPECT_EQ(e.exit_code(), 1) << msg;
@@ -111,6 +158,20 @@ void check_converted(const fs::path& dir, const testjson::Value& cs) {
   ConvertOptions o = options_for(dir, cs);
   Conversion c = convert(o);
   const fs::path ref = dir / "ref";
+  auto bug = kKnownReferenceBugs.find(cs["name"].str);
+  if (bug != kKnownReferenceBugs.end()) {
+    // Issue 3's tolerance for whole models: 1e-3 absolute and relative.
+    fs::path out = fs::temp_directory_path() / ("nnapi-ref-" + cs["name"].str + ".pt");
+    write_nnapi_module(c, o, out.string(), false);
+    expect_runs_like_eager(dir, out.string(), 1e-3, 1e-3);
+    fs::remove(out);
+    std::vector<char> ref_bytes = read_bytes(ref / "ser_model.bin");
+    bool same = ref_bytes.size() == c.ser_model.size() * 4 &&
+                std::memcmp(ref_bytes.data(), c.ser_model.data(), ref_bytes.size()) == 0;
+    EXPECT_FALSE(same) << "identical to the reference again, though " << bug->second
+                       << ": update kKnownReferenceBugs";
+    return;
+  }
 
   // The blob.
   expect_same_words(c.ser_model, read_bytes(ref / "ser_model.bin"), "ser_model");

@@ -1,0 +1,99 @@
+#include "lower/emit.h"
+
+#include <ATen/ATen.h>
+
+namespace nnapi_convert {
+
+using nnapi::Fuse;
+using nnapi::Op;
+using nnapi::OperandType;
+
+int32_t make_output(LoweringContext& cx, const Value* out, const Operand& o, const Operand2* like) {
+  int32_t id = out ? cx.add_tensor_operand(out, o) : cx.add_anonymous_operand(o);
+  if (like) {
+    for (size_t d = 0; d < o.shape.size() && d < like->op.shape.size(); ++d) {
+      if (o.shape[d] == 0 && like->op.shape[d] == 0) {
+        cx.forward_operand_shape(id, static_cast<int64_t>(d), like->id, static_cast<int64_t>(d));
+      }
+    }
+  }
+  return id;
+}
+
+Operand2 float_scalar_tensor(LoweringContext& cx, float v) {
+  int32_t id = cx.add_weight(at::full({1}, v, at::kFloat));
+  return {id, cx.operand(id)};
+}
+
+Operand2 float_weight_like(LoweringContext& cx, const at::Tensor& t, const Operand& like) {
+  at::Tensor f = t.to(at::kFloat).contiguous();
+  DimOrder order = like.dim_order == DimOrder::ChannelsLast ? DimOrder::ChannelsLast
+                                                            : DimOrder::Contiguous;
+  int32_t id = cx.add_weight(f, order);
+  return {id, cx.operand(id)};
+}
+
+Shape broadcast_shape(const Shape& a, const Shape& b) {
+  size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da == 1) {
+      out[i] = db;
+    } else if (db == 1 || da == db) {
+      out[i] = da;
+    } else if (da == 0 || db == 0) {
+      out[i] = 0;
+    } else {
+      fail("cannot broadcast shapes " + shape_str(a) + " and " + shape_str(b));
+    }
+  }
+  return out;
+}
+
+Operand2 emit_binary(LoweringContext& cx, Op op, const Operand2& a, const Operand2& b, Fuse fuse,
+                     const Value* out) {
+  Operand o = a.op.with_shape(broadcast_shape(a.op.shape, b.op.shape));
+  if (b.op.shape.size() > a.op.shape.size()) o.dim_order = b.op.dim_order;
+  int32_t id = make_output(cx, out, o, &a);
+  // ADD, SUB, MUL and DIV take a fused activation; MAXIMUM, MINIMUM and the rest don't.
+  if (op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Div) {
+    int32_t fuse_id = cx.model().add_int_scalar(static_cast<int32_t>(fuse));
+    cx.model().add_operation(op, {a.id, b.id, fuse_id}, {id});
+  } else {
+    check(fuse == Fuse::None, "internal: fused activation on an operation without one");
+    cx.model().add_operation(op, {a.id, b.id}, {id});
+  }
+  return {id, o};
+}
+
+Operand2 emit_unary(LoweringContext& cx, Op op, const Operand2& a, const Value* out) {
+  int32_t id = make_output(cx, out, a.op, &a);
+  cx.model().add_operation(op, {a.id}, {id});
+  return {id, a.op};
+}
+
+Operand2 emit_dequantize(LoweringContext& cx, const Operand2& a) {
+  check(a.op.type == OperandType::TensorQuant8Asymm, "expected a quantized tensor");
+  Operand o = a.op;
+  o.type = OperandType::TensorFloat32;
+  o.scale = 0.0;
+  o.zero_point = 0;
+  int32_t id = make_output(cx, nullptr, o, &a);
+  cx.model().add_operation(Op::Dequantize, {a.id}, {id});
+  return {id, o};
+}
+
+Operand2 emit_quantize(LoweringContext& cx, const Operand2& a, double scale, int64_t zero_point,
+                       const Value* out) {
+  Operand o = a.op;
+  o.type = OperandType::TensorQuant8Asymm;
+  o.scale = scale;
+  o.zero_point = zero_point;
+  int32_t id = make_output(cx, out, o, &a);
+  cx.model().add_operation(Op::Quantize, {a.id}, {id});
+  return {id, o};
+}
+
+}  // namespace nnapi_convert

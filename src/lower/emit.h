@@ -1,0 +1,45 @@
+// Helpers for lowerings that emit a short sequence of NNAPI operations:
+// intermediate operands, constants, and the final binding to a JIT value.
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include <vector>
+
+#include "lower/context.h"
+
+namespace nnapi_convert {
+
+// An NNAPI operand together with its record.
+struct Operand2 {
+  int32_t id;
+  Operand op;
+};
+
+// Creates the output operand: bound to `out` when given, anonymous otherwise.
+// Load-time flexible dims are forwarded from `like` (same shape).
+int32_t make_output(LoweringContext& cx, const Value* out, const Operand& o,
+                    const Operand2* like = nullptr);
+
+// A float32 constant of shape (1), broadcast by NNAPI against any tensor.
+Operand2 float_scalar_tensor(LoweringContext& cx, float v);
+
+// A float32 weight laid out like `like` (NCHW or NHWC) from a PyTorch tensor
+// of `like`'s rank (e.g. a (1, C, 1, 1) per-channel vector).
+Operand2 float_weight_like(LoweringContext& cx, const at::Tensor& t, const Operand& like);
+
+// Elementwise ops on operands of the same layout; the result has a's record.
+Operand2 emit_binary(LoweringContext& cx, nnapi::Op op, const Operand2& a, const Operand2& b,
+                     nnapi::Fuse fuse = nnapi::Fuse::None, const Value* out = nullptr);
+Operand2 emit_unary(LoweringContext& cx, nnapi::Op op, const Operand2& a,
+                    const Value* out = nullptr);
+
+// DEQUANTIZE a quant8 operand to float32, and QUANTIZE back with given params.
+Operand2 emit_dequantize(LoweringContext& cx, const Operand2& a);
+Operand2 emit_quantize(LoweringContext& cx, const Operand2& a, double scale, int64_t zero_point,
+                       const Value* out = nullptr);
+
+// Broadcast output shape per PyTorch's rules (trailing alignment); 0 = flexible.
+Shape broadcast_shape(const Shape& a, const Shape& b);
+
+}  // namespace nnapi_convert
