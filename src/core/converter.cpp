@@ -4,7 +4,10 @@
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/frontend/source_range.h>
 
+#include <torch/csrc/jit/runtime/operator.h>
+
 #include <chrono>
+#include <set>
 #include <sstream>
 
 #include "core/loader.h"
@@ -67,11 +70,43 @@ Operand operand_for_input(const InputSpec& spec, bool nhwc_all, bool use_int16) 
   return o;
 }
 
+// Scalar and shape arithmetic that traced models carry (x.size(0) // 2, ...).
+// With fixed input sizes every input is a constant, so it runs once here.
+const std::set<std::string>& foldable_kinds() {
+  static const std::set<std::string> kinds = {
+      "prim::NumToTensor", "aten::Int",       "aten::Float",        "aten::ScalarImplicit",
+      "aten::floor_divide", "aten::floordiv", "aten::div",          "aten::mul",
+      "aten::add",          "aten::sub",      "aten::remainder",    "aten::neg",
+      "aten::__getitem__",  "aten::len",      "prim::ListUnpack",   "prim::TupleUnpack",
+      "prim::TupleIndex",   "aten::size",     "aten::floor",        "aten::ceil",
+  };
+  return kinds;
+}
+
+// Runs `node` on its constant inputs and records its outputs as constants.
+// Returns false when the node is not foldable or an input is not constant.
+bool try_fold(LoweringContext& cx, const Node* node) {
+  if (!foldable_kinds().count(node->kind().toQualString())) return false;
+  for (const Value* in : node->inputs()) {
+    if (!cx.has_constant(in)) return false;
+  }
+  torch::jit::Stack stack;
+  for (const Value* in : node->inputs()) stack.push_back(cx.constant(in).value);
+  torch::jit::Operation op = node->getOperation();
+  op(stack);
+  check(stack.size() == node->outputs().size(), "constant folding gave the wrong output count");
+  for (size_t i = 0; i < stack.size(); ++i) {
+    cx.add_constant(node->output(i), node->output(i)->type(), stack[i]);
+  }
+  return true;
+}
+
 void check_supported(const torch::jit::Graph& graph, const std::string& path) {
   const LoweringTable& table = lowering_table();
   std::vector<std::string> missing;
   for (const Node* node : graph.nodes()) {
-    if (!table.find(node->kind().toQualString())) missing.push_back(describe_node(node));
+    const char* kind = node->kind().toQualString();
+    if (!table.find(kind) && !foldable_kinds().count(kind)) missing.push_back(describe_node(node));
   }
   if (missing.empty()) return;
   std::ostringstream os;
@@ -134,7 +169,13 @@ Conversion convert(const ConvertOptions& options) {
   try {
     for (const Node* node : graph->nodes()) {
       current = node;
-      (*lowering_table().find(node->kind().toQualString()))(cx, node);
+      if (try_fold(cx, node)) continue;
+      const LowerFn* fn = lowering_table().find(node->kind().toQualString());
+      if (!fn) {
+        fail("this node computes with values known only when the model runs (sizes of "
+             "flexible dims?); nnapi-convert folds it only when all its inputs are constant");
+      }
+      (*fn)(cx, node);
     }
     current = graph->return_node();
     const Value* ret = graph->outputs().at(0);

@@ -47,6 +47,8 @@ std::pair<int32_t, Operand> LoweringContext::get_operand(const Value* v) const {
     }
     fail("value " + value_name(v) + " is not a tensor the model computes");
   }
+  auto re = reinterpreted_.find(v);
+  if (re != reinterpreted_.end()) return {it->second, re->second};
   return {it->second, operands_.at(it->second)};
 }
 
@@ -62,8 +64,7 @@ std::pair<int32_t, Operand> LoweringContext::get_operand_fixed_size(const Value*
 
 std::pair<int32_t, Operand> LoweringContext::get_operand_or_constant(const Value* v,
                                                                      DimOrder order) {
-  auto it = operand_of_.find(v);
-  if (it != operand_of_.end()) return {it->second, operands_.at(it->second)};
+  if (has_operand(v)) return get_operand(v);
   int32_t id = add_weight(constant_tensor(v), order);
   return {id, operands_.at(id)};
 }
@@ -74,7 +75,15 @@ std::pair<int32_t, Operand> LoweringContext::get_weight_operand(const Value* v) 
 }
 
 void LoweringContext::alias(const Value* v, const Value* source) {
-  operand_of_[v] = get_operand(source).first;
+  auto [id, op] = get_operand(source);
+  operand_of_[v] = id;
+  if (reinterpreted_.count(source)) reinterpreted_[v] = op;
+}
+
+void LoweringContext::reinterpret(const Value* v, int32_t id, const Operand& o) {
+  check(!has_operand(v), "value " + value_name(v) + " is defined twice");
+  operand_of_[v] = id;
+  reinterpreted_[v] = o;
 }
 
 Operand LoweringContext::tensor_to_operand(const at::Tensor& t, DimOrder order) const {

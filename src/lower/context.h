@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -30,6 +31,8 @@ class LoweringError : public std::runtime_error {
 inline void check(bool ok, const std::string& message) {
   if (!ok) fail(message);
 }
+
+std::string value_name(const Value* v);
 
 struct Constant {
   c10::TypePtr type;
@@ -63,6 +66,30 @@ class LoweringContext {
   std::pair<int32_t, Operand> get_weight_operand(const Value* v);
   // `v` names the same operand as `source` (identity ops).
   void alias(const Value* v, const Value* source);
+  // `v` names operand `id` with a different record: the same NNAPI buffer seen
+  // with another PyTorch shape or dim order (e.g. NHWC data read as a
+  // contiguous (N, H, W, C) tensor after a permute).
+  void reinterpret(const Value* v, int32_t id, const Operand& o);
+
+  // Multi-output operations (SPLIT) whose outputs a list value stands for.
+  void add_split_outputs(const Value* list, std::vector<int32_t> ids) {
+    split_outputs_[list] = std::move(ids);
+  }
+  const std::vector<int32_t>& split_outputs(const Value* list) const {
+    auto it = split_outputs_.find(list);
+    if (it == split_outputs_.end()) fail("value " + value_name(list) + " is not a split result");
+    return it->second;
+  }
+  // A later node that completes a pattern started at `first`.
+  void skip_pending_view(const Node* last, const Node* first) { pending_[last] = first; }
+  const Node* pending_view(const Node* last) const {
+    auto it = pending_.find(last);
+    return it == pending_.end() ? nullptr : it->second;
+  }
+
+  // Nodes already lowered as part of an earlier node's pattern.
+  void skip(const Node* n) { skipped_.insert(n); }
+  bool skipped(const Node* n) const { return skipped_.count(n) != 0; }
 
   Operand tensor_to_operand(const at::Tensor& t, DimOrder order) const;
   int32_t add_weight(const at::Tensor& t, DimOrder order = DimOrder::UnknownConstant);
@@ -96,6 +123,10 @@ class LoweringContext {
   ModelBuilder model_;
   std::vector<Operand> operands_;  // parallel to the model's operands
   std::unordered_map<const Value*, int32_t> operand_of_;
+  std::unordered_map<const Value*, Operand> reinterpreted_;
+  std::unordered_set<const Node*> skipped_;
+  std::unordered_map<const Value*, std::vector<int32_t>> split_outputs_;
+  std::unordered_map<const Node*, const Node*> pending_;
   std::unordered_map<const Value*, Constant> constants_;
   std::unordered_map<const Value*, std::vector<const Value*>> sequences_;
   std::vector<std::string> shape_lines_;

@@ -7,9 +7,39 @@ namespace {
 using nnapi::Fuse;
 using nnapi::Op;
 
+// linear on (..., K): RESHAPE to (M, K), FULLY_CONNECTED, RESHAPE to (..., N).
+void add_linear_nd(LoweringContext& cx, const Node* node, int32_t input_id, const Operand& in,
+                   const Value* weight, const Value* bias) {
+  check(in.dim_order == DimOrder::Contiguous,
+        "linear over a channels-last tensor needs a permute to (N, H, W, C) first");
+  for (int64_t d : in.shape) check(d > 0, "linear over flexible dims is not supported");
+  at::Tensor w = cx.constant_tensor(weight);
+  check(w.dim() == 2 && w.size(1) == in.shape.back(), "linear weight does not match the input");
+  int64_t k = in.shape.back(), rows = 1;
+  for (size_t i = 0; i + 1 < in.shape.size(); ++i) rows *= in.shape[i];
+  ModelBuilder& m = cx.model();
+  Operand flat = in.with_shape({rows, k});
+  int32_t flat_id = cx.add_anonymous_operand(flat);
+  m.add_operation(Op::Reshape, {input_id, m.add_int_vector({rows, k})}, {flat_id});
+  int32_t bias_id = cx.get_weight_operand(bias).first;
+  int32_t weight_id = cx.add_weight(w.contiguous());
+  int64_t n = w.size(0);
+  int32_t fc_id = cx.add_anonymous_operand(in.with_shape({rows, n}));
+  int32_t fuse = m.add_int_scalar(static_cast<int32_t>(Fuse::None));
+  m.add_operation(Op::FullyConnected, {flat_id, weight_id, bias_id, fuse}, {fc_id});
+  Shape out_shape = in.shape;
+  out_shape.back() = n;
+  int32_t out_id = cx.add_tensor_operand(node->output(), in.with_shape(out_shape));
+  m.add_operation(Op::Reshape, {fc_id, m.add_int_vector(out_shape)}, {out_id});
+}
+
 void add_fully_connected(LoweringContext& cx, const Node* node, bool transpose_weight,
                          const Value* input, const Value* weight, const Value* bias) {
   auto [input_id, in] = cx.get_operand(input);
+  if (in.shape.size() > 2 && !transpose_weight) {
+    add_linear_nd(cx, node, input_id, in, weight, bias);
+    return;
+  }
   auto [bias_id, b] = cx.get_weight_operand(bias);
   check(in.shape.size() == 2, "fully connected layers need a 2-D input, got " +
                                   shape_str(in.shape) + "; flatten it first");

@@ -2,6 +2,9 @@
 // softmax, log_softmax, hardtanh, prelu.
 #include "lower/pointwise.h"
 
+#include <ATen/ATen.h>
+
+#include "lower/emit.h"
 #include "lower/registry.h"
 
 namespace nnapi_convert {
@@ -124,6 +127,55 @@ void lower_prelu(LoweringContext& cx, const Node* node) {
   cx.model().add_operation(Op::Prelu, {in_id, w_id}, {out_id});
 }
 
+size_t rank_of(const LoweringContext& cx, const Value* v) {
+  if (cx.has_operand(v)) return cx.get_operand(v).second.shape.size();
+  if (cx.has_constant(v) && cx.constant(v).value.isTensor()) {
+    return static_cast<size_t>(cx.constant(v).value.toTensor().dim());
+  }
+  return 0;
+}
+
+// PyTorch broadcasting aligns trailing dims. A constant is reshaped with
+// leading 1s and laid out like the other side; two computed tensors broadcast
+// in NNAPI itself (numpy rules), which is right when both are contiguous.
+void lower_binary_ranks_differ(LoweringContext& cx, const Node* node, Op op, Fuse fuse,
+                               std::optional<std::pair<double, int64_t>> qparams) {
+  const Value* a = node->input(0);
+  const Value* b = node->input(1);
+  check(cx.has_operand(a) || cx.has_operand(b), "can't do an NNAPI binary op on two constants");
+  auto side = [&](const Value* v, const Value* other) -> Operand2 {
+    if (cx.has_operand(v)) {
+      auto [id, o] = cx.get_operand(v);
+      return {id, o};
+    }
+    const Operand& o = cx.get_operand(other).second;
+    at::Tensor t = cx.constant_tensor(v);
+    std::vector<int64_t> shape(o.shape.size() - std::min<size_t>(o.shape.size(), t.dim()), 1);
+    for (int64_t d : t.sizes()) shape.push_back(d);
+    t = t.reshape(shape);
+    DimOrder order = t.dim() == 4 ? o.dim_order : DimOrder::Contiguous;
+    int32_t id = cx.add_weight(t.contiguous(), order);
+    return {id, cx.operand(id)};
+  };
+  Operand2 x = side(a, b), y = side(b, a);
+  check(x.op.type == y.op.type, "binary op inputs have different types");
+  bool mixed = x.op.shape.size() != y.op.shape.size() &&
+               (x.op.dim_order == DimOrder::ChannelsLast || y.op.dim_order == DimOrder::ChannelsLast);
+  check(!mixed, "broadcasting a channels-last tensor against a computed tensor of lower rank is "
+                "not supported");
+  for (int64_t d : x.op.shape) check(d > 0, "broadcasting flexible dims of unequal rank");
+  for (int64_t d : y.op.shape) check(d > 0, "broadcasting flexible dims of unequal rank");
+  const Operand2& big = x.op.shape.size() >= y.op.shape.size() ? x : y;
+  Operand out = big.op.with_shape(broadcast_shape(x.op.shape, y.op.shape));
+  if (qparams) {
+    out.scale = qparams->first;
+    out.zero_point = qparams->second;
+  }
+  int32_t out_id = cx.add_tensor_operand(node->output(), out);
+  int32_t fuse_id = cx.model().add_int_scalar(static_cast<int32_t>(fuse));
+  cx.model().add_operation(op, {x.id, y.id, fuse_id}, {out_id});
+}
+
 }  // namespace
 
 void lower_binary(LoweringContext& cx, const Node* node, Op op, Fuse fuse,
@@ -135,6 +187,10 @@ void lower_binary(LoweringContext& cx, const Node* node, Op op, Fuse fuse,
         "binary ops with a scalar operand are not supported; use a tensor");
   int32_t id0, id1;
   Operand o0, o1;
+  if (rank_of(cx, a) != rank_of(cx, b)) {
+    lower_binary_ranks_differ(cx, node, op, fuse, qparams);
+    return;
+  }
   if (cx.has_operand(a)) {
     std::tie(id0, o0) = cx.get_operand(a);
     std::tie(id1, o1) = cx.get_operand_or_constant(b, o0.dim_order);

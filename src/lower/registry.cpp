@@ -26,6 +26,7 @@ const LoweringTable& lowering_table() {
     register_linear_ops(t);
     register_quantized_ops(t);
     register_activation_ops(t);
+    register_normalization_ops(t);
     return t;
   }();
   return table;

@@ -35,5 +35,6 @@ void register_convolution_ops(LoweringTable& t);  // convolution.cpp
 void register_linear_ops(LoweringTable& t);       // linear.cpp
 void register_quantized_ops(LoweringTable& t);    // quantized.cpp
 void register_activation_ops(LoweringTable& t);   // activation.cpp
+void register_normalization_ops(LoweringTable& t);  // normalization.cpp
 
 }  // namespace nnapi_convert

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <limits>
+#include <optional>
 
 #include "lower/registry.h"
 
@@ -49,10 +50,18 @@ void lower_unsqueeze(LoweringContext& cx, const Node* node) {
   cx.model().add_operation(Op::ExpandDims, {in_id, dim_id}, {out_id});
 }
 
+bool lower_channel_shuffle(LoweringContext& cx, const Node* node);
+std::pair<int32_t, Operand> to_contiguous(LoweringContext& cx, int32_t id, const Operand& in);
+
 void lower_reshape(LoweringContext& cx, const Node* node) {
+  if (lower_channel_shuffle(cx, node)) return;
   auto [in_id, in] = cx.get_operand_fixed_size(node->input(0));
   std::vector<int64_t> shape = cx.constant_int_list(node->input(1));
   bool trivial = shape.size() == 2 && shape[1] == -1;
+  if (in.dim_order == DimOrder::ChannelsLast && !trivial) {
+    // PyTorch reshapes in NCHW element order: make the data NCHW first.
+    std::tie(in_id, in) = to_contiguous(cx, in_id, in);
+  }
   check(in.dim_order == DimOrder::Contiguous || trivial,
         "reshape of an NHWC tensor is only supported if the target size is [X, -1]");
   Shape out_shape;
@@ -170,6 +179,11 @@ void lower_size(LoweringContext& cx, const Node* node) {
 }
 
 void lower_cat(LoweringContext& cx, const Node* node) {
+  std::optional<std::pair<double, int64_t>> qparams;
+  if (node->kind() == c10::Symbol::fromQualString("quantized::cat")) {
+    check(node->inputs().size() == 4, "malformed quantized::cat");
+    qparams = std::make_pair(cx.constant_float(node->input(2)), cx.constant_int(node->input(3)));
+  }
   const auto& tensors = cx.sequence(node->input(0));
   int64_t dim = cx.constant_int(node->input(1));
   check(!tensors.empty(), "cat of an empty list");
@@ -196,6 +210,10 @@ void lower_cat(LoweringContext& cx, const Node* node) {
     out_dim_size += op.shape[d];
   }
   out.shape[d] = out_dim_size;
+  if (qparams) {
+    out.scale = qparams->first;
+    out.zero_point = qparams->second;
+  }
   int64_t nnapi_dim = dim;
   if (out.dim_order == DimOrder::ChannelsLast) {
     check(rank == 4, "channels-last cat needs 4 dims");
@@ -220,6 +238,170 @@ void lower_cat(LoweringContext& cx, const Node* node) {
   cx.model().add_operation(Op::Concatenation, inputs, {out_id});
 }
 
+
+// A TRANSPOSE that makes an NHWC operand's data NCHW (a contiguous operand).
+std::pair<int32_t, Operand> to_contiguous(LoweringContext& cx, int32_t id, const Operand& in) {
+  if (in.dim_order != DimOrder::ChannelsLast) return {id, in};
+  Operand out = in;
+  out.dim_order = DimOrder::Contiguous;
+  int32_t perm = cx.model().add_int_vector({0, 3, 1, 2});
+  int32_t out_id = cx.add_anonymous_operand(out);
+  cx.model().add_operation(Op::Transpose, {id, perm}, {out_id});
+  return {out_id, out};
+}
+
+// permute(x, dims). NHWC data read as (N, H, W, C), or (N, H, W, C) data read
+// as NCHW, needs no operation: the buffer is already in that order.
+void permute_value(LoweringContext& cx, const Value* out_value, const Value* in_value,
+                   std::vector<int64_t> dims) {
+  auto [in_id, in] = cx.get_operand(in_value);
+  int64_t rank = static_cast<int64_t>(in.shape.size());
+  check(static_cast<int64_t>(dims.size()) == rank, "permute needs one dim per input dim");
+  for (int64_t& d : dims) d = py_index(d, rank);
+  Shape out_shape;
+  for (int64_t d : dims) out_shape.push_back(in.shape[d]);
+  for (int64_t d : out_shape) check(d != 0, "permute of flexible dims is not supported");
+  const std::vector<int64_t> to_nhwc = {0, 2, 3, 1}, to_nchw = {0, 3, 1, 2};
+  if (in.dim_order == DimOrder::ChannelsLast && dims == to_nhwc) {
+    Operand o = in.with_shape(out_shape);
+    o.dim_order = DimOrder::Contiguous;
+    cx.reinterpret(out_value, in_id, o);
+    return;
+  }
+  if (in.dim_order == DimOrder::Contiguous && rank == 4 && dims == to_nchw) {
+    Operand o = in.with_shape(out_shape);
+    o.dim_order = DimOrder::ChannelsLast;
+    cx.reinterpret(out_value, in_id, o);
+    return;
+  }
+  // A real TRANSPOSE, in NNAPI dim order; the result is contiguous.
+  std::vector<int64_t> perm = dims;
+  if (in.dim_order == DimOrder::ChannelsLast) {
+    static const int64_t kPos[] = {0, 3, 1, 2};  // PyTorch dim -> NNAPI dim
+    for (int64_t& p : perm) p = kPos[p];
+  }
+  Operand o = in.with_shape(out_shape);
+  o.dim_order = DimOrder::Contiguous;
+  int32_t perm_id = cx.model().add_int_vector(perm);
+  int32_t out_id = cx.add_tensor_operand(out_value, o);
+  cx.model().add_operation(Op::Transpose, {in_id, perm_id}, {out_id});
+}
+
+void lower_permute(LoweringContext& cx, const Node* node) {
+  permute_value(cx, node->output(), node->input(0), cx.constant_int_list(node->input(1)));
+}
+
+void lower_transpose(LoweringContext& cx, const Node* node) {
+  if (cx.skipped(node)) return;
+  auto [id, in] = cx.get_operand(node->input(0));
+  (void)id;
+  int64_t rank = static_cast<int64_t>(in.shape.size());
+  int64_t a = py_index(cx.constant_int(node->input(1)), rank);
+  int64_t b = py_index(cx.constant_int(node->input(2)), rank);
+  std::vector<int64_t> dims(rank);
+  for (int64_t i = 0; i < rank; ++i) dims[i] = i;
+  std::swap(dims[a], dims[b]);
+  permute_value(cx, node->output(), node->input(0), dims);
+}
+
+// The only use of `v`, or nullptr.
+const Node* single_use(const Value* v) {
+  return v->uses().size() == 1 ? v->uses()[0].user : nullptr;
+}
+
+bool is_view(const Node* n) {
+  return n && (n->kind() == c10::Symbol::fromQualString("aten::view") ||
+               n->kind() == c10::Symbol::fromQualString("aten::reshape"));
+}
+
+// The channel shuffle of ShuffleNet:
+//   view(x, [N, g, C/g, H, W]) -> transpose(1, 2) -> contiguous -> view(., [N, C, H, W])
+// is NNAPI's CHANNEL_SHUFFLE, which keeps NHWC data NHWC. Called for each
+// view: the first view of the chain is skipped with its transpose and
+// contiguous; the last one emits the operation.
+bool lower_channel_shuffle(LoweringContext& cx, const Node* node) {
+  auto chain_after = [](const Node* first) -> std::vector<const Node*> {
+    const Node* t = single_use(first->output());
+    if (!t || t->kind() != c10::Symbol::fromQualString("aten::transpose")) return {};
+    const Node* c = single_use(t->output());
+    if (c && c->kind() == c10::Symbol::fromQualString("aten::contiguous")) {
+      const Node* last = single_use(c->output());
+      if (is_view(last)) return {t, c, last};
+      return {};
+    }
+    if (is_view(c)) return {t, c};
+    return {};
+  };
+  if (cx.skipped(node)) return true;
+  std::vector<const Node*> chain = chain_after(node);
+  if (!chain.empty() && cx.has_operand(node->input(0))) {
+    // The first view: defer everything to the last one.
+    for (const Node* n : chain) {
+      if (n != chain.back()) cx.skip(n);
+    }
+    cx.skip_pending_view(chain.back(), node);
+    return true;
+  }
+  const Node* first = cx.pending_view(node);
+  if (!first) return false;
+  auto [in_id, in] = cx.get_operand_fixed_size(first->input(0));
+  std::vector<int64_t> split = cx.constant_int_list(first->input(1));
+  std::vector<int64_t> merged = cx.constant_int_list(node->input(1));
+  const Node* t = single_use(first->output());
+  int64_t ta = cx.constant_int(t->input(1)), tb = cx.constant_int(t->input(2));
+  const Shape& s = in.shape;
+  bool ok = s.size() == 4 && split.size() == 5 && merged.size() == 4 && split[0] == s[0] &&
+            split[1] * split[2] == s[1] && split[3] == s[2] && split[4] == s[3] &&
+            std::min(ta, tb) == 1 && std::max(ta, tb) == 2 && merged[0] == s[0] &&
+            (merged[1] == s[1] || merged[1] == -1) && merged[2] == s[2] && merged[3] == s[3];
+  check(ok, "a view/transpose/view sequence that is not a channel shuffle is not supported");
+  int64_t axis = in.dim_order == DimOrder::ChannelsLast ? 3 : 1;
+  ModelBuilder& m = cx.model();
+  int32_t groups = m.add_int_scalar(static_cast<int32_t>(split[1]));
+  int32_t axis_id = m.add_int_scalar(static_cast<int32_t>(axis));
+  int32_t out_id = cx.add_tensor_operand(node->output(), in);
+  m.add_operation(Op::ChannelShuffle, {in_id, groups, axis_id}, {out_id});
+  return true;
+}
+
+void lower_contiguous(LoweringContext& cx, const Node* node) {
+  if (cx.skipped(node)) return;
+  lower_identity(cx, node);
+}
+
+// chunk(x, chunks, dim) -> SPLIT into equal parts; the list feeds ListUnpack.
+void lower_chunk(LoweringContext& cx, const Node* node) {
+  auto [in_id, in] = cx.get_operand_fixed_size(node->input(0));
+  int64_t chunks = cx.constant_int(node->input(1));
+  int64_t rank = static_cast<int64_t>(in.shape.size());
+  int64_t dim = py_index(cx.constant_int(node->input(2)), rank);
+  check(chunks > 0 && in.shape[dim] % chunks == 0,
+        "chunk into parts of unequal size is not supported (NNAPI SPLIT makes equal parts)");
+  int64_t axis = dim;
+  if (in.dim_order == DimOrder::ChannelsLast) {
+    static const int64_t kPos[] = {0, 3, 1, 2};
+    axis = kPos[dim];
+  }
+  Operand part = in;
+  part.shape[dim] = in.shape[dim] / chunks;
+  ModelBuilder& m = cx.model();
+  std::vector<int32_t> inputs = {in_id, m.add_int_scalar(static_cast<int32_t>(axis)),
+                                 m.add_int_scalar(static_cast<int32_t>(chunks))};
+  std::vector<int32_t> outputs;
+  for (int64_t i = 0; i < chunks; ++i) outputs.push_back(cx.add_anonymous_operand(part));
+  m.add_operation(Op::Split, inputs, outputs);
+  cx.add_split_outputs(node->output(), outputs);
+}
+
+// prim::ListUnpack of a list of tensors made by chunk/split.
+void lower_list_unpack(LoweringContext& cx, const Node* node) {
+  const std::vector<int32_t>& parts = cx.split_outputs(node->input(0));
+  check(parts.size() == node->outputs().size(), "ListUnpack of a list of the wrong length");
+  for (size_t i = 0; i < parts.size(); ++i) {
+    cx.reinterpret(node->output(i), parts[i], cx.operand(parts[i]));
+  }
+}
+
 }  // namespace
 
 void register_shape_ops(LoweringTable& t) {
@@ -227,10 +409,17 @@ void register_shape_ops(LoweringTable& t) {
   t.add("aten::detach", lower_identity);
   t.add("aten::unsqueeze", lower_unsqueeze);
   t.add("aten::reshape", lower_reshape);
+  t.add("aten::view", lower_reshape);
+  t.add("aten::permute", lower_permute);
+  t.add("aten::transpose", lower_transpose);
+  t.add("aten::contiguous", lower_contiguous);
+  t.add("aten::chunk", lower_chunk);
+  t.add("prim::ListUnpack", lower_list_unpack);
   t.add("aten::flatten", lower_flatten);
   t.add("aten::slice", lower_slice);
   t.add("aten::size", lower_size);
   t.add("aten::cat", lower_cat);
+  t.add("quantized::cat", lower_cat);
 }
 
 }  // namespace nnapi_convert

@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""The model families of issue 3: build them, convert them with nnapi-convert,
+run the converted modules on the host NNAPI runtime and compare with eager
+PyTorch. Prints a Markdown table (model, form, result, NNAPI operations,
+error) and exits 1 if any model fails.
+
+Run with Debian's interpreter (python3-torch, python3-torchvision):
+
+    /usr/bin/python3 tools/model_zoo.py make DIR [--only REGEX]
+    /usr/bin/python3 tools/model_zoo.py check DIR --bin build/nnapi-convert \
+        --runtime build/runtime [--only REGEX] [--table out.md]
+
+Models are randomly initialised (seeded), batch 1, 224x224. Tolerances are
+issue 3's: float outputs within 1e-3 absolute and relative (torch.allclose);
+quantized models within one quantum of the last quantized tensor on at least
+97% of the outputs.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+FLOAT = ["mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large", "resnet18", "resnet50",
+         "squeezenet1_1", "shufflenet_v2_x1_0", "mnasnet0_5", "efficientnet_b0", "alexnet",
+         "vgg11", "googlenet", "densenet121", "regnet_x_400mf", "convnext_tiny"]
+QUANT = ["mobilenet_v2", "mobilenet_v3_large", "resnet18", "shufflenet_v2_x1_0", "googlenet"]
+SEGMENTATION = ["lraspp_mobilenet_v3_large", "deeplabv3_mobilenet_v3_large"]
+
+
+def cases():
+    for name in FLOAT:
+        for form in ("nchw", "nhwc"):
+            yield f"{name}-{form}", ("float", name, form)
+    for name in QUANT:
+        yield f"quant-{name}-nhwc", ("quant", name, "nhwc")
+    for name in SEGMENTATION:
+        for form in ("nchw", "nhwc"):
+            yield f"{name}-{form}", ("segmentation", name, form)
+
+
+def build_model(kind, name):
+    import torch
+    import torchvision
+    kw = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
+    if kind == "float":
+        return getattr(torchvision.models, name)(**kw).eval(), None
+    if kind == "segmentation":
+        seg = getattr(torchvision.models.segmentation, name)(weights=None,
+                                                             weights_backbone=None).eval()
+
+        class Out(torch.nn.Module):
+            def __init__(self, m):
+                super().__init__()
+                self.m = m
+
+            def forward(self, x):
+                return self.m(x)["out"]
+        return Out(seg).eval(), None
+    torch.backends.quantized.engine = "qnnpack"
+    m = getattr(torchvision.models.quantization, name)(quantize=False, **kw).eval()
+    m.fuse_model()
+    m.qconfig = torch.quantization.get_default_qconfig("qnnpack")
+    torch.quantization.prepare(m, inplace=True)
+    with torch.no_grad():
+        for i in range(4):
+            torch.manual_seed(100 + i)
+            m(torch.randn(1, 3, 224, 224))
+    torch.quantization.convert(m, inplace=True)
+    scale = {}
+
+    def remember_scale(mod, inp, out):
+        # The scale of the last quantized tensor: one quantum of the output.
+        scale.setdefault("q", inp[0].q_scale())
+
+    m.dequant.register_forward_hook(remember_scale)
+    return m, scale
+
+
+def make(out_dir, only):
+    import torch
+    os.makedirs(out_dir, exist_ok=True)
+    for case, (kind, name, form) in cases():
+        if only and not re.search(only, case):
+            continue
+        d = os.path.join(out_dir, case)
+        if os.path.exists(os.path.join(d, "case.json")):
+            continue
+        os.makedirs(d, exist_ok=True)
+        t0 = time.time()
+        torch.manual_seed(0)
+        model, scale = build_model(kind, name)
+        torch.manual_seed(1)
+        x = torch.randn(1, 3, 224, 224)
+        with torch.no_grad():
+            traced = torch.jit.trace(model, x, check_trace=False)
+            eager = model(x)
+        traced.save(os.path.join(d, "model.pt"))
+        torch.save((x,), os.path.join(d, "args.pt"))
+        torch.save((eager,), os.path.join(d, "eager.pt"))
+        info = {"name": case, "kind": kind, "inputs": ["1x3x224x224"],
+                "options": ["--nhwc"] if form == "nhwc" else [],
+                "quantum": scale.get("q") if scale else None}
+        with open(os.path.join(d, "case.json"), "w") as f:
+            json.dump(info, f, indent=1)
+        print(f"made {case} ({time.time() - t0:.1f} s)", flush=True)
+
+
+def run_converted(module_path, case_dir):
+    """In a child process with the runtime on LD_LIBRARY_PATH: max errors."""
+    import torch
+    m = torch.jit.load(module_path)
+    (x,) = torch.load(os.path.join(case_dir, "args.pt"))
+    (eager,) = torch.load(os.path.join(case_dir, "eager.pt"))
+    with torch.no_grad():
+        out = m(x)
+    if out.shape != eager.shape:
+        return {"error": f"output shape {tuple(out.shape)} != eager {tuple(eager.shape)}"}
+    diff = (out - eager).abs()
+    res = {"max_abs": diff.max().item(),
+           "allclose": bool(torch.allclose(out, eager, atol=1e-3, rtol=1e-3))}
+    info = json.load(open(os.path.join(case_dir, "case.json")))
+    if info.get("quantum"):
+        q = info["quantum"]
+        res["within_quantum"] = (diff <= q * 1.001).float().mean().item()
+        res["max_quanta"] = diff.max().item() / q
+    return res
+
+
+def check(args):
+    rows = []
+    failed = 0
+    for case, (kind, name, form) in cases():
+        if args.only and not re.search(args.only, case):
+            continue
+        d = os.path.join(args.dir, case)
+        if not os.path.exists(os.path.join(d, "case.json")):
+            continue
+        info = json.load(open(os.path.join(d, "case.json")))
+        out = os.path.join(d, "converted.nnapi.pt")
+        parts = os.path.join(d, "parts")
+        cmd = [args.bin, os.path.join(d, "model.pt"), "-o", out, "--parts", parts, "-q"]
+        for s in info["inputs"]:
+            cmd += ["--input", s]
+        cmd += info["options"]
+        t0 = time.time()
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        conv_s = time.time() - t0
+        form_label = "quantized NHWC" if kind == "quant" else form.upper()
+        if p.returncode != 0:
+            failed += 1
+            msg = p.stderr.strip().splitlines()
+            rows.append((name, form_label, "cannot convert: " + (msg[0][:160] if msg else "?"),
+                         "", ""))
+            continue
+        manifest = json.load(open(os.path.join(parts, "manifest.json")))
+        env = dict(os.environ, LD_LIBRARY_PATH=os.path.abspath(args.runtime))
+        r = subprocess.run([sys.executable, __file__, "_run", out, d], capture_output=True,
+                           text=True, env=env)
+        try:
+            res = json.loads(r.stdout.strip().splitlines()[-1])
+        except (IndexError, ValueError):
+            res = {"error": (r.stderr.strip().splitlines() or ["runtime failed"])[-1][:160]}
+        ops = manifest["operation_count"]
+        if "error" in res:
+            ok, err = False, res["error"]
+        elif info.get("quantum"):
+            ok = res["within_quantum"] >= 0.97
+            err = f"{100 * res['within_quantum']:.1f}% within 1 quantum (max {res['max_quanta']:.1f})"
+        else:
+            ok = res["allclose"]
+            err = f"max abs {res['max_abs']:.2e}"
+        failed += not ok
+        rows.append((name, form_label, "ok" if ok else "MISMATCH", str(ops), err))
+        print(f"{case}: {'ok' if ok else 'FAIL'} ({conv_s:.1f} s) {err}", flush=True)
+    table = ["| model | form | result | NNAPI operations | error vs eager |",
+             "|---|---|---|---|---|"]
+    table += ["| " + " | ".join(r) + " |" for r in rows]
+    text = "\n".join(table)
+    print(text)
+    if args.table:
+        with open(args.table, "w") as f:
+            f.write(text + "\n")
+    print(f"{len(rows) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "_run":
+        print(json.dumps(run_converted(sys.argv[2], sys.argv[3])))
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    mk = sub.add_parser("make")
+    mk.add_argument("dir")
+    mk.add_argument("--only")
+    ck = sub.add_parser("check")
+    ck.add_argument("dir")
+    ck.add_argument("--bin", required=True)
+    ck.add_argument("--runtime", required=True)
+    ck.add_argument("--only")
+    ck.add_argument("--table")
+    a = ap.parse_args()
+    if a.cmd == "make":
+        make(a.dir, a.only)
+        return 0
+    return check(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
