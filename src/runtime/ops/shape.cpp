@@ -1,5 +1,5 @@
 // Data movement: RESHAPE, EXPAND_DIMS, SQUEEZE, STRIDED_SLICE, SLICE,
-// CONCATENATION, TRANSPOSE, PAD, PAD_V2, SPLIT. These work on the stored
+// CONCATENATION, TRANSPOSE, PAD, PAD_V2, SPLIT, CHANNEL_SHUFFLE. These work on the stored
 // elements (quantized values are moved, not requantized), except
 // CONCATENATION, which requantizes inputs whose parameters differ from the
 // output's.
@@ -292,9 +292,40 @@ void execute_split(ExecContext& ctx) {
   for (size_t o = 0; o < parts.size(); ++o) ctx.set_output(o, parts[o].contiguous());
 }
 
+// ---- CHANNEL_SHUFFLE: input, num_groups (INT32), axis (INT32). The axis of
+// size C is viewed as [num_groups, C / num_groups], the two are swapped, and
+// the result is flattened back.
+
+void validate_channel_shuffle(const ValidationContext& v) {
+  v.input_count({3});
+  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
+  v.input_type(1, {T::Int32});
+  v.input_type(2, {T::Int32});
+  v.output_count(1);
+  v.output_same_type_as_input(0, 0);
+  same_quant_params(v);
+}
+
+void execute_channel_shuffle(ExecContext& ctx) {
+  const at::Tensor& x = ctx.in(0).t;
+  const int64_t groups = ctx.i32(1);
+  const int64_t axis = wrap_axis(ctx.i32(2), x.dim());
+  const int64_t c = x.size(axis);
+  if (groups <= 0 || c % groups != 0) {
+    fail(Result::BadData, "CHANNEL_SHUFFLE groups must divide the axis size");
+  }
+  std::vector<int64_t> split = x.sizes().vec();
+  split[static_cast<size_t>(axis)] = c / groups;
+  split.insert(split.begin() + axis, groups);
+  at::Tensor y = x.reshape(split).transpose(axis, axis + 1).contiguous().reshape(x.sizes());
+  ctx.set_output(0, y);
+}
+
 }  // namespace
 
 void add_shape_kernels(std::vector<OpKernel>& table) {
+  table.push_back(
+      {Op::ChannelShuffle, "CHANNEL_SHUFFLE", validate_channel_shuffle, execute_channel_shuffle});
   table.push_back({Op::Reshape, "RESHAPE", validate_reshape, execute_reshape});
   table.push_back({Op::ExpandDims, "EXPAND_DIMS", validate_expand_dims, execute_expand_dims});
   table.push_back({Op::Squeeze, "SQUEEZE", validate_squeeze, execute_squeeze});
