@@ -106,7 +106,7 @@ def make_models(models_dir):
 
 def has_jobs_option(converter):
     out = subprocess.run([converter, "--help"], capture_output=True, text=True)
-    return re.search(r"(^|\s)--jobs\b", out.stdout + out.stderr) is not None
+    return re.search(r"--jobs\b", out.stdout + out.stderr) is not None
 
 
 # ---------------------------------------------------------------- measuring
