@@ -10,6 +10,7 @@
 
 #include "nnapi_convert/converter.h"
 #include "nnapi_convert/inspect.h"
+#include "nnapi_convert/verify.h"
 
 namespace fs = std::filesystem;
 using namespace nnapi_convert;
@@ -31,6 +32,10 @@ struct Args {
   bool timings = false;
   bool verbose = false;
   bool quiet = false;
+  bool verify = false;
+  std::vector<std::string> verify_shapes;
+  double atol = 1e-4;
+  double rtol = 1e-4;
 };
 
 std::vector<int64_t> parse_return_shape(const std::string& text) {
@@ -62,6 +67,46 @@ std::string default_output(const std::string& model, const std::string& out_dir)
   return (p.parent_path() / out).string();
 }
 
+// --verify: the parsed options (throws ConvertError(2) on a bad --verify-shape).
+VerifyOptions verify_options(const Args& a) {
+  VerifyOptions v;
+  for (const std::string& s : a.verify_shapes) v.shapes.push_back(parse_verify_shape(s));
+  v.atol = a.atol;
+  v.rtol = a.rtol;
+  return v;
+}
+
+// --verify after a successful conversion: one line per output on stdout,
+// exit status 1 with one paragraph when an output is past the tolerances.
+int run_verify(const Args& a, const ConvertOptions& options, const std::string& out) {
+  VerifyReport r = verify_conversion(options, out, verify_options(a));
+  spdlog::debug("verify: runtime {}", r.runtime_library);
+  std::string shapes;
+  for (const auto& s : r.shapes) {
+    std::string d;
+    for (int64_t v : s) d += (d.empty() ? "" : "x") + std::to_string(v);
+    shapes += (shapes.empty() ? "" : ", ") + (s.empty() ? std::string("scalar") : d);
+  }
+  if (!a.quiet) {
+    std::cout << options.model_path << ": verify on inputs " << shapes << "\n";
+    for (size_t i = 0; i < r.outputs.size(); ++i) {
+      std::cout << "  " << format_output_check(i, r.outputs[i]) << "\n";
+    }
+    std::cout.flush();
+  }
+  if (r.ok) return 0;
+  std::string why;
+  for (size_t i = 0; i < r.outputs.size(); ++i) {
+    if (!r.outputs[i].ok) why += " Output " + std::to_string(i) + ": " + r.outputs[i].problem + ".";
+  }
+  spdlog::error(
+      "model '{}': the converted module '{}' does not match the model on seeded random "
+      "inputs of shape {} (float outputs: |nnapi - model| <= atol {} + rtol {} * |model|; "
+      "quantized: at most 3% of elements off by one quantum, none by more).{}",
+      options.model_path, out, shapes, a.atol, a.rtol, why);
+  return 1;
+}
+
 int convert_one(const Args& a, const std::string& model, ConvertOptions options) {
   options.model_path = model;
   std::string out = a.output.empty() ? default_output(model, a.out_dir) : a.output;
@@ -79,6 +124,7 @@ int convert_one(const Args& a, const std::string& model, ConvertOptions options)
                  c.times.load_ms, c.times.freeze_ms, c.times.lower_ms, c.times.serialize_ms,
                  c.times.write_ms);
   }
+  if (a.verify) return run_verify(a, options, out);
   return 0;
 }
 
@@ -126,6 +172,24 @@ int run(int argc, char** argv) {
   app.add_flag("--relax-f32-to-f16", a.relax, "Allow NNAPI to compute float32 as float16");
   app.add_option("--return-shape", a.return_shapes,
                  "Per output: its shape (x-joined, -1 = run-time size)");
+  auto* verify = app.add_flag(
+      "--verify", a.verify,
+      "After converting, run the model and the converted module (on the host NNAPI runtime) on "
+      "seeded random inputs and print each output's max error; exit 1 past the tolerances: "
+      "float |nnapi - model| <= atol + rtol * |model| everywhere; quantized (and dequantized) "
+      "outputs at most 3% of elements off by one quantum, none by more. The runtime is "
+      "<dir of nnapi-convert>/runtime/libneuralnetworks.so, else $NNAPI_CONVERT_RUNTIME, else "
+      "found on LD_LIBRARY_PATH");
+  app.add_option("--verify-shape", a.verify_shapes,
+                 "With --verify, once per input: its run-time size, e.g. 1x3x320x240 (default "
+                 "for flexible dims: 1 for dim 0, 224 for H and W of 4-D inputs, 8 otherwise)")
+      ->needs(verify);
+  app.add_option("--atol", a.atol, "With --verify: absolute tolerance (default 1e-4)")
+      ->check(CLI::NonNegativeNumber)
+      ->needs(verify);
+  app.add_option("--rtol", a.rtol, "With --verify: relative tolerance (default 1e-4)")
+      ->check(CLI::NonNegativeNumber)
+      ->needs(verify);
   app.add_flag("--timings", a.timings, "Print the time of each phase");
   app.add_flag("-v,--verbose", a.verbose, "More output");
   app.add_flag("-q,--quiet", a.quiet, "Errors only");
@@ -152,6 +216,7 @@ int run(int argc, char** argv) {
     for (const std::string& s : a.return_shapes) {
       options.return_shapes.push_back(parse_return_shape(s));
     }
+    if (a.verify) verify_input_shapes(options.inputs, verify_options(a));  // usage errors first
   } catch (const SpecError& e) {
     spdlog::error("{}", e.what());
     return 2;
@@ -172,7 +237,7 @@ int run(int argc, char** argv) {
   int status = 0;
   for (const std::string& model : a.models) {
     try {
-      convert_one(a, model, options);
+      if (convert_one(a, model, options) != 0) status = 1;  // --verify failed
     } catch (const ConvertError& e) {
       spdlog::error("{}", e.what());
       if (e.exit_code() == 2) return 2;

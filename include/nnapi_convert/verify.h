@@ -1,0 +1,117 @@
+// `nnapi-convert --verify`: run the original TorchScript model and the
+// converted NNAPI module side by side (the converted one on the host NNAPI
+// runtime, libneuralnetworks.so) and compare their outputs.
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nnapi_convert/converter.h"
+#include "nnapi_convert/input_spec.h"
+
+namespace nnapi_convert {
+
+struct VerifyOptions {
+  // Per input, in --input order: the run-time shape (PyTorch order). Empty:
+  // every flexible dimension takes its default size (see default_verify_size).
+  // When given, there must be one per input and every dimension the --input
+  // spec fixes must have the same size.
+  std::vector<std::vector<int64_t>> shapes;
+  // Float outputs pass when |nnapi - eager| <= atol + rtol * |eager| everywhere.
+  double atol = 1e-4;
+  double rtol = 1e-4;
+  // Quantized outputs (and float outputs produced by a DEQUANTIZE) pass when no
+  // element is off by more than one quantum and at most this share of the
+  // elements is off by one quantum (test_nnapi.py's limit: 3% of the output).
+  double max_off_by_one_share = 0.03;
+  uint64_t seed = 0;  // torch::manual_seed before the inputs are drawn
+  // libneuralnetworks.so to load; empty = search (see load_nnapi_runtime).
+  std::string runtime_library;
+};
+
+// How one output compares.
+struct OutputCheck {
+  std::vector<int64_t> shape;  // the eager output's shape
+  std::string dtype;           // the eager output's dtype, e.g. "Float", "QUInt8"
+  bool quantized = false;      // a quantized tensor: compared as int_repr
+  double quantum = 0;          // quantized, or dequantized by the model's last op: its scale
+  double max_abs_err = 0;      // in real units (quantized: dequantized)
+  double max_rel_err = 0;      // max |a - b| / |b| over elements with b != 0
+  int64_t max_quanta = 0;      // quantum > 0: the largest difference in quanta
+  int64_t off_by_one = 0;      // quantum > 0: elements off by at least one quantum
+  int64_t numel = 0;
+  bool ok = false;
+  std::string problem;  // why not ok, one line; empty when ok
+
+  double off_by_one_share() const { return numel ? double(off_by_one) / double(numel) : 0.0; }
+};
+
+struct VerifyReport {
+  std::string runtime_library;               // the libneuralnetworks.so that ran
+  std::vector<std::vector<int64_t>> shapes;  // the input shapes used
+  std::vector<OutputCheck> outputs;
+  bool ok = false;
+};
+
+// The size a flexible (0) dimension gets when --verify-shape is not given:
+// 1 for dimension 0 (the batch), 224 for dimensions 2 and 3 of a 4-D input
+// (height and width, ImageNet's size), 8 for any other.
+int64_t default_verify_size(size_t rank, size_t dim);
+
+// Parses a --verify-shape value: sizes >= 1 joined by x (`scalar` for a 0-D
+// input). Throws ConvertError(2) naming the text.
+std::vector<int64_t> parse_verify_shape(const std::string& text);
+
+// The run-time shape of every input: `shapes` (checked against the specs) or
+// the defaults. Throws ConvertError(2) when a shape does not fit its spec.
+std::vector<std::vector<int64_t>> verify_input_shapes(const std::vector<InputSpec>& specs,
+                                                      const VerifyOptions& options);
+
+// Seeded random inputs: float32 randn; quint8 a randn tensor quantized with
+// the spec's scale and zero point; int32 integers in [0, 8); int16 integers in
+// [-64, 64). Inputs that are NHWC (spec or `nhwc_all` for 4-D) are
+// channels-last tensors. Seeds the global generator with options.seed.
+std::vector<at::Tensor> make_verify_inputs(const std::vector<InputSpec>& specs, bool nhwc_all,
+                                           const VerifyOptions& options);
+
+// Finds and loads libneuralnetworks.so (RTLD_NOW | RTLD_GLOBAL) so that
+// PyTorch's NNAPI binding, which dlopens it by name, gets this one. Looks at
+// `explicit_path` if not empty, else <directory of the executable>/runtime/,
+// then $NNAPI_CONVERT_RUNTIME (a file or a directory), then the dynamic
+// loader's own search (LD_LIBRARY_PATH, ...). Returns the path loaded; loads
+// once per process. Throws ConvertError(1) saying where it looked.
+std::string load_nnapi_runtime(const std::string& explicit_path = "");
+
+// The scale of the quantized operand each model output of a converted module
+// is dequantized from (0 when the output is not produced by DEQUANTIZE),
+// read from the module's ser_model.
+std::vector<double> dequantized_output_quanta(const std::vector<int32_t>& ser_model);
+
+// Compares one output (nnapi against the eager reference). `quantum` > 0 for
+// a float output dequantized from a quantized operand of that scale.
+OutputCheck compare_output(const at::Tensor& nnapi, const at::Tensor& eager, double quantum,
+                           const VerifyOptions& options);
+
+// Runs `module_path` (a converted module) on `inputs` on the NNAPI runtime and
+// returns its outputs as a flat list. Loads the runtime first.
+std::vector<at::Tensor> run_converted(const std::string& module_path,
+                                      const std::vector<at::Tensor>& inputs,
+                                      const std::string& runtime_library = "");
+
+// Runs the original model (options.model_path; with PyTorch's QNNPACK
+// quantized engine, as on Android and in test_nnapi.py) and the converted
+// module on the same seeded random inputs and compares every output. Throws
+// ConvertError(2) for shapes that do not fit, ConvertError(1) when the runtime
+// cannot be found or a model fails to run; a mismatch is reported, not thrown.
+VerifyReport verify_conversion(const ConvertOptions& options,
+                               const std::string& converted_module_path,
+                               const VerifyOptions& verify);
+
+// One line per output, e.g. "output 0: max abs err 3.8e-06, max rel err
+// 1.2e-05, ok".
+std::string format_output_check(size_t index, const OutputCheck& check);
+
+}  // namespace nnapi_convert

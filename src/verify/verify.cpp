@@ -1,0 +1,498 @@
+// `--verify`: the original model and the converted module, run side by side
+// on seeded random inputs, the converted one on the host NNAPI runtime.
+#include "nnapi_convert/verify.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <c10/util/Exception.h>
+#include <dlfcn.h>
+#include <torch/csrc/jit/serialization/import.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iomanip>
+#include <mutex>
+#include <sstream>
+
+#include "nnapi_convert/blob.h"
+
+namespace fs = std::filesystem;
+
+namespace nnapi_convert {
+namespace {
+
+constexpr const char* kRuntimeName = "libneuralnetworks.so";
+
+std::string join_dims(const std::vector<int64_t>& dims) {
+  if (dims.empty()) return "scalar";
+  std::string s;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) s += 'x';
+    s += std::to_string(dims[i]);
+  }
+  return s;
+}
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2g", v);
+  return buf;
+}
+
+// The first line of a LibTorch error, without its C++ backtrace.
+std::string torch_message(const c10::Error& e) {
+  std::string m = e.what_without_backtrace();
+  while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+  return m;
+}
+
+void flatten(const c10::IValue& v, std::vector<at::Tensor>* out) {
+  if (v.isTensor()) {
+    out->push_back(v.toTensor());
+  } else if (v.isTuple()) {
+    for (const c10::IValue& e : v.toTupleRef().elements()) flatten(e, out);
+  } else if (v.isList()) {
+    for (const c10::IValue& e : v.toListRef()) flatten(e, out);
+  } else {
+    throw ConvertError(1, "the model returns a " + v.tagKind() +
+                              ", but --verify compares only tensors and tuples/lists of them");
+  }
+}
+
+// Quantized models for NNAPI are made for QNNPACK, PyTorch's mobile engine
+// (test_nnapi.py sets it, so do the fixtures); x86 builds default to oneDNN,
+// which rounds ties to even where QNNPACK and NNAPI round them away from zero.
+class QnnpackEngine {
+ public:
+  QnnpackEngine() : saved_(at::globalContext().qEngine()) {
+    for (at::QEngine e : at::globalContext().supportedQEngines()) {
+      if (e == at::QEngine::QNNPACK) at::globalContext().setQEngine(e);
+    }
+  }
+  ~QnnpackEngine() { at::globalContext().setQEngine(saved_); }
+  QnnpackEngine(const QnnpackEngine&) = delete;
+  QnnpackEngine& operator=(const QnnpackEngine&) = delete;
+
+ private:
+  at::QEngine saved_;
+};
+
+std::vector<at::Tensor> run_module(torch::jit::Module& m, const std::vector<at::Tensor>& inputs) {
+  std::vector<c10::IValue> args;
+  // Clones: a model may write into its inputs; both sides get the same values.
+  for (const at::Tensor& t : inputs) args.emplace_back(t.clone());
+  at::NoGradGuard no_grad;
+  std::vector<at::Tensor> out;
+  flatten(m.forward(args), &out);
+  return out;
+}
+
+std::string shapes_text(const std::vector<at::Tensor>& inputs) {
+  std::string s;
+  for (const at::Tensor& t : inputs) s += (s.empty() ? "" : ", ") + join_dims(t.sizes().vec());
+  return s;
+}
+
+struct LoadedRuntime {
+  std::mutex mu;
+  void* handle = nullptr;
+  std::string path;
+};
+
+LoadedRuntime& loaded_runtime() {
+  static LoadedRuntime r;
+  return r;
+}
+
+std::string exe_dir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : exe.parent_path().string();
+}
+
+}  // namespace
+
+int64_t default_verify_size(size_t rank, size_t dim) {
+  if (dim == 0) return 1;
+  if (rank == 4 && (dim == 2 || dim == 3)) return 224;
+  return 8;
+}
+
+std::vector<int64_t> parse_verify_shape(const std::string& text) {
+  auto bad = [&](const std::string& why) {
+    return ConvertError(2, "--verify-shape '" + text + "': " + why +
+                               "; write the run-time sizes joined by x, e.g. 1x3x224x224 (or "
+                               "'scalar' for a 0-D input), one --verify-shape per --input");
+  };
+  if (text == "scalar") return {};
+  if (text.empty()) throw bad("it is empty");
+  std::vector<int64_t> dims;
+  size_t start = 0;
+  while (true) {
+    size_t pos = text.find('x', start);
+    std::string d = text.substr(start, pos == std::string::npos ? std::string::npos : pos - start);
+    char* end = nullptr;
+    long long v = std::strtoll(d.c_str(), &end, 10);
+    if (d.empty() || *end != '\0' || d[0] == '+' || d[0] == '-' || v < 1 || v > 2147483647) {
+      throw bad("'" + d + "' is not a size (an integer from 1 to 2147483647)");
+    }
+    dims.push_back(v);
+    if (pos == std::string::npos) break;
+    start = pos + 1;
+  }
+  return dims;
+}
+
+std::vector<std::vector<int64_t>> verify_input_shapes(const std::vector<InputSpec>& specs,
+                                                      const VerifyOptions& options) {
+  std::vector<std::vector<int64_t>> shapes;
+  if (!options.shapes.empty() && options.shapes.size() != specs.size()) {
+    throw ConvertError(2, "--verify-shape was given " + std::to_string(options.shapes.size()) +
+                              " time(s), but there are " + std::to_string(specs.size()) +
+                              " --input spec(s); give one --verify-shape per input, in order, "
+                              "or none for the defaults");
+  }
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const InputSpec& spec = specs[i];
+    if (options.shapes.empty()) {
+      std::vector<int64_t> dims = spec.dims;
+      for (size_t d = 0; d < dims.size(); ++d) {
+        if (dims[d] == 0) dims[d] = default_verify_size(dims.size(), d);
+      }
+      shapes.push_back(dims);
+      continue;
+    }
+    const std::vector<int64_t>& given = options.shapes[i];
+    const std::string where = "--verify-shape '" + join_dims(given) + "' for input " +
+                              std::to_string(i) + " (--input '" + spec.text + "')";
+    if (given.size() != spec.dims.size()) {
+      throw ConvertError(2, where + " has " + std::to_string(given.size()) +
+                                " dimension(s), but the input spec has " +
+                                std::to_string(spec.dims.size()));
+    }
+    for (size_t d = 0; d < given.size(); ++d) {
+      if (spec.dims[d] != 0 && spec.dims[d] != given[d]) {
+        throw ConvertError(2, where + " gives dimension " + std::to_string(d) + " size " +
+                                  std::to_string(given[d]) + ", but the spec fixes it at " +
+                                  std::to_string(spec.dims[d]) +
+                                  "; only flexible (0) dimensions can take another size");
+      }
+    }
+    shapes.push_back(given);
+  }
+  return shapes;
+}
+
+std::vector<at::Tensor> make_verify_inputs(const std::vector<InputSpec>& specs, bool nhwc_all,
+                                           const VerifyOptions& options) {
+  std::vector<std::vector<int64_t>> shapes = verify_input_shapes(specs, options);
+  at::manual_seed(options.seed);
+  std::vector<at::Tensor> inputs;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const InputSpec& spec = specs[i];
+    const std::vector<int64_t>& shape = shapes[i];
+    at::Tensor t;
+    switch (spec.dtype) {
+      case InputDType::Float32:
+        t = at::randn(shape, at::kFloat);
+        break;
+      case InputDType::QUInt8:
+        t = at::quantize_per_tensor(at::randn(shape, at::kFloat), spec.scale, spec.zero_point,
+                                    at::kQUInt8);
+        break;
+      case InputDType::Int32:
+        t = at::randint(0, 8, shape, at::kInt);
+        break;
+      case InputDType::Int16:
+        t = at::randint(-64, 64, shape, at::kShort);
+        break;
+    }
+    if (shape.size() == 4 && (spec.nhwc || nhwc_all)) {
+      t = t.contiguous(at::MemoryFormat::ChannelsLast);
+    }
+    inputs.push_back(t);
+  }
+  return inputs;
+}
+
+std::string load_nnapi_runtime(const std::string& explicit_path) {
+  LoadedRuntime& rt = loaded_runtime();
+  std::lock_guard<std::mutex> lock(rt.mu);
+  if (rt.handle) return rt.path;
+
+  std::vector<std::string> looked;  // "where: what happened", one per place
+  std::string last;
+  auto attempt = [&](const std::string& where, const std::string& path) -> void* {
+    last = path;
+    dlerror();
+    void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (!h) {
+      const char* e = dlerror();
+      looked.push_back(where + " (" + (e ? e : "cannot be loaded") + ")");
+    }
+    return h;
+  };
+
+  void* handle = nullptr;
+  if (!explicit_path.empty()) {
+    handle = attempt(explicit_path, explicit_path);
+  } else {
+    std::string dir = exe_dir();
+    fs::path next_to_exe = fs::path(dir) / "runtime" / kRuntimeName;
+    std::error_code ec;
+    if (!dir.empty() && fs::exists(next_to_exe, ec)) {
+      handle = attempt(next_to_exe.string(), next_to_exe.string());
+    } else {
+      looked.push_back(next_to_exe.string() + " (no such file)");
+    }
+    const char* env = std::getenv("NNAPI_CONVERT_RUNTIME");
+    if (!handle && env && *env) {
+      fs::path p(env);
+      if (fs::is_directory(p, ec)) p /= kRuntimeName;
+      handle = attempt("$NNAPI_CONVERT_RUNTIME " + p.string(), p.string());
+    } else if (!handle) {
+      looked.push_back("$NNAPI_CONVERT_RUNTIME (not set)");
+    }
+    // The dynamic loader's own search: LD_LIBRARY_PATH, the cache, /usr/lib.
+    if (!handle) handle = attempt("the loader's search path", kRuntimeName);
+  }
+  if (!handle) {
+    std::string where;
+    for (const std::string& l : looked) where += (where.empty() ? "" : "; ") + l;
+    throw ConvertError(1, std::string("--verify runs the converted module on the host NNAPI "
+                                      "runtime ") +
+                              kRuntimeName +
+                              " (build target `neuralnetworks`, written to "
+                              "<build dir>/runtime/), but could not load it. Looked at: " +
+                              where +
+                              ". Set NNAPI_CONVERT_RUNTIME to the file (or its "
+                              "directory), or put its directory on LD_LIBRARY_PATH.");
+  }
+  void* sym = dlsym(handle, "ANeuralNetworksModel_create");
+  Dl_info info{};
+  std::string path = last;
+  if (sym && dladdr(sym, &info) && info.dli_fname) path = info.dli_fname;
+  if (!sym) {
+    dlclose(handle);
+    throw ConvertError(1,
+                       "'" + path + "' is not an NNAPI runtime (no ANeuralNetworksModel_create)");
+  }
+  // PyTorch's NNAPI binding dlopens the library by name. The loader hands
+  // back an already loaded object whose SONAME matches; make sure it will.
+  void* by_name = dlopen(kRuntimeName, RTLD_LAZY | RTLD_NOLOAD);
+  if (by_name) dlclose(by_name);
+  if (by_name != handle) {
+    throw ConvertError(1, "loaded '" + path + "', but dlopen(\"" + kRuntimeName +
+                              "\") does not return it (its SONAME is not " + kRuntimeName +
+                              "?), so PyTorch's NNAPI binding would not use it; put the "
+                              "runtime's directory on LD_LIBRARY_PATH");
+  }
+  rt.handle = handle;
+  rt.path = path;
+  return rt.path;
+}
+
+std::vector<double> dequantized_output_quanta(const std::vector<int32_t>& ser_model) {
+  std::vector<uint8_t> bytes(ser_model.size() * 4);
+  for (size_t i = 0; i < ser_model.size(); ++i) {
+    uint32_t w = static_cast<uint32_t>(ser_model[i]);
+    for (int b = 0; b < 4; ++b) bytes[i * 4 + b] = static_cast<uint8_t>(w >> (8 * b));
+  }
+  Blob blob;
+  try {
+    blob = parse_blob(bytes);
+  } catch (const BlobError&) {
+    return {};
+  }
+  std::vector<double> quanta;
+  for (uint32_t o : blob.outputs) {
+    double q = 0;
+    int32_t producer = blob.operands[o].producer;
+    if (producer >= 0) {
+      const BlobOperation& op = blob.operations[producer];
+      if (op.opcode == static_cast<int32_t>(nnapi::Op::Dequantize) && !op.inputs.empty()) {
+        q = blob.operands[op.inputs[0]].scale;
+      }
+    }
+    quanta.push_back(q);
+  }
+  return quanta;
+}
+
+OutputCheck compare_output(const at::Tensor& nnapi, const at::Tensor& eager, double quantum,
+                           const VerifyOptions& options) {
+  OutputCheck c;
+  c.shape = eager.sizes().vec();
+  c.dtype = c10::toString(eager.scalar_type());
+  c.numel = eager.numel();
+  c.quantized = eager.is_quantized();
+  c.quantum = c.quantized ? eager.q_scale() : quantum;
+  if (nnapi.sizes() != eager.sizes()) {
+    c.problem = "shape " + join_dims(nnapi.sizes().vec()) + " differs from the model's " +
+                join_dims(c.shape);
+    return c;
+  }
+  if (nnapi.scalar_type() != eager.scalar_type()) {
+    c.problem = std::string("dtype ") + c10::toString(nnapi.scalar_type()) +
+                " differs from the model's " + c.dtype;
+    return c;
+  }
+  if (c.numel == 0) {
+    c.ok = true;
+    return c;
+  }
+  const bool off_share_ok_needed = c.quantum > 0;
+  auto quanta_ok = [&]() {
+    return c.max_quanta <= 1 && static_cast<double>(c.off_by_one) <=
+                                    options.max_off_by_one_share * static_cast<double>(c.numel);
+  };
+  auto quanta_problem = [&]() {
+    return std::to_string(c.off_by_one) + " of " + std::to_string(c.numel) +
+           " elements off by one quantum or more (" + num(100.0 * c.off_by_one_share()) +
+           "%, at most " + num(100.0 * options.max_off_by_one_share) +
+           "% allowed), the largest by " + std::to_string(c.max_quanta) +
+           " quanta (at most 1 allowed; quantum " + num(c.quantum) + ")";
+  };
+
+  if (c.quantized) {
+    if (nnapi.q_scale() != eager.q_scale() || nnapi.q_zero_point() != eager.q_zero_point()) {
+      c.problem = "quantized with scale " + num(nnapi.q_scale()) + ", zero point " +
+                  std::to_string(nnapi.q_zero_point()) + ", but the model's output has scale " +
+                  num(eager.q_scale()) + ", zero point " + std::to_string(eager.q_zero_point());
+      return c;
+    }
+    at::Tensor diff = (nnapi.int_repr().to(at::kInt) - eager.int_repr().to(at::kInt)).abs();
+    c.max_quanta = diff.max().item<int64_t>();
+    c.off_by_one = diff.ge(1).sum().item<int64_t>();
+  }
+  at::Tensor a = c.quantized ? nnapi.dequantize().to(at::kDouble) : nnapi.to(at::kDouble);
+  at::Tensor b = c.quantized ? eager.dequantize().to(at::kDouble) : eager.to(at::kDouble);
+  at::Tensor diff = (a - b).abs();
+  diff.masked_fill_(a.isnan().logical_and(b.isnan()), 0.0);
+  diff = at::nan_to_num(diff, std::numeric_limits<double>::infinity());
+  c.max_abs_err = diff.max().item<double>();
+  at::Tensor babs = b.abs();
+  at::Tensor nonzero = babs.gt(0);
+  if (nonzero.any().item<bool>()) {
+    c.max_rel_err =
+        (diff.masked_select(nonzero) / babs.masked_select(nonzero)).max().item<double>();
+  }
+
+  if (c.quantized) {
+    c.ok = quanta_ok();
+    if (!c.ok) c.problem = quanta_problem();
+    return c;
+  }
+  if (!at::isFloatingType(eager.scalar_type())) {
+    c.ok = c.max_abs_err == 0;
+    if (!c.ok) c.problem = "integer values differ, by up to " + num(c.max_abs_err);
+    return c;
+  }
+  at::Tensor bound = babs * options.rtol + options.atol;
+  at::Tensor over = diff.gt(bound);
+  int64_t n_over = over.sum().item<int64_t>();
+  bool float_ok = n_over == 0;
+  if (off_share_ok_needed) {
+    at::Tensor quanta = (diff / c.quantum).round();
+    c.max_quanta = static_cast<int64_t>(std::min(quanta.max().item<double>(), 1e18));
+    c.off_by_one = quanta.ge(1).sum().item<int64_t>();
+  }
+  c.ok = float_ok || (off_share_ok_needed && quanta_ok());
+  if (!c.ok) {
+    int64_t worst = (diff - bound).argmax().item<int64_t>();
+    std::ostringstream os;
+    os << n_over << " of " << c.numel << " elements differ by more than atol + rtol * |model| "
+       << "(atol " << num(options.atol) << ", rtol " << num(options.rtol) << "); the worst, "
+       << "flat index " << worst << ": " << std::setprecision(9)
+       << a.reshape(-1)[worst].item<double>() << " vs " << b.reshape(-1)[worst].item<double>();
+    if (off_share_ok_needed) os << "; as a dequantized output: " << quanta_problem();
+    c.problem = os.str();
+  }
+  return c;
+}
+
+std::vector<at::Tensor> run_converted(const std::string& module_path,
+                                      const std::vector<at::Tensor>& inputs,
+                                      const std::string& runtime_library) {
+  load_nnapi_runtime(runtime_library);
+  torch::jit::Module m;
+  try {
+    m = torch::jit::load(module_path);
+  } catch (const c10::Error& e) {
+    throw ConvertError(
+        1, "cannot load the converted module '" + module_path + "': " + torch_message(e));
+  }
+  try {
+    return run_module(m, inputs);
+  } catch (const c10::Error& e) {
+    throw ConvertError(1, "the converted module '" + module_path +
+                              "' failed on the NNAPI runtime with inputs of shape " +
+                              shapes_text(inputs) + ": " + torch_message(e));
+  }
+}
+
+VerifyReport verify_conversion(const ConvertOptions& options,
+                               const std::string& converted_module_path,
+                               const VerifyOptions& verify) {
+  VerifyReport report;
+  report.shapes = verify_input_shapes(options.inputs, verify);
+  report.runtime_library = load_nnapi_runtime(verify.runtime_library);
+  std::vector<at::Tensor> inputs = make_verify_inputs(options.inputs, options.nhwc, verify);
+
+  std::vector<at::Tensor> eager;
+  try {
+    QnnpackEngine qnnpack;  // before loading: quantized weights are packed for the engine
+    torch::jit::Module original = torch::jit::load(options.model_path);
+    original.eval();
+    eager = run_module(original, inputs);
+  } catch (const c10::Error& e) {
+    throw ConvertError(1, "model '" + options.model_path +
+                              "' failed on the --verify inputs of shape " + shapes_text(inputs) +
+                              " (use --verify-shape to choose other sizes for flexible "
+                              "dimensions): " +
+                              torch_message(e));
+  }
+
+  std::vector<double> quanta;
+  try {
+    torch::jit::Module converted = torch::jit::load(converted_module_path);
+    at::Tensor ser = converted.attr("mod").toModule().attr("ser_model").toTensor().contiguous();
+    quanta = dequantized_output_quanta(
+        std::vector<int32_t>(ser.data_ptr<int32_t>(), ser.data_ptr<int32_t>() + ser.numel()));
+  } catch (const c10::Error&) {
+    // Not our layout: compare without knowing the quanta of float outputs.
+  }
+  std::vector<at::Tensor> nnapi = run_converted(converted_module_path, inputs);
+
+  report.ok = true;
+  if (nnapi.size() != eager.size()) {
+    OutputCheck c;
+    c.problem = "the converted module returns " + std::to_string(nnapi.size()) +
+                " tensor(s), the model " + std::to_string(eager.size());
+    report.outputs.push_back(c);
+    report.ok = false;
+    return report;
+  }
+  for (size_t i = 0; i < eager.size(); ++i) {
+    double q = i < quanta.size() ? quanta[i] : 0.0;
+    report.outputs.push_back(compare_output(nnapi[i], eager[i], q, verify));
+    report.ok = report.ok && report.outputs.back().ok;
+  }
+  return report;
+}
+
+std::string format_output_check(size_t index, const OutputCheck& c) {
+  std::string s = "output " + std::to_string(index) + ": ";
+  if (!c.shape.empty() || c.numel) s += join_dims(c.shape) + " " + c.dtype + ", ";
+  s += "max abs err " + num(c.max_abs_err) + ", max rel err " + num(c.max_rel_err);
+  if (c.quantum > 0) {
+    s += ", " + num(100.0 * c.off_by_one_share()) + "% off by one quantum";
+    if (c.max_quanta > 1) s += " (up to " + std::to_string(c.max_quanta) + ")";
+  }
+  s += c.ok ? ", ok" : ", FAILED: " + c.problem;
+  return s;
+}
+
+}  // namespace nnapi_convert
