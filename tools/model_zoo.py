@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -156,6 +157,7 @@ def check(args):
                          "", ""))
             continue
         manifest = json.load(open(os.path.join(parts, "manifest.json")))
+        shutil.rmtree(parts)  # weights.pt is as big as the model
         env = dict(os.environ, LD_LIBRARY_PATH=os.path.abspath(args.runtime))
         r = subprocess.run([sys.executable, __file__, "_run", out, d], capture_output=True,
                            text=True, env=env)
@@ -173,6 +175,7 @@ def check(args):
             ok = res["allclose"]
             err = f"max abs {res['max_abs']:.2e}"
         failed += not ok
+        os.remove(out)
         rows.append((name, form_label, "ok" if ok else "MISMATCH", str(ops), err))
         print(f"{case}: {'ok' if ok else 'FAIL'} ({conv_s:.1f} s) {err}", flush=True)
     table = ["| model | form | result | NNAPI operations | error vs eager |",

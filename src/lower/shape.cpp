@@ -85,6 +85,11 @@ void lower_flatten(LoweringContext& cx, const Node* node) {
   const Shape& s = in.shape;
   int64_t rank = static_cast<int64_t>(s.size());
   bool trivial = rank == 4 && (s[1] == 1 || (s[2] == 1 && s[3] == 1));
+  if (in.dim_order == DimOrder::ChannelsLast && !trivial) {
+    // PyTorch flattens in NCHW element order: make the data NCHW first.
+    for (int64_t d : s) check(d > 0, "flatten of a flexible channels-last tensor");
+    std::tie(in_id, in) = to_contiguous(cx, in_id, in);
+  }
   check(in.dim_order == DimOrder::Contiguous || trivial,
         "flatten of an NHWC tensor is only supported when C = 1 or H = W = 1");
   if (start < 0) start += rank;
