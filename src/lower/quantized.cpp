@@ -50,7 +50,9 @@ at::Tensor unsigned_weight(const at::Tensor& w) {
         "quantize with a per-tensor qconfig such as qnnpack's");
   if (w.scalar_type() == at::kQUInt8) return w;
   check(w.scalar_type() == at::kQInt8, "quantized weights must be qint8 or quint8");
-  at::Tensor shifted = (w.int_repr().to(at::kInt) + 128).to(at::kByte);
+  // q + 128 for q in [-128, 127] is q's bit pattern with the top bit flipped:
+  // one pass over the bytes, exactly the reference's (q + 128) as uint8.
+  at::Tensor shifted = at::bitwise_xor(w.int_repr().view(at::kByte), 0x80);
   return at::_make_per_tensor_quantized_tensor(shifted, w.q_scale(), w.q_zero_point() + 128);
 }
 
