@@ -41,6 +41,12 @@ std::string num(double v) {
   return buf;
 }
 
+std::string pct(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g%%", 100.0 * share);
+  return buf;
+}
+
 // The first line of a LibTorch error, without its C++ backtrace.
 std::string torch_message(const c10::Error& e) {
   std::string m = e.what_without_backtrace();
@@ -350,10 +356,10 @@ OutputCheck compare_output(const at::Tensor& nnapi, const at::Tensor& eager, dou
   };
   auto quanta_problem = [&]() {
     return std::to_string(c.off_by_one) + " of " + std::to_string(c.numel) +
-           " elements off by one quantum or more (" + num(100.0 * c.off_by_one_share()) +
-           "%, at most " + num(100.0 * options.max_off_by_one_share) +
-           "% allowed), the largest by " + std::to_string(c.max_quanta) +
-           " quanta (at most 1 allowed; quantum " + num(c.quantum) + ")";
+           " elements off by one quantum or more (" + pct(c.off_by_one_share()) + ", at most " +
+           pct(options.max_off_by_one_share) + " allowed), the largest by " +
+           std::to_string(c.max_quanta) + " quanta (at most 1 allowed; quantum " + num(c.quantum) +
+           ")";
   };
 
   if (c.quantized) {
@@ -488,7 +494,7 @@ std::string format_output_check(size_t index, const OutputCheck& c) {
   if (!c.shape.empty() || c.numel) s += join_dims(c.shape) + " " + c.dtype + ", ";
   s += "max abs err " + num(c.max_abs_err) + ", max rel err " + num(c.max_rel_err);
   if (c.quantum > 0) {
-    s += ", " + num(100.0 * c.off_by_one_share()) + "% off by one quantum";
+    s += ", " + pct(c.off_by_one_share()) + " off by one quantum";
     if (c.max_quanta > 1) s += " (up to " + std::to_string(c.max_quanta) + ")";
   }
   s += c.ok ? ", ok" : ", FAILED: " + c.problem;

@@ -1,23 +1,35 @@
 #!/usr/bin/env python3
 """Runs models converted by PyTorch's own NNAPI converter on the host runtime.
 
-Reproduces the cases of PyTorch's test/test_nnapi.py: each module is traced,
-converted with torch.backends._nnapi.prepare.convert_model_to_nnapi, and the
-converted module (which dlopens libneuralnetworks.so through
-torch.classes._nnapi.Compilation) is RUN and compared with eager PyTorch.
+The cases of PyTorch's test/test_nnapi.py come from the fixtures that
+tools/make_fixtures.py writes (tests/reference/README.md): for every case the
+reference converts, ref/converted.pt is what
+torch.backends._nnapi.prepare.convert_model_to_nnapi returned. It is loaded,
+RUN on args.pt (its Compilation dlopens libneuralnetworks.so) and compared with
+eager.pt, eager PyTorch's outputs. Cases the reference refuses (test_nnapi.py's
+assertRaisesRegex blocks) have nothing to run and are left to
+tests/reference. Then cases that are not in test_nnapi.py: more quantized
+paths, each compilation preference and the relax-to-fp16 flag, built and
+converted here.
 
 Tolerances follow test_nnapi.py: float outputs use torch.testing's float32
-defaults unless a case gives (atol, rtol). Quantized outputs must have the
-same scale and zero point, differ by at most one quantum everywhere, and
-differ at all in at most `limit` elements (the case's limit, otherwise the
-project rule of 3% of the elements).
+defaults unless the test gives (atol, rtol) (conv2d_transpose, and the
+quantized conv2d and avg_pool2d cases). Quantized outputs must have the same
+scale and zero point, differ by at most one quantum everywhere, and differ at
+all in at most `limit` elements (the test's limit, otherwise the project rule
+of 3% of the elements).
 
-Exits non-zero if any case fails; the last line is "N passed, M failed".
+Usage: test_reference_models.py [--fixtures DIR] [NAME_REGEX]
+(DIR defaults to $NNAPI_FIXTURES_DIR, the fixtures' test_nnapi directory).
+Exits non-zero if any case fails or none ran; the last line is
+"N passed, M failed".
 """
+import argparse
+import json
+import os
 import re
 import sys
 import traceback
-from typing import Tuple
 
 import torch
 from torch.backends._nnapi.prepare import convert_model_to_nnapi
@@ -122,428 +134,71 @@ class Runner:
                 return compare(eager_output, nnapi_output, atol_rtol, limit, same_q)
         return self.run(self.label(sub), body)
 
-    def check_raises(self, pattern, module, arg_or_args, *, convert_args=None, sub=None):
-        """test_nnapi.py's assertRaisesRegex cases: conversion/run must fail."""
-        def body():
-            try:
-                with torch.no_grad():
-                    args = [arg_or_args] if isinstance(arg_or_args, torch.Tensor) else arg_or_args
-                    module.eval()
-                    traced = torch.jit.trace(module, args)
-                    nnapi_module = convert_model_to_nnapi(traced, convert_args or args)
-                    nnapi_module(*args)
-            except Exception as e:  # noqa: BLE001
-                if re.search(pattern, str(e)):
-                    return
-                raise CaseFailure(f"raised, but not matching {pattern!r}: {e}") from None
-            raise CaseFailure(f"expected an exception matching {pattern!r}")
-        return self.run(self.label(sub), body)
+
+# ------------------------------------------------------ the test_nnapi cases
+
+def tolerance(name, numel):
+    """(atol_rtol, limit) as test_nnapi.py's check() call for this case gives them."""
+    if name.startswith("conv2d_transpose-"):
+        return (0.0002, 0), None          # test_conv2d_transpose
+    if name.startswith("conv2d-quant"):
+        return (1, 0), numel * 0.03       # test_conv2d: limit = output_size * 0.03
+    if name.startswith("avg_pool2d-quant"):
+        return (1, 0), numel              # test_avg_pool2d: limit = model(inp).numel()
+    return None, None
 
 
-def float_and_quant_and_nhwc(inp_float):
-    torch.manual_seed(29)
-    inp_quant = qpt(inp_float, 0.03, 128)
-    return [
-        ("float", inp_float),
-        ("float-nhwc", nhwc(inp_float)),
-        ("quant", inp_quant),
-        ("quant-nhwc", nhwc(inp_quant)),
-    ]
+def spec_qparams(spec):
+    """(scale, zero_point) of a quint8 --input spec (case.json), else None."""
+    fields = dict(f.split("=", 1) for f in spec.split(",")[1:] if "=" in f)
+    if fields.get("dtype") != "quint8":
+        return None
+    return (float(fields["scale"]), int(fields["zero_point"]))
 
 
-# ----------------------------------------------------------------- the cases
+def run_fixture(r, case_dir):
+    with open(os.path.join(case_dir, "case.json")) as f:
+        case = json.load(f)
+    name = case["name"]
+    if case["expect"] != "ok":
+        return
 
-def test_prelu(r):
-    arg = torch.tensor([[1.0, -1.0, 2.0, -2.0]]).unsqueeze(-1).unsqueeze(-1)
-    r.check(torch.nn.PReLU(), arg)
-    multi_a = torch.nn.PReLU(4)
-    with torch.no_grad():
-        multi_a.weight.copy_(torch.tensor([.1, .2, .3, .4]))
-    r.check(multi_a, nhwc(arg))
-    r.check(multi_a, arg, trace_args=[torch.zeros(1, 4, 3, 3)],
-            convert_args=[nhwc(torch.zeros(1, 4, 0, 0))], sub="flexible")
-
-
-def test_quantize(r):
-    r.check(torch.nn.quantized.Quantize(0.25, 2, torch.quint8),
-            nhwc(torch.tensor([[[[1.0]], [[2.0]]]])))
-
-
-def test_dequantize(r):
-    r.check(torch.nn.quantized.DeQuantize(), nhwc(qpt([[[[1.0]], [[2.0]]]], 0.25, 2)))
-
-
-def test_unsqueeze(r):
-    class UnsqueezeModule(torch.nn.Module):
-        def __init__(self, dim):
-            super().__init__()
-            self.dim = dim
-
-        def forward(self, arg):
-            return arg.unsqueeze(self.dim)
-
-    for dim in (-2, -1, 0, 1, 2):
-        r.check(UnsqueezeModule(dim), torch.randn(4, 2, 2), sub=f"dim={dim}")
-
-
-def test_reshape(r):
-    class ReshapeModule(torch.nn.Module):
-        def __init__(self, shape):
-            super().__init__()
-            self.shape = shape
-
-        def forward(self, arg):
-            return arg.reshape(self.shape)
-
-    r.check(ReshapeModule((2, 4)), torch.randn(4, 2, 1, 1))
-    r.check(ReshapeModule((8, -1)), nhwc(torch.randn(4, 2, 1, 1)))
-    r.check_raises("target size", ReshapeModule((2, 4)), nhwc(torch.randn(4, 2, 1, 1)))
-
-
-def test_flatten(r):
-    for mod in [
-        torch.nn.Flatten(),
-        torch.nn.Flatten(start_dim=2, end_dim=3),
-        torch.nn.Flatten(start_dim=2, end_dim=4),
-        torch.nn.Flatten(start_dim=0, end_dim=-2),
-        torch.nn.Flatten(start_dim=0, end_dim=4),
-    ]:
-        r.check(mod, torch.randn(4, 2, 1, 3, 7), sub=f"{mod.start_dim}..{mod.end_dim}")
-
-
-def test_slice(r):
-    class SliceModule(torch.nn.Module):
-        def __init__(self, start, stop, step):
-            super().__init__()
-            self.start = start
-            self.stop = stop
-            self.step = step
-
-        def forward(self, t):
-            return t[1:, self.start:self.stop:self.step, :]
-
-    class SliceModule2(torch.nn.Module):
-        def forward(self, t):
-            return t[3:]
-
-    r.check(SliceModule(1, 5, 2), torch.randn(4, 6, 2))
-    r.check(SliceModule2(), torch.randn(5))
-    r.check(SliceModule(1, 5, 2), torch.randn(4, 6, 2), convert_args=[torch.zeros(4, 6, 0)],
-            sub="flexible")
-    r.check_raises("slice with flexible shape", SliceModule(1, 5, 2), torch.randn(4, 6, 2),
-                   convert_args=[torch.zeros(0, 0, 0)])
-
-
-def test_cat(r):
-    class CatModule(torch.nn.Module):
-        def __init__(self, dim):
-            super().__init__()
-            self.dim = dim
-
-        def forward(self, t1, t2):
-            return torch.cat([t1, t2], self.dim)
-
-    r.check(CatModule(0), [torch.randn(1, 2, 3, 3), torch.randn(2, 2, 3, 3)])
-    r.check(CatModule(1), [torch.randn(1, 2, 3, 3), torch.randn(1, 4, 3, 3)])
-    r.check(CatModule(1), [nhwc(torch.randn(1, 2, 3, 3)), nhwc(torch.randn(1, 4, 3, 3))])
-
-
-def test_pointwise_unary(r):
-    for op in ["relu", "sigmoid"]:
-        class UnaryModule(torch.nn.Module):
-            def forward(self, arg):
-                if op == "relu":
-                    return torch.nn.functional.relu(arg)
-                return torch.sigmoid(arg)
-        r.check(UnaryModule(), torch.tensor([-1.0, 1.0]), sub=op)
-
-
-def test_pointwise_binary(r):
-    for op in ["add", "sub", "mul", "div"]:
-        class BinaryModule(torch.nn.Module):
-            def forward(self, lhs, rhs):
-                if op == "add":
-                    return lhs + rhs
-                if op == "sub":
-                    return lhs - rhs
-                if op == "mul":
-                    return lhs * rhs
-                return lhs / rhs
-
-        r.check(BinaryModule(), [torch.tensor([1.0, 2.0]), torch.tensor([3.0, 4.0])], sub=op)
-        r.check(BinaryModule(), [torch.tensor([[1.0, 2.0]]),
-                                 torch.tensor([[3.0, 4.0], [5.0, 6.0]])], sub=op + " broadcast")
-        r.check_raises("Non-equal-rank broadcast", BinaryModule(),
-                       [torch.tensor([1.0, 2.0]), torch.tensor([[3.0, 4.0], [5.0, 6.0]])], sub=op)
-
-
-def test_pointwise_binary_const(r):
-    class ArgPlusConst(torch.nn.Module):
-        def forward(self, arg):
-            return arg + torch.ones(1, 1, 1, 1)
-
-    class ConstPlusArg(torch.nn.Module):
-        def forward(self, arg):
-            return torch.ones(1, 1, 1, 1) + arg
-
-    arg_cont = torch.randn(2, 4, 6, 6)
-    arg_nhwc = nhwc(arg_cont)
-    for mod_class in [ArgPlusConst, ConstPlusArg]:
-        for use_nhwc in [False, True]:
-            arg = arg_nhwc if use_nhwc else arg_cont
-            fmt = torch.channels_last if use_nhwc else torch.contiguous_format
-
-            def body(mod_class=mod_class, arg=arg, fmt=fmt):
-                out = r_check_inline(mod_class(), arg)
-                if not out[1].is_contiguous(memory_format=fmt):
+    def body():
+        with torch.no_grad():
+            args = list(torch.load(os.path.join(case_dir, "args.pt")))
+            eager = list(torch.load(os.path.join(case_dir, "eager.pt")))
+            nnapi_module = torch.jit.load(os.path.join(case_dir, "ref", "converted.pt"))
+            out = nnapi_module(*args)
+            nnapi = list(out) if isinstance(out, (list, tuple)) else [out]
+            # The converter saw the case's convert args: where their
+            # quantization differs from the run-time args', compare integers.
+            same_q = [spec_qparams(s) for s in case["inputs"]] == qparams(args)
+            notes = []
+            if len(nnapi) != len(eager):
+                raise CaseFailure(f"{len(nnapi)} outputs, eager has {len(eager)}")
+            for e, n in zip(eager, nnapi):
+                atol_rtol, limit = tolerance(name, e.numel())
+                note = compare(e, n, atol_rtol, limit, same_q)
+                if note:
+                    notes.append(note)
+            # test_pointwise_binary_const also checks the output's memory format.
+            if name.startswith("pointwise_binary_const-"):
+                fmt = torch.channels_last if name.endswith("-nhwc") else torch.contiguous_format
+                if not nnapi[0].is_contiguous(memory_format=fmt):
                     raise CaseFailure("output has the wrong memory format")
-            r.run(r.label(f"{mod_class.__name__} nhwc={use_nhwc}"), body)
+            return "; ".join(notes) or None
+    r.run(name, body)
 
 
-def r_check_inline(module, arg):
-    """check() without its own bookkeeping, for cases with extra assertions."""
-    with torch.no_grad():
-        module.eval()
-        traced = torch.jit.trace(module, [arg])
-        nnapi_module = convert_model_to_nnapi(traced, [arg])
-        eager = module(arg)
-        out = nnapi_module(arg)
-        compare(eager, out, None, None)
-        return eager, out
+def run_fixtures(r, fixtures_dir):
+    names = sorted(d for d in os.listdir(fixtures_dir)
+                   if os.path.isfile(os.path.join(fixtures_dir, d, "case.json")))
+    for d in names:
+        run_fixture(r, os.path.join(fixtures_dir, d))
+    return len(names)
 
 
-def test_hardtanh(r):
-    inp = torch.tensor([-2.0, -0.5, 0.5, 2.0, 7.0])
-    r.check(torch.nn.Hardtanh(), inp)
-    r.check(torch.nn.Hardtanh(0.0, 6.0), inp)
-    r.check_raises("hardtanh with args", torch.nn.Hardtanh(0.0, 5.0), inp)
-
-
-def test_softmax(r):
-    inp = torch.tensor([[-2.0, -0.5], [0.5, 2.0]])
-    r.check(torch.nn.Softmax(), inp)
-    r.check(torch.nn.Softmax(dim=0), inp)
-    r.check(torch.nn.Softmax(), inp, convert_args=[torch.zeros(0, 0)], sub="flexible")
-
-
-def test_to(r):
-    class ToCPU(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.prelu = torch.nn.PReLU()
-
-        def forward(self, x):
-            y = x.to("cpu")
-            return self.prelu(y)
-
-    arg = torch.randn(1, 2, 3, 3)
-    r.check(ToCPU(), arg)
-    r.check(ToCPU(), arg, convert_args=[torch.zeros(1, 2, 0, 0)], sub="flexible")
-
-
-def test_detach(r):
-    class DetachModule(torch.nn.Module):
-        def forward(self, x):
-            y = x.detach()
-            return torch.nn.functional.relu(y)
-
-    r.check(DetachModule(), torch.randn(1, 2, 3, 3))
-    r.check(DetachModule(), torch.randn(1, 2, 3, 3), convert_args=[torch.zeros(1, 2, 0, 0)],
-            sub="flexible")
-
-
-def test_log_softmax(r):
-    inp = torch.randn(3, 10)
-    r.check(torch.nn.LogSoftmax(), inp)
-    r.check(torch.nn.LogSoftmax(0), inp)
-
-
-def test_mean(r):
-    class MeanModule(torch.nn.Module):
-        def __init__(self, dim, keep=False):
-            super().__init__()
-            self.dim = dim
-            self.keep = keep
-
-        def forward(self, t):
-            return torch.mean(t, dim=self.dim, keepdim=self.keep)
-
-    r.check(MeanModule(0), torch.randn(2, 3))
-    r.check(MeanModule(1), torch.randn(2, 3))
-    r.check(MeanModule([2, 3]), torch.randn(2, 3, 6, 6))
-    r.check(MeanModule([2, 3]), nhwc(torch.randn(2, 3, 6, 6)))
-    r.check(MeanModule([-1, -2]), nhwc(torch.randn(2, 3, 6, 6)))
-    r.check(MeanModule([-1, -2], keep=True), nhwc(torch.randn(2, 3, 6, 6)))
-
-
-def test_max_pool2d(r):
-    for (name, inp) in float_and_quant_and_nhwc(torch.randn(2, 3, 12, 16)):
-        r.check(torch.nn.MaxPool2d(2), inp, sub=name)
-        r.check(torch.nn.MaxPool2d((3, 4)), inp, sub=name)
-        r.check(torch.nn.MaxPool2d((3, 4), (1, 2)), inp, sub=name)
-
-
-def test_avg_pool2d(r):
-    for (name, inp) in float_and_quant_and_nhwc(torch.randn(2, 3, 12, 16)):
-        atol_rtol = None
-        limit = None
-        convert_dims = (2, 3, 0, 0)
-        convert_arg = torch.zeros(*convert_dims)
-        for model in (torch.nn.AvgPool2d(2), torch.nn.AvgPool2d((3, 4)),
-                      torch.nn.AvgPool2d((3, 4), (1, 2))):
-            if "quant" in name:
-                atol_rtol = (1, 0)
-                limit = model(inp).numel()
-                convert_arg = qpt(torch.zeros(*convert_dims), 1.0 / 16, 128)
-            if "nhwc" in name:
-                convert_arg = nhwc(convert_arg)
-            r.check(model, inp, atol_rtol=atol_rtol, limit=limit, sub=name)
-            r.check(model, inp, convert_args=[convert_arg], atol_rtol=atol_rtol, limit=limit,
-                    sub=name + " flexible")
-
-
-def test_adaptive_avg_pool2d(r):
-    for (name, inp) in float_and_quant_and_nhwc(torch.randn(2, 3, 12, 16)):
-        r.check(torch.nn.AdaptiveAvgPool2d((1, 1)), inp, sub=name)
-        r.check_raises("with output size", torch.nn.AdaptiveAvgPool2d((2, 2)), inp, sub=name)
-
-
-def test_upsample_nearest2d(r):
-    convert_args = dict(float_and_quant_and_nhwc(torch.randn(2, 3, 0, 0)))
-    for (name, inp) in float_and_quant_and_nhwc(torch.randn(2, 3, 12, 16)):
-        r.check(torch.nn.UpsamplingNearest2d(size=(16, 20)), inp, sub=name)
-        r.check(torch.nn.UpsamplingNearest2d(size=(24, 32)), inp, sub=name)
-        r.check(torch.nn.UpsamplingNearest2d(size=(36, 48)), inp, sub=name)
-        r.check(torch.nn.UpsamplingNearest2d(scale_factor=(1.5, 1.5)), inp, sub=name)
-        r.check(torch.nn.UpsamplingNearest2d(scale_factor=(2.0, 2.0)), inp, sub=name)
-        r.check(torch.nn.UpsamplingNearest2d(scale_factor=(3.0, 3.0)), inp, sub=name)
-        r.check(torch.nn.UpsamplingNearest2d(size=(24, 32)), inp,
-                convert_args=[convert_args[name]], sub=name + " flexible")
-        r.check(torch.nn.UpsamplingNearest2d(scale_factor=(2.0, 2.0)), inp,
-                convert_args=[convert_args[name]], sub=name + " flexible")
-
-
-def test_linear(r):
-    torch.manual_seed(29)
-    r.check(torch.nn.Linear(16, 32), torch.randn(2, 16))
-    r.check(torch.nn.Linear(16, 32), torch.randn(2, 16), convert_args=[torch.zeros(0, 16)],
-            sub="flexible")
-
-
-def test_conv2d(r):
-    cases = [
-        # in_ch, out_ch, kernel, stride, padding, groups, bias, input_dim, name
-        (4, 8, (3, 3), 1, 0, 1, 1, (2, 4, 16, 16), "3x3"),
-        (4, 8, (3, 3), 1, 0, 1, 0, (2, 4, 16, 16), "3x3nobias"),
-        (4, 16, (3, 3), 1, 1, 1, 1, (2, 4, 16, 16), "3x3p1"),
-        (8, 8, (3, 3), 2, 0, 1, 1, (2, 8, 16, 16), "3x3s2"),
-        (4, 8, (5, 5), 1, 0, 1, 1, (2, 4, 16, 16), "5x5"),
-        (4, 4, (3, 3), 1, 0, 4, 1, (2, 4, 16, 16), "3x3dw"),
-        (8, 4, (1, 1), 1, 0, 1, 1, (2, 8, 16, 16), "1x1"),
-    ]
-    for kind in ["float", "float-nhwc", "quant", "quant-nhwc"]:
-        for case in cases:
-            in_ch, out_ch, kernel, stride, padding, groups, bias, input_dim, name = case
-            inp = torch.randn(input_dim)
-            model = torch.nn.Conv2d(in_ch, out_ch, kernel, stride, padding, groups=groups,
-                                    bias=bool(bias))
-            output_size = model(inp).numel()
-            atol_rtol = None
-            limit = None
-            convert_dims = (0, in_ch, 0, 0)
-            convert_arg = torch.zeros(*convert_dims)
-            if "quant" in kind:
-                model = torch.nn.Sequential(model)
-                model.eval()
-                model.qconfig = torch.quantization.get_default_qconfig('qnnpack')
-                model = torch.quantization.prepare(model)
-                model(inp)
-                model = torch.quantization.convert(model)
-                inp = qpt(inp, 1.0 / 16, 128)
-                atol_rtol = (1, 0)
-                limit = output_size * 0.03
-                convert_arg = qpt(torch.zeros(*convert_dims), 1.0 / 16, 128)
-            if "nhwc" in kind:
-                inp = nhwc(inp)
-                convert_arg = nhwc(convert_arg)
-            r.check(model, inp, atol_rtol=atol_rtol, limit=limit, sub=f"{kind}-{name}")
-            r.check(model, inp, convert_args=[convert_arg], atol_rtol=atol_rtol, limit=limit,
-                    sub=f"{kind}-{name} flexible")
-
-
-def test_conv2d_transpose(r):
-    in_ch, out_ch, kernel = (5, 7, (2, 2))
-    input_dim = (4, 5, 3, 3)
-    inp = torch.randn(input_dim)
-    convert_dims = input_dim[:2] + (0, 0)
-    # As in test_nnapi.py, only the float kinds: eager PyTorch has no
-    # quantized ConvTranspose2d kernel to compare against.
-    for kind in ["float", "float-nhwc"]:
-        model = torch.nn.ConvTranspose2d(in_ch, out_ch, kernel)
-        atol_rtol = (0.0002, 0)
-        convert_arg = torch.zeros(*convert_dims)
-        x = inp
-        if "nhwc" in kind:
-            x = nhwc(inp)
-            convert_arg = nhwc(convert_arg)
-        r.check(model, x, atol_rtol=atol_rtol, sub=kind)
-        r.check(model, x, convert_args=[convert_arg], atol_rtol=atol_rtol, sub=kind + " flexible")
-
-
-def test_qadd(r):
-    func = torch.nn.quantized.QFunctional()
-    func.scale = 0.5
-    func.zero_point = 120
-
-    class AddMod(torch.nn.Module):
-        def forward(self, lhs, rhs):
-            return func.add(lhs, rhs)
-
-    class AddReluMod(torch.nn.Module):
-        def forward(self, lhs, rhs):
-            return func.add_relu(lhs, rhs)
-
-    for (name, mod) in [("add", AddMod), ("add_relu", AddReluMod)]:
-        r.check(mod(), [qpt([1.0, 2.0], 0.25, 128), qpt([3.0, 4.0], 0.25, 128)], sub=name)
-        args = [qpt([[1.0, 2.0]], 0.25, 128), qpt([[3.0, 4.0]], 0.25, 128)]
-        r.check(mod(), args, convert_args=[qpt([[1.0, 2.0]], 0.25, 128),
-                                           qpt(torch.zeros((1, 2)), 0.25, 128)],
-                sub=name + " flexible rhs")
-        r.check(mod(), args, convert_args=[qpt(torch.zeros((1, 2)), 0.25, 128),
-                                           qpt([[3.0, 4.0]], 0.25, 128)],
-                sub=name + " flexible lhs")
-        r.check(mod(), args, convert_args=[qpt(torch.zeros((1, 2)), 0.25, 128),
-                                           qpt(torch.zeros((1, 2)), 0.25, 128)],
-                sub=name + " flexible both")
-
-
-def test_qlinear(r):
-    torch.manual_seed(29)
-    weight = qpt(torch.randn(16, 32), 0.125, 0, torch.qint8)
-    bias = torch.randn(16)
-    mod = torch.nn.quantized.Linear(32, 16)
-    mod.set_weight_bias(weight, bias)
-    inp = qpt(torch.randn(2, 32), 0.05, 130, torch.quint8)
-    r.check(mod, inp)
-
-
-def test_seblock_mul(r):
-    class MulModel(torch.nn.Module):
-        def forward(self, lhs, rhs):
-            return lhs * rhs
-
-    r.check(MulModel(), [nhwc(torch.randn(2, 3, 4, 4)), torch.randn(1, 3, 1, 1)])
-
-
-def test_multi_output(r):
-    class MultiModel(torch.nn.Module):
-        def forward(self, lhs, rhs) -> Tuple[torch.Tensor, torch.Tensor]:
-            the_sum = lhs + rhs
-            the_diff = lhs - rhs
-            return the_sum, the_diff
-
-    r.check(MultiModel(), [torch.tensor([1.0, 2.0]), torch.tensor([1.0, 3.0])])
-
+# --------------------------------------------------- cases not in test_nnapi.py
 
 def test_quant_extras(r):
     """Not in test_nnapi.py: more quantized paths the converter emits, with
@@ -630,13 +285,24 @@ def test_compilation_options(r):
             r.run(r.label(f"preference={pref} relax={relax}"), body)
 
 
-TESTS = [v for k, v in list(globals().items()) if k.startswith("test_")]
+TESTS = [test_quant_extras, test_compilation_options]
 
 
 def main():
-    name_filter = sys.argv[1] if len(sys.argv) > 1 else None
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[1])
+    p.add_argument("name_filter", nargs="?", help="regex (re.search) on case names")
+    p.add_argument("--fixtures", default=os.environ.get("NNAPI_FIXTURES_DIR"),
+                   help="tools/make_fixtures.py's test_nnapi output (default: "
+                        "$NNAPI_FIXTURES_DIR)")
+    opts = p.parse_args()
+    if not opts.fixtures or not os.path.isdir(opts.fixtures):
+        p.error("--fixtures or $NNAPI_FIXTURES_DIR must name a directory made by "
+                "tools/make_fixtures.py")
     torch.backends.quantized.engine = "qnnpack"
-    r = Runner(name_filter)
+    r = Runner(opts.name_filter)
+    if run_fixtures(r, opts.fixtures) == 0:
+        print(f"no fixtures in {opts.fixtures}")
+        return 1
     for test in TESTS:
         torch.manual_seed(0)
         r.prefix = test.__name__[len("test_"):]
