@@ -18,12 +18,22 @@ namespace nnapi_convert {
 // converted, 2 = a usage error (bad arguments or specs).
 class ConvertError : public std::runtime_error {
  public:
-  ConvertError(int exit_code, const std::string& message)
-      : std::runtime_error(message), exit_code_(exit_code) {}
+  ConvertError(int exit_code, const std::string& message, std::string node = "",
+               std::string location = "")
+      : std::runtime_error(message),
+        exit_code_(exit_code),
+        node_(std::move(node)),
+        location_(std::move(location)) {}
   int exit_code() const { return exit_code_; }
+  // The graph node that could not be lowered (its kind) and its source
+  // location (file:line), when the failure is a node's.
+  const std::string& node() const { return node_; }
+  const std::string& location() const { return location_; }
 
  private:
   int exit_code_;
+  std::string node_;
+  std::string location_;
 };
 
 struct ConvertOptions {
@@ -77,5 +87,6 @@ Conversion convert(const ConvertOptions& options);
 void write_nnapi_module(const Conversion& c, const ConvertOptions& options,
                         const std::string& path, bool lite);
 void write_parts(const Conversion& c, const ConvertOptions& options, const std::string& dir);
+void write_file_atomically(const std::string& path, const std::string& data);
 
 }  // namespace nnapi_convert

@@ -7,7 +7,12 @@
 
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <thread>
 
+#include <unistd.h>
+
+#include "nnapi_convert/batch.h"
 #include "nnapi_convert/converter.h"
 #include "nnapi_convert/inspect.h"
 #include "nnapi_convert/verify.h"
@@ -36,36 +41,10 @@ struct Args {
   std::vector<std::string> verify_shapes;
   double atol = 1e-4;
   double rtol = 1e-4;
+  std::string manifest;
+  std::string report;
+  int jobs = 0;
 };
-
-std::vector<int64_t> parse_return_shape(const std::string& text) {
-  std::vector<int64_t> dims;
-  size_t start = 0;
-  while (true) {
-    size_t pos = text.find('x', start);
-    std::string d = text.substr(start, pos == std::string::npos ? std::string::npos : pos - start);
-    char* end = nullptr;
-    long long v = std::strtoll(d.c_str(), &end, 10);
-    if (d.empty() || *end != '\0' || v < -1 || v > 2147483647) {
-      throw ConvertError(2, "--return-shape '" + text + "': '" + d +
-                                "' is not a dimension; write sizes joined by x, 0 for a size "
-                                "fixed at load time and -1 for one known only at run time, "
-                                "e.g. 1x8x0x0");
-    }
-    dims.push_back(v);
-    if (pos == std::string::npos) break;
-    start = pos + 1;
-  }
-  return dims;
-}
-
-std::string default_output(const std::string& model, const std::string& out_dir) {
-  fs::path p(model);
-  fs::path out = p.stem();
-  out += ".nnapi.pt";
-  if (!out_dir.empty()) return (fs::path(out_dir) / out).string();
-  return (p.parent_path() / out).string();
-}
 
 // --verify: the parsed options (throws ConvertError(2) on a bad --verify-shape).
 VerifyOptions verify_options(const Args& a) {
@@ -76,56 +55,54 @@ VerifyOptions verify_options(const Args& a) {
   return v;
 }
 
-// --verify after a successful conversion: one line per output on stdout,
-// exit status 1 with one paragraph when an output is past the tolerances.
-int run_verify(const Args& a, const ConvertOptions& options, const std::string& out) {
-  VerifyReport r = verify_conversion(options, out, verify_options(a));
-  spdlog::debug("verify: runtime {}", r.runtime_library);
+// --verify results: one line per output on stdout; a paragraph on failure.
+void print_verify(const Args& a, const JobResult& r) {
+  const VerifyReport& v = *r.verify;
+  spdlog::debug("verify: runtime {}", v.runtime_library);
   std::string shapes;
-  for (const auto& s : r.shapes) {
+  for (const auto& s : v.shapes) {
     std::string d;
-    for (int64_t v : s) d += (d.empty() ? "" : "x") + std::to_string(v);
+    for (int64_t x : s) d += (d.empty() ? "" : "x") + std::to_string(x);
     shapes += (shapes.empty() ? "" : ", ") + (s.empty() ? std::string("scalar") : d);
   }
   if (!a.quiet) {
-    std::cout << options.model_path << ": verify on inputs " << shapes << "\n";
-    for (size_t i = 0; i < r.outputs.size(); ++i) {
-      std::cout << "  " << format_output_check(i, r.outputs[i]) << "\n";
+    std::cout << r.model << ": verify on inputs " << shapes << "\n";
+    for (size_t i = 0; i < v.outputs.size(); ++i) {
+      std::cout << "  " << format_output_check(i, v.outputs[i]) << "\n";
     }
     std::cout.flush();
   }
-  if (r.ok) return 0;
+  if (v.ok) return;
   std::string why;
-  for (size_t i = 0; i < r.outputs.size(); ++i) {
-    if (!r.outputs[i].ok) why += " Output " + std::to_string(i) + ": " + r.outputs[i].problem + ".";
+  for (size_t i = 0; i < v.outputs.size(); ++i) {
+    if (!v.outputs[i].ok) why += " Output " + std::to_string(i) + ": " + v.outputs[i].problem + ".";
   }
   spdlog::error(
       "model '{}': the converted module '{}' does not match the model on seeded random "
       "inputs of shape {} (float outputs: |nnapi - model| <= atol {} + rtol {} * |model|; "
       "quantized: at most 3% of elements off by one quantum, none by more).{}",
-      options.model_path, out, shapes, a.atol, a.rtol, why);
-  return 1;
+      r.model, r.output, shapes, a.atol, a.rtol, why);
 }
 
-int convert_one(const Args& a, const std::string& model, ConvertOptions options) {
-  options.model_path = model;
-  std::string out = a.output.empty() ? default_output(model, a.out_dir) : a.output;
-  Conversion c = convert(options);
-  auto t0 = std::chrono::steady_clock::now();
-  if (!a.parts.empty()) write_parts(c, options, a.parts);
-  write_nnapi_module(c, options, out, a.lite);
-  c.times.write_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  spdlog::info("{} -> {} ({} operands, {} operations, {} weight bytes)", model, out,
-               c.operand_count, c.operation_count, c.weight_bytes);
-  if (a.timings) {
-    spdlog::info("timings (ms): load {:.2f}, freeze {:.2f}, lower {:.3f}, serialize {:.3f}, "
-                 "write {:.2f}",
-                 c.times.load_ms, c.times.freeze_ms, c.times.lower_ms, c.times.serialize_ms,
-                 c.times.write_ms);
+// What happened to one model: errors always; a progress line on a terminal
+// (or with -v), timings with --timings.
+void report_progress(const Args& a, bool terminal, size_t done, size_t total,
+                     const JobResult& r) {
+  if (!r.ok && !r.verify) spdlog::error("{}", r.error);
+  if (r.ok || r.verify) {
+    if (terminal || a.verbose) {
+      spdlog::info("[{}/{}] {} -> {} ({} operands, {} operations, {} weight bytes, {:.0f} ms)",
+                   done, total, r.model, r.output, r.operand_count, r.operation_count,
+                   r.weight_bytes, r.total_ms);
+    }
+    if (a.timings) {
+      const PhaseTimes& t = r.times;
+      spdlog::info("{}: timings (ms): load {:.2f}, freeze {:.2f}, lower {:.3f}, serialize {:.3f}, "
+                   "write {:.2f}",
+                   r.model, t.load_ms, t.freeze_ms, t.lower_ms, t.serialize_ms, t.write_ms);
+    }
+    if (r.verify) print_verify(a, r);
   }
-  if (a.verify) return run_verify(a, options, out);
-  return 0;
 }
 
 // `nnapi-convert inspect FILE [--json]`: what the device will see.
@@ -155,11 +132,18 @@ int run(int argc, char** argv) {
                "convert_model_to_nnapi does, in one native binary.",
                "nnapi-convert"};
   app.set_version_flag("--version", std::string("nnapi-convert ") + NNAPI_CONVERT_VERSION);
-  app.add_option("models", a.models, "TorchScript model file(s) (torch.jit.save)")->required();
+  app.add_option("models", a.models, "TorchScript model file(s) (torch.jit.save)");
   app.add_option("--input", a.input_specs,
                  "One per model input, in order: DIMS[,dtype=float32|int32|quint8|int16]"
-                 "[,scale=S][,zero_point=Z][,nhwc]; DIMS like 1x3x224x224, 0 = flexible")
-      ->required();
+                 "[,scale=S][,zero_point=Z][,nhwc]; DIMS like 1x3x224x224, 0 = flexible");
+  app.add_option("--manifest", a.manifest,
+                 "JSON list of {model, inputs, output, options} for models that need different "
+                 "inputs (see README)");
+  app.add_option("-j,--jobs", a.jobs, "Models converted at a time (default: the number of cores)")
+      ->check(CLI::Range(1, 256));
+  app.add_option("--report", a.report,
+                 "Write a JSON report: per model its status, output, error with node and source, "
+                 "operand and operation counts, weight bytes and phase times");
   app.add_flag("--nhwc", a.nhwc, "Every 4-D input is channels-last (NHWC)");
   app.add_option("-o,--output", a.output, "Output file (default: <model>.nnapi.pt beside it)");
   app.add_option("--out-dir", a.out_dir, "Directory for outputs (several models)");
@@ -206,17 +190,54 @@ int run(int argc, char** argv) {
   spdlog::set_level(a.quiet ? spdlog::level::err
                             : a.verbose ? spdlog::level::debug : spdlog::level::info);
 
-  ConvertOptions options;
+  // Everything a user can get wrong is checked before any work: exit 2.
+  std::vector<Job> jobs;
   try {
-    if (a.models.size() > 1 && !a.output.empty()) {
-      throw ConvertError(2, "-o names one output file, but " + std::to_string(a.models.size()) +
-                                " models were given; use --out-dir for several models");
+    Job defaults;
+    if (a.models.empty() && a.manifest.empty()) {
+      throw ConvertError(2, "no model given: name TorchScript model files, or a --manifest");
     }
-    for (const std::string& s : a.input_specs) options.inputs.push_back(parse_input_spec(s));
+    if (!a.models.empty() && a.input_specs.empty()) {
+      throw ConvertError(2, "--input is required: give one --input SPEC per model input, in "
+                            "order, e.g. --input 1x3x224x224");
+    }
+    if (a.models.size() + (a.manifest.empty() ? 0 : 2) > 1 && !a.output.empty()) {
+      throw ConvertError(2, "-o names one output file, but several models were given; use "
+                            "--out-dir for several models");
+    }
+    for (const std::string& s : a.input_specs) defaults.options.inputs.push_back(parse_input_spec(s));
     for (const std::string& s : a.return_shapes) {
-      options.return_shapes.push_back(parse_return_shape(s));
+      defaults.options.return_shapes.push_back(parse_return_shape(s));
     }
-    if (a.verify) verify_input_shapes(options.inputs, verify_options(a));  // usage errors first
+    defaults.options.nhwc = a.nhwc;
+    defaults.options.use_int16_for_qint16 = a.int16;
+    defaults.options.relax_f32_to_f16 = a.relax;
+    defaults.options.compilation_preference = preference_code(a.preference);
+    defaults.lite = a.lite;
+    defaults.parts = a.parts;
+    defaults.verify = a.verify;
+    if (a.verify) defaults.verify_options = verify_options(a);
+    for (const std::string& model : a.models) {
+      Job job = defaults;
+      job.options.model_path = model;
+      job.output = a.output.empty() ? default_output_path(model, a.out_dir) : a.output;
+      jobs.push_back(std::move(job));
+    }
+    if (!a.manifest.empty()) {
+      for (Job& job : read_manifest(a.manifest, defaults, a.out_dir)) jobs.push_back(std::move(job));
+    }
+    std::map<std::string, std::string> writer_of;
+    for (const Job& job : jobs) {
+      if (job.verify) verify_input_shapes(job.options.inputs, job.verify_options);
+      std::string key = fs::weakly_canonical(job.output).string();
+      auto [it, fresh] = writer_of.emplace(key, job.options.model_path);
+      if (!fresh) {
+        throw ConvertError(2, "models '" + it->second + "' and '" + job.options.model_path +
+                                  "' would both be written to '" + job.output +
+                                  "'; give them different names, or use a --manifest with an "
+                                  "\"output\" per model");
+      }
+    }
   } catch (const SpecError& e) {
     spdlog::error("{}", e.what());
     return 2;
@@ -224,30 +245,31 @@ int run(int argc, char** argv) {
     spdlog::error("{}", e.what());
     return e.exit_code();
   }
-  options.nhwc = a.nhwc;
-  options.use_int16_for_qint16 = a.int16;
-  options.relax_f32_to_f16 = a.relax;
-  options.compilation_preference =
-      a.preference == "low-power" ? 0 : a.preference == "fast-single-answer" ? 1 : 2;
   if (!a.out_dir.empty()) {
     std::error_code ec;
     fs::create_directories(a.out_dir, ec);
+    if (ec) {
+      spdlog::error("--out-dir '{}' cannot be created: {}", a.out_dir, ec.message());
+      return 2;
+    }
   }
 
+  int parallel = a.jobs > 0 ? a.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  bool terminal = ::isatty(STDERR_FILENO) && !a.quiet;
+  std::vector<JobResult> results =
+      run_jobs(jobs, parallel, [&](size_t done, size_t total, const JobResult& r) {
+        report_progress(a, terminal, done, total, r);
+      });
   int status = 0;
-  for (const std::string& model : a.models) {
+  for (const JobResult& r : results) {
+    if (!r.ok) status = std::max(status, r.exit_code == 2 && jobs.size() == 1 ? 2 : 1);
+  }
+  if (!a.report.empty()) {
     try {
-      if (convert_one(a, model, options) != 0) status = 1;  // --verify failed
+      write_file_atomically(a.report, report_json(results));
     } catch (const ConvertError& e) {
-      spdlog::error("{}", e.what());
-      if (e.exit_code() == 2) return 2;
-      status = 1;
-    } catch (const c10::Error& e) {
-      spdlog::error("model '{}': {}", model, e.what_without_backtrace());
-      status = 1;
-    } catch (const std::exception& e) {
-      spdlog::error("model '{}': {}", model, e.what());
-      status = 1;
+      spdlog::error("--report: {}", e.what());
+      return 1;
     }
   }
   return status;
@@ -259,10 +281,17 @@ int main(int argc, char** argv) {
   auto logger = spdlog::stderr_color_mt("nnapi-convert");
   logger->set_pattern("nnapi-convert: %^%l%$: %v");
   spdlog::set_default_logger(logger);
+  int status = 1;
   try {
-    return run(argc, argv);
+    status = run(argc, argv);
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
-    return 1;
   }
+  // Skip LibTorch's teardown at exit (about 0.2 s, see the README's
+  // performance notes): everything is written and flushed by now.
+  std::cout.flush();
+  std::cerr.flush();
+  spdlog::shutdown();
+  std::fflush(nullptr);
+  ::_exit(status);
 }

@@ -21,21 +21,37 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// "model.py:12", where the node came from, or "".
+std::string node_location(const Node* node) {
+  torch::jit::SourceRange sr = node->sourceRange();
+  if (auto orig = sr.findSourceRangeThatGenerated()) sr = *orig;
+  if (auto loc = sr.file_line_col()) {
+    return std::get<0>(*loc) + ":" + std::to_string(std::get<1>(*loc));
+  }
+  return "";
+}
+
 // "aten::foo at model.py:12" plus the node as TorchScript prints it.
 std::string describe_node(const Node* node) {
   std::ostringstream os;
   os << "node " << node->kind().toQualString();
-  torch::jit::SourceRange sr = node->sourceRange();
-  if (auto orig = sr.findSourceRangeThatGenerated()) sr = *orig;
-  if (auto loc = sr.file_line_col()) {
-    os << " at " << std::get<0>(*loc) << ":" << std::get<1>(*loc);
-  }
+  std::string location = node_location(node);
+  if (!location.empty()) os << " at " << location;
   std::ostringstream text;
   node->print(text, 0, nullptr, /*print_source_locations=*/false);
   std::string t = text.str();
   while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
   os << " (`" << t << "`)";
   return os.str();
+}
+
+ConvertError node_error(const std::string& path, const Node* ret, const Node* current,
+                        const std::string& what) {
+  if (current == ret) {
+    return ConvertError(1, "model '" + path + "': the model's return: " + what, "return");
+  }
+  return ConvertError(1, "model '" + path + "': " + describe_node(current) + ": " + what,
+                      current->kind().toQualString(), node_location(current));
 }
 
 Operand operand_for_input(const InputSpec& spec, bool nhwc_all, bool use_int16) {
@@ -213,13 +229,9 @@ Conversion convert(const ConvertOptions& options) {
       result.templates.push_back(std::move(t));
     }
   } catch (const LoweringError& e) {
-    std::string where = current == graph->return_node() ? std::string("the model's return")
-                                                        : describe_node(current);
-    throw ConvertError(1, "model '" + path + "': " + where + ": " + e.what());
+    throw node_error(path, graph->return_node(), current, e.what());
   } catch (const c10::Error& e) {
-    std::string where = current == graph->return_node() ? std::string("the model's return")
-                                                        : describe_node(current);
-    throw ConvertError(1, "model '" + path + "': " + where + ": " + e.what_without_backtrace());
+    throw node_error(path, graph->return_node(), current, e.what_without_backtrace());
   }
   result.times.lower_ms = ms_since(t0);
 

@@ -1,5 +1,5 @@
-// A small JSON reader for test fixtures (objects, arrays, strings, numbers,
-// booleans, null). Throws std::runtime_error on malformed input.
+// A small JSON reader (objects, arrays, strings, numbers, booleans, null), for
+// --manifest files and test fixtures. Throws std::runtime_error on malformed input.
 #pragma once
 
 #include <cstdlib>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace testjson {
+namespace nnapi_convert::json {
 
 struct Value {
   enum Kind { Null, Bool, Number, String, Array, Object } kind = Null;
@@ -184,4 +184,27 @@ class Parser {
 
 inline Value parse(const std::string& text) { return Parser(text).parse(); }
 
-}  // namespace testjson
+// A JSON string literal for `s` (quotes and escapes).
+inline std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    switch (ch) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(ch) < 0x20) {
+          const char* hex = "0123456789abcdef";
+          out += "\\u00";
+          out += hex[(ch >> 4) & 0xF];
+          out += hex[ch & 0xF];
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace nnapi_convert::json

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "core/json.h"
 #include "nnapi_convert/converter.h"
 
 namespace nnapi_convert {
@@ -194,32 +195,6 @@ std::string json_ints(const std::vector<int64_t>& v) {
   return s + "]";
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    switch (ch) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        if (static_cast<unsigned char>(ch) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", ch);
-          out += buf;
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out + "\"";
-}
-
 }  // namespace
 
 void write_nnapi_module(const Conversion& c, const ConvertOptions& options,
@@ -238,6 +213,10 @@ void write_nnapi_module(const Conversion& c, const ConvertOptions& options,
     ptl += ".ptl";
     write_atomically(ptl, [&](const std::string& tmp) { wrapper._save_for_mobile(tmp); });
   }
+}
+
+void write_file_atomically(const std::string& path, const std::string& data) {
+  write_bytes(path, data.data(), data.size());
 }
 
 void write_parts(const Conversion& c, const ConvertOptions& options, const std::string& dir) {
@@ -260,17 +239,17 @@ void write_parts(const Conversion& c, const ConvertOptions& options, const std::
      << ",\n  \"out_mem_fmts\": " << json_ints(c.out_mem_fmts)
      << ",\n  \"retval_count\": " << c.retval_count << ",\n  \"inputs\": [";
   for (size_t i = 0; i < options.inputs.size(); ++i) {
-    js << (i ? ", " : "") << json_string(format_input_spec(options.inputs[i]));
+    js << (i ? ", " : "") << json::quote(format_input_spec(options.inputs[i]));
   }
   js << "],\n  \"shape_compute_lines\": [";
   for (size_t i = 0; i < c.shape_lines.size(); ++i) {
-    js << (i ? ", " : "") << json_string(c.shape_lines[i]);
+    js << (i ? ", " : "") << json::quote(c.shape_lines[i]);
   }
   js << "],\n  \"operand_count\": " << c.operand_count
      << ",\n  \"operation_count\": " << c.operation_count << ",\n  \"operations\": {";
   bool first = true;
   for (const auto& kv : c.operations) {
-    js << (first ? "" : ", ") << json_string(kv.first) << ": " << kv.second;
+    js << (first ? "" : ", ") << json::quote(kv.first) << ": " << kv.second;
     first = false;
   }
   js << "},\n  \"weight_bytes\": " << c.weight_bytes << ",\n  \"compilation_preference\": "

@@ -25,7 +25,7 @@
 #include <regex>
 #include <sstream>
 
-#include "../common/mini_json.h"
+#include "core/json.h"
 #include "nnapi_convert/converter.h"
 
 namespace fs = std::filesystem;
@@ -39,9 +39,9 @@ std::vector<char> read_bytes(const fs::path& p) {
   return std::vector<char>(std::istreambuf_iterator<char>(f), {});
 }
 
-testjson::Value read_json(const fs::path& p) {
+json::Value read_json(const fs::path& p) {
   auto b = read_bytes(p);
-  return testjson::parse(std::string(b.begin(), b.end()));
+  return json::parse(std::string(b.begin(), b.end()));
 }
 
 std::vector<at::Tensor> load_tensor_list(const fs::path& p) {
@@ -124,14 +124,14 @@ void expect_runs_like_eager(const fs::path& dir, const std::string& module_path,
   }
 }
 
-ConvertOptions options_for(const fs::path& dir, const testjson::Value& cs) {
+ConvertOptions options_for(const fs::path& dir, const json::Value& cs) {
   ConvertOptions o;
   o.model_path = (dir / "model.pt").string();
   for (const std::string& s : cs["inputs"].strings()) o.inputs.push_back(parse_input_spec(s));
   return o;
 }
 
-void check_refused(const fs::path& dir, const testjson::Value& cs) {
+void check_refused(const fs::path& dir, const json::Value& cs) {
   ConvertOptions o = options_for(dir, cs);
   try {
     Conversion c = convert(o);
@@ -145,7 +145,7 @@ void check_refused(const fs::path& dir, const testjson::Value& cs) {
     std::string msg = e.what();
     EXPECT_EQ(e.exit_code(), 1) << msg;
     EXPECT_NE(msg.find("node "), std::string::npos) << "message does not name the node: " << msg;
-    if (cs["error_regex"].kind == testjson::Value::String) {
+    if (cs["error_regex"].kind == json::Value::String) {
       std::regex re(cs["error_regex"].str, std::regex::icase);
       EXPECT_TRUE(std::regex_search(msg, re))
           << "message does not match the reference test's /" << cs["error_regex"].str
@@ -154,7 +154,7 @@ void check_refused(const fs::path& dir, const testjson::Value& cs) {
   }
 }
 
-void check_converted(const fs::path& dir, const testjson::Value& cs) {
+void check_converted(const fs::path& dir, const json::Value& cs) {
   ConvertOptions o = options_for(dir, cs);
   Conversion c = convert(o);
   const fs::path ref = dir / "ref";
@@ -184,7 +184,7 @@ void check_converted(const fs::path& dir, const testjson::Value& cs) {
   }
 
   // Memory formats, return count and the shape-compute script's text.
-  testjson::Value manifest = read_json(ref / "manifest.json");
+  json::Value manifest = read_json(ref / "manifest.json");
   EXPECT_EQ(c.inp_mem_fmts, manifest["inp_mem_fmts"].ints());
   EXPECT_EQ(c.out_mem_fmts, manifest["out_mem_fmts"].ints());
   EXPECT_EQ(c.retval_count, static_cast<int>(manifest["retval_count"].num));
@@ -248,7 +248,7 @@ class ReferenceCase : public testing::Test {
  public:
   explicit ReferenceCase(fs::path dir) : dir_(std::move(dir)) {}
   void TestBody() override {
-    testjson::Value cs = read_json(dir_ / "case.json");
+    json::Value cs = read_json(dir_ / "case.json");
     if (cs["expect"].str == "refused") {
       check_refused(dir_, cs);
     } else {

@@ -40,7 +40,7 @@
 #include <iostream>
 #include <regex>
 
-#include "../common/mini_json.h"
+#include "core/json.h"
 #include "nnapi_convert/converter.h"
 #include "nnapi_convert/verify.h"
 
@@ -55,9 +55,9 @@ std::vector<char> read_bytes(const fs::path& p) {
   return std::vector<char>(std::istreambuf_iterator<char>(f), {});
 }
 
-testjson::Value read_json(const fs::path& p) {
+json::Value read_json(const fs::path& p) {
   auto b = read_bytes(p);
-  return testjson::parse(std::string(b.begin(), b.end()));
+  return json::parse(std::string(b.begin(), b.end()));
 }
 
 // args.pt / eager.pt hold tuples of tensors (tools/fixtures_common.py).
@@ -109,7 +109,7 @@ class VerifyCase : public testing::Test {
   explicit VerifyCase(fs::path dir) : dir_(std::move(dir)) {}
 
   void TestBody() override {
-    testjson::Value cs = read_json(dir_ / "case.json");
+    json::Value cs = read_json(dir_ / "case.json");
     const std::string name = cs["name"].str;
     const std::string source = cs["source"].str;
     ConvertOptions o;

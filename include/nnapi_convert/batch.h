@@ -1,0 +1,69 @@
+// Many conversions in one process (LibTorch starts once), N at a time, with
+// per-model results for reports. One model's failure never stops the others.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nnapi_convert/converter.h"
+#include "nnapi_convert/verify.h"
+
+namespace nnapi_convert {
+
+struct Job {
+  ConvertOptions options;  // options.model_path is the model
+  std::string output;      // the .nnapi.pt to write
+  bool lite = false;
+  std::string parts;  // --parts directory, or empty
+  bool verify = false;
+  VerifyOptions verify_options;
+};
+
+struct JobResult {
+  std::string model;
+  std::string output;
+  bool ok = false;
+  int exit_code = 0;  // 0 ok, 1 cannot convert (or verify failed)
+  std::string error;
+  std::string error_node;      // node kind, when a node failed
+  std::string error_location;  // its source location
+  int64_t operand_count = 0;
+  int64_t operation_count = 0;
+  int64_t weight_bytes = 0;
+  std::map<std::string, int> operations;
+  PhaseTimes times;
+  double total_ms = 0;
+  std::optional<VerifyReport> verify;
+};
+
+// Runs one job; never throws.
+JobResult run_job(const Job& job);
+
+// Runs `jobs` on `parallel` threads (>= 1); `progress` is called (serialized)
+// as each job ends, with how many have ended. Results are in job order.
+std::vector<JobResult> run_jobs(const std::vector<Job>& jobs, int parallel,
+                                const std::function<void(size_t, size_t, const JobResult&)>&
+                                    progress);
+
+// A --manifest file: a JSON list (or {"models": [...]}) of
+// {"model": PATH, "inputs": [SPEC...], "output": PATH, "options": {...}} with
+// options nhwc, preference, relax_f32_to_f16, int16_for_qint16, lite, parts,
+// return_shapes. Paths are relative to the manifest's directory. `defaults`
+// gives what an entry leaves out. Throws ConvertError(2) naming the entry.
+std::vector<Job> read_manifest(const std::string& path, const Job& defaults,
+                               const std::string& out_dir);
+
+// The --report document: one object per model.
+std::string report_json(const std::vector<JobResult>& results);
+
+// "<model stem>.nnapi.pt" in `out_dir`, or beside the model.
+std::string default_output_path(const std::string& model, const std::string& out_dir);
+
+// Parses "1x8x0x0" (-1 allowed) for --return-shape; throws ConvertError(2).
+std::vector<int64_t> parse_return_shape(const std::string& text);
+int preference_code(const std::string& name);  // -1 when unknown
+
+}  // namespace nnapi_convert
