@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Writes the models the bad-input CLI tests feed to nnapi-convert:
+train.pt (saved in training mode), listarg.pt (forward takes a list),
+twounsupported.pt (two node kinds NNAPI conversion has no lowering for),
+truncated.pt (the first half of a good archive)."""
+import os
+import sys
+from typing import List
+
+import torch
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+
+
+class Conv(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+
+x = torch.randn(1, 3, 8, 8)
+torch.jit.trace(Conv().train(), x).save(os.path.join(out, "train.pt"))
+
+
+class ListArg(torch.nn.Module):
+    def forward(self, xs: List[torch.Tensor]):
+        return torch.relu(xs[0])
+
+
+torch.jit.script(ListArg().eval()).save(os.path.join(out, "listarg.pt"))
+
+
+class TwoUnsupported(torch.nn.Module):
+    def forward(self, x):
+        return torch.cumsum(torch.sort(x, dim=1)[0], dim=1) + torch.relu(x)
+
+
+torch.jit.trace(TwoUnsupported().eval(), x).save(os.path.join(out, "twounsupported.pt"))
+
+good = os.path.join(out, "good.pt")
+torch.jit.trace(Conv().eval(), x).save(good)
+data = open(good, "rb").read()
+open(os.path.join(out, "truncated.pt"), "wb").write(data[: len(data) // 2])
+print("wrote bad models")
