@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iomanip>
+#include <limits>
 #include <mutex>
 #include <sstream>
 
@@ -349,7 +350,7 @@ OutputCheck compare_output(const at::Tensor& nnapi, const at::Tensor& eager, dou
     c.ok = true;
     return c;
   }
-  const bool off_share_ok_needed = c.quantum > 0;
+  const bool dequantized = c.quantum > 0;  // quantized, or a float from DEQUANTIZE
   auto quanta_ok = [&]() {
     return c.max_quanta <= 1 && static_cast<double>(c.off_by_one) <=
                                     options.max_off_by_one_share * static_cast<double>(c.numel);
@@ -400,12 +401,12 @@ OutputCheck compare_output(const at::Tensor& nnapi, const at::Tensor& eager, dou
   at::Tensor over = diff.gt(bound);
   int64_t n_over = over.sum().item<int64_t>();
   bool float_ok = n_over == 0;
-  if (off_share_ok_needed) {
+  if (dequantized) {
     at::Tensor quanta = (diff / c.quantum).round();
     c.max_quanta = static_cast<int64_t>(std::min(quanta.max().item<double>(), 1e18));
     c.off_by_one = quanta.ge(1).sum().item<int64_t>();
   }
-  c.ok = float_ok || (off_share_ok_needed && quanta_ok());
+  c.ok = float_ok || (dequantized && quanta_ok());
   if (!c.ok) {
     int64_t worst = (diff - bound).argmax().item<int64_t>();
     std::ostringstream os;
@@ -413,7 +414,7 @@ OutputCheck compare_output(const at::Tensor& nnapi, const at::Tensor& eager, dou
        << "(atol " << num(options.atol) << ", rtol " << num(options.rtol) << "); the worst, "
        << "flat index " << worst << ": " << std::setprecision(9)
        << a.reshape(-1)[worst].item<double>() << " vs " << b.reshape(-1)[worst].item<double>();
-    if (off_share_ok_needed) os << "; as a dequantized output: " << quanta_problem();
+    if (dequantized) os << "; as a dequantized output: " << quanta_problem();
     c.problem = os.str();
   }
   return c;
