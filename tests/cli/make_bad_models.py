@@ -2,7 +2,7 @@
 """Writes the models the bad-input CLI tests feed to nnapi-convert:
 train.pt (saved in training mode), listarg.pt (forward takes a list),
 twounsupported.pt (two node kinds NNAPI conversion has no lowering for),
-truncated.pt (the first half of a good archive)."""
+truncated.pt (the first half of a good archive), empty.pt."""
 import os
 import sys
 from typing import List
@@ -45,4 +45,5 @@ good = os.path.join(out, "good.pt")
 torch.jit.trace(Conv().eval(), x).save(good)
 data = open(good, "rb").read()
 open(os.path.join(out, "truncated.pt"), "wb").write(data[: len(data) // 2])
+open(os.path.join(out, "empty.pt"), "wb").close()
 print("wrote bad models")
