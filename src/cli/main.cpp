@@ -88,8 +88,10 @@ void print_verify(const Args& a, const JobResult& r) {
 // (or with -v), timings with --timings.
 void report_progress(const Args& a, bool terminal, size_t done, size_t total,
                      const JobResult& r) {
-  if (!r.ok && !r.verify) spdlog::error("{}", r.error);
-  if (r.ok || r.verify) {
+  // A verify mismatch is explained by print_verify; every other failure here.
+  bool verify_ran = r.verify.has_value();
+  if (!r.ok && !verify_ran) spdlog::error("{}", r.error);
+  if (r.ok || verify_ran) {
     if (terminal || a.verbose) {
       spdlog::info("[{}/{}] {} -> {} ({} operands, {} operations, {} weight bytes, {:.0f} ms)",
                    done, total, r.model, r.output, r.operand_count, r.operation_count,

@@ -78,17 +78,17 @@ JobResult run_job(const Job& job) {
     r.weight_bytes = c.weight_bytes;
     r.operations = c.operations;
     r.times = c.times;
-    r.ok = true;
     if (job.verify) {
       std::lock_guard<std::mutex> lock(verify_mutex);
       r.verify = verify_conversion(job.options, job.output, job.verify_options);
       if (!r.verify->ok) {
-        r.ok = false;
         r.exit_code = 1;
         r.error = "model '" + r.model + "': the converted module '" + r.output +
                   "' does not match the model on seeded random inputs";
       }
     }
+    // Only now: a throw from verify above must leave the job failed.
+    r.ok = r.exit_code == 0;
   } catch (const ConvertError& e) {
     r.exit_code = e.exit_code();
     r.error = e.what();
