@@ -44,9 +44,9 @@ JobResult run_job(const Job& job);
 
 // Runs `jobs` on `parallel` threads (>= 1); `progress` is called (serialized)
 // as each job ends, with how many have ended. Results are in job order.
-std::vector<JobResult> run_jobs(const std::vector<Job>& jobs, int parallel,
-                                const std::function<void(size_t, size_t, const JobResult&)>&
-                                    progress);
+std::vector<JobResult> run_jobs(
+    const std::vector<Job>& jobs, int parallel,
+    const std::function<void(size_t, size_t, const JobResult&)>& progress);
 
 // A --manifest file: a JSON list (or {"models": [...]}) of
 // {"model": PATH, "inputs": [SPEC...], "output": PATH, "options": {...}} with

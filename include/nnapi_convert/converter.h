@@ -84,8 +84,8 @@ std::vector<std::string> prepare_lines(const Conversion& c, bool numeric_dtypes)
 Conversion convert(const ConvertOptions& options);
 
 // Output writers; each writes atomically (temporary file, then rename).
-void write_nnapi_module(const Conversion& c, const ConvertOptions& options,
-                        const std::string& path, bool lite);
+void write_nnapi_module(const Conversion& c, const ConvertOptions& options, const std::string& path,
+                        bool lite);
 void write_parts(const Conversion& c, const ConvertOptions& options, const std::string& dir);
 void write_file_atomically(const std::string& path, const std::string& data);
 

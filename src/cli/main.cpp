@@ -1,16 +1,15 @@
 // nnapi-convert: the command line. Parses arguments, calls the library,
 // reports errors as one paragraph with exit status 1 (model) or 2 (usage).
-#include <CLI/CLI.hpp>
 #include <c10/util/Exception.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
 #include <map>
 #include <thread>
-
-#include <unistd.h>
 
 #include "nnapi_convert/batch.h"
 #include "nnapi_convert/converter.h"
@@ -86,8 +85,7 @@ void print_verify(const Args& a, const JobResult& r) {
 
 // What happened to one model: errors always; a progress line on a terminal
 // (or with -v), timings with --timings.
-void report_progress(const Args& a, bool terminal, size_t done, size_t total,
-                     const JobResult& r) {
+void report_progress(const Args& a, bool terminal, size_t done, size_t total, const JobResult& r) {
   // A verify mismatch is explained by print_verify; every other failure here.
   bool verify_ran = r.verify.has_value();
   if (!r.ok && !verify_ran) spdlog::error("{}", r.error);
@@ -99,9 +97,10 @@ void report_progress(const Args& a, bool terminal, size_t done, size_t total,
     }
     if (a.timings) {
       const PhaseTimes& t = r.times;
-      spdlog::info("{}: timings (ms): load {:.2f}, freeze {:.2f}, lower {:.3f}, serialize {:.3f}, "
-                   "write {:.2f}",
-                   r.model, t.load_ms, t.freeze_ms, t.lower_ms, t.serialize_ms, t.write_ms);
+      spdlog::info(
+          "{}: timings (ms): load {:.2f}, freeze {:.2f}, lower {:.3f}, serialize {:.3f}, "
+          "write {:.2f}",
+          r.model, t.load_ms, t.freeze_ms, t.lower_ms, t.serialize_ms, t.write_ms);
     }
     if (r.verify) print_verify(a, r);
   }
@@ -111,9 +110,10 @@ void report_progress(const Args& a, bool terminal, size_t done, size_t total,
 int run_inspect(int argc, char** argv) {
   std::string file;
   bool json = false;
-  CLI::App app{"Print the NNAPI model inside a .nnapi.pt or ser_model.bin, checked as strictly "
-               "as PyTorch's on-device loader checks it.",
-               "nnapi-convert inspect"};
+  CLI::App app{
+      "Print the NNAPI model inside a .nnapi.pt or ser_model.bin, checked as strictly "
+      "as PyTorch's on-device loader checks it.",
+      "nnapi-convert inspect"};
   app.add_option("file", file, ".nnapi.pt module or raw ser_model.bin")->required();
   app.add_flag("--json", json, "Print one JSON object");
   try {
@@ -130,9 +130,10 @@ int run_inspect(int argc, char** argv) {
 int run(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "inspect") return run_inspect(argc - 1, argv + 1);
   Args a;
-  CLI::App app{"Convert TorchScript models to Android NNAPI models, as PyTorch's "
-               "convert_model_to_nnapi does, in one native binary.",
-               "nnapi-convert"};
+  CLI::App app{
+      "Convert TorchScript models to Android NNAPI models, as PyTorch's "
+      "convert_model_to_nnapi does, in one native binary.",
+      "nnapi-convert"};
   app.set_version_flag("--version", std::string("nnapi-convert ") + NNAPI_CONVERT_VERSION);
   app.add_option("models", a.models, "TorchScript model file(s) (torch.jit.save)");
   app.add_option("--input", a.input_specs,
@@ -189,8 +190,9 @@ int run(int argc, char** argv) {
     std::cerr << "nnapi-convert: " << e.what() << "\nRun nnapi-convert --help for usage.\n";
     return 2;
   }
-  spdlog::set_level(a.quiet ? spdlog::level::err
-                            : a.verbose ? spdlog::level::debug : spdlog::level::info);
+  spdlog::set_level(a.quiet     ? spdlog::level::err
+                    : a.verbose ? spdlog::level::debug
+                                : spdlog::level::info);
 
   // Everything a user can get wrong is checked before any work: exit 2.
   std::vector<Job> jobs;
@@ -200,14 +202,17 @@ int run(int argc, char** argv) {
       throw ConvertError(2, "no model given: name TorchScript model files, or a --manifest");
     }
     if (!a.models.empty() && a.input_specs.empty()) {
-      throw ConvertError(2, "--input is required: give one --input SPEC per model input, in "
-                            "order, e.g. --input 1x3x224x224");
+      throw ConvertError(2,
+                         "--input is required: give one --input SPEC per model input, in "
+                         "order, e.g. --input 1x3x224x224");
     }
     if (a.models.size() + (a.manifest.empty() ? 0 : 2) > 1 && !a.output.empty()) {
-      throw ConvertError(2, "-o names one output file, but several models were given; use "
-                            "--out-dir for several models");
+      throw ConvertError(2,
+                         "-o names one output file, but several models were given; use "
+                         "--out-dir for several models");
     }
-    for (const std::string& s : a.input_specs) defaults.options.inputs.push_back(parse_input_spec(s));
+    for (const std::string& s : a.input_specs)
+      defaults.options.inputs.push_back(parse_input_spec(s));
     for (const std::string& s : a.return_shapes) {
       defaults.options.return_shapes.push_back(parse_return_shape(s));
     }
@@ -226,7 +231,8 @@ int run(int argc, char** argv) {
       jobs.push_back(std::move(job));
     }
     if (!a.manifest.empty()) {
-      for (Job& job : read_manifest(a.manifest, defaults, a.out_dir)) jobs.push_back(std::move(job));
+      for (Job& job : read_manifest(a.manifest, defaults, a.out_dir))
+        jobs.push_back(std::move(job));
     }
     std::map<std::string, std::string> writer_of;
     for (const Job& job : jobs) {
@@ -256,7 +262,8 @@ int run(int argc, char** argv) {
     }
   }
 
-  int parallel = a.jobs > 0 ? a.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int parallel =
+      a.jobs > 0 ? a.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool terminal = ::isatty(STDERR_FILENO) && !a.quiet;
   std::vector<JobResult> results =
       run_jobs(jobs, parallel, [&](size_t done, size_t total, const JobResult& r) {

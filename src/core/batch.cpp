@@ -105,9 +105,9 @@ JobResult run_job(const Job& job) {
   return r;
 }
 
-std::vector<JobResult> run_jobs(const std::vector<Job>& jobs, int parallel,
-                                const std::function<void(size_t, size_t, const JobResult&)>&
-                                    progress) {
+std::vector<JobResult> run_jobs(
+    const std::vector<Job>& jobs, int parallel,
+    const std::function<void(size_t, size_t, const JobResult&)>& progress) {
   std::vector<JobResult> results(jobs.size());
   std::atomic<size_t> next{0};
   size_t done = 0;
@@ -146,9 +146,10 @@ std::vector<Job> read_manifest(const std::string& path, const Job& defaults,
   const json::Value* list = &doc;
   if (doc.kind == json::Value::Object && doc.has("models")) list = &doc["models"];
   if (list->kind != json::Value::Array) {
-    throw ConvertError(2, "manifest '" + path + "' must be a JSON list of "
-                          "{\"model\", \"inputs\", \"output\", \"options\"} objects, or an "
-                          "object with such a list under \"models\"");
+    throw ConvertError(2, "manifest '" + path +
+                              "' must be a JSON list of "
+                              "{\"model\", \"inputs\", \"output\", \"options\"} objects, or an "
+                              "object with such a list under \"models\"");
   }
   fs::path base = fs::path(path).parent_path();
   auto resolve = [&](const std::string& p) {
@@ -200,8 +201,9 @@ std::vector<Job> read_manifest(const std::string& path, const Job& defaults,
           flag(&job.lite);
         } else if (k == "preference") {
           int code = v.kind == json::Value::String ? preference_code(v.str) : -1;
-          need(code >= 0, "option \"preference\" must be low-power, fast-single-answer or "
-                          "sustained-speed");
+          need(code >= 0,
+               "option \"preference\" must be low-power, fast-single-answer or "
+               "sustained-speed");
           job.options.compilation_preference = code;
         } else if (k == "parts") {
           need(v.kind == json::Value::String, "option \"parts\" must be a directory path");
@@ -234,10 +236,11 @@ std::string report_json(const std::vector<JobResult>& results) {
        << ", \"status\": " << (r.ok ? "\"ok\"" : "\"failed\"")
        << ", \"output\": " << (r.ok ? json::quote(r.output) : "null");
     if (!r.ok) {
-      os << ", \"exit_code\": " << r.exit_code << ", \"error\": {\"message\": "
-         << json::quote(r.error) << ", \"node\": "
-         << (r.error_node.empty() ? "null" : json::quote(r.error_node)) << ", \"source\": "
-         << (r.error_location.empty() ? "null" : json::quote(r.error_location)) << "}";
+      os << ", \"exit_code\": " << r.exit_code
+         << ", \"error\": {\"message\": " << json::quote(r.error)
+         << ", \"node\": " << (r.error_node.empty() ? "null" : json::quote(r.error_node))
+         << ", \"source\": " << (r.error_location.empty() ? "null" : json::quote(r.error_location))
+         << "}";
     }
     if (r.operation_count > 0) {
       os << ", \"operand_count\": " << r.operand_count
@@ -258,8 +261,9 @@ std::string report_json(const std::vector<JobResult>& results) {
       for (size_t k = 0; k < r.verify->outputs.size(); ++k) {
         const OutputCheck& o = r.verify->outputs[k];
         os << (k ? ", " : "") << "{\"max_abs_err\": " << o.max_abs_err
-           << ", \"max_rel_err\": " << o.max_rel_err << ", \"off_by_one_share\": "
-           << o.off_by_one_share() << ", \"ok\": " << (o.ok ? "true" : "false") << "}";
+           << ", \"max_rel_err\": " << o.max_rel_err
+           << ", \"off_by_one_share\": " << o.off_by_one_share()
+           << ", \"ok\": " << (o.ok ? "true" : "false") << "}";
       }
       os << "]}";
     }

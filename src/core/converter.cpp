@@ -3,7 +3,6 @@
 
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/frontend/source_range.h>
-
 #include <torch/csrc/jit/runtime/operator.h>
 
 #include <chrono>
@@ -58,7 +57,7 @@ Operand operand_for_input(const InputSpec& spec, bool nhwc_all, bool use_int16) 
   Operand o;
   o.shape = spec.dims;
   o.dim_order = spec.nhwc || (nhwc_all && spec.dims.size() == 4) ? DimOrder::ChannelsLast
-                                                                   : DimOrder::Contiguous;
+                                                                 : DimOrder::Contiguous;
   switch (spec.dtype) {
     case InputDType::Float32:
       o.type = nnapi::OperandType::TensorFloat32;
@@ -73,8 +72,9 @@ Operand operand_for_input(const InputSpec& spec, bool nhwc_all, bool use_int16) 
       break;
     case InputDType::Int16:
       if (!use_int16) {
-        throw ConvertError(2, "input spec '" + spec.text + "': int16 isn't supported unless "
-                              "--int16-for-qint16 says int16 carries NNAPI qint16 values");
+        throw ConvertError(2, "input spec '" + spec.text +
+                                  "': int16 isn't supported unless "
+                                  "--int16-for-qint16 says int16 carries NNAPI qint16 values");
       }
       o.type = spec.zero_point == 0 && !spec.has_zero_point
                    ? nnapi::OperandType::TensorQuant16Symm
@@ -90,11 +90,11 @@ Operand operand_for_input(const InputSpec& spec, bool nhwc_all, bool use_int16) 
 // With fixed input sizes every input is a constant, so it runs once here.
 const std::set<std::string>& foldable_kinds() {
   static const std::set<std::string> kinds = {
-      "prim::NumToTensor", "aten::Int",       "aten::Float",        "aten::ScalarImplicit",
-      "aten::floor_divide", "aten::floordiv", "aten::div",          "aten::mul",
-      "aten::add",          "aten::sub",      "aten::remainder",    "aten::neg",
-      "aten::__getitem__",  "aten::len",      "prim::ListUnpack",   "prim::TupleUnpack",
-      "prim::TupleIndex",   "aten::size",     "aten::floor",        "aten::ceil",
+      "prim::NumToTensor",  "aten::Int",      "aten::Float",      "aten::ScalarImplicit",
+      "aten::floor_divide", "aten::floordiv", "aten::div",        "aten::mul",
+      "aten::add",          "aten::sub",      "aten::remainder",  "aten::neg",
+      "aten::__getitem__",  "aten::len",      "prim::ListUnpack", "prim::TupleUnpack",
+      "prim::TupleIndex",   "aten::size",     "aten::floor",      "aten::ceil",
   };
   return kinds;
 }
@@ -188,8 +188,9 @@ Conversion convert(const ConvertOptions& options) {
       if (try_fold(cx, node)) continue;
       const LowerFn* fn = lowering_table().find(node->kind().toQualString());
       if (!fn) {
-        fail("this node computes with values known only when the model runs (sizes of "
-             "flexible dims?); nnapi-convert folds it only when all its inputs are constant");
+        fail(
+            "this node computes with values known only when the model runs (sizes of "
+            "flexible dims?); nnapi-convert folds it only when all its inputs are constant");
       }
       (*fn)(cx, node);
     }
@@ -221,8 +222,7 @@ Conversion convert(const ConvertOptions& options) {
         if (options.return_shapes[i].size() != op.shape.size()) {
           throw ConvertError(2, "--return-shape for output " + std::to_string(i) + " has " +
                                     std::to_string(options.return_shapes[i].size()) +
-                                    " dims, but the output has " +
-                                    std::to_string(op.shape.size()));
+                                    " dims, but the output has " + std::to_string(op.shape.size()));
         }
         t.shape = options.return_shapes[i];
       }
@@ -295,9 +295,9 @@ std::vector<std::string> prepare_lines(const Conversion& c, bool numeric_dtypes)
         expr = "torch.zeros(" + shape + ", dtype=" + dtype("int16", 2) + ")";
         break;
       default:
-        throw ConvertError(1, std::string("unsupported output operand type ") +
-                                  nnapi::operand_type_name(
-                                      static_cast<nnapi::OperandType>(t.type)));
+        throw ConvertError(1,
+                           std::string("unsupported output operand type ") +
+                               nnapi::operand_type_name(static_cast<nnapi::OperandType>(t.type)));
     }
     lines.push_back(expr + ",");
   }

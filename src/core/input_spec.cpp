@@ -133,8 +133,8 @@ InputSpec parse_input_spec(const std::string& text) {
     }
   }
   if (spec.nhwc && spec.dims.size() != 4) {
-    fail(text, "nhwc needs exactly 4 dimensions (N, C, H, W), got " +
-                   std::to_string(spec.dims.size()));
+    fail(text,
+         "nhwc needs exactly 4 dimensions (N, C, H, W), got " + std::to_string(spec.dims.size()));
   }
   switch (spec.dtype) {
     case InputDType::QUInt8:

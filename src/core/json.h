@@ -79,11 +79,21 @@ class Parser {
       if (i_ >= s_.size()) error("bad escape");
       char e = s_[i_++];
       switch (e) {
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
+        case 'n':
+          out += '\n';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
         case 'u': {
           if (i_ + 4 > s_.size()) error("bad \\u escape");
           unsigned code = std::stoul(s_.substr(i_, 4), nullptr, 16);
@@ -100,7 +110,8 @@ class Parser {
           }
           break;
         }
-        default: out += e;
+        default:
+          out += e;
       }
     }
     if (i_ >= s_.size()) error("unterminated string");
@@ -189,10 +200,18 @@ inline std::string quote(const std::string& s) {
   std::string out = "\"";
   for (char ch : s) {
     switch (ch) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(ch) < 0x20) {
           const char* hex = "0123456789abcdef";

@@ -107,8 +107,7 @@ Operand2 gelu_tanh(LoweringContext& cx, const Operand2& x, const Value* out) {
   Operand2 th = emit_unary(
       cx, Op::Tanh, emit_binary(cx, Op::Mul, inner, k(static_cast<float>(std::sqrt(2.0 / M_PI)))));
   Operand2 one_plus = emit_binary(cx, Op::Add, th, k(1.0f));
-  return emit_binary(cx, Op::Mul, emit_binary(cx, Op::Mul, x, k(0.5f)), one_plus, Fuse::None,
-                     out);
+  return emit_binary(cx, Op::Mul, emit_binary(cx, Op::Mul, x, k(0.5f)), one_plus, Fuse::None, out);
 }
 
 void lower_gelu(LoweringContext& cx, const Node* node) {
@@ -144,8 +143,8 @@ void lower_clamp(LoweringContext& cx, const Node* node) {
 // A constant of shape (1) in x's type: float, or quantized with x's params.
 Operand2 bound_constant(LoweringContext& cx, const Operand& x, double v) {
   if (!is_quant(x)) return float_scalar_tensor(cx, static_cast<float>(v));
-  at::Tensor q = at::quantize_per_tensor(at::full({1}, v, at::kFloat), x.scale, x.zero_point,
-                                         at::kQUInt8);
+  at::Tensor q =
+      at::quantize_per_tensor(at::full({1}, v, at::kFloat), x.scale, x.zero_point, at::kQUInt8);
   int32_t id = cx.add_weight(q);
   return {id, cx.operand(id)};
 }

@@ -127,9 +127,9 @@ int32_t LoweringContext::add_input(int arg_index, const Value* v, const Operand&
   model_.add_input(id);
   for (size_t d = 0; d < o.shape.size(); ++d) {
     if (o.shape[d] == 0) {
-      compute_operand_shape(id, static_cast<int64_t>(d),
-                            "args[" + std::to_string(arg_index) + "].shape[" + std::to_string(d) +
-                                "]");
+      compute_operand_shape(
+          id, static_cast<int64_t>(d),
+          "args[" + std::to_string(arg_index) + "].shape[" + std::to_string(d) + "]");
     }
   }
   return id;

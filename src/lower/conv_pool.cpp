@@ -6,8 +6,7 @@ ConvPoolArgs make_conv_pool_args(const std::vector<int64_t>& kernel,
                                  const std::vector<int64_t>& strides,
                                  const std::vector<int64_t>& paddings,
                                  const std::vector<int64_t>& dilations, int64_t group) {
-  check(kernel.size() == 2 && strides.size() == 2 && paddings.size() == 2 &&
-            dilations.size() == 2,
+  check(kernel.size() == 2 && strides.size() == 2 && paddings.size() == 2 && dilations.size() == 2,
         "only 2-D windows (two kernel sizes, strides, paddings and dilations) are supported");
   ConvPoolArgs a;
   a.kernel_h = kernel[0];
@@ -59,28 +58,26 @@ void conv_pool_flexible_input(LoweringContext& cx, int32_t out_id, const Value* 
   if (transpose) {
     if (s[2] == 0) {
       cx.compute_operand_shape(out_id, 2,
-                               "(" + flex_name(image_id, 2) + " - 1) * " + num(a.stride_h) +
-                                   " + " + num(e.kernel_h) + " - " + num(a.pad_t) + " - " +
-                                   num(a.pad_b));
+                               "(" + flex_name(image_id, 2) + " - 1) * " + num(a.stride_h) + " + " +
+                                   num(e.kernel_h) + " - " + num(a.pad_t) + " - " + num(a.pad_b));
     }
     if (s[3] == 0) {
       cx.compute_operand_shape(out_id, 3,
-                               "(" + flex_name(image_id, 3) + " - 1) * " + num(a.stride_w) +
-                                   " + " + num(e.kernel_w) + " - " + num(a.pad_l) + " - " +
-                                   num(a.pad_r));
+                               "(" + flex_name(image_id, 3) + " - 1) * " + num(a.stride_w) + " + " +
+                                   num(e.kernel_w) + " - " + num(a.pad_l) + " - " + num(a.pad_r));
     }
   } else {
     if (s[2] == 0) {
       cx.compute_operand_shape(out_id, 2,
                                "(" + flex_name(image_id, 2) + " - " + num(e.kernel_h) + " + " +
-                                   num(a.pad_t) + " + " + num(a.pad_b) + ") // " +
-                                   num(a.stride_h) + " + 1");
+                                   num(a.pad_t) + " + " + num(a.pad_b) + ") // " + num(a.stride_h) +
+                                   " + 1");
     }
     if (s[3] == 0) {
       cx.compute_operand_shape(out_id, 3,
                                "(" + flex_name(image_id, 3) + " - " + num(e.kernel_w) + " + " +
-                                   num(a.pad_l) + " + " + num(a.pad_r) + ") // " +
-                                   num(a.stride_w) + " + 1");
+                                   num(a.pad_l) + " + " + num(a.pad_r) + ") // " + num(a.stride_w) +
+                                   " + 1");
     }
   }
 }

@@ -35,9 +35,8 @@ void lower_conv2d(LoweringContext& cx, const Node* node) {
   at::Tensor weight = cx.constant_tensor(node->input(1));
   int32_t bias_id = optional_bias(cx, node->input(2), weight, false);
   ConvPoolArgs a = make_conv_pool_args(
-      kernel_of(weight), cx.constant_int_list(node->input(3)),
-      cx.constant_int_list(node->input(4)), cx.constant_int_list(node->input(5)),
-      cx.constant_int(node->input(6)));
+      kernel_of(weight), cx.constant_int_list(node->input(3)), cx.constant_int_list(node->input(4)),
+      cx.constant_int_list(node->input(5)), cx.constant_int(node->input(6)));
   add_conv2d_common(cx, node->output(), 0.0, 0, node->input(0), weight, bias_id, a, false,
                     Fuse::None);
 }
@@ -54,9 +53,8 @@ void lower_convolution(LoweringContext& cx, const Node* node) {
     }
   }
   ConvPoolArgs a = make_conv_pool_args(
-      kernel_of(weight), cx.constant_int_list(node->input(3)),
-      cx.constant_int_list(node->input(4)), cx.constant_int_list(node->input(5)),
-      cx.constant_int(node->input(8)));
+      kernel_of(weight), cx.constant_int_list(node->input(3)), cx.constant_int_list(node->input(4)),
+      cx.constant_int_list(node->input(5)), cx.constant_int(node->input(8)));
   add_conv2d_common(cx, node->output(), 0.0, 0, node->input(0), weight, bias_id, a, transpose,
                     Fuse::None);
 }
@@ -66,9 +64,8 @@ bool approx_equal(double a, double b) { return std::abs(a - b) <= 1e-6 * std::mi
 }  // namespace
 
 void add_conv2d_common(LoweringContext& cx, const Value* out, double out_scale,
-                       int64_t out_zero_point, const Value* image_value,
-                       const at::Tensor& weight, int32_t bias_id, const ConvPoolArgs& args,
-                       bool transpose, Fuse fuse) {
+                       int64_t out_zero_point, const Value* image_value, const at::Tensor& weight,
+                       int32_t bias_id, const ConvPoolArgs& args, bool transpose, Fuse fuse) {
   auto [image_id, image] = cx.get_operand(image_value);
   check(image.shape.size() == 4, "convolution needs a 4-D input, got " + shape_str(image.shape));
   int64_t in_c = image.shape[1];
@@ -107,8 +104,7 @@ void add_conv2d_common(LoweringContext& cx, const Value* out, double out_scale,
     check(approx_equal(image.scale * w.scale, bias.scale) && bias.zero_point == 0,
           "quantized convolution bias scale must equal input scale * weight scale");
   } else {
-    fail("unsupported input type for conv2d: " +
-         std::string(nnapi::operand_type_name(image.type)));
+    fail("unsupported input type for conv2d: " + std::string(nnapi::operand_type_name(image.type)));
   }
   check(w.shape.size() == 4 && bias.shape.size() == 1, "bad convolution weight or bias rank");
   int64_t out_c;

@@ -10,7 +10,6 @@ namespace nnapi_convert {
 // (OIHW, or IOHW when transposed) weight; `bias_id` is already an operand.
 void add_conv2d_common(LoweringContext& cx, const Value* out, double out_scale,
                        int64_t out_zero_point, const Value* image, const at::Tensor& weight,
-                       int32_t bias_id, const ConvPoolArgs& args, bool transpose,
-                       nnapi::Fuse fuse);
+                       int32_t bias_id, const ConvPoolArgs& args, bool transpose, nnapi::Fuse fuse);
 
 }  // namespace nnapi_convert

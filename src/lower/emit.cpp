@@ -27,8 +27,8 @@ Operand2 float_scalar_tensor(LoweringContext& cx, float v) {
 
 Operand2 float_weight_like(LoweringContext& cx, const at::Tensor& t, const Operand& like) {
   at::Tensor f = t.to(at::kFloat).contiguous();
-  DimOrder order = like.dim_order == DimOrder::ChannelsLast ? DimOrder::ChannelsLast
-                                                            : DimOrder::Contiguous;
+  DimOrder order =
+      like.dim_order == DimOrder::ChannelsLast ? DimOrder::ChannelsLast : DimOrder::Contiguous;
   int32_t id = cx.add_weight(f, order);
   return {id, cx.operand(id)};
 }

@@ -65,10 +65,9 @@ void lower_layer_norm(LoweringContext& cx, const Node* node) {
   int64_t k = static_cast<int64_t>(normalized.size());
   check(k >= 1 && k <= rank, "layer_norm normalized_shape longer than the input rank");
   for (int64_t i = 0; i < k; ++i) {
-    check(x.shape[rank - k + i] == normalized[i], "layer_norm normalized_shape " +
-                                                      shape_str(normalized) +
-                                                      " does not match input " +
-                                                      shape_str(x.shape));
+    check(x.shape[rank - k + i] == normalized[i],
+          "layer_norm normalized_shape " + shape_str(normalized) + " does not match input " +
+              shape_str(x.shape));
   }
   double eps = cx.constant_float(node->input(4));
   std::vector<int64_t> axes;
@@ -77,8 +76,9 @@ void lower_layer_norm(LoweringContext& cx, const Node* node) {
   Operand2 mean = emit_mean(cx, in, axes);
   Operand2 centered = emit_binary(cx, Op::Sub, in, mean);
   Operand2 var = emit_mean(cx, emit_binary(cx, Op::Mul, centered, centered), axes);
-  Operand2 inv = emit_unary(
-      cx, Op::Rsqrt, emit_binary(cx, Op::Add, var, float_scalar_tensor(cx, static_cast<float>(eps))));
+  Operand2 inv =
+      emit_unary(cx, Op::Rsqrt,
+                 emit_binary(cx, Op::Add, var, float_scalar_tensor(cx, static_cast<float>(eps))));
   bool has_w = !cx.constant_is_none(node->input(2));
   bool has_b = !cx.constant_is_none(node->input(3));
   Operand2 y = emit_binary(cx, Op::Mul, centered, inv, Fuse::None,

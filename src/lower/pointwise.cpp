@@ -17,8 +17,8 @@ namespace {
 
 Shape broadcast_shapes(const Shape& a, const Shape& b) {
   check(!a.empty() && !b.empty(), "broadcast of a 0-dim tensor");
-  check(a.size() == b.size(), "non-equal-rank broadcast is not supported yet: " + shape_str(a) +
-                                  " and " + shape_str(b));
+  check(a.size() == b.size(),
+        "non-equal-rank broadcast is not supported yet: " + shape_str(a) + " and " + shape_str(b));
   Shape out;
   for (size_t i = 0; i < a.size(); ++i) {
     if (a[i] == 1) {
@@ -73,8 +73,8 @@ void lower_mul_div(LoweringContext& cx, const Node* node, Op op) {
 
 void lower_softmax_like(LoweringContext& cx, const Node* node, Op op) {
   bool is_log = op == Op::LogSoftmax;
-  auto [in_id, in] = is_log ? cx.get_operand_fixed_size(node->input(0))
-                            : cx.get_operand(node->input(0));
+  auto [in_id, in] =
+      is_log ? cx.get_operand_fixed_size(node->input(0)) : cx.get_operand(node->input(0));
   int64_t dim = cx.constant_int(node->input(1));
   ModelBuilder& m = cx.model();
   int32_t out_id = -1, beta = -1, axis = -1;
@@ -159,10 +159,12 @@ void lower_binary_ranks_differ(LoweringContext& cx, const Node* node, Op op, Fus
   };
   Operand2 x = side(a, b), y = side(b, a);
   check(x.op.type == y.op.type, "binary op inputs have different types");
-  bool mixed = x.op.shape.size() != y.op.shape.size() &&
-               (x.op.dim_order == DimOrder::ChannelsLast || y.op.dim_order == DimOrder::ChannelsLast);
-  check(!mixed, "broadcasting a channels-last tensor against a computed tensor of lower rank is "
-                "not supported");
+  bool mixed =
+      x.op.shape.size() != y.op.shape.size() &&
+      (x.op.dim_order == DimOrder::ChannelsLast || y.op.dim_order == DimOrder::ChannelsLast);
+  check(!mixed,
+        "broadcasting a channels-last tensor against a computed tensor of lower rank is "
+        "not supported");
   for (int64_t d : x.op.shape) check(d > 0, "broadcasting flexible dims of unequal rank");
   for (int64_t d : y.op.shape) check(d > 0, "broadcasting flexible dims of unequal rank");
   const Operand2& big = x.op.shape.size() >= y.op.shape.size() ? x : y;

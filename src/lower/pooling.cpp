@@ -98,7 +98,8 @@ void lower_adaptive_avg_pool2d(LoweringContext& cx, const Node* node) {
     int64_t h = image.shape[2], w = image.shape[3];
     check(size[0] > 0 && size[1] > 0 && h % size[0] == 0 && w % size[1] == 0,
           "adaptive_avg_pool2d to " + shape_str(size) + " from " + std::to_string(h) + "x" +
-              std::to_string(w) + ": NNAPI conversion supports output sizes that divide the "
+              std::to_string(w) +
+              ": NNAPI conversion supports output sizes that divide the "
               "input size");
     if (size[0] == h && size[1] == w) {
       cx.alias(node->output(), node->input(0));
@@ -196,9 +197,8 @@ void lower_upsample_nearest2d(LoweringContext& cx, const Node* node) {
     if (has_size) {
       cx.compute_operand_shape(out_id, d, std::to_string(sizes[d - 2]));
     } else {
-      cx.compute_operand_shape(out_id, d,
-                               "int(" + py_float_repr(scales[d - 2]) + " * " +
-                                   flex_name(image_id, d) + ")");
+      cx.compute_operand_shape(
+          out_id, d, "int(" + py_float_repr(scales[d - 2]) + " * " + flex_name(image_id, d) + ")");
     }
   }
   int32_t layout = m.add_bool_scalar(image.use_nchw());
@@ -239,7 +239,8 @@ void lower_upsample_bilinear2d(LoweringContext& cx, const Node* node) {
     out_w = static_cast<int64_t>(w);
   }
   ModelBuilder& m = cx.model();
-  std::vector<int32_t> inputs = {image_id, m.add_int_scalar(static_cast<int32_t>(out_w)),
+  std::vector<int32_t> inputs = {image_id,
+                                 m.add_int_scalar(static_cast<int32_t>(out_w)),
                                  m.add_int_scalar(static_cast<int32_t>(out_h)),
                                  m.add_bool_scalar(image.use_nchw()),
                                  m.add_bool_scalar(align_corners),

@@ -96,8 +96,7 @@ void lower_qlinear(LoweringContext& cx, const Node* node) {
             raw_weight.size(1) == in.shape[1],
         "quantized linear weight, bias and input shapes do not match");
   at::Tensor weight = unsigned_weight(raw_weight);
-  int32_t bias_id =
-      quantized_bias(cx, raw_bias, in.scale, weight.q_scale(), out_scale);
+  int32_t bias_id = quantized_bias(cx, raw_bias, in.scale, weight.q_scale(), out_scale);
   int32_t weight_id = cx.add_weight(weight.contiguous());
   Operand out = in.with_shape({in.shape[0], cx.operand(weight_id).shape[0]});
   out.scale = out_scale;
@@ -137,8 +136,8 @@ void lower_qconv2d(LoweringContext& cx, const Node* node, Fuse fuse, bool transp
   (void)image_id;
   int32_t bias_id =
       quantized_bias(cx, raw_bias_iv.toTensor(), image.scale, weight.q_scale(), out_scale);
-  add_conv2d_common(cx, node->output(), out_scale, out_zero_point, node->input(0), weight,
-                    bias_id, a, transpose, fuse);
+  add_conv2d_common(cx, node->output(), out_scale, out_zero_point, node->input(0), weight, bias_id,
+                    a, transpose, fuse);
 }
 
 void lower_qbinary(LoweringContext& cx, const Node* node, Op op, Fuse fuse) {

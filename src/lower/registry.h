@@ -27,14 +27,14 @@ class LoweringTable {
 const LoweringTable& lowering_table();
 
 // One per file in src/lower/.
-void register_graph_ops(LoweringTable& t);        // graph.cpp: constants, attributes, lists
-void register_shape_ops(LoweringTable& t);        // shape.cpp
-void register_pointwise_ops(LoweringTable& t);    // pointwise.cpp
-void register_pooling_ops(LoweringTable& t);      // pooling.cpp
-void register_convolution_ops(LoweringTable& t);  // convolution.cpp
-void register_linear_ops(LoweringTable& t);       // linear.cpp
-void register_quantized_ops(LoweringTable& t);    // quantized.cpp
-void register_activation_ops(LoweringTable& t);   // activation.cpp
+void register_graph_ops(LoweringTable& t);          // graph.cpp: constants, attributes, lists
+void register_shape_ops(LoweringTable& t);          // shape.cpp
+void register_pointwise_ops(LoweringTable& t);      // pointwise.cpp
+void register_pooling_ops(LoweringTable& t);        // pooling.cpp
+void register_convolution_ops(LoweringTable& t);    // convolution.cpp
+void register_linear_ops(LoweringTable& t);         // linear.cpp
+void register_quantized_ops(LoweringTable& t);      // quantized.cpp
+void register_activation_ops(LoweringTable& t);     // activation.cpp
 void register_normalization_ops(LoweringTable& t);  // normalization.cpp
 
 }  // namespace nnapi_convert

@@ -112,7 +112,8 @@ void lower_flatten(LoweringContext& cx, const Node* node) {
   int64_t first_flex = std::find(s.begin(), s.end(), 0) - s.begin();
   std::vector<int64_t> target;
   for (size_t i = 0; i < out_shape.size(); ++i) {
-    if (out_shape[i] == 0) cx.forward_operand_shape(out_id, static_cast<int64_t>(i), in_id, first_flex);
+    if (out_shape[i] == 0)
+      cx.forward_operand_shape(out_id, static_cast<int64_t>(i), in_id, first_flex);
     target.push_back(out_shape[i] != 0 ? out_shape[i] : -1);
   }
   int32_t target_id = cx.model().add_int_vector(target);
@@ -141,8 +142,8 @@ void lower_slice(LoweringContext& cx, const Node* node) {
     lower_identity(cx, node);
     return;
   }
-  check(size != 0, "unable to slice with flexible shape (dim " + std::to_string(dim) +
-                       " of " + shape_str(in.shape) + ")");
+  check(size != 0, "unable to slice with flexible shape (dim " + std::to_string(dim) + " of " +
+                       shape_str(in.shape) + ")");
   if (stop < 0) {
     stop += size;
   } else if (stop > size) {
@@ -178,8 +179,8 @@ void lower_slice(LoweringContext& cx, const Node* node) {
 void lower_size(LoweringContext& cx, const Node* node) {
   auto [in_id, in] = cx.get_operand_fixed_size(node->input(0));
   (void)in_id;
-  int64_t dim = py_index(cx.constant(node->input(1)).value.toInt(),
-                         static_cast<int64_t>(in.shape.size()));
+  int64_t dim =
+      py_index(cx.constant(node->input(1)).value.toInt(), static_cast<int64_t>(in.shape.size()));
   cx.add_constant(node->output(), node->output()->type(), c10::IValue(in.shape[dim]));
 }
 
@@ -242,7 +243,6 @@ void lower_cat(LoweringContext& cx, const Node* node) {
   inputs.push_back(cx.model().add_int_scalar(static_cast<int32_t>(nnapi_dim)));
   cx.model().add_operation(Op::Concatenation, inputs, {out_id});
 }
-
 
 // A TRANSPOSE that makes an NHWC operand's data NCHW (a contiguous operand).
 std::pair<int32_t, Operand> to_contiguous(LoweringContext& cx, int32_t id, const Operand& in) {

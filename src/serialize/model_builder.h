@@ -28,7 +28,7 @@ struct NnapiOperand {
 };
 
 struct SerializedModel {
-  std::vector<int32_t> words;     // the blob
+  std::vector<int32_t> words;            // the blob
   std::vector<std::string> patch_lines;  // `ser_model[i] = s_x_y` lines for load-time sizes
 };
 

@@ -7,13 +7,13 @@
 #include <torch/csrc/jit/frontend/sugared_value.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/custom_class.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 #include "core/json.h"
 #include "nnapi_convert/converter.h"
@@ -31,10 +31,9 @@ const char* const kPrefix = "__torch__.torch.backends._nnapi.prepare.";
 class NnapiResolver : public torch::jit::Resolver {
  public:
   explicit NnapiResolver(c10::ClassTypePtr compilation) : compilation_(std::move(compilation)) {}
-  std::shared_ptr<torch::jit::SugaredValue> resolveValue(const std::string& name,
-                                                         torch::jit::GraphFunction& m,
-                                                         const torch::jit::SourceRange& loc)
-      override {
+  std::shared_ptr<torch::jit::SugaredValue> resolveValue(
+      const std::string& name, torch::jit::GraphFunction& m,
+      const torch::jit::SourceRange& loc) override {
     if (name == "Compilation") return std::make_shared<torch::jit::ClassValue>(compilation_);
     if (name == "Exception") return std::make_shared<torch::jit::ExceptionValue>(name);
     return torch::jit::nativeResolver()->resolveValue(name, m, loc);
@@ -197,19 +196,20 @@ std::string json_ints(const std::vector<int64_t>& v) {
 
 }  // namespace
 
-void write_nnapi_module(const Conversion& c, const ConvertOptions& options,
-                        const std::string& path, bool lite) {
+void write_nnapi_module(const Conversion& c, const ConvertOptions& options, const std::string& path,
+                        bool lite) {
   Module wrapper;
   try {
     wrapper = build_module(c, options);
   } catch (const c10::Error& e) {
-    throw ConvertError(1, std::string("could not build the NNAPI module: ") +
-                              e.what_without_backtrace());
+    throw ConvertError(
+        1, std::string("could not build the NNAPI module: ") + e.what_without_backtrace());
   }
   write_atomically(path, [&](const std::string& tmp) { wrapper.save(tmp); });
   if (lite) {
     std::string ptl = path;
-    if (ptl.size() > 3 && ptl.compare(ptl.size() - 3, 3, ".pt") == 0) ptl.pop_back(), ptl.pop_back(), ptl.pop_back();
+    if (ptl.size() > 3 && ptl.compare(ptl.size() - 3, 3, ".pt") == 0)
+      ptl.pop_back(), ptl.pop_back(), ptl.pop_back();
     ptl += ".ptl";
     write_atomically(ptl, [&](const std::string& tmp) { wrapper._save_for_mobile(tmp); });
   }
@@ -252,9 +252,9 @@ void write_parts(const Conversion& c, const ConvertOptions& options, const std::
     js << (first ? "" : ", ") << json::quote(kv.first) << ": " << kv.second;
     first = false;
   }
-  js << "},\n  \"weight_bytes\": " << c.weight_bytes << ",\n  \"compilation_preference\": "
-     << options.compilation_preference << ",\n  \"relax_f32_to_f16\": "
-     << (options.relax_f32_to_f16 ? "true" : "false") << "\n}\n";
+  js << "},\n  \"weight_bytes\": " << c.weight_bytes
+     << ",\n  \"compilation_preference\": " << options.compilation_preference
+     << ",\n  \"relax_f32_to_f16\": " << (options.relax_f32_to_f16 ? "true" : "false") << "\n}\n";
   std::string manifest = js.str();
   write_bytes(base + "manifest.json", manifest.data(), manifest.size());
 }

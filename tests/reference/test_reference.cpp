@@ -18,9 +18,9 @@
 #include <torch/csrc/jit/serialization/import.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <cstring>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -147,9 +147,8 @@ void check_refused(const fs::path& dir, const json::Value& cs) {
     EXPECT_NE(msg.find("node "), std::string::npos) << "message does not name the node: " << msg;
     if (cs["error_regex"].kind == json::Value::String) {
       std::regex re(cs["error_regex"].str, std::regex::icase);
-      EXPECT_TRUE(std::regex_search(msg, re))
-          << "message does not match the reference test's /" << cs["error_regex"].str
-          << "/: " << msg;
+      EXPECT_TRUE(std::regex_search(msg, re)) << "message does not match the reference test's /"
+                                              << cs["error_regex"].str << "/: " << msg;
     }
   }
 }
@@ -238,8 +237,7 @@ void check_converted(const fs::path& dir, const json::Value& cs) {
   std::vector<at::Tensor> part_weights = load_tensor_list(out / "parts" / "weights.pt");
   ASSERT_EQ(part_weights.size(), ref_weights.size());
   for (size_t i = 0; i < ref_weights.size(); ++i) {
-    expect_same_tensor(part_weights[i], ref_weights[i], "parts weight " + std::to_string(i),
-                       false);
+    expect_same_tensor(part_weights[i], ref_weights[i], "parts weight " + std::to_string(i), false);
   }
   fs::remove_all(out);
 }
