@@ -36,4 +36,10 @@ std::string format_input_spec(const InputSpec& spec);
 
 const char* dtype_name(InputDType dtype);
 
+// Sizes joined by 'x' ("1x3x224x224"), each from `min_size` to 2^31-1. Returns
+// false and a reason naming the bad part; used by --return-shape and
+// --verify-shape.
+bool parse_x_dims(const std::string& text, int64_t min_size, std::vector<int64_t>* dims,
+                  std::string* why);
+
 }  // namespace nnapi_convert

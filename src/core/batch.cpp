@@ -36,21 +36,11 @@ std::string default_output_path(const std::string& model, const std::string& out
 
 std::vector<int64_t> parse_return_shape(const std::string& text) {
   std::vector<int64_t> dims;
-  size_t start = 0;
-  while (true) {
-    size_t pos = text.find('x', start);
-    std::string d = text.substr(start, pos == std::string::npos ? std::string::npos : pos - start);
-    char* end = nullptr;
-    long long v = std::strtoll(d.c_str(), &end, 10);
-    if (d.empty() || *end != '\0' || v < -1 || v > 2147483647) {
-      throw ConvertError(2, "--return-shape '" + text + "': '" + d +
-                                "' is not a dimension; write sizes joined by x, 0 for a size "
-                                "fixed at load time and -1 for one known only at run time, "
-                                "e.g. 1x8x0x0");
-    }
-    dims.push_back(v);
-    if (pos == std::string::npos) break;
-    start = pos + 1;
+  std::string why;
+  if (!parse_x_dims(text, -1, &dims, &why)) {
+    throw ConvertError(2, "--return-shape '" + text + "': " + why +
+                              "; write sizes joined by x, 0 for a size fixed at load time and "
+                              "-1 for one known only at run time, e.g. 1x8x0x0");
   }
   return dims;
 }

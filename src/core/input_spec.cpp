@@ -72,6 +72,26 @@ const char* dtype_name(InputDType dtype) {
   return "?";
 }
 
+bool parse_x_dims(const std::string& text, int64_t min_size, std::vector<int64_t>* dims,
+                  std::string* why) {
+  dims->clear();
+  if (text.empty()) {
+    *why = "it is empty";
+    return false;
+  }
+  for (const std::string& d : split(text, 'x')) {
+    int64_t v = 0;
+    bool sign_ok = !d.empty() && (d[0] != '+') && (d[0] != '-' || min_size < 0);
+    if (!sign_ok || !parse_int(d, min_size, kMaxDim, &v)) {
+      *why = "'" + d + "' is not a size (a whole number from " + std::to_string(min_size) +
+             " to 2147483647)";
+      return false;
+    }
+    dims->push_back(v);
+  }
+  return true;
+}
+
 InputSpec parse_input_spec(const std::string& text) {
   InputSpec spec;
   spec.text = text;

@@ -33,6 +33,21 @@ Operand2 float_weight_like(LoweringContext& cx, const at::Tensor& t, const Opera
   return {id, cx.operand(id)};
 }
 
+Operand2 emit_relayout(LoweringContext& cx, const Operand2& x, DimOrder to) {
+  if (x.op.dim_order == to) return x;
+  check(x.op.shape.size() == 4, "a layout change needs a 4-D tensor, got " + shape_str(x.op.shape));
+  check(to == DimOrder::ChannelsLast || to == DimOrder::Contiguous, "bad target layout");
+  Operand out = x.op;
+  out.dim_order = to;
+  // The immediate first, then the output: the reference's operand order.
+  int32_t perm =
+      cx.model().add_int_vector(to == DimOrder::ChannelsLast ? std::vector<int64_t>{0, 2, 3, 1}
+                                                             : std::vector<int64_t>{0, 3, 1, 2});
+  int32_t id = cx.add_anonymous_operand(out);
+  cx.model().add_operation(Op::Transpose, {x.id, perm}, {id});
+  return {id, out};
+}
+
 Shape broadcast_shape(const Shape& a, const Shape& b) {
   size_t n = std::max(a.size(), b.size());
   Shape out(n);

@@ -39,6 +39,11 @@ Operand2 emit_dequantize(LoweringContext& cx, const Operand2& a);
 Operand2 emit_quantize(LoweringContext& cx, const Operand2& a, double scale, int64_t zero_point,
                        const Value* out = nullptr);
 
+// A TRANSPOSE that lays a 4-D operand's data out in `to` (NHWC for
+// ChannelsLast, NCHW for Contiguous); the PyTorch shape is unchanged. Returns
+// `x` itself when it already is.
+Operand2 emit_relayout(LoweringContext& cx, const Operand2& x, DimOrder to);
+
 // Broadcast output shape per PyTorch's rules (trailing alignment); 0 = flexible.
 Shape broadcast_shape(const Shape& a, const Shape& b);
 

@@ -32,16 +32,12 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
   return out;
 }
 
-// An NCHW operand with H = W = 1 made NHWC by a TRANSPOSE.
+// An NCHW operand with H = W = 1 made NHWC by a TRANSPOSE (as the reference does).
 std::pair<int32_t, Operand> transpose_to_nhwc(LoweringContext& cx, int32_t id, const Operand& o) {
   check(o.shape.size() == 4 && o.shape[2] == 1 && o.shape[3] == 1,
         "automatic transpose to NHWC is only supported for H = W = 1, got " + shape_str(o.shape));
-  Operand out = o;
-  out.dim_order = DimOrder::ChannelsLast;
-  int32_t perm = cx.model().add_int_vector({0, 2, 3, 1});
-  int32_t out_id = cx.add_anonymous_operand(out);
-  cx.model().add_operation(Op::Transpose, {id, perm}, {out_id});
-  return {out_id, out};
+  Operand2 r = emit_relayout(cx, {id, o}, DimOrder::ChannelsLast);
+  return {r.id, r.op};
 }
 
 void lower_unary(LoweringContext& cx, const Node* node, Op op) {

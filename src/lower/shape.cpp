@@ -5,6 +5,7 @@
 #include <limits>
 #include <optional>
 
+#include "lower/emit.h"
 #include "lower/registry.h"
 
 namespace nnapi_convert {
@@ -246,13 +247,8 @@ void lower_cat(LoweringContext& cx, const Node* node) {
 
 // A TRANSPOSE that makes an NHWC operand's data NCHW (a contiguous operand).
 std::pair<int32_t, Operand> to_contiguous(LoweringContext& cx, int32_t id, const Operand& in) {
-  if (in.dim_order != DimOrder::ChannelsLast) return {id, in};
-  Operand out = in;
-  out.dim_order = DimOrder::Contiguous;
-  int32_t perm = cx.model().add_int_vector({0, 3, 1, 2});
-  int32_t out_id = cx.add_anonymous_operand(out);
-  cx.model().add_operation(Op::Transpose, {id, perm}, {out_id});
-  return {out_id, out};
+  Operand2 r = emit_relayout(cx, {id, in}, DimOrder::Contiguous);
+  return {r.id, r.op};
 }
 
 // permute(x, dims). NHWC data read as (N, H, W, C), or (N, H, W, C) data read

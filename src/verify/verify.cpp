@@ -134,21 +134,9 @@ std::vector<int64_t> parse_verify_shape(const std::string& text) {
                                "'scalar' for a 0-D input), one --verify-shape per --input");
   };
   if (text == "scalar") return {};
-  if (text.empty()) throw bad("it is empty");
   std::vector<int64_t> dims;
-  size_t start = 0;
-  while (true) {
-    size_t pos = text.find('x', start);
-    std::string d = text.substr(start, pos == std::string::npos ? std::string::npos : pos - start);
-    char* end = nullptr;
-    long long v = std::strtoll(d.c_str(), &end, 10);
-    if (d.empty() || *end != '\0' || d[0] == '+' || d[0] == '-' || v < 1 || v > 2147483647) {
-      throw bad("'" + d + "' is not a size (an integer from 1 to 2147483647)");
-    }
-    dims.push_back(v);
-    if (pos == std::string::npos) break;
-    start = pos + 1;
-  }
+  std::string why;
+  if (!parse_x_dims(text, 1, &dims, &why)) throw bad(why);
   return dims;
 }
 

@@ -25,6 +25,7 @@
 #include <regex>
 #include <sstream>
 
+#include "../common/fixtures.h"
 #include "core/json.h"
 #include "nnapi_convert/converter.h"
 
@@ -33,29 +34,9 @@ using namespace nnapi_convert;
 
 namespace {
 
-std::vector<char> read_bytes(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) throw std::runtime_error("cannot read " + p.string());
-  return std::vector<char>(std::istreambuf_iterator<char>(f), {});
-}
-
-json::Value read_json(const fs::path& p) {
-  auto b = read_bytes(p);
-  return json::parse(std::string(b.begin(), b.end()));
-}
-
-std::vector<at::Tensor> load_tensor_list(const fs::path& p) {
-  c10::IValue v = torch::jit::pickle_load(read_bytes(p));
-  std::vector<at::Tensor> out;
-  // The fixtures hold tuples (see save_tensors in tools/fixtures_common.py);
-  // our own --parts output holds a list.
-  if (v.isTuple()) {
-    for (const c10::IValue& t : v.toTupleRef().elements()) out.push_back(t.toTensor());
-  } else {
-    for (const c10::IValue& t : v.toListRef()) out.push_back(t.toTensor());
-  }
-  return out;
-}
+using fixtures::load_tensors;
+using fixtures::read_bytes;
+using fixtures::read_json;
 
 // Same dtype, sizes, strides, quantization and values.
 void expect_same_tensor(const at::Tensor& ours, const at::Tensor& ref, const std::string& what,
@@ -101,7 +82,7 @@ void expect_runs_like_eager(const fs::path& dir, const std::string& module_path,
                             double rtol) {
   torch::jit::Module m = torch::jit::load(module_path);
   std::vector<c10::IValue> inputs;
-  for (const at::Tensor& t : load_tensor_list(dir / "args.pt")) inputs.push_back(t);
+  for (const at::Tensor& t : load_tensors(dir / "args.pt")) inputs.push_back(t);
   c10::IValue out = m.forward(inputs);
   std::vector<at::Tensor> outs;
   if (out.isTuple()) {
@@ -109,7 +90,7 @@ void expect_runs_like_eager(const fs::path& dir, const std::string& module_path,
   } else {
     outs.push_back(out.toTensor());
   }
-  std::vector<at::Tensor> eager = load_tensor_list(dir / "eager.pt");
+  std::vector<at::Tensor> eager = load_tensors(dir / "eager.pt");
   ASSERT_EQ(outs.size(), eager.size());
   for (size_t i = 0; i < outs.size(); ++i) {
     ASSERT_EQ(outs[i].sizes(), eager[i].sizes()) << "output " << i;
@@ -176,7 +157,7 @@ void check_converted(const fs::path& dir, const json::Value& cs) {
   expect_same_words(c.ser_model, read_bytes(ref / "ser_model.bin"), "ser_model");
 
   // The weights, as the serializer hands them over (NHWC views included).
-  std::vector<at::Tensor> ref_weights = load_tensor_list(ref / "weights.pt");
+  std::vector<at::Tensor> ref_weights = load_tensors(ref / "weights.pt");
   ASSERT_EQ(c.weights.size(), ref_weights.size()) << "weight count";
   for (size_t i = 0; i < ref_weights.size(); ++i) {
     expect_same_tensor(c.weights[i], ref_weights[i], "weight " + std::to_string(i), true);
@@ -201,11 +182,11 @@ void check_converted(const fs::path& dir, const json::Value& cs) {
   torch::jit::Module shape = mod.attr("shape_compute_module").toModule();
   at::Tensor ser = mod.attr("ser_model").toTensor().clone();
   c10::List<at::Tensor> args;
-  for (const at::Tensor& t : load_tensor_list(dir / "args.pt")) args.push_back(t);
+  for (const at::Tensor& t : load_tensors(dir / "args.pt")) args.push_back(t);
   c10::IValue templates = shape.get_method("prepare")({ser, args});
   expect_same_words(words_of(ser), read_bytes(ref / "prepared_ser_model.bin"),
                     "ser_model after prepare");
-  std::vector<at::Tensor> ref_templates = load_tensor_list(ref / "out_templates.pt");
+  std::vector<at::Tensor> ref_templates = load_tensors(ref / "out_templates.pt");
   const auto ours = templates.toTensorVector();
   ASSERT_EQ(ours.size(), ref_templates.size());
   for (size_t i = 0; i < ours.size(); ++i) {
@@ -234,7 +215,7 @@ void check_converted(const fs::path& dir, const json::Value& cs) {
   // --parts round-trips: the blob and a weights.pt that torch.load reads.
   auto part_blob = read_bytes(out / "parts" / "ser_model.bin");
   expect_same_words(c.ser_model, part_blob, "parts/ser_model.bin");
-  std::vector<at::Tensor> part_weights = load_tensor_list(out / "parts" / "weights.pt");
+  std::vector<at::Tensor> part_weights = load_tensors(out / "parts" / "weights.pt");
   ASSERT_EQ(part_weights.size(), ref_weights.size());
   for (size_t i = 0; i < ref_weights.size(); ++i) {
     expect_same_tensor(part_weights[i], ref_weights[i], "parts weight " + std::to_string(i), false);

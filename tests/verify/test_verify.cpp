@@ -40,6 +40,7 @@
 #include <iostream>
 #include <regex>
 
+#include "../common/fixtures.h"
 #include "core/json.h"
 #include "nnapi_convert/converter.h"
 #include "nnapi_convert/verify.h"
@@ -49,24 +50,9 @@ using namespace nnapi_convert;
 
 namespace {
 
-std::vector<char> read_bytes(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) throw std::runtime_error("cannot read " + p.string());
-  return std::vector<char>(std::istreambuf_iterator<char>(f), {});
-}
-
-json::Value read_json(const fs::path& p) {
-  auto b = read_bytes(p);
-  return json::parse(std::string(b.begin(), b.end()));
-}
-
-// args.pt / eager.pt hold tuples of tensors (tools/fixtures_common.py).
-std::vector<at::Tensor> load_tensors(const fs::path& p) {
-  c10::IValue v = torch::jit::pickle_load(read_bytes(p));
-  std::vector<at::Tensor> out;
-  for (const c10::IValue& t : v.toTupleRef().elements()) out.push_back(t.toTensor());
-  return out;
-}
+using fixtures::load_tensors;
+using fixtures::read_bytes;
+using fixtures::read_json;
 
 bool matches(const std::string& name, const char* re) {
   return std::regex_search(name, std::regex(re));
