@@ -118,6 +118,8 @@ template <typename F>
 void write_atomically(const std::string& path, F write) {
   std::string tmp = temp_path_for(path);
   try {
+    fs::path parent = fs::path(path).parent_path();
+    if (!parent.empty()) fs::create_directories(parent);
     write(tmp);
     fs::rename(tmp, path);
   } catch (const c10::Error& e) {

@@ -224,7 +224,12 @@ def main():
 
     # (c): the batch of 8
     batch_models = [models[n] for n in BATCH]
-    nn_batch = [converter, *batch_models, *INPUT, "--out-dir", os.path.join(out, "batch")]
+    # The models are all called model.pt: a manifest gives each its own output.
+    manifest = os.path.join(out, "batch-manifest.json")
+    with open(manifest, "w") as f:
+        json.dump([{"model": models[n], "output": os.path.join(out, "batch", n + ".nnapi.pt")}
+                   for n in BATCH], f)
+    nn_batch = [converter, "--manifest", manifest, *INPUT]
     if jobs:
         nn_batch += ["--jobs", "2"]
     log(f"(c) batch of {len(batch_models)} models, {a.batch_rounds} paired rounds, "
