@@ -88,21 +88,27 @@ Operand operand_for_input(const InputSpec& spec, bool nhwc_all, bool use_int16) 
 
 // Scalar and shape arithmetic that traced models carry (x.size(0) // 2, ...).
 // With fixed input sizes every input is a constant, so it runs once here.
-const std::set<std::string>& foldable_kinds() {
-  static const std::set<std::string> kinds = {
-      "prim::NumToTensor",  "aten::Int",      "aten::Float",      "aten::ScalarImplicit",
-      "aten::floor_divide", "aten::floordiv", "aten::div",        "aten::mul",
-      "aten::add",          "aten::sub",      "aten::remainder",  "aten::neg",
-      "aten::__getitem__",  "aten::len",      "prim::ListUnpack", "prim::TupleUnpack",
-      "prim::TupleIndex",   "aten::size",     "aten::floor",      "aten::ceil",
-  };
-  return kinds;
+bool is_foldable(c10::Symbol kind) {
+  static const std::set<c10::Symbol> kinds = [] {
+    std::set<c10::Symbol> out;
+    for (const char* name : {
+             "prim::NumToTensor",  "aten::Int",      "aten::Float",      "aten::ScalarImplicit",
+             "aten::floor_divide", "aten::floordiv", "aten::div",        "aten::mul",
+             "aten::add",          "aten::sub",      "aten::remainder",  "aten::neg",
+             "aten::__getitem__",  "aten::len",      "prim::ListUnpack", "prim::TupleUnpack",
+             "prim::TupleIndex",   "aten::size",     "aten::floor",      "aten::ceil",
+         }) {
+      out.insert(c10::Symbol::fromQualString(name));
+    }
+    return out;
+  }();
+  return kinds.count(kind) != 0;
 }
 
 // Runs `node` on its constant inputs and records its outputs as constants.
 // Returns false when the node is not foldable or an input is not constant.
 bool try_fold(LoweringContext& cx, const Node* node) {
-  if (!foldable_kinds().count(node->kind().toQualString())) return false;
+  if (!is_foldable(node->kind())) return false;
   for (const Value* in : node->inputs()) {
     if (!cx.has_constant(in)) return false;
   }
@@ -121,8 +127,9 @@ void check_supported(const torch::jit::Graph& graph, const std::string& path) {
   const LoweringTable& table = lowering_table();
   std::vector<std::string> missing;
   for (const Node* node : graph.nodes()) {
-    const char* kind = node->kind().toQualString();
-    if (!table.find(kind) && !foldable_kinds().count(kind)) missing.push_back(describe_node(node));
+    if (!table.find(node->kind()) && !is_foldable(node->kind())) {
+      missing.push_back(describe_node(node));
+    }
   }
   if (missing.empty()) return;
   std::ostringstream os;
@@ -186,7 +193,7 @@ Conversion convert(const ConvertOptions& options) {
     for (const Node* node : graph->nodes()) {
       current = node;
       if (try_fold(cx, node)) continue;
-      const LowerFn* fn = lowering_table().find(node->kind().toQualString());
+      const LowerFn* fn = lowering_table().find(node->kind());
       if (!fn) {
         fail(
             "this node computes with values known only when the model runs (sizes of "

@@ -1,17 +1,22 @@
 #include "lower/registry.h"
 
+#include <algorithm>
+
 namespace nnapi_convert {
 
-void LoweringTable::add(const std::string& kind, LowerFn fn) { fns_[kind] = std::move(fn); }
+void LoweringTable::add(const std::string& kind, LowerFn fn) {
+  fns_[c10::Symbol::fromQualString(kind)] = std::move(fn);
+}
 
-const LowerFn* LoweringTable::find(const std::string& kind) const {
+const LowerFn* LoweringTable::find(c10::Symbol kind) const {
   auto it = fns_.find(kind);
   return it == fns_.end() ? nullptr : &it->second;
 }
 
 std::vector<std::string> LoweringTable::kinds() const {
   std::vector<std::string> out;
-  for (const auto& kv : fns_) out.push_back(kv.first);
+  for (const auto& kv : fns_) out.push_back(kv.first.toQualString());
+  std::sort(out.begin(), out.end());
   return out;
 }
 

@@ -3,8 +3,8 @@
 #pragma once
 
 #include <functional>
-#include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "lower/context.h"
@@ -16,11 +16,12 @@ using LowerFn = std::function<void(LoweringContext&, const Node*)>;
 class LoweringTable {
  public:
   void add(const std::string& kind, LowerFn fn);
-  const LowerFn* find(const std::string& kind) const;
+  // By interned symbol: no string is built per node.
+  const LowerFn* find(c10::Symbol kind) const;
   std::vector<std::string> kinds() const;
 
  private:
-  std::map<std::string, LowerFn> fns_;
+  std::unordered_map<c10::Symbol, LowerFn> fns_;
 };
 
 // The table with every family registered.
