@@ -36,9 +36,14 @@ SEGMENTATION = ["lraspp_mobilenet_v3_large", "deeplabv3_mobilenet_v3_large"]
 # Forms that convert and run but miss the tolerance, with why: reported in
 # the table, not counted as failures. A form not listed here that misses fails.
 KNOWN_MISMATCHES = {
-    "quant-mobilenet_v2-nhwc": "host runtime requantizes in double with ties away from zero; "
-                               "QNNPACK uses a float32 scale with ties to even",
-    "quant-mobilenet_v3_large-nhwc": "as quant-mobilenet_v2; plus hardsigmoid through float",
+    # Not isolated yet. Candidates: NNAPI's quantized AVERAGE_POOL_2D rounds
+    # (sum + count/2) / count where QNNPACK requantizes the mean (4-13% of a
+    # pool's elements differ by one quantum in test_nnapi.py's cases), and the
+    # host runtime requantizes in double with ties away from zero where
+    # QNNPACK uses a float32 scale with ties to even; one-quantum differences
+    # before the classifier grow to 3-4 quanta at the output.
+    "quant-mobilenet_v2-nhwc": "quantized average-pool / requantization rounding (see above)",
+    "quant-mobilenet_v3_large-nhwc": "as quant-mobilenet_v2; hardsigmoid also goes through float",
 }
 
 
