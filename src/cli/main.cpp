@@ -3,6 +3,7 @@
 #include <c10/util/Exception.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -287,6 +288,11 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Large buffers (weights, their NNAPI-layout copies) are mmapped and so
+  // returned to the system when freed: glibc's adaptive threshold otherwise
+  // keeps them, which raised the peak of quantized models past the weights'
+  // size (README, performance).
+  ::mallopt(M_MMAP_THRESHOLD, 128 * 1024);
   auto logger = spdlog::stderr_color_mt("nnapi-convert");
   logger->set_pattern("nnapi-convert: %^%l%$: %v");
   spdlog::set_default_logger(logger);
