@@ -11,7 +11,6 @@ torch.jit.save the result. Input: one float32 1x3x224x224 tensor per model,
 channels-last and flagged nnapi_nhwc with --nhwc.
 """
 import argparse
-import contextlib
 import os
 import sys
 import time
@@ -20,6 +19,9 @@ T_START = time.perf_counter()
 import torch  # noqa: E402
 import torch.backends._nnapi.prepare as nnapi_prepare  # noqa: E402
 from torch.backends._nnapi.serializer import _NnapiSerializer  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from fixtures_common import identity_freeze  # noqa: E402
 T_IMPORT = time.perf_counter() - T_START
 
 
@@ -38,14 +40,6 @@ class TimedSerializer(_NnapiSerializer):
         return result
 
 
-@contextlib.contextmanager
-def identity_freeze():
-    saved = torch.jit.freeze
-    torch.jit.freeze = lambda mod, *a, **k: mod
-    try:
-        yield
-    finally:
-        torch.jit.freeze = saved
 
 
 def main():

@@ -125,9 +125,9 @@ void validate_conv2d(const ValidationContext& v) {
   int_scalars(v, layout + 1, v.num_inputs());
 }
 
-ConvArgs read_conv2d_args(ExecContext& ctx, size_t* next) {
+// Padding (four explicit values, or an implicit scheme) and strides, from input 3 on.
+ConvArgs read_padding_and_strides(ExecContext& ctx, bool implicit, size_t* next) {
   ConvArgs a;
-  const bool implicit = conv2d_is_implicit(ctx.num_inputs(), nullptr, &ctx);
   size_t i = 3;
   if (implicit) {
     a.implicit_scheme = ctx.i32(i++);
@@ -141,6 +141,10 @@ ConvArgs read_conv2d_args(ExecContext& ctx, size_t* next) {
   a.stride_h = ctx.i32(i++);
   *next = i;
   return a;
+}
+
+ConvArgs read_conv2d_args(ExecContext& ctx, size_t* next) {
+  return read_padding_and_strides(ctx, conv2d_is_implicit(ctx.num_inputs(), nullptr, &ctx), next);
 }
 
 void read_tail(ExecContext& ctx, size_t i, ConvArgs& a) {
@@ -212,18 +216,8 @@ void validate_depthwise(const ValidationContext& v) {
 void execute_depthwise(ExecContext& ctx) {
   const bool implicit =
       depthwise_is_implicit(ctx.num_inputs(), ctx.num_inputs() > 8 ? ctx.in(8).type : T::Int32);
-  ConvArgs a;
-  size_t i = 3;
-  if (implicit) {
-    a.implicit_scheme = ctx.i32(i++);
-  } else {
-    a.pad_l = ctx.i32(i++);
-    a.pad_r = ctx.i32(i++);
-    a.pad_t = ctx.i32(i++);
-    a.pad_b = ctx.i32(i++);
-  }
-  a.stride_w = ctx.i32(i++);
-  a.stride_h = ctx.i32(i++);
+  size_t i = 0;
+  ConvArgs a = read_padding_and_strides(ctx, implicit, &i);
   a.multiplier = ctx.i32(i++);
   read_tail(ctx, i, a);
   if (a.multiplier < 1) fail(Result::BadData, "depth multiplier must be >= 1");
