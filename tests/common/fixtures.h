@@ -2,8 +2,11 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -36,6 +39,34 @@ inline std::vector<at::Tensor> load_tensors(const std::filesystem::path& p) {
     for (const c10::IValue& t : v.toListRef()) out.push_back(t.toTensor());
   }
   return out;
+}
+
+// Case directories (those with a case.json) under `root`, sorted; with
+// `expect`, only the cases whose case.json says so ("ok" or "refused").
+inline std::vector<std::filesystem::path> case_dirs(const std::filesystem::path& root,
+                                                    const std::string& expect = "") {
+  std::vector<std::filesystem::path> dirs;
+  for (const auto& e : std::filesystem::directory_iterator(root)) {
+    if (!std::filesystem::exists(e.path() / "case.json")) continue;
+    if (!expect.empty() && read_json(e.path() / "case.json")["expect"].str != expect) continue;
+    dirs.push_back(e.path());
+  }
+  std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
+// One gtest per case directory, in `suite`, named after the directory;
+// `make(dir)` returns the test object.
+template <typename Make>
+void register_cases(const char* suite, const std::vector<std::filesystem::path>& dirs, Make make) {
+  for (const std::filesystem::path& d : dirs) {
+    std::string name = d.filename().string();
+    for (char& ch : name) {
+      if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+    }
+    testing::RegisterTest(suite, name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+                          [d, make]() -> testing::Test* { return make(d); });
+  }
 }
 
 }  // namespace fixtures

@@ -248,22 +248,12 @@ int main(int argc, char** argv) {
     std::cerr << "NNAPI_FIXTURES_DIR must name a directory made by tools/make_fixtures.py\n";
     return 1;
   }
-  std::vector<fs::path> dirs;
-  for (const auto& e : fs::directory_iterator(root)) {
-    if (fs::exists(e.path() / "case.json")) dirs.push_back(e.path());
-  }
-  std::sort(dirs.begin(), dirs.end());
+  std::vector<fs::path> dirs = fixtures::case_dirs(root);
   if (dirs.empty()) {
     std::cerr << "no fixtures in " << root << "\n";
     return 1;
   }
-  for (const fs::path& d : dirs) {
-    std::string name = d.filename().string();
-    for (char& ch : name) {
-      if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-    }
-    testing::RegisterTest("Reference", name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
-                          [d]() -> testing::Test* { return new ReferenceCase(d); });
-  }
+  fixtures::register_cases("Reference", dirs,
+                           [](const fs::path& d) { return new ReferenceCase(d); });
   return RUN_ALL_TESTS();
 }

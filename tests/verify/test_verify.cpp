@@ -188,24 +188,14 @@ int main(int argc, char** argv) {
       std::cerr << root << " is not a directory\n";
       return 1;
     }
-    size_t before = dirs.size();
-    for (const auto& e : fs::directory_iterator(root)) {
-      if (!fs::exists(e.path() / "case.json")) continue;
-      if (read_json(e.path() / "case.json")["expect"].str == "ok") dirs.push_back(e.path());
-    }
-    if (dirs.size() == before) {
+    std::vector<fs::path> found = fixtures::case_dirs(root, "ok");
+    if (found.empty()) {
       std::cerr << "no converted fixtures in " << root << "\n";
       return 1;
     }
+    dirs.insert(dirs.end(), found.begin(), found.end());
   }
   std::sort(dirs.begin(), dirs.end());
-  for (const fs::path& d : dirs) {
-    std::string name = d.filename().string();
-    for (char& ch : name) {
-      if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-    }
-    testing::RegisterTest("Verify", name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
-                          [d]() -> testing::Test* { return new VerifyCase(d); });
-  }
+  fixtures::register_cases("Verify", dirs, [](const fs::path& d) { return new VerifyCase(d); });
   return RUN_ALL_TESTS();
 }
