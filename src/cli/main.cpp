@@ -1,9 +1,9 @@
 // nnapi-convert: the command line. Parses arguments, calls the library,
 // reports errors as one paragraph with exit status 1 (model) or 2 (usage).
 #include <c10/util/Exception.h>
+#include <malloc.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
-#include <malloc.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -207,7 +207,7 @@ int run(int argc, char** argv) {
                          "--input is required: give one --input SPEC per model input, in "
                          "order, e.g. --input 1x3x224x224");
     }
-    if (a.models.size() + (a.manifest.empty() ? 0 : 2) > 1 && !a.output.empty()) {
+    if (!a.output.empty() && (a.models.size() > 1 || !a.manifest.empty())) {
       throw ConvertError(2,
                          "-o names one output file, but several models were given; use "
                          "--out-dir for several models");

@@ -178,7 +178,7 @@ Conversion convert(const ConvertOptions& options) {
   }
   check_supported(*graph, path);
 
-  LoweringContext cx(LoweringOptions{options.use_int16_for_qint16});
+  LoweringContext cx;
   ModelBuilder& m = cx.model();
   m.add_bool_scalar(false);
   m.add_bool_scalar(true);

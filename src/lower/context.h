@@ -39,16 +39,9 @@ struct Constant {
   c10::IValue value;
 };
 
-struct LoweringOptions {
-  bool use_int16_for_qint16 = false;
-};
-
 class LoweringContext {
  public:
-  explicit LoweringContext(LoweringOptions options) : options_(options) {}
-
   ModelBuilder& model() { return model_; }
-  const LoweringOptions& options() const { return options_; }
   const Operand& operand(int32_t id) const { return operands_.at(id); }
 
   // --- tensor operands -------------------------------------------------------
@@ -119,7 +112,6 @@ class LoweringContext {
   const std::vector<std::string>& shape_lines() const { return shape_lines_; }
 
  private:
-  LoweringOptions options_;
   ModelBuilder model_;
   std::vector<Operand> operands_;  // parallel to the model's operands
   std::unordered_map<const Value*, int32_t> operand_of_;

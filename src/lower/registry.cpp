@@ -1,7 +1,5 @@
 #include "lower/registry.h"
 
-#include <algorithm>
-
 namespace nnapi_convert {
 
 void LoweringTable::add(const std::string& kind, LowerFn fn) {
@@ -11,13 +9,6 @@ void LoweringTable::add(const std::string& kind, LowerFn fn) {
 const LowerFn* LoweringTable::find(c10::Symbol kind) const {
   auto it = fns_.find(kind);
   return it == fns_.end() ? nullptr : &it->second;
-}
-
-std::vector<std::string> LoweringTable::kinds() const {
-  std::vector<std::string> out;
-  for (const auto& kv : fns_) out.push_back(kv.first.toQualString());
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 const LoweringTable& lowering_table() {

@@ -18,7 +18,6 @@ class LoweringTable {
   void add(const std::string& kind, LowerFn fn);
   // By interned symbol: no string is built per node.
   const LowerFn* find(c10::Symbol kind) const;
-  std::vector<std::string> kinds() const;
 
  private:
   std::unordered_map<c10::Symbol, LowerFn> fns_;

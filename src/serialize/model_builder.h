@@ -42,7 +42,7 @@ class ModelBuilder {
   // A tensor operand whose value is computed or fed at run time.
   int32_t add_operand(NnapiOperand operand);
 
-  // A constant operand whose bytes live in weight buffer `weights().size()`.
+  // A constant operand whose bytes live in the next weight buffer.
   // `tensor` is stored as given (the runtime makes it contiguous), its byte size
   // is taken from the operand's type and dims.
   int32_t add_weight(NnapiOperand operand, at::Tensor tensor);
@@ -60,7 +60,6 @@ class ModelBuilder {
   void add_input(int32_t id) { inputs_.push_back(id); }
   void add_output(int32_t id) { outputs_.push_back(id); }
 
-  const std::vector<at::Tensor>& weights() const { return weights_; }
   std::vector<at::Tensor> take_weights() { return std::move(weights_); }
   // Operation counts by NNAPI operation name, for reports.
   std::map<std::string, int> operation_histogram() const;

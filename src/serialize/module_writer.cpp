@@ -209,9 +209,9 @@ void write_nnapi_module(const Conversion& c, const ConvertOptions& options, cons
   }
   write_atomically(path, [&](const std::string& tmp) { wrapper.save(tmp); });
   if (lite) {
+    // out.nnapi.pt -> out.nnapi.ptl; a name without .pt gets .ptl appended.
     std::string ptl = path;
-    if (ptl.size() > 3 && ptl.compare(ptl.size() - 3, 3, ".pt") == 0)
-      ptl.pop_back(), ptl.pop_back(), ptl.pop_back();
+    if (ptl.size() > 3 && ptl.compare(ptl.size() - 3, 3, ".pt") == 0) ptl.erase(ptl.size() - 3);
     ptl += ".ptl";
     write_atomically(ptl, [&](const std::string& tmp) { wrapper._save_for_mobile(tmp); });
   }
