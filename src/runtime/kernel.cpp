@@ -264,4 +264,19 @@ const OpKernel* find_kernel(int32_t code) {
   return nullptr;
 }
 
+Window read_window(const ExecContext& ctx, bool implicit, size_t* i) {
+  Window w;
+  if (implicit) {
+    w.implicit_scheme = ctx.i32((*i)++);
+  } else {
+    w.pad_l = ctx.i32((*i)++);
+    w.pad_r = ctx.i32((*i)++);
+    w.pad_t = ctx.i32((*i)++);
+    w.pad_b = ctx.i32((*i)++);
+  }
+  w.stride_w = ctx.i32((*i)++);
+  w.stride_h = ctx.i32((*i)++);
+  return w;
+}
+
 }  // namespace nnrt

@@ -128,4 +128,16 @@ at::Tensor nchw_to_nhwc(const at::Tensor& t);
 // Normalizes an axis in [-rank, rank) to [0, rank); BAD_DATA otherwise.
 int64_t wrap_axis(int64_t axis, int64_t rank);
 
+// The window of a convolution or pool: paddings (explicit, or from an
+// implicit scheme resolved later) and strides.
+struct Window {
+  int64_t pad_l = 0, pad_r = 0, pad_t = 0, pad_b = 0;
+  int64_t stride_w = 1, stride_h = 1;
+  int32_t implicit_scheme = 0;  // 0 = explicit padding
+};
+
+// Reads, from input *i on, an implicit padding scheme or the four explicit
+// paddings (left, right, top, bottom), then the strides (w, h); advances *i.
+Window read_window(const ExecContext& ctx, bool implicit, size_t* i);
+
 }  // namespace nnrt

@@ -19,15 +19,12 @@ using T = OperandType;
 
 enum PaddingScheme { kPaddingSame = 1, kPaddingValid = 2 };
 
-struct ConvArgs {
-  int64_t pad_l = 0, pad_r = 0, pad_t = 0, pad_b = 0;
-  int64_t stride_w = 1, stride_h = 1;
+struct ConvArgs : Window {
   int64_t dil_w = 1, dil_h = 1;
   int64_t groups = 1;
   int64_t multiplier = 1;
   int32_t fuse = 0;
   bool nchw = false;
-  int32_t implicit_scheme = 0;  // 0 = explicit padding
 };
 
 // Explicit padding from an implicit scheme, for one spatial dimension.
@@ -81,12 +78,11 @@ void write_image(ExecContext& ctx, const at::Tensor& result_nchw, const ConvArgs
   ctx.set_output(0, a.nchw ? out.contiguous() : nchw_to_nhwc(out));
 }
 
-// ---- validation shared by the convolution family
+// ---- validation shared by the convolution family and FULLY_CONNECTED
 
-void validate_conv_common(const ValidationContext& v) {
-  v.output_count(1);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
-  v.input_rank(0, {4});
+// Weight (input 1) and bias (input 2): quant8 weights with int32 bias for a
+// quant8 input, else the input's type; the weight of `weight_rank`, a 1-D bias.
+void validate_weight_and_bias(const ValidationContext& v, size_t weight_rank) {
   if (is_quant8(v.in(0).type)) {
     v.input_type(1, {T::TensorQuant8Asymm});
     v.input_type(2, {T::TensorInt32});
@@ -94,8 +90,15 @@ void validate_conv_common(const ValidationContext& v) {
     v.same_type(1, 0);
     v.same_type(2, 0);
   }
-  v.input_rank(1, {4});
+  v.input_rank(1, {weight_rank});
   v.input_rank(2, {1});
+}
+
+void validate_conv_common(const ValidationContext& v) {
+  v.output_count(1);
+  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
+  v.input_rank(0, {4});
+  validate_weight_and_bias(v, 4);
   v.output_same_type_as_input(0, 0);
 }
 
@@ -128,18 +131,8 @@ void validate_conv2d(const ValidationContext& v) {
 // Padding (four explicit values, or an implicit scheme) and strides, from input 3 on.
 ConvArgs read_padding_and_strides(ExecContext& ctx, bool implicit, size_t* next) {
   ConvArgs a;
-  size_t i = 3;
-  if (implicit) {
-    a.implicit_scheme = ctx.i32(i++);
-  } else {
-    a.pad_l = ctx.i32(i++);
-    a.pad_r = ctx.i32(i++);
-    a.pad_t = ctx.i32(i++);
-    a.pad_b = ctx.i32(i++);
-  }
-  a.stride_w = ctx.i32(i++);
-  a.stride_h = ctx.i32(i++);
-  *next = i;
+  *next = 3;
+  static_cast<Window&>(a) = read_window(ctx, implicit, next);
   return a;
 }
 
@@ -334,15 +327,7 @@ void validate_fc(const ValidationContext& v) {
   v.input_count({4});
   v.output_count(1);
   v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
-  if (is_quant8(v.in(0).type)) {
-    v.input_type(1, {T::TensorQuant8Asymm});
-    v.input_type(2, {T::TensorInt32});
-  } else {
-    v.same_type(1, 0);
-    v.same_type(2, 0);
-  }
-  v.input_rank(1, {2});
-  v.input_rank(2, {1});
+  validate_weight_and_bias(v, 2);
   v.input_type(3, {T::Int32});
   v.output_same_type_as_input(0, 0);
 }

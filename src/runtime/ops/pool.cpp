@@ -18,9 +18,8 @@ using T = OperandType;
 
 enum class Pool { Average, Max, L2 };
 
-struct PoolArgs {
-  int64_t pad_l = 0, pad_r = 0, pad_t = 0, pad_b = 0;
-  int64_t stride_w = 1, stride_h = 1, kernel_w = 1, kernel_h = 1;
+struct PoolArgs : Window {
+  int64_t kernel_w = 1, kernel_h = 1;
   int32_t fuse = 0;
   bool nchw = false;
 };
@@ -58,17 +57,8 @@ PoolArgs read_args(ExecContext& ctx, int64_t in_h, int64_t in_w) {
   PoolArgs a;
   const bool implicit = ctx.num_inputs() <= 8;
   size_t i = 1;
-  int32_t scheme = 0;
-  if (implicit) {
-    scheme = ctx.i32(i++);
-  } else {
-    a.pad_l = ctx.i32(i++);
-    a.pad_r = ctx.i32(i++);
-    a.pad_t = ctx.i32(i++);
-    a.pad_b = ctx.i32(i++);
-  }
-  a.stride_w = ctx.i32(i++);
-  a.stride_h = ctx.i32(i++);
+  static_cast<Window&>(a) = read_window(ctx, implicit, &i);
+  const int32_t scheme = a.implicit_scheme;
   a.kernel_w = ctx.i32(i++);
   a.kernel_h = ctx.i32(i++);
   a.fuse = ctx.i32(i++);
