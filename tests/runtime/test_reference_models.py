@@ -34,16 +34,10 @@ import traceback
 import torch
 from torch.backends._nnapi.prepare import convert_model_to_nnapi
 
+# The fixture generator's helpers (PyTorch test_nnapi.py's qpt and nhwc).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from fixtures_common import nhwc, qpt  # noqa: E402
 
-def qpt(t, scale, zero_point, dtype=torch.quint8):
-    t = torch.tensor(t)
-    return torch.quantize_per_tensor(t, scale, zero_point, dtype)
-
-
-def nhwc(t):
-    t = t.clone().contiguous(memory_format=torch.channels_last)
-    t.nnapi_nhwc = True
-    return t
 
 
 class CaseFailure(AssertionError):
