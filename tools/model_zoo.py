@@ -33,20 +33,6 @@ QUANT = ["mobilenet_v2", "mobilenet_v3_large", "resnet18", "shufflenet_v2_x1_0",
 SEGMENTATION = ["lraspp_mobilenet_v3_large", "deeplabv3_mobilenet_v3_large"]
 
 
-# Forms that convert and run but miss the tolerance, with why: reported in
-# the table, not counted as failures. A form not listed here that misses fails.
-KNOWN_MISMATCHES = {
-    # Not isolated yet. Candidates: NNAPI's quantized AVERAGE_POOL_2D rounds
-    # (sum + count/2) / count where QNNPACK requantizes the mean (4-13% of a
-    # pool's elements differ by one quantum in test_nnapi.py's cases), and the
-    # host runtime requantizes in double with ties away from zero where
-    # QNNPACK uses a float32 scale with ties to even; one-quantum differences
-    # before the classifier grow to 3-4 quanta at the output.
-    "quant-mobilenet_v2-nhwc": "quantized average-pool / requantization rounding (see above)",
-    "quant-mobilenet_v3_large-nhwc": "as quant-mobilenet_v2; hardsigmoid also goes through float",
-}
-
-
 def cases():
     for name in FLOAT:
         for form in ("nchw", "nhwc"):
@@ -224,9 +210,8 @@ def check(args):
         else:
             ok = res["allclose"]
             err = f"max abs {res['max_abs']:.2e} (output RMS {res['rms']:.3g})"
-        known = KNOWN_MISMATCHES.get(case)
-        result = "ok" if ok else "MISMATCH (known)" if known else "MISMATCH"
-        failed += not ok and not known
+        result = "ok" if ok else "MISMATCH"
+        failed += not ok
         os.remove(out)
         rows.append((name, form_label, result, str(ops), err))
         print(f"{case}: {'ok' if ok else 'FAIL'} ({conv_s:.1f} s) {err}", flush=True)

@@ -204,6 +204,20 @@ at::Tensor quantize_u8(const at::Tensor& real, float scale, int32_t zero_point, 
   return (rounded + zero_point).clamp(lo, hi).to(at::kByte);
 }
 
+at::Tensor accumulator_values(const Value& v) {
+  const double zero_point = v.type == OperandType::TensorInt32 ? 0 : v.zero_point;
+  return v.t.to(at::kDouble) - zero_point;
+}
+
+at::Tensor requantize_accumulator(const at::Tensor& acc, float in_scale, float w_scale,
+                                  const Operand& out, int32_t fuse) {
+  check_fuse_code(fuse);
+  const float multiplier = (w_scale * in_scale) * (1.0f / out.scale);
+  auto [lo, hi] = quant_activation_range(fuse, out.scale, out.zero_point);
+  at::Tensor scaled = acc.to(at::kFloat) * at::scalar_tensor(multiplier, at::kFloat);
+  return (at::round(scaled) + out.zero_point).clamp(lo, hi).to(at::kByte);
+}
+
 at::Tensor to_operand(const at::Tensor& real, const Operand& out, int32_t fuse) {
   check_fuse_code(fuse);
   if (is_quant8(out.type)) {

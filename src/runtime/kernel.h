@@ -117,6 +117,18 @@ at::Tensor real_values(const Value& v, at::ScalarType dtype = at::kFloat);
 // nearest (half away from zero), adds the zero point and clamps to the
 // activation's range intersected with [0, 255].
 at::Tensor to_operand(const at::Tensor& real, const Operand& out, int32_t fuse = 0);
+// The integer accumulator domain of quantized convolutions and
+// FULLY_CONNECTED: q - zero_point of a QUANT8 operand, the raw values of an
+// INT32 bias, as double (exact for every sum of 8-bit products).
+at::Tensor accumulator_values(const Value& v);
+// Requantizes an accumulator of `in_scale * w_scale` into QUANT8 `out` with a
+// fused activation, in the arithmetic of PyTorch's QNNPACK kernels: the
+// multiplier is (w_scale * in_scale) * (1 / out_scale) in float32, the
+// accumulator is converted to float32, multiplied, and rounded half to even.
+// NNAPI allows any rounding within one quantum; this choice makes converted
+// quantized convolutions reproduce eager PyTorch (QNNPACK) exactly.
+at::Tensor requantize_accumulator(const at::Tensor& acc, float in_scale, float w_scale,
+                                  const Operand& out, int32_t fuse);
 // Quantizes with the given parameters (no activation).
 at::Tensor quantize_u8(const at::Tensor& real, float scale, int32_t zero_point, int32_t lo = 0,
                        int32_t hi = 255);

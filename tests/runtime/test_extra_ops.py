@@ -20,7 +20,7 @@ CODES = dict(ADD=0, CONV_2D=3, DEPTHWISE_CONV_2D=4, L2_NORMALIZATION=11, LOGISTI
              RESIZE_BILINEAR=23, TANH=28, MEAN=31, PAD=32, STRIDED_SLICE=35, EXP=49,
              GROUPED_CONV_2D=55, MAXIMUM=65, MINIMUM=66, PAD_V2=69, RSQRT=83, SPLIT=87,
              SQRT=88, TRANSPOSE_CONV_2D=91, RESIZE_NEAREST_NEIGHBOR=94, HARD_SWISH=99,
-             AVERAGE_POOL_2D=1, MAX_POOL_2D=17, CONCATENATION=2, SOFTMAX=25)
+             AVERAGE_POOL_2D=1, MAX_POOL_2D=17, CONCATENATION=2, SOFTMAX=25, FULLY_CONNECTED=9)
 
 
 class OperandType(ctypes.Structure):
@@ -104,7 +104,7 @@ class Model:
         for i, t in enumerate(inputs):
             ok(lib.ANeuralNetworksExecution_setInput(ex, i, None, ctypes.c_void_p(t.data_ptr()),
                                                      t.numel() * t.element_size()), "setInput")
-        outs = [torch.empty(1 << 16, dtype=dt) for dt in out_dtypes]
+        outs = [torch.empty(1 << 18, dtype=dt) for dt in out_dtypes]
         for i, t in enumerate(outs):
             ok(lib.ANeuralNetworksExecution_setOutput(ex, i, None, ctypes.c_void_p(t.data_ptr()),
                                                       t.numel() * t.element_size()), "setOutput")
@@ -367,6 +367,81 @@ def case_quant_concat_requantizes():
     real = torch.cat([a.dequantize(), b.dequantize()], 1).double()
     ref = torch.clamp(torch.round(real / 0.04) + 128, 0, 255).int()
     assert (out - ref).abs().max() <= 1, (out, ref)
+
+
+def qnnpack_reference(kind, qx, qw, b_int, out_scale, out_zp, groups=1):
+    """Eager quantized conv2d / linear on the qnnpack engine, plus the exact
+    real-valued result rounded half away from zero, for comparison."""
+    torch.backends.quantized.engine = "qnnpack"
+    acc_scale = qx.q_scale() * qw.q_scale()
+    bias = b_int.double() * acc_scale
+    qf = torch.ao.nn.quantized.functional
+    if kind == "conv":
+        y = qf.conv2d(qx, qw, bias.float(), groups=groups, scale=out_scale, zero_point=out_zp)
+        acc = F.conv2d(qx.int_repr().double() - qx.q_zero_point(), qw.int_repr().double(),
+                       b_int.double(), groups=groups)
+    else:
+        y = qf.linear(qx, qw, bias.float(), scale=out_scale, zero_point=out_zp)
+        acc = F.linear(qx.int_repr().double() - qx.q_zero_point(), qw.int_repr().double(),
+                       b_int.double())
+    r = acc * acc_scale / out_scale
+    exact = (torch.sign(r) * torch.floor(r.abs() + 0.5) + out_zp).clamp(0, 255).to(torch.uint8)
+    return y.int_repr(), exact
+
+
+def quant_conv_case(kind, x_real, w_real, b_int, scales, groups=1):
+    """Runs one quantized DEPTHWISE_CONV_2D (kind "conv") or FULLY_CONNECTED
+    on the runtime; returns (runtime, qnnpack, exact) output values."""
+    (xs, xz), ws, (os_, oz) = scales
+    qx = torch.quantize_per_tensor(x_real, xs, xz, torch.quint8)
+    qw = torch.quantize_per_tensor(w_real, ws, 0, torch.qint8)
+    ref, exact = qnnpack_reference(kind, qx, qw, b_int, os_, oz, groups)
+    m = Model()
+    # NNAPI's QUANT8 filter is unsigned: qint8 values + 128 with zero point 128.
+    w_u8 = (qw.int_repr().int() + 128).to(torch.uint8)
+    if kind == "conv":
+        i = m.input(T_Q8, tuple(nhwc(qx.int_repr()).shape), xs, xz)
+        iw = m.const(T_Q8, w_u8.permute(1, 2, 3, 0), scale=ws, zp=128)
+        ins = [i, iw, m.const(T_I32, b_int.int(), scale=xs * ws)]
+        ins += [m.const(I32, s) for s in (0, 0, 0, 0, 1, 1, 1, 0)]
+        o = m.output(T_Q8, (0, 0, 0, 0), os_, oz)
+        m.op("DEPTHWISE_CONV_2D", ins, [o])
+        out = nchw(m.run([nhwc(qx.int_repr())], [torch.uint8])[0])
+    else:
+        i = m.input(T_Q8, tuple(qx.shape), xs, xz)
+        ins = [i, m.const(T_Q8, w_u8, scale=ws, zp=128),
+               m.const(T_I32, b_int.int(), scale=xs * ws), m.const(I32, 0)]
+        o = m.output(T_Q8, (0, 0), os_, oz)
+        m.op("FULLY_CONNECTED", ins, [o])
+        out = m.run([qx.int_repr()], [torch.uint8])[0]
+    return out, ref, exact
+
+
+def case_quant_conv_requantizes_like_qnnpack():
+    # Quantized convolutions requantize their accumulator as PyTorch's QNNPACK
+    # does (float32 multiplier, ties to even), so eager PyTorch is matched
+    # exactly. Each input set is chosen so that the exact real result rounded
+    # half away from zero differs from QNNPACK somewhere: the case tells them apart.
+    g = torch.Generator().manual_seed(3)
+    # Ties: scales are powers of two with in * w / out = 1/2, small values.
+    x = torch.randint(-6, 7, (1, 8, 12, 12), generator=g).float() / 16
+    w = torch.randint(-3, 4, (8, 1, 3, 3), generator=g).float() / 32
+    b = torch.randint(-20, 21, (8,), generator=g)
+    ties = quant_conv_case("conv", x, w, b, ((1 / 16, 128), 1 / 32, (1 / 256, 128)), groups=8)
+    # Realistic scales: float32 multiplier against exact arithmetic.
+    x = torch.randn(1, 32, 56, 56, generator=g) * 2
+    w = torch.randn(32, 1, 3, 3, generator=g) * 0.4
+    b = torch.randint(-3000, 3000, (32,), generator=g)
+    real = quant_conv_case("conv", x, w, b, ((0.0431, 131), 0.00713, (0.0817, 119)), groups=32)
+    x = torch.randn(64, 200, generator=g) * 2
+    w = torch.randn(100, 200, generator=g) * 0.1
+    b = torch.randint(-3000, 3000, (100,), generator=g)
+    fc = quant_conv_case("fc", x, w, b, ((0.0431, 131), 0.00311, (0.0517, 119)))
+    for name, (out, ref, exact) in (("ties", ties), ("conv", real), ("fc", fc)):
+        print(f"     {name}: {(exact != ref).sum().item()} of {ref.numel()} differ "
+              "from exact rounding")
+        assert torch.equal(out, ref), f"{name}: {(out != ref).sum().item()} differ from QNNPACK"
+    assert not torch.equal(ties[2], ties[1]), "the ties case does not separate the roundings"
 
 
 CASES = [v for k, v in list(globals().items()) if k.startswith("case_")]

@@ -2,12 +2,12 @@
 // GROUPED_CONV_2D, TRANSPOSE_CONV_2D (explicit and implicit padding forms,
 // optional NCHW flag and dilation) on at::conv2d / at::conv_transpose2d.
 //
-// Quantized (TENSOR_QUANT8_ASYMM) convolutions run on real values in double:
-// (q_in - z_in) * s_in convolved with (q_w - z_w) * s_w plus bias_int *
-// s_bias. In double the products and sums of 8-bit integers are exact up to
-// a common scale factor, so this equals NNAPI's integer accumulator times
-// s_in * s_w; the result is divided by the output scale, rounded to nearest
-// and saturated, with the fused activation clamping in the quantized domain.
+// Quantized (TENSOR_QUANT8_ASYMM) convolutions accumulate exactly in the
+// integer domain: (q_in - z_in) convolved with (q_w - z_w) plus the INT32
+// bias, held in double, where every sum of 8-bit products is exact. The
+// accumulator is requantized as PyTorch's QNNPACK kernels do (float32
+// multiplier, round half to even; see requantize_accumulator), with the fused
+// activation clamping in the quantized domain.
 #include <cmath>
 
 #include "../kernel.h"
@@ -51,21 +51,25 @@ void check_args(const ConvArgs& a) {
   check_fuse_code(a.fuse);
 }
 
-// Input image as NCHW real values (double for quantized).
+// The values a convolution computes on: real values for floats, the integer
+// accumulator domain for a quantized input `x`.
+at::Tensor conv_values(const Value& v, const Value& x) {
+  return is_quant8(x.type) ? accumulator_values(v) : real_values(v, at::kFloat);
+}
+
+// Input image as NCHW conv_values.
 at::Tensor image_nchw(const Value& x, bool nchw) {
   if (x.t.dim() != 4) fail(Result::BadData, "image input must be 4-D");
-  at::Tensor r = real_values(x, is_quant8(x.type) ? at::kDouble : at::kFloat);
+  at::Tensor r = conv_values(x, x);
   return nchw ? r : nhwc_to_nchw(r);
 }
 
-// Bias as real values; an INT32 bias of a quantized convolution carries the
-// scale s_in * s_w (NNAPI requires it; we use the operand's own scale).
-at::Tensor bias_real(const Value& bias, const Value& x, const Value& w) {
-  if (bias.type == T::TensorInt32) {
-    double scale = bias.scale > 0 ? bias.scale : static_cast<double>(x.scale) * w.scale;
-    return bias.t.to(at::kDouble) * scale;
-  }
-  return real_values(bias, is_quant8(x.type) ? at::kDouble : at::kFloat);
+// Output 0 from the result in conv_values (input 0 the data, input 1 the filter).
+at::Tensor conv_output(const ExecContext& ctx, const at::Tensor& y, int32_t fuse) {
+  const Value& x = ctx.in(0);
+  if (is_quant8(x.type))
+    return requantize_accumulator(y, x.scale, ctx.in(1).scale, ctx.out_operand(0), fuse);
+  return to_operand(y, ctx.out_operand(0), fuse);
 }
 
 at::Tensor pad_spatial(const at::Tensor& x, const ConvArgs& a) {
@@ -74,7 +78,7 @@ at::Tensor pad_spatial(const at::Tensor& x, const ConvArgs& a) {
 }
 
 void write_image(ExecContext& ctx, const at::Tensor& result_nchw, const ConvArgs& a) {
-  at::Tensor out = to_operand(result_nchw, ctx.out_operand(0), a.fuse);
+  at::Tensor out = conv_output(ctx, result_nchw, a.fuse);
   ctx.set_output(0, a.nchw ? out.contiguous() : nchw_to_nhwc(out));
 }
 
@@ -159,7 +163,7 @@ void run_conv(ExecContext& ctx, ConvArgs a, const at::Tensor& w_torch) {
   at::Tensor xr = image_nchw(x, a.nchw);
   resolve_implicit(a, xr, w_torch.size(2), w_torch.size(3));
   check_args(a);
-  at::Tensor b = bias_real(ctx.in(2), x, ctx.in(1));
+  at::Tensor b = conv_values(ctx.in(2), x);
   if (b.numel() != w_torch.size(0)) fail(Result::BadData, "bias size != output channels");
   if (xr.size(1) != w_torch.size(1) * a.groups)
     fail(Result::BadData, "input channels do not match the filter");
@@ -170,11 +174,10 @@ void run_conv(ExecContext& ctx, ConvArgs a, const at::Tensor& w_torch) {
   write_image(ctx, y, a);
 }
 
-at::Tensor filter_real(const ExecContext& ctx) {
-  const Value& x = ctx.in(0);
+at::Tensor filter_values(const ExecContext& ctx) {
   const Value& w = ctx.in(1);
   if (w.t.dim() != 4) fail(Result::BadData, "filter must be 4-D");
-  return real_values(w, is_quant8(x.type) ? at::kDouble : at::kFloat);
+  return conv_values(w, ctx.in(0));
 }
 
 void execute_conv2d(ExecContext& ctx) {
@@ -182,7 +185,7 @@ void execute_conv2d(ExecContext& ctx) {
   ConvArgs a = read_conv2d_args(ctx, &i);
   read_tail(ctx, i, a);
   // NNAPI filter [out, kh, kw, in] -> torch [out, in, kh, kw].
-  run_conv(ctx, a, filter_real(ctx).permute({0, 3, 1, 2}));
+  run_conv(ctx, a, filter_values(ctx).permute({0, 3, 1, 2}));
 }
 
 // ---- DEPTHWISE_CONV_2D
@@ -215,7 +218,7 @@ void execute_depthwise(ExecContext& ctx) {
   read_tail(ctx, i, a);
   if (a.multiplier < 1) fail(Result::BadData, "depth multiplier must be >= 1");
   // NNAPI filter [1, kh, kw, in * mult] -> torch [in * mult, 1, kh, kw], groups = in.
-  at::Tensor w = filter_real(ctx);
+  at::Tensor w = filter_values(ctx);
   if (w.size(0) != 1) fail(Result::BadData, "depthwise filter must have leading dim 1");
   const int64_t in_c = ctx.in(0).t.size(a.nchw ? 1 : 3);
   if (w.size(3) != in_c * a.multiplier)
@@ -253,7 +256,7 @@ void execute_grouped(ExecContext& ctx) {
   a.fuse = ctx.i32(i++);
   a.nchw = ctx.flag(i++);
   if (a.groups < 1) fail(Result::BadData, "num_groups must be >= 1");
-  at::Tensor w = filter_real(ctx);
+  at::Tensor w = filter_values(ctx);
   if (w.size(0) % a.groups != 0) fail(Result::BadData, "output channels % groups != 0");
   run_conv(ctx, a, w.permute({0, 3, 1, 2}));
 }
@@ -280,7 +283,7 @@ void execute_transpose_conv(ExecContext& ctx) {
   const bool implicit = ctx.num_inputs() == 9;
   a.nchw = ctx.flag(ctx.num_inputs() - 1);
   at::Tensor xr = image_nchw(x, a.nchw);
-  at::Tensor w = filter_real(ctx);  // [out, kh, kw, in]
+  at::Tensor w = filter_values(ctx);  // [out, kh, kw, in]
   const int64_t kh = w.size(1), kw = w.size(2);
   std::vector<int64_t> out_shape;
   if (implicit) {
@@ -310,7 +313,7 @@ void execute_transpose_conv(ExecContext& ctx) {
   }
   check_args(a);
   if (xr.size(1) != w.size(3)) fail(Result::BadData, "input channels do not match the filter");
-  at::Tensor b = bias_real(ctx.in(2), x, ctx.in(1));
+  at::Tensor b = conv_values(ctx.in(2), x);
   // torch conv_transpose2d weight is [in, out, kh, kw].
   at::Tensor wt = w.permute({3, 0, 1, 2}).to(xr.scalar_type());
   const std::vector<int64_t> stride = {a.stride_h, a.stride_w};
@@ -334,17 +337,16 @@ void validate_fc(const ValidationContext& v) {
 
 void execute_fc(ExecContext& ctx) {
   const Value& x = ctx.in(0);
-  const auto dtype = is_quant8(x.type) ? at::kDouble : at::kFloat;
-  at::Tensor w = real_values(ctx.in(1), dtype);
+  at::Tensor w = conv_values(ctx.in(1), x);
   if (w.dim() != 2) fail(Result::BadData, "weights must be 2-D");
   const int64_t in_size = w.size(1);
   if (in_size == 0 || x.t.numel() % in_size != 0)
     fail(Result::BadData, "input size is not a multiple of the weights' input size");
   // Inputs of rank > 2 are flattened to [numel / in_size, in_size].
-  at::Tensor xr = real_values(x, dtype).reshape({-1, in_size});
-  at::Tensor b = bias_real(ctx.in(2), x, ctx.in(1)).to(dtype);
+  at::Tensor xr = conv_values(x, x).reshape({-1, in_size});
+  at::Tensor b = conv_values(ctx.in(2), x);
   if (b.numel() != w.size(0)) fail(Result::BadData, "bias size != number of units");
-  ctx.set_output(0, to_operand(at::linear(xr, w, b), ctx.out_operand(0), ctx.i32(3)));
+  ctx.set_output(0, conv_output(ctx, at::linear(xr, w, b), ctx.i32(3)));
 }
 
 }  // namespace
