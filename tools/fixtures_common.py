@@ -205,7 +205,7 @@ def shapes_mismatch(templates, eager_outputs):
 # Writing one case directory.
 
 def write_case(out_dir, *, name, source, traced, convert_args, run_args,
-               eager_outputs, ref, error_regex, options=()):
+               eager_outputs, ref, error_regex, options=(), must_convert=False):
     case_dir = os.path.join(out_dir, name)
     if os.path.isdir(case_dir):
         shutil.rmtree(case_dir)
@@ -250,6 +250,7 @@ def write_case(out_dir, *, name, source, traced, convert_args, run_args,
         "expect": "ok" if ref.ok else "refused",
         "reference_error": None if ref.ok else ref.error,
         "error_regex": error_regex,
+        "must_convert": must_convert,
         "remove_mutation_changed": bool(ref.remove_mutation_changed),
         "reference_shape_mismatch": bool(mismatch),
     }

@@ -39,12 +39,13 @@ class Case:
     """What one self.check(...) call receives."""
 
     def __init__(self, module, args, *, trace_args=None, convert_args=None,
-                 error_regex=None):
+                 error_regex=None, must_convert=False):
         self.module = module
         self.args = list(args) if isinstance(args, (list, tuple)) else [args]
         self.trace_args = trace_args
         self.convert_args = convert_args
         self.error_regex = error_regex
+        self.must_convert = must_convert
 
 
 # Registry: (name, source, builder).  Builders run lazily, after
@@ -548,6 +549,66 @@ case("multi_output", lambda: Case(
     MultiModel(), [torch.tensor([1.0, 2.0]), torch.tensor([1.0, 3.0])]))
 
 
+
+# ------------------------------------------------------------------ beyond
+# Not in test_nnapi.py, and refused by the reference (no lowering for these
+# nodes): nnapi-convert must convert them (must_convert), and the test runs
+# the result on the host runtime against eager PyTorch.
+class PadModule(torch.nn.Module):
+    def __init__(self, pad, value=None, nd=False):
+        super().__init__()
+        self.pad, self.value, self.nd = pad, value, nd
+
+    def forward(self, x):
+        if self.nd:
+            return torch.constant_pad_nd(x, self.pad, 0.0 if self.value is None else self.value)
+        if self.value is None:
+            return torch.nn.functional.pad(x, self.pad)
+        return torch.nn.functional.pad(x, self.pad, value=self.value)
+
+
+def beyond(name, builder):
+    def build():
+        c = builder()
+        c.must_convert = True
+        return c
+    case("beyond-" + name, build, source="beyond")
+
+
+for _kind in KINDS:
+    beyond(f"pad-hw-{_kind}", lambda k=_kind: Case(
+        PadModule((1, 2, 3, 0)), float_and_quant_and_nhwc(torch.randn(1, 3, 5, 4))[k]))
+    beyond(f"pad-chw-value-{_kind}", lambda k=_kind: Case(
+        PadModule((0, 1, 2, 1, 1, 0), value=0.5),
+        float_and_quant_and_nhwc(torch.randn(2, 3, 4, 4))[k]))
+beyond("pad-constant_pad_nd-1d", lambda: Case(PadModule([2, 1], -1.5, nd=True), torch.randn(3, 5)))
+beyond("pad-flex-batch", lambda: Case(
+    PadModule((1, 1, 1, 1)), torch.randn(3, 2, 4, 4), convert_args=[torch.zeros(0, 2, 4, 4)]))
+
+
+class SplitModule(torch.nn.Module):
+    def __init__(self, how, dim, kind="split"):
+        super().__init__()
+        self.how, self.dim, self.kind = how, dim, kind
+
+    def forward(self, x):
+        if self.kind == "chunk":
+            parts = torch.chunk(x, self.how, self.dim)
+        else:
+            parts = torch.split(x, self.how, self.dim)
+        return tuple(torch.relu(p) for p in parts)
+
+
+beyond("split-equal", lambda: Case(SplitModule(2, 1), torch.randn(2, 6, 3)))
+beyond("split-size-uneven", lambda: Case(SplitModule(4, 1), torch.randn(2, 10, 3)))
+beyond("split-sizes", lambda: Case(SplitModule([1, 4, 2], 2), torch.randn(2, 3, 7)))
+beyond("split-sizes-nhwc", lambda: Case(
+    SplitModule([3, 5], 1), nhwc(torch.randn(1, 8, 4, 4))))
+beyond("split-chunk-uneven", lambda: Case(SplitModule(3, -1, "chunk"), torch.randn(2, 3, 7)))
+beyond("split-flex-batch", lambda: Case(
+    SplitModule([2, 1], 1), torch.randn(3, 3, 4), convert_args=[torch.zeros(0, 3, 4)]))
+
+
 # ------------------------------------------------------------- torchvision
 TV_INPUT = (1, 3, 224, 224)
 
@@ -611,7 +672,8 @@ def generate(out_dir, name, source, builder):
                         want_converted=(source == "test_nnapi"))
     info = write_case(out_dir, name=name, source=source, traced=traced,
                       convert_args=convert_args, run_args=args,
-                      eager_outputs=eager, ref=ref, error_regex=c.error_regex)
+                      eager_outputs=eager, ref=ref, error_regex=c.error_regex,
+                      must_convert=c.must_convert)
     problems = []
     if source == "test_nnapi":
         if c.error_regex is None and not ref.ok:
@@ -641,7 +703,7 @@ def main(argv=None):
 
     only = re.compile(opts.only) if opts.only else None
     selected = [(n, s, b) for (n, s, b) in REGISTRY
-                if (s == "test_nnapi" or opts.torchvision)
+                if (s != "torchvision" or opts.torchvision)
                 and (only is None or only.search(n))]
     if opts.list:
         for n, s, _ in selected:

@@ -23,6 +23,7 @@ const LoweringTable& lowering_table() {
     register_quantized_ops(t);
     register_activation_ops(t);
     register_normalization_ops(t);
+    register_padding_ops(t);
     return t;
   }();
   return table;

@@ -36,5 +36,6 @@ void register_linear_ops(LoweringTable& t);         // linear.cpp
 void register_quantized_ops(LoweringTable& t);      // quantized.cpp
 void register_activation_ops(LoweringTable& t);     // activation.cpp
 void register_normalization_ops(LoweringTable& t);  // normalization.cpp
+void register_padding_ops(LoweringTable& t);        // padding.cpp
 
 }  // namespace nnapi_convert

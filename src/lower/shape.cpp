@@ -2,6 +2,7 @@
 // the identity ops (to, detach).
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <limits>
 #include <optional>
 
@@ -371,27 +372,81 @@ void lower_contiguous(LoweringContext& cx, const Node* node) {
 }
 
 // chunk(x, chunks, dim) -> SPLIT into equal parts; the list feeds ListUnpack.
-void lower_chunk(LoweringContext& cx, const Node* node) {
-  auto [in_id, in] = cx.get_operand_fixed_size(node->input(0));
-  int64_t chunks = cx.constant_int(node->input(1));
-  int64_t rank = static_cast<int64_t>(in.shape.size());
-  int64_t dim = py_index(cx.constant_int(node->input(2)), rank);
-  check(chunks > 0 && in.shape[dim] % chunks == 0,
-        "chunk into parts of unequal size is not supported (NNAPI SPLIT makes equal parts)");
+// Splits `in` along PyTorch dim `dim` into consecutive parts of `sizes`, which
+// the list value `list` stands for: one SPLIT when the parts are equal, else a
+// SLICE per part.
+void emit_split(LoweringContext& cx, const Value* list, const Operand2& in, int64_t dim,
+                const std::vector<int64_t>& sizes) {
+  const auto rank = static_cast<int64_t>(in.op.shape.size());
   int64_t axis = dim;
-  if (in.dim_order == DimOrder::ChannelsLast) {
+  if (in.op.dim_order == DimOrder::ChannelsLast) {
     static const int64_t kPos[] = {0, 3, 1, 2};
     axis = kPos[dim];
   }
-  Operand part = in;
-  part.shape[dim] = in.shape[dim] / chunks;
   ModelBuilder& m = cx.model();
-  std::vector<int32_t> inputs = {in_id, m.add_int_scalar(static_cast<int32_t>(axis)),
-                                 m.add_int_scalar(static_cast<int32_t>(chunks))};
   std::vector<int32_t> outputs;
-  for (int64_t i = 0; i < chunks; ++i) outputs.push_back(cx.add_anonymous_operand(part));
-  m.add_operation(Op::Split, inputs, outputs);
-  cx.add_split_outputs(node->output(), outputs);
+  auto add_part = [&](int64_t size) {
+    Shape shape = in.op.shape;
+    shape[dim] = size;
+    outputs.push_back(make_output(cx, nullptr, in.op.with_shape(shape), &in));
+  };
+  if (std::all_of(sizes.begin(), sizes.end(), [&](int64_t n) { return n == sizes[0]; })) {
+    for (int64_t size : sizes) add_part(size);
+    m.add_operation(Op::Split,
+                    {in.id, m.add_int_scalar(static_cast<int32_t>(axis)),
+                     m.add_int_scalar(static_cast<int32_t>(sizes.size()))},
+                    outputs);
+  } else {
+    int64_t offset = 0;
+    for (int64_t size : sizes) {
+      // begin and size in NNAPI dim order; -1 takes a whole (maybe flexible) dim.
+      std::vector<int64_t> begin(rank, 0), extent(rank, -1);
+      begin[axis] = offset;
+      extent[axis] = size;
+      add_part(size);
+      m.add_operation(Op::Slice, {in.id, m.add_int_vector(begin), m.add_int_vector(extent)},
+                      {outputs.back()});
+      offset += size;
+    }
+  }
+  cx.add_split_outputs(list, outputs);
+}
+
+// Parts of at most `split_size` along a dim of `n` elements, as torch.split makes.
+std::vector<int64_t> split_sizes(int64_t n, int64_t split_size) {
+  check(split_size > 0, "split size must be positive");
+  std::vector<int64_t> sizes;
+  for (int64_t at = 0; at < n; at += split_size) sizes.push_back(std::min(split_size, n - at));
+  return sizes;
+}
+
+// aten::chunk(x, chunks, dim), aten::split(x, int split_size | int[] sizes, dim),
+// aten::split_with_sizes(x, sizes, dim).
+void lower_split(LoweringContext& cx, const Node* node) {
+  auto [in_id, in] = cx.get_operand(node->input(0));
+  const auto rank = static_cast<int64_t>(in.shape.size());
+  const int64_t dim = py_index(cx.constant_int(node->input(2)), rank);
+  const int64_t n = in.shape[dim];
+  check(n != 0, "splitting the flexible dimension " + std::to_string(dim) +
+                    " is not supported; give it a fixed size in --input");
+  std::vector<int64_t> sizes;
+  if (node->kind() == c10::Symbol::fromQualString("aten::chunk")) {
+    const int64_t chunks = cx.constant_int(node->input(1));
+    check(chunks > 0, "chunk count must be positive");
+    sizes = split_sizes(n, (n + chunks - 1) / chunks);
+  } else if (node->input(1)->type()->kind() == c10::TypeKind::IntType) {
+    sizes = split_sizes(n, cx.constant_int(node->input(1)));
+  } else {
+    sizes = cx.constant_int_list(node->input(1));
+    int64_t total = 0;
+    for (int64_t size : sizes) {
+      check(size > 0, "split sizes must be positive");
+      total += size;
+    }
+    check(total == n, "split sizes add up to " + std::to_string(total) + ", not the " +
+                          std::to_string(n) + " elements of dimension " + std::to_string(dim));
+  }
+  emit_split(cx, node->output(), {in_id, in}, dim, sizes);
 }
 
 // prim::ListUnpack of a list of tensors made by chunk/split.
@@ -414,7 +469,9 @@ void register_shape_ops(LoweringTable& t) {
   t.add("aten::permute", lower_permute);
   t.add("aten::transpose", lower_transpose);
   t.add("aten::contiguous", lower_contiguous);
-  t.add("aten::chunk", lower_chunk);
+  t.add("aten::chunk", lower_split);
+  t.add("aten::split", lower_split);
+  t.add("aten::split_with_sizes", lower_split);
   t.add("prim::ListUnpack", lower_list_unpack);
   t.add("aten::flatten", lower_flatten);
   t.add("aten::slice", lower_slice);

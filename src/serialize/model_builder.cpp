@@ -81,13 +81,16 @@ int32_t ModelBuilder::add_bool_scalar(bool v) {
 }
 
 int32_t ModelBuilder::add_int_vector(const std::vector<int64_t>& v) {
+  return add_int_tensor(v, {static_cast<int64_t>(v.size())});
+}
+
+int32_t ModelBuilder::add_int_tensor(const std::vector<int64_t>& v, std::vector<int64_t> dims) {
   std::vector<uint8_t> bytes;
   for (int64_t x : v) {
     auto b = bytes_of(static_cast<int32_t>(x));
     bytes.insert(bytes.end(), b.begin(), b.end());
   }
-  return add_immediate(nnapi::OperandType::TensorInt32, std::move(bytes),
-                       {static_cast<int64_t>(v.size())});
+  return add_immediate(nnapi::OperandType::TensorInt32, std::move(bytes), std::move(dims));
 }
 
 void ModelBuilder::add_operation(nnapi::Op op, const std::vector<int32_t>& inputs,

@@ -54,6 +54,8 @@ class ModelBuilder {
   int32_t add_float_scalar(float v);
   int32_t add_bool_scalar(bool v);
   int32_t add_int_vector(const std::vector<int64_t>& v);
+  // A TENSOR_INT32 immediate of `dims` holding `v` in row-major order.
+  int32_t add_int_tensor(const std::vector<int64_t>& v, std::vector<int64_t> dims);
 
   void add_operation(nnapi::Op op, const std::vector<int32_t>& inputs,
                      const std::vector<int32_t>& outputs);

@@ -10,7 +10,9 @@
 // Where the reference refuses, nnapi-convert must either refuse (exit status
 // 1) with a message that matches the reference test's regex and names the
 // node, or convert, and then the converted module, run on the host NNAPI
-// runtime, must match eager PyTorch. Where the reference is known to be wrong
+// runtime, must match eager PyTorch; cases marked must_convert (source
+// "beyond": operations the reference has no lowering for) must convert. Where
+// the reference is known to be wrong
 // (kKnownReferenceBugs), the bytes differ on purpose and the same numeric
 // check applies instead.
 #include <ATen/ATen.h>
@@ -124,6 +126,8 @@ void check_refused(const fs::path& dir, const json::Value& cs) {
     fs::remove(out);
   } catch (const ConvertError& e) {
     std::string msg = e.what();
+    EXPECT_FALSE(cs.has("must_convert") && cs["must_convert"].b)
+        << "a case nnapi-convert must convert was refused: " << msg;
     EXPECT_EQ(e.exit_code(), 1) << msg;
     EXPECT_NE(msg.find("node "), std::string::npos) << "message does not name the node: " << msg;
     if (cs["error_regex"].kind == json::Value::String) {
