@@ -444,6 +444,49 @@ def case_quant_conv_requantizes_like_qnnpack():
     assert not torch.equal(ties[2], ties[1]), "the ties case does not separate the roundings"
 
 
+def case_quant_add_and_average_pool_like_qnnpack():
+    # Quantized ADD of equal shapes and quantized AVERAGE_POOL_2D round as
+    # PyTorch's QNNPACK kernels do; eager (qnnpack engine) is the oracle,
+    # element for element. Each input set is chosen so that exact arithmetic
+    # with NNAPI's reference rounding differs from QNNPACK somewhere.
+    torch.backends.quantized.engine = "qnnpack"
+    g = torch.Generator().manual_seed(5)
+    qa = torch.quantize_per_tensor(torch.randn(1, 64, 56, 56, generator=g) * 3, 0.1, 121,
+                                   torch.quint8)
+    qb = torch.quantize_per_tensor(torch.randn(1, 64, 56, 56, generator=g) * 2, 0.07, 133,
+                                   torch.quint8)
+    for relu, fuse in ((False, 0), (True, 1)):
+        op = torch.ops.quantized.add_relu if relu else torch.ops.quantized.add
+        ref = op(qa, qb, 0.3, 97).int_repr()
+        real = (qa.dequantize().double() + qb.dequantize().double()) / 0.3
+        exact = (torch.sign(real) * torch.floor(real.abs() + 0.5) + 97).clamp(97 if relu else 0, 255)
+        m = Model()
+        ia = m.input(T_Q8, tuple(nhwc(qa.int_repr()).shape), 0.1, 121)
+        ib = m.input(T_Q8, tuple(nhwc(qb.int_repr()).shape), 0.07, 133)
+        o = m.output(T_Q8, (0, 0, 0, 0), 0.3, 97)
+        m.op("ADD", [ia, ib, m.const(I32, fuse)], [o])
+        out = nchw(m.run([nhwc(qa.int_repr()), nhwc(qb.int_repr())], [torch.uint8])[0])
+        differ = (exact.to(torch.uint8) != ref).sum().item()
+        print(f"     add relu={relu}: {differ} of {ref.numel()} differ from exact rounding")
+        assert differ > 0, "the add case does not separate the roundings"
+        assert torch.equal(out, ref), f"add: {(out != ref).sum().item()} differ from QNNPACK"
+    # Average pool 2x2: sums of (q - zeroPoint) of 2 mod 4 are ties, which
+    # QNNPACK rounds to even and NNAPI's (sum + 2) / 4 rounds up.
+    q = torch.randint(126, 131, (1, 8, 10, 10), generator=g).to(torch.uint8)
+    qx = torch._make_per_tensor_quantized_tensor(q, 0.05, 128)
+    ref = torch.nn.functional.avg_pool2d(qx, 2).int_repr()
+    nnapi_rounding = (q.double().reshape(1, 8, 5, 2, 5, 2).sum((3, 5)) + 2).div(4).floor()
+    m = Model()
+    i = m.input(T_Q8, (1, 10, 10, 8), 0.05, 128)
+    o = m.output(T_Q8, (0, 0, 0, 0), 0.05, 128)
+    m.op("AVERAGE_POOL_2D", [i] + [m.const(I32, v) for v in (0, 0, 0, 0, 2, 2, 2, 2, 0)], [o])
+    out = nchw(m.run([nhwc(q)], [torch.uint8])[0])
+    differ = (nnapi_rounding.to(torch.uint8) != ref).sum().item()
+    print(f"     average pool: {differ} of {ref.numel()} differ from NNAPI's reference rounding")
+    assert differ > 0, "the pool case does not separate the roundings"
+    assert torch.equal(out, ref), f"pool: {(out != ref).sum().item()} differ from QNNPACK"
+
+
 CASES = [v for k, v in list(globals().items()) if k.startswith("case_")]
 
 

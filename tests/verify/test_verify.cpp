@@ -23,9 +23,8 @@
 //     quantum (stricter than atol 1.0, which is 16-33 quanta there) and at
 //     most 3% (conv2d) or any share (avg_pool2d) off by one.
 //   * torchvision cases: not in test_nnapi.py; the --verify defaults (float
-//     atol 1e-4, rtol 1e-4). The quantized models' float output is dequantized
-//     from the last quantized layer: at most one quantum off (see
-//     tolerance_for). Note: with the fixtures' random initialisation,
+//     atol 1e-4, rtol 1e-4; quantized: none more than one quantum off and at
+//     most 3% off by one). Note: with the fixtures' random initialisation,
 //     googlenet's and mnasnet's activations fade (googlenet's features are
 //     ~1e-11, its output is the fc bias), so these two cases only prove that
 //     the modules run.
@@ -61,18 +60,7 @@ bool matches(const std::string& name, const char* re) {
 // The tolerance PyTorch's test_nnapi.py applies to this case (see the top).
 VerifyOptions tolerance_for(const std::string& name, const std::string& source) {
   VerifyOptions v;  // atol 1e-4, rtol 1e-4, quantized: one quantum, 3%
-  if (source != "test_nnapi") {
-    if (matches(name, "^tv-quant-")) {
-      // Measured: quantized resnet18's logits are off by one quantum in 4.3%
-      // of the elements on the fixture's input (0% on --verify's seed 0; 20%
-      // on seed 2), never by more. The integer pipeline rounds differently
-      // from QNNPACK in places (as test_avg_pool2d tolerates with
-      // limit = every element), and a deep network spreads it. So: none off
-      // by more than one quantum, any share off by one.
-      v.max_off_by_one_share = 1.0;
-    }
-    return v;
-  }
+  if (source != "test_nnapi") return v;
   v.atol = 1e-5;  // torch.testing.assert_close's float32 defaults
   v.rtol = 1.3e-6;
   if (matches(name, "^conv2d_transpose-")) {
@@ -80,9 +68,9 @@ VerifyOptions tolerance_for(const std::string& name, const std::string& source) 
     v.rtol = 0;
   }
   if (matches(name, "^avg_pool2d-quant")) {
-    // test_avg_pool2d: limit = every element, atol_rtol = (1, 0). NNAPI
-    // averages quantized integers as (sum + count/2) / count, QNNPACK
-    // requantizes the float mean; 4-13% of these outputs differ by one.
+    // test_avg_pool2d: limit = every element, atol_rtol = (1, 0): on a
+    // device, NNAPI drivers may round quantized averages differently from
+    // QNNPACK. (The host runtime rounds as QNNPACK does.)
     v.max_off_by_one_share = 1.0;
   } else if (!matches(name, "^conv2d-quant")) {
     v.max_off_by_one_share = 0;  // no `limit`: quantized outputs must be equal

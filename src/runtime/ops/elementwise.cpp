@@ -1,6 +1,11 @@
 // Broadcasting binary arithmetic: ADD, SUB, MUL, DIV (with a fused
 // activation), MAXIMUM, MINIMUM. Quantized operands are computed on real
-// values in double precision and requantized into the output's parameters.
+// values in double precision and requantized into the output's parameters,
+// except a quantized ADD of two tensors of the same shape, which follows
+// PyTorch's QNNPACK add (fixed-point multipliers, see qnnpack_add) so that
+// converted models reproduce eager PyTorch exactly.
+#include <cmath>
+
 #include "../kernel.h"
 
 namespace nnrt {
@@ -54,6 +59,32 @@ at::Tensor apply(Binary kind, const at::Tensor& a, const at::Tensor& b, bool int
   return a;
 }
 
+// QUANT8 a + b of equal shapes as QNNPACK adds: each input's scale relative to
+// the output's, as float32, becomes an integer multiplier with `shift`
+// fractional bits (the larger one in [2^21, 2^22)); the sum of (q - zeroPoint)
+// times the multipliers is shifted right, rounding half away from zero.
+// Returns an undefined tensor when the scale ratios are outside QNNPACK's
+// range [2^-14, 2^8); the caller then computes on real values.
+at::Tensor qnnpack_add(const Value& a, const Value& b, const Operand& out, int32_t fuse) {
+  const float a_ratio = a.scale / out.scale, b_ratio = b.scale / out.scale;
+  const float lo_ratio = std::ldexp(1.0f, -14), hi_ratio = std::ldexp(1.0f, 8);
+  if (a_ratio < lo_ratio || b_ratio < lo_ratio || a_ratio >= hi_ratio || b_ratio >= hi_ratio)
+    return {};
+  int exponent = 0;
+  std::frexp(std::max(a_ratio, b_ratio), &exponent);  // max = m * 2^exponent, m in [0.5, 1)
+  const int shift = 21 - (exponent - 1);
+  const auto a_mult = static_cast<int64_t>(std::nearbyint(std::ldexp(a_ratio, shift)));
+  const auto b_mult = static_cast<int64_t>(std::nearbyint(std::ldexp(b_ratio, shift)));
+  at::Tensor acc = (a.t.to(at::kLong) - a.zero_point) * a_mult +
+                   (b.t.to(at::kLong) - b.zero_point) * b_mult;
+  const int64_t unit = int64_t{1} << shift;
+  at::Tensor q = at::div(acc, unit, "floor");
+  at::Tensor remainder = acc - q * unit - at::lt(acc, 0).to(at::kLong);
+  q = q + at::gt(remainder, (unit - 1) >> 1).to(at::kLong);
+  auto [lo, hi] = quant_activation_range(fuse, out.scale, out.zero_point);
+  return (q + out.zero_point).clamp(lo, hi).to(at::kByte);
+}
+
 template <Binary kind>
 void execute(ExecContext& ctx) {
   const Value& a = ctx.in(0);
@@ -64,7 +95,13 @@ void execute(ExecContext& ctx) {
   const Operand& out = ctx.out_operand(0);
   // Shapes broadcast numpy-style from the trailing dimension; throws if not.
   at::infer_size(a.t.sizes(), b.t.sizes());
-  if (is_quant8(a.type)) {
+  at::Tensor exact_add;
+  if (kind == Binary::Add && is_quant8(a.type) && a.t.sizes() == b.t.sizes()) {
+    exact_add = qnnpack_add(a, b, out, fuse);
+  }
+  if (exact_add.defined()) {
+    ctx.set_output(0, exact_add);
+  } else if (is_quant8(a.type)) {
     at::Tensor r = apply(kind, real_values(a, at::kDouble), real_values(b, at::kDouble), false);
     ctx.set_output(0, to_operand(r, out, fuse));
   } else if (a.type == T::TensorInt32) {

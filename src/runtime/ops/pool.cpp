@@ -2,9 +2,11 @@
 // optional NCHW flag) and MEAN.
 //
 // Average pooling follows NNAPI: padded cells are not counted. For
-// TENSOR_QUANT8_ASYMM the average is taken on the stored integers with
-// NNAPI's rounding, (sum + count / 2) / count, and the output keeps the
-// input's (scale, zeroPoint).
+// TENSOR_QUANT8_ASYMM the output keeps the input's (scale, zeroPoint) and the
+// average is rounded as PyTorch's QNNPACK average pools do: the sum of
+// q - zeroPoint, times 1 / count in float32, rounded half to even. (NNAPI
+// leaves the rounding to the driver; its reference CPU code computes
+// (sum + count / 2) / count, which differs on ties.)
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -112,7 +114,9 @@ void execute_pool(ExecContext& ctx) {
     if (kind == Pool::L2) {
       y = at::sqrt(sum / count);
     } else if (quant) {
-      y = at::floor((at::round(sum) + at::floor(count / 2)) / count);
+      at::Tensor centered = at::round(sum) - count * x.zero_point;
+      y = at::round(centered.to(at::kFloat) * at::reciprocal(count.to(at::kFloat))).to(at::kDouble) +
+          x.zero_point;
     } else {
       y = sum / count;
     }
