@@ -609,6 +609,69 @@ beyond("split-flex-batch", lambda: Case(
     SplitModule([2, 1], 1), torch.randn(3, 3, 4), convert_args=[torch.zeros(0, 3, 4)]))
 
 
+# Shape arithmetic on flexible sizes (shape-compute lines, patched RESHAPE shapes).
+class ViewSizeModule(torch.nn.Module):
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+
+    def forward(self, x):
+        if self.kind == "batch":
+            return x.reshape(x.size(0), -1)
+        if self.kind == "arith":
+            return torch.relu(x.reshape(x.size(0), x.size(1) // 2, -1))
+        # two flexible sizes: RESHAPE's shape gets an element set at load time
+        return x.reshape(x.size(0), x.size(2), -1)
+
+
+def _flex(t, *dims):
+    z = list(t.shape)
+    for d in dims:
+        z[d] = 0
+    return [torch.zeros(z) if not t.is_quantized else qpt(torch.zeros(z), 0.03, 128)]
+
+
+beyond("flex-view-batch", lambda: Case(
+    ViewSizeModule("batch"), torch.randn(3, 4, 2, 5), convert_args=_flex(torch.randn(3, 4, 2, 5), 0)))
+beyond("flex-view-batch-nhwc", lambda: Case(
+    ViewSizeModule("batch"), nhwc(torch.randn(3, 4, 2, 5)),
+    convert_args=[nhwc(torch.zeros(0, 4, 2, 5))]))
+beyond("flex-view-arith", lambda: Case(
+    ViewSizeModule("arith"), torch.randn(2, 6, 3), convert_args=[torch.zeros(0, 6, 3)]))
+beyond("flex-view-two-sizes", lambda: Case(
+    ViewSizeModule("two"), torch.randn(2, 3, 5, 4), convert_args=[torch.zeros(0, 3, 0, 4)]))
+
+
+class ShuffleModule(torch.nn.Module):
+    def forward(self, x):
+        n, c, h, w = x.size()
+        x = x.view(n, 2, c // 2, h, w).transpose(1, 2).contiguous()
+        return x.view(n, -1, h, w)
+
+
+beyond("flex-channel-shuffle", lambda: Case(
+    ShuffleModule(), torch.randn(2, 6, 3, 3), convert_args=[torch.zeros(0, 6, 3, 3)]))
+beyond("flex-channel-shuffle-nhwc", lambda: Case(
+    ShuffleModule(), nhwc(torch.randn(2, 6, 3, 3)), convert_args=[nhwc(torch.zeros(0, 6, 3, 3))]))
+
+
+class PermuteLinearModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 5)
+
+    def forward(self, x):
+        y = self.fc(x.permute(0, 2, 3, 1))  # linear over (N, H, W, C)
+        return y.permute(0, 3, 1, 2).unsqueeze(1)
+
+
+beyond("flex-permute-linear", lambda: Case(
+    PermuteLinearModule(), torch.randn(3, 4, 2, 3), convert_args=[torch.zeros(0, 4, 2, 3)]))
+beyond("flex-permute-linear-nhwc", lambda: Case(
+    PermuteLinearModule(), nhwc(torch.randn(3, 4, 2, 3)),
+    convert_args=[nhwc(torch.zeros(0, 4, 2, 3))]))
+
+
 # ------------------------------------------------------------- torchvision
 TV_INPUT = (1, 3, 224, 224)
 

@@ -11,11 +11,13 @@ Run with Debian's interpreter (python3-torch, python3-torchvision):
         --runtime build/runtime [--only REGEX] [--table out.md]
 
 Models are randomly initialised (seeded, He-normal weights and random
-batch-norm statistics, so activations do not fade), batch 1, 224x224. Tolerances are
-issue 3's: float outputs within 1e-3 absolute and relative (the absolute part
-in units of the output's RMS when it exceeds 1);
-quantized models within one quantum of the last quantized tensor on at least
-97% of the outputs.
+batch-norm statistics, so activations do not fade), 224x224. Each form is
+converted twice: at batch 1 (the issue's form), run on one input, and with a
+flexible batch (--input 0x3x224x224), run on a batch of two other inputs.
+Tolerances are issue 3's: float outputs within 1e-3 absolute and relative (the
+absolute part in units of the output's RMS when it exceeds 1); quantized
+models within one quantum of the last quantized tensor on at least 97% of the
+outputs.
 """
 import argparse
 import json
@@ -118,7 +120,7 @@ def make(out_dir, only):
         if only and not re.search(only, case):
             continue
         d = os.path.join(out_dir, case)
-        if os.path.exists(os.path.join(d, "case.json")):
+        if os.path.exists(os.path.join(d, "eager_flex.pt")):
             continue
         os.makedirs(d, exist_ok=True)
         t0 = time.time()
@@ -126,12 +128,16 @@ def make(out_dir, only):
         model, scale = build_model(kind, name)
         torch.manual_seed(1)
         x = torch.randn(1, 3, 224, 224)
+        x2 = torch.randn(2, 3, 224, 224)  # the flexible-batch inputs
         with torch.no_grad():
             traced = torch.jit.trace(model, x, check_trace=False)
             eager = model(x)
+            eager2 = model(x2)
         traced.save(os.path.join(d, "model.pt"))
         torch.save((x,), os.path.join(d, "args.pt"))
         torch.save((eager,), os.path.join(d, "eager.pt"))
+        torch.save((x2,), os.path.join(d, "args_flex.pt"))
+        torch.save((eager2,), os.path.join(d, "eager_flex.pt"))
         info = {"name": case, "kind": kind, "inputs": ["1x3x224x224"],
                 "options": ["--nhwc"] if form == "nhwc" else [],
                 "quantum": scale.get("q") if scale else None}
@@ -140,12 +146,13 @@ def make(out_dir, only):
         print(f"made {case} ({time.time() - t0:.1f} s)", flush=True)
 
 
-def run_converted(module_path, case_dir):
-    """In a child process with the runtime on LD_LIBRARY_PATH: max errors."""
+def run_converted(module_path, case_dir, suffix):
+    """In a child process with the runtime on LD_LIBRARY_PATH: max errors on
+    args{suffix}.pt against eager{suffix}.pt."""
     import torch
     m = torch.jit.load(module_path)
-    (x,) = torch.load(os.path.join(case_dir, "args.pt"))
-    (eager,) = torch.load(os.path.join(case_dir, "eager.pt"))
+    (x,) = torch.load(os.path.join(case_dir, f"args{suffix}.pt"))
+    (eager,) = torch.load(os.path.join(case_dir, f"eager{suffix}.pt"))
     with torch.no_grad():
         out = m(x)
     if out.shape != eager.shape:
@@ -166,6 +173,40 @@ def run_converted(module_path, case_dir):
     return res
 
 
+def convert_and_run(args, d, info, batch, suffix):
+    """Converts model.pt at input batch `batch` and runs it on args{suffix}.pt.
+    Returns (verdict, NNAPI operation count, error text)."""
+    out = os.path.join(d, f"converted{suffix}.nnapi.pt")
+    parts = os.path.join(d, f"parts{suffix}")
+    cmd = [args.bin, os.path.join(d, "model.pt"), "-o", out, "--parts", parts, "-q"]
+    for spec in info["inputs"]:
+        cmd += ["--input", str(batch) + spec[spec.index("x"):]]
+    cmd += info["options"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        msg = p.stderr.strip().splitlines()
+        return False, "", "cannot convert: " + (msg[0][:160] if msg else "?")
+    manifest = json.load(open(os.path.join(parts, "manifest.json")))
+    shutil.rmtree(parts)  # weights.pt is as big as the model
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.abspath(args.runtime))
+    r = subprocess.run([sys.executable, __file__, "_run", out, d, suffix], capture_output=True,
+                       text=True, env=env)
+    os.remove(out)
+    try:
+        res = json.loads(r.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        res = {"error": (r.stderr.strip().splitlines() or ["runtime failed"])[-1][:160]}
+    if "error" in res:
+        return False, str(manifest["operation_count"]), res["error"]
+    if info.get("quantum"):
+        ok = res["within_quantum"] >= 0.97
+        err = f"{100 * res['within_quantum']:.1f}% within 1 quantum (max {res['max_quanta']:.1f})"
+    else:
+        ok = res["allclose"]
+        err = f"max abs {res['max_abs']:.2e} (output RMS {res['rms']:.3g})"
+    return ok, str(manifest["operation_count"]), err
+
+
 def check(args):
     rows = []
     failed = 0
@@ -176,47 +217,18 @@ def check(args):
         if not os.path.exists(os.path.join(d, "case.json")):
             continue
         info = json.load(open(os.path.join(d, "case.json")))
-        out = os.path.join(d, "converted.nnapi.pt")
-        parts = os.path.join(d, "parts")
-        cmd = [args.bin, os.path.join(d, "model.pt"), "-o", out, "--parts", parts, "-q"]
-        for s in info["inputs"]:
-            cmd += ["--input", s]
-        cmd += info["options"]
         t0 = time.time()
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        conv_s = time.time() - t0
+        ok1, ops, err1 = convert_and_run(args, d, info, 1, "")
+        ok2, _, err2 = convert_and_run(args, d, info, 0, "_flex")
+        failed += not (ok1 and ok2)
         form_label = "quantized NHWC" if kind == "quant" else form.upper()
-        if p.returncode != 0:
-            failed += 1
-            msg = p.stderr.strip().splitlines()
-            rows.append((name, form_label, "cannot convert: " + (msg[0][:160] if msg else "?"),
-                         "", ""))
-            continue
-        manifest = json.load(open(os.path.join(parts, "manifest.json")))
-        shutil.rmtree(parts)  # weights.pt is as big as the model
-        env = dict(os.environ, LD_LIBRARY_PATH=os.path.abspath(args.runtime))
-        r = subprocess.run([sys.executable, __file__, "_run", out, d], capture_output=True,
-                           text=True, env=env)
-        try:
-            res = json.loads(r.stdout.strip().splitlines()[-1])
-        except (IndexError, ValueError):
-            res = {"error": (r.stderr.strip().splitlines() or ["runtime failed"])[-1][:160]}
-        ops = manifest["operation_count"]
-        if "error" in res:
-            ok, err = False, res["error"]
-        elif info.get("quantum"):
-            ok = res["within_quantum"] >= 0.97
-            err = f"{100 * res['within_quantum']:.1f}% within 1 quantum (max {res['max_quanta']:.1f})"
-        else:
-            ok = res["allclose"]
-            err = f"max abs {res['max_abs']:.2e} (output RMS {res['rms']:.3g})"
-        result = "ok" if ok else "MISMATCH"
-        failed += not ok
-        os.remove(out)
-        rows.append((name, form_label, result, str(ops), err))
-        print(f"{case}: {'ok' if ok else 'FAIL'} ({conv_s:.1f} s) {err}", flush=True)
-    table = ["| model | form | result | NNAPI operations | error vs eager |",
-             "|---|---|---|---|---|"]
+        result = "ok" if ok1 and ok2 else "MISMATCH"
+        rows.append((name, form_label, result, ops, err1, ("" if ok2 else "FAIL: ") + err2))
+        print(f"{case}: {result} ({time.time() - t0:.1f} s) batch 1: {err1}; "
+              f"flexible batch: {err2}", flush=True)
+    table = ["| model | form | result | NNAPI operations | batch 1 vs eager | "
+             "flexible batch, 2 other inputs |",
+             "|---|---|---|---|---|---|"]
     table += ["| " + " | ".join(r) + " |" for r in rows]
     text = "\n".join(table)
     print(text)
@@ -229,7 +241,7 @@ def check(args):
 
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "_run":
-        print(json.dumps(run_converted(sys.argv[2], sys.argv[3])))
+        print(json.dumps(run_converted(sys.argv[2], sys.argv[3], sys.argv[4])))
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)

@@ -43,6 +43,10 @@ struct ConvertOptions {
   bool use_int16_for_qint16 = false;
   int compilation_preference = 2;  // sustained speed
   bool relax_f32_to_f16 = false;
+  // Fold a ReLU / ReLU6 that is the only use of a convolution, fully connected
+  // or ADD/SUB/MUL/DIV result into that operation's fused activation (fewer
+  // operations; the reference never does, so the blob differs from its).
+  bool fuse_activations = false;
   std::vector<std::vector<int64_t>> return_shapes;  // per output; empty = from the model
 };
 

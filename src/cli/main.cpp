@@ -33,6 +33,7 @@ struct Args {
   bool nhwc = false;
   bool int16 = false;
   bool relax = false;
+  bool fuse = false;
   bool lite = false;
   bool timings = false;
   bool verbose = false;
@@ -158,6 +159,9 @@ int run(int argc, char** argv) {
   app.add_option("--preference", a.preference, "NNAPI compilation preference")
       ->check(CLI::IsMember({"low-power", "fast-single-answer", "sustained-speed"}));
   app.add_flag("--relax-f32-to-f16", a.relax, "Allow NNAPI to compute float32 as float16");
+  app.add_flag("--fuse-activations", a.fuse,
+               "Fold a ReLU/ReLU6 that follows a convolution, linear or add/sub/mul/div into that "
+               "operation (fewer NNAPI operations; differs from PyTorch's converter)");
   app.add_option("--return-shape", a.return_shapes,
                  "Per output: its shape (x-joined, -1 = run-time size)");
   auto* verify = app.add_flag(
@@ -220,6 +224,7 @@ int run(int argc, char** argv) {
     defaults.options.nhwc = a.nhwc;
     defaults.options.use_int16_for_qint16 = a.int16;
     defaults.options.relax_f32_to_f16 = a.relax;
+    defaults.options.fuse_activations = a.fuse;
     defaults.options.compilation_preference = preference_code(a.preference);
     defaults.lite = a.lite;
     defaults.parts = a.parts;

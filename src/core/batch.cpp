@@ -185,6 +185,8 @@ std::vector<Job> read_manifest(const std::string& path, const Job& defaults,
           flag(&job.options.nhwc);
         } else if (k == "relax_f32_to_f16") {
           flag(&job.options.relax_f32_to_f16);
+        } else if (k == "fuse_activations") {
+          flag(&job.options.fuse_activations);
         } else if (k == "int16_for_qint16") {
           flag(&job.options.use_int16_for_qint16);
         } else if (k == "lite") {

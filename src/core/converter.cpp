@@ -179,6 +179,7 @@ Conversion convert(const ConvertOptions& options) {
   check_supported(*graph, path);
 
   LoweringContext cx;
+  cx.set_fuse_activations(options.fuse_activations);
   ModelBuilder& m = cx.model();
   m.add_bool_scalar(false);
   m.add_bool_scalar(true);
@@ -192,7 +193,11 @@ Conversion convert(const ConvertOptions& options) {
   try {
     for (const Node* node : graph->nodes()) {
       current = node;
-      if (try_fold(cx, node)) continue;
+      if (try_fold(cx, node) || lower_symbolic_arithmetic(cx, node)) continue;
+      if (cx.folded_activation(node)) {
+        cx.alias(node->output(), node->input(0));  // computed by the producer's fused activation
+        continue;
+      }
       const LowerFn* fn = lowering_table().find(node->kind());
       if (!fn) {
         fail(

@@ -143,6 +143,12 @@ void LoweringContext::add_constant(const Value* v, c10::TypePtr type, c10::IValu
 const Constant& LoweringContext::constant(const Value* v) const {
   auto it = constants_.find(v);
   if (it == constants_.end()) {
+    if (has_symbolic(v)) {
+      fail(value_name(v) +
+           " is computed from the size of a flexible input dimension, known only when the "
+           "model is loaded; this node needs it at conversion time (view and reshape take "
+           "such sizes): give that dimension a fixed size in --input");
+    }
     fail("could not find a constant value for " + value_name(v) +
          "; NNAPI needs this argument to be known when the model is converted");
   }
@@ -181,6 +187,52 @@ std::vector<int64_t> LoweringContext::constant_int_list(const Value* v) const {
     fail("can't handle a size argument of type " + c.type->repr_str() + " for " + value_name(v));
   }
   return c.value.toIntVector();
+}
+
+nnapi::Fuse LoweringContext::fuse_following_activation(const Value* v) {
+  using nnapi::Fuse;
+  if (!fuse_activations_ || v->uses().size() != 1) return Fuse::None;
+  const Node* user = v->uses()[0].user;
+  const std::string kind = user->kind().toQualString();
+  Fuse fuse = Fuse::None;
+  if (kind == "aten::relu") {
+    fuse = Fuse::Relu;
+  } else if (kind == "aten::relu6") {
+    fuse = Fuse::Relu6;
+  } else if (kind == "aten::hardtanh" && user->inputs().size() == 3 &&
+             has_constant(user->input(1)) && has_constant(user->input(2))) {
+    const c10::IValue& lo = constant(user->input(1)).value;
+    const c10::IValue& hi = constant(user->input(2)).value;
+    if (lo.isScalar() && hi.isScalar()) {
+      const double l = lo.toScalar().toDouble(), h = hi.toScalar().toDouble();
+      if (l == 0 && h == 6) fuse = Fuse::Relu6;
+      if (l == -1 && h == 1) fuse = Fuse::Relu1;
+    }
+  }
+  if (fuse != Fuse::None) folded_.insert(user);
+  return fuse;
+}
+
+SymInt LoweringContext::sym_int(const Value* v) const {
+  auto it = symbolic_.find(v);
+  if (it != symbolic_.end() && it->second.size() == 1 &&
+      v->type()->kind() != c10::TypeKind::ListType) {
+    return it->second[0];
+  }
+  const c10::IValue& c = constant(v).value;
+  if (c.isInt()) return {c.toInt(), ""};
+  if (c.isTensor() && c.toTensor().dim() == 0 && !c.toTensor().is_floating_point()) {
+    return {c.toTensor().item<int64_t>(), ""};
+  }
+  fail(value_name(v) + " is not an int");
+}
+
+std::vector<SymInt> LoweringContext::sym_int_list(const Value* v) const {
+  auto it = symbolic_.find(v);
+  if (it != symbolic_.end()) return it->second;
+  std::vector<SymInt> out;
+  for (int64_t x : constant_int_list(v)) out.push_back({x, ""});
+  return out;
 }
 
 bool LoweringContext::constant_is_none(const Value* v) const {

@@ -80,6 +80,16 @@ class LoweringContext {
     return it == pending_.end() ? nullptr : it->second;
   }
 
+  // --- activation fusion (--fuse-activations) --------------------------------
+  void set_fuse_activations(bool on) { fuse_activations_ = on; }
+  // With fusion on, when the only use of `v` is a ReLU, ReLU6 or hardtanh with
+  // bounds (0, 6) or (-1, 1): marks that node as folded into `v`'s producer
+  // and returns its NNAPI fused-activation code; otherwise Fuse::None. The
+  // caller passes the code to the operation that produces `v`.
+  nnapi::Fuse fuse_following_activation(const Value* v);
+  // A node folded into its input's producer: its output names the same operand.
+  bool folded_activation(const Node* n) const { return folded_.count(n) != 0; }
+
   // Nodes already lowered as part of an earlier node's pattern.
   void skip(const Node* n) { skipped_.insert(n); }
   bool skipped(const Node* n) const { return skipped_.count(n) != 0; }
@@ -105,6 +115,16 @@ class LoweringContext {
   const std::vector<const Value*>& sequence(const Value* v) const;
   bool has_sequence(const Value* v) const { return sequences_.count(v) != 0; }
 
+  // --- load-time ints (shape arithmetic over flexible sizes, symbolic.cpp) ----
+  // `v` is an int, a 0-dim int tensor or an int list with at least one item
+  // known only at load time.
+  void add_symbolic(const Value* v, std::vector<SymInt> items) { symbolic_[v] = std::move(items); }
+  bool has_symbolic(const Value* v) const { return symbolic_.count(v) != 0; }
+  // An int (or 0-dim int tensor) input, constant or symbolic.
+  SymInt sym_int(const Value* v) const;
+  // An int list input, constant or symbolic.
+  std::vector<SymInt> sym_int_list(const Value* v) const;
+
   // --- shape-compute script -------------------------------------------------
   void compute_operand_shape(int32_t id, int64_t dim, const std::string& expr);
   void forward_operand_shape(int32_t out_id, int64_t out_dim, int32_t in_id, int64_t in_dim);
@@ -117,10 +137,13 @@ class LoweringContext {
   std::unordered_map<const Value*, int32_t> operand_of_;
   std::unordered_map<const Value*, Operand> reinterpreted_;
   std::unordered_set<const Node*> skipped_;
+  std::unordered_set<const Node*> folded_;
+  bool fuse_activations_ = false;
   std::unordered_map<const Value*, std::vector<int32_t>> split_outputs_;
   std::unordered_map<const Node*, const Node*> pending_;
   std::unordered_map<const Value*, Constant> constants_;
   std::unordered_map<const Value*, std::vector<const Value*>> sequences_;
+  std::unordered_map<const Value*, std::vector<SymInt>> symbolic_;
   std::vector<std::string> shape_lines_;
 
   int32_t push_operand(const Operand& o, const at::Tensor* weight = nullptr);

@@ -38,7 +38,7 @@ void lower_conv2d(LoweringContext& cx, const Node* node) {
       kernel_of(weight), cx.constant_int_list(node->input(3)), cx.constant_int_list(node->input(4)),
       cx.constant_int_list(node->input(5)), cx.constant_int(node->input(6)));
   add_conv2d_common(cx, node->output(), 0.0, 0, node->input(0), weight, bias_id, a, false,
-                    Fuse::None);
+                    cx.fuse_following_activation(node->output()));
 }
 
 void lower_convolution(LoweringContext& cx, const Node* node) {
@@ -56,7 +56,7 @@ void lower_convolution(LoweringContext& cx, const Node* node) {
       kernel_of(weight), cx.constant_int_list(node->input(3)), cx.constant_int_list(node->input(4)),
       cx.constant_int_list(node->input(5)), cx.constant_int(node->input(8)));
   add_conv2d_common(cx, node->output(), 0.0, 0, node->input(0), weight, bias_id, a, transpose,
-                    Fuse::None);
+                    cx.fuse_following_activation(node->output()));
 }
 
 bool approx_equal(double a, double b) { return std::abs(a - b) <= 1e-6 * std::min(a, b); }

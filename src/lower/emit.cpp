@@ -20,6 +20,22 @@ int32_t make_output(LoweringContext& cx, const Value* out, const Operand& o, con
   return id;
 }
 
+void forward_broadcast_dims(LoweringContext& cx, int32_t id, const Shape& shape,
+                            std::initializer_list<const Operand2*> inputs) {
+  const size_t n = shape.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (shape[i] != 0) continue;
+    for (const Operand2* in : inputs) {
+      const size_t rank = in->op.shape.size();
+      if (i + rank >= n && in->op.shape[i + rank - n] == 0) {
+        cx.forward_operand_shape(id, static_cast<int64_t>(i), in->id,
+                                 static_cast<int64_t>(i + rank - n));
+        break;
+      }
+    }
+  }
+}
+
 Operand2 float_scalar_tensor(LoweringContext& cx, float v) {
   int32_t id = cx.add_weight(at::full({1}, v, at::kFloat));
   return {id, cx.operand(id)};
@@ -43,9 +59,50 @@ Operand2 emit_relayout(LoweringContext& cx, const Operand2& x, DimOrder to) {
   int32_t perm =
       cx.model().add_int_vector(to == DimOrder::ChannelsLast ? std::vector<int64_t>{0, 2, 3, 1}
                                                              : std::vector<int64_t>{0, 3, 1, 2});
-  int32_t id = cx.add_anonymous_operand(out);
+  int32_t id = make_output(cx, nullptr, out, &x);
   cx.model().add_operation(Op::Transpose, {x.id, perm}, {id});
   return {id, out};
+}
+
+Operand2 emit_reshape(LoweringContext& cx, const Operand2& x, const std::vector<SymInt>& dims,
+                      const Value* out) {
+  check(x.op.dim_order == DimOrder::Contiguous, "internal: reshape of a channels-last tensor");
+  Shape shape;
+  std::vector<int64_t> values;
+  std::vector<std::pair<size_t, std::string>> patches;
+  bool inferred = false;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i].is_constant()) {
+      check(dims[i].value > 0, "can't reshape " + shape_str(x.op.shape) + " to a size with " +
+                                   dims[i].str() + " elements");
+      values.push_back(dims[i].value);
+    } else if (!inferred) {
+      values.push_back(-1);
+      inferred = true;
+    } else {
+      values.push_back(0);
+      patches.emplace_back(i, dims[i].expr);
+    }
+    shape.push_back(dims[i].is_constant() ? dims[i].value : 0);
+  }
+  ModelBuilder& m = cx.model();
+  const int32_t shape_id =
+      patches.empty() ? m.add_int_vector(values) : m.add_patched_int_vector(values, patches);
+  Operand o = x.op.with_shape(shape);
+  const int32_t id = out ? cx.add_tensor_operand(out, o) : cx.add_anonymous_operand(o);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (!dims[i].is_constant()) cx.compute_operand_shape(id, static_cast<int64_t>(i), dims[i].expr);
+  }
+  m.add_operation(Op::Reshape, {x.id, shape_id}, {id});
+  return {id, o};
+}
+
+std::vector<SymInt> sym_shape(const Operand2& x) {
+  std::vector<SymInt> dims;
+  for (size_t d = 0; d < x.op.shape.size(); ++d) {
+    dims.push_back(sym_dim(x.id, x.op.shape, static_cast<int64_t>(d)));
+  }
+  return dims;
 }
 
 Shape broadcast_shape(const Shape& a, const Shape& b) {
@@ -71,7 +128,8 @@ Operand2 emit_binary(LoweringContext& cx, Op op, const Operand2& a, const Operan
                      const Value* out) {
   Operand o = a.op.with_shape(broadcast_shape(a.op.shape, b.op.shape));
   if (b.op.shape.size() > a.op.shape.size()) o.dim_order = b.op.dim_order;
-  int32_t id = make_output(cx, out, o, &a);
+  int32_t id = make_output(cx, out, o);
+  forward_broadcast_dims(cx, id, o.shape, {&a, &b});
   // ADD, SUB, MUL and DIV take a fused activation; MAXIMUM, MINIMUM and the rest don't.
   if (op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Div) {
     int32_t fuse_id = cx.model().add_int_scalar(static_cast<int32_t>(fuse));

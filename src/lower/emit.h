@@ -4,6 +4,7 @@
 
 #include <ATen/Tensor.h>
 
+#include <initializer_list>
 #include <vector>
 
 #include "lower/context.h"
@@ -21,6 +22,11 @@ struct Operand2 {
 int32_t make_output(LoweringContext& cx, const Value* out, const Operand& o,
                     const Operand2* like = nullptr);
 
+// Shape-compute lines for the flexible dims of operand `id`, a broadcast result
+// of `shape`: each from the first input that has that dim flexible (dims
+// aligned from the end, as in broadcasting).
+void forward_broadcast_dims(LoweringContext& cx, int32_t id, const Shape& shape,
+                            std::initializer_list<const Operand2*> inputs);
 // A float32 constant of shape (1), broadcast by NNAPI against any tensor.
 Operand2 float_scalar_tensor(LoweringContext& cx, float v);
 
@@ -44,6 +50,13 @@ Operand2 emit_quantize(LoweringContext& cx, const Operand2& a, double scale, int
 // `x` itself when it already is.
 Operand2 emit_relayout(LoweringContext& cx, const Operand2& x, DimOrder to);
 
+// RESHAPE of contiguous `x` to `dims` (constants or load-time sizes, no -1).
+// Flexible output dims get shape-compute lines; NNAPI's shape operand holds -1
+// for the first of them and has any others set when the model is loaded.
+Operand2 emit_reshape(LoweringContext& cx, const Operand2& x, const std::vector<SymInt>& dims,
+                      const Value* out = nullptr);
+// The dims of `x` as constants or load-time sizes.
+std::vector<SymInt> sym_shape(const Operand2& x);
 // Broadcast output shape per PyTorch's rules (trailing alignment); 0 = flexible.
 Shape broadcast_shape(const Shape& a, const Shape& b);
 

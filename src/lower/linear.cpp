@@ -1,4 +1,5 @@
 // Fully connected layers: aten::linear and aten::addmm.
+#include "lower/emit.h"
 #include "lower/registry.h"
 
 namespace nnapi_convert {
@@ -12,25 +13,25 @@ void add_linear_nd(LoweringContext& cx, const Node* node, int32_t input_id, cons
                    const Value* weight, const Value* bias) {
   check(in.dim_order == DimOrder::Contiguous,
         "linear over a channels-last tensor needs a permute to (N, H, W, C) first");
-  for (int64_t d : in.shape) check(d > 0, "linear over flexible dims is not supported");
+  const Operand2 x{input_id, in};
+  std::vector<SymInt> dims = sym_shape(x);
+  check(dims.back().is_constant(), "linear over a flexible feature dimension is not supported");
   at::Tensor w = cx.constant_tensor(weight);
   check(w.dim() == 2 && w.size(1) == in.shape.back(), "linear weight does not match the input");
-  int64_t k = in.shape.back(), rows = 1;
-  for (size_t i = 0; i + 1 < in.shape.size(); ++i) rows *= in.shape[i];
+  const SymInt k = dims.back();
+  SymInt rows{1, ""};
+  for (size_t i = 0; i + 1 < dims.size(); ++i) rows = sym_arith(rows, '*', dims[i]);
   ModelBuilder& m = cx.model();
-  Operand flat = in.with_shape({rows, k});
-  int32_t flat_id = cx.add_anonymous_operand(flat);
-  m.add_operation(Op::Reshape, {input_id, m.add_int_vector({rows, k})}, {flat_id});
+  Operand2 flat = emit_reshape(cx, x, {rows, k});
   int32_t bias_id = cx.get_weight_operand(bias).first;
   int32_t weight_id = cx.add_weight(w.contiguous());
-  int64_t n = w.size(0);
-  int32_t fc_id = cx.add_anonymous_operand(in.with_shape({rows, n}));
+  const SymInt n{w.size(0), ""};
+  Operand2 like = flat;
+  int32_t fc_id = make_output(cx, nullptr, in.with_shape({flat.op.shape[0], n.value}), &like);
   int32_t fuse = m.add_int_scalar(static_cast<int32_t>(Fuse::None));
-  m.add_operation(Op::FullyConnected, {flat_id, weight_id, bias_id, fuse}, {fc_id});
-  Shape out_shape = in.shape;
-  out_shape.back() = n;
-  int32_t out_id = cx.add_tensor_operand(node->output(), in.with_shape(out_shape));
-  m.add_operation(Op::Reshape, {fc_id, m.add_int_vector(out_shape)}, {out_id});
+  m.add_operation(Op::FullyConnected, {flat.id, weight_id, bias_id, fuse}, {fc_id});
+  dims.back() = n;
+  emit_reshape(cx, {fc_id, cx.operand(fc_id)}, dims, node->output());
 }
 
 void add_fully_connected(LoweringContext& cx, const Node* node, bool transpose_weight,
@@ -50,7 +51,8 @@ void add_fully_connected(LoweringContext& cx, const Node* node, bool transpose_w
   Shape out_shape = {in.shape[0], cx.operand(weight_id).shape[0]};
   int32_t out_id = cx.add_tensor_operand(node->output(), in.with_shape(out_shape));
   if (in.shape[0] == 0) cx.forward_operand_shape(out_id, 0, input_id, 0);
-  int32_t fuse = cx.model().add_int_scalar(static_cast<int32_t>(Fuse::None));
+  const Fuse activation = cx.fuse_following_activation(node->output());
+  int32_t fuse = cx.model().add_int_scalar(static_cast<int32_t>(activation));
   cx.model().add_operation(Op::FullyConnected, {input_id, weight_id, bias_id, fuse}, {out_id});
 }
 

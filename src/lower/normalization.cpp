@@ -48,7 +48,7 @@ void lower_batch_norm(LoweringContext& cx, const Node* node) {
 Operand2 emit_mean(LoweringContext& cx, const Operand2& x, const std::vector<int64_t>& axes) {
   Operand o = x.op;
   for (int64_t a : axes) o.shape[a] = 1;
-  int32_t id = cx.add_anonymous_operand(o);
+  int32_t id = make_output(cx, nullptr, o, &x);
   ModelBuilder& m = cx.model();
   m.add_operation(Op::Mean, {x.id, m.add_int_vector(axes), m.add_int_scalar(1)}, {id});
   return {id, o};
@@ -56,7 +56,7 @@ Operand2 emit_mean(LoweringContext& cx, const Operand2& x, const std::vector<int
 
 void lower_layer_norm(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 6, "malformed aten::layer_norm");
-  auto [x_id, x] = cx.get_operand_fixed_size(node->input(0));
+  auto [x_id, x] = cx.get_operand(node->input(0));
   check(x.type == OperandType::TensorFloat32, "layer_norm of a non-float tensor");
   check(x.dim_order == DimOrder::Contiguous,
         "layer_norm of a channels-last tensor is supported only after a permute to (N, H, W, C)");

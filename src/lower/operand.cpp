@@ -47,4 +47,32 @@ std::string shape_str(const Shape& s) {
   return os.str();
 }
 
+SymInt sym_arith(const SymInt& a, char op, const SymInt& b) {
+  if (a.is_constant() && b.is_constant()) {
+    switch (op) {
+      case '+':
+        return {a.value + b.value, ""};
+      case '-':
+        return {a.value - b.value, ""};
+      case '*':
+        return {a.value * b.value, ""};
+      default: {
+        if (b.value == 0) throw std::invalid_argument("division by zero in shape arithmetic");
+        int64_t q = a.value / b.value;
+        if (a.value % b.value != 0 && ((a.value < 0) != (b.value < 0))) --q;
+        return {q, ""};
+      }
+    }
+  }
+  if (op == '*' && a.is_constant() && a.value == 1) return b;
+  if ((op == '*' || op == '/') && b.is_constant() && b.value == 1) return a;
+  const std::string text = op == '/' ? " // " : std::string(" ") + op + " ";
+  return {0, "(" + a.str() + text + b.str() + ")"};
+}
+
+SymInt sym_dim(int32_t id, const Shape& shape, int64_t d) {
+  if (shape[d] == 0) return {0, flex_name(id, d)};
+  return {shape[d], ""};
+}
+
 }  // namespace nnapi_convert

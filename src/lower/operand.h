@@ -36,6 +36,23 @@ struct Operand {
   }
 };
 
+// An int of shape arithmetic: a constant, or a size known only when the model
+// is loaded, as an expression of the shape-compute script over flexible dims
+// (e.g. "(s_0_0 // 2)").
+struct SymInt {
+  int64_t value = 0;  // when expr is empty
+  std::string expr;
+  bool is_constant() const { return expr.empty(); }
+  // The value as script text.
+  std::string str() const { return expr.empty() ? std::to_string(value) : expr; }
+};
+
+// a op b for op in + - * / (Python's floor division), as script text unless
+// both are constant.
+SymInt sym_arith(const SymInt& a, char op, const SymInt& b);
+// Dim `d` of operand `id` with PyTorch shape `shape`: constant or flexible.
+SymInt sym_dim(int32_t id, const Shape& shape, int64_t d);
+
 // NNAPI-order dims for a PyTorch shape in `order`.
 Shape fix_shape(const Shape& shape, DimOrder order);
 // The PyTorch dim that NNAPI dim `d` holds.

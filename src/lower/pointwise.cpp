@@ -58,31 +58,29 @@ void lower_unary(LoweringContext& cx, const Node* node, Op op) {
 void lower_add_sub(LoweringContext& cx, const Node* node, Op op) {
   int64_t alpha = cx.constant_int(node->input(2));
   check(alpha == 1, "NNAPI does not support add/sub with alpha");
-  lower_binary(cx, node, op, Fuse::None);
+  lower_binary(cx, node, op, cx.fuse_following_activation(node->output()));
 }
 
 void lower_mul_div(LoweringContext& cx, const Node* node, Op op) {
   check(node->inputs().size() == 2,
         "only plain tensor-by-tensor mul and div convert (no rounding_mode or out= arguments)");
-  lower_binary(cx, node, op, Fuse::None);
+  lower_binary(cx, node, op, cx.fuse_following_activation(node->output()));
 }
 
 void lower_softmax_like(LoweringContext& cx, const Node* node, Op op) {
   bool is_log = op == Op::LogSoftmax;
-  auto [in_id, in] =
-      is_log ? cx.get_operand_fixed_size(node->input(0)) : cx.get_operand(node->input(0));
+  auto [in_id, in] = cx.get_operand(node->input(0));
   int64_t dim = cx.constant_int(node->input(1));
   ModelBuilder& m = cx.model();
   int32_t out_id = -1, beta = -1, axis = -1;
+  // The reference makes log_softmax's immediates before its output, softmax's after.
   if (is_log) {
     beta = m.add_float_scalar(1.0f);
     axis = m.add_int_scalar(static_cast<int32_t>(dim));
-    out_id = cx.add_tensor_operand(node->output(), in);
-  } else {
-    out_id = cx.add_tensor_operand(node->output(), in);
-    for (size_t d = 0; d < in.shape.size(); ++d) {
-      if (in.shape[d] == 0) cx.forward_operand_shape(out_id, d, in_id, d);
-    }
+  }
+  Operand2 like{in_id, in};
+  out_id = make_output(cx, node->output(), in, &like);
+  if (!is_log) {
     beta = m.add_float_scalar(1.0f);
     axis = m.add_int_scalar(static_cast<int32_t>(dim));
   }
@@ -90,7 +88,7 @@ void lower_softmax_like(LoweringContext& cx, const Node* node, Op op) {
 }
 
 void lower_hardtanh(LoweringContext& cx, const Node* node) {
-  auto [in_id, in] = cx.get_operand_fixed_size(node->input(0));
+  auto [in_id, in] = cx.get_operand(node->input(0));
   double lo = cx.constant_float(node->input(1));
   double hi = cx.constant_float(node->input(2));
   Op op;
@@ -103,7 +101,8 @@ void lower_hardtanh(LoweringContext& cx, const Node* node) {
     lower_clamp_bounds(cx, node, lo, hi);
     return;
   }
-  int32_t out_id = cx.add_tensor_operand(node->output(), in);
+  Operand2 like{in_id, in};
+  int32_t out_id = make_output(cx, node->output(), in, &like);
   cx.model().add_operation(op, {in_id}, {out_id});
 }
 
@@ -161,8 +160,6 @@ void lower_binary_ranks_differ(LoweringContext& cx, const Node* node, Op op, Fus
   check(!mixed,
         "broadcasting a channels-last tensor against a computed tensor of lower rank is "
         "not supported");
-  for (int64_t d : x.op.shape) check(d > 0, "broadcasting flexible dims of unequal rank");
-  for (int64_t d : y.op.shape) check(d > 0, "broadcasting flexible dims of unequal rank");
   const Operand2& big = x.op.shape.size() >= y.op.shape.size() ? x : y;
   Operand out = big.op.with_shape(broadcast_shape(x.op.shape, y.op.shape));
   if (qparams) {
@@ -170,6 +167,7 @@ void lower_binary_ranks_differ(LoweringContext& cx, const Node* node, Op op, Fus
     out.zero_point = qparams->second;
   }
   int32_t out_id = cx.add_tensor_operand(node->output(), out);
+  forward_broadcast_dims(cx, out_id, out.shape, {&x, &y});
   int32_t fuse_id = cx.model().add_int_scalar(static_cast<int32_t>(fuse));
   cx.model().add_operation(op, {x.id, y.id, fuse_id}, {out_id});
 }

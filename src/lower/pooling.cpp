@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "lower/conv_pool.h"
+#include "lower/emit.h"
 #include "lower/registry.h"
 #include "serialize/pyrepr.h"
 
@@ -48,12 +49,18 @@ void lower_max_pool2d(LoweringContext& cx, const Node* node) {
   ConvPoolArgs a = make_conv_pool_args(kernel, stride, cx.constant_int_list(node->input(3)),
                                        cx.constant_int_list(node->input(4)), 0);
   check(a.dilation_h == 1 && a.dilation_w == 1, "NNAPI does not support dilated pooling");
-  auto [image_id, image] = cx.get_operand_fixed_size(node->input(0));
+  auto [image_id, image] = cx.get_operand(node->input(0));
   check(image.shape.size() == 4, "max_pool2d needs a 4-D input");
-  if (cx.constant_bool(node->input(5))) apply_ceil_mode(image.shape, &a);
+  if (cx.constant_bool(node->input(5))) {
+    check(image.shape[2] != 0 && image.shape[3] != 0,
+          "max_pool2d with ceil_mode over a flexible height or width is not supported; give "
+          "them fixed sizes in --input");
+    apply_ceil_mode(image.shape, &a);
+  }
   Shape out_shape = conv_pool_out_shape(image.shape, a, image.shape[1], false);
   std::vector<int32_t> inputs = pool_inputs(cx, image_id, image, a);
   int32_t out_id = cx.add_tensor_operand(node->output(), image.with_shape(out_shape));
+  conv_pool_flexible_input(cx, out_id, node->input(0), a, false);
   cx.model().add_operation(Op::MaxPool2d, inputs, {out_id});
 }
 
@@ -88,8 +95,11 @@ void lower_avg_pool2d(LoweringContext& cx, const Node* node) {
 }
 
 void lower_adaptive_avg_pool2d(LoweringContext& cx, const Node* node) {
-  auto [image_id, image] = cx.get_operand_fixed_size(node->input(0));
+  auto [image_id, image] = cx.get_operand(node->input(0));
   check(image.shape.size() == 4, "adaptive_avg_pool2d needs a 4-D input");
+  check(image.shape[2] != 0 && image.shape[3] != 0,
+        "adaptive_avg_pool2d over a flexible height or width is not supported; give them fixed "
+        "sizes in --input");
   std::vector<int64_t> size = cx.constant_int_list(node->input(1));
   check(size.size() == 2, "adaptive_avg_pool2d needs two output sizes");
   ConvPoolArgs a{image.shape[2], image.shape[3], 1, 1, 0, 0, 0, 0, 1, 1, 0};
@@ -109,13 +119,14 @@ void lower_adaptive_avg_pool2d(LoweringContext& cx, const Node* node) {
   }
   std::vector<int32_t> inputs = pool_inputs(cx, image_id, image, a);
   Shape out_shape = {image.shape[0], image.shape[1], size[0], size[1]};
-  int32_t out_id = cx.add_tensor_operand(node->output(), image.with_shape(out_shape));
+  Operand2 like{image_id, image};
+  int32_t out_id = make_output(cx, node->output(), image.with_shape(out_shape), &like);
   cx.model().add_operation(Op::AveragePool2d, inputs, {out_id});
 }
 
 void lower_mean(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 4, "malformed aten::mean");
-  auto [in_id, in] = cx.get_operand_fixed_size(node->input(0));
+  auto [in_id, in] = cx.get_operand(node->input(0));
   std::vector<int64_t> dims = cx.constant_int_list(node->input(1));
   bool keep_dim = cx.constant_bool(node->input(2));
   check(cx.constant_is_none(node->input(3)), "mean with a dtype argument is not supported");
@@ -135,8 +146,10 @@ void lower_mean(LoweringContext& cx, const Node* node) {
     out_order = DimOrder::Contiguous;
   }
   Shape out_shape;
+  std::vector<std::pair<int64_t, int64_t>> kept_flexible;  // (out dim, in dim)
   for (int64_t i = 0; i < rank; ++i) {
     if (!collapsed[i]) {
+      if (in.shape[i] == 0) kept_flexible.emplace_back(out_shape.size(), i);
       out_shape.push_back(in.shape[i]);
     } else if (keep_dim) {
       out_shape.push_back(1);
@@ -147,6 +160,7 @@ void lower_mean(LoweringContext& cx, const Node* node) {
   int32_t dims_id = cx.model().add_int_vector(nnapi_dims);
   int32_t keep_id = cx.model().add_int_scalar(keep_dim ? 1 : 0);
   int32_t out_id = cx.add_tensor_operand(node->output(), out);
+  for (auto [o, i] : kept_flexible) cx.forward_operand_shape(out_id, o, in_id, i);
   cx.model().add_operation(Op::Mean, {in_id, dims_id, keep_id}, {out_id});
 }
 
@@ -211,8 +225,11 @@ void lower_upsample_nearest2d(LoweringContext& cx, const Node* node) {
 void lower_upsample_bilinear2d(LoweringContext& cx, const Node* node) {
   size_t n = node->inputs().size();
   check(n == 4 || n == 5, "malformed aten::upsample_bilinear2d");
-  auto [image_id, image] = cx.get_operand_fixed_size(node->input(0));
+  auto [image_id, image] = cx.get_operand(node->input(0));
   check(image.shape.size() == 4, "upsample_bilinear2d needs a 4-D input");
+  check(image.shape[1] != 0 && image.shape[2] != 0 && image.shape[3] != 0,
+        "upsample_bilinear2d over flexible channels, height or width is not supported; give "
+        "them fixed sizes in --input");
   bool align_corners = cx.constant_bool(node->input(2));
   const c10::IValue& size_iv = cx.constant(node->input(1)).value;
   int64_t out_h, out_w;
@@ -246,7 +263,8 @@ void lower_upsample_bilinear2d(LoweringContext& cx, const Node* node) {
                                  m.add_bool_scalar(align_corners),
                                  m.add_bool_scalar(!align_corners)};
   Shape out_shape = {image.shape[0], image.shape[1], out_h, out_w};
-  int32_t out_id = cx.add_tensor_operand(node->output(), image.with_shape(out_shape));
+  Operand2 like{image_id, image};
+  int32_t out_id = make_output(cx, node->output(), image.with_shape(out_shape), &like);
   m.add_operation(Op::ResizeBilinear, inputs, {out_id});
 }
 

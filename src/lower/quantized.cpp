@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "lower/convolution.h"
+#include "lower/emit.h"
 #include "lower/pointwise.h"
 #include "lower/registry.h"
 
@@ -15,7 +16,7 @@ using nnapi::OperandType;
 
 void lower_quantize(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 4, "malformed aten::quantize_per_tensor");
-  auto [in_id, in] = cx.get_operand_fixed_size(node->input(0));
+  auto [in_id, in] = cx.get_operand(node->input(0));
   check(in.dim_order == DimOrder::ChannelsLast,
         "most hardware backends prefer NHWC quantized tensors: give this input as channels-last "
         "(--nhwc, or ,nhwc in its --input spec)");
@@ -28,18 +29,20 @@ void lower_quantize(LoweringContext& cx, const Node* node) {
   out.type = OperandType::TensorQuant8Asymm;
   out.scale = scale;
   out.zero_point = zero_point;
-  int32_t out_id = cx.add_tensor_operand(node->output(), out);
+  Operand2 like{in_id, in};
+  int32_t out_id = make_output(cx, node->output(), out, &like);
   cx.model().add_operation(Op::Quantize, {in_id}, {out_id});
 }
 
 void lower_dequantize(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 1, "malformed aten::dequantize");
-  auto [in_id, in] = cx.get_operand_fixed_size(node->input(0));
+  auto [in_id, in] = cx.get_operand(node->input(0));
   Operand out = in;
   out.type = OperandType::TensorFloat32;
   out.scale = 0.0;
   out.zero_point = 0;
-  int32_t out_id = cx.add_tensor_operand(node->output(), out);
+  Operand2 like{in_id, in};
+  int32_t out_id = make_output(cx, node->output(), out, &like);
   cx.model().add_operation(Op::Dequantize, {in_id}, {out_id});
 }
 
@@ -79,8 +82,9 @@ c10::IValue packed_state(const c10::IValue& packed) {
 
 void lower_qlinear(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 4, "malformed quantized::linear");
-  auto [input_id, in] = cx.get_operand_fixed_size(node->input(0));
-  check(in.shape.size() == 2, "quantized linear needs a 2-D input");
+  auto [input_id, in] = cx.get_operand(node->input(0));
+  check(in.shape.size() == 2 && in.shape[1] != 0,
+        "quantized linear needs a 2-D input with a fixed number of features");
   double out_scale = cx.constant_float(node->input(2));
   int64_t out_zero_point = cx.constant_int(node->input(3));
   const Constant& packed = cx.constant(node->input(1));
@@ -103,6 +107,7 @@ void lower_qlinear(LoweringContext& cx, const Node* node) {
   out.zero_point = out_zero_point;
   int32_t fuse = cx.model().add_int_scalar(static_cast<int32_t>(Fuse::None));
   int32_t out_id = cx.add_tensor_operand(node->output(), out);
+  if (in.shape[0] == 0) cx.forward_operand_shape(out_id, 0, input_id, 0);
   cx.model().add_operation(Op::FullyConnected, {input_id, weight_id, bias_id, fuse}, {out_id});
 }
 

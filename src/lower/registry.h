@@ -23,6 +23,11 @@ class LoweringTable {
   std::unordered_map<c10::Symbol, LowerFn> fns_;
 };
 
+// Shape arithmetic on load-time ints (symbolic.cpp): lowers `node` and
+// returns true when an input is a symbolic size and the node is arithmetic,
+// a list or an unpack of one; returns false otherwise.
+bool lower_symbolic_arithmetic(LoweringContext& cx, const Node* node);
+
 // The table with every family registered.
 const LoweringTable& lowering_table();
 

@@ -37,11 +37,17 @@ void lower_to(LoweringContext& cx, const Node* node) {
   lower_identity(cx, node);
 }
 
+std::pair<int32_t, Operand> to_contiguous(LoweringContext& cx, int32_t id, const Operand& in);
+
 void lower_unsqueeze(LoweringContext& cx, const Node* node) {
-  auto [in_id, in] = cx.get_operand_fixed_size(node->input(0));
+  auto [in_id, in] = cx.get_operand(node->input(0));
   int64_t dim = cx.constant_int(node->input(1));
+  if (in.dim_order == DimOrder::ChannelsLast) {
+    // A rank-5 result has no channels-last layout: make the data NCHW first.
+    std::tie(in_id, in) = to_contiguous(cx, in_id, in);
+  }
   check(in.dim_order == DimOrder::Contiguous,
-        "unsqueeze of a channels-last tensor is not supported");
+        "unsqueeze of a tensor with this memory layout is not supported");
   int64_t rank = static_cast<int64_t>(in.shape.size());
   int64_t real_dim = dim >= 0 ? dim : dim + rank + 1;
   check(real_dim >= 0 && real_dim <= rank, "unsqueeze dim out of range");
@@ -49,23 +55,56 @@ void lower_unsqueeze(LoweringContext& cx, const Node* node) {
   out_shape.insert(out_shape.begin() + real_dim, 1);
   int32_t dim_id = cx.model().add_int_scalar(static_cast<int32_t>(dim));
   int32_t out_id = cx.add_tensor_operand(node->output(), in.with_shape(out_shape));
+  for (int64_t d = 0; d < rank; ++d) {
+    if (in.shape[d] == 0) cx.forward_operand_shape(out_id, d < real_dim ? d : d + 1, in_id, d);
+  }
   cx.model().add_operation(Op::ExpandDims, {in_id, dim_id}, {out_id});
 }
 
 bool lower_channel_shuffle(LoweringContext& cx, const Node* node);
-std::pair<int32_t, Operand> to_contiguous(LoweringContext& cx, int32_t id, const Operand& in);
+
+// Reshape where the input or the target has load-time sizes.
+void lower_flexible_reshape(LoweringContext& cx, const Node* node, Operand2 in,
+                            std::vector<SymInt> dims) {
+  // PyTorch reshapes in NCHW element order: make the data NCHW first.
+  in = emit_relayout(cx, in, DimOrder::Contiguous);
+  SymInt numel{1, ""}, known{1, ""};
+  for (const SymInt& d : sym_shape(in)) numel = sym_arith(numel, '*', d);
+  int64_t inferred = -1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i].is_constant() && dims[i].value == -1) {
+      check(inferred < 0, "only one dimension of a view can be -1");
+      inferred = static_cast<int64_t>(i);
+    } else {
+      known = sym_arith(known, '*', dims[i]);
+    }
+  }
+  if (inferred >= 0) dims[inferred] = sym_arith(numel, '/', known);
+  emit_reshape(cx, in, dims, node->output());
+}
 
 void lower_reshape(LoweringContext& cx, const Node* node) {
   if (lower_channel_shuffle(cx, node)) return;
-  auto [in_id, in] = cx.get_operand_fixed_size(node->input(0));
-  std::vector<int64_t> shape = cx.constant_int_list(node->input(1));
-  bool trivial = shape.size() == 2 && shape[1] == -1;
+  auto [in_id, in] = cx.get_operand(node->input(0));
+  std::vector<SymInt> target = cx.sym_int_list(node->input(1));
+  const bool flexible =
+      std::find(in.shape.begin(), in.shape.end(), 0) != in.shape.end() ||
+      std::any_of(target.begin(), target.end(), [](const SymInt& v) { return !v.is_constant(); });
+  if (flexible) {
+    lower_flexible_reshape(cx, node, {in_id, in}, std::move(target));
+    return;
+  }
+  std::vector<int64_t> shape;
+  for (const SymInt& v : target) shape.push_back(v.value);
+  // The reference keeps NHWC data for a [X, -1] target; that is PyTorch's
+  // element order only when C = 1 or H = W = 1.
+  const Shape& s = in.shape;
+  bool trivial = shape.size() == 2 && shape[1] == -1 && s.size() == 4 &&
+                 (s[1] == 1 || (s[2] == 1 && s[3] == 1));
   if (in.dim_order == DimOrder::ChannelsLast && !trivial) {
     // PyTorch reshapes in NCHW element order: make the data NCHW first.
     std::tie(in_id, in) = to_contiguous(cx, in_id, in);
   }
-  check(in.dim_order == DimOrder::Contiguous || trivial,
-        "reshape of an NHWC tensor is only supported if the target size is [X, -1]");
   Shape out_shape;
   try {
     out_shape = at::zeros({1}).expand(in.shape).reshape(shape).sizes().vec();
@@ -89,7 +128,6 @@ void lower_flatten(LoweringContext& cx, const Node* node) {
   bool trivial = rank == 4 && (s[1] == 1 || (s[2] == 1 && s[3] == 1));
   if (in.dim_order == DimOrder::ChannelsLast && !trivial) {
     // PyTorch flattens in NCHW element order: make the data NCHW first.
-    for (int64_t d : s) check(d > 0, "flatten of a flexible channels-last tensor");
     std::tie(in_id, in) = to_contiguous(cx, in_id, in);
   }
   check(in.dim_order == DimOrder::Contiguous || trivial,
@@ -178,12 +216,35 @@ void lower_slice(LoweringContext& cx, const Node* node) {
   m.add_operation(Op::StridedSlice, inputs, {out_id});
 }
 
+// aten::size(x, dim) and aten::size(x): a constant for fixed dims, a load-time
+// int (symbolic.cpp) for flexible ones.
 void lower_size(LoweringContext& cx, const Node* node) {
-  auto [in_id, in] = cx.get_operand_fixed_size(node->input(0));
-  (void)in_id;
-  int64_t dim =
-      py_index(cx.constant(node->input(1)).value.toInt(), static_cast<int64_t>(in.shape.size()));
-  cx.add_constant(node->output(), node->output()->type(), c10::IValue(in.shape[dim]));
+  auto [in_id, in] = cx.get_operand(node->input(0));
+  const auto rank = static_cast<int64_t>(in.shape.size());
+  auto dim_value = [&, id = in_id](int64_t d) { return sym_dim(id, in.shape, d); };
+  if (node->inputs().size() == 1) {
+    std::vector<SymInt> dims;
+    c10::List<int64_t> values;
+    bool flexible = false;
+    for (int64_t d = 0; d < rank; ++d) {
+      dims.push_back(dim_value(d));
+      values.push_back(in.shape[d]);
+      flexible = flexible || in.shape[d] == 0;
+    }
+    if (flexible) {
+      cx.add_symbolic(node->output(), std::move(dims));
+    } else {
+      cx.add_constant(node->output(), node->output()->type(), c10::IValue(values));
+    }
+    return;
+  }
+  const int64_t dim = py_index(cx.constant(node->input(1)).value.toInt(), rank);
+  SymInt v = dim_value(dim);
+  if (v.is_constant()) {
+    cx.add_constant(node->output(), node->output()->type(), c10::IValue(v.value));
+  } else {
+    cx.add_symbolic(node->output(), {v});
+  }
 }
 
 void lower_cat(LoweringContext& cx, const Node* node) {
@@ -262,15 +323,18 @@ void permute_value(LoweringContext& cx, const Value* out_value, const Value* in_
   for (int64_t& d : dims) d = py_index(d, rank);
   Shape out_shape;
   for (int64_t d : dims) out_shape.push_back(in.shape[d]);
-  for (int64_t d : out_shape) check(d != 0, "permute of flexible dims is not supported");
+  // A flexible dim's size variable is named by its position: reading the same
+  // buffer with another shape is only possible when flexible dims stay put.
+  bool flexible_moves = false;
+  for (int64_t i = 0; i < rank; ++i) flexible_moves |= out_shape[i] == 0 && dims[i] != i;
   const std::vector<int64_t> to_nhwc = {0, 2, 3, 1}, to_nchw = {0, 3, 1, 2};
-  if (in.dim_order == DimOrder::ChannelsLast && dims == to_nhwc) {
+  if (in.dim_order == DimOrder::ChannelsLast && dims == to_nhwc && !flexible_moves) {
     Operand o = in.with_shape(out_shape);
     o.dim_order = DimOrder::Contiguous;
     cx.reinterpret(out_value, in_id, o);
     return;
   }
-  if (in.dim_order == DimOrder::Contiguous && rank == 4 && dims == to_nchw) {
+  if (in.dim_order == DimOrder::Contiguous && rank == 4 && dims == to_nchw && !flexible_moves) {
     Operand o = in.with_shape(out_shape);
     o.dim_order = DimOrder::ChannelsLast;
     cx.reinterpret(out_value, in_id, o);
@@ -286,6 +350,9 @@ void permute_value(LoweringContext& cx, const Value* out_value, const Value* in_
   o.dim_order = DimOrder::Contiguous;
   int32_t perm_id = cx.model().add_int_vector(perm);
   int32_t out_id = cx.add_tensor_operand(out_value, o);
+  for (int64_t i = 0; i < rank; ++i) {
+    if (out_shape[i] == 0) cx.forward_operand_shape(out_id, i, in_id, dims[i]);
+  }
   cx.model().add_operation(Op::Transpose, {in_id, perm_id}, {out_id});
 }
 
@@ -346,22 +413,30 @@ bool lower_channel_shuffle(LoweringContext& cx, const Node* node) {
   }
   const Node* first = cx.pending_view(node);
   if (!first) return false;
-  auto [in_id, in] = cx.get_operand_fixed_size(first->input(0));
-  std::vector<int64_t> split = cx.constant_int_list(first->input(1));
-  std::vector<int64_t> merged = cx.constant_int_list(node->input(1));
+  auto [in_id, in] = cx.get_operand(first->input(0));
+  std::vector<SymInt> split = cx.sym_int_list(first->input(1));
+  std::vector<SymInt> merged = cx.sym_int_list(node->input(1));
   const Node* t = single_use(first->output());
   int64_t ta = cx.constant_int(t->input(1)), tb = cx.constant_int(t->input(2));
   const Shape& s = in.shape;
-  bool ok = s.size() == 4 && split.size() == 5 && merged.size() == 4 && split[0] == s[0] &&
-            split[1] * split[2] == s[1] && split[3] == s[2] && split[4] == s[3] &&
-            std::min(ta, tb) == 1 && std::max(ta, tb) == 2 && merged[0] == s[0] &&
-            (merged[1] == s[1] || merged[1] == -1) && merged[2] == s[2] && merged[3] == s[3];
+  // `v` is dim d of the input (the same load-time size where it is flexible).
+  auto is_dim = [&, id = in_id](const SymInt& v, int64_t d) {
+    return s[d] == 0 ? v.expr == flex_name(id, d) : v.is_constant() && v.value == s[d];
+  };
+  bool ok = s.size() == 4 && s[1] != 0 && split.size() == 5 && merged.size() == 4 &&
+            split[1].is_constant() && split[2].is_constant() &&
+            split[1].value * split[2].value == s[1] && is_dim(split[0], 0) && is_dim(split[3], 2) &&
+            is_dim(split[4], 3) && std::min(ta, tb) == 1 && std::max(ta, tb) == 2 &&
+            is_dim(merged[0], 0) &&
+            (is_dim(merged[1], 1) || (merged[1].is_constant() && merged[1].value == -1)) &&
+            is_dim(merged[2], 2) && is_dim(merged[3], 3);
   check(ok, "a view/transpose/view sequence that is not a channel shuffle is not supported");
   int64_t axis = in.dim_order == DimOrder::ChannelsLast ? 3 : 1;
   ModelBuilder& m = cx.model();
-  int32_t groups = m.add_int_scalar(static_cast<int32_t>(split[1]));
+  int32_t groups = m.add_int_scalar(static_cast<int32_t>(split[1].value));
   int32_t axis_id = m.add_int_scalar(static_cast<int32_t>(axis));
-  int32_t out_id = cx.add_tensor_operand(node->output(), in);
+  Operand2 like{in_id, in};
+  int32_t out_id = make_output(cx, node->output(), in, &like);
   m.add_operation(Op::ChannelShuffle, {in_id, groups, axis_id}, {out_id});
   return true;
 }

@@ -52,7 +52,7 @@ int32_t ModelBuilder::add_weight(NnapiOperand operand, at::Tensor tensor) {
     auto b = bytes_of(w);
     ref.insert(ref.end(), b.begin(), b.end());
   }
-  values_.push_back({id, nnapi::ValueSource::NumberedBuffer, std::move(ref)});
+  values_.push_back({id, nnapi::ValueSource::NumberedBuffer, std::move(ref), {}});
   weights_.push_back(std::move(tensor));
   return id;
 }
@@ -63,7 +63,7 @@ int32_t ModelBuilder::add_immediate(nnapi::OperandType type, std::vector<uint8_t
   auto it = immediates_.find(key);
   if (it != immediates_.end()) return it->second;
   int32_t id = add_operand({type, std::move(dims), 0.0, 0, {}});
-  values_.push_back({id, nnapi::ValueSource::Immediate, std::move(bytes)});
+  values_.push_back({id, nnapi::ValueSource::Immediate, std::move(bytes), {}});
   immediates_.emplace(std::move(key), id);
   return id;
 }
@@ -82,6 +82,19 @@ int32_t ModelBuilder::add_bool_scalar(bool v) {
 
 int32_t ModelBuilder::add_int_vector(const std::vector<int64_t>& v) {
   return add_int_tensor(v, {static_cast<int64_t>(v.size())});
+}
+
+int32_t ModelBuilder::add_patched_int_vector(
+    const std::vector<int64_t>& v, const std::vector<std::pair<size_t, std::string>>& patches) {
+  std::vector<uint8_t> bytes;
+  for (int64_t x : v) {
+    auto b = bytes_of(static_cast<int32_t>(x));
+    bytes.insert(bytes.end(), b.begin(), b.end());
+  }
+  const int32_t id =
+      add_operand({nnapi::OperandType::TensorInt32, {static_cast<int64_t>(v.size())}, 0.0, 0, {}});
+  values_.push_back({id, nnapi::ValueSource::Immediate, std::move(bytes), patches});
+  return id;
 }
 
 int32_t ModelBuilder::add_int_tensor(const std::vector<int64_t>& v, std::vector<int64_t> dims) {
@@ -144,7 +157,12 @@ SerializedModel ModelBuilder::serialize() const {
       w.i32(d == -1 ? 0 : d);
     }
   }
-  for (const Value& v : values_) w.bytes(v.data);
+  for (const Value& v : values_) {
+    for (const auto& [element, expr] : v.patches) {
+      out.patch_lines.push_back("ser_model[" + std::to_string(w.size() + element) + "] = " + expr);
+    }
+    w.bytes(v.data);
+  }
   for (int32_t a : operation_args_) w.i32(a);
   for (int32_t a : inputs_) w.i32(a);
   for (int32_t a : outputs_) w.i32(a);

@@ -54,6 +54,10 @@ class ModelBuilder {
   int32_t add_float_scalar(float v);
   int32_t add_bool_scalar(bool v);
   int32_t add_int_vector(const std::vector<int64_t>& v);
+  // A 1-D TENSOR_INT32 immediate, never shared, whose element i is set at
+  // load time to the shape-compute expression patches[i] (where given).
+  int32_t add_patched_int_vector(const std::vector<int64_t>& v,
+                                 const std::vector<std::pair<size_t, std::string>>& patches);
   // A TENSOR_INT32 immediate of `dims` holding `v` in row-major order.
   int32_t add_int_tensor(const std::vector<int64_t>& v, std::vector<int64_t> dims);
 
@@ -73,6 +77,7 @@ class ModelBuilder {
     int32_t operand;
     nnapi::ValueSource source;
     std::vector<uint8_t> data;
+    std::vector<std::pair<size_t, std::string>> patches;  // int32 element -> expression
   };
   struct Operation {
     nnapi::Op op;

@@ -90,6 +90,9 @@ class VerifyCase : public testing::Test {
     o.model_path = (dir_ / "model.pt").string();
     for (const std::string& s : cs["inputs"].strings()) o.inputs.push_back(parse_input_spec(s));
     ASSERT_TRUE(cs["options"].strings().empty()) << "case options are not handled here";
+    // NNAPI_VERIFY_FUSE_ACTIVATIONS=1: the same checks with --fuse-activations.
+    const char* fuse = std::getenv("NNAPI_VERIFY_FUSE_ACTIVATIONS");
+    o.fuse_activations = fuse && std::string(fuse) == "1";
     VerifyOptions tol = tolerance_for(name, source);
 
     fs::path out = fs::temp_directory_path() /

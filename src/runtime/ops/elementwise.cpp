@@ -75,8 +75,8 @@ at::Tensor qnnpack_add(const Value& a, const Value& b, const Operand& out, int32
   const int shift = 21 - (exponent - 1);
   const auto a_mult = static_cast<int64_t>(std::nearbyint(std::ldexp(a_ratio, shift)));
   const auto b_mult = static_cast<int64_t>(std::nearbyint(std::ldexp(b_ratio, shift)));
-  at::Tensor acc = (a.t.to(at::kLong) - a.zero_point) * a_mult +
-                   (b.t.to(at::kLong) - b.zero_point) * b_mult;
+  at::Tensor acc =
+      (a.t.to(at::kLong) - a.zero_point) * a_mult + (b.t.to(at::kLong) - b.zero_point) * b_mult;
   const int64_t unit = int64_t{1} << shift;
   at::Tensor q = at::div(acc, unit, "floor");
   at::Tensor remainder = acc - q * unit - at::lt(acc, 0).to(at::kLong);

@@ -115,7 +115,8 @@ void execute_pool(ExecContext& ctx) {
       y = at::sqrt(sum / count);
     } else if (quant) {
       at::Tensor centered = at::round(sum) - count * x.zero_point;
-      y = at::round(centered.to(at::kFloat) * at::reciprocal(count.to(at::kFloat))).to(at::kDouble) +
+      y = at::round(centered.to(at::kFloat) * at::reciprocal(count.to(at::kFloat)))
+              .to(at::kDouble) +
           x.zero_point;
     } else {
       y = sum / count;
