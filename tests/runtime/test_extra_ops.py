@@ -20,7 +20,7 @@ CODES = dict(ADD=0, CONV_2D=3, DEPTHWISE_CONV_2D=4, L2_NORMALIZATION=11, LOGISTI
              RESIZE_BILINEAR=23, TANH=28, MEAN=31, PAD=32, STRIDED_SLICE=35, EXP=49,
              GROUPED_CONV_2D=55, MAXIMUM=65, MINIMUM=66, PAD_V2=69, RSQRT=83, SPLIT=87,
              SQRT=88, TRANSPOSE_CONV_2D=91, RESIZE_NEAREST_NEIGHBOR=94, HARD_SWISH=99,
-             AVERAGE_POOL_2D=1, MAX_POOL_2D=17, CONCATENATION=2, SOFTMAX=25, FULLY_CONNECTED=9)
+             AVERAGE_POOL_2D=1, MAX_POOL_2D=17, CONCATENATION=2, SOFTMAX=25, FULLY_CONNECTED=9, QUANTIZE=72)
 
 
 class OperandType(ctypes.Structure):
@@ -485,6 +485,22 @@ def case_quant_add_and_average_pool_like_qnnpack():
     print(f"     average pool: {differ} of {ref.numel()} differ from NNAPI's reference rounding")
     assert differ > 0, "the pool case does not separate the roundings"
     assert torch.equal(out, ref), f"pool: {(out != ref).sum().item()} differ from QNNPACK"
+
+
+def case_quantize_like_pytorch():
+    # QUANTIZE rounds x * (1 / scale) half to even in float32, as
+    # torch.quantize_per_tensor does. Halves of a quantum are ties, which
+    # rounding half away from zero would send the other way.
+    x = torch.arange(-16, 17, dtype=torch.float32) * 0.125
+    ref = torch.quantize_per_tensor(x, 0.25, 128, torch.quint8).int_repr()
+    away = (torch.sign(x / 0.25) * torch.floor((x / 0.25).abs() + 0.5) + 128).to(torch.uint8)
+    assert not torch.equal(away, ref), "the case does not separate the roundings"
+    m = Model()
+    i = m.input(T_F32, (33,))
+    o = m.output(T_Q8, (33,), 0.25, 128)
+    m.op("QUANTIZE", [i], [o])
+    out = m.run([x], [torch.uint8])[0]
+    assert torch.equal(out, ref), (out, ref)
 
 
 CASES = [v for k, v in list(globals().items()) if k.startswith("case_")]

@@ -1,5 +1,7 @@
 // QUANTIZE (float -> TENSOR_QUANT8_ASYMM: round to nearest, add zero point,
 // saturate to [0, 255]), DEQUANTIZE (scale * (q - zeroPoint)) and CAST.
+// QUANTIZE rounds as PyTorch's quantize_per_tensor does: x * (1 / scale) in
+// float32, half to even (NNAPI does not fix the tie rule or the precision).
 #include "../kernel.h"
 
 namespace nnrt {
@@ -16,7 +18,10 @@ void validate_quantize(const ValidationContext& v) {
 
 void execute_quantize(ExecContext& ctx) {
   const Operand& out = ctx.out_operand(0);
-  ctx.set_output(0, quantize_u8(real_values(ctx.in(0), at::kDouble), out.scale, out.zero_point));
+  const float inverse_scale = 1.0f / out.scale;
+  at::Tensor scaled =
+      real_values(ctx.in(0), at::kFloat) * at::scalar_tensor(inverse_scale, at::kFloat);
+  ctx.set_output(0, (at::round(scaled) + out.zero_point).clamp(0, 255).to(at::kByte));
 }
 
 void validate_dequantize(const ValidationContext& v) {
