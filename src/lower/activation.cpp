@@ -118,7 +118,8 @@ void lower_gelu(LoweringContext& cx, const Node* node) {
   if (approximate == "tanh") {
     gelu_tanh(cx, x, node->output());
   } else {
-    check(approximate == "none", "unknown gelu approximation '" + approximate + "'");
+    check(approximate == "none",
+          [&] { return "unknown gelu approximation '" + approximate + "'"; });
     gelu_erf(cx, x, node->output());
   }
 }

@@ -30,7 +30,7 @@ int32_t LoweringContext::push_operand(const Operand& o, const at::Tensor* weight
 }
 
 int32_t LoweringContext::add_tensor_operand(const Value* v, const Operand& o) {
-  check(!has_operand(v), "value " + value_name(v) + " is defined twice");
+  check(!has_operand(v), [&] { return "value " + value_name(v) + " is defined twice"; });
   int32_t id = push_operand(o);
   operand_of_[v] = id;
   return id;
@@ -55,9 +55,10 @@ std::pair<int32_t, Operand> LoweringContext::get_operand(const Value* v) const {
 std::pair<int32_t, Operand> LoweringContext::get_operand_fixed_size(const Value* v) const {
   auto r = get_operand(v);
   for (int64_t s : r.second.shape) {
-    check(s != 0, "flexible size is not supported for this operand (" + value_name(v) +
-                      " has shape " + shape_str(r.second.shape) +
-                      "); give this input fixed sizes in --input");
+    check(s != 0, [&] {
+      return "flexible size is not supported for this operand (" + value_name(v) + " has shape " +
+             shape_str(r.second.shape) + "); give this input fixed sizes in --input";
+    });
   }
   return r;
 }
@@ -81,7 +82,7 @@ void LoweringContext::alias(const Value* v, const Value* source) {
 }
 
 void LoweringContext::reinterpret(const Value* v, int32_t id, const Operand& o) {
-  check(!has_operand(v), "value " + value_name(v) + " is defined twice");
+  check(!has_operand(v), [&] { return "value " + value_name(v) + " is defined twice"; });
   operand_of_[v] = id;
   reinterpreted_[v] = o;
 }
@@ -136,7 +137,7 @@ int32_t LoweringContext::add_input(int arg_index, const Value* v, const Operand&
 }
 
 void LoweringContext::add_constant(const Value* v, c10::TypePtr type, c10::IValue value) {
-  check(!has_constant(v), "constant " + value_name(v) + " is defined twice");
+  check(!has_constant(v), [&] { return "constant " + value_name(v) + " is defined twice"; });
   constants_.emplace(v, Constant{std::move(type), std::move(value)});
 }
 
@@ -240,7 +241,7 @@ bool LoweringContext::constant_is_none(const Value* v) const {
 }
 
 void LoweringContext::add_sequence(const Value* v, std::vector<const Value*> values) {
-  check(!has_sequence(v), "sequence " + value_name(v) + " is defined twice");
+  check(!has_sequence(v), [&] { return "sequence " + value_name(v) + " is defined twice"; });
   sequences_.emplace(v, std::move(values));
 }
 

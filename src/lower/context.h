@@ -28,8 +28,17 @@ class LoweringError : public std::runtime_error {
 };
 
 [[noreturn]] void fail(const std::string& message);
+inline void check(bool ok, const char* message) {
+  if (!ok) fail(message);
+}
 inline void check(bool ok, const std::string& message) {
   if (!ok) fail(message);
+}
+// For messages that take work to build (names, shapes): `make_message` runs
+// only when the check fails, so the passing path of a lowering stays cheap.
+template <typename MakeMessage, typename = decltype(std::declval<MakeMessage>()())>
+inline void check(bool ok, MakeMessage&& make_message) {
+  if (!ok) fail(make_message());
 }
 
 std::string value_name(const Value* v);

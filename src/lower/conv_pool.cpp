@@ -24,7 +24,7 @@ ConvPoolArgs make_conv_pool_args(const std::vector<int64_t>& kernel,
 
 Shape conv_pool_out_shape(const Shape& image, const ConvPoolArgs& a, int64_t out_ch,
                           bool transpose) {
-  check(image.size() == 4, "expected a 4-D image, got " + shape_str(image));
+  check(image.size() == 4, [&] { return "expected a 4-D image, got " + shape_str(image); });
   int64_t in_h = image[2], in_w = image[3], out_h, out_w;
   // The window a dilated kernel spans.
   int64_t kh = a.dilation_h * (a.kernel_h - 1) + 1, kw = a.dilation_w * (a.kernel_w - 1) + 1;
@@ -32,10 +32,12 @@ Shape conv_pool_out_shape(const Shape& image, const ConvPoolArgs& a, int64_t out
     out_h = (in_h - 1) * a.stride_h + kh - a.pad_t - a.pad_b;
     out_w = (in_w - 1) * a.stride_w + kw - a.pad_l - a.pad_r;
   } else {
-    check(in_h <= 0 || in_h + a.pad_t + a.pad_b >= kh,
-          "the window (" + std::to_string(kh) + ") is larger than the padded input height");
-    check(in_w <= 0 || in_w + a.pad_l + a.pad_r >= kw,
-          "the window (" + std::to_string(kw) + ") is larger than the padded input width");
+    check(in_h <= 0 || in_h + a.pad_t + a.pad_b >= kh, [&] {
+      return "the window (" + std::to_string(kh) + ") is larger than the padded input height";
+    });
+    check(in_w <= 0 || in_w + a.pad_l + a.pad_r >= kw, [&] {
+      return "the window (" + std::to_string(kw) + ") is larger than the padded input width";
+    });
     out_h = (in_h - kh + a.pad_t + a.pad_b) / a.stride_h + 1;
     out_w = (in_w - kw + a.pad_l + a.pad_r) / a.stride_w + 1;
   }

@@ -67,7 +67,8 @@ void add_conv2d_common(LoweringContext& cx, const Value* out, double out_scale,
                        int64_t out_zero_point, const Value* image_value, const at::Tensor& weight,
                        int32_t bias_id, const ConvPoolArgs& args, bool transpose, Fuse fuse) {
   auto [image_id, image] = cx.get_operand(image_value);
-  check(image.shape.size() == 4, "convolution needs a 4-D input, got " + shape_str(image.shape));
+  check(image.shape.size() == 4,
+        [&] { return "convolution needs a 4-D input, got " + shape_str(image.shape); });
   int64_t in_c = image.shape[1];
   check(args.group >= 1, "convolution groups must be positive");
   // Which NNAPI convolution, and how the PyTorch weight is permuted for it.
@@ -80,9 +81,10 @@ void add_conv2d_common(LoweringContext& cx, const Value* out, double out_scale,
     kind = Kind::Depthwise;
     perm = {1, 2, 3, 0};
   } else {
-    check(in_c % args.group == 0, "input channels (" + std::to_string(in_c) +
-                                      ") are not a multiple of groups (" +
-                                      std::to_string(args.group) + ")");
+    check(in_c % args.group == 0, [&] {
+      return "input channels (" + std::to_string(in_c) + ") are not a multiple of groups (" +
+             std::to_string(args.group) + ")";
+    });
     kind = Kind::Grouped;
     perm = {0, 2, 3, 1};
   }
@@ -117,9 +119,10 @@ void add_conv2d_common(LoweringContext& cx, const Value* out, double out_scale,
   } else {
     out_c = w.shape[0];
     int64_t per_group = kind == Kind::Grouped ? in_c / args.group : in_c;
-    check(w.shape[3] == per_group, "convolution weight has " + std::to_string(w.shape[3]) +
-                                       " input channels per group, input has " +
-                                       std::to_string(per_group));
+    check(w.shape[3] == per_group, [&] {
+      return "convolution weight has " + std::to_string(w.shape[3]) +
+             " input channels per group, input has " + std::to_string(per_group);
+    });
   }
   check(out_c == bias.shape[0], "convolution bias size does not match output channels");
   ModelBuilder& m = cx.model();

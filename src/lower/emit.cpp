@@ -51,7 +51,8 @@ Operand2 float_weight_like(LoweringContext& cx, const at::Tensor& t, const Opera
 
 Operand2 emit_relayout(LoweringContext& cx, const Operand2& x, DimOrder to) {
   if (x.op.dim_order == to) return x;
-  check(x.op.shape.size() == 4, "a layout change needs a 4-D tensor, got " + shape_str(x.op.shape));
+  check(x.op.shape.size() == 4,
+        [&] { return "a layout change needs a 4-D tensor, got " + shape_str(x.op.shape); });
   check(to == DimOrder::ChannelsLast || to == DimOrder::Contiguous, "bad target layout");
   Operand out = x.op;
   out.dim_order = to;
@@ -73,8 +74,10 @@ Operand2 emit_reshape(LoweringContext& cx, const Operand2& x, const std::vector<
   bool inferred = false;
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i].is_constant()) {
-      check(dims[i].value > 0, "can't reshape " + shape_str(x.op.shape) + " to a size with " +
-                                   dims[i].str() + " elements");
+      check(dims[i].value > 0, [&] {
+        return "can't reshape " + shape_str(x.op.shape) + " to a size with " + dims[i].str() +
+               " elements";
+      });
       values.push_back(dims[i].value);
     } else if (!inferred) {
       values.push_back(-1);

@@ -42,8 +42,10 @@ void add_fully_connected(LoweringContext& cx, const Node* node, bool transpose_w
     return;
   }
   auto [bias_id, b] = cx.get_weight_operand(bias);
-  check(in.shape.size() == 2, "fully connected layers need a 2-D input, got " +
-                                  shape_str(in.shape) + "; flatten it first");
+  check(in.shape.size() == 2, [&] {
+    return "fully connected layers need a 2-D input, got " + shape_str(in.shape) +
+           "; flatten it first";
+  });
   check(b.shape.size() == 1, "fully connected bias must be 1-D");
   at::Tensor w = cx.constant_tensor(weight);
   check(w.dim() == 2, "fully connected weight must be 2-D");

@@ -65,9 +65,10 @@ void lower_layer_norm(LoweringContext& cx, const Node* node) {
   int64_t k = static_cast<int64_t>(normalized.size());
   check(k >= 1 && k <= rank, "layer_norm normalized_shape longer than the input rank");
   for (int64_t i = 0; i < k; ++i) {
-    check(x.shape[rank - k + i] == normalized[i],
-          "layer_norm normalized_shape " + shape_str(normalized) + " does not match input " +
-              shape_str(x.shape));
+    check(x.shape[rank - k + i] == normalized[i], [&] {
+      return "layer_norm normalized_shape " + shape_str(normalized) + " does not match input " +
+             shape_str(x.shape);
+    });
   }
   double eps = cx.constant_float(node->input(4));
   std::vector<int64_t> axes;

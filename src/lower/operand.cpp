@@ -14,7 +14,8 @@ bool Operand::use_nchw() const {
 
 Shape fix_shape(const Shape& shape, DimOrder order) {
   if (order == DimOrder::ChannelsLast) {
-    check(shape.size() == 4, "a channels-last operand must have 4 dims, got " + shape_str(shape));
+    check(shape.size() == 4,
+          [&] { return "a channels-last operand must have 4 dims, got " + shape_str(shape); });
     return {shape[0], shape[2], shape[3], shape[1]};
   }
   return shape;
@@ -34,8 +35,10 @@ std::string flex_name(int32_t id, int64_t dim) {
 
 int64_t py_index(int64_t index, int64_t size) {
   int64_t i = index < 0 ? index + size : index;
-  check(i >= 0 && i < size, "index " + std::to_string(index) + " is out of range for " +
-                                std::to_string(size) + " dims");
+  check(i >= 0 && i < size, [&] {
+    return "index " + std::to_string(index) + " is out of range for " + std::to_string(size) +
+           " dims";
+  });
   return i;
 }
 

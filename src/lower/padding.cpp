@@ -19,9 +19,11 @@ double pad_value(LoweringContext& cx, const Node* node) {
   const bool is_pad = node->kind() == c10::Symbol::fromQualString("aten::pad");
   if (is_pad) {
     const std::string mode = cx.constant(node->input(2)).value.toStringRef();
-    check(mode == "constant", "padding mode '" + mode +
-                                  "' is not supported: NNAPI pads only with a constant value "
-                                  "(mode 'constant')");
+    check(mode == "constant", [&] {
+      return "padding mode '" + mode +
+             "' is not supported: NNAPI pads only with a constant value "
+             "(mode 'constant')";
+    });
   }
   const c10::IValue& v = cx.constant(node->input(is_pad ? 3 : 2)).value;
   return v.isNone() ? 0.0 : v.toScalar().toDouble();
@@ -32,9 +34,10 @@ void lower_pad(LoweringContext& cx, const Node* node) {
   const std::vector<int64_t> pad = cx.constant_int_list(node->input(1));
   auto [in_id, in] = cx.get_operand(node->input(0));
   const auto rank = static_cast<int64_t>(in.shape.size());
-  check(pad.size() % 2 == 0 && static_cast<int64_t>(pad.size()) <= 2 * rank,
-        "a padding list of " + std::to_string(pad.size()) + " entries does not fit a rank-" +
-            std::to_string(rank) + " tensor (it needs pairs, at most two per dimension)");
+  check(pad.size() % 2 == 0 && static_cast<int64_t>(pad.size()) <= 2 * rank, [&] {
+    return "a padding list of " + std::to_string(pad.size()) + " entries does not fit a rank-" +
+           std::to_string(rank) + " tensor (it needs pairs, at most two per dimension)";
+  });
   // PyTorch lists (before, after) pairs from the last dimension backwards.
   std::vector<int64_t> before(rank, 0), after(rank, 0);
   Shape out_shape = in.shape;
@@ -45,8 +48,10 @@ void lower_pad(LoweringContext& cx, const Node* node) {
     check(before[d] >= 0 && after[d] >= 0,
           "negative padding (cropping) is not supported; slice the tensor instead");
     if (before[d] + after[d] == 0) continue;
-    check(in.shape[d] != 0, "padding the flexible dimension " + std::to_string(d) +
-                                " is not supported; give it a fixed size in --input");
+    check(in.shape[d] != 0, [&] {
+      return "padding the flexible dimension " + std::to_string(d) +
+             " is not supported; give it a fixed size in --input";
+    });
     out_shape[d] += before[d] + after[d];
   }
   // Rows [before, after] in the NNAPI operand's dim order.

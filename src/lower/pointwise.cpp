@@ -17,8 +17,10 @@ namespace {
 
 Shape broadcast_shapes(const Shape& a, const Shape& b) {
   check(!a.empty() && !b.empty(), "broadcast of a 0-dim tensor");
-  check(a.size() == b.size(),
-        "non-equal-rank broadcast is not supported yet: " + shape_str(a) + " and " + shape_str(b));
+  check(a.size() == b.size(), [&] {
+    return "non-equal-rank broadcast is not supported yet: " + shape_str(a) + " and " +
+           shape_str(b);
+  });
   Shape out;
   for (size_t i = 0; i < a.size(); ++i) {
     if (a[i] == 1) {
@@ -34,8 +36,9 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
 
 // An NCHW operand with H = W = 1 made NHWC by a TRANSPOSE (as the reference does).
 std::pair<int32_t, Operand> transpose_to_nhwc(LoweringContext& cx, int32_t id, const Operand& o) {
-  check(o.shape.size() == 4 && o.shape[2] == 1 && o.shape[3] == 1,
-        "automatic transpose to NHWC is only supported for H = W = 1, got " + shape_str(o.shape));
+  check(o.shape.size() == 4 && o.shape[2] == 1 && o.shape[3] == 1, [&] {
+    return "automatic transpose to NHWC is only supported for H = W = 1, got " + shape_str(o.shape);
+  });
   Operand2 r = emit_relayout(cx, {id, o}, DimOrder::ChannelsLast);
   return {r.id, r.op};
 }

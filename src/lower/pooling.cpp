@@ -106,11 +106,12 @@ void lower_adaptive_avg_pool2d(LoweringContext& cx, const Node* node) {
   if (size != std::vector<int64_t>({1, 1})) {
     // Output sizes that divide the input: a plain average pool.
     int64_t h = image.shape[2], w = image.shape[3];
-    check(size[0] > 0 && size[1] > 0 && h % size[0] == 0 && w % size[1] == 0,
-          "adaptive_avg_pool2d to " + shape_str(size) + " from " + std::to_string(h) + "x" +
-              std::to_string(w) +
-              ": NNAPI conversion supports output sizes that divide the "
-              "input size");
+    check(size[0] > 0 && size[1] > 0 && h % size[0] == 0 && w % size[1] == 0, [&] {
+      return "adaptive_avg_pool2d to " + shape_str(size) + " from " + std::to_string(h) + "x" +
+             std::to_string(w) +
+             ": NNAPI conversion supports output sizes that divide the "
+             "input size";
+    });
     if (size[0] == h && size[1] == w) {
       cx.alias(node->output(), node->input(0));
       return;

@@ -30,8 +30,10 @@ void lower_to(LoweringContext& cx, const Node* node) {
     bool same = (dtype == at::kFloat && op.type == nnapi::OperandType::TensorFloat32) ||
                 (dtype == at::kInt && op.type == nnapi::OperandType::TensorInt32) ||
                 (dtype == at::kQUInt8 && op.type == nnapi::OperandType::TensorQuant8Asymm);
-    check(same, std::string("aten::to changes the dtype to ") + c10::toString(dtype) +
-                    ", which NNAPI conversion does not support; only device moves are free");
+    check(same, [&] {
+      return std::string("aten::to changes the dtype to ") + c10::toString(dtype) +
+             ", which NNAPI conversion does not support; only device moves are free";
+    });
     break;
   }
   lower_identity(cx, node);
@@ -182,8 +184,10 @@ void lower_slice(LoweringContext& cx, const Node* node) {
     lower_identity(cx, node);
     return;
   }
-  check(size != 0, "unable to slice with flexible shape (dim " + std::to_string(dim) + " of " +
-                       shape_str(in.shape) + ")");
+  check(size != 0, [&] {
+    return "unable to slice with flexible shape (dim " + std::to_string(dim) + " of " +
+           shape_str(in.shape) + ")";
+  });
   if (stop < 0) {
     stop += size;
   } else if (stop > size) {
@@ -273,8 +277,10 @@ void lower_cat(LoweringContext& cx, const Node* node) {
     Shape a = op.shape, b = out.shape;
     check(static_cast<int64_t>(a.size()) == rank, "cat inputs have different ranks");
     a[d] = b[d] = -1;
-    check(a == b, "cat inputs differ outside the cat dim: " + shape_str(op.shape) + " vs " +
-                      shape_str(out.shape));
+    check(a == b, [&] {
+      return "cat inputs differ outside the cat dim: " + shape_str(op.shape) + " vs " +
+             shape_str(out.shape);
+    });
     in_ids.push_back(id);
     out_dim_size += op.shape[d];
   }
@@ -502,8 +508,10 @@ void lower_split(LoweringContext& cx, const Node* node) {
   const auto rank = static_cast<int64_t>(in.shape.size());
   const int64_t dim = py_index(cx.constant_int(node->input(2)), rank);
   const int64_t n = in.shape[dim];
-  check(n != 0, "splitting the flexible dimension " + std::to_string(dim) +
-                    " is not supported; give it a fixed size in --input");
+  check(n != 0, [&] {
+    return "splitting the flexible dimension " + std::to_string(dim) +
+           " is not supported; give it a fixed size in --input";
+  });
   std::vector<int64_t> sizes;
   if (node->kind() == c10::Symbol::fromQualString("aten::chunk")) {
     const int64_t chunks = cx.constant_int(node->input(1));
@@ -518,8 +526,10 @@ void lower_split(LoweringContext& cx, const Node* node) {
       check(size > 0, "split sizes must be positive");
       total += size;
     }
-    check(total == n, "split sizes add up to " + std::to_string(total) + ", not the " +
-                          std::to_string(n) + " elements of dimension " + std::to_string(dim));
+    check(total == n, [&] {
+      return "split sizes add up to " + std::to_string(total) + ", not the " + std::to_string(n) +
+             " elements of dimension " + std::to_string(dim);
+    });
   }
   emit_split(cx, node->output(), {in_id, in}, dim, sizes);
 }
