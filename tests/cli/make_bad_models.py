@@ -2,6 +2,7 @@
 """Writes the models the bad-input CLI tests feed to nnapi-convert:
 train.pt (saved in training mode), listarg.pt (forward takes a list),
 twounsupported.pt (two node kinds NNAPI conversion has no lowering for),
+flexsize.pt (an upsampling size computed from the input's height and width),
 truncated.pt (the first half of a good archive), empty.pt."""
 import os
 import sys
@@ -40,6 +41,16 @@ class TwoUnsupported(torch.nn.Module):
 
 
 torch.jit.trace(TwoUnsupported().eval(), x).save(os.path.join(out, "twounsupported.pt"))
+
+
+
+class FlexSize(torch.nn.Module):
+    def forward(self, x):
+        size = (x.size(2) * 2, x.size(3) * 2)
+        return torch.nn.functional.interpolate(x, size=size, mode="nearest")
+
+
+torch.jit.trace(FlexSize().eval(), x).save(os.path.join(out, "flexsize.pt"))
 
 good = os.path.join(out, "good.pt")
 torch.jit.trace(Conv().eval(), x).save(good)
