@@ -36,6 +36,16 @@ class WordWriter {
   std::vector<int32_t>* words_;
 };
 
+// Little-endian INT32 elements.
+std::vector<uint8_t> int32_bytes(const std::vector<int64_t>& v) {
+  std::vector<uint8_t> bytes;
+  for (int64_t x : v) {
+    auto b = bytes_of(static_cast<int32_t>(x));
+    bytes.insert(bytes.end(), b.begin(), b.end());
+  }
+  return bytes;
+}
+
 }  // namespace
 
 int32_t ModelBuilder::add_operand(NnapiOperand operand) {
@@ -86,24 +96,14 @@ int32_t ModelBuilder::add_int_vector(const std::vector<int64_t>& v) {
 
 int32_t ModelBuilder::add_patched_int_vector(
     const std::vector<int64_t>& v, const std::vector<std::pair<size_t, std::string>>& patches) {
-  std::vector<uint8_t> bytes;
-  for (int64_t x : v) {
-    auto b = bytes_of(static_cast<int32_t>(x));
-    bytes.insert(bytes.end(), b.begin(), b.end());
-  }
   const int32_t id =
       add_operand({nnapi::OperandType::TensorInt32, {static_cast<int64_t>(v.size())}, 0.0, 0, {}});
-  values_.push_back({id, nnapi::ValueSource::Immediate, std::move(bytes), patches});
+  values_.push_back({id, nnapi::ValueSource::Immediate, int32_bytes(v), patches});
   return id;
 }
 
 int32_t ModelBuilder::add_int_tensor(const std::vector<int64_t>& v, std::vector<int64_t> dims) {
-  std::vector<uint8_t> bytes;
-  for (int64_t x : v) {
-    auto b = bytes_of(static_cast<int32_t>(x));
-    bytes.insert(bytes.end(), b.begin(), b.end());
-  }
-  return add_immediate(nnapi::OperandType::TensorInt32, std::move(bytes), std::move(dims));
+  return add_immediate(nnapi::OperandType::TensorInt32, int32_bytes(v), std::move(dims));
 }
 
 void ModelBuilder::add_operation(nnapi::Op op, const std::vector<int32_t>& inputs,
