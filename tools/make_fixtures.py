@@ -582,6 +582,15 @@ for _kind in KINDS:
         PadModule((0, 1, 2, 1, 1, 0), value=0.5),
         float_and_quant_and_nhwc(torch.randn(2, 3, 4, 4))[k]))
 beyond("pad-constant_pad_nd-1d", lambda: Case(PadModule([2, 1], -1.5, nd=True), torch.randn(3, 5)))
+# avg_pool2d with padding (count_include_pad, PyTorch's default): NNAPI's
+# AVERAGE_POOL_2D leaves padded cells out of the count, so the input is padded first.
+for _kind in KINDS:
+    beyond(f"pad-avg_pool2d-{_kind}", lambda k=_kind: Case(
+        torch.nn.AvgPool2d(3, stride=1, padding=1),
+        float_and_quant_and_nhwc(torch.randn(1, 4, 6, 5))[k]))
+beyond("pad-avg_pool2d-flex", lambda: Case(
+    torch.nn.AvgPool2d(3, stride=2, padding=1), torch.randn(2, 3, 7, 6),
+    convert_args=[torch.zeros(0, 3, 0, 0)]))
 beyond("pad-flex-batch", lambda: Case(
     PadModule((1, 1, 1, 1)), torch.randn(3, 2, 4, 4), convert_args=[torch.zeros(0, 2, 4, 4)]))
 
@@ -732,7 +741,7 @@ def generate(out_dir, name, source, builder):
     traced.eval()
     eager = as_list(module(*args))
     ref = run_reference(traced, convert_args, args,
-                        want_converted=(source == "test_nnapi"))
+                        want_converted=(source != "torchvision"))
     info = write_case(out_dir, name=name, source=source, traced=traced,
                       convert_args=convert_args, run_args=args,
                       eager_outputs=eager, ref=ref, error_regex=c.error_regex,

@@ -46,9 +46,10 @@ Shape conv_pool_out_shape(const Shape& image, const ConvPoolArgs& a, int64_t out
   return {image[0], out_ch, out_h, out_w};
 }
 
-void conv_pool_flexible_input(LoweringContext& cx, int32_t out_id, const Value* image,
+void conv_pool_flexible_input(LoweringContext& cx, int32_t out_id, const Operand2& image,
                               const ConvPoolArgs& a, bool transpose) {
-  auto [image_id, op] = cx.get_operand(image);
+  const int32_t image_id = image.id;
+  const Operand& op = image.op;
   const Shape& s = op.shape;
   if (s[0] == 0) cx.forward_operand_shape(out_id, 0, image_id, 0);
   check(s[1] != 0, "input channels can't be flexible");

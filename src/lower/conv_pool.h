@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "lower/context.h"
+#include "lower/emit.h"
 
 namespace nnapi_convert {
 
@@ -25,7 +26,7 @@ Shape conv_pool_out_shape(const Shape& image, const ConvPoolArgs& a, int64_t out
                           bool transpose);
 
 // Shape-compute lines for an output whose input image has flexible N, H or W.
-void conv_pool_flexible_input(LoweringContext& cx, int32_t out_id, const Value* image,
+void conv_pool_flexible_input(LoweringContext& cx, int32_t out_id, const Operand2& image,
                               const ConvPoolArgs& a, bool transpose);
 
 }  // namespace nnapi_convert

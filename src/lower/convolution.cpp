@@ -143,7 +143,7 @@ void add_conv2d_common(LoweringContext& cx, const Value* out, double out_scale,
   out_op.scale = out_scale;
   out_op.zero_point = out_zero_point;
   int32_t out_id = cx.add_tensor_operand(out, out_op);
-  conv_pool_flexible_input(cx, out_id, image_value, args, transpose);
+  conv_pool_flexible_input(cx, out_id, {image_id, image}, args, transpose);
   Op op = kind == Kind::Depthwise ? Op::DepthwiseConv2d
           : kind == Kind::Grouped ? Op::GroupedConv2d
           : transpose             ? Op::TransposeConv2d

@@ -2,6 +2,9 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <cmath>
+
 namespace nnapi_convert {
 
 using nnapi::Fuse;
@@ -97,6 +100,47 @@ Operand2 emit_reshape(LoweringContext& cx, const Operand2& x, const std::vector<
     if (!dims[i].is_constant()) cx.compute_operand_shape(id, static_cast<int64_t>(i), dims[i].expr);
   }
   m.add_operation(Op::Reshape, {x.id, shape_id}, {id});
+  return {id, o};
+}
+
+Operand2 emit_pad(LoweringContext& cx, const Operand2& x, const std::vector<int64_t>& before,
+                  const std::vector<int64_t>& after, double value, const Value* out) {
+  const auto rank = static_cast<int64_t>(x.op.shape.size());
+  Shape shape = x.op.shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    check(before[d] >= 0 && after[d] >= 0,
+          "negative padding (cropping) is not supported; slice the tensor instead");
+    if (shape[d] != 0) shape[d] += before[d] + after[d];
+  }
+  // Rows [before, after] in the NNAPI operand's dim order.
+  std::vector<int64_t> rows;
+  for (int64_t nd = 0; nd < rank; ++nd) {
+    const int64_t d = rank == 4 ? reverse_map_dim(x.op.dim_order, static_cast<int>(nd)) : nd;
+    rows.push_back(before[d]);
+    rows.push_back(after[d]);
+  }
+  ModelBuilder& m = cx.model();
+  std::vector<int32_t> inputs = {x.id, m.add_int_tensor(rows, {rank, 2})};
+  Op op = Op::Pad;
+  if (value != 0.0) {
+    op = Op::PadV2;
+    if (x.op.type == OperandType::TensorQuant8Asymm) {
+      const double q = std::nearbyint(value / x.op.scale) + static_cast<double>(x.op.zero_point);
+      inputs.push_back(m.add_int_scalar(static_cast<int32_t>(std::clamp(q, 0.0, 255.0))));
+    } else {
+      inputs.push_back(m.add_float_scalar(static_cast<float>(value)));
+    }
+  }
+  Operand o = x.op.with_shape(shape);
+  const int32_t id = out ? cx.add_tensor_operand(out, o) : cx.add_anonymous_operand(o);
+  for (int64_t d = 0; d < rank; ++d) {
+    if (shape[d] != 0) continue;
+    std::string size = flex_name(x.id, d);
+    if (before[d] + after[d] != 0)
+      size = "(" + size + " + " + std::to_string(before[d] + after[d]) + ")";
+    cx.compute_operand_shape(id, d, size);
+  }
+  m.add_operation(op, inputs, {id});
   return {id, o};
 }
 

@@ -57,6 +57,12 @@ Operand2 emit_reshape(LoweringContext& cx, const Operand2& x, const std::vector<
                       const Value* out = nullptr);
 // The dims of `x` as constants or load-time sizes.
 std::vector<SymInt> sym_shape(const Operand2& x);
+// Pads `x` by before[d] / after[d] elements in each PyTorch dim d with
+// `value`: NNAPI PAD, which fills with the logical zero (a quantized tensor's
+// zero point), or PAD_V2 for another value (quantized for QUANT8 tensors).
+// Padded flexible dims get shape-compute lines.
+Operand2 emit_pad(LoweringContext& cx, const Operand2& x, const std::vector<int64_t>& before,
+                  const std::vector<int64_t>& after, double value, const Value* out = nullptr);
 // Broadcast output shape per PyTorch's rules (trailing alignment); 0 = flexible.
 Shape broadcast_shape(const Shape& a, const Shape& b);
 

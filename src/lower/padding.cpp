@@ -1,6 +1,5 @@
-// Constant padding: aten::pad (mode "constant") and aten::constant_pad_nd.
-// NNAPI PAD fills with the logical zero (a quantized tensor's zero point);
-// any other value goes through PAD_V2, quantized for QUANT8 tensors.
+// Constant padding: aten::pad (mode "constant") and aten::constant_pad_nd,
+// lowered by emit_pad (emit.cpp).
 #include <algorithm>
 #include <cmath>
 
@@ -40,42 +39,12 @@ void lower_pad(LoweringContext& cx, const Node* node) {
   });
   // PyTorch lists (before, after) pairs from the last dimension backwards.
   std::vector<int64_t> before(rank, 0), after(rank, 0);
-  Shape out_shape = in.shape;
   for (size_t i = 0; i < pad.size() / 2; ++i) {
     const int64_t d = rank - 1 - static_cast<int64_t>(i);
     before[d] = pad[2 * i];
     after[d] = pad[2 * i + 1];
-    check(before[d] >= 0 && after[d] >= 0,
-          "negative padding (cropping) is not supported; slice the tensor instead");
-    if (before[d] + after[d] == 0) continue;
-    check(in.shape[d] != 0, [&] {
-      return "padding the flexible dimension " + std::to_string(d) +
-             " is not supported; give it a fixed size in --input";
-    });
-    out_shape[d] += before[d] + after[d];
   }
-  // Rows [before, after] in the NNAPI operand's dim order.
-  std::vector<int64_t> rows;
-  for (int64_t nd = 0; nd < rank; ++nd) {
-    const int64_t d = rank == 4 ? reverse_map_dim(in.dim_order, static_cast<int>(nd)) : nd;
-    rows.push_back(before[d]);
-    rows.push_back(after[d]);
-  }
-  ModelBuilder& m = cx.model();
-  std::vector<int32_t> inputs = {in_id, m.add_int_tensor(rows, {rank, 2})};
-  Op op = Op::Pad;
-  if (value != 0.0) {
-    op = Op::PadV2;
-    if (in.type == OperandType::TensorQuant8Asymm) {
-      const double q = std::nearbyint(value / in.scale) + static_cast<double>(in.zero_point);
-      inputs.push_back(m.add_int_scalar(static_cast<int32_t>(std::clamp(q, 0.0, 255.0))));
-    } else {
-      inputs.push_back(m.add_float_scalar(static_cast<float>(value)));
-    }
-  }
-  Operand2 like{in_id, in};
-  const int32_t out_id = make_output(cx, node->output(), in.with_shape(out_shape), &like);
-  m.add_operation(op, inputs, {out_id});
+  emit_pad(cx, {in_id, in}, before, after, value, node->output());
 }
 
 }  // namespace

@@ -60,7 +60,7 @@ void lower_max_pool2d(LoweringContext& cx, const Node* node) {
   Shape out_shape = conv_pool_out_shape(image.shape, a, image.shape[1], false);
   std::vector<int32_t> inputs = pool_inputs(cx, image_id, image, a);
   int32_t out_id = cx.add_tensor_operand(node->output(), image.with_shape(out_shape));
-  conv_pool_flexible_input(cx, out_id, node->input(0), a, false);
+  conv_pool_flexible_input(cx, out_id, {image_id, image}, a, false);
   cx.model().add_operation(Op::MaxPool2d, inputs, {out_id});
 }
 
@@ -82,15 +82,26 @@ void lower_avg_pool2d(LoweringContext& cx, const Node* node) {
   auto [image_id, image] = cx.get_operand(node->input(0));
   check(image.shape.size() == 4, "avg_pool2d needs a 4-D input");
   if (cx.constant_bool(node->input(4))) {
+    check(image.shape[2] != 0 && image.shape[3] != 0,
+          "avg_pool2d with ceil_mode over a flexible height or width is not supported; give "
+          "them fixed sizes in --input");
     ConvPoolArgs c = a;
     apply_ceil_mode(image.shape, &c);
     check(c.pad_b == a.pad_b && c.pad_r == a.pad_r,
           "avg_pool2d with ceil_mode=True that changes the output size is not supported");
   }
-  Shape out_shape = conv_pool_out_shape(image.shape, a, image.shape[1], false);
-  std::vector<int32_t> inputs = pool_inputs(cx, image_id, image, a);
-  int32_t out_id = cx.add_tensor_operand(node->output(), image.with_shape(out_shape));
-  conv_pool_flexible_input(cx, out_id, node->input(0), a, false);
+  Operand2 x{image_id, image};
+  if (a.pad_t || a.pad_b || a.pad_l || a.pad_r) {
+    // count_include_pad: PyTorch divides by the whole window, padded cells
+    // included, where NNAPI's AVERAGE_POOL_2D leaves them out of the count.
+    // Pad with zeros (a quantized tensor's zero point) first, then pool.
+    x = emit_pad(cx, x, {0, 0, a.pad_t, a.pad_l}, {0, 0, a.pad_b, a.pad_r}, 0.0);
+    a.pad_t = a.pad_b = a.pad_l = a.pad_r = 0;
+  }
+  Shape out_shape = conv_pool_out_shape(x.op.shape, a, x.op.shape[1], false);
+  std::vector<int32_t> inputs = pool_inputs(cx, x.id, x.op, a);
+  int32_t out_id = cx.add_tensor_operand(node->output(), x.op.with_shape(out_shape));
+  conv_pool_flexible_input(cx, out_id, x, a, false);
   cx.model().add_operation(Op::AveragePool2d, inputs, {out_id});
 }
 
