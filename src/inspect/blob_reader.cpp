@@ -50,16 +50,6 @@ float load_f32(const uint8_t* p) {
 // Stored size of a value: its length rounded up to a multiple of 4.
 uint64_t physical_size(uint32_t len) { return (static_cast<uint64_t>(len) + 3) & ~uint64_t{3}; }
 
-const char* type_name(nnapi::OperandType t) {
-  const char* n = nnapi::operand_type_name_or_null(static_cast<int32_t>(t));
-  return n ? n : "?";
-}
-
-const char* op_label(int32_t code) {
-  const char* n = nnapi::op_name_or_null(code);
-  return n ? n : "?";
-}
-
 std::string dims_text(const std::vector<uint32_t>& dims) {
   std::ostringstream s;
   s << '[';
@@ -105,13 +95,14 @@ void check_quant_params(const BlobOperand& op, size_t index, size_t offset) {
     fail("operand ", index, " (byte offset ", offset, "): scale is not finite");
   auto need_positive_scale = [&] {
     if (!(s > 0.0f))
-      fail("operand ", index, " (byte offset ", offset, "): ", type_name(op.type),
+      fail("operand ", index, " (byte offset ", offset, "): ", nnapi::operand_type_name(op.type),
            " needs a positive scale, got ", s);
   };
   auto zero_point_range = [&](int64_t lo, int64_t hi) {
     if (z < lo || z > hi)
-      fail("operand ", index, " (byte offset ", offset + 12, "): ", type_name(op.type),
-           " zero point ", z, " is outside [", lo, ", ", hi, "]");
+      fail("operand ", index, " (byte offset ", offset + 12,
+           "): ", nnapi::operand_type_name(op.type), " zero point ", z, " is outside [", lo, ", ",
+           hi, "]");
   };
   switch (op.type) {
     case nnapi::OperandType::TensorQuant8Asymm:
@@ -134,7 +125,7 @@ void check_quant_params(const BlobOperand& op, size_t index, size_t offset) {
       // Float, bool and scalar types (and per-channel quant8, whose
       // parameters live elsewhere) take no quantization parameters.
       if (s != 0.0f || z != 0)
-        fail("operand ", index, " (byte offset ", offset, "): ", type_name(op.type),
+        fail("operand ", index, " (byte offset ", offset, "): ", nnapi::operand_type_name(op.type),
              " must have scale 0 and zero point 0, got scale ", s, " and zero point ", z);
       break;
   }
@@ -214,8 +205,8 @@ class Parser {
       const int32_t rank = word_at(off + 4);
       if (rank < 0) fail("operand ", i, " (byte offset ", off + 4, "): negative rank ", rank);
       if (rank != 0 && is_scalar_type(op.type))
-        fail("operand ", i, " (byte offset ", off + 4, "): scalar type ", type_name(op.type),
-             " has rank ", rank, " (must be 0)");
+        fail("operand ", i, " (byte offset ", off + 4, "): scalar type ",
+             nnapi::operand_type_name(op.type), " has rank ", rank, " (must be 0)");
       ranks_[i] = static_cast<uint32_t>(rank);
       required_ += uint64_t{4} * ranks_[i];
       if (required_ > size_)
@@ -282,16 +273,17 @@ class Parser {
       const int32_t in = word_at(off + 4);
       const int32_t out = word_at(off + 8);
       if (in < 0)
-        fail("operation ", k, " (", op_label(op.opcode), ", byte offset ", off + 4,
-             "): negative input count ", in);
+        fail("operation ", k, " (", nnapi::op_name(static_cast<nnapi::Op>(op.opcode)),
+             ", byte offset ", off + 4, "): negative input count ", in);
       if (out < 0)
-        fail("operation ", k, " (", op_label(op.opcode), ", byte offset ", off + 8,
-             "): negative output count ", out);
+        fail("operation ", k, " (", nnapi::op_name(static_cast<nnapi::Op>(op.opcode)),
+             ", byte offset ", off + 8, "): negative output count ", out);
       arg_counts_[k] = {static_cast<uint32_t>(in), static_cast<uint32_t>(out)};
       required_ += uint64_t{4} * (uint64_t(in) + uint64_t(out));
       if (required_ > size_)
-        fail("operation ", k, " (", op_label(op.opcode), ", byte offset ", off + 4, "): ", in,
-             " inputs and ", out, " outputs run past the end of the blob (", size_, " bytes)");
+        fail("operation ", k, " (", nnapi::op_name(static_cast<nnapi::Op>(op.opcode)),
+             ", byte offset ", off + 4, "): ", in, " inputs and ", out,
+             " outputs run past the end of the blob (", size_, " bytes)");
     }
     pos_ += kOperationBytes * n;
     // Same total the device loader computes before reading the variable part.
@@ -370,10 +362,12 @@ class Parser {
       const int64_t expected = operand_byte_size(op.type, op.dims);
       if (expected < 0)
         fail("value ", v, " (byte offset ", pos_, "): constant operand ", idx, " of type ",
-             type_name(op.type), " has flexible or unspecified dimensions ", dims_text(op.dims));
+             nnapi::operand_type_name(op.type), " has flexible or unspecified dimensions ",
+             dims_text(op.dims));
       if (static_cast<uint64_t>(expected) != value_bytes)
-        fail("value ", v, " (byte offset ", pos_, "): operand ", idx, " (", type_name(op.type), " ",
-             dims_text(op.dims), ") needs ", expected, " bytes but its value has ", value_bytes);
+        fail("value ", v, " (byte offset ", pos_, "): operand ", idx, " (",
+             nnapi::operand_type_name(op.type), " ", dims_text(op.dims), ") needs ", expected,
+             " bytes but its value has ", value_bytes);
       pos_ += phys;
     }
   }
@@ -391,7 +385,8 @@ class Parser {
     for (size_t k = 0; k < blob_.operations.size(); ++k) {
       BlobOperation& op = blob_.operations[k];
       const auto [in, out] = arg_counts_[k];
-      const std::string label = "operation " + std::to_string(k) + " (" + op_label(op.opcode) + ")";
+      const std::string label = "operation " + std::to_string(k) + " (" +
+                                nnapi::op_name(static_cast<nnapi::Op>(op.opcode)) + ")";
       need(uint64_t{4} * (uint64_t(in) + out), "arguments of " + label);
       op.inputs.reserve(in);
       for (uint32_t j = 0; j < in; ++j)

@@ -163,16 +163,6 @@ namespace {
 
 // --- describing operands ------------------------------------------------------
 
-const char* type_name(nnapi::OperandType t) {
-  const char* n = nnapi::operand_type_name_or_null(static_cast<int32_t>(t));
-  return n ? n : "?";
-}
-
-const char* op_name(int32_t code) {
-  const char* n = nnapi::op_name_or_null(code);
-  return n ? n : "?";
-}
-
 bool is_quantized(nnapi::OperandType t) {
   switch (t) {
     case nnapi::OperandType::TensorQuant8Asymm:
@@ -361,7 +351,9 @@ std::string source_text(const Model& m, size_t index) {
   }
   if (op.producer >= 0)
     parts.push_back("computed by operation " + std::to_string(op.producer) + " (" +
-                    op_name(m.blob.operations[static_cast<size_t>(op.producer)].opcode) + ")");
+                    nnapi::op_name(static_cast<nnapi::Op>(
+                        m.blob.operations[static_cast<size_t>(op.producer)].opcode)) +
+                    ")");
   const int out = position_of(m.blob.outputs, index);
   if (out >= 0) parts.push_back("model output " + std::to_string(out));
   if (parts.empty()) return "never written";
@@ -405,13 +397,14 @@ void print_text(const Model& m, std::ostream& out) {
   out << "operands (dims in NNAPI order, ? = flexible):\n";
   size_t type_w = 0, dims_w = 0;
   for (const auto& op : b.operands) {
-    type_w = std::max(type_w, std::strlen(type_name(op.type)));
+    type_w = std::max(type_w, std::strlen(nnapi::operand_type_name(op.type)));
     dims_w = std::max(dims_w, dims_text(op.dims).size());
   }
   for (size_t i = 0; i < b.operands.size(); ++i) {
     const BlobOperand& op = b.operands[i];
     out << "  " << std::setw(4) << std::left << std::to_string(i) << std::setw(type_w + 2)
-        << type_name(op.type) << std::setw(dims_w + 2) << dims_text(op.dims) << std::right;
+        << nnapi::operand_type_name(op.type) << std::setw(dims_w + 2) << dims_text(op.dims)
+        << std::right;
     if (shows_quant_params(op))
       out << "scale=" << float_text(op.scale) << " zero_point=" << op.zero_point << "  ";
     out << source_text(m, i) << "\n";
@@ -420,8 +413,8 @@ void print_text(const Model& m, std::ostream& out) {
   for (size_t k = 0; k < b.operations.size(); ++k) {
     const BlobOperation& op = b.operations[k];
     out << "  " << std::setw(4) << std::left << std::to_string(k) << std::right
-        << op_name(op.opcode) << " inputs " << list_text(op.inputs) << " outputs "
-        << list_text(op.outputs) << "\n";
+        << nnapi::op_name(static_cast<nnapi::Op>(op.opcode)) << " inputs " << list_text(op.inputs)
+        << " outputs " << list_text(op.outputs) << "\n";
   }
   out << "model inputs: " << list_text(b.inputs) << "\n";
   out << "model outputs: " << list_text(b.outputs) << "\n";
@@ -463,7 +456,7 @@ void print_json(const Model& m, std::ostream& out) {
     const BlobOperand& op = b.operands[i];
     j.begin_object();
     j.key("index").value(i);
-    j.key("type").value(type_name(op.type));
+    j.key("type").value(nnapi::operand_type_name(op.type));
     j.key("type_code").value(static_cast<int32_t>(op.type));
     j.key("dims").begin_array();  // NNAPI order; null = flexible
     for (uint32_t d : op.dims) {
@@ -514,7 +507,8 @@ void print_json(const Model& m, std::ostream& out) {
   j.key("operations").begin_array();
   for (size_t k = 0; k < b.operations.size(); ++k) {
     const BlobOperation& op = b.operations[k];
-    j.begin_object().key("index").value(k).key("name").value(op_name(op.opcode));
+    j.begin_object().key("index").value(k).key("name").value(
+        nnapi::op_name(static_cast<nnapi::Op>(op.opcode)));
     j.key("code").value(op.opcode).key("inputs").begin_array();
     for (uint32_t i : op.inputs) j.value(i);
     j.end_array().key("outputs").begin_array();
