@@ -51,10 +51,8 @@ void lower_unary(LoweringContext& cx, const Node* node, Op op) {
     out.scale = 1.0 / 256;
     out.zero_point = 0;
   }
-  int32_t out_id = cx.add_tensor_operand(node->output(), out);
-  for (size_t d = 0; d < in.shape.size(); ++d) {
-    if (in.shape[d] == 0) cx.forward_operand_shape(out_id, d, in_id, d);
-  }
+  Operand2 like{in_id, in};
+  int32_t out_id = make_output(cx, node->output(), out, &like);
   cx.model().add_operation(op, {in_id}, {out_id});
 }
 
