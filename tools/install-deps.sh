@@ -3,6 +3,7 @@
 # Safe to run again: apt-get skips what is already installed.
 set -euo pipefail
 pkgs=(cmake g++ make libtorch-dev libcli11-dev libspdlog-dev libgtest-dev
+      nlohmann-json3-dev zlib1g-dev
       python3-torch python3-torchvision ccache clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -42,11 +42,22 @@ struct JobResult {
 // Runs one job; never throws.
 JobResult run_job(const Job& job);
 
-// Runs `jobs` on `parallel` threads (>= 1); `progress` is called (serialized)
-// as each job ends, with how many have ended. Results are in job order.
+// Runs `jobs`, `parallel` (>= 1) at a time, each in a worker process (see
+// core/isolation.h: a crash or a hang fails that job only; `timeout_s` > 0
+// bounds each job). `progress` is called in this process as each job ends,
+// with how many have ended. Results are in job order. Call it from a process
+// that runs no other threads (it forks). NNAPI_CONVERT_IN_PROCESS=1 runs the
+// jobs here instead, one after another, for debuggers.
 std::vector<JobResult> run_jobs(
-    const std::vector<Job>& jobs, int parallel,
+    const std::vector<Job>& jobs, int parallel, double timeout_s,
     const std::function<void(size_t, size_t, const JobResult&)>& progress);
+
+// Before any work: every file the jobs and the report would write can be
+// written (no device, FIFO or directory; "-" is standard output), and none is
+// a model, the manifest, or another output (compared by inode where the file
+// exists). Throws ConvertError(2).
+void check_output_plan(const std::vector<Job>& jobs, const std::string& report,
+                       const std::string& manifest);
 
 // A --manifest file: a JSON list (or {"models": [...]}) of
 // {"model": PATH, "inputs": [SPEC...], "output": PATH, "options": {...}} with

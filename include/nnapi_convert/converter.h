@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -13,6 +14,8 @@
 #include "nnapi_convert/input_spec.h"
 
 namespace nnapi_convert {
+
+class PendingFile;  // util/output_file.h
 
 // A failure the user can act on. exit_code: 1 = the model cannot be
 // converted, 2 = a usage error (bad arguments or specs).
@@ -87,10 +90,31 @@ std::vector<std::string> prepare_lines(const Conversion& c, bool numeric_dtypes)
 // Loads, freezes, rewrites and lowers the model. Throws ConvertError.
 Conversion convert(const ConvertOptions& options);
 
-// Output writers; each writes atomically (temporary file, then rename).
+// The files of one conversion, written to temporaries and finished (fsynced),
+// not yet in place: commit() renames them all over their targets; destroying
+// them uncommitted removes the temporaries, leaving every existing file as it
+// was.
+struct ConversionFiles {
+  std::vector<std::unique_ptr<PendingFile>> files;
+  PendingFile* module = nullptr;  // the .nnapi.pt, when one was asked for
+  void commit();
+  ConversionFiles();
+  ConversionFiles(ConversionFiles&&) noexcept;
+  ~ConversionFiles();
+};
+
+// Writes the module to `path` (none when empty), its lite-interpreter copy
+// (lite_output_path) and the --parts files in `parts` (none when empty).
+// Throws ConvertError: 2 for an output that cannot be a target, 1 otherwise.
+ConversionFiles write_conversion(const Conversion& c, const ConvertOptions& options,
+                                 const std::string& path, bool lite, const std::string& parts);
+// write_conversion, then commit.
 void write_nnapi_module(const Conversion& c, const ConvertOptions& options, const std::string& path,
                         bool lite);
 void write_parts(const Conversion& c, const ConvertOptions& options, const std::string& dir);
-void write_file_atomically(const std::string& path, const std::string& data);
+// out.nnapi.pt -> out.nnapi.ptl
+std::string lite_output_path(const std::string& path);
+// The four files --parts writes in `dir`.
+std::vector<std::string> parts_paths(const std::string& dir);
 
 }  // namespace nnapi_convert

@@ -9,13 +9,16 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
-#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
+#include "core/isolation.h"
 #include "nnapi_convert/batch.h"
 #include "nnapi_convert/converter.h"
 #include "nnapi_convert/inspect.h"
 #include "nnapi_convert/verify.h"
+#include "util/output_file.h"
 
 namespace fs = std::filesystem;
 using namespace nnapi_convert;
@@ -45,6 +48,7 @@ struct Args {
   std::string manifest;
   std::string report;
   int jobs = 0;
+  double timeout = 1800;
 };
 
 // --verify: the parsed options (throws ConvertError(2) on a bad --verify-shape).
@@ -67,11 +71,13 @@ void print_verify(const Args& a, const JobResult& r) {
     shapes += (shapes.empty() ? "" : ", ") + (s.empty() ? std::string("scalar") : d);
   }
   if (!a.quiet) {
-    std::cout << r.model << ": verify on inputs " << shapes << "\n";
+    // Standard output may carry the module (-o -) or the report (--report -).
+    std::ostream& out = a.output == "-" || a.report == "-" ? std::cerr : std::cout;
+    out << r.model << ": verify on inputs " << shapes << "\n";
     for (size_t i = 0; i < v.outputs.size(); ++i) {
-      std::cout << "  " << format_output_check(i, v.outputs[i]) << "\n";
+      out << "  " << format_output_check(i, v.outputs[i]) << "\n";
     }
-    std::cout.flush();
+    out.flush();
   }
   if (v.ok) return;
   std::string why;
@@ -112,12 +118,15 @@ void report_progress(const Args& a, bool terminal, size_t done, size_t total, co
 int run_inspect(int argc, char** argv) {
   std::string file;
   bool json = false;
+  double timeout = 1800;
   CLI::App app{
       "Print the NNAPI model inside a .nnapi.pt or ser_model.bin, checked as strictly "
       "as PyTorch's on-device loader checks it.",
       "nnapi-convert inspect"};
   app.add_option("file", file, ".nnapi.pt module or raw ser_model.bin")->required();
   app.add_flag("--json", json, "Print one JSON object");
+  app.add_option("--timeout", timeout, "Seconds before giving up (default 1800; 0 = no limit)")
+      ->check(CLI::NonNegativeNumber);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -126,7 +135,28 @@ int run_inspect(int argc, char** argv) {
     std::cerr << "nnapi-convert inspect: " << e.what() << "\n";
     return 2;
   }
-  return inspect_main(file, json, std::cout, std::cerr);
+  // In a worker process, as conversions are: loading a module runs its code.
+  IsolationOptions iso;
+  iso.timeout_s = timeout;
+  std::string result = run_isolated(
+      1, iso,
+      [&](size_t) {
+        std::ostringstream out, err;
+        int status = inspect_main(file, json, out, err);
+        return nlohmann::json{{"status", status}, {"out", out.str()}, {"err", err.str()}}.dump(
+            -1, ' ', false, nlohmann::json::error_handler_t::replace);
+      },
+      [&](size_t, const TaskFailure& how) {
+        std::string err = "nnapi-convert inspect: " + file + ": reading it " + how.describe() +
+                          "; the file is malformed or was crafted\n";
+        return nlohmann::json{{"status", 1}, {"out", ""}, {"err", err}}.dump(
+            -1, ' ', false, nlohmann::json::error_handler_t::replace);
+      },
+      nullptr)[0];
+  nlohmann::json r = nlohmann::json::parse(result);
+  std::cout << r["out"].get<std::string>();
+  std::cerr << r["err"].get<std::string>();
+  return r["status"].get<int>();
 }
 
 int run(int argc, char** argv) {
@@ -141,19 +171,29 @@ int run(int argc, char** argv) {
   app.add_option("--input", a.input_specs,
                  "One per model input, in order: DIMS[,dtype=float32|int32|quint8|int16]"
                  "[,scale=S][,zero_point=Z][,nhwc]; DIMS like 1x3x224x224, 0 = flexible");
-  app.add_option("--manifest", a.manifest,
-                 "JSON list of {model, inputs, output, options} for models that need different "
-                 "inputs (see README)");
+  auto* manifest_opt =
+      app.add_option("--manifest", a.manifest,
+                     "JSON list of {model, inputs, output, options} for models that need different "
+                     "inputs (see README)");
   app.add_option("-j,--jobs", a.jobs, "Models converted at a time (default: the number of cores)")
       ->check(CLI::Range(1, 256));
-  app.add_option("--report", a.report,
-                 "Write a JSON report: per model its status, output, error with node and source, "
-                 "operand and operation counts, weight bytes and phase times");
+  auto* report_opt = app.add_option(
+      "--report", a.report,
+      "Write a JSON report (- for standard output): per model its status, output, error with "
+      "node and source, operand and operation counts, weight bytes and phase times");
+  app.add_option("--timeout", a.timeout,
+                 "Seconds one model may take before it is stopped and fails (default 1800; 0 = "
+                 "no limit). Loading a model runs its code, which may never finish")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--nhwc", a.nhwc, "Every 4-D input is channels-last (NHWC)");
-  app.add_option("-o,--output", a.output, "Output file (default: <model>.nnapi.pt beside it)");
-  app.add_option("--out-dir", a.out_dir, "Directory for outputs (several models)");
-  app.add_option("--parts", a.parts,
-                 "Also write ser_model.bin, weights.pt, shape_compute.py, manifest.json here");
+  auto* output_opt =
+      app.add_option("-o,--output", a.output,
+                     "Output file (default: <model>.nnapi.pt beside it; - for standard output)");
+  auto* out_dir_opt =
+      app.add_option("--out-dir", a.out_dir, "Directory for outputs (several models)");
+  auto* parts_opt =
+      app.add_option("--parts", a.parts,
+                     "Also write ser_model.bin, weights.pt, shape_compute.py, manifest.json here");
   app.add_flag("--lite", a.lite, "Also write <output>.ptl for the lite interpreter");
   app.add_flag("--int16-for-qint16", a.int16, "int16 inputs carry NNAPI qint16 values");
   app.add_option("--preference", a.preference, "NNAPI compilation preference")
@@ -203,6 +243,14 @@ int run(int argc, char** argv) {
   std::vector<Job> jobs;
   try {
     Job defaults;
+    for (CLI::Option* o : {output_opt, report_opt, out_dir_opt, parts_opt, manifest_opt}) {
+      if (o->count() > 0 && o->as<std::string>().empty()) {
+        throw ConvertError(2, o->get_name() +
+                                  " was given an empty path; name a file or "
+                                  "directory (for -o and --report, - is standard "
+                                  "output)");
+      }
+    }
     if (a.models.empty() && a.manifest.empty()) {
       throw ConvertError(2, "no model given: name TorchScript model files, or a --manifest");
     }
@@ -240,18 +288,10 @@ int run(int argc, char** argv) {
       for (Job& job : read_manifest(a.manifest, defaults, a.out_dir))
         jobs.push_back(std::move(job));
     }
-    std::map<std::string, std::string> writer_of;
     for (const Job& job : jobs) {
       if (job.verify) verify_input_shapes(job.options.inputs, job.verify_options);
-      std::string key = fs::weakly_canonical(job.output).string();
-      auto [it, fresh] = writer_of.emplace(key, job.options.model_path);
-      if (!fresh) {
-        throw ConvertError(2, "models '" + it->second + "' and '" + job.options.model_path +
-                                  "' would both be written to '" + job.output +
-                                  "'; give them different names, or use a --manifest with an "
-                                  "\"output\" per model");
-      }
     }
+    check_output_plan(jobs, a.report, a.manifest);
   } catch (const SpecError& e) {
     spdlog::error("{}", e.what());
     return 2;
@@ -272,7 +312,7 @@ int run(int argc, char** argv) {
       a.jobs > 0 ? a.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool terminal = ::isatty(STDERR_FILENO) && !a.quiet;
   std::vector<JobResult> results =
-      run_jobs(jobs, parallel, [&](size_t done, size_t total, const JobResult& r) {
+      run_jobs(jobs, parallel, a.timeout, [&](size_t done, size_t total, const JobResult& r) {
         report_progress(a, terminal, done, total, r);
       });
   int status = 0;
@@ -281,8 +321,8 @@ int run(int argc, char** argv) {
   }
   if (!a.report.empty()) {
     try {
-      write_file_atomically(a.report, report_json(results));
-    } catch (const ConvertError& e) {
+      write_output_file(a.report, "--report", report_json(results));
+    } catch (const OutputError& e) {
       spdlog::error("--report: {}", e.what());
       return 1;
     }
@@ -298,6 +338,9 @@ int main(int argc, char** argv) {
   // keeps them, which raised the peak of quantized models past the weights'
   // size (README, performance).
   ::mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+  // Temporaries are removed on SIGINT/SIGTERM/SIGHUP/SIGPIPE; a file-size
+  // limit (SIGXFSZ) becomes a write error with a message.
+  install_output_signal_handlers();
   auto logger = spdlog::stderr_color_mt("nnapi-convert");
   logger->set_pattern("nnapi-convert: %^%l%$: %v");
   spdlog::set_default_logger(logger);

@@ -1,16 +1,22 @@
 #include "nnapi_convert/batch.h"
 
 #include <c10/util/Exception.h>
+#include <sys/stat.h>
 
-#include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
-#include <thread>
 
-#include "core/json.h"
+#include "core/isolation.h"
+#include "util/output_file.h"
 
 namespace nnapi_convert {
 namespace {
@@ -60,8 +66,9 @@ JobResult run_job(const Job& job) {
   try {
     Conversion c = convert(job.options);
     auto tw = std::chrono::steady_clock::now();
-    if (!job.parts.empty()) write_parts(c, job.options, job.parts);
-    write_nnapi_module(c, job.options, job.output, job.lite);
+    // Every output of the model is written and verified before any replaces
+    // an existing file: all of them appear together, or none.
+    ConversionFiles files = write_conversion(c, job.options, job.output, job.lite, job.parts);
     c.times.write_ms = ms_since(tw);
     r.operand_count = c.operand_count;
     r.operation_count = c.operation_count;
@@ -70,15 +77,21 @@ JobResult run_job(const Job& job) {
     r.times = c.times;
     if (job.verify) {
       std::lock_guard<std::mutex> lock(verify_mutex);
-      r.verify = verify_conversion(job.options, job.output, job.verify_options);
+      r.verify = verify_conversion(job.options, files.module->temp_path(), job.verify_options);
       if (!r.verify->ok) {
         r.exit_code = 1;
-        r.error = "model '" + r.model + "': the converted module '" + r.output +
-                  "' does not match the model on seeded random inputs";
+        r.error = "model '" + r.model + "': the converted module does not match the model on " +
+                  "seeded random inputs; '" + r.output + "' was not written";
       }
     }
-    // Only now: a throw from verify above must leave the job failed.
-    r.ok = r.exit_code == 0;
+    if (r.exit_code == 0) {
+      try {
+        files.commit();
+      } catch (const OutputError& e) {
+        throw ConvertError(1, e.what());
+      }
+      r.ok = true;
+    }
   } catch (const ConvertError& e) {
     r.exit_code = e.exit_code();
     r.error = e.what();
@@ -87,6 +100,9 @@ JobResult run_job(const Job& job) {
   } catch (const c10::Error& e) {
     r.exit_code = 1;
     r.error = "model '" + r.model + "': " + e.what_without_backtrace();
+  } catch (const std::bad_alloc&) {
+    r.exit_code = 1;
+    r.error = "model '" + r.model + "': out of memory while converting it";
   } catch (const std::exception& e) {
     r.exit_code = 1;
     r.error = "model '" + r.model + "': " + e.what();
@@ -95,47 +111,205 @@ JobResult run_job(const Job& job) {
   return r;
 }
 
+namespace {
+
+// JobResult <-> JSON, for reports and for results that come from a worker.
+nlohmann::ordered_json to_json(const OutputCheck& o) {
+  return {{"shape", o.shape},
+          {"dtype", o.dtype},
+          {"quantized", o.quantized},
+          {"quantum", o.quantum},
+          {"max_abs_err", o.max_abs_err},
+          {"max_rel_err", o.max_rel_err},
+          {"max_quanta", o.max_quanta},
+          {"off_by_one", o.off_by_one},
+          {"off_by_one_share", o.off_by_one_share()},
+          {"numel", o.numel},
+          {"ok", o.ok},
+          {"problem", o.problem}};
+}
+
+// NaN and infinities travel as null (JSON has no such numbers).
+double number(const nlohmann::ordered_json& j) {
+  return j.is_number() ? j.get<double>() : std::numeric_limits<double>::quiet_NaN();
+}
+
+OutputCheck output_check_from(const nlohmann::ordered_json& j) {
+  OutputCheck o;
+  o.shape = j.at("shape").get<std::vector<int64_t>>();
+  o.dtype = j.at("dtype").get<std::string>();
+  o.quantized = j.at("quantized").get<bool>();
+  o.quantum = number(j.at("quantum"));
+  o.max_abs_err = number(j.at("max_abs_err"));
+  o.max_rel_err = number(j.at("max_rel_err"));
+  o.max_quanta = j.at("max_quanta").get<int64_t>();
+  o.off_by_one = j.at("off_by_one").get<int64_t>();
+  o.numel = j.at("numel").get<int64_t>();
+  o.ok = j.at("ok").get<bool>();
+  o.problem = j.at("problem").get<std::string>();
+  return o;
+}
+
+nlohmann::ordered_json to_json(const JobResult& r) {
+  nlohmann::ordered_json j = {
+      {"model", r.model},
+      {"status", r.ok ? "ok" : "failed"},
+      {"output", r.ok ? nlohmann::ordered_json(r.output) : nlohmann::ordered_json(nullptr)},
+  };
+  if (!r.ok) {
+    auto or_null = [](const std::string& s) {
+      return s.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s);
+    };
+    j["exit_code"] = r.exit_code;
+    j["error"] = {{"message", r.error},
+                  {"node", or_null(r.error_node)},
+                  {"source", or_null(r.error_location)}};
+  }
+  if (r.operation_count > 0) {
+    j["operand_count"] = r.operand_count;
+    j["operation_count"] = r.operation_count;
+    j["operations"] = r.operations;
+    j["weight_bytes"] = r.weight_bytes;
+  }
+  const PhaseTimes& t = r.times;
+  j["times_ms"] = {{"load", t.load_ms},           {"freeze", t.freeze_ms}, {"lower", t.lower_ms},
+                   {"serialize", t.serialize_ms}, {"write", t.write_ms},   {"total", r.total_ms}};
+  if (r.verify) {
+    nlohmann::ordered_json outputs = nlohmann::ordered_json::array();
+    for (const OutputCheck& o : r.verify->outputs) outputs.push_back(to_json(o));
+    j["verify"] = {{"ok", r.verify->ok},
+                   {"runtime", r.verify->runtime_library},
+                   {"shapes", r.verify->shapes},
+                   {"outputs", outputs}};
+  }
+  return j;
+}
+
+JobResult job_result_from(const nlohmann::ordered_json& j, const std::string& output) {
+  JobResult r;
+  r.model = j.at("model").get<std::string>();
+  r.output = output;
+  r.ok = j.at("status") == "ok";
+  if (!r.ok) {
+    r.exit_code = j.at("exit_code").get<int>();
+    const nlohmann::ordered_json& e = j.at("error");
+    r.error = e.at("message").get<std::string>();
+    if (e.at("node").is_string()) r.error_node = e.at("node").get<std::string>();
+    if (e.at("source").is_string()) r.error_location = e.at("source").get<std::string>();
+  }
+  if (j.contains("operation_count")) {
+    r.operand_count = j.at("operand_count").get<int64_t>();
+    r.operation_count = j.at("operation_count").get<int64_t>();
+    r.operations = j.at("operations").get<std::map<std::string, int>>();
+    r.weight_bytes = j.at("weight_bytes").get<int64_t>();
+  }
+  const nlohmann::ordered_json& t = j.at("times_ms");
+  r.times = {number(t.at("load")), number(t.at("freeze")), number(t.at("lower")),
+             number(t.at("serialize")), number(t.at("write"))};
+  r.total_ms = number(t.at("total"));
+  if (j.contains("verify")) {
+    const nlohmann::ordered_json& v = j.at("verify");
+    VerifyReport rep;
+    rep.ok = v.at("ok").get<bool>();
+    rep.runtime_library = v.at("runtime").get<std::string>();
+    rep.shapes = v.at("shapes").get<std::vector<std::vector<int64_t>>>();
+    for (const nlohmann::ordered_json& o : v.at("outputs"))
+      rep.outputs.push_back(output_check_from(o));
+    r.verify = std::move(rep);
+  }
+  return r;
+}
+
+std::string dump(const nlohmann::ordered_json& j, int indent) {
+  // Paths are bytes: invalid UTF-8 is replaced, so the document stays JSON.
+  return j.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+}  // namespace
+
 std::vector<JobResult> run_jobs(
-    const std::vector<Job>& jobs, int parallel,
+    const std::vector<Job>& jobs, int parallel, double timeout_s,
     const std::function<void(size_t, size_t, const JobResult&)>& progress) {
   std::vector<JobResult> results(jobs.size());
-  std::atomic<size_t> next{0};
   size_t done = 0;
-  std::mutex progress_mutex;
-  auto worker = [&] {
-    for (size_t i = next++; i < jobs.size(); i = next++) {
+  if (const char* in_process = std::getenv("NNAPI_CONVERT_IN_PROCESS");
+      in_process && std::string(in_process) == "1") {
+    // For debuggers: no worker processes, so no crash isolation or timeout.
+    for (size_t i = 0; i < jobs.size(); ++i) {
       results[i] = run_job(jobs[i]);
-      std::lock_guard<std::mutex> lock(progress_mutex);
-      ++done;
-      if (progress) progress(done, jobs.size(), results[i]);
+      if (progress) progress(++done, jobs.size(), results[i]);
     }
-  };
-  size_t n = std::min<size_t>(std::max(parallel, 1), jobs.size());
-  if (n <= 1) {
-    worker();
     return results;
   }
-  std::vector<std::thread> threads;
-  for (size_t t = 0; t < n; ++t) threads.emplace_back(worker);
-  for (std::thread& t : threads) t.join();
+  IsolationOptions iso;
+  iso.parallel = parallel;
+  iso.timeout_s = timeout_s;
+  run_isolated(
+      jobs.size(), iso, [&](size_t i) { return dump(to_json(run_job(jobs[i])), -1); },
+      [&](size_t i, const TaskFailure& how) {
+        JobResult r;
+        r.model = jobs[i].options.model_path;
+        r.output = jobs[i].output;
+        r.exit_code = 1;
+        r.error =
+            "model '" + r.model + "': converting it " + how.describe() +
+            (how.timed_out ? std::string(" after ") + std::to_string(static_cast<int>(timeout_s)) +
+                                 " s. Loading a TorchScript model runs its code (__setstate__): "
+                                 "a model that never finishes loading is broken or hostile; give "
+                                 "a longer --timeout if it is only slow"
+                           : ". LibTorch failed on it: the file is malformed or was crafted. Save "
+                             "the model again with torch.jit.save; if it loads in Python, please "
+                             "report it with the file") +
+            ". No output was written for it.";
+        return dump(to_json(r), -1);
+      },
+      [&](size_t i, const std::string& line) {
+        try {
+          results[i] = job_result_from(nlohmann::ordered_json::parse(line), jobs[i].output);
+        } catch (const std::exception& e) {
+          results[i] = JobResult();
+          results[i].model = jobs[i].options.model_path;
+          results[i].exit_code = 1;
+          results[i].error = "model '" + results[i].model +
+                             "': its worker process sent an unreadable result (" + e.what() + ")";
+        }
+        if (progress) progress(++done, jobs.size(), results[i]);
+      });
   return results;
 }
 
 std::vector<Job> read_manifest(const std::string& path, const Job& defaults,
                                const std::string& out_dir) {
+  using json = nlohmann::ordered_json;
   std::ifstream f(path);
-  if (!f) throw ConvertError(2, "manifest '" + path + "' cannot be read");
+  if (!f) {
+    throw ConvertError(2, "manifest '" + path + "' cannot be read: " + std::strerror(errno));
+  }
   std::stringstream ss;
   ss << f.rdbuf();
-  json::Value doc;
+  json doc;
   try {
-    doc = json::parse(ss.str());
+    constexpr int kMaxDepth = 64;
+    doc = json::parse(ss.str(), [](int depth, json::parse_event_t, json&) {
+      if (depth > kMaxDepth) {
+        throw std::runtime_error("nested more than " + std::to_string(kMaxDepth) + " levels deep");
+      }
+      return true;
+    });
   } catch (const std::exception& e) {
     throw ConvertError(2, "manifest '" + path + "' is not valid JSON: " + e.what());
   }
-  const json::Value* list = &doc;
-  if (doc.kind == json::Value::Object && doc.has("models")) list = &doc["models"];
-  if (list->kind != json::Value::Array) {
+  const json* list = &doc;
+  if (doc.is_object()) {
+    for (const auto& kv : doc.items()) {
+      if (kv.key() != "models") {
+        throw ConvertError(2, "manifest '" + path + "': unknown key \"" + kv.key() +
+                                  "\" (the only top-level key is \"models\")");
+      }
+    }
+    if (doc.contains("models")) list = &doc["models"];
+  }
+  if (!list->is_array()) {
     throw ConvertError(2, "manifest '" + path +
                               "' must be a JSON list of "
                               "{\"model\", \"inputs\", \"output\", \"options\"} objects, or an "
@@ -146,40 +320,52 @@ std::vector<Job> read_manifest(const std::string& path, const Job& defaults,
     return fs::path(p).is_absolute() || base.empty() ? p : (base / p).string();
   };
   std::vector<Job> jobs;
-  for (size_t i = 0; i < list->arr.size(); ++i) {
-    const json::Value& e = list->arr[i];
+  for (size_t i = 0; i < list->size(); ++i) {
+    const json& e = (*list)[i];
     std::string where = "manifest '" + path + "' entry " + std::to_string(i);
     auto need = [&](bool ok, const std::string& what) {
       if (!ok) throw ConvertError(2, where + ": " + what);
     };
-    need(e.kind == json::Value::Object, "is not an object");
-    need(e.has("model") && e["model"].kind == json::Value::String, "needs \"model\": PATH");
+    auto path_of = [&](const char* key) {
+      need(e[key].is_string() && !e[key].get<std::string>().empty() &&
+               e[key].get<std::string>().find('\0') == std::string::npos,
+           std::string("\"") + key + "\" must be a non-empty path (without NUL characters)");
+      return resolve(e[key].get<std::string>());
+    };
+    need(e.is_object(), "is not an object");
+    for (const auto& kv : e.items()) {
+      static const std::set<std::string> keys = {"model", "inputs", "output", "options"};
+      need(keys.count(kv.key()) != 0, "unknown key \"" + kv.key() +
+                                          "\" (an entry has \"model\", \"inputs\", "
+                                          "\"output\" and \"options\")");
+    }
+    need(e.contains("model"), "needs \"model\": PATH");
     Job job = defaults;
-    job.options.model_path = resolve(e["model"].str);
-    if (e.has("inputs")) {
-      need(e["inputs"].kind == json::Value::Array, "\"inputs\" must be a list of specs");
+    job.options.model_path = path_of("model");
+    if (e.contains("inputs")) {
+      need(e["inputs"].is_array(), "\"inputs\" must be a list of specs");
       job.options.inputs.clear();
-      for (const json::Value& s : e["inputs"].arr) {
-        need(s.kind == json::Value::String, "\"inputs\" must be a list of spec strings");
+      for (const json& s : e["inputs"]) {
+        need(s.is_string(), "\"inputs\" must be a list of spec strings");
         try {
-          job.options.inputs.push_back(parse_input_spec(s.str));
+          job.options.inputs.push_back(parse_input_spec(s.get<std::string>()));
         } catch (const SpecError& err) {
           throw ConvertError(2, where + ": " + err.what());
         }
       }
     }
     need(!job.options.inputs.empty(), "has no \"inputs\" (and no --input was given)");
-    job.output = e.has("output") ? resolve(e["output"].str)
-                                 : default_output_path(job.options.model_path, out_dir);
-    if (e.has("options")) {
-      const json::Value& o = e["options"];
-      need(o.kind == json::Value::Object, "\"options\" must be an object");
-      for (const auto& kv : o.obj) {
-        const std::string& k = kv.first;
-        const json::Value& v = kv.second;
+    job.output = e.contains("output") ? path_of("output")
+                                      : default_output_path(job.options.model_path, out_dir);
+    if (e.contains("options")) {
+      const json& o = e["options"];
+      need(o.is_object(), "\"options\" must be an object");
+      for (const auto& kv : o.items()) {
+        const std::string& k = kv.key();
+        const json& v = kv.value();
         auto flag = [&](bool* dst) {
-          need(v.kind == json::Value::Bool, "option \"" + k + "\" must be true or false");
-          *dst = v.b;
+          need(v.is_boolean(), "option \"" + k + "\" must be true or false");
+          *dst = v.get<bool>();
         };
         if (k == "nhwc") {
           flag(&job.options.nhwc);
@@ -192,20 +378,22 @@ std::vector<Job> read_manifest(const std::string& path, const Job& defaults,
         } else if (k == "lite") {
           flag(&job.lite);
         } else if (k == "preference") {
-          int code = v.kind == json::Value::String ? preference_code(v.str) : -1;
+          int code = v.is_string() ? preference_code(v.get<std::string>()) : -1;
           need(code >= 0,
                "option \"preference\" must be low-power, fast-single-answer or "
                "sustained-speed");
           job.options.compilation_preference = code;
         } else if (k == "parts") {
-          need(v.kind == json::Value::String, "option \"parts\" must be a directory path");
-          job.parts = resolve(v.str);
+          need(v.is_string() && !v.get<std::string>().empty() &&
+                   v.get<std::string>().find('\0') == std::string::npos,
+               "option \"parts\" must be a directory path");
+          job.parts = resolve(v.get<std::string>());
         } else if (k == "return_shapes") {
-          need(v.kind == json::Value::Array, "option \"return_shapes\" must be a list");
+          need(v.is_array(), "option \"return_shapes\" must be a list");
           job.options.return_shapes.clear();
-          for (const json::Value& s : v.arr) {
-            need(s.kind == json::Value::String, "return_shapes are strings like \"1x8x0x0\"");
-            job.options.return_shapes.push_back(parse_return_shape(s.str));
+          for (const json& s : v) {
+            need(s.is_string(), "return_shapes are strings like \"1x8x0x0\"");
+            job.options.return_shapes.push_back(parse_return_shape(s.get<std::string>()));
           }
         } else {
           throw ConvertError(2, where + ": unknown option \"" + k + "\"");
@@ -218,54 +406,76 @@ std::vector<Job> read_manifest(const std::string& path, const Job& defaults,
   return jobs;
 }
 
-std::string report_json(const std::vector<JobResult>& results) {
-  std::ostringstream os;
-  os.precision(6);
-  os << "{\n  \"models\": [";
-  for (size_t i = 0; i < results.size(); ++i) {
-    const JobResult& r = results[i];
-    os << (i ? "," : "") << "\n    {\"model\": " << json::quote(r.model)
-       << ", \"status\": " << (r.ok ? "\"ok\"" : "\"failed\"")
-       << ", \"output\": " << (r.ok ? json::quote(r.output) : "null");
-    if (!r.ok) {
-      os << ", \"exit_code\": " << r.exit_code
-         << ", \"error\": {\"message\": " << json::quote(r.error)
-         << ", \"node\": " << (r.error_node.empty() ? "null" : json::quote(r.error_node))
-         << ", \"source\": " << (r.error_location.empty() ? "null" : json::quote(r.error_location))
-         << "}";
-    }
-    if (r.operation_count > 0) {
-      os << ", \"operand_count\": " << r.operand_count
-         << ", \"operation_count\": " << r.operation_count << ", \"operations\": {";
-      bool first = true;
-      for (const auto& kv : r.operations) {
-        os << (first ? "" : ", ") << json::quote(kv.first) << ": " << kv.second;
-        first = false;
-      }
-      os << "}, \"weight_bytes\": " << r.weight_bytes;
-    }
-    const PhaseTimes& t = r.times;
-    os << ", \"times_ms\": {\"load\": " << t.load_ms << ", \"freeze\": " << t.freeze_ms
-       << ", \"lower\": " << t.lower_ms << ", \"serialize\": " << t.serialize_ms
-       << ", \"write\": " << t.write_ms << ", \"total\": " << r.total_ms << "}";
-    if (r.verify) {
-      os << ", \"verify\": {\"ok\": " << (r.verify->ok ? "true" : "false") << ", \"outputs\": [";
-      for (size_t k = 0; k < r.verify->outputs.size(); ++k) {
-        const OutputCheck& o = r.verify->outputs[k];
-        os << (k ? ", " : "") << "{\"max_abs_err\": " << o.max_abs_err
-           << ", \"max_rel_err\": " << o.max_rel_err
-           << ", \"off_by_one_share\": " << o.off_by_one_share()
-           << ", \"ok\": " << (o.ok ? "true" : "false") << "}";
-      }
-      os << "]}";
-    }
-    os << "}";
+namespace {
+
+// One file, however it is named: its inode when it exists (hard links and
+// symlinks compare equal), else its absolute path; "-" is standard output.
+std::string file_key(const std::string& path) {
+  if (path == "-") return "stdout";
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) {
+    return "inode " + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
   }
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  return "path " + (ec ? path : p.string());
+}
+
+}  // namespace
+
+void check_output_plan(const std::vector<Job>& jobs, const std::string& report,
+                       const std::string& manifest) {
+  std::map<std::string, std::string> inputs, outputs;  // key -> description
+  if (!manifest.empty()) inputs.emplace(file_key(manifest), "the manifest '" + manifest + "'");
+  for (const Job& job : jobs) {
+    inputs.emplace(file_key(job.options.model_path), "the model '" + job.options.model_path + "'");
+  }
+  auto plan = [&](const std::string& path, const std::string& what, const std::string& model) {
+    try {
+      resolve_output_target(path, what);
+    } catch (const OutputError& e) {
+      throw ConvertError(2, e.what());
+    }
+    std::string key = file_key(path);
+    std::string desc =
+        what + " '" + path + "'" + (model.empty() ? "" : " of model '" + model + "'");
+    auto in = inputs.find(key);
+    if (in != inputs.end()) {
+      throw ConvertError(
+          2, desc + " would overwrite " + in->second + ", which is read: write it somewhere else");
+    }
+    auto [it, fresh] = outputs.emplace(key, desc);
+    if (!fresh) {
+      throw ConvertError(
+          2, it->second + " and " + desc +
+                 " would both be written to one file; give them different names (for several "
+                 "models, --out-dir or a --manifest with an \"output\" per "
+                 "model)");
+    }
+  };
+  for (const Job& job : jobs) {
+    const std::string& model = job.options.model_path;
+    plan(job.output, "output", model);
+    if (job.lite) plan(lite_output_path(job.output), "--lite output", model);
+    if (!job.parts.empty()) {
+      for (const std::string& p : parts_paths(job.parts)) plan(p, "--parts file", model);
+    }
+  }
+  if (!report.empty()) plan(report, "--report", "");
+}
+
+std::string report_json(const std::vector<JobResult>& results) {
+  nlohmann::ordered_json models = nlohmann::ordered_json::array();
   size_t failed = 0;
-  for (const JobResult& r : results) failed += !r.ok;
-  os << "\n  ],\n  \"converted\": " << results.size() - failed << ",\n  \"failed\": " << failed
-     << "\n}\n";
-  return os.str();
+  for (const JobResult& r : results) {
+    models.push_back(to_json(r));
+    failed += !r.ok;
+  }
+  nlohmann::ordered_json doc = {{"schema_version", 2},
+                                {"models", models},
+                                {"converted", results.size() - failed},
+                                {"failed", failed}};
+  return dump(doc, 2) + "\n";
 }
 
 }  // namespace nnapi_convert

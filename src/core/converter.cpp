@@ -184,9 +184,11 @@ Conversion convert(const ConvertOptions& options) {
   m.add_bool_scalar(false);
   m.add_bool_scalar(true);
   cx.add_constant(graph_inputs[0], graph_inputs[0]->type(), module._ivalue());
+  std::vector<int32_t> input_ids;
   for (size_t i = 0; i < n_args; ++i) {
     Operand o = operand_for_input(options.inputs[i], options.nhwc, options.use_int16_for_qint16);
     int32_t id = cx.add_input(static_cast<int>(i), graph_inputs[i + 1], o);
+    input_ids.push_back(id);
     result.inp_mem_fmts.push_back(static_cast<int64_t>(cx.operand(id).dim_order));
   }
   const Node* current = nullptr;
@@ -224,6 +226,30 @@ Conversion convert(const ConvertOptions& options) {
                                 std::to_string(options.return_shapes.size()) +
                                 " time(s), but the model returns " +
                                 std::to_string(returns.size()) + " tensor(s)");
+    }
+    // NNAPI rejects a model (BAD_DATA, when it is compiled on the device)
+    // whose output is one of its inputs, or that lists one operand twice as
+    // an output; PyTorch's converter writes such models without a word.
+    std::vector<int32_t> output_ids;
+    for (size_t i = 0; i < returns.size(); ++i) {
+      int32_t id = cx.get_operand(returns[i]).first;
+      for (size_t k = 0; k < input_ids.size(); ++k) {
+        if (input_ids[k] == id) {
+          fail("output " + std::to_string(i) + " is input " + std::to_string(k) +
+               " unchanged, and NNAPI cannot return a model input as an output (the device "
+               "rejects such a model); return it outside the converted module, or compute "
+               "the output from it");
+        }
+      }
+      for (size_t k = 0; k < output_ids.size(); ++k) {
+        if (output_ids[k] == id) {
+          fail("outputs " + std::to_string(k) + " and " + std::to_string(i) +
+               " are the same tensor, and NNAPI cannot list one operand as two outputs (the "
+               "device rejects such a model); return it once and copy it outside the "
+               "converted module");
+        }
+      }
+      output_ids.push_back(id);
     }
     for (size_t i = 0; i < returns.size(); ++i) {
       auto [id, op] = cx.get_operand(returns[i]);

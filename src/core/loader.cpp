@@ -5,10 +5,13 @@
 #include <torch/csrc/jit/passes/remove_mutation.h>
 #include <torch/csrc/jit/serialization/import.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
+#include "core/archive_check.h"
 #include "nnapi_convert/converter.h"
 
 namespace nnapi_convert {
@@ -32,7 +35,9 @@ void check_file(const std::string& path) {
     throw ConvertError(1, "model file '" + path + "' is a directory, not a TorchScript model file");
   }
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw ConvertError(1, "model file '" + path + "' cannot be read (permissions?)");
+  if (!f) {
+    throw ConvertError(1, "model file '" + path + "' cannot be read: " + std::strerror(errno));
+  }
   char magic[2] = {0, 0};
   f.read(magic, 2);
   if (f.gcount() == 0) throw ConvertError(1, "model file '" + path + "' is empty");
@@ -45,21 +50,48 @@ void check_file(const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+// LibTorch's internal checks read "cond INTERNAL ASSERT FAILED at "file":N,
+// please report a bug to PyTorch. details": for a malformed file the file is
+// at fault, so say what failed without the bug-report plea.
+std::string plain_loader_message(std::string why) {
+  const std::string marker = " INTERNAL ASSERT FAILED at ";
+  size_t at = why.find(marker);
+  if (at == std::string::npos) return why;
+  size_t rest = why.find(", ", at + marker.size());
+  std::string details = rest == std::string::npos ? "" : why.substr(rest + 2);
+  const std::string plea = "please report a bug to PyTorch. ";
+  if (details.compare(0, plea.size(), plea) == 0) details.erase(0, plea.size());
+  return "LibTorch's check `" + why.substr(0, at) + "` failed" +
+         (details.empty() ? "" : ": " + details);
+}
+
+}  // namespace
+
+torch::jit::Module load_torchscript(const std::string& path, const std::string& what) {
+  const std::string file = what.empty() ? "" : what + " '" + path + "' ";
+  try {
+    return torch::jit::load(path);
+  } catch (const std::bad_alloc&) {
+    throw ConvertError(1, file +
+                              "could not be loaded: out of memory (is the machine's memory, "
+                              "or ulimit -v, smaller than the model?)");
+  } catch (const c10::Error& e) {
+    throw ConvertError(1, file +
+                              "could not be loaded as TorchScript (was it saved by torch.save "
+                              "rather than torch.jit.save, or damaged?): " +
+                              plain_loader_message(e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    throw ConvertError(1, file + "could not be loaded as TorchScript: " + e.what());
+  }
+}
+
 torch::jit::Module load_frozen_model(const std::string& path, double* load_ms, double* freeze_ms) {
   check_file(path);
   auto t0 = std::chrono::steady_clock::now();
-  torch::jit::Module module;
-  try {
-    module = torch::jit::load(path);
-  } catch (const c10::Error& e) {
-    throw ConvertError(1, "model file '" + path +
-                              "' could not be loaded as TorchScript (is it "
-                              "truncated, or saved by torch.save rather than torch.jit.save?): " +
-                              e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    throw ConvertError(1,
-                       "model file '" + path + "' could not be loaded as TorchScript: " + e.what());
-  }
+  check_torchscript_archive(path, "model file");
+  torch::jit::Module module = load_torchscript(path, "model file");
   *load_ms = ms_since(t0);
   if (module.hasattr("training") && module.is_training()) {
     throw ConvertError(1, "model '" + path +

@@ -6,7 +6,12 @@
 
 namespace nnapi_convert {
 
-// Loads a TorchScript file, refuses training-mode modules, freezes it and
+// torch::jit::load, with its failures as ConvertError(1) naming the file
+// (`what`: "model file"; empty: the caller names the file). Check the archive first
+// (check_torchscript_archive): LibTorch trusts what it reads.
+torch::jit::Module load_torchscript(const std::string& path, const std::string& what);
+
+// Checks the archive, loads a TorchScript file, refuses training-mode modules, freezes it and
 // rewrites in-place ops to their functional forms. Throws ConvertError.
 torch::jit::Module load_frozen_model(const std::string& path, double* load_ms, double* freeze_ms);
 

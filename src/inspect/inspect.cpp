@@ -13,6 +13,8 @@
 #include <sstream>
 #include <vector>
 
+#include "core/archive_check.h"
+#include "core/loader.h"
 #include "inspect/report.h"
 #include "nnapi_convert/blob.h"
 #include "nnapi_convert/nnapi_types.h"
@@ -56,8 +58,9 @@ std::vector<int64_t> int_list(const torch::jit::Module& mod, const char* name) {
 }
 
 // the memory formats (torch/backends/_nnapi/prepare.py, NnapiModule).
-void load_torchscript(Model& m) {
-  torch::jit::Module wrapper = torch::jit::load(m.path);
+void read_module(Model& m) {
+  check_torchscript_archive(m.path, "");
+  torch::jit::Module wrapper = load_torchscript(m.path, "");
   if (!wrapper.hasattr("mod"))
     throw InspectError("not an NNAPI module written by convert_model_to_nnapi: no submodule 'mod'");
   const c10::IValue mod_value = wrapper.attr("mod");
@@ -153,7 +156,7 @@ int inspect_main(const std::string& path, bool json, std::ostream& out, std::ost
     const std::vector<uint8_t> bytes = read_file(path);
     if (is_zip(bytes)) {
       m.torchscript = true;
-      load_torchscript(m);
+      read_module(m);
     } else {
       load_raw(m, bytes);
     }

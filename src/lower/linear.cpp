@@ -49,7 +49,15 @@ void add_fully_connected(LoweringContext& cx, const Node* node, bool transpose_w
   check(b.shape.size() == 1, "fully connected bias must be 1-D");
   at::Tensor w = cx.constant_tensor(weight);
   check(w.dim() == 2, "fully connected weight must be 2-D");
-  int32_t weight_id = cx.add_weight(transpose_weight ? w.t().contiguous() : w.contiguous());
+  // NNAPI's FULLY_CONNECTED weight is (units, input size).
+  const at::Tensor w_nk = transpose_weight ? w.t() : w;
+  check(in.shape[1] == w_nk.size(1), [&] {
+    return "the layer's weight expects " + std::to_string(w_nk.size(1)) +
+           " input features, but its input " + shape_str(in.shape) + " has " +
+           std::to_string(in.shape[1]) + "; check the --input spec";
+  });
+  check(b.shape[0] == w_nk.size(0), "fully connected bias does not match the weight");
+  int32_t weight_id = cx.add_weight(w_nk.contiguous());
   Shape out_shape = {in.shape[0], cx.operand(weight_id).shape[0]};
   int32_t out_id = cx.add_tensor_operand(node->output(), in.with_shape(out_shape));
   if (in.shape[0] == 0) cx.forward_operand_shape(out_id, 0, input_id, 0);

@@ -5,18 +5,17 @@
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/frontend/resolver.h>
 #include <torch/csrc/jit/frontend/sugared_value.h>
+#include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/custom_class.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <memory>
+#include <nlohmann/json.hpp>
 
-#include "core/json.h"
 #include "nnapi_convert/converter.h"
+#include "util/output_file.h"
 
 namespace nnapi_convert {
 namespace {
@@ -108,41 +107,6 @@ std::string wrapper_forward_source(size_t n_inputs, int retval_count) {
          "])\n    return " + ret + "\n";
 }
 
-std::string temp_path_for(const std::string& path) {
-  static std::atomic<int> counter{0};
-  return path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-}
-
-// Runs `write(tmp)` and renames tmp over `path`; removes tmp on failure.
-template <typename F>
-void write_atomically(const std::string& path, F write) {
-  std::string tmp = temp_path_for(path);
-  try {
-    fs::path parent = fs::path(path).parent_path();
-    if (!parent.empty()) fs::create_directories(parent);
-    write(tmp);
-    fs::rename(tmp, path);
-  } catch (const c10::Error& e) {
-    std::error_code ec;
-    fs::remove(tmp, ec);
-    throw ConvertError(1, "could not write '" + path + "': " + e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    std::error_code ec;
-    fs::remove(tmp, ec);
-    throw ConvertError(1, "could not write '" + path + "': " + e.what());
-  }
-}
-
-void write_bytes(const std::string& path, const void* data, size_t size) {
-  write_atomically(path, [&](const std::string& tmp) {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw std::runtime_error("cannot open for writing");
-    f.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
-    f.close();
-    if (!f) throw std::runtime_error("write failed (disk full?)");
-  });
-}
-
 at::Tensor ser_model_tensor(const Conversion& c) {
   auto* data = const_cast<int32_t*>(c.ser_model.data());
   return at::from_blob(data, {static_cast<int64_t>(c.ser_model.size())}, at::kInt).clone();
@@ -190,75 +154,127 @@ Module build_module(const Conversion& c, const ConvertOptions& options) {
   return wrapper;
 }
 
-std::string json_ints(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
+void save_module(const Module& m, PendingFile& file, bool mobile) {
+  // LibTorch's zip writer throws from its destructor when a write fails, so
+  // the writer never reports a failure to it: the file records the error and
+  // finish() throws it.
+  torch::jit::ExportModule(
+      m,
+      [&file](const void* data, size_t size) {
+        file.write_nothrow(data, size);
+        return size;
+      },
+      {}, /*bytecode_format=*/mobile);
+}
+
+nlohmann::json parts_manifest(const Conversion& c, const ConvertOptions& options) {
+  nlohmann::json inputs = nlohmann::json::array();
+  for (const InputSpec& s : options.inputs) inputs.push_back(format_input_spec(s));
+  return {
+      {"inp_mem_fmts", c.inp_mem_fmts},
+      {"out_mem_fmts", c.out_mem_fmts},
+      {"retval_count", c.retval_count},
+      {"inputs", inputs},
+      {"shape_compute_lines", c.shape_lines},
+      {"operand_count", c.operand_count},
+      {"operation_count", c.operation_count},
+      {"operations", c.operations},
+      {"weight_bytes", c.weight_bytes},
+      {"compilation_preference", options.compilation_preference},
+      {"relax_f32_to_f16", options.relax_f32_to_f16},
+  };
 }
 
 }  // namespace
 
-void write_nnapi_module(const Conversion& c, const ConvertOptions& options, const std::string& path,
-                        bool lite) {
-  Module wrapper;
-  try {
-    wrapper = build_module(c, options);
-  } catch (const c10::Error& e) {
-    throw ConvertError(
-        1, std::string("could not build the NNAPI module: ") + e.what_without_backtrace());
-  }
-  write_atomically(path, [&](const std::string& tmp) { wrapper.save(tmp); });
-  if (lite) {
-    // out.nnapi.pt -> out.nnapi.ptl; a name without .pt gets .ptl appended.
-    std::string ptl = path;
-    if (ptl.size() > 3 && ptl.compare(ptl.size() - 3, 3, ".pt") == 0) ptl.erase(ptl.size() - 3);
-    ptl += ".ptl";
-    write_atomically(ptl, [&](const std::string& tmp) { wrapper._save_for_mobile(tmp); });
-  }
+std::string lite_output_path(const std::string& path) {
+  // out.nnapi.pt -> out.nnapi.ptl; a name without .pt gets .ptl appended.
+  std::string ptl = path;
+  if (ptl.size() > 3 && ptl.compare(ptl.size() - 3, 3, ".pt") == 0) ptl.erase(ptl.size() - 3);
+  return ptl + ".ptl";
 }
 
-void write_file_atomically(const std::string& path, const std::string& data) {
-  write_bytes(path, data.data(), data.size());
+std::vector<std::string> parts_paths(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const char* name : {"ser_model.bin", "weights.pt", "shape_compute.py", "manifest.json"}) {
+    out.push_back((fs::path(dir) / name).string());
+  }
+  return out;
+}
+
+void ConversionFiles::commit() {
+  std::vector<PendingFile*> all;
+  for (auto& f : files) all.push_back(f.get());
+  commit_all(all);
+}
+
+ConversionFiles::ConversionFiles() = default;
+ConversionFiles::ConversionFiles(ConversionFiles&&) noexcept = default;
+ConversionFiles::~ConversionFiles() = default;
+
+ConversionFiles write_conversion(const Conversion& c, const ConvertOptions& options,
+                                 const std::string& path, bool lite, const std::string& parts) {
+  ConversionFiles out;
+  try {
+    Module wrapper;
+    try {
+      wrapper = build_module(c, options);
+    } catch (const c10::Error& e) {
+      throw ConvertError(
+          1, std::string("could not build the NNAPI module: ") + e.what_without_backtrace());
+    }
+    auto add = [&](const std::string& p, const std::string& what) -> PendingFile& {
+      out.files.push_back(std::make_unique<PendingFile>(p, what));
+      return *out.files.back();
+    };
+    if (!path.empty()) {
+      out.module = &add(path, "output");
+      save_module(wrapper, *out.module, false);
+      out.module->finish();
+    }
+    if (lite && !path.empty()) {
+      PendingFile& ptl = add(lite_output_path(path), "--lite output");
+      save_module(wrapper, ptl, true);
+      ptl.finish();
+    }
+    if (!parts.empty()) {
+      std::vector<std::string> p = parts_paths(parts);
+      std::error_code ec;
+      fs::create_directories(parts, ec);
+      if (ec)
+        throw ConvertError(1,
+                           "could not create --parts directory '" + parts + "': " + ec.message());
+      PendingFile& ser = add(p[0], "--parts file");
+      ser.write(c.ser_model.data(), c.ser_model.size() * sizeof(int32_t));
+      ser.finish();
+      c10::List<at::Tensor> weights;
+      for (const at::Tensor& w : c.weights) weights.push_back(w);
+      std::vector<char> pickled = torch::jit::pickle_save(c10::IValue(weights));
+      PendingFile& wf = add(p[1], "--parts file");
+      wf.write(pickled.data(), pickled.size());
+      wf.finish();
+      std::string py = "from typing import List\nimport torch\n\n\n" + prepare_source(c, false);
+      PendingFile& pf = add(p[2], "--parts file");
+      pf.write(py.data(), py.size());
+      pf.finish();
+      std::string js = parts_manifest(c, options).dump(2) + "\n";
+      PendingFile& mf = add(p[3], "--parts file");
+      mf.write(js.data(), js.size());
+      mf.finish();
+    }
+  } catch (const OutputError& e) {
+    throw ConvertError(e.usage() ? 2 : 1, e.what());
+  }
+  return out;
+}
+
+void write_nnapi_module(const Conversion& c, const ConvertOptions& options, const std::string& path,
+                        bool lite) {
+  write_conversion(c, options, path, lite, "").commit();
 }
 
 void write_parts(const Conversion& c, const ConvertOptions& options, const std::string& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw ConvertError(1, "could not create directory '" + dir + "': " + ec.message());
-  const std::string base = (fs::path(dir) / "").string();
-  write_bytes(base + "ser_model.bin", c.ser_model.data(), c.ser_model.size() * sizeof(int32_t));
-
-  c10::List<at::Tensor> weights;
-  for (const at::Tensor& w : c.weights) weights.push_back(w);
-  std::vector<char> pickled = torch::jit::pickle_save(c10::IValue(weights));
-  write_bytes(base + "weights.pt", pickled.data(), pickled.size());
-
-  std::string py = "from typing import List\nimport torch\n\n\n" + prepare_source(c, false);
-  write_bytes(base + "shape_compute.py", py.data(), py.size());
-
-  std::ostringstream js;
-  js << "{\n  \"inp_mem_fmts\": " << json_ints(c.inp_mem_fmts)
-     << ",\n  \"out_mem_fmts\": " << json_ints(c.out_mem_fmts)
-     << ",\n  \"retval_count\": " << c.retval_count << ",\n  \"inputs\": [";
-  for (size_t i = 0; i < options.inputs.size(); ++i) {
-    js << (i ? ", " : "") << json::quote(format_input_spec(options.inputs[i]));
-  }
-  js << "],\n  \"shape_compute_lines\": [";
-  for (size_t i = 0; i < c.shape_lines.size(); ++i) {
-    js << (i ? ", " : "") << json::quote(c.shape_lines[i]);
-  }
-  js << "],\n  \"operand_count\": " << c.operand_count
-     << ",\n  \"operation_count\": " << c.operation_count << ",\n  \"operations\": {";
-  bool first = true;
-  for (const auto& kv : c.operations) {
-    js << (first ? "" : ", ") << json::quote(kv.first) << ": " << kv.second;
-    first = false;
-  }
-  js << "},\n  \"weight_bytes\": " << c.weight_bytes
-     << ",\n  \"compilation_preference\": " << options.compilation_preference
-     << ",\n  \"relax_f32_to_f16\": " << (options.relax_f32_to_f16 ? "true" : "false") << "\n}\n";
-  std::string manifest = js.str();
-  write_bytes(base + "manifest.json", manifest.data(), manifest.size());
+  write_conversion(c, options, "", false, dir).commit();
 }
 
 }  // namespace nnapi_convert

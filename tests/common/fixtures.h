@@ -9,11 +9,10 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include "core/json.h"
 
 namespace fixtures {
 
@@ -23,9 +22,9 @@ inline std::vector<char> read_bytes(const std::filesystem::path& p) {
   return std::vector<char>(std::istreambuf_iterator<char>(f), {});
 }
 
-inline nnapi_convert::json::Value read_json(const std::filesystem::path& p) {
+inline nlohmann::json read_json(const std::filesystem::path& p) {
   auto b = read_bytes(p);
-  return nnapi_convert::json::parse(std::string(b.begin(), b.end()));
+  return nlohmann::json::parse(std::string(b.begin(), b.end()));
 }
 
 // A torch.save'd tuple (the fixtures: see save_tensors in
@@ -48,7 +47,9 @@ inline std::vector<std::filesystem::path> case_dirs(const std::filesystem::path&
   std::vector<std::filesystem::path> dirs;
   for (const auto& e : std::filesystem::directory_iterator(root)) {
     if (!std::filesystem::exists(e.path() / "case.json")) continue;
-    if (!expect.empty() && read_json(e.path() / "case.json")["expect"].str != expect) continue;
+    if (!expect.empty() &&
+        read_json(e.path() / "case.json").at("expect").get<std::string>() != expect)
+      continue;
     dirs.push_back(e.path());
   }
   std::sort(dirs.begin(), dirs.end());

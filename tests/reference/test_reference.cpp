@@ -24,11 +24,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 
 #include "../common/fixtures.h"
-#include "core/json.h"
 #include "nnapi_convert/converter.h"
 
 namespace fs = std::filesystem;
@@ -130,44 +130,48 @@ void expect_runs_like_eager(const fs::path& dir, const std::string& module_path,
   EXPECT_EQ(difference_from_eager(dir, module_path, atol, rtol), "");
 }
 
-ConvertOptions options_for(const fs::path& dir, const json::Value& cs) {
+ConvertOptions options_for(const fs::path& dir, const nlohmann::json& cs) {
   ConvertOptions o;
   o.model_path = (dir / "model.pt").string();
-  for (const std::string& s : cs["inputs"].strings()) o.inputs.push_back(parse_input_spec(s));
+  for (const std::string& s : cs.at("inputs").get<std::vector<std::string>>())
+    o.inputs.push_back(parse_input_spec(s));
   return o;
 }
 
-void check_refused(const fs::path& dir, const json::Value& cs) {
+void check_refused(const fs::path& dir, const nlohmann::json& cs) {
   ConvertOptions o = options_for(dir, cs);
   try {
     Conversion c = convert(o);
     // Converted where the reference refuses: prove it on the runtime, with the
     // tolerances of PyTorch's assertEqual for float32 (rtol 1.3e-6, atol 1e-5).
-    fs::path out = fs::temp_directory_path() / ("nnapi-ref-" + cs["name"].str + ".pt");
+    fs::path out =
+        fs::temp_directory_path() / ("nnapi-ref-" + cs.at("name").get<std::string>() + ".pt");
     write_nnapi_module(c, o, out.string(), false);
     expect_runs_like_eager(dir, out.string(), 1e-5, 1.3e-6);
     fs::remove(out);
   } catch (const ConvertError& e) {
     std::string msg = e.what();
-    EXPECT_FALSE(cs.has("must_convert") && cs["must_convert"].b)
+    EXPECT_FALSE(cs.contains("must_convert") && cs.at("must_convert").get<bool>())
         << "a case nnapi-convert must convert was refused: " << msg;
     EXPECT_EQ(e.exit_code(), 1) << msg;
     EXPECT_NE(msg.find("node "), std::string::npos) << "message does not name the node: " << msg;
-    if (cs["error_regex"].kind == json::Value::String) {
-      std::regex re(cs["error_regex"].str, std::regex::icase);
-      EXPECT_TRUE(std::regex_search(msg, re)) << "message does not match the reference test's /"
-                                              << cs["error_regex"].str << "/: " << msg;
+    if (cs.at("error_regex").is_string()) {
+      std::regex re(cs.at("error_regex").get<std::string>(), std::regex::icase);
+      EXPECT_TRUE(std::regex_search(msg, re))
+          << "message does not match the reference test's /"
+          << cs.at("error_regex").get<std::string>() << "/: " << msg;
     }
   }
 }
 
-void check_converted(const fs::path& dir, const json::Value& cs) {
+void check_converted(const fs::path& dir, const nlohmann::json& cs) {
   ConvertOptions o = options_for(dir, cs);
   Conversion c = convert(o);
   const fs::path ref = dir / "ref";
-  if (const std::string* bug = known_reference_bug(cs["name"].str)) {
+  if (const std::string* bug = known_reference_bug(cs.at("name").get<std::string>())) {
     // Issue 3's tolerance for whole models: 1e-3 absolute and relative.
-    fs::path out = fs::temp_directory_path() / ("nnapi-ref-" + cs["name"].str + ".pt");
+    fs::path out =
+        fs::temp_directory_path() / ("nnapi-ref-" + cs.at("name").get<std::string>() + ".pt");
     write_nnapi_module(c, o, out.string(), false);
     expect_runs_like_eager(dir, out.string(), 1e-3, 1e-3);
     fs::remove(out);
@@ -195,16 +199,17 @@ void check_converted(const fs::path& dir, const json::Value& cs) {
   }
 
   // Memory formats, return count and the shape-compute script's text.
-  json::Value manifest = read_json(ref / "manifest.json");
-  EXPECT_EQ(c.inp_mem_fmts, manifest["inp_mem_fmts"].ints());
-  EXPECT_EQ(c.out_mem_fmts, manifest["out_mem_fmts"].ints());
-  EXPECT_EQ(c.retval_count, static_cast<int>(manifest["retval_count"].num));
-  EXPECT_EQ(prepare_lines(c, false), manifest["shape_compute_lines"].strings());
-  EXPECT_EQ(c.operand_count, static_cast<int64_t>(manifest["operand_count"].num));
-  EXPECT_EQ(c.operation_count, static_cast<int64_t>(manifest["operation_count"].num));
+  nlohmann::json manifest = read_json(ref / "manifest.json");
+  EXPECT_EQ(c.inp_mem_fmts, manifest.at("inp_mem_fmts").get<std::vector<int64_t>>());
+  EXPECT_EQ(c.out_mem_fmts, manifest.at("out_mem_fmts").get<std::vector<int64_t>>());
+  EXPECT_EQ(c.retval_count, manifest.at("retval_count").get<int>());
+  EXPECT_EQ(prepare_lines(c, false),
+            manifest.at("shape_compute_lines").get<std::vector<std::string>>());
+  EXPECT_EQ(c.operand_count, manifest.at("operand_count").get<int64_t>());
+  EXPECT_EQ(c.operation_count, manifest.at("operation_count").get<int64_t>());
 
   // The written module: the shape-compute script's effect on run-time args.
-  fs::path out = fs::temp_directory_path() / ("nnapi-ref-" + cs["name"].str);
+  fs::path out = fs::temp_directory_path() / ("nnapi-ref-" + cs.at("name").get<std::string>());
   fs::create_directories(out);
   write_nnapi_module(c, o, (out / "m.nnapi.pt").string(), false);
   write_parts(c, o, (out / "parts").string());
@@ -258,8 +263,8 @@ class ReferenceCase : public testing::Test {
  public:
   explicit ReferenceCase(fs::path dir) : dir_(std::move(dir)) {}
   void TestBody() override {
-    json::Value cs = read_json(dir_ / "case.json");
-    if (cs["expect"].str == "refused") {
+    nlohmann::json cs = read_json(dir_ / "case.json");
+    if (cs.at("expect").get<std::string>() == "refused") {
       check_refused(dir_, cs);
     } else {
       check_converted(dir_, cs);

@@ -37,10 +37,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <regex>
 
 #include "../common/fixtures.h"
-#include "core/json.h"
 #include "nnapi_convert/converter.h"
 #include "nnapi_convert/verify.h"
 
@@ -83,13 +83,15 @@ class VerifyCase : public testing::Test {
   explicit VerifyCase(fs::path dir) : dir_(std::move(dir)) {}
 
   void TestBody() override {
-    json::Value cs = read_json(dir_ / "case.json");
-    const std::string name = cs["name"].str;
-    const std::string source = cs["source"].str;
+    nlohmann::json cs = read_json(dir_ / "case.json");
+    const std::string name = cs.at("name").get<std::string>();
+    const std::string source = cs.at("source").get<std::string>();
     ConvertOptions o;
     o.model_path = (dir_ / "model.pt").string();
-    for (const std::string& s : cs["inputs"].strings()) o.inputs.push_back(parse_input_spec(s));
-    ASSERT_TRUE(cs["options"].strings().empty()) << "case options are not handled here";
+    for (const std::string& s : cs.at("inputs").get<std::vector<std::string>>())
+      o.inputs.push_back(parse_input_spec(s));
+    ASSERT_TRUE(cs.at("options").get<std::vector<std::string>>().empty())
+        << "case options are not handled here";
     // NNAPI_VERIFY_FUSE_ACTIVATIONS=1: the same checks with --fuse-activations.
     const char* fuse = std::getenv("NNAPI_VERIFY_FUSE_ACTIVATIONS");
     o.fuse_activations = fuse && std::string(fuse) == "1";

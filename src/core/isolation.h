@@ -1,0 +1,37 @@
+// Runs tasks in worker processes, so that a task that crashes (LibTorch's
+// loader on a malformed archive), hangs (a model's __setstate__ that never
+// returns) or is killed takes no other task down with it.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+
+namespace nnapi_convert {
+
+struct IsolationOptions {
+  int parallel = 1;      // worker processes at a time
+  double timeout_s = 0;  // per task; 0 = none
+};
+
+// How a worker ended a task it did not finish.
+struct TaskFailure {
+  bool timed_out = false;
+  int signal = 0;                // the signal that ended the worker, or 0
+  int exit_code = 0;             // its exit status when no signal ended it
+  std::string describe() const;  // "crashed with SIGSEGV (segmentation fault)", ...
+};
+
+// Runs work(i) for every i < n, each in a worker process forked from this one
+// (which must not be running other threads). work returns its result as one
+// line of text; a task whose worker dies or runs past the timeout gets
+// failed(i, how) instead. Temporaries the workers leave are removed. done(i,
+// result) is called in this process, in completion order. Workers print to
+// standard error; standard output is theirs only through set_stdout_fd.
+// Returns the results in task order.
+std::vector<std::string> run_isolated(
+    size_t n, const IsolationOptions& options, const std::function<std::string(size_t)>& work,
+    const std::function<std::string(size_t, const TaskFailure&)>& failed,
+    const std::function<void(size_t, const std::string&)>& done);
+
+}  // namespace nnapi_convert

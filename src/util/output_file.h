@@ -1,0 +1,87 @@
+// Output files written so that nothing is lost: each output is a temporary
+// made with mkstemp beside its target (O_EXCL: a planted file or symlink is
+// never followed), written and fsynced, and renamed over the target only when
+// every output of the model is complete. A temporary that is not committed is
+// removed, also when the process is stopped by SIGINT, SIGTERM, SIGHUP or
+// SIGPIPE. "-" means standard output. Knows nothing of models or NNAPI.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace nnapi_convert {
+
+// A target that can't be written, or an I/O failure; what() names the path.
+// usage() is true where the user named an impossible target (exit 2).
+class OutputError : public std::runtime_error {
+ public:
+  OutputError(const std::string& what, bool usage) : std::runtime_error(what), usage_(usage) {}
+  bool usage() const { return usage_; }
+
+ private:
+  bool usage_;
+};
+
+// Where `path` really gets written: "-" for standard output, the final target
+// of a symlink, else `path`. Throws OutputError(usage) for an empty path, a
+// directory, a device node, FIFO or socket (which an atomic replace would
+// destroy: write to "-" instead) or a dangling symlink.
+std::string resolve_output_target(const std::string& path, const std::string& what);
+
+// One output being written.
+class PendingFile {
+ public:
+  // `what` names the output in messages ("output", "--report", ...).
+  PendingFile(const std::string& path, const std::string& what);
+  PendingFile(const PendingFile&) = delete;
+  PendingFile& operator=(const PendingFile&) = delete;
+  ~PendingFile();  // removes the temporary unless committed
+
+  void write(const void* data, size_t size);  // throws OutputError
+  // For writers that must not throw (LibTorch's zip writer): records the
+  // first error, which finish() then throws.
+  void write_nothrow(const void* data, size_t size) noexcept;
+  void finish();  // flush, fsync and close; throws OutputError
+  void commit();  // rename over the target (or copy to standard output)
+
+  const std::string& path() const { return path_; }       // as the user named it
+  const std::string& temp_path() const { return temp_; }  // complete after finish()
+
+ private:
+  std::string path_, what_, target_, temp_;
+  int fd_ = -1;
+  int slot_ = -1;
+  int error_ = 0;  // errno of the first failed write
+  bool committed_ = false;
+};
+
+// Commits every file (after each has been finished): the renames follow one
+// another with no I/O between them.
+void commit_all(const std::vector<PendingFile*>& files);
+
+// Writes `data` to `path` atomically (one PendingFile).
+void write_output_file(const std::string& path, const std::string& what, const std::string& data);
+
+// Signal-safe clean-up: SIGINT, SIGTERM, SIGHUP and SIGPIPE remove every
+// temporary still pending (and those registered by register_foreign_temp),
+// signal the processes added with add_child_process, then end the process by
+// the same signal. SIGXFSZ is ignored, so a file-size limit is a write error.
+void install_output_signal_handlers();
+// Temporaries made by another process (a worker) that this one must also
+// remove if it is stopped; returns a slot for forget_foreign_temp.
+int register_foreign_temp(const std::string& path);
+void forget_foreign_temp(int slot);
+void add_child_process(int pid);
+void remove_child_process(int pid);
+// In a new worker process: forget the parent's children and temporaries.
+void reset_cleanup_for_child();
+// Called (outside signal handlers) when this process makes (true) or removes
+// (false) a temporary: a worker tells its parent.
+void set_temp_observer(std::function<void(const std::string&, bool)> observer);
+// Standard output as "-" writes it (a worker points fd 1 elsewhere).
+void set_stdout_fd(int fd);
+
+}  // namespace nnapi_convert
