@@ -4,8 +4,10 @@
 
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nnapi_convert/converter.h"
@@ -28,8 +30,9 @@ struct JobResult {
   bool ok = false;
   int exit_code = 0;  // 0 ok, 1 cannot convert (or verify failed)
   std::string error;
-  std::string error_node;      // node kind, when a node failed
-  std::string error_location;  // its source location
+  std::string error_node;                  // node kind, when a node failed
+  std::string error_location;              // its source location
+  std::vector<NodeKindCount> unsupported;  // node kinds that cannot be lowered
   int64_t operand_count = 0;
   int64_t operation_count = 0;
   int64_t weight_bytes = 0;
@@ -52,11 +55,14 @@ std::vector<JobResult> run_jobs(
     const std::vector<Job>& jobs, int parallel, double timeout_s,
     const std::function<void(size_t, size_t, const JobResult&)>& progress);
 
-// Before any work: every file the jobs and the report would write can be
+// Before any work: every file the jobs and the reports would write can be
 // written (no device, FIFO or directory; "-" is standard output), and none is
 // a model, the manifest, or another output (compared by inode where the file
 // exists). Throws ConvertError(2).
-void check_output_plan(const std::vector<Job>& jobs, const std::string& report,
+// `other_outputs`: (path, option) of the files written besides the models'
+// outputs (--report, --junit).
+void check_output_plan(const std::vector<Job>& jobs,
+                       const std::vector<std::pair<std::string, std::string>>& other_outputs,
                        const std::string& manifest);
 
 // A --manifest file: a JSON list (or {"models": [...]}) of
@@ -66,6 +72,9 @@ void check_output_plan(const std::vector<Job>& jobs, const std::string& report,
 // gives what an entry leaves out. Throws ConvertError(2) naming the entry.
 std::vector<Job> read_manifest(const std::string& path, const Job& defaults,
                                const std::string& out_dir);
+
+// Node kinds as JSON objects {kind, count, supported, locations, first_node}.
+nlohmann::ordered_json kinds_json(const std::vector<NodeKindCount>& kinds);
 
 // The --report document: one object per model.
 std::string report_json(const std::vector<JobResult>& results);

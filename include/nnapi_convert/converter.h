@@ -17,6 +17,16 @@ namespace nnapi_convert {
 
 class PendingFile;  // util/output_file.h
 
+// A node kind of a model: how many nodes, where in the user's code (file:line,
+// each place once), and whether nnapi-convert lowers it.
+struct NodeKindCount {
+  std::string kind;  // "aten::conv2d"
+  int64_t count = 0;
+  bool supported = false;
+  std::vector<std::string> locations;
+  std::string first_node;  // the first such node as TorchScript prints it
+};
+
 // A failure the user can act on. exit_code: 1 = the model cannot be
 // converted, 2 = a usage error (bad arguments or specs).
 class ConvertError : public std::runtime_error {
@@ -32,9 +42,13 @@ class ConvertError : public std::runtime_error {
   // location (file:line), when the failure is a node's.
   const std::string& node() const { return node_; }
   const std::string& location() const { return location_; }
+  // The node kinds nnapi-convert cannot lower, when that is the failure.
+  const std::vector<NodeKindCount>& unsupported() const { return unsupported_; }
+  void set_unsupported(std::vector<NodeKindCount> kinds) { unsupported_ = std::move(kinds); }
 
  private:
   int exit_code_;
+  std::vector<NodeKindCount> unsupported_;
   std::string node_;
   std::string location_;
 };
@@ -86,6 +100,13 @@ struct Conversion {
 // reference converter's text (`torch.float32`), or with ScalarType numbers
 // (`dtype=6`) for TorchScript compiled from C++.
 std::vector<std::string> prepare_lines(const Conversion& c, bool numeric_dtypes);
+
+// A node kind nnapi-convert handles: the op family that lowers it (or
+// "folded": evaluated during conversion) and what to know about it.
+struct SupportedKind {
+  std::string kind, family, note;
+};
+std::vector<SupportedKind> supported_node_kinds();
 
 // Loads, freezes, rewrites and lowers the model. Throws ConvertError.
 Conversion convert(const ConvertOptions& options);

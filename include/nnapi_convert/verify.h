@@ -28,6 +28,9 @@ struct VerifyOptions {
   // elements is off by one quantum (test_nnapi.py's limit: 3% of the output).
   double max_off_by_one_share = 0.03;
   uint64_t seed = 0;  // torch::manual_seed before the inputs are drawn
+  // A torch.save'd tensor, or tuple or list of tensors (one per input): the
+  // inputs to run instead of random ones (`shapes` and `seed` are then unused).
+  std::string input_file;
   // libneuralnetworks.so to load; empty = search (see load_nnapi_runtime).
   std::string runtime_library;
 };
@@ -45,6 +48,7 @@ struct OutputCheck {
   int64_t numel = 0;
   bool ok = false;
   std::string problem;  // why not ok, one line; empty when ok
+  std::string warning;  // a check that proves little (a constant output), or empty
 
   double off_by_one_share() const { return numel ? double(off_by_one) / double(numel) : 0.0; }
 };
@@ -83,6 +87,12 @@ std::vector<at::Tensor> make_verify_inputs(const std::vector<InputSpec>& specs, 
 // then $NNAPI_CONVERT_RUNTIME (a file or a directory), then the dynamic
 // loader's own search (LD_LIBRARY_PATH, ...). Returns the path loaded; loads
 // once per process. Throws ConvertError(1) saying where it looked.
+// The tensors of a --verify-input file, checked against the specs (count,
+// dtype, the fixed dimensions); NHWC inputs made channels-last. Throws
+// ConvertError(2).
+std::vector<at::Tensor> load_verify_inputs(const std::string& path,
+                                           const std::vector<InputSpec>& specs, bool nhwc_all);
+
 std::string load_nnapi_runtime(const std::string& explicit_path = "");
 
 // The scale of the quantized operand each model output of a converted module

@@ -1,199 +1,112 @@
-// nnapi-convert: the command line. Parses arguments, calls the library,
-// reports errors as one paragraph with exit status 1 (model) or 2 (usage).
-#include <c10/util/Exception.h>
+// nnapi-convert: the command line. Parses arguments and runs one command:
+// convert (the default), check, inspect or list-ops. Errors are one paragraph
+// with exit status 1 (model) or 2 (usage).
 #include <malloc.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <torch/version.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
-#include <nlohmann/json.hpp>
-#include <sstream>
-#include <thread>
 
-#include "core/isolation.h"
-#include "nnapi_convert/batch.h"
-#include "nnapi_convert/converter.h"
-#include "nnapi_convert/inspect.h"
-#include "nnapi_convert/verify.h"
+#include "cli/cli.h"
 #include "util/output_file.h"
 
 namespace fs = std::filesystem;
 using namespace nnapi_convert;
+using namespace nnapi_convert::cli;
 
 namespace {
 
-struct Args {
-  std::vector<std::string> models;
-  std::vector<std::string> input_specs;
-  std::vector<std::string> return_shapes;
-  std::string output;
-  std::string out_dir;
-  std::string parts;
-  std::string preference = "sustained-speed";
-  bool nhwc = false;
-  bool int16 = false;
-  bool relax = false;
-  bool fuse = false;
-  bool lite = false;
-  bool timings = false;
-  bool verbose = false;
-  bool quiet = false;
-  bool verify = false;
-  std::vector<std::string> verify_shapes;
-  double atol = 1e-4;
-  double rtol = 1e-4;
-  std::string manifest;
-  std::string report;
-  int jobs = 0;
-  double timeout = 1800;
-};
+const char* const kCommands[] = {"convert", "check", "inspect", "list-ops"};
 
-// --verify: the parsed options (throws ConvertError(2) on a bad --verify-shape).
-VerifyOptions verify_options(const Args& a) {
-  VerifyOptions v;
-  for (const std::string& s : a.verify_shapes) v.shapes.push_back(parse_verify_shape(s));
-  v.atol = a.atol;
-  v.rtol = a.rtol;
-  return v;
-}
+const char* const kFooter = R"(Examples:
+  nnapi-convert model.pt --input 1x3x224x224 --nhwc         writes model.nnapi.pt
+  nnapi-convert model.pt --input 1x3x0x0,nhwc -o out.pt     flexible height and width
+  nnapi-convert q.pt --input 1x3x224x224,dtype=quint8,scale=0.0625,zero_point=128
+  nnapi-convert model.pt --input 1x3x224x224 --verify       check it on the host runtime
+  nnapi-convert a.pt b.pt --input 1x3x224x224 --out-dir out --report - --junit j.xml
+  nnapi-convert check model.pt --input 1x3x224x224          what converts, writes nothing
+  nnapi-convert inspect model.nnapi.pt                      what the device will see
+  nnapi-convert list-ops                                    the node kinds it lowers
 
-// --verify results: one line per output on stdout; a paragraph on failure.
-void print_verify(const Args& a, const JobResult& r) {
-  const VerifyReport& v = *r.verify;
-  spdlog::debug("verify: runtime {}", v.runtime_library);
-  std::string shapes;
-  for (const auto& s : v.shapes) {
-    std::string d;
-    for (int64_t x : s) d += (d.empty() ? "" : "x") + std::to_string(x);
-    shapes += (shapes.empty() ? "" : ", ") + (s.empty() ? std::string("scalar") : d);
-  }
-  if (!a.quiet) {
-    // Standard output may carry the module (-o -) or the report (--report -).
-    std::ostream& out = a.output == "-" || a.report == "-" ? std::cerr : std::cout;
-    out << r.model << ": verify on inputs " << shapes << "\n";
-    for (size_t i = 0; i < v.outputs.size(); ++i) {
-      out << "  " << format_output_check(i, v.outputs[i]) << "\n";
+Exit status: 0 converted (and verified); 1 a model cannot be converted, or
+--verify failed (the message names the file, the node and its source line);
+2 a usage error, before any work (options, specs, a manifest, output paths).)";
+
+// Edits between a and b (Levenshtein), to suggest a command for a typo.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+      diag = up;
     }
-    out.flush();
   }
-  if (v.ok) return;
-  std::string why;
-  for (size_t i = 0; i < v.outputs.size(); ++i) {
-    if (!v.outputs[i].ok) why += " Output " + std::to_string(i) + ": " + v.outputs[i].problem + ".";
-  }
-  spdlog::error(
-      "model '{}': the converted module '{}' does not match the model on seeded random "
-      "inputs of shape {} (float outputs: |nnapi - model| <= atol {} + rtol {} * |model|; "
-      "quantized: at most 3% of elements off by one quantum, none by more).{}",
-      r.model, r.output, shapes, a.atol, a.rtol, why);
+  return row[b.size()];
 }
 
-// What happened to one model: errors always; a progress line on a terminal
-// (or with -v), timings with --timings.
-void report_progress(const Args& a, bool terminal, size_t done, size_t total, const JobResult& r) {
-  // A verify mismatch is explained by print_verify; every other failure here.
-  bool verify_ran = r.verify.has_value();
-  if (!r.ok && !verify_ran) spdlog::error("{}", r.error);
-  if (r.ok || verify_ran) {
-    if (terminal || a.verbose) {
-      spdlog::info("[{}/{}] {} -> {} ({} operands, {} operations, {} weight bytes, {:.0f} ms)",
-                   done, total, r.model, r.output, r.operand_count, r.operation_count,
-                   r.weight_bytes, r.total_ms);
+// `nnapi-convert inpsect x.pt`: a first word that is no file, has no path or
+// extension, and is close to a command, is a mistyped command (exit 2).
+int mistyped_command(int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return 0;
+  const std::string word = argv[1];
+  std::error_code ec;
+  if (word.find_first_of("./") != std::string::npos || fs::exists(word, ec)) return 0;
+  for (const char* command : kCommands) {
+    if (word == command) return 0;
+  }
+  for (const char* command : kCommands) {
+    if (edit_distance(word, command) <= 2) {
+      spdlog::error(
+          "unknown command '{}'; did you mean '{}'? (nnapi-convert --help lists the "
+          "commands)",
+          word, command);
+      return 2;
     }
-    if (a.timings) {
-      const PhaseTimes& t = r.times;
-      spdlog::info(
-          "{}: timings (ms): load {:.2f}, freeze {:.2f}, lower {:.3f}, serialize {:.3f}, "
-          "write {:.2f}",
-          r.model, t.load_ms, t.freeze_ms, t.lower_ms, t.serialize_ms, t.write_ms);
-    }
-    if (r.verify) print_verify(a, r);
   }
+  return 0;
 }
 
-// `nnapi-convert inspect FILE [--json]`: what the device will see.
-int run_inspect(int argc, char** argv) {
-  std::string file;
-  bool json = false;
-  double timeout = 1800;
-  CLI::App app{
-      "Print the NNAPI model inside a .nnapi.pt or ser_model.bin, checked as strictly "
-      "as PyTorch's on-device loader checks it.",
-      "nnapi-convert inspect"};
-  app.add_option("file", file, ".nnapi.pt module or raw ser_model.bin")->required();
-  app.add_flag("--json", json, "Print one JSON object");
-  app.add_option("--timeout", timeout, "Seconds before giving up (default 1800; 0 = no limit)")
-      ->check(CLI::NonNegativeNumber);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "nnapi-convert inspect: " << e.what() << "\n";
-    return 2;
-  }
-  // In a worker process, as conversions are: loading a module runs its code.
-  IsolationOptions iso;
-  iso.timeout_s = timeout;
-  std::string result = run_isolated(
-      1, iso,
-      [&](size_t) {
-        std::ostringstream out, err;
-        int status = inspect_main(file, json, out, err);
-        return nlohmann::json{{"status", status}, {"out", out.str()}, {"err", err.str()}}.dump(
-            -1, ' ', false, nlohmann::json::error_handler_t::replace);
-      },
-      [&](size_t, const TaskFailure& how) {
-        std::string err = "nnapi-convert inspect: " + file + ": reading it " + how.describe() +
-                          "; the file is malformed or was crafted\n";
-        return nlohmann::json{{"status", 1}, {"out", ""}, {"err", err}}.dump(
-            -1, ' ', false, nlohmann::json::error_handler_t::replace);
-      },
-      nullptr)[0];
-  nlohmann::json r = nlohmann::json::parse(result);
-  std::cout << r["out"].get<std::string>();
-  std::cerr << r["err"].get<std::string>();
-  return r["status"].get<int>();
-}
-
-int run(int argc, char** argv) {
-  if (argc >= 2 && std::string(argv[1]) == "inspect") return run_inspect(argc - 1, argv + 1);
-  Args a;
-  CLI::App app{
-      "Convert TorchScript models to Android NNAPI models, as PyTorch's "
-      "convert_model_to_nnapi does, in one native binary.",
-      "nnapi-convert"};
-  app.set_version_flag("--version", std::string("nnapi-convert ") + NNAPI_CONVERT_VERSION);
-  app.add_option("models", a.models, "TorchScript model file(s) (torch.jit.save)");
+// The options of convert and check, on the top-level command (`convert` and
+// `check` take them after their name too).
+void add_conversion_options(CLI::App& app, Args& a, std::vector<CLI::Option*>& paths) {
   app.add_option("--input", a.input_specs,
                  "One per model input, in order: DIMS[,dtype=float32|int32|quint8|int16]"
-                 "[,scale=S][,zero_point=Z][,nhwc]; DIMS like 1x3x224x224, 0 = flexible");
-  auto* manifest_opt =
-      app.add_option("--manifest", a.manifest,
-                     "JSON list of {model, inputs, output, options} for models that need different "
-                     "inputs (see README)");
+                 "[,scale=S][,zero_point=Z][,nhwc]; DIMS like 1x3x224x224, 0 = flexible")
+      ->allow_extra_args(false);
+  paths.push_back(app.add_option(
+      "--manifest", a.manifest,
+      "JSON list of {model, inputs, output, options} for models that need different inputs "
+      "(see README)"));
   app.add_option("-j,--jobs", a.jobs, "Models converted at a time (default: the number of cores)")
       ->check(CLI::Range(1, 256));
-  auto* report_opt = app.add_option(
+  paths.push_back(app.add_option(
       "--report", a.report,
       "Write a JSON report (- for standard output): per model its status, output, error with "
-      "node and source, operand and operation counts, weight bytes and phase times");
+      "node, source and the unsupported node kinds, operand and operation counts, weight bytes "
+      "and phase times"));
+  paths.push_back(app.add_option("--junit", a.junit,
+                                 "Write a JUnit XML report for CI (one test case per model)"));
   app.add_option("--timeout", a.timeout,
                  "Seconds one model may take before it is stopped and fails (default 1800; 0 = "
                  "no limit). Loading a model runs its code, which may never finish")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--nhwc", a.nhwc, "Every 4-D input is channels-last (NHWC)");
-  auto* output_opt =
+  paths.push_back(
       app.add_option("-o,--output", a.output,
-                     "Output file (default: <model>.nnapi.pt beside it; - for standard output)");
-  auto* out_dir_opt =
-      app.add_option("--out-dir", a.out_dir, "Directory for outputs (several models)");
-  auto* parts_opt =
+                     "Output file (default: <model>.nnapi.pt beside it; - for standard output)"));
+  paths.push_back(app.add_option("--out-dir", a.out_dir, "Directory for outputs (several models)"));
+  paths.push_back(
       app.add_option("--parts", a.parts,
-                     "Also write ser_model.bin, weights.pt, shape_compute.py, manifest.json here");
+                     "Also write ser_model.bin, weights.pt, shape_compute.py, manifest.json here"));
   app.add_flag("--lite", a.lite, "Also write <output>.ptl for the lite interpreter");
   app.add_flag("--int16-for-qint16", a.int16, "int16 inputs carry NNAPI qint16 values");
   app.add_option("--preference", a.preference, "NNAPI compilation preference")
@@ -203,19 +116,27 @@ int run(int argc, char** argv) {
                "Fold a ReLU/ReLU6 that follows a convolution, linear or add/sub/mul/div into that "
                "operation (fewer NNAPI operations; differs from PyTorch's converter)");
   app.add_option("--return-shape", a.return_shapes,
-                 "Per output: its shape (x-joined, -1 = run-time size)");
+                 "Per output: its shape (x-joined, -1 = run-time size)")
+      ->allow_extra_args(false);
   auto* verify = app.add_flag(
       "--verify", a.verify,
       "After converting, run the model and the converted module (on the host NNAPI runtime) on "
-      "seeded random inputs and print each output's max error; exit 1 past the tolerances: "
-      "float |nnapi - model| <= atol + rtol * |model| everywhere; quantized (and dequantized) "
-      "outputs at most 3% of elements off by one quantum, none by more. The runtime is "
+      "seeded random inputs (or --verify-input) and print each output's max error; exit 1 past "
+      "the tolerances, and then the output is not written: float |nnapi - model| <= atol + "
+      "rtol * |model| everywhere; quantized (and dequantized) outputs at most 3% of elements "
+      "off by one quantum, none by more; NaN or infinity fails. The runtime is "
       "<dir of nnapi-convert>/runtime/libneuralnetworks.so, else $NNAPI_CONVERT_RUNTIME, else "
       "found on LD_LIBRARY_PATH");
   app.add_option("--verify-shape", a.verify_shapes,
                  "With --verify, once per input: its run-time size, e.g. 1x3x320x240 (default "
                  "for flexible dims: 1 for dim 0, 224 for H and W of 4-D inputs, 8 otherwise)")
+      ->allow_extra_args(false)
       ->needs(verify);
+  paths.push_back(app.add_option("--verify-input", a.verify_input,
+                                 "With --verify: real inputs instead of random ones, a file "
+                                 "written by torch.save (a tensor, or a tuple or list of tensors, "
+                                 "one per input)")
+                      ->needs(verify));
   app.add_option("--atol", a.atol, "With --verify: absolute tolerance (default 1e-4)")
       ->check(CLI::NonNegativeNumber)
       ->needs(verify);
@@ -225,6 +146,55 @@ int run(int argc, char** argv) {
   app.add_flag("--timings", a.timings, "Print the time of each phase");
   app.add_flag("-v,--verbose", a.verbose, "More output");
   app.add_flag("-q,--quiet", a.quiet, "Errors only");
+}
+
+int run(int argc, char** argv) {
+  if (int status = mistyped_command(argc, argv)) return status;
+  Args a;
+  std::vector<CLI::Option*> paths;
+  CLI::App app{
+      "Convert TorchScript models to Android NNAPI models, as PyTorch's "
+      "convert_model_to_nnapi does, in one native binary.",
+      "nnapi-convert"};
+  app.set_version_flag("--version", std::string("nnapi-convert ") + NNAPI_CONVERT_VERSION +
+                                        " (LibTorch " + TORCH_VERSION + ")");
+  app.footer(kFooter);
+  app.require_subcommand(0, 1);
+  app.add_option("models", a.models, "TorchScript model file(s) (torch.jit.save)");
+  add_conversion_options(app, a, paths);
+
+  std::vector<std::string> command_models;
+  CLI::App* convert = app.add_subcommand("convert", "Convert models (the default command)");
+  convert->fallthrough();
+  convert->add_option("models", command_models, "TorchScript model file(s)");
+  CLI::App* check = app.add_subcommand(
+      "check",
+      "Show which node kinds of a model convert and which do not (with the lines of your code "
+      "that use them), and whether the whole model converts; writes nothing. Takes the "
+      "conversion options (--input, --nhwc, ...). Exit 1 if a model does not convert");
+  check->fallthrough();
+  check->add_option("models", command_models, "TorchScript model file(s)");
+  check->add_flag("--json", a.json, "Print one JSON document");
+
+  std::string inspect_file;
+  bool inspect_json = false;
+  double inspect_timeout = 1800;
+  CLI::App* inspect = app.add_subcommand(
+      "inspect",
+      "Print the NNAPI model inside a .nnapi.pt or ser_model.bin, checked as strictly as "
+      "PyTorch's on-device loader checks it");
+  inspect->add_option("file", inspect_file, ".nnapi.pt module or raw ser_model.bin")->required();
+  inspect->add_flag("--json", inspect_json, "Print one JSON object");
+  inspect
+      ->add_option("--timeout", inspect_timeout,
+                   "Seconds before giving up (default 1800; 0 = no limit)")
+      ->check(CLI::NonNegativeNumber);
+
+  bool list_json = false;
+  CLI::App* list_ops =
+      app.add_subcommand("list-ops", "List the TorchScript node kinds nnapi-convert lowers");
+  list_ops->add_flag("--json", list_json, "Print a JSON list");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -238,96 +208,13 @@ int run(int argc, char** argv) {
   spdlog::set_level(a.quiet     ? spdlog::level::err
                     : a.verbose ? spdlog::level::debug
                                 : spdlog::level::info);
-
-  // Everything a user can get wrong is checked before any work: exit 2.
-  std::vector<Job> jobs;
-  try {
-    Job defaults;
-    for (CLI::Option* o : {output_opt, report_opt, out_dir_opt, parts_opt, manifest_opt}) {
-      if (o->count() > 0 && o->as<std::string>().empty()) {
-        throw ConvertError(2, o->get_name() +
-                                  " was given an empty path; name a file or "
-                                  "directory (for -o and --report, - is standard "
-                                  "output)");
-      }
-    }
-    if (a.models.empty() && a.manifest.empty()) {
-      throw ConvertError(2, "no model given: name TorchScript model files, or a --manifest");
-    }
-    if (!a.models.empty() && a.input_specs.empty()) {
-      throw ConvertError(2,
-                         "--input is required: give one --input SPEC per model input, in "
-                         "order, e.g. --input 1x3x224x224");
-    }
-    if (!a.output.empty() && (a.models.size() > 1 || !a.manifest.empty())) {
-      throw ConvertError(2,
-                         "-o names one output file, but several models were given; use "
-                         "--out-dir for several models");
-    }
-    for (const std::string& s : a.input_specs)
-      defaults.options.inputs.push_back(parse_input_spec(s));
-    for (const std::string& s : a.return_shapes) {
-      defaults.options.return_shapes.push_back(parse_return_shape(s));
-    }
-    defaults.options.nhwc = a.nhwc;
-    defaults.options.use_int16_for_qint16 = a.int16;
-    defaults.options.relax_f32_to_f16 = a.relax;
-    defaults.options.fuse_activations = a.fuse;
-    defaults.options.compilation_preference = preference_code(a.preference);
-    defaults.lite = a.lite;
-    defaults.parts = a.parts;
-    defaults.verify = a.verify;
-    if (a.verify) defaults.verify_options = verify_options(a);
-    for (const std::string& model : a.models) {
-      Job job = defaults;
-      job.options.model_path = model;
-      job.output = a.output.empty() ? default_output_path(model, a.out_dir) : a.output;
-      jobs.push_back(std::move(job));
-    }
-    if (!a.manifest.empty()) {
-      for (Job& job : read_manifest(a.manifest, defaults, a.out_dir))
-        jobs.push_back(std::move(job));
-    }
-    for (const Job& job : jobs) {
-      if (job.verify) verify_input_shapes(job.options.inputs, job.verify_options);
-    }
-    check_output_plan(jobs, a.report, a.manifest);
-  } catch (const SpecError& e) {
-    spdlog::error("{}", e.what());
-    return 2;
-  } catch (const ConvertError& e) {
-    spdlog::error("{}", e.what());
-    return e.exit_code();
+  if (inspect->parsed()) return run_inspect(inspect_file, inspect_json, inspect_timeout);
+  if (list_ops->parsed()) return run_list_ops(list_json);
+  a.models.insert(a.models.end(), command_models.begin(), command_models.end());
+  for (CLI::Option* o : paths) {
+    if (o->count() > 0) a.given_paths.emplace_back(o->get_name(), o->as<std::string>());
   }
-  if (!a.out_dir.empty()) {
-    std::error_code ec;
-    fs::create_directories(a.out_dir, ec);
-    if (ec) {
-      spdlog::error("--out-dir '{}' cannot be created: {}", a.out_dir, ec.message());
-      return 2;
-    }
-  }
-
-  int parallel =
-      a.jobs > 0 ? a.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  bool terminal = ::isatty(STDERR_FILENO) && !a.quiet;
-  std::vector<JobResult> results =
-      run_jobs(jobs, parallel, a.timeout, [&](size_t done, size_t total, const JobResult& r) {
-        report_progress(a, terminal, done, total, r);
-      });
-  int status = 0;
-  for (const JobResult& r : results) {
-    if (!r.ok) status = std::max(status, r.exit_code == 2 && jobs.size() == 1 ? 2 : 1);
-  }
-  if (!a.report.empty()) {
-    try {
-      write_output_file(a.report, "--report", report_json(results));
-    } catch (const OutputError& e) {
-      spdlog::error("--report: {}", e.what());
-      return 1;
-    }
-  }
-  return status;
+  return check->parsed() ? run_check(a) : run_convert(a);
 }
 
 }  // namespace

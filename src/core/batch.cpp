@@ -97,6 +97,7 @@ JobResult run_job(const Job& job) {
     r.error = e.what();
     r.error_node = e.node();
     r.error_location = e.location();
+    r.unsupported = e.unsupported();
   } catch (const c10::Error& e) {
     r.exit_code = 1;
     r.error = "model '" + r.model + "': " + e.what_without_backtrace();
@@ -126,7 +127,8 @@ nlohmann::ordered_json to_json(const OutputCheck& o) {
           {"off_by_one_share", o.off_by_one_share()},
           {"numel", o.numel},
           {"ok", o.ok},
-          {"problem", o.problem}};
+          {"problem", o.problem},
+          {"warning", o.warning}};
 }
 
 // NaN and infinities travel as null (JSON has no such numbers).
@@ -147,7 +149,38 @@ OutputCheck output_check_from(const nlohmann::ordered_json& j) {
   o.numel = j.at("numel").get<int64_t>();
   o.ok = j.at("ok").get<bool>();
   o.problem = j.at("problem").get<std::string>();
+  o.warning = j.at("warning").get<std::string>();
   return o;
+}
+
+}  // namespace
+
+nlohmann::ordered_json kinds_json(const std::vector<NodeKindCount>& kinds) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const NodeKindCount& k : kinds) {
+    out.push_back({{"kind", k.kind},
+                   {"count", k.count},
+                   {"supported", k.supported},
+                   {"locations", k.locations},
+                   {"first_node", k.first_node}});
+  }
+  return out;
+}
+
+namespace {
+
+std::vector<NodeKindCount> kinds_from(const nlohmann::ordered_json& j) {
+  std::vector<NodeKindCount> out;
+  for (const nlohmann::ordered_json& k : j) {
+    NodeKindCount n;
+    n.kind = k.at("kind").get<std::string>();
+    n.count = k.at("count").get<int64_t>();
+    n.supported = k.at("supported").get<bool>();
+    n.locations = k.at("locations").get<std::vector<std::string>>();
+    n.first_node = k.at("first_node").get<std::string>();
+    out.push_back(std::move(n));
+  }
+  return out;
 }
 
 nlohmann::ordered_json to_json(const JobResult& r) {
@@ -164,6 +197,7 @@ nlohmann::ordered_json to_json(const JobResult& r) {
     j["error"] = {{"message", r.error},
                   {"node", or_null(r.error_node)},
                   {"source", or_null(r.error_location)}};
+    if (!r.unsupported.empty()) j["unsupported"] = kinds_json(r.unsupported);
   }
   if (r.operation_count > 0) {
     j["operand_count"] = r.operand_count;
@@ -196,6 +230,7 @@ JobResult job_result_from(const nlohmann::ordered_json& j, const std::string& ou
     r.error = e.at("message").get<std::string>();
     if (e.at("node").is_string()) r.error_node = e.at("node").get<std::string>();
     if (e.at("source").is_string()) r.error_location = e.at("source").get<std::string>();
+    if (j.contains("unsupported")) r.unsupported = kinds_from(j.at("unsupported"));
   }
   if (j.contains("operation_count")) {
     r.operand_count = j.at("operand_count").get<int64_t>();
@@ -218,6 +253,19 @@ JobResult job_result_from(const nlohmann::ordered_json& j, const std::string& ou
     r.verify = std::move(rep);
   }
   return r;
+}
+
+// What to do about a model whose worker did not report.
+std::string worker_failure_advice(const TaskFailure& how, double timeout_s) {
+  if (!how.start_error.empty())
+    return "Raise the limit (ulimit -n, ulimit -u) or give fewer --jobs.";
+  if (how.timed_out) {
+    return "It ran for " + std::to_string(static_cast<int>(timeout_s)) +
+           " s. Loading a TorchScript model runs its code (__setstate__): a model that never "
+           "finishes loading is broken or hostile; give a longer --timeout if it is only slow.";
+  }
+  return "LibTorch failed on it: the file is malformed or was crafted. Save the model again with "
+         "torch.jit.save; if it loads in Python, please report it with the file.";
 }
 
 std::string dump(const nlohmann::ordered_json& j, int indent) {
@@ -251,16 +299,8 @@ std::vector<JobResult> run_jobs(
         r.model = jobs[i].options.model_path;
         r.output = jobs[i].output;
         r.exit_code = 1;
-        r.error =
-            "model '" + r.model + "': converting it " + how.describe() +
-            (how.timed_out ? std::string(" after ") + std::to_string(static_cast<int>(timeout_s)) +
-                                 " s. Loading a TorchScript model runs its code (__setstate__): "
-                                 "a model that never finishes loading is broken or hostile; give "
-                                 "a longer --timeout if it is only slow"
-                           : ". LibTorch failed on it: the file is malformed or was crafted. Save "
-                             "the model again with torch.jit.save; if it loads in Python, please "
-                             "report it with the file") +
-            ". No output was written for it.";
+        r.error = "model '" + r.model + "': converting it " + how.describe() + ". " +
+                  worker_failure_advice(how, timeout_s) + " No output was written for it.";
         return dump(to_json(r), -1);
       },
       [&](size_t i, const std::string& line) {
@@ -423,7 +463,8 @@ std::string file_key(const std::string& path) {
 
 }  // namespace
 
-void check_output_plan(const std::vector<Job>& jobs, const std::string& report,
+void check_output_plan(const std::vector<Job>& jobs,
+                       const std::vector<std::pair<std::string, std::string>>& other_outputs,
                        const std::string& manifest) {
   std::map<std::string, std::string> inputs, outputs;  // key -> description
   if (!manifest.empty()) inputs.emplace(file_key(manifest), "the manifest '" + manifest + "'");
@@ -461,7 +502,7 @@ void check_output_plan(const std::vector<Job>& jobs, const std::string& report,
       for (const std::string& p : parts_paths(job.parts)) plan(p, "--parts file", model);
     }
   }
-  if (!report.empty()) plan(report, "--report", "");
+  for (const auto& [path, what] : other_outputs) plan(path, what, "");
 }
 
 std::string report_json(const std::vector<JobResult>& results) {

@@ -5,43 +5,93 @@
 #include <torch/csrc/jit/frontend/source_range.h>
 #include <torch/csrc/jit/runtime/operator.h>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <set>
 #include <sstream>
 
 #include "core/loader.h"
 #include "lower/registry.h"
+#include "nnapi_convert/check.h"
 #include "serialize/pyrepr.h"
 
 namespace nnapi_convert {
+
+Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& options);
+
 namespace {
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// "model.py:12", where the node came from, or "".
-std::string node_location(const Node* node) {
-  torch::jit::SourceRange sr = node->sourceRange();
-  if (auto orig = sr.findSourceRangeThatGenerated()) sr = *orig;
-  if (auto loc = sr.file_line_col()) {
-    return std::get<0>(*loc) + ":" + std::to_string(std::get<1>(*loc));
+// Whether `file` is PyTorch's own Python code (torch.nn.functional, ...).
+bool is_torch_file(const std::string& file) {
+  for (const char* dir : {"/site-packages/torch/", "/dist-packages/torch/"}) {
+    if (file.find(dir) != std::string::npos) return true;
   }
-  return "";
+  return file.compare(0, 6, "torch/") == 0;
 }
 
-// "aten::foo at model.py:12" plus the node as TorchScript prints it.
-std::string describe_node(const Node* node) {
-  std::ostringstream os;
-  os << "node " << node->kind().toQualString();
-  std::string location = node_location(node);
-  if (!location.empty()) os << " at " << location;
+// The frames a source range names, innermost first: a traced node's range
+// is the Python stack when it was traced ("file.py(12): forward" lines); a
+// scripted node's is one place in its TorchScript source.
+std::vector<std::string> frames_of(torch::jit::SourceRange sr) {
+  if (auto orig = sr.findSourceRangeThatGenerated()) sr = *orig;
+  std::vector<std::string> frames;
+  if (sr.source()) {
+    std::string text(sr.text().str());
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+      size_t close = line.find("): ");
+      size_t open = close == std::string::npos ? close : line.rfind('(', close);
+      if (open == std::string::npos || open == 0) continue;
+      std::string number = line.substr(open + 1, close - open - 1);
+      if (number.empty() || number.find_first_not_of("0123456789") != std::string::npos) continue;
+      frames.push_back(line.substr(0, open) + ":" + number);
+    }
+  }
+  if (frames.empty()) {
+    if (auto loc = sr.file_line_col()) {
+      frames.push_back(std::get<0>(*loc) + ":" + std::to_string(std::get<1>(*loc)));
+    }
+  }
+  return frames;
+}
+
+// "model.py:12": the innermost place in the user's code that made the node
+// (skipping PyTorch's own modules and functionals), else its own place, or "".
+std::string node_location(const Node* node) {
+  std::vector<torch::jit::SourceRange> ranges = {node->sourceRange()};
+  if (auto cs = node->callstack()) {
+    std::vector<torch::jit::InlinedCallStackEntry> calls = (*cs)->vec();  // outermost first
+    for (auto it = calls.rbegin(); it != calls.rend(); ++it) ranges.push_back(std::get<1>(*it));
+  }
+  std::string first;
+  for (const torch::jit::SourceRange& sr : ranges) {
+    for (const std::string& frame : frames_of(sr)) {
+      if (first.empty()) first = frame;
+      if (!is_torch_file(frame)) return frame;
+    }
+  }
+  return first;
+}
+
+// The node as TorchScript prints it, in backquotes.
+std::string node_text(const Node* node) {
   std::ostringstream text;
   node->print(text, 0, nullptr, /*print_source_locations=*/false);
   std::string t = text.str();
   while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
-  os << " (`" << t << "`)";
-  return os.str();
+  return "`" + t + "`";
+}
+
+// "node aten::foo at model.py:12 (`...`)"
+std::string describe_node(const Node* node) {
+  std::string location = node_location(node);
+  return "node " + std::string(node->kind().toQualString()) +
+         (location.empty() ? "" : " at " + location) + " (" + node_text(node) + ")";
 }
 
 ConvertError node_error(const std::string& path, const Node* ret, const Node* current,
@@ -88,7 +138,7 @@ Operand operand_for_input(const InputSpec& spec, bool nhwc_all, bool use_int16) 
 
 // Scalar and shape arithmetic that traced models carry (x.size(0) // 2, ...).
 // With fixed input sizes every input is a constant, so it runs once here.
-bool is_foldable(c10::Symbol kind) {
+const std::set<c10::Symbol>& foldable_kinds() {
   static const std::set<c10::Symbol> kinds = [] {
     std::set<c10::Symbol> out;
     for (const char* name : {
@@ -102,8 +152,10 @@ bool is_foldable(c10::Symbol kind) {
     }
     return out;
   }();
-  return kinds.count(kind) != 0;
+  return kinds;
 }
+
+bool is_foldable(c10::Symbol kind) { return foldable_kinds().count(kind) != 0; }
 
 // Runs `node` on its constant inputs and records its outputs as constants.
 // Returns false when the node is not foldable or an input is not constant.
@@ -123,30 +175,121 @@ bool try_fold(LoweringContext& cx, const Node* node) {
   return true;
 }
 
-void check_supported(const torch::jit::Graph& graph, const std::string& path) {
+// Every node kind of the graph, in order of first use, with whether the
+// lowering table (or constant folding) handles it.
+std::vector<NodeKindCount> census(const torch::jit::Graph& graph) {
   const LoweringTable& table = lowering_table();
-  std::vector<std::string> missing;
+  std::vector<NodeKindCount> kinds;
+  std::map<c10::Symbol, size_t> index;
   for (const Node* node : graph.nodes()) {
-    if (!table.find(node->kind()) && !is_foldable(node->kind())) {
-      missing.push_back(describe_node(node));
+    auto [it, fresh] = index.emplace(node->kind(), kinds.size());
+    if (fresh) {
+      NodeKindCount k;
+      k.kind = node->kind().toQualString();
+      k.supported = table.find(node->kind()) || is_foldable(node->kind());
+      k.first_node = node_text(node);
+      kinds.push_back(std::move(k));
     }
+    NodeKindCount& k = kinds[it->second];
+    ++k.count;
+    std::string location = node_location(node);
+    if (!location.empty() &&
+        std::find(k.locations.begin(), k.locations.end(), location) == k.locations.end()) {
+      k.locations.push_back(location);
+    }
+  }
+  return kinds;
+}
+
+void check_supported(const torch::jit::Graph& graph, const std::string& path) {
+  std::vector<NodeKindCount> missing;
+  int64_t nodes = 0;
+  for (NodeKindCount& k : census(graph)) {
+    if (k.supported) continue;
+    nodes += k.count;
+    missing.push_back(std::move(k));
   }
   if (missing.empty()) return;
   std::ostringstream os;
-  os << "model '" << path << "' uses " << missing.size()
-     << " node(s) that nnapi-convert cannot lower to NNAPI:";
-  for (const std::string& m : missing) os << "\n  - " << m;
-  os << "\nRewrite these parts of the model with supported operators, or run them outside the "
-        "NNAPI model.";
-  throw ConvertError(1, os.str());
+  os << "model '" << path << "' uses " << nodes << " node(s) of " << missing.size()
+     << " kind(s) that nnapi-convert cannot lower to NNAPI:";
+  constexpr size_t kShown = 3;
+  for (const NodeKindCount& k : missing) {
+    os << "\n  - " << k.kind;
+    if (!k.locations.empty()) os << " at ";
+    for (size_t i = 0; i < k.locations.size() && i < kShown; ++i) {
+      os << (i ? ", " : "") << k.locations[i];
+    }
+    if (k.locations.size() > kShown) os << " and " << k.locations.size() - kShown << " more places";
+    os << (k.count > 1 ? " (" + std::to_string(k.count) + " nodes; the first: " : " (")
+       << k.first_node << ")";
+  }
+  os << "\nRewrite these parts of the model with supported operators (nnapi-convert list-ops "
+        "lists them), or run them outside the NNAPI model.";
+  ConvertError e(1, os.str());
+  e.set_unsupported(std::move(missing));
+  throw e;
 }
 
 }  // namespace
 
+std::vector<SupportedKind> supported_node_kinds() {
+  std::vector<SupportedKind> out;
+  for (const LoweringTable::Entry& e : lowering_table().entries()) {
+    out.push_back({e.kind, e.family, e.note});
+  }
+  std::vector<SupportedKind> folded;
+  for (c10::Symbol kind : foldable_kinds()) {
+    if (lowering_table().find(kind)) continue;
+    folded.push_back({kind.toQualString(), "folded",
+                      "computed during conversion when its inputs are constant (shape "
+                      "arithmetic); on flexible sizes only where the shape-compute script can"});
+  }
+  std::sort(folded.begin(), folded.end(),
+            [](const SupportedKind& a, const SupportedKind& b) { return a.kind < b.kind; });
+  out.insert(out.end(), folded.begin(), folded.end());
+  return out;
+}
+
 Conversion convert(const ConvertOptions& options) {
-  Conversion result;
+  PhaseTimes times;
   torch::jit::Module module =
-      load_frozen_model(options.model_path, &result.times.load_ms, &result.times.freeze_ms);
+      load_frozen_model(options.model_path, &times.load_ms, &times.freeze_ms);
+  Conversion result = lower_module(module, options);
+  result.times.load_ms = times.load_ms;
+  result.times.freeze_ms = times.freeze_ms;
+  return result;
+}
+
+CheckReport check_model(const ConvertOptions& options) {
+  CheckReport r;
+  r.model = options.model_path;
+  torch::jit::Module module =
+      load_frozen_model(options.model_path, &r.times.load_ms, &r.times.freeze_ms);
+  std::shared_ptr<torch::jit::Graph> graph = module.get_method("forward").graph();
+  for (const Node* node : graph->nodes()) {
+    (void)node;
+    ++r.node_count;
+  }
+  r.kinds = census(*graph);
+  try {
+    Conversion c = lower_module(module, options);
+    r.converts = true;
+    r.operand_count = c.operand_count;
+    r.operation_count = c.operation_count;
+    r.operations = c.operations;
+    r.times.lower_ms = c.times.lower_ms;
+  } catch (const ConvertError& e) {
+    if (e.exit_code() == 2) throw;
+    r.error = e.what();
+    r.error_node = e.node();
+    r.error_location = e.location();
+  }
+  return r;
+}
+
+Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& options) {
+  Conversion result;
   auto t0 = std::chrono::steady_clock::now();
   std::shared_ptr<torch::jit::Graph> graph = module.get_method("forward").graph();
   const std::string& path = options.model_path;

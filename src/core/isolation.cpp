@@ -144,6 +144,9 @@ struct Worker {
 }  // namespace
 
 std::string TaskFailure::describe() const {
+  if (!start_error.empty()) {
+    return "could not start: no worker process can be made (" + start_error + ")";
+  }
   if (timed_out) return "did not finish within the time limit (--timeout) and was stopped";
   if (signal != 0) {
     const char* name = sigabbrev_np(signal);
@@ -168,11 +171,13 @@ std::vector<std::string> run_isolated(
       if (w.sock >= 0) fds.push_back(w.sock);
     return fds;
   };
+  std::string spawn_error;
+  // Starts a worker; false (and spawn_error) when the system refuses one.
   auto spawn = [&](Worker& w) {
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-      throw std::runtime_error(std::string("cannot start a worker process: ") +
-                               std::strerror(errno));
+      spawn_error = std::strerror(errno);
+      return false;
     }
     std::vector<int> inherited = parent_fds();
     inherited.push_back(sv[0]);
@@ -181,10 +186,10 @@ std::vector<std::string> run_isolated(
     std::fflush(nullptr);
     pid_t pid = ::fork();
     if (pid < 0) {
+      spawn_error = std::strerror(errno);
       ::close(sv[0]);
       ::close(sv[1]);
-      throw std::runtime_error(std::string("cannot start a worker process: ") +
-                               std::strerror(errno));
+      return false;
     }
     if (pid == 0) worker_main(sv[1], self, inherited, work);
     ::close(sv[1]);
@@ -192,6 +197,7 @@ std::vector<std::string> run_isolated(
     w = Worker();
     w.pid = pid;
     w.sock = sv[0];
+    return true;
   };
   auto finish = [&](size_t task, std::string result) {
     results[task] = std::move(result);
@@ -227,17 +233,30 @@ std::vector<std::string> run_isolated(
     long task = w.task;
     w.task = -1;
     if (task >= 0) finish(static_cast<size_t>(task), failed(static_cast<size_t>(task), how));
-    if (next < n) {
-      spawn(w);
-      assign(w);
-    }
+    if (next < n && spawn(w)) assign(w);
   };
 
+  // As many workers as the system allows, up to `parallel`.
   for (Worker& w : workers) {
-    spawn(w);
+    if (!spawn(w)) break;
     assign(w);
   }
   while (finished < n) {
+    bool any_alive =
+        std::any_of(workers.begin(), workers.end(), [](const Worker& w) { return w.sock >= 0; });
+    if (!any_alive && next < n && spawn(workers[0])) {
+      assign(workers[0]);
+      any_alive = true;
+    }
+    if (!any_alive) {  // no worker can be started: every remaining task fails, named
+      TaskFailure how;
+      how.start_error = spawn_error;
+      while (next < n) {
+        size_t task = next++;
+        finish(task, failed(task, how));
+      }
+      break;
+    }
     std::vector<pollfd> fds;
     std::vector<Worker*> polled;
     int wait_ms = -1;

@@ -19,6 +19,7 @@ struct TaskFailure {
   bool timed_out = false;
   int signal = 0;                // the signal that ended the worker, or 0
   int exit_code = 0;             // its exit status when no signal ended it
+  std::string start_error;       // no worker could be started (EMFILE, EAGAIN, ...)
   std::string describe() const;  // "crashed with SIGSEGV (segmentation fault)", ...
 };
 

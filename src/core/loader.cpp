@@ -93,6 +93,14 @@ torch::jit::Module load_frozen_model(const std::string& path, double* load_ms, d
   check_torchscript_archive(path, "model file");
   torch::jit::Module module = load_torchscript(path, "model file");
   *load_ms = ms_since(t0);
+  if (module.hasattr("mod") && module.attr("mod").isModule() &&
+      module.attr("mod").toModule().hasattr("ser_model")) {
+    throw ConvertError(1, "model '" + path +
+                              "' is already a converted NNAPI module (it holds a serialized "
+                              "NNAPI model, 'mod.ser_model'); convert the original TorchScript "
+                              "model instead, or run `nnapi-convert inspect " +
+                              path + "` to see what this one holds");
+  }
   if (module.hasattr("training") && module.is_training()) {
     throw ConvertError(1, "model '" + path +
                               "' was saved in training mode; call .eval() on the "

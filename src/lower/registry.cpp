@@ -1,9 +1,28 @@
 #include "lower/registry.h"
 
+#include <algorithm>
+#include <tuple>
+#include <utility>
+
 namespace nnapi_convert {
 
 void LoweringTable::add(const std::string& kind, LowerFn fn) {
   fns_[c10::Symbol::fromQualString(kind)] = std::move(fn);
+  entries_[kind] = Entry{kind, family_, ""};
+}
+
+void LoweringTable::note(const std::string& kind, std::string text) {
+  auto it = entries_.find(kind);
+  if (it != entries_.end()) it->second.note = std::move(text);
+}
+
+std::vector<LoweringTable::Entry> LoweringTable::entries() const {
+  std::vector<Entry> out;
+  for (const auto& kv : entries_) out.push_back(kv.second);
+  std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) {
+    return std::tie(a.family, a.kind) < std::tie(b.family, b.kind);
+  });
+  return out;
 }
 
 const LowerFn* LoweringTable::find(c10::Symbol kind) const {
@@ -14,16 +33,31 @@ const LowerFn* LoweringTable::find(c10::Symbol kind) const {
 const LoweringTable& lowering_table() {
   static const LoweringTable table = [] {
     LoweringTable t;
-    register_graph_ops(t);
-    register_shape_ops(t);
-    register_pointwise_ops(t);
-    register_pooling_ops(t);
-    register_convolution_ops(t);
-    register_linear_ops(t);
-    register_quantized_ops(t);
-    register_activation_ops(t);
-    register_normalization_ops(t);
-    register_padding_ops(t);
+    const std::pair<const char*, void (*)(LoweringTable&)> families[] = {
+        {"graph", register_graph_ops},
+        {"shape", register_shape_ops},
+        {"pointwise", register_pointwise_ops},
+        {"pooling", register_pooling_ops},
+        {"convolution", register_convolution_ops},
+        {"linear", register_linear_ops},
+        {"quantized", register_quantized_ops},
+        {"activation", register_activation_ops},
+        {"normalization", register_normalization_ops},
+        {"padding", register_padding_ops},
+    };
+    for (const auto& [family, register_family] : families) {
+      t.set_family(family);
+      register_family(t);
+    }
+    // What a user of list-ops should know beyond "supported".
+    t.note("aten::avg_pool2d",
+           "padding with count_include_pad becomes PAD then AVERAGE_POOL_2D (PyTorch's converter "
+           "passes the padding to AVERAGE_POOL_2D, which does not count padded cells)");
+    t.note("aten::upsample_bilinear2d", "flexible height or width is refused");
+    t.note("aten::adaptive_avg_pool2d",
+           "output size must divide the input size; flexible height or width is refused");
+    t.note("aten::linear", "needs a bias");
+    t.note("aten::max_pool2d", "ceil_mode over a flexible height or width is refused");
     return t;
   }();
   return table;

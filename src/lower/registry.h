@@ -15,12 +15,24 @@ using LowerFn = std::function<void(LoweringContext&, const Node*)>;
 
 class LoweringTable {
  public:
+  // Kinds added from now on belong to `family` (the file that lowers them).
+  void set_family(std::string family) { family_ = std::move(family); }
   void add(const std::string& kind, LowerFn fn);
+  // A remark for list-ops on a kind already added (a limit, a decomposition).
+  void note(const std::string& kind, std::string text);
   // By interned symbol: no string is built per node.
   const LowerFn* find(c10::Symbol kind) const;
 
+  struct Entry {
+    std::string kind, family, note;
+  };
+  // Every kind, sorted by family then kind.
+  std::vector<Entry> entries() const;
+
  private:
   std::unordered_map<c10::Symbol, LowerFn> fns_;
+  std::unordered_map<std::string, Entry> entries_;
+  std::string family_;
 };
 
 // Shape arithmetic on load-time ints (symbolic.cpp): lowers `node` and

@@ -7,11 +7,16 @@
 #include <c10/util/Exception.h>
 #include <dlfcn.h>
 #include <torch/csrc/jit/serialization/import.h>
+#include <torch/csrc/jit/serialization/pickle.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <limits>
 #include <mutex>
@@ -212,6 +217,63 @@ std::vector<at::Tensor> make_verify_inputs(const std::vector<InputSpec>& specs, 
   return inputs;
 }
 
+std::vector<at::Tensor> load_verify_inputs(const std::string& path,
+                                           const std::vector<InputSpec>& specs, bool nhwc_all) {
+  auto refuse = [&](const std::string& why) {
+    throw ConvertError(2, "--verify-input '" + path + "': " + why);
+  };
+  std::ifstream f(path, std::ios::binary);
+  if (!f) refuse(std::string("cannot be read: ") + std::strerror(errno));
+  std::vector<char> bytes((std::istreambuf_iterator<char>(f)), {});
+  c10::IValue v;
+  try {
+    v = torch::jit::pickle_load(bytes);
+  } catch (const c10::Error& e) {
+    refuse(
+        "is not a file written by torch.save (a tensor, or a tuple or list of tensors, one per "
+        "input): " +
+        std::string(e.what_without_backtrace()));
+  }
+  std::vector<at::Tensor> inputs;
+  if (v.isTensor()) {
+    inputs.push_back(v.toTensor());
+  } else if (v.isTuple() || v.isList()) {
+    for (const c10::IValue& t :
+         v.isTuple() ? v.toTupleRef().elements().vec() : v.toListRef().vec()) {
+      if (!t.isTensor()) refuse("holds something other than tensors");
+      inputs.push_back(t.toTensor());
+    }
+  } else {
+    refuse("holds a " + v.tagKind() + ", not a tensor or a tuple or list of tensors");
+  }
+  if (inputs.size() != specs.size()) {
+    refuse("holds " + std::to_string(inputs.size()) + " tensor(s), but the model has " +
+           std::to_string(specs.size()) + " --input spec(s)");
+  }
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const InputSpec& spec = specs[i];
+    at::Tensor& t = inputs[i];
+    const at::ScalarType want = spec.dtype == InputDType::Float32  ? at::kFloat
+                                : spec.dtype == InputDType::QUInt8 ? at::kQUInt8
+                                : spec.dtype == InputDType::Int32  ? at::kInt
+                                                                   : at::kShort;
+    if (t.scalar_type() != want) {
+      refuse("tensor " + std::to_string(i) + " is " + c10::toString(t.scalar_type()) +
+             ", but --input '" + spec.text + "' says " + c10::toString(want));
+    }
+    bool fits = static_cast<size_t>(t.dim()) == spec.dims.size();
+    for (size_t d = 0; fits && d < spec.dims.size(); ++d) {
+      fits = spec.dims[d] == 0 || spec.dims[d] == t.size(static_cast<int64_t>(d));
+    }
+    if (!fits) {
+      refuse("tensor " + std::to_string(i) + " has shape " + join_dims(t.sizes().vec()) +
+             ", which --input '" + spec.text + "' does not allow (only its 0 dimensions may vary)");
+    }
+    if (t.dim() == 4 && (spec.nhwc || nhwc_all)) t = t.contiguous(at::MemoryFormat::ChannelsLast);
+  }
+  return inputs;
+}
+
 std::string load_nnapi_runtime(const std::string& explicit_path) {
   LoadedRuntime& rt = loaded_runtime();
   std::lock_guard<std::mutex> lock(rt.mu);
@@ -364,6 +426,23 @@ OutputCheck compare_output(const at::Tensor& nnapi, const at::Tensor& eager, dou
   }
   at::Tensor a = c.quantized ? nnapi.dequantize().to(at::kDouble) : nnapi.to(at::kDouble);
   at::Tensor b = c.quantized ? eager.dequantize().to(at::kDouble) : eager.to(at::kDouble);
+  const int64_t bad_a = a.isfinite().logical_not().sum().item<int64_t>();
+  const int64_t bad_b = b.isfinite().logical_not().sum().item<int64_t>();
+  if (bad_a + bad_b > 0) {
+    c.problem = "NaN or infinity in the output (" + std::to_string(bad_b) +
+                " elements of the "
+                "model's, " +
+                std::to_string(bad_a) +
+                " of the converted module's), so nothing "
+                "can be compared; give inputs in the model's range with --verify-input";
+    return c;
+  }
+  const double lo = b.min().item<double>(), hi = b.max().item<double>();
+  if (hi - lo <= 1e-7 * std::max(1.0, std::abs(hi))) {
+    c.warning = "every element of the model's output is " + num(hi) +
+                " on these inputs, so the check proves little; give real inputs with "
+                "--verify-input";
+  }
   at::Tensor diff = (a - b).abs();
   diff.masked_fill_(a.isnan().logical_and(b.isnan()), 0.0);
   diff = at::nan_to_num(diff, std::numeric_limits<double>::infinity());
@@ -432,9 +511,15 @@ VerifyReport verify_conversion(const ConvertOptions& options,
                                const std::string& converted_module_path,
                                const VerifyOptions& verify) {
   VerifyReport report;
-  report.shapes = verify_input_shapes(options.inputs, verify);
   report.runtime_library = load_nnapi_runtime(verify.runtime_library);
-  std::vector<at::Tensor> inputs = make_verify_inputs(options.inputs, options.nhwc, verify);
+  std::vector<at::Tensor> inputs;
+  if (verify.input_file.empty()) {
+    report.shapes = verify_input_shapes(options.inputs, verify);
+    inputs = make_verify_inputs(options.inputs, options.nhwc, verify);
+  } else {
+    inputs = load_verify_inputs(verify.input_file, options.inputs, options.nhwc);
+    for (const at::Tensor& t : inputs) report.shapes.push_back(t.sizes().vec());
+  }
 
   std::vector<at::Tensor> eager;
   try {
@@ -487,6 +572,7 @@ std::string format_output_check(size_t index, const OutputCheck& c) {
     if (c.max_quanta > 1) s += " (up to " + std::to_string(c.max_quanta) + ")";
   }
   s += c.ok ? ", ok" : ", FAILED: " + c.problem;
+  if (!c.warning.empty()) s += " (warning: " + c.warning + ")";
   return s;
 }
 

@@ -1,0 +1,29 @@
+// `nnapi-convert check`: what in a model converts, without writing anything.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "nnapi_convert/converter.h"
+
+namespace nnapi_convert {
+
+struct CheckReport {
+  std::string model;
+  int64_t node_count = 0;
+  std::vector<NodeKindCount> kinds;               // every node kind, in order of first use
+  bool converts = false;                          // the whole lowering succeeded
+  std::string error, error_node, error_location;  // why not
+  int64_t operand_count = 0, operation_count = 0;
+  std::map<std::string, int> operations;
+  PhaseTimes times;
+};
+
+// Loads and freezes the model, counts its node kinds and tries the lowering.
+// Throws ConvertError for what stops it before the lowering (a file that
+// cannot be loaded: 1; input specs that do not fit: 2).
+CheckReport check_model(const ConvertOptions& options);
+
+}  // namespace nnapi_convert

@@ -1,0 +1,53 @@
+// The command line's pieces: one file per command (convert, check, inspect,
+// list-ops); main.cpp parses and dispatches.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "nnapi_convert/batch.h"
+
+namespace nnapi_convert::cli {
+
+// The options of convert and check (check reads the conversion options only).
+struct Args {
+  std::vector<std::string> models;
+  std::vector<std::string> input_specs;
+  std::vector<std::string> return_shapes;
+  std::string output;
+  std::string out_dir;
+  std::string parts;
+  std::string preference = "sustained-speed";
+  bool nhwc = false;
+  bool int16 = false;
+  bool relax = false;
+  bool fuse = false;
+  bool lite = false;
+  bool timings = false;
+  bool verbose = false;
+  bool quiet = false;
+  bool verify = false;
+  std::vector<std::string> verify_shapes;
+  std::string verify_input;
+  double atol = 1e-4;
+  double rtol = 1e-4;
+  std::string manifest;
+  std::string report;
+  std::string junit;
+  int jobs = 0;
+  double timeout = 1800;
+  bool json = false;  // check: one JSON document on standard output
+  // Path options the user gave explicitly (an empty one is a usage error).
+  std::vector<std::pair<std::string, std::string>> given_paths;  // option name, value
+};
+
+// The jobs the arguments describe, checked before any work: throws
+// ConvertError(2) or SpecError for everything a user can get wrong.
+std::vector<Job> plan_jobs(const Args& a);
+
+int run_convert(const Args& a);
+int run_check(const Args& a);
+int run_inspect(const std::string& file, bool json, double timeout);
+int run_list_ops(bool json);
+
+}  // namespace nnapi_convert::cli

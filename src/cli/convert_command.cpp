@@ -1,0 +1,294 @@
+// `nnapi-convert [convert] MODEL... --input SPEC ...`: convert, report progress,
+// write --report and --junit.
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "cli/cli.h"
+#include "nnapi_convert/verify.h"
+#include "util/output_file.h"
+
+namespace nnapi_convert::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// --verify: the parsed options (throws ConvertError(2) on a bad --verify-shape).
+VerifyOptions verify_options(const Args& a) {
+  VerifyOptions v;
+  for (const std::string& s : a.verify_shapes) v.shapes.push_back(parse_verify_shape(s));
+  v.input_file = a.verify_input;
+  v.atol = a.atol;
+  v.rtol = a.rtol;
+  return v;
+}
+
+std::string shapes_text(const VerifyReport& v) {
+  std::string shapes;
+  for (const auto& s : v.shapes) {
+    std::string d;
+    for (int64_t x : s) d += (d.empty() ? "" : "x") + std::to_string(x);
+    shapes += (shapes.empty() ? "" : ", ") + (s.empty() ? std::string("scalar") : d);
+  }
+  return shapes;
+}
+
+// --verify results: one line per output on stdout; a paragraph on failure.
+void print_verify(const Args& a, const JobResult& r) {
+  const VerifyReport& v = *r.verify;
+  spdlog::debug("verify: runtime {}", v.runtime_library);
+  const std::string shapes = shapes_text(v);
+  if (!a.quiet) {
+    // Standard output may carry the module (-o -) or the report (--report -).
+    std::ostream& out = a.output == "-" || a.report == "-" ? std::cerr : std::cout;
+    out << r.model << ": verify on inputs " << shapes << "\n";
+    for (size_t i = 0; i < v.outputs.size(); ++i) {
+      out << "  " << format_output_check(i, v.outputs[i]) << "\n";
+    }
+    out.flush();
+  }
+  if (v.ok) return;
+  std::string why;
+  for (size_t i = 0; i < v.outputs.size(); ++i) {
+    if (!v.outputs[i].ok) why += " Output " + std::to_string(i) + ": " + v.outputs[i].problem + ".";
+  }
+  spdlog::error(
+      "model '{}': the converted module does not match the model on {} inputs of shape {} "
+      "(float outputs: |nnapi - model| <= atol {} + rtol {} * |model|; quantized: at most 3% "
+      "of elements off by one quantum, none by more), so '{}' was not written.{}",
+      r.model, a.verify_input.empty() ? "seeded random" : "the --verify-input", shapes, a.atol,
+      a.rtol, r.output, why);
+}
+
+// Progress on standard error: every error; per model a line on a terminal
+// (or with -v) and timings with --timings; on a terminal, with several
+// models, a status line kept at the bottom.
+class Progress {
+ public:
+  Progress(const Args& a, size_t total)
+      : a_(a),
+        total_(total),
+        terminal_(::isatty(STDERR_FILENO) && !a.quiet),
+        status_line_(terminal_ && total > 1),
+        t0_(std::chrono::steady_clock::now()) {}
+
+  void model_done(const JobResult& r) {
+    clear_status();
+    ++done_;
+    failed_ += !r.ok;
+    // A verify mismatch is explained by print_verify; every other failure here.
+    const bool verify_ran = r.verify.has_value();
+    if (!r.ok && !verify_ran) spdlog::error("{}", r.error);
+    if (r.ok || verify_ran) {
+      if (terminal_ || a_.verbose) {
+        spdlog::info("[{}/{}] {} -> {} ({} operands, {} operations, {} weight bytes, {:.0f} ms)",
+                     done_, total_, r.model, r.output, r.operand_count, r.operation_count,
+                     r.weight_bytes, r.total_ms);
+      }
+      if (a_.timings) {
+        const PhaseTimes& t = r.times;
+        spdlog::info(
+            "{}: timings (ms): load {:.2f}, freeze {:.2f}, lower {:.3f}, serialize {:.3f}, "
+            "write {:.2f}",
+            r.model, t.load_ms, t.freeze_ms, t.lower_ms, t.serialize_ms, t.write_ms);
+      }
+      if (r.verify) print_verify(a_, r);
+    }
+    if (status_line_ && done_ < total_) {
+      std::cerr << "[" << done_ << "/" << total_ << "] " << done_ - failed_ << " converted, "
+                << failed_ << " failed, " << seconds() << " s" << std::flush;
+      status_shown_ = true;
+    }
+  }
+
+  // The closing summary, for batches (or -v).
+  void finish() {
+    clear_status();
+    if (a_.quiet || (total_ < 2 && !a_.verbose)) return;
+    spdlog::info("{} of {} model(s) converted, {} failed, in {} s", done_ - failed_, total_,
+                 failed_, seconds());
+  }
+
+ private:
+  void clear_status() {
+    if (status_shown_) std::cerr << "\r\033[K" << std::flush;
+    status_shown_ = false;
+  }
+  std::string seconds() const {
+    std::ostringstream os;
+    os.precision(1);
+    os << std::fixed
+       << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    return os.str();
+  }
+
+  const Args& a_;
+  size_t total_, done_ = 0, failed_ = 0;
+  bool terminal_, status_line_, status_shown_ = false;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        // Control characters other than tab and newline are not allowed in XML 1.0.
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') {
+          out += ' ';
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out;
+}
+
+// --junit: one test case per model, for CI systems that read JUnit XML.
+std::string junit_xml(const std::vector<JobResult>& results) {
+  size_t failures = 0;
+  double total_s = 0;
+  for (const JobResult& r : results) {
+    failures += !r.ok;
+    total_s += r.total_ms / 1000;
+  }
+  std::ostringstream os;
+  os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+     << "<testsuite name=\"nnapi-convert\" tests=\"" << results.size() << "\" failures=\""
+     << failures << "\" errors=\"0\" time=\"" << total_s << "\">\n";
+  for (const JobResult& r : results) {
+    os << "  <testcase classname=\"nnapi-convert\" name=\"" << xml_escape(r.model) << "\" time=\""
+       << r.total_ms / 1000 << "\"";
+    if (r.ok) {
+      os << "/>\n";
+      continue;
+    }
+    std::string first_line = r.error.substr(0, r.error.find('\n'));
+    os << ">\n    <failure message=\"" << xml_escape(first_line) << "\" type=\"exit " << r.exit_code
+       << "\">" << xml_escape(r.error) << "</failure>\n  </testcase>\n";
+  }
+  os << "</testsuite>\n";
+  return os.str();
+}
+
+}  // namespace
+
+std::vector<Job> plan_jobs(const Args& a) {
+  for (const auto& [name, value] : a.given_paths) {
+    if (value.empty()) {
+      throw ConvertError(2, name +
+                                " was given an empty path; name a file or directory (for -o, "
+                                "--report and --junit, - is standard output)");
+    }
+  }
+  if (a.models.empty() && a.manifest.empty()) {
+    throw ConvertError(2, "no model given: name TorchScript model files, or a --manifest");
+  }
+  if (!a.models.empty() && a.input_specs.empty()) {
+    throw ConvertError(2,
+                       "--input is required: give one --input SPEC per model input, in "
+                       "order, e.g. --input 1x3x224x224");
+  }
+  if (!a.output.empty() && (a.models.size() > 1 || !a.manifest.empty())) {
+    throw ConvertError(2,
+                       "-o names one output file, but several models were given; use "
+                       "--out-dir for several models");
+  }
+  Job defaults;
+  for (const std::string& s : a.input_specs) defaults.options.inputs.push_back(parse_input_spec(s));
+  for (const std::string& s : a.return_shapes) {
+    defaults.options.return_shapes.push_back(parse_return_shape(s));
+  }
+  defaults.options.nhwc = a.nhwc;
+  defaults.options.use_int16_for_qint16 = a.int16;
+  defaults.options.relax_f32_to_f16 = a.relax;
+  defaults.options.fuse_activations = a.fuse;
+  defaults.options.compilation_preference = preference_code(a.preference);
+  defaults.lite = a.lite;
+  defaults.parts = a.parts;
+  defaults.verify = a.verify;
+  if (a.verify) defaults.verify_options = verify_options(a);
+  std::vector<Job> jobs;
+  for (const std::string& model : a.models) {
+    Job job = defaults;
+    job.options.model_path = model;
+    job.output = a.output.empty() ? default_output_path(model, a.out_dir) : a.output;
+    jobs.push_back(std::move(job));
+  }
+  if (!a.manifest.empty()) {
+    for (Job& job : read_manifest(a.manifest, defaults, a.out_dir)) jobs.push_back(std::move(job));
+  }
+  for (const Job& job : jobs) {
+    if (job.verify && job.verify_options.input_file.empty()) {
+      verify_input_shapes(job.options.inputs, job.verify_options);
+    }
+    if (job.verify && !job.verify_options.input_file.empty()) {
+      load_verify_inputs(job.verify_options.input_file, job.options.inputs, job.options.nhwc);
+    }
+  }
+  return jobs;
+}
+
+int run_convert(const Args& a) {
+  std::vector<Job> jobs;
+  try {
+    jobs = plan_jobs(a);
+    std::vector<std::pair<std::string, std::string>> extra;
+    if (!a.report.empty()) extra.emplace_back(a.report, "--report");
+    if (!a.junit.empty()) extra.emplace_back(a.junit, "--junit");
+    check_output_plan(jobs, extra, a.manifest);
+  } catch (const SpecError& e) {
+    spdlog::error("{}", e.what());
+    return 2;
+  } catch (const ConvertError& e) {
+    spdlog::error("{}", e.what());
+    return e.exit_code();
+  }
+  if (!a.out_dir.empty()) {
+    std::error_code ec;
+    fs::create_directories(a.out_dir, ec);
+    if (ec) {
+      spdlog::error("--out-dir '{}' cannot be created: {}", a.out_dir, ec.message());
+      return 2;
+    }
+  }
+
+  const int parallel =
+      a.jobs > 0 ? a.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  Progress progress(a, jobs.size());
+  std::vector<JobResult> results =
+      run_jobs(jobs, parallel, a.timeout,
+               [&](size_t, size_t, const JobResult& r) { progress.model_done(r); });
+  progress.finish();
+  int status = 0;
+  for (const JobResult& r : results) {
+    if (!r.ok) status = std::max(status, r.exit_code == 2 && jobs.size() == 1 ? 2 : 1);
+  }
+  try {
+    if (!a.report.empty()) write_output_file(a.report, "--report", report_json(results));
+    if (!a.junit.empty()) write_output_file(a.junit, "--junit", junit_xml(results));
+  } catch (const OutputError& e) {
+    spdlog::error("{}", e.what());
+    return 1;
+  }
+  return status;
+}
+
+}  // namespace nnapi_convert::cli
