@@ -33,7 +33,7 @@ run "$bin" inspect "$work/tiny.nnapi.pt" --json
 run "$bin" inspect "$work/parts/ser_model.bin"
 # The hostile cases: their own verdicts, and no sanitizer report in any of them.
 /usr/bin/python3 tests/cli/hostile/make_hostile.py "$work/hostile" >/dev/null
-if ! NNAPI_HOSTILE_BANNED="AddressSanitizer|runtime error:" \
+if ! NNAPI_HOSTILE_BANNED="AddressSanitizer|runtime error:|LeakSanitizer" \
     /usr/bin/python3 tests/cli/hostile/run_hostile.py "$bin" "$work/hostile" 2>&1 | tee "$work/hostile.log"; then
   status=1
 fi

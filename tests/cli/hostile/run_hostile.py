@@ -45,6 +45,8 @@ PY = "/usr/bin/python3"
 VERBOSE = False
 
 BAD_STDERR = ["frame #", "terminate called", "INTERNAL ASSERT", "Exception raised from"]
+# tools/asan-check.sh adds the sanitizers' reports: "A|B" (plain substrings).
+BAD_STDERR += [b for b in os.environ.get("NNAPI_HOSTILE_BANNED", "").split("|") if b]
 
 
 class Fail(Exception):
