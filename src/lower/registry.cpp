@@ -24,6 +24,7 @@ const LoweringTable& lowering_table() {
     register_activation_ops(t);
     register_normalization_ops(t);
     register_padding_ops(t);
+    register_pixel_shuffle_ops(t);
     return t;
   }();
   return table;

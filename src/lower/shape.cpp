@@ -1,5 +1,5 @@
-// Shape and layout ops: unsqueeze, reshape, flatten, slice, size, cat, and
-// the identity ops (to, detach).
+// Shape and layout ops: unsqueeze, reshape, flatten, slice, select, size,
+// cat, and the identity ops (to, detach, dropout at inference).
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -218,6 +218,77 @@ void lower_slice(LoweringContext& cx, const Node* node) {
                                  m.add_int_scalar(end_mask),
                                  m.add_int_scalar(0)};
   m.add_operation(Op::StridedSlice, inputs, {out_id});
+}
+
+// select(x, dim, index): x[..., index, ...], one dim fewer. STRIDED_SLICE
+// taking [index, index + 1) along the dim with that dim's shrink bit set; a
+// negative index counts from the end there too, so a flexible dim needs no
+// size (index -1 ends at the end: the end mask); a fixed one gets the index
+// counted from the start. Channels-last data drops the
+// wrong dim for PyTorch's order unless the dim is C: NCHW first.
+void lower_select(LoweringContext& cx, const Node* node) {
+  auto [in_id, in] = cx.get_operand(node->input(0));
+  const auto rank = static_cast<int64_t>(in.shape.size());
+  check(rank >= 2, "select of a 1-D tensor gives a 0-dim tensor, which NNAPI does not support");
+  const int64_t dim = py_index(cx.constant_int(node->input(1)), rank);
+  int64_t index = cx.constant_int(node->input(2));
+  const int64_t size = in.shape[dim];
+  check(size == 0 || (index >= -size && index < size), [&] {
+    return "select index " + std::to_string(index) + " is out of range for dim " +
+           std::to_string(dim) + " of size " + std::to_string(size);
+  });
+  if (index < 0 && size != 0) index += size;
+  Operand2 x{in_id, in};
+  if (in.dim_order == DimOrder::ChannelsLast && dim != 1) {
+    x = emit_relayout(cx, x, DimOrder::Contiguous);
+  }
+  check(x.op.dim_order == DimOrder::Contiguous || x.op.dim_order == DimOrder::ChannelsLast,
+        "select of a tensor with this memory layout is not supported");
+  // NNAPI dim of the selected PyTorch dim: C sits last in NHWC data.
+  const int64_t axis = x.op.dim_order == DimOrder::ChannelsLast ? 3 : dim;
+  std::vector<int64_t> begins(rank, 0), ends(rank, 0), strides(rank, 1);
+  int32_t end_mask = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d != axis) end_mask |= 1 << d;  // whole dims, flexible or not
+  }
+  begins[axis] = index;
+  if (index == -1) {
+    end_mask |= 1 << axis;
+  } else {
+    ends[axis] = index + 1;
+  }
+  Shape out_shape = x.op.shape;
+  out_shape.erase(out_shape.begin() + dim);
+  Operand out = x.op.with_shape(out_shape);
+  out.dim_order = DimOrder::Contiguous;
+  ModelBuilder& m = cx.model();
+  std::vector<int32_t> inputs = {x.id,
+                                 m.add_int_vector(begins),
+                                 m.add_int_vector(ends),
+                                 m.add_int_vector(strides),
+                                 m.add_int_scalar(0),
+                                 m.add_int_scalar(end_mask),
+                                 m.add_int_scalar(1 << axis)};
+  const int32_t out_id = cx.add_tensor_operand(node->output(), out);
+  for (int64_t d = 0; d < rank - 1; ++d) {
+    if (out_shape[d] == 0) cx.forward_operand_shape(out_id, d, x.id, d < dim ? d : d + 1);
+  }
+  m.add_operation(Op::StridedSlice, inputs, {out_id});
+}
+
+// aten::dropout and its variants (input, p, train): the identity at
+// inference (train false) and for p = 0, as PyTorch's kernels return the
+// input then. In training with p > 0 the result is random: refused.
+void lower_dropout(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 3,
+        [&] { return std::string("malformed ") + node->kind().toQualString(); });
+  const double p = cx.constant_number(node->input(1));
+  const bool train = cx.constant_bool(node->input(2));
+  check(!train || p == 0, [&] {
+    return std::string(node->kind().toQualString()) +
+           " in training mode is random; export the model in eval mode (model.eval())";
+  });
+  lower_identity(cx, node);
 }
 
 // aten::size(x, dim) and aten::size(x): a constant for fixed dims, a load-time
@@ -560,6 +631,11 @@ void register_shape_ops(LoweringTable& t) {
   t.add("prim::ListUnpack", lower_list_unpack);
   t.add("aten::flatten", lower_flatten);
   t.add("aten::slice", lower_slice);
+  t.add("aten::select", lower_select);
+  for (const char* kind : {"aten::dropout", "aten::feature_dropout", "aten::alpha_dropout",
+                           "aten::feature_alpha_dropout"}) {
+    t.add(kind, lower_dropout);
+  }
   t.add("aten::size", lower_size);
   t.add("aten::cat", lower_cat);
   t.add("quantized::cat", lower_cat);
