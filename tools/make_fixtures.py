@@ -860,6 +860,25 @@ beyond("pad-replicate3d", lambda: Case(
     torch.nn.ReplicationPad3d((1, 0, 0, 2, 1, 1)), torch.randn(1, 2, 3, 4, 3)))
 
 
+# embedding: GATHER of the table's rows by int32 indices (NNAPI has no int64).
+class EmbeddingModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(10, 4, padding_idx=0)
+
+    def forward(self, tokens):
+        return torch.relu(self.emb(tokens))
+
+
+def _tokens(*shape):
+    return torch.randint(0, 10, shape, dtype=torch.int32)
+
+
+beyond("embedding", lambda: Case(EmbeddingModule(), _tokens(2, 7)))
+beyond("embedding-flex", lambda: Case(
+    EmbeddingModule(), _tokens(3, 5), convert_args=[torch.zeros(0, 0, dtype=torch.int32)]))
+
+
 # ------------------------------------------------------------- torchvision
 TV_INPUT = (1, 3, 224, 224)
 

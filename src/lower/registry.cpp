@@ -25,6 +25,7 @@ const LoweringTable& lowering_table() {
     register_normalization_ops(t);
     register_padding_ops(t);
     register_pixel_shuffle_ops(t);
+    register_embedding_ops(t);
     return t;
   }();
   return table;
