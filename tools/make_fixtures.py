@@ -879,6 +879,25 @@ beyond("embedding-flex", lambda: Case(
     EmbeddingModule(), _tokens(3, 5), convert_args=[torch.zeros(0, 0, dtype=torch.int32)]))
 
 
+# leaky_relu (a Number slope, int or float): PRELU with a (1) alpha.
+class LeakyReluModule(torch.nn.Module):
+    def __init__(self, slope):
+        super().__init__()
+        self.slope = slope
+
+    def forward(self, x):
+        return torch.nn.functional.leaky_relu(x, self.slope)
+
+
+for _kind in KINDS:
+    beyond(f"leaky_relu-{_kind}", lambda k=_kind: Case(
+        LeakyReluModule(0.1), float_and_quant_and_nhwc(torch.randn(2, 3, 4, 5))[k]))
+beyond("leaky_relu-negative-quant", lambda: Case(
+    LeakyReluModule(-0.5), float_and_quant_and_nhwc(torch.randn(2, 3, 4, 5))["quant"]))
+beyond("leaky_relu-int-slope-flex", lambda: Case(
+    LeakyReluModule(2), torch.randn(2, 3, 4), convert_args=[torch.zeros(0, 3, 0)]))
+
+
 # ------------------------------------------------------------- torchvision
 TV_INPUT = (1, 3, 224, 224)
 
