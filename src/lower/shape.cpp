@@ -224,12 +224,15 @@ void lower_slice(LoweringContext& cx, const Node* node) {
 // taking [index, index + 1) along the dim with that dim's shrink bit set; a
 // negative index counts from the end there too, so a flexible dim needs no
 // size (index -1 ends at the end: the end mask); a fixed one gets the index
-// counted from the start. Channels-last data drops the
-// wrong dim for PyTorch's order unless the dim is C: NCHW first.
+// counted from the start. Sliced NHWC data keeps NHWC's dim order (N, H, W, C
+// less the selected one), PyTorch's order unless C is selected: a TRANSPOSE of
+// the (smaller) slice follows.
 void lower_select(LoweringContext& cx, const Node* node) {
   auto [in_id, in] = cx.get_operand(node->input(0));
   const auto rank = static_cast<int64_t>(in.shape.size());
   check(rank >= 2, "select of a 1-D tensor gives a 0-dim tensor, which NNAPI does not support");
+  check(in.dim_order == DimOrder::Contiguous || in.dim_order == DimOrder::ChannelsLast,
+        "select of a tensor with this memory layout is not supported");
   const int64_t dim = py_index(cx.constant_int(node->input(1)), rank);
   int64_t index = cx.constant_int(node->input(2));
   const int64_t size = in.shape[dim];
@@ -238,14 +241,9 @@ void lower_select(LoweringContext& cx, const Node* node) {
            std::to_string(dim) + " of size " + std::to_string(size);
   });
   if (index < 0 && size != 0) index += size;
-  Operand2 x{in_id, in};
-  if (in.dim_order == DimOrder::ChannelsLast && dim != 1) {
-    x = emit_relayout(cx, x, DimOrder::Contiguous);
-  }
-  check(x.op.dim_order == DimOrder::Contiguous || x.op.dim_order == DimOrder::ChannelsLast,
-        "select of a tensor with this memory layout is not supported");
-  // NNAPI dim of the selected PyTorch dim: C sits last in NHWC data.
-  const int64_t axis = x.op.dim_order == DimOrder::ChannelsLast ? 3 : dim;
+  const bool nhwc = in.dim_order == DimOrder::ChannelsLast;
+  static const int64_t kPos[] = {0, 3, 1, 2};  // PyTorch dim -> NNAPI dim of NHWC data
+  const int64_t axis = nhwc ? kPos[dim] : dim;
   std::vector<int64_t> begins(rank, 0), ends(rank, 0), strides(rank, 1);
   int32_t end_mask = 0;
   for (int64_t d = 0; d < rank; ++d) {
@@ -257,23 +255,47 @@ void lower_select(LoweringContext& cx, const Node* node) {
   } else {
     ends[axis] = index + 1;
   }
-  Shape out_shape = x.op.shape;
-  out_shape.erase(out_shape.begin() + dim);
-  Operand out = x.op.with_shape(out_shape);
-  out.dim_order = DimOrder::Contiguous;
+  // The PyTorch dim each dim of the slice holds, and the slice as a
+  // contiguous tensor of that shape.
+  std::vector<int64_t> src;
+  Shape slice_shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d == axis) continue;
+    src.push_back(nhwc ? reverse_map_dim(in.dim_order, static_cast<int>(d)) : d);
+    slice_shape.push_back(in.shape[src.back()]);
+  }
+  const bool in_order = std::is_sorted(src.begin(), src.end());
+  Operand sliced = in.with_shape(slice_shape);
+  sliced.dim_order = DimOrder::Contiguous;
   ModelBuilder& m = cx.model();
-  std::vector<int32_t> inputs = {x.id,
+  std::vector<int32_t> inputs = {in_id,
                                  m.add_int_vector(begins),
                                  m.add_int_vector(ends),
                                  m.add_int_vector(strides),
                                  m.add_int_scalar(0),
                                  m.add_int_scalar(end_mask),
                                  m.add_int_scalar(1 << axis)};
-  const int32_t out_id = cx.add_tensor_operand(node->output(), out);
-  for (int64_t d = 0; d < rank - 1; ++d) {
-    if (out_shape[d] == 0) cx.forward_operand_shape(out_id, d, x.id, d < dim ? d : d + 1);
+  const int32_t slice_id =
+      in_order ? cx.add_tensor_operand(node->output(), sliced) : cx.add_anonymous_operand(sliced);
+  for (size_t j = 0; j < src.size(); ++j) {
+    if (slice_shape[j] == 0) cx.forward_operand_shape(slice_id, j, in_id, src[j]);
   }
-  m.add_operation(Op::StridedSlice, inputs, {out_id});
+  m.add_operation(Op::StridedSlice, inputs, {slice_id});
+  if (in_order) return;
+  // Output dim k holds PyTorch dim k (< dim) or k + 1: the slice's dim with it.
+  std::vector<int64_t> perm;
+  Shape out_shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d == dim) continue;
+    perm.push_back(std::find(src.begin(), src.end(), d) - src.begin());
+    out_shape.push_back(in.shape[d]);
+  }
+  const int32_t perm_id = m.add_int_vector(perm);
+  const int32_t out_id = cx.add_tensor_operand(node->output(), sliced.with_shape(out_shape));
+  for (size_t k = 0; k < perm.size(); ++k) {
+    if (out_shape[k] == 0) cx.forward_operand_shape(out_id, k, slice_id, perm[k]);
+  }
+  m.add_operation(Op::Transpose, {slice_id, perm_id}, {out_id});
 }
 
 // aten::dropout and its variants (input, p, train): the identity at
