@@ -674,6 +674,230 @@ beyond("flex-permute-linear-nhwc", lambda: Case(
     convert_args=[nhwc(torch.zeros(0, 4, 2, 3))]))
 
 
+# Python ints where PyTorch takes a Number. Traced, `x * 2` multiplies by
+# an int64 0-dim tensor and `1 - x` is rsub; scripted, the ints stay ints
+# (aten::mul.Scalar). PyTorch computes all of these in float32.
+class ScalarArithModule(torch.nn.Module):
+    def forward(self, x):
+        y = (x * 2 + 1) / 4 - 3
+        return 1 - y, 2.5 * torch.relu(y) - 0.5
+
+
+class HardtanhIntModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.relu6 = torch.nn.Hardtanh(0, 6)
+
+    def forward(self, x):
+        return self.relu6(x * 4), torch.nn.functional.hardtanh(x, -1, 2), torch.clamp(x, 0, 1)
+
+
+def _scripted_scalar_arith():
+    return torch.jit.script(ScalarArithModule())
+
+
+for _kind in ["float", "float-nhwc"]:
+    beyond(f"scalar-int-arith-{_kind}", lambda k=_kind: Case(
+        ScalarArithModule(), float_and_quant_and_nhwc(torch.randn(2, 3, 4, 5))[k]))
+    beyond(f"scalar-int-hardtanh-{_kind}", lambda k=_kind: Case(
+        HardtanhIntModule(), float_and_quant_and_nhwc(torch.randn(2, 3, 4, 5))[k]))
+# Quantized NCHW only: eager PyTorch 1.13's quantized hardtanh (and relu6) of a
+# channels-last tensor returns wrong values (max error 3.8 against
+# clamp(dequantize(x), 0, 6) on this input), so it can't be the oracle there.
+beyond("scalar-int-hardtanh-quant", lambda: Case(
+    torch.nn.Hardtanh(0, 6), float_and_quant_and_nhwc(torch.randn(2, 3, 4, 5) * 4)["quant"]))
+beyond("scalar-int-arith-flex", lambda: Case(
+    ScalarArithModule(), torch.randn(3, 4, 2), convert_args=[torch.zeros(0, 4, 0)]))
+beyond("scalar-int-arith-scripted", lambda: Case(_scripted_scalar_arith(), torch.randn(2, 3, 4)))
+beyond("scalar-int-arith-scripted-nhwc", lambda: Case(
+    _scripted_scalar_arith(), nhwc(torch.randn(1, 3, 4, 4))))
+
+
+# Dropout that survives freezing (freezing drops aten::dropout with train=False
+# only): the identity, as PyTorch returns the input for p = 0 or train=False.
+class DropoutModule(torch.nn.Module):
+    def forward(self, x):
+        f = torch.nn.functional
+        y = f.dropout(x, 0.0, True) + f.dropout2d(x, 0.0, True)
+        y = f.alpha_dropout(y, 0.0, True) + f.feature_alpha_dropout(x, 0.3, False)
+        return torch.relu(y)
+
+
+beyond("dropout-identity", lambda: Case(DropoutModule(), torch.randn(2, 3, 4, 4)))
+beyond("dropout-identity-nhwc", lambda: Case(DropoutModule(), nhwc(torch.randn(2, 3, 4, 4))))
+
+
+# select: x[:, 0] (class token), out[:, -1], h[-1], and every dim of a 4-D
+# tensor, NCHW and NHWC (where only C keeps NHWC data in PyTorch's order).
+class SelectModule(torch.nn.Module):
+    def __init__(self, picks):
+        super().__init__()
+        self.picks = picks
+
+    def forward(self, x):
+        return tuple(torch.relu(x.select(d, i)) for d, i in self.picks)
+
+
+_SELECT_4D = [(0, 1), (1, 2), (1, -1), (2, -2), (3, 0), (-1, -1)]
+for _kind in KINDS:
+    beyond(f"select-4d-{_kind}", lambda k=_kind: Case(
+        SelectModule(_SELECT_4D), float_and_quant_and_nhwc(torch.randn(2, 3, 4, 5))[k]))
+beyond("select-tokens", lambda: Case(
+    SelectModule([(1, 0), (1, -1), (0, -1), (2, 3)]), torch.randn(2, 5, 6)))
+beyond("select-tokens-flex", lambda: Case(
+    SelectModule([(1, 0), (1, -1), (1, -2), (0, -1)]), torch.randn(3, 5, 6),
+    convert_args=[torch.zeros(0, 0, 6)]))
+beyond("select-4d-flex-nhwc", lambda: Case(
+    SelectModule([(1, 0), (2, -1), (3, -2), (3, 1)]), nhwc(torch.randn(2, 3, 4, 5)),
+    convert_args=[nhwc(torch.zeros(0, 3, 0, 0))]))
+
+
+# pixel_shuffle / pixel_unshuffle: DEPTH_TO_SPACE / SPACE_TO_DEPTH, whose
+# channel order differs from PyTorch's unless there is one channel.
+for _kind in KINDS:
+    beyond(f"pixel_shuffle-{_kind}", lambda k=_kind: Case(
+        torch.nn.PixelShuffle(2), float_and_quant_and_nhwc(torch.randn(2, 12, 3, 4))[k]))
+    beyond(f"pixel_unshuffle-{_kind}", lambda k=_kind: Case(
+        torch.nn.PixelUnshuffle(2), float_and_quant_and_nhwc(torch.randn(2, 3, 4, 6))[k]))
+beyond("pixel_shuffle-r3", lambda: Case(torch.nn.PixelShuffle(3), torch.randn(1, 18, 2, 3)))
+beyond("pixel_shuffle-c1-nhwc", lambda: Case(
+    torch.nn.PixelShuffle(3), nhwc(torch.randn(1, 9, 2, 3))))
+beyond("pixel_unshuffle-r3-nhwc", lambda: Case(
+    torch.nn.PixelUnshuffle(3), nhwc(torch.randn(1, 2, 6, 3))))
+beyond("pixel_shuffle-flex", lambda: Case(
+    torch.nn.PixelShuffle(2), torch.randn(2, 8, 3, 5), convert_args=[torch.zeros(0, 8, 0, 0)]))
+beyond("pixel_unshuffle-flex-nhwc", lambda: Case(
+    torch.nn.PixelUnshuffle(2), nhwc(torch.randn(2, 3, 4, 6)),
+    convert_args=[nhwc(torch.zeros(0, 3, 0, 0))]))
+
+
+# 1-D pools: the 2-D pool over (N, C, 1, L).
+_POOL1D = [
+    ("max", lambda: torch.nn.MaxPool1d(3, 2, padding=1)),
+    ("max-ceil", lambda: torch.nn.MaxPool1d(2, 2, ceil_mode=True)),
+    ("max-dflt-stride", lambda: torch.nn.MaxPool1d(3)),
+    ("avg", lambda: torch.nn.AvgPool1d(3, 2, padding=1)),
+    ("avg-nopad", lambda: torch.nn.AvgPool1d(4, 3)),
+    ("adaptive_avg-1", lambda: torch.nn.AdaptiveAvgPool1d(1)),
+    ("adaptive_avg-4", lambda: torch.nn.AdaptiveAvgPool1d(4)),
+    ("adaptive_max-1", lambda: torch.nn.AdaptiveMaxPool1d(1)),
+    ("adaptive_max-3", lambda: torch.nn.AdaptiveMaxPool1d(3)),
+]
+for _n, _m in _POOL1D:
+    beyond(f"pool1d-{_n}", lambda m=_m: Case(m(), torch.randn(2, 4, 12)))
+    if not _n.startswith("adaptive_max"):  # PyTorch has no quantized adaptive max pool
+        beyond(f"pool1d-{_n}-quant", lambda m=_m: Case(
+            m(), qpt(torch.randn(2, 4, 12), 0.03, 128)))
+beyond("pool1d-max-flex", lambda: Case(
+    torch.nn.MaxPool1d(3, 2, padding=1), torch.randn(3, 4, 11),
+    convert_args=[torch.zeros(0, 4, 0)]))
+beyond("pool1d-avg-flex", lambda: Case(
+    torch.nn.AvgPool1d(3, 2, padding=1), torch.randn(3, 4, 11),
+    convert_args=[torch.zeros(0, 4, 0)]))
+beyond("pool1d-adaptive_avg-1-flex-batch", lambda: Case(
+    torch.nn.AdaptiveAvgPool1d(1), torch.randn(3, 4, 12), convert_args=[torch.zeros(0, 4, 12)]))
+for _kind in ["float", "float-nhwc"]:
+    beyond(f"adaptive_max_pool2d-{_kind}", lambda k=_kind: Case(
+        torch.nn.AdaptiveMaxPool2d((2, 3)), float_and_quant_and_nhwc(torch.randn(2, 3, 4, 6))[k]))
+    beyond(f"adaptive_max_pool2d-1x1-{_kind}", lambda k=_kind: Case(
+        torch.nn.AdaptiveMaxPool2d(1), float_and_quant_and_nhwc(torch.randn(2, 3, 4, 6))[k]))
+
+
+# pow with a number: x ** 2 is x * x, ** 0.5 sqrt, ** -0.5 rsqrt as in
+# PyTorch's kernel; other exponents and 2 ** x are NNAPI's POW.
+class PowModule(torch.nn.Module):
+    def forward(self, x):
+        a = x.abs() + 0.5
+        return x ** 2, a ** 0.5, a ** -0.5, a ** 3, a ** 1.7, a ** 1, 2 ** x, torch.pow(a, -2.0)
+
+
+beyond("pow-scalar", lambda: Case(PowModule(), torch.randn(2, 3, 4, 5)))
+beyond("pow-scalar-nhwc", lambda: Case(PowModule(), nhwc(torch.randn(2, 3, 4, 5))))
+beyond("pow-scalar-flex", lambda: Case(
+    PowModule(), torch.randn(2, 3, 4), convert_args=[torch.zeros(0, 3, 0)]))
+
+
+# reflect / replicate / circular padding: slices of the input concatenated
+# around it (NNAPI pads only with a constant).
+class EdgePadModule(torch.nn.Module):
+    def __init__(self, pad, mode):
+        super().__init__()
+        self.pad, self.mode = pad, mode
+
+    def forward(self, x):
+        return torch.nn.functional.pad(x, self.pad, mode=self.mode)
+
+
+for _kind in KINDS:
+    beyond(f"pad-reflect2d-{_kind}", lambda k=_kind: Case(
+        torch.nn.ReflectionPad2d((1, 3, 2, 0)), float_and_quant_and_nhwc(torch.randn(2, 3, 4, 5))[k]))
+# PyTorch has no quantized replication padding.
+for _kind in ["float", "float-nhwc"]:
+    beyond(f"pad-replicate2d-{_kind}", lambda k=_kind: Case(
+        torch.nn.ReplicationPad2d((2, 0, 1, 3)), float_and_quant_and_nhwc(torch.randn(2, 3, 4, 5))[k]))
+beyond("pad-reflect2d-full-width", lambda: Case(
+    torch.nn.ReflectionPad2d((4, 4, 1, 1)), torch.randn(1, 2, 3, 5)))
+beyond("pad-reflect1d", lambda: Case(torch.nn.ReflectionPad1d((3, 2)), torch.randn(2, 3, 6)))
+beyond("pad-replicate1d", lambda: Case(torch.nn.ReplicationPad1d((1, 4)), torch.randn(2, 3, 6)))
+beyond("pad-circular2d", lambda: Case(
+    EdgePadModule((2, 1, 1, 3), "circular"), torch.randn(2, 3, 4, 5)))
+beyond("pad-circular2d-nhwc", lambda: Case(
+    EdgePadModule((2, 1, 1, 3), "circular"), nhwc(torch.randn(2, 3, 4, 5))))
+beyond("pad-reflect2d-flex-batch", lambda: Case(
+    torch.nn.ReflectionPad2d(2), torch.randn(3, 2, 4, 5), convert_args=[torch.zeros(0, 2, 4, 5)]))
+
+
+# The aten::reflection_pad2d / replication_pad1d nodes themselves (models
+# traced by older PyTorch versions, which had no aten::pad).
+class EdgePadNodesModule(torch.nn.Module):
+    def forward(self, x):
+        y = torch._C._nn.reflection_pad2d(x, (1, 2, 2, 1))
+        return y, torch._C._nn.replication_pad1d(x[0], (2, 1))
+
+
+beyond("pad-edge-nodes", lambda: Case(EdgePadNodesModule(), torch.randn(2, 3, 4, 5)))
+beyond("pad-replicate3d", lambda: Case(
+    torch.nn.ReplicationPad3d((1, 0, 0, 2, 1, 1)), torch.randn(1, 2, 3, 4, 3)))
+
+
+# embedding: GATHER of the table's rows by int32 indices (NNAPI has no int64).
+class EmbeddingModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(10, 4, padding_idx=0)
+
+    def forward(self, tokens):
+        return torch.relu(self.emb(tokens))
+
+
+def _tokens(*shape):
+    return torch.randint(0, 10, shape, dtype=torch.int32)
+
+
+beyond("embedding", lambda: Case(EmbeddingModule(), _tokens(2, 7)))
+beyond("embedding-flex", lambda: Case(
+    EmbeddingModule(), _tokens(3, 5), convert_args=[torch.zeros(0, 0, dtype=torch.int32)]))
+
+
+# leaky_relu (a Number slope, int or float): PRELU with a (1) alpha.
+class LeakyReluModule(torch.nn.Module):
+    def __init__(self, slope):
+        super().__init__()
+        self.slope = slope
+
+    def forward(self, x):
+        return torch.nn.functional.leaky_relu(x, self.slope)
+
+
+for _kind in KINDS:
+    beyond(f"leaky_relu-{_kind}", lambda k=_kind: Case(
+        LeakyReluModule(0.1), float_and_quant_and_nhwc(torch.randn(2, 3, 4, 5))[k]))
+beyond("leaky_relu-negative-quant", lambda: Case(
+    LeakyReluModule(-0.5), float_and_quant_and_nhwc(torch.randn(2, 3, 4, 5))["quant"]))
+beyond("leaky_relu-int-slope-flex", lambda: Case(
+    LeakyReluModule(2), torch.randn(2, 3, 4), convert_args=[torch.zeros(0, 3, 0)]))
+
+
 # ------------------------------------------------------------- torchvision
 TV_INPUT = (1, 3, 224, 224)
 
@@ -729,8 +953,11 @@ def generate(out_dir, name, source, builder):
     convert_args = c.convert_args or args
     # check_trace only re-runs and compares (the traced module is the same);
     # skip it for the large torchvision models to save time.
-    traced = torch.jit.trace(module, tuple(trace_args),
-                             check_trace=(source == "test_nnapi"))
+    if isinstance(module, torch.jit.ScriptModule):
+        traced = module  # scripted by the builder (Scalar overloads, control flow)
+    else:
+        traced = torch.jit.trace(module, tuple(trace_args),
+                                 check_trace=(source == "test_nnapi"))
     traced.eval()
     eager = as_list(module(*args))
     ref = run_reference(traced, convert_args, args,
@@ -805,7 +1032,8 @@ def main(argv=None):
             if info["reference_shape_mismatch"]:
                 line += " [reference_shape_mismatch]"
             if info["reference_error"] is not None:
-                line += " -- " + info["reference_error"].strip().splitlines()[0][:200]
+                first = (info["reference_error"].strip().splitlines() or ["(no message)"])[0]
+                line += " -- " + first[:200]
             print(line, flush=True)
             if opts.verbose and ref.error_trace:
                 print(ref.error_trace, flush=True)

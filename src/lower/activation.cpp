@@ -1,6 +1,6 @@
 // Activations PyTorch's converter does not handle: hardswish, hardsigmoid,
-// silu, gelu, tanh, relu6, clamp (and hardtanh with any bounds), and the
-// quantized hardswish. Where NNAPI has no single operation, a short
+// silu, gelu, tanh, relu6, clamp (and hardtanh with any bounds), leaky_relu,
+// and the quantized hardswish. Where NNAPI has no single operation, a short
 // sequence with the same semantics.
 #include <ATen/ATen.h>
 
@@ -150,6 +150,31 @@ Operand2 bound_constant(LoweringContext& cx, const Operand& x, double v) {
   return {id, cx.operand(id)};
 }
 
+// leaky_relu(x, slope) = x for x >= 0, slope * x otherwise: NNAPI's PRELU
+// with a (1) alpha, which it broadcasts. A quantized alpha is exact: value 1 at
+// scale |slope| (zero point 0 for slope > 0, 2 for slope < 0); the output keeps
+// x's parameters, as PyTorch's quantized leaky_relu does.
+void lower_leaky_relu(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 2, "malformed aten::leaky_relu");
+  Operand2 x = input_of(cx, node);
+  const double slope = cx.constant_number(node->input(1));
+  Operand2 alpha;
+  if (!is_quant(x.op)) {
+    alpha = float_scalar_tensor(cx, static_cast<float>(slope));
+  } else if (slope == 0) {
+    emit_unary(cx, Op::Relu, x, node->output());
+    return;
+  } else {
+    const int64_t zero_point = slope > 0 ? 0 : 2;
+    at::Tensor q = at::_make_per_tensor_quantized_tensor(at::full({1}, 1, at::kByte),
+                                                         std::abs(slope), zero_point);
+    int32_t id = cx.add_weight(q);
+    alpha = {id, cx.operand(id)};
+  }
+  int32_t id = make_output(cx, node->output(), x.op, &x);
+  cx.model().add_operation(Op::Prelu, {x.id, alpha.id}, {id});
+}
+
 }  // namespace
 
 void lower_clamp_bounds(LoweringContext& cx, const Node* node, std::optional<double> lo,
@@ -185,6 +210,7 @@ void register_activation_ops(LoweringTable& t) {
   t.add("aten::tanh", lower_tanh);
   t.add("aten::relu6", lower_relu6);
   t.add("aten::clamp", lower_clamp);
+  t.add("aten::leaky_relu", lower_leaky_relu);
 }
 
 }  // namespace nnapi_convert

@@ -173,6 +173,17 @@ double LoweringContext::constant_float(const Value* v) const {
   return constant(v, c10::TypeKind::FloatType).value.toDouble();
 }
 
+double LoweringContext::constant_number(const Value* v) const {
+  const Constant& c = constant(v);
+  const c10::TypeKind k = c.type->kind();
+  if (k != c10::TypeKind::FloatType && k != c10::TypeKind::IntType &&
+      k != c10::TypeKind::BoolType && k != c10::TypeKind::NumberType) {
+    fail("expected a number, but got a constant of type " + type_kind_name(k) + " for " +
+         value_name(v));
+  }
+  return c.value.toScalar().toDouble();
+}
+
 bool LoweringContext::constant_bool(const Value* v) const {
   return constant(v, c10::TypeKind::BoolType).value.toBool();
 }

@@ -115,6 +115,9 @@ class LoweringContext {
   const Constant& constant(const Value* v, c10::TypeKind kind) const;
   int64_t constant_int(const Value* v) const;
   double constant_float(const Value* v) const;
+  // A Number argument: a float, or an int (or bool) where PyTorch takes a
+  // Scalar, e.g. hardtanh(x, 0, 6).
+  double constant_number(const Value* v) const;
   bool constant_bool(const Value* v) const;
   at::Tensor constant_tensor(const Value* v) const;
   std::vector<int64_t> constant_int_list(const Value* v) const;

@@ -1,5 +1,8 @@
-// Constant padding: aten::pad (mode "constant") and aten::constant_pad_nd,
-// lowered by emit_pad (emit.cpp).
+// Padding: aten::pad and aten::constant_pad_nd with a constant, lowered by
+// emit_pad (emit.cpp); aten::pad in modes "reflect", "replicate" and
+// "circular", and aten::reflection_padNd / replication_padNd, which NNAPI has
+// no operation for: per padded dim, slices of the input (STRIDED_SLICE,
+// reversed for reflect) concatenated around it.
 #include <algorithm>
 #include <cmath>
 
@@ -16,35 +19,174 @@ using nnapi::OperandType;
 // aten::constant_pad_nd x, pad, value).
 double pad_value(LoweringContext& cx, const Node* node) {
   const bool is_pad = node->kind() == c10::Symbol::fromQualString("aten::pad");
-  if (is_pad) {
-    const std::string mode = cx.constant(node->input(2)).value.toStringRef();
-    check(mode == "constant", [&] {
-      return "padding mode '" + mode +
-             "' is not supported: NNAPI pads only with a constant value "
-             "(mode 'constant')";
-    });
-  }
   const c10::IValue& v = cx.constant(node->input(is_pad ? 3 : 2)).value;
   return v.isNone() ? 0.0 : v.toScalar().toDouble();
 }
 
-void lower_pad(LoweringContext& cx, const Node* node) {
-  const double value = pad_value(cx, node);
-  const std::vector<int64_t> pad = cx.constant_int_list(node->input(1));
-  auto [in_id, in] = cx.get_operand(node->input(0));
-  const auto rank = static_cast<int64_t>(in.shape.size());
+// Per-dim (before, after) amounts from PyTorch's padding list, which holds
+// pairs from the last dimension backwards.
+void pad_amounts(const std::vector<int64_t>& pad, int64_t rank, std::vector<int64_t>* before,
+                 std::vector<int64_t>* after) {
   check(pad.size() % 2 == 0 && static_cast<int64_t>(pad.size()) <= 2 * rank, [&] {
     return "a padding list of " + std::to_string(pad.size()) + " entries does not fit a rank-" +
            std::to_string(rank) + " tensor (it needs pairs, at most two per dimension)";
   });
-  // PyTorch lists (before, after) pairs from the last dimension backwards.
-  std::vector<int64_t> before(rank, 0), after(rank, 0);
+  before->assign(rank, 0);
+  after->assign(rank, 0);
   for (size_t i = 0; i < pad.size() / 2; ++i) {
     const int64_t d = rank - 1 - static_cast<int64_t>(i);
-    before[d] = pad[2 * i];
-    after[d] = pad[2 * i + 1];
+    (*before)[d] = pad[2 * i];
+    (*after)[d] = pad[2 * i + 1];
   }
-  emit_pad(cx, {in_id, in}, before, after, value, node->output());
+}
+
+// The NNAPI dim that holds PyTorch dim d.
+int64_t nnapi_axis(const Operand& o, int64_t d) {
+  static const int64_t kPos[] = {0, 3, 1, 2};
+  return o.dim_order == DimOrder::ChannelsLast ? kPos[d] : d;
+}
+
+// `count` elements of x along PyTorch dim d, from `begin` in steps of `step`
+// (1 or -1): a STRIDED_SLICE taking the other dims whole.
+Operand2 emit_take(LoweringContext& cx, const Operand2& x, int64_t d, int64_t begin, int64_t count,
+                   int64_t step) {
+  const auto rank = static_cast<int64_t>(x.op.shape.size());
+  const int64_t axis = nnapi_axis(x.op, d);
+  std::vector<int64_t> begins(rank, 0), ends(rank, 0), strides(rank, 1);
+  int32_t end_mask = 0;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (i != axis) end_mask |= 1 << i;
+  }
+  int64_t end = begin + count * step;
+  if (end < 0) {  // a reversed slice down to element 0: NNAPI would read -1 as the last
+    end_mask |= 1 << axis;
+    end = 0;
+  }
+  begins[axis] = begin;
+  ends[axis] = end;
+  strides[axis] = step;
+  Shape shape = x.op.shape;
+  shape[d] = count;
+  ModelBuilder& m = cx.model();
+  std::vector<int32_t> inputs = {x.id,
+                                 m.add_int_vector(begins),
+                                 m.add_int_vector(ends),
+                                 m.add_int_vector(strides),
+                                 m.add_int_scalar(0),
+                                 m.add_int_scalar(end_mask),
+                                 m.add_int_scalar(0)};
+  Operand o = x.op.with_shape(shape);
+  const int32_t id = make_output(cx, nullptr, o, &x);
+  m.add_operation(Op::StridedSlice, inputs, {id});
+  return {id, o};
+}
+
+// CONCATENATION of `parts` along PyTorch dim d.
+Operand2 emit_concat(LoweringContext& cx, const std::vector<Operand2>& parts, int64_t d,
+                     const Value* out) {
+  Shape shape = parts[0].op.shape;
+  shape[d] = 0;
+  for (const Operand2& p : parts) shape[d] += p.op.shape[d];
+  std::vector<int32_t> inputs;
+  for (const Operand2& p : parts) inputs.push_back(p.id);
+  inputs.push_back(cx.model().add_int_scalar(static_cast<int32_t>(nnapi_axis(parts[0].op, d))));
+  Operand o = parts[0].op.with_shape(shape);
+  const int32_t id = make_output(cx, out, o, &parts[0]);
+  cx.model().add_operation(Op::Concatenation, inputs, {id});
+  return {id, o};
+}
+
+enum class EdgeMode { Reflect, Replicate, Circular };
+
+// Pads x by before[d] / after[d] in each dim d with its own elements:
+// reflected about the edge element (reflect), the edge element repeated
+// (replicate), or the other end's elements (circular). The padded dims need
+// fixed sizes; the others may be flexible.
+void emit_edge_pad(LoweringContext& cx, Operand2 x, const std::vector<int64_t>& before,
+                   const std::vector<int64_t>& after, EdgeMode mode, const char* mode_name,
+                   const Value* out) {
+  const auto rank = static_cast<int64_t>(x.op.shape.size());
+  int64_t last = -1;
+  for (int64_t d = 0; d < rank; ++d) {
+    check(before[d] >= 0 && after[d] >= 0,
+          "negative padding (cropping) is not supported; slice the tensor instead");
+    if (before[d] || after[d]) last = d;
+  }
+  if (last < 0) {
+    cx.reinterpret(out, x.id, x.op);
+    return;
+  }
+  for (int64_t d = 0; d <= last; ++d) {
+    const int64_t b = before[d], a = after[d], n = x.op.shape[d];
+    if (!b && !a) continue;
+    check(n != 0, [&] {
+      return std::string(mode_name) + " padding of the flexible dimension " + std::to_string(d) +
+             " is not supported; give it a fixed size in --input";
+    });
+    const int64_t limit = mode == EdgeMode::Reflect ? n - 1 : n;
+    check(mode == EdgeMode::Replicate || (b <= limit && a <= limit), [&] {
+      return std::string(mode_name) + " padding by " + std::to_string(std::max(b, a)) +
+             " needs a dimension " + std::to_string(d) + " larger than that, got size " +
+             std::to_string(n);
+    });
+    std::vector<Operand2> parts;
+    if (b) {
+      if (mode == EdgeMode::Reflect) {
+        parts.push_back(emit_take(cx, x, d, b, b, -1));
+      } else if (mode == EdgeMode::Circular) {
+        parts.push_back(emit_take(cx, x, d, n - b, b, 1));
+      } else {
+        parts.insert(parts.end(), b, emit_take(cx, x, d, 0, 1, 1));
+      }
+    }
+    parts.push_back(x);
+    if (a) {
+      if (mode == EdgeMode::Reflect) {
+        parts.push_back(emit_take(cx, x, d, n - 2, a, -1));
+      } else if (mode == EdgeMode::Circular) {
+        parts.push_back(emit_take(cx, x, d, 0, a, 1));
+      } else {
+        parts.insert(parts.end(), a, emit_take(cx, x, d, n - 1, 1, 1));
+      }
+    }
+    x = emit_concat(cx, parts, d, d == last ? out : nullptr);
+  }
+}
+
+void lower_pad(LoweringContext& cx, const Node* node) {
+  std::string mode = "constant";
+  if (node->kind() == c10::Symbol::fromQualString("aten::pad")) {
+    mode = cx.constant(node->input(2)).value.toStringRef();
+  }
+  const std::vector<int64_t> pad = cx.constant_int_list(node->input(1));
+  auto [in_id, in] = cx.get_operand(node->input(0));
+  const auto rank = static_cast<int64_t>(in.shape.size());
+  std::vector<int64_t> before, after;
+  pad_amounts(pad, rank, &before, &after);
+  if (mode == "constant") {
+    emit_pad(cx, {in_id, in}, before, after, pad_value(cx, node), node->output());
+    return;
+  }
+  EdgeMode edge;
+  if (mode == "reflect") {
+    edge = EdgeMode::Reflect;
+  } else if (mode == "replicate") {
+    edge = EdgeMode::Replicate;
+  } else if (mode == "circular") {
+    edge = EdgeMode::Circular;
+  } else {
+    fail("padding mode '" + mode + "' is not supported");
+  }
+  emit_edge_pad(cx, {in_id, in}, before, after, edge, mode.c_str(), node->output());
+}
+
+// aten::reflection_padNd / replication_padNd(x, padding).
+void lower_edge_pad(LoweringContext& cx, const Node* node, EdgeMode mode, const char* name) {
+  auto [in_id, in] = cx.get_operand(node->input(0));
+  std::vector<int64_t> before, after;
+  pad_amounts(cx.constant_int_list(node->input(1)), static_cast<int64_t>(in.shape.size()), &before,
+              &after);
+  emit_edge_pad(cx, {in_id, in}, before, after, mode, name, node->output());
 }
 
 }  // namespace
@@ -52,6 +194,18 @@ void lower_pad(LoweringContext& cx, const Node* node) {
 void register_padding_ops(LoweringTable& t) {
   t.add("aten::pad", lower_pad);
   t.add("aten::constant_pad_nd", lower_pad);
+  for (const char* kind :
+       {"aten::reflection_pad1d", "aten::reflection_pad2d", "aten::reflection_pad3d"}) {
+    t.add(kind, [](LoweringContext& cx, const Node* n) {
+      lower_edge_pad(cx, n, EdgeMode::Reflect, "reflect");
+    });
+  }
+  for (const char* kind :
+       {"aten::replication_pad1d", "aten::replication_pad2d", "aten::replication_pad3d"}) {
+    t.add(kind, [](LoweringContext& cx, const Node* n) {
+      lower_edge_pad(cx, n, EdgeMode::Replicate, "replicate");
+    });
+  }
 }
 
 }  // namespace nnapi_convert

@@ -1,5 +1,5 @@
-// Pointwise ops: unary activations, broadcasting binary arithmetic,
-// softmax, log_softmax, hardtanh, prelu.
+// Pointwise ops: unary activations, broadcasting binary arithmetic (with
+// tensors or Python numbers), rsub, neg, abs, pow, softmax, log_softmax, hardtanh, prelu.
 #include "lower/pointwise.h"
 
 #include <ATen/ATen.h>
@@ -34,6 +34,22 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
   return out;
 }
 
+// A Python number where PyTorch takes a Scalar: a constant int, float or bool
+// (aten::mul.Scalar and the like in scripted models), or the 0-dim int64,
+// float64 or bool tensor the tracer wraps such a number in. A 0-dim float32
+// constant is an ordinary tensor constant, left to the tensor path.
+std::optional<double> number_operand(const LoweringContext& cx, const Value* v) {
+  if (!cx.has_constant(v)) return std::nullopt;
+  const c10::IValue& iv = cx.constant(v).value;
+  if (iv.isInt() || iv.isDouble() || iv.isBool()) return iv.toScalar().toDouble();
+  if (!iv.isTensor()) return std::nullopt;
+  const at::Tensor& t = iv.toTensor();
+  if (t.dim() != 0 || t.scalar_type() == at::kFloat || t.is_quantized() || t.is_complex()) {
+    return std::nullopt;
+  }
+  return t.item<double>();
+}
+
 // An NCHW operand with H = W = 1 made NHWC by a TRANSPOSE (as the reference does).
 std::pair<int32_t, Operand> transpose_to_nhwc(LoweringContext& cx, int32_t id, const Operand& o) {
   check(o.shape.size() == 4 && o.shape[2] == 1 && o.shape[3] == 1, [&] {
@@ -56,10 +72,67 @@ void lower_unary(LoweringContext& cx, const Node* node, Op op) {
   cx.model().add_operation(op, {in_id}, {out_id});
 }
 
+// neg(x) (what a scripted `1 - x` becomes after freezing: neg, then add) and
+// abs(x). NNAPI's NEG and ABS take float32 and int32 tensors, not quantized ones.
+void lower_signed_unary(LoweringContext& cx, const Node* node, Op op) {
+  const Operand& in = cx.get_operand(node->input(0)).second;
+  check(in.type != OperandType::TensorQuant8Asymm, [&] {
+    return std::string(node->kind().toQualString()) + " of a quantized tensor is not supported";
+  });
+  lower_unary(cx, node, op);
+}
+
+// pow(x, number) and pow(number, x). Exponents PyTorch computes otherwise than
+// with std::pow get the same operation here: 1 is x, 2 is x * x, 0.5 sqrt,
+// -0.5 rsqrt; any other is NNAPI's POW with a float32 (1) constant.
+void lower_pow(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 2, "malformed aten::pow");
+  // Any 0-dim constant is a number here: `2 ** x` makes a float32 one.
+  auto number = [&](const Value* v) -> std::optional<double> {
+    if (cx.has_constant(v) && cx.constant(v).value.isTensor()) {
+      const at::Tensor& t = cx.constant(v).value.toTensor();
+      if (t.dim() == 0 && t.scalar_type() == at::kFloat) return t.item<double>();
+    }
+    return number_operand(cx, v);
+  };
+  const std::optional<double> base = number(node->input(0));
+  const std::optional<double> exponent = number(node->input(1));
+  check(base.has_value() != exponent.has_value(),
+        "pow needs one tensor and one number (a constant exponent or base)");
+  auto [id, o] = cx.get_operand(node->input(base ? 1 : 0));
+  check(o.type == OperandType::TensorFloat32, "pow of a non-float tensor is not supported");
+  Operand2 x{id, o};
+  if (base) {
+    emit_binary(cx, Op::Pow, float_scalar_tensor(cx, static_cast<float>(*base)), x, Fuse::None,
+                node->output());
+    return;
+  }
+  const double e = *exponent;
+  if (e == 1) {
+    cx.alias(node->output(), node->input(0));
+  } else if (e == 2) {
+    emit_binary(cx, Op::Mul, x, x, Fuse::None, node->output());
+  } else if (e == 0.5) {
+    emit_unary(cx, Op::Sqrt, x, node->output());
+  } else if (e == -0.5) {
+    emit_unary(cx, Op::Rsqrt, x, node->output());
+  } else {
+    emit_binary(cx, Op::Pow, x, float_scalar_tensor(cx, static_cast<float>(e)), Fuse::None,
+                node->output());
+  }
+}
+
 void lower_add_sub(LoweringContext& cx, const Node* node, Op op) {
-  int64_t alpha = cx.constant_int(node->input(2));
-  check(alpha == 1, "NNAPI does not support add/sub with alpha");
+  check(cx.constant_number(node->input(2)) == 1, "NNAPI does not support add/sub with alpha");
   lower_binary(cx, node, op, cx.fuse_following_activation(node->output()));
+}
+
+// rsub(x, y, alpha) = y - alpha * x: what `1 - x` becomes.
+void lower_rsub(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 3, "malformed aten::rsub");
+  check(cx.constant_number(node->input(2)) == 1, "NNAPI does not support rsub with alpha");
+  lower_binary_values(cx, node->input(1), node->input(0), node->output(), Op::Sub,
+                      cx.fuse_following_activation(node->output()));
 }
 
 void lower_mul_div(LoweringContext& cx, const Node* node, Op op) {
@@ -90,8 +163,8 @@ void lower_softmax_like(LoweringContext& cx, const Node* node, Op op) {
 
 void lower_hardtanh(LoweringContext& cx, const Node* node) {
   auto [in_id, in] = cx.get_operand(node->input(0));
-  double lo = cx.constant_float(node->input(1));
-  double hi = cx.constant_float(node->input(2));
+  double lo = cx.constant_number(node->input(1));
+  double hi = cx.constant_number(node->input(2));
   Op op;
   if (lo == -1.0 && hi == 1.0) {
     op = Op::Relu1;
@@ -134,10 +207,9 @@ size_t rank_of(const LoweringContext& cx, const Value* v) {
 // PyTorch broadcasting aligns trailing dims. A constant is reshaped with
 // leading 1s and laid out like the other side; two computed tensors broadcast
 // in NNAPI itself (numpy rules), which is right when both are contiguous.
-void lower_binary_ranks_differ(LoweringContext& cx, const Node* node, Op op, Fuse fuse,
+void lower_binary_ranks_differ(LoweringContext& cx, const Value* a, const Value* b,
+                               const Value* out_value, Op op, Fuse fuse,
                                std::optional<std::pair<double, int64_t>> qparams) {
-  const Value* a = node->input(0);
-  const Value* b = node->input(1);
   check(cx.has_operand(a) || cx.has_operand(b), "can't do an NNAPI binary op on two constants");
   auto side = [&](const Value* v, const Value* other) -> Operand2 {
     if (cx.has_operand(v)) {
@@ -167,25 +239,53 @@ void lower_binary_ranks_differ(LoweringContext& cx, const Node* node, Op op, Fus
     out.scale = qparams->first;
     out.zero_point = qparams->second;
   }
-  int32_t out_id = cx.add_tensor_operand(node->output(), out);
+  int32_t out_id = cx.add_tensor_operand(out_value, out);
   forward_broadcast_dims(cx, out_id, out.shape, {&x, &y});
   int32_t fuse_id = cx.model().add_int_scalar(static_cast<int32_t>(fuse));
   cx.model().add_operation(op, {x.id, y.id, fuse_id}, {out_id});
+}
+
+// A float32 tensor and a number, in either order. PyTorch's type promotion
+// keeps the tensor's float32 (a number or a 0-dim tensor does not widen a
+// dimensioned tensor of the same or a lower category), and converts the
+// number to float32: a (1) constant, which NNAPI broadcasts.
+void lower_binary_number(LoweringContext& cx, const Value* a, const Value* b,
+                         const Value* out_value, Op op, Fuse fuse, bool number_first, double number,
+                         bool quantized_op) {
+  const Value* tensor = number_first ? b : a;
+  check(cx.has_operand(tensor), "can't do an NNAPI binary op on two constants");
+  auto [id, o] = cx.get_operand(tensor);
+  check(o.type == OperandType::TensorFloat32 && !quantized_op,
+        "a binary op between a number and a non-float tensor is not supported");
+  Operand2 x{id, o};
+  Operand2 k = float_scalar_tensor(cx, static_cast<float>(number));
+  emit_binary(cx, op, number_first ? k : x, number_first ? x : k, fuse, out_value);
 }
 
 }  // namespace
 
 void lower_binary(LoweringContext& cx, const Node* node, Op op, Fuse fuse,
                   std::optional<std::pair<double, int64_t>> qparams) {
-  const Value* a = node->input(0);
-  const Value* b = node->input(1);
+  lower_binary_values(cx, node->input(0), node->input(1), node->output(), op, fuse, qparams);
+}
+
+void lower_binary_values(LoweringContext& cx, const Value* a, const Value* b,
+                         const Value* out_value, Op op, Fuse fuse,
+                         std::optional<std::pair<double, int64_t>> qparams) {
+  const std::optional<double> na = number_operand(cx, a), nb = number_operand(cx, b);
+  if (na || nb) {
+    check(!(na && nb), "can't do an NNAPI binary op on two constants");
+    lower_binary_number(cx, a, b, out_value, op, fuse, na.has_value(), na ? *na : *nb,
+                        qparams.has_value());
+    return;
+  }
   check(a->type()->kind() == c10::TypeKind::TensorType &&
             b->type()->kind() == c10::TypeKind::TensorType,
         "binary ops with a scalar operand are not supported; use a tensor");
   int32_t id0, id1;
   Operand o0, o1;
   if (rank_of(cx, a) != rank_of(cx, b)) {
-    lower_binary_ranks_differ(cx, node, op, fuse, qparams);
+    lower_binary_ranks_differ(cx, a, b, out_value, op, fuse, qparams);
     return;
   }
   if (cx.has_operand(a)) {
@@ -213,7 +313,7 @@ void lower_binary(LoweringContext& cx, const Node* node, Op op, Fuse fuse,
     out.scale = qparams->first;
     out.zero_point = qparams->second;
   }
-  int32_t out_id = cx.add_tensor_operand(node->output(), out);
+  int32_t out_id = cx.add_tensor_operand(out_value, out);
   for (size_t d = 0; d < o0.shape.size(); ++d) {
     int64_t d0 = o0.shape[d], d1 = o1.shape[d];
     if (d0 == 1 && d1 == 0) {
@@ -235,6 +335,12 @@ void register_pointwise_ops(LoweringTable& t) {
         [](LoweringContext& cx, const Node* n) { lower_unary(cx, n, Op::Logistic); });
   t.add("aten::add", [](LoweringContext& cx, const Node* n) { lower_add_sub(cx, n, Op::Add); });
   t.add("aten::sub", [](LoweringContext& cx, const Node* n) { lower_add_sub(cx, n, Op::Sub); });
+  t.add("aten::rsub", lower_rsub);
+  t.add("aten::neg",
+        [](LoweringContext& cx, const Node* n) { lower_signed_unary(cx, n, Op::Neg); });
+  t.add("aten::abs",
+        [](LoweringContext& cx, const Node* n) { lower_signed_unary(cx, n, Op::Abs); });
+  t.add("aten::pow", lower_pow);
   t.add("aten::mul", [](LoweringContext& cx, const Node* n) { lower_mul_div(cx, n, Op::Mul); });
   t.add("aten::div", [](LoweringContext& cx, const Node* n) { lower_mul_div(cx, n, Op::Div); });
   t.add("aten::softmax",

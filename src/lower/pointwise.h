@@ -11,6 +11,11 @@ namespace nnapi_convert {
 // `qparams` sets the output's scale and zero point (quantized ops).
 void lower_binary(LoweringContext& cx, const Node* node, nnapi::Op op, nnapi::Fuse fuse,
                   std::optional<std::pair<double, int64_t>> qparams = std::nullopt);
+// Same, on values: out_value = a op b. Either side may be a Python number (a
+// constant int or float, or the 0-dim tensor the tracer wraps one in).
+void lower_binary_values(LoweringContext& cx, const Value* a, const Value* b,
+                         const Value* out_value, nnapi::Op op, nnapi::Fuse fuse,
+                         std::optional<std::pair<double, int64_t>> qparams = std::nullopt);
 
 // clamp(x, lo, hi) with either bound optional (activation.cpp).
 void lower_clamp_bounds(LoweringContext& cx, const Node* node, std::optional<double> lo,

@@ -1,5 +1,7 @@
 // Pooling, reductions and resizing: max_pool2d, avg_pool2d,
-// adaptive_avg_pool2d, mean, upsample_nearest2d.
+// adaptive_avg_pool2d, adaptive_max_pool2d, their 1-D forms (max_pool1d,
+// avg_pool1d, adaptive_avg_pool1d, adaptive_max_pool1d), mean,
+// upsample_nearest2d, upsample_bilinear2d.
 #include <cmath>
 
 #include "lower/conv_pool.h"
@@ -41,56 +43,42 @@ void apply_ceil_mode(const Shape& image, ConvPoolArgs* a) {
   a->pad_r += extra(image[3], a->kernel_w, a->stride_w, a->pad_l);
 }
 
-void lower_max_pool2d(LoweringContext& cx, const Node* node) {
-  check(node->inputs().size() == 6, "malformed aten::max_pool2d");
-  std::vector<int64_t> kernel = cx.constant_int_list(node->input(1));
-  std::vector<int64_t> stride = cx.constant_int_list(node->input(2));
-  if (stride.empty()) stride = kernel;  // PyTorch's default stride is the kernel size
-  ConvPoolArgs a = make_conv_pool_args(kernel, stride, cx.constant_int_list(node->input(3)),
-                                       cx.constant_int_list(node->input(4)), 0);
+// MAX_POOL_2D over a 4-D image; `out` may be null (an anonymous result).
+Operand2 emit_max_pool(LoweringContext& cx, const Operand2& image, ConvPoolArgs a, bool ceil_mode,
+                       const Value* out) {
   check(a.dilation_h == 1 && a.dilation_w == 1, "NNAPI does not support dilated pooling");
-  auto [image_id, image] = cx.get_operand(node->input(0));
-  check(image.shape.size() == 4, "max_pool2d needs a 4-D input");
-  if (cx.constant_bool(node->input(5))) {
-    check(image.shape[2] != 0 && image.shape[3] != 0,
+  const Shape& s = image.op.shape;
+  check(s.size() == 4, "max_pool2d needs a 4-D input");
+  if (ceil_mode) {
+    check(s[2] != 0 && s[3] != 0,
           "max_pool2d with ceil_mode over a flexible height or width is not supported; give "
           "them fixed sizes in --input");
-    apply_ceil_mode(image.shape, &a);
+    apply_ceil_mode(s, &a);
   }
-  Shape out_shape = conv_pool_out_shape(image.shape, a, image.shape[1], false);
-  std::vector<int32_t> inputs = pool_inputs(cx, image_id, image, a);
-  int32_t out_id = cx.add_tensor_operand(node->output(), image.with_shape(out_shape));
-  conv_pool_flexible_input(cx, out_id, {image_id, image}, a, false);
+  Shape out_shape = conv_pool_out_shape(s, a, s[1], false);
+  std::vector<int32_t> inputs = pool_inputs(cx, image.id, image.op, a);
+  Operand o = image.op.with_shape(out_shape);
+  int32_t out_id = out ? cx.add_tensor_operand(out, o) : cx.add_anonymous_operand(o);
+  conv_pool_flexible_input(cx, out_id, image, a, false);
   cx.model().add_operation(Op::MaxPool2d, inputs, {out_id});
+  return {out_id, o};
 }
 
-void lower_avg_pool2d(LoweringContext& cx, const Node* node) {
-  check(node->inputs().size() == 7, "malformed aten::avg_pool2d");
-  const Value* count_include_pad = node->input(5);
-  const Value* divisor_override = node->input(6);
-  const c10::IValue& cip = cx.constant(count_include_pad).value;
-  const c10::IValue& div = cx.constant(divisor_override).value;
-  bool cip_true = cip.isBool() ? cip.toBool() : (cip.isInt() && cip.toInt() != 0);
-  bool div_set = !div.isNone() && !(div.isInt() && div.toInt() == 0);
-  check(cip_true && !div_set,
-        "NNAPI doesn't support avg_pool2d with count_include_pad=False or divisor_override");
-  std::vector<int64_t> kernel = cx.constant_int_list(node->input(1));
-  std::vector<int64_t> stride = cx.constant_int_list(node->input(2));
-  if (stride.empty()) stride = kernel;
-  ConvPoolArgs a =
-      make_conv_pool_args(kernel, stride, cx.constant_int_list(node->input(3)), {1, 1}, 0);
-  auto [image_id, image] = cx.get_operand(node->input(0));
-  check(image.shape.size() == 4, "avg_pool2d needs a 4-D input");
-  if (cx.constant_bool(node->input(4))) {
-    check(image.shape[2] != 0 && image.shape[3] != 0,
+// avg_pool2d with count_include_pad and no divisor_override, the only form
+// NNAPI can express.
+Operand2 emit_avg_pool(LoweringContext& cx, const Operand2& image, ConvPoolArgs a, bool ceil_mode,
+                       const Value* out) {
+  check(image.op.shape.size() == 4, "avg_pool2d needs a 4-D input");
+  if (ceil_mode) {
+    check(image.op.shape[2] != 0 && image.op.shape[3] != 0,
           "avg_pool2d with ceil_mode over a flexible height or width is not supported; give "
           "them fixed sizes in --input");
     ConvPoolArgs c = a;
-    apply_ceil_mode(image.shape, &c);
+    apply_ceil_mode(image.op.shape, &c);
     check(c.pad_b == a.pad_b && c.pad_r == a.pad_r,
           "avg_pool2d with ceil_mode=True that changes the output size is not supported");
   }
-  Operand2 x{image_id, image};
+  Operand2 x = image;
   if (a.pad_t || a.pad_b || a.pad_l || a.pad_r) {
     // count_include_pad: PyTorch divides by the whole window, padded cells
     // included, where NNAPI's AVERAGE_POOL_2D leaves them out of the count.
@@ -100,40 +88,169 @@ void lower_avg_pool2d(LoweringContext& cx, const Node* node) {
   }
   Shape out_shape = conv_pool_out_shape(x.op.shape, a, x.op.shape[1], false);
   std::vector<int32_t> inputs = pool_inputs(cx, x.id, x.op, a);
-  int32_t out_id = cx.add_tensor_operand(node->output(), x.op.with_shape(out_shape));
+  Operand o = x.op.with_shape(out_shape);
+  int32_t out_id = out ? cx.add_tensor_operand(out, o) : cx.add_anonymous_operand(o);
   conv_pool_flexible_input(cx, out_id, x, a, false);
   cx.model().add_operation(Op::AveragePool2d, inputs, {out_id});
+  return {out_id, o};
 }
 
-void lower_adaptive_avg_pool2d(LoweringContext& cx, const Node* node) {
+void check_avg_pool_count(LoweringContext& cx, const Value* count_include_pad,
+                          const Value* divisor_override) {
+  const c10::IValue& cip = cx.constant(count_include_pad).value;
+  bool cip_true = cip.isBool() ? cip.toBool() : (cip.isInt() && cip.toInt() != 0);
+  bool div_set = false;
+  if (divisor_override) {
+    const c10::IValue& div = cx.constant(divisor_override).value;
+    div_set = !div.isNone() && !(div.isInt() && div.toInt() == 0);
+  }
+  check(cip_true && !div_set,
+        "NNAPI doesn't support avg_pool2d with count_include_pad=False or divisor_override");
+}
+
+void lower_max_pool2d(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 6, "malformed aten::max_pool2d");
+  std::vector<int64_t> kernel = cx.constant_int_list(node->input(1));
+  std::vector<int64_t> stride = cx.constant_int_list(node->input(2));
+  if (stride.empty()) stride = kernel;  // PyTorch's default stride is the kernel size
+  ConvPoolArgs a = make_conv_pool_args(kernel, stride, cx.constant_int_list(node->input(3)),
+                                       cx.constant_int_list(node->input(4)), 0);
   auto [image_id, image] = cx.get_operand(node->input(0));
-  check(image.shape.size() == 4, "adaptive_avg_pool2d needs a 4-D input");
-  check(image.shape[2] != 0 && image.shape[3] != 0,
-        "adaptive_avg_pool2d over a flexible height or width is not supported; give them fixed "
-        "sizes in --input");
-  std::vector<int64_t> size = cx.constant_int_list(node->input(1));
-  check(size.size() == 2, "adaptive_avg_pool2d needs two output sizes");
-  ConvPoolArgs a{image.shape[2], image.shape[3], 1, 1, 0, 0, 0, 0, 1, 1, 0};
+  emit_max_pool(cx, {image_id, image}, a, cx.constant_bool(node->input(5)), node->output());
+}
+
+void lower_avg_pool2d(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 7, "malformed aten::avg_pool2d");
+  check_avg_pool_count(cx, node->input(5), node->input(6));
+  std::vector<int64_t> kernel = cx.constant_int_list(node->input(1));
+  std::vector<int64_t> stride = cx.constant_int_list(node->input(2));
+  if (stride.empty()) stride = kernel;
+  ConvPoolArgs a =
+      make_conv_pool_args(kernel, stride, cx.constant_int_list(node->input(3)), {1, 1}, 0);
+  auto [image_id, image] = cx.get_operand(node->input(0));
+  emit_avg_pool(cx, {image_id, image}, a, cx.constant_bool(node->input(4)), node->output());
+}
+
+// adaptive_avg_pool2d / adaptive_max_pool2d to `size`: one window over the
+// whole image for (1, 1), else a plain pool when the sizes divide the input's
+// (then PyTorch's adaptive windows are equal and do not overlap).
+Operand2 emit_adaptive_pool(LoweringContext& cx, Op op, const Operand2& image,
+                            const std::vector<int64_t>& size, const Value* out) {
+  const char* what = op == Op::MaxPool2d ? "adaptive_max_pool2d" : "adaptive_avg_pool2d";
+  const Shape& s = image.op.shape;
+  check(s.size() == 4, [&] { return std::string(what) + " needs a 4-D input"; });
+  check(s[2] != 0 && s[3] != 0, [&] {
+    return std::string(what) +
+           " over a flexible height or width is not supported; give them fixed sizes in --input";
+  });
+  check(size.size() == 2, [&] { return std::string(what) + " needs two output sizes"; });
+  ConvPoolArgs a{s[2], s[3], 1, 1, 0, 0, 0, 0, 1, 1, 0};
   if (size != std::vector<int64_t>({1, 1})) {
-    // Output sizes that divide the input: a plain average pool.
-    int64_t h = image.shape[2], w = image.shape[3];
+    // Output sizes that divide the input: a plain pool.
+    int64_t h = s[2], w = s[3];
     check(size[0] > 0 && size[1] > 0 && h % size[0] == 0 && w % size[1] == 0, [&] {
-      return "adaptive_avg_pool2d to " + shape_str(size) + " from " + std::to_string(h) + "x" +
+      return std::string(what) + " to " + shape_str(size) + " from " + std::to_string(h) + "x" +
              std::to_string(w) +
              ": NNAPI conversion supports output sizes that divide the "
              "input size";
     });
     if (size[0] == h && size[1] == w) {
-      cx.alias(node->output(), node->input(0));
-      return;
+      if (out) cx.reinterpret(out, image.id, image.op);
+      return image;
     }
     a = ConvPoolArgs{h / size[0], w / size[1], h / size[0], w / size[1], 0, 0, 0, 0, 1, 1, 0};
   }
-  std::vector<int32_t> inputs = pool_inputs(cx, image_id, image, a);
-  Shape out_shape = {image.shape[0], image.shape[1], size[0], size[1]};
-  Operand2 like{image_id, image};
-  int32_t out_id = make_output(cx, node->output(), image.with_shape(out_shape), &like);
-  cx.model().add_operation(Op::AveragePool2d, inputs, {out_id});
+  std::vector<int32_t> inputs = pool_inputs(cx, image.id, image.op, a);
+  Shape out_shape = {s[0], s[1], size[0], size[1]};
+  Operand o = image.op.with_shape(out_shape);
+  int32_t out_id = make_output(cx, out, o, &image);
+  cx.model().add_operation(op, inputs, {out_id});
+  return {out_id, o};
+}
+
+void lower_adaptive_avg_pool2d(LoweringContext& cx, const Node* node) {
+  auto [image_id, image] = cx.get_operand(node->input(0));
+  emit_adaptive_pool(cx, Op::AveragePool2d, {image_id, image}, cx.constant_int_list(node->input(1)),
+                     node->output());
+}
+
+// adaptive_max_pool2d(x, size) -> (values, indices); NNAPI has no indices.
+void check_indices_unused(const Node* node) {
+  check(node->outputs().size() == 2 && !node->output(1)->hasUses(), [&] {
+    return std::string(node->kind().toQualString()) +
+           ": the indices output is used, which NNAPI cannot compute";
+  });
+}
+
+void lower_adaptive_max_pool2d(LoweringContext& cx, const Node* node) {
+  check_indices_unused(node);
+  auto [image_id, image] = cx.get_operand(node->input(0));
+  emit_adaptive_pool(cx, Op::MaxPool2d, {image_id, image}, cx.constant_int_list(node->input(1)),
+                     node->output(0));
+}
+
+// --- 1-D pools: the 2-D pool over (N, C, 1, L), reshaped from (N, C, L) and back.
+
+// A one-element list of a 1-D pool argument, as the 2-D pair {first, v}.
+std::vector<int64_t> pair_1d(const std::vector<int64_t>& v, int64_t first, const char* what) {
+  check(v.size() == 1, [&] { return std::string("1-D pooling needs one ") + what; });
+  return {first, v[0]};
+}
+
+template <typename Pool2d>
+void lower_pool1d(LoweringContext& cx, const Node* node, const char* name, Pool2d pool2d) {
+  auto [in_id, in] = cx.get_operand(node->input(0));
+  check(in.shape.size() == 3, [&] {
+    return std::string(name) + " needs a 3-D (N, C, L) input, got " + shape_str(in.shape);
+  });
+  check(in.dim_order == DimOrder::Contiguous, "unknown memory layout");
+  std::vector<SymInt> dims = sym_shape({in_id, in});
+  dims.insert(dims.begin() + 2, SymInt{1, ""});
+  Operand2 image = emit_reshape(cx, {in_id, in}, dims);
+  Operand2 pooled = pool2d(image);
+  std::vector<SymInt> out_dims = sym_shape(pooled);
+  out_dims.erase(out_dims.begin() + 2);
+  emit_reshape(cx, pooled, out_dims, node->output(0));
+}
+
+void lower_max_pool1d(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 6, "malformed aten::max_pool1d");
+  std::vector<int64_t> kernel = cx.constant_int_list(node->input(1));
+  std::vector<int64_t> stride = cx.constant_int_list(node->input(2));
+  if (stride.empty()) stride = kernel;
+  ConvPoolArgs a =
+      make_conv_pool_args(pair_1d(kernel, 1, "kernel size"), pair_1d(stride, 1, "stride"),
+                          pair_1d(cx.constant_int_list(node->input(3)), 0, "padding"),
+                          pair_1d(cx.constant_int_list(node->input(4)), 1, "dilation"), 0);
+  const bool ceil_mode = cx.constant_bool(node->input(5));
+  lower_pool1d(cx, node, "max_pool1d", [&](const Operand2& image) {
+    return emit_max_pool(cx, image, a, ceil_mode, nullptr);
+  });
+}
+
+// avg_pool1d(x, kernel, stride, padding, ceil_mode, count_include_pad).
+void lower_avg_pool1d(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 6, "malformed aten::avg_pool1d");
+  check_avg_pool_count(cx, node->input(5), nullptr);
+  std::vector<int64_t> kernel = cx.constant_int_list(node->input(1));
+  std::vector<int64_t> stride = cx.constant_int_list(node->input(2));
+  if (stride.empty()) stride = kernel;
+  ConvPoolArgs a =
+      make_conv_pool_args(pair_1d(kernel, 1, "kernel size"), pair_1d(stride, 1, "stride"),
+                          pair_1d(cx.constant_int_list(node->input(3)), 0, "padding"), {1, 1}, 0);
+  const bool ceil_mode = cx.constant_bool(node->input(4));
+  lower_pool1d(cx, node, "avg_pool1d", [&](const Operand2& image) {
+    return emit_avg_pool(cx, image, a, ceil_mode, nullptr);
+  });
+}
+
+void lower_adaptive_pool1d(LoweringContext& cx, const Node* node, Op op) {
+  const char* name = op == Op::MaxPool2d ? "adaptive_max_pool1d" : "adaptive_avg_pool1d";
+  if (op == Op::MaxPool2d) check_indices_unused(node);
+  std::vector<int64_t> size = pair_1d(cx.constant_int_list(node->input(1)), 1, "output size");
+  lower_pool1d(cx, node, name, [&](const Operand2& image) {
+    return emit_adaptive_pool(cx, op, image, size, nullptr);
+  });
 }
 
 void lower_mean(LoweringContext& cx, const Node* node) {
@@ -286,6 +403,14 @@ void register_pooling_ops(LoweringTable& t) {
   t.add("aten::max_pool2d", lower_max_pool2d);
   t.add("aten::avg_pool2d", lower_avg_pool2d);
   t.add("aten::adaptive_avg_pool2d", lower_adaptive_avg_pool2d);
+  t.add("aten::adaptive_max_pool2d", lower_adaptive_max_pool2d);
+  t.add("aten::max_pool1d", lower_max_pool1d);
+  t.add("aten::avg_pool1d", lower_avg_pool1d);
+  t.add("aten::adaptive_avg_pool1d", [](LoweringContext& cx, const Node* n) {
+    lower_adaptive_pool1d(cx, n, Op::AveragePool2d);
+  });
+  t.add("aten::adaptive_max_pool1d",
+        [](LoweringContext& cx, const Node* n) { lower_adaptive_pool1d(cx, n, Op::MaxPool2d); });
   t.add("aten::mean", lower_mean);
   t.add("aten::upsample_nearest2d", lower_upsample_nearest2d);
   t.add("aten::upsample_bilinear2d", lower_upsample_bilinear2d);

@@ -44,6 +44,8 @@ const LoweringTable& lowering_table() {
         {"activation", register_activation_ops},
         {"normalization", register_normalization_ops},
         {"padding", register_padding_ops},
+        {"pixel_shuffle", register_pixel_shuffle_ops},
+        {"embedding", register_embedding_ops},
     };
     for (const auto& [family, register_family] : families) {
       t.set_family(family);

@@ -54,5 +54,7 @@ void register_quantized_ops(LoweringTable& t);      // quantized.cpp
 void register_activation_ops(LoweringTable& t);     // activation.cpp
 void register_normalization_ops(LoweringTable& t);  // normalization.cpp
 void register_padding_ops(LoweringTable& t);        // padding.cpp
+void register_pixel_shuffle_ops(LoweringTable& t);  // pixel_shuffle.cpp
+void register_embedding_ops(LoweringTable& t);      // embedding.cpp
 
 }  // namespace nnapi_convert

@@ -1,5 +1,5 @@
-// Shape and layout ops: unsqueeze, reshape, flatten, slice, size, cat, and
-// the identity ops (to, detach).
+// Shape and layout ops: unsqueeze, reshape, flatten, slice, select, size,
+// cat, and the identity ops (to, detach, dropout at inference).
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -218,6 +218,99 @@ void lower_slice(LoweringContext& cx, const Node* node) {
                                  m.add_int_scalar(end_mask),
                                  m.add_int_scalar(0)};
   m.add_operation(Op::StridedSlice, inputs, {out_id});
+}
+
+// select(x, dim, index): x[..., index, ...], one dim fewer. STRIDED_SLICE
+// taking [index, index + 1) along the dim with that dim's shrink bit set; a
+// negative index counts from the end there too, so a flexible dim needs no
+// size (index -1 ends at the end: the end mask); a fixed one gets the index
+// counted from the start. Sliced NHWC data keeps NHWC's dim order (N, H, W, C
+// less the selected one), PyTorch's order unless C is selected: a TRANSPOSE of
+// the (smaller) slice follows.
+void lower_select(LoweringContext& cx, const Node* node) {
+  auto [in_id, in] = cx.get_operand(node->input(0));
+  const auto rank = static_cast<int64_t>(in.shape.size());
+  check(rank >= 2, "select of a 1-D tensor gives a 0-dim tensor, which NNAPI does not support");
+  check(in.dim_order == DimOrder::Contiguous || in.dim_order == DimOrder::ChannelsLast,
+        "select of a tensor with this memory layout is not supported");
+  const int64_t dim = py_index(cx.constant_int(node->input(1)), rank);
+  int64_t index = cx.constant_int(node->input(2));
+  const int64_t size = in.shape[dim];
+  check(size == 0 || (index >= -size && index < size), [&] {
+    return "select index " + std::to_string(index) + " is out of range for dim " +
+           std::to_string(dim) + " of size " + std::to_string(size);
+  });
+  if (index < 0 && size != 0) index += size;
+  const bool nhwc = in.dim_order == DimOrder::ChannelsLast;
+  static const int64_t kPos[] = {0, 3, 1, 2};  // PyTorch dim -> NNAPI dim of NHWC data
+  const int64_t axis = nhwc ? kPos[dim] : dim;
+  std::vector<int64_t> begins(rank, 0), ends(rank, 0), strides(rank, 1);
+  int32_t end_mask = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d != axis) end_mask |= 1 << d;  // whole dims, flexible or not
+  }
+  begins[axis] = index;
+  if (index == -1) {
+    end_mask |= 1 << axis;
+  } else {
+    ends[axis] = index + 1;
+  }
+  // The PyTorch dim each dim of the slice holds, and the slice as a
+  // contiguous tensor of that shape.
+  std::vector<int64_t> src;
+  Shape slice_shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d == axis) continue;
+    src.push_back(nhwc ? reverse_map_dim(in.dim_order, static_cast<int>(d)) : d);
+    slice_shape.push_back(in.shape[src.back()]);
+  }
+  const bool in_order = std::is_sorted(src.begin(), src.end());
+  Operand sliced = in.with_shape(slice_shape);
+  sliced.dim_order = DimOrder::Contiguous;
+  ModelBuilder& m = cx.model();
+  std::vector<int32_t> inputs = {in_id,
+                                 m.add_int_vector(begins),
+                                 m.add_int_vector(ends),
+                                 m.add_int_vector(strides),
+                                 m.add_int_scalar(0),
+                                 m.add_int_scalar(end_mask),
+                                 m.add_int_scalar(1 << axis)};
+  const int32_t slice_id =
+      in_order ? cx.add_tensor_operand(node->output(), sliced) : cx.add_anonymous_operand(sliced);
+  for (size_t j = 0; j < src.size(); ++j) {
+    if (slice_shape[j] == 0) cx.forward_operand_shape(slice_id, j, in_id, src[j]);
+  }
+  m.add_operation(Op::StridedSlice, inputs, {slice_id});
+  if (in_order) return;
+  // Output dim k holds PyTorch dim k (< dim) or k + 1: the slice's dim with it.
+  std::vector<int64_t> perm;
+  Shape out_shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d == dim) continue;
+    perm.push_back(std::find(src.begin(), src.end(), d) - src.begin());
+    out_shape.push_back(in.shape[d]);
+  }
+  const int32_t perm_id = m.add_int_vector(perm);
+  const int32_t out_id = cx.add_tensor_operand(node->output(), sliced.with_shape(out_shape));
+  for (size_t k = 0; k < perm.size(); ++k) {
+    if (out_shape[k] == 0) cx.forward_operand_shape(out_id, k, slice_id, perm[k]);
+  }
+  m.add_operation(Op::Transpose, {slice_id, perm_id}, {out_id});
+}
+
+// aten::dropout and its variants (input, p, train): the identity at
+// inference (train false) and for p = 0, as PyTorch's kernels return the
+// input then. In training with p > 0 the result is random: refused.
+void lower_dropout(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 3,
+        [&] { return std::string("malformed ") + node->kind().toQualString(); });
+  const double p = cx.constant_number(node->input(1));
+  const bool train = cx.constant_bool(node->input(2));
+  check(!train || p == 0, [&] {
+    return std::string(node->kind().toQualString()) +
+           " in training mode is random; export the model in eval mode (model.eval())";
+  });
+  lower_identity(cx, node);
 }
 
 // aten::size(x, dim) and aten::size(x): a constant for fixed dims, a load-time
@@ -560,6 +653,11 @@ void register_shape_ops(LoweringTable& t) {
   t.add("prim::ListUnpack", lower_list_unpack);
   t.add("aten::flatten", lower_flatten);
   t.add("aten::slice", lower_slice);
+  t.add("aten::select", lower_select);
+  for (const char* kind : {"aten::dropout", "aten::feature_dropout", "aten::alpha_dropout",
+                           "aten::feature_alpha_dropout"}) {
+    t.add(kind, lower_dropout);
+  }
   t.add("aten::size", lower_size);
   t.add("aten::cat", lower_cat);
   t.add("quantized::cat", lower_cat);

@@ -20,7 +20,8 @@ CODES = dict(ADD=0, CONV_2D=3, DEPTHWISE_CONV_2D=4, L2_NORMALIZATION=11, LOGISTI
              RESIZE_BILINEAR=23, TANH=28, MEAN=31, PAD=32, STRIDED_SLICE=35, EXP=49,
              GROUPED_CONV_2D=55, MAXIMUM=65, MINIMUM=66, PAD_V2=69, RSQRT=83, SPLIT=87,
              SQRT=88, TRANSPOSE_CONV_2D=91, RESIZE_NEAREST_NEIGHBOR=94, HARD_SWISH=99,
-             AVERAGE_POOL_2D=1, MAX_POOL_2D=17, CONCATENATION=2, SOFTMAX=25, FULLY_CONNECTED=9, QUANTIZE=72)
+             AVERAGE_POOL_2D=1, MAX_POOL_2D=17, CONCATENATION=2, SOFTMAX=25, FULLY_CONNECTED=9, QUANTIZE=72,
+             DEPTH_TO_SPACE=5, SPACE_TO_DEPTH=26, GATHER=51, POW=70)
 
 
 class OperandType(ctypes.Structure):
@@ -501,6 +502,53 @@ def case_quantize_like_pytorch():
     m.op("QUANTIZE", [i], [o])
     out = m.run([x], [torch.uint8])[0]
     assert torch.equal(out, ref), (out, ref)
+
+
+def depth_space(name, x, block, nchw_flag):
+    m = Model()
+    i = m.input(T_F32, tuple(x.shape))
+    o = m.output(T_F32, (0, 0, 0, 0))
+    m.op(name, [i, m.const(I32, block), m.const(BOOL, nchw_flag)], [o])
+    return m.run([x], [torch.float32])[0]
+
+
+def case_depth_to_space_space_to_depth():
+    # NeuralNetworks.h (TensorFlow's order), element by element on NHWC data:
+    # DEPTH_TO_SPACE out[n, h*b + i, w*b + j, c] = in[n, h, w, (i*b + j)*C + c];
+    # SPACE_TO_DEPTH is its inverse. NCHW data (the flag) is the same on the
+    # transposed tensor.
+    b, n, h, w, c = 2, 2, 3, 2, 3
+    x = torch.randn(n, h, w, b * b * c)
+    ref = torch.empty(n, h * b, w * b, c)
+    for hh in range(h):
+        for ww in range(w):
+            for i in range(b):
+                for j in range(b):
+                    for cc in range(c):
+                        ref[:, hh * b + i, ww * b + j, cc] = x[:, hh, ww, (i * b + j) * c + cc]
+    close(depth_space("DEPTH_TO_SPACE", x, b, False), ref)
+    close(depth_space("DEPTH_TO_SPACE", nchw(x), b, True), nchw(ref))
+    close(depth_space("SPACE_TO_DEPTH", ref, b, False), x)
+    close(depth_space("SPACE_TO_DEPTH", nchw(ref), b, True), nchw(x))
+
+
+def case_gather():
+    # out = in.shape[:axis] + indices.shape + in.shape[axis+1:], axis may be negative.
+    x = torch.randn(2, 5, 3)
+    idx = torch.tensor([[4, 0], [2, 2]], dtype=torch.int32)
+    m = Model()
+    i = m.input(T_F32, (2, 5, 3))
+    o = m.output(T_F32, (0, 0, 0, 0))
+    m.op("GATHER", [i, m.const(I32, -2), m.const(T_I32, idx)], [o])
+    out = m.run([x], [torch.float32])[0]
+    ref = torch.stack([torch.stack([x[:, k] for k in row], 1) for row in idx.tolist()], 1)
+    close(out, ref)
+
+
+def case_pow():
+    a = torch.rand(2, 3, 4) + 0.1
+    e = torch.tensor([0.5, -1.5, 3.0, 2.2])
+    close(binary("POW", a, e), torch.pow(a, e))
 
 
 CASES = [v for k, v in list(globals().items()) if k.startswith("case_")]

@@ -1,5 +1,5 @@
 // Broadcasting binary arithmetic: ADD, SUB, MUL, DIV (with a fused
-// activation), MAXIMUM, MINIMUM. Quantized operands are computed on real
+// activation), MAXIMUM, MINIMUM, POW. Quantized operands are computed on real
 // values in double precision and requantized into the output's parameters,
 // except a quantized ADD of two tensors of the same shape, which follows
 // PyTorch's QNNPACK add (fixed-point multipliers, see qnnpack_add) so that
@@ -112,9 +112,27 @@ void execute(ExecContext& ctx) {
   }
 }
 
+// ---- POW: base, exponent (same float type, broadcast numpy-style).
+
+void validate_pow(const ValidationContext& v) {
+  v.input_count({2});
+  v.output_count(1);
+  v.input_type(0, {T::TensorFloat32, T::TensorFloat16});
+  v.same_type(1, 0);
+  v.output_same_type_as_input(0, 0);
+}
+
+void execute_pow(ExecContext& ctx) {
+  const at::Tensor& base = ctx.in(0).t;
+  const at::Tensor& exponent = ctx.in(1).t;
+  at::infer_size(base.sizes(), exponent.sizes());
+  ctx.set_output(0, at::pow(base, exponent).to(base.scalar_type()));
+}
+
 }  // namespace
 
 void add_elementwise_kernels(std::vector<OpKernel>& table) {
+  table.push_back({Op::Pow, "POW", validate_pow, execute_pow});
   table.push_back({Op::Add, "ADD", validate_arith, execute<Binary::Add>});
   table.push_back({Op::Sub, "SUB", validate_arith, execute<Binary::Sub>});
   table.push_back({Op::Mul, "MUL", validate_arith, execute<Binary::Mul>});

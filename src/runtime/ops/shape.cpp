@@ -1,5 +1,6 @@
 // Data movement: RESHAPE, EXPAND_DIMS, SQUEEZE, STRIDED_SLICE, SLICE,
-// CONCATENATION, TRANSPOSE, PAD, PAD_V2, SPLIT, CHANNEL_SHUFFLE. These work on the stored
+// CONCATENATION, TRANSPOSE, PAD, PAD_V2, SPLIT, CHANNEL_SHUFFLE,
+// DEPTH_TO_SPACE, SPACE_TO_DEPTH, GATHER. These work on the stored
 // elements (quantized values are moved, not requantized), except
 // CONCATENATION, which requantizes inputs whose parameters differ from the
 // output's.
@@ -321,9 +322,101 @@ void execute_channel_shuffle(ExecContext& ctx) {
   ctx.set_output(0, y);
 }
 
+// ---- DEPTH_TO_SPACE / SPACE_TO_DEPTH: input, block_size (INT32) [, nchw
+// (BOOL)]. TensorFlow's channel order: depth index (i * block + j) * C + c
+// holds the value at row offset i, column offset j, channel c of a block.
+
+void validate_depth_space(const ValidationContext& v) {
+  v.input_count({2, 3});
+  v.output_count(1);
+  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
+  v.input_rank(0, {4});
+  v.input_type(1, {T::Int32});
+  if (v.num_inputs() == 3) v.input_type(2, {T::Bool});
+  v.output_same_type_as_input(0, 0);
+  same_quant_params(v);
+}
+
+int64_t block_size(ExecContext& ctx) {
+  const int64_t b = ctx.i32(1);
+  if (b < 1) fail(Result::BadData, "block_size must be at least 1");
+  return b;
+}
+
+void execute_depth_to_space(ExecContext& ctx) {
+  const at::Tensor& x = ctx.in(0).t;
+  const int64_t b = block_size(ctx);
+  const bool nchw = ctx.flag_or(2, false);
+  const int64_t n = x.size(0), depth = x.size(nchw ? 1 : 3);
+  const int64_t h = x.size(nchw ? 2 : 1), w = x.size(nchw ? 3 : 2);
+  if (depth % (b * b) != 0) fail(Result::BadData, "depth is not a multiple of block_size^2");
+  const int64_t c = depth / (b * b);
+  at::Tensor y;
+  if (nchw) {  // (N, i, j, C, H, W) -> (N, C, H, i, W, j)
+    y = x.reshape({n, b, b, c, h, w}).permute({0, 3, 4, 1, 5, 2}).reshape({n, c, h * b, w * b});
+  } else {  // (N, H, W, i, j, C) -> (N, H, i, W, j, C)
+    y = x.reshape({n, h, w, b, b, c}).permute({0, 1, 3, 2, 4, 5}).reshape({n, h * b, w * b, c});
+  }
+  ctx.set_output(0, y.contiguous());
+}
+
+void execute_space_to_depth(ExecContext& ctx) {
+  const at::Tensor& x = ctx.in(0).t;
+  const int64_t b = block_size(ctx);
+  const bool nchw = ctx.flag_or(2, false);
+  const int64_t n = x.size(0), c = x.size(nchw ? 1 : 3);
+  const int64_t h = x.size(nchw ? 2 : 1), w = x.size(nchw ? 3 : 2);
+  if (h % b != 0 || w % b != 0)
+    fail(Result::BadData, "height and width must be multiples of block_size");
+  at::Tensor y;
+  if (nchw) {  // (N, C, H, i, W, j) -> (N, i, j, C, H, W)
+    y = x.reshape({n, c, h / b, b, w / b, b})
+            .permute({0, 3, 5, 1, 2, 4})
+            .reshape({n, b * b * c, h / b, w / b});
+  } else {  // (N, H, i, W, j, C) -> (N, H, W, i, j, C)
+    y = x.reshape({n, h / b, b, w / b, b, c})
+            .permute({0, 1, 3, 2, 4, 5})
+            .reshape({n, h / b, w / b, b * b * c});
+  }
+  ctx.set_output(0, y.contiguous());
+}
+
+// ---- GATHER: input, axis (INT32, negative counts from the end), indices
+// (TENSOR_INT32). Output: input.shape[:axis] + indices.shape +
+// input.shape[axis + 1:].
+
+void validate_gather(const ValidationContext& v) {
+  v.input_count({3});
+  v.output_count(1);
+  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorInt32, T::TensorQuant8Asymm});
+  v.input_type(1, {T::Int32});
+  v.input_type(2, {T::TensorInt32});
+  v.output_same_type_as_input(0, 0);
+  same_quant_params(v);
+}
+
+void execute_gather(ExecContext& ctx) {
+  const at::Tensor& x = ctx.in(0).t;
+  const int64_t axis = wrap_axis(ctx.i32(1), x.dim());
+  const at::Tensor& indices = ctx.in(2).t;
+  at::Tensor flat = indices.reshape({-1}).to(at::kLong);
+  if (flat.numel() > 0 &&
+      (flat.min().item<int64_t>() < 0 || flat.max().item<int64_t>() >= x.size(axis)))
+    fail(Result::BadData, "GATHER index out of range");
+  std::vector<int64_t> shape(x.sizes().begin(), x.sizes().begin() + axis);
+  for (int64_t d : indices.sizes()) shape.push_back(d);
+  shape.insert(shape.end(), x.sizes().begin() + axis + 1, x.sizes().end());
+  ctx.set_output(0, x.index_select(axis, flat).reshape(shape));
+}
+
 }  // namespace
 
 void add_shape_kernels(std::vector<OpKernel>& table) {
+  table.push_back(
+      {Op::DepthToSpace, "DEPTH_TO_SPACE", validate_depth_space, execute_depth_to_space});
+  table.push_back(
+      {Op::SpaceToDepth, "SPACE_TO_DEPTH", validate_depth_space, execute_space_to_depth});
+  table.push_back({Op::Gather, "GATHER", validate_gather, execute_gather});
   table.push_back(
       {Op::ChannelShuffle, "CHANNEL_SHUFFLE", validate_channel_shuffle, execute_channel_shuffle});
   table.push_back({Op::Reshape, "RESHAPE", validate_reshape, execute_reshape});

@@ -1,0 +1,135 @@
+// pixel_shuffle and pixel_unshuffle: DEPTH_TO_SPACE and SPACE_TO_DEPTH with
+// a GATHER that reorders the channels between PyTorch's and NNAPI's order.
+//
+// With block r and C output (pixel_shuffle) or input (pixel_unshuffle)
+// channels, the r * r values of channel c at row offset i and column offset j
+// of a block sit in depth channel
+//   PyTorch: c * r * r + i * r + j
+//   NNAPI (TensorFlow's order, both data layouts): (i * r + j) * C + c.
+// A GATHER along the channel axis turns one order into the other; it is left
+// out when they agree (C = 1).
+#include "lower/emit.h"
+#include "lower/registry.h"
+
+namespace nnapi_convert {
+namespace {
+
+using nnapi::Op;
+
+// The NNAPI depth channel that holds PyTorch depth channel k.
+int64_t nnapi_channel(int64_t k, int64_t r, int64_t c) {
+  const int64_t channel = k / (r * r), offset = k % (r * r);
+  return offset * c + channel;
+}
+
+// GATHER along x's channel axis: output channel k is input channel index[k].
+// Returns x itself for the identity.
+Operand2 gather_channels(LoweringContext& cx, const Operand2& x, const std::vector<int64_t>& index,
+                         const Value* out) {
+  bool identity = true;
+  for (size_t k = 0; k < index.size(); ++k)
+    identity = identity && index[k] == static_cast<int64_t>(k);
+  if (identity && !out) return x;
+  ModelBuilder& m = cx.model();
+  const int32_t axis = m.add_int_scalar(x.op.dim_order == DimOrder::ChannelsLast ? 3 : 1);
+  const int32_t index_id = m.add_int_vector(index);
+  const int32_t id = make_output(cx, out, x.op, &x);
+  m.add_operation(Op::Gather, {x.id, axis, index_id}, {id});
+  return {id, x.op};
+}
+
+struct Image {
+  Operand2 x;
+  int64_t r;
+};
+
+Image image_and_block(LoweringContext& cx, const Node* node, const char* what) {
+  check(node->inputs().size() == 2, [&] { return std::string("malformed aten::") + what; });
+  auto [id, in] = cx.get_operand(node->input(0));
+  check(in.shape.size() == 4, [&] {
+    return std::string(what) + " of a " + std::to_string(in.shape.size()) +
+           "-D tensor is not supported (NNAPI's operation takes 4-D images)";
+  });
+  check(in.dim_order == DimOrder::Contiguous || in.dim_order == DimOrder::ChannelsLast,
+        "unknown memory layout");
+  check(in.shape[1] != 0, [&] { return std::string(what) + " needs a fixed channel count"; });
+  const int64_t r = cx.constant_int(node->input(1));
+  check(r > 0, [&] { return std::string(what) + " needs a positive factor"; });
+  return {{id, in}, r};
+}
+
+void lower_pixel_shuffle(LoweringContext& cx, const Node* node) {
+  auto [x, r] = image_and_block(cx, node, "pixel_shuffle");
+  const Shape& s = x.op.shape;
+  check(s[1] % (r * r) == 0, [&] {
+    return "pixel_shuffle by " + std::to_string(r) + " needs a channel count divisible by " +
+           std::to_string(r * r) + ", got " + std::to_string(s[1]);
+  });
+  if (r == 1) {
+    cx.alias(node->output(), node->input(0));
+    return;
+  }
+  const int64_t c = s[1] / (r * r);
+  // NNAPI depth channel q takes PyTorch channel k where nnapi_channel(k) = q.
+  std::vector<int64_t> index(s[1]);
+  for (int64_t k = 0; k < s[1]; ++k) index[nnapi_channel(k, r, c)] = k;
+  Operand2 g = gather_channels(cx, x, index, nullptr);
+  Shape out_shape = {s[0], c, s[2] == 0 ? 0 : s[2] * r, s[3] == 0 ? 0 : s[3] * r};
+  ModelBuilder& m = cx.model();
+  const int32_t block = m.add_int_scalar(static_cast<int32_t>(r));
+  const int32_t layout = m.add_bool_scalar(g.op.use_nchw());
+  const int32_t id = cx.add_tensor_operand(node->output(), g.op.with_shape(out_shape));
+  if (s[0] == 0) cx.forward_operand_shape(id, 0, g.id, 0);
+  for (int64_t d : {2, 3}) {
+    if (s[d] == 0) {
+      cx.compute_operand_shape(id, d, flex_name(g.id, d) + " * " + std::to_string(r));
+    }
+  }
+  m.add_operation(Op::DepthToSpace, {g.id, block, layout}, {id});
+}
+
+void lower_pixel_unshuffle(LoweringContext& cx, const Node* node) {
+  auto [x, r] = image_and_block(cx, node, "pixel_unshuffle");
+  const Shape& s = x.op.shape;
+  for (int64_t d : {2, 3}) {
+    check(s[d] == 0 || s[d] % r == 0, [&] {
+      return "pixel_unshuffle by " + std::to_string(r) + " needs a height and width divisible by " +
+             std::to_string(r) + ", got " + shape_str(s);
+    });
+  }
+  if (r == 1) {
+    cx.alias(node->output(), node->input(0));
+    return;
+  }
+  const int64_t c = s[1];
+  Shape out_shape = {s[0], c * r * r, s[2] == 0 ? 0 : s[2] / r, s[3] == 0 ? 0 : s[3] / r};
+  ModelBuilder& m = cx.model();
+  const int32_t block = m.add_int_scalar(static_cast<int32_t>(r));
+  const int32_t layout = m.add_bool_scalar(x.op.use_nchw());
+  const bool reorder = c > 1;
+  Operand o = x.op.with_shape(out_shape);
+  const int32_t id =
+      reorder ? cx.add_anonymous_operand(o) : cx.add_tensor_operand(node->output(), o);
+  if (s[0] == 0) cx.forward_operand_shape(id, 0, x.id, 0);
+  for (int64_t d : {2, 3}) {
+    if (s[d] != 0) continue;
+    const std::string size = flex_name(x.id, d);
+    cx.add_shape_line("assert " + size + " % " + std::to_string(r) + " == 0");
+    cx.compute_operand_shape(id, d, size + " // " + std::to_string(r));
+  }
+  m.add_operation(Op::SpaceToDepth, {x.id, block, layout}, {id});
+  if (!reorder) return;
+  // PyTorch channel k is NNAPI depth channel nnapi_channel(k).
+  std::vector<int64_t> index(c * r * r);
+  for (int64_t k = 0; k < c * r * r; ++k) index[k] = nnapi_channel(k, r, c);
+  gather_channels(cx, {id, o}, index, node->output());
+}
+
+}  // namespace
+
+void register_pixel_shuffle_ops(LoweringTable& t) {
+  t.add("aten::pixel_shuffle", lower_pixel_shuffle);
+  t.add("aten::pixel_unshuffle", lower_pixel_unshuffle);
+}
+
+}  // namespace nnapi_convert
