@@ -15,6 +15,7 @@ mkdir -p "$out"
 status=0
 fail() { echo "deb: $*"; status=1; }
 one() {  # the single file matching a pattern
+  # shellcheck disable=SC2086  # the pattern is meant to glob
   set -- $1
   [ "$#" -eq 1 ] && [ -f "$1" ] && echo "$1"
 }
