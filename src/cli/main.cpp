@@ -125,8 +125,9 @@ void add_conversion_options(CLI::App& app, Args& a, std::vector<CLI::Option*>& p
       "the tolerances, and then the output is not written: float |nnapi - model| <= atol + "
       "rtol * |model| everywhere; quantized (and dequantized) outputs at most 3% of elements "
       "off by one quantum, none by more; NaN or infinity fails. The runtime is "
-      "<dir of nnapi-convert>/runtime/libneuralnetworks.so, else $NNAPI_CONVERT_RUNTIME, else "
-      "found on LD_LIBRARY_PATH");
+      "<dir of nnapi-convert>/runtime/libneuralnetworks.so (a build tree), else "
+      "<dir of nnapi-convert>/../lib/nnapi-convert/libneuralnetworks.so (an installation), "
+      "else $NNAPI_CONVERT_RUNTIME, else found on LD_LIBRARY_PATH");
   app.add_option("--verify-shape", a.verify_shapes,
                  "With --verify, once per input: its run-time size, e.g. 1x3x320x240 (default "
                  "for flexible dims: 1 for dim 0, 224 for H and W of 4-D inputs, 8 otherwise)")

@@ -31,6 +31,12 @@ namespace {
 
 constexpr const char* kRuntimeName = "libneuralnetworks.so";
 
+// Where `cmake --install` puts the runtime, relative to the installed binary's
+// directory (set by CMake from GNUInstallDirs; the fallback is its default).
+#ifndef NNAPI_CONVERT_INSTALLED_RUNTIME_DIR
+#define NNAPI_CONVERT_INSTALLED_RUNTIME_DIR "../lib/nnapi-convert"
+#endif
+
 std::string join_dims(const std::vector<int64_t>& dims) {
   if (dims.empty()) return "scalar";
   std::string s;
@@ -296,13 +302,17 @@ std::string load_nnapi_runtime(const std::string& explicit_path) {
   if (!explicit_path.empty()) {
     handle = attempt(explicit_path, explicit_path);
   } else {
+    // Beside the binary: the build tree's runtime/, then the installed layout.
     std::string dir = exe_dir();
-    fs::path next_to_exe = fs::path(dir) / "runtime" / kRuntimeName;
     std::error_code ec;
-    if (!dir.empty() && fs::exists(next_to_exe, ec)) {
-      handle = attempt(next_to_exe.string(), next_to_exe.string());
-    } else {
-      looked.push_back(next_to_exe.string() + " (no such file)");
+    for (const char* sub : {"runtime", NNAPI_CONVERT_INSTALLED_RUNTIME_DIR}) {
+      if (handle) break;
+      fs::path candidate = (fs::path(dir) / sub / kRuntimeName).lexically_normal();
+      if (!dir.empty() && fs::exists(candidate, ec)) {
+        handle = attempt(candidate.string(), candidate.string());
+      } else {
+        looked.push_back(candidate.string() + " (no such file)");
+      }
     }
     const char* env = std::getenv("NNAPI_CONVERT_RUNTIME");
     if (!handle && env && *env) {
@@ -322,7 +332,9 @@ std::string load_nnapi_runtime(const std::string& explicit_path) {
                                       "runtime ") +
                               kRuntimeName +
                               " (build target `neuralnetworks`, written to "
-                              "<build dir>/runtime/), but could not load it. Looked at: " +
+                              "<build dir>/runtime/, installed to <dir of nnapi-convert>/"
+                              NNAPI_CONVERT_INSTALLED_RUNTIME_DIR
+                              "/), but could not load it. Looked at: " +
                               where +
                               ". Set NNAPI_CONVERT_RUNTIME to the file (or its "
                               "directory), or put its directory on LD_LIBRARY_PATH.");
