@@ -157,6 +157,27 @@ const std::set<c10::Symbol>& foldable_kinds() {
 
 bool is_foldable(c10::Symbol kind) { return foldable_kinds().count(kind) != 0; }
 
+// A quantized:: node computes on quantized tensors; a float operand there
+// means a float --input spec for a model that takes quantized input.
+void check_quantized_inputs(const LoweringContext& cx, const Node* node,
+                            const std::vector<int32_t>& input_ids) {
+  static const c10::Symbol quantized = c10::Symbol::fromQualString("namespaces::quantized");
+  if (node->kind().ns() != quantized) return;
+  for (const Value* v : node->inputs()) {
+    if (!cx.has_operand(v)) continue;
+    auto [id, op] = cx.get_operand(v);
+    if (op.type != nnapi::OperandType::TensorFloat32) continue;
+    auto k = std::find(input_ids.begin(), input_ids.end(), id);
+    fail("this quantized operation gets a float32 tensor" +
+         (k == input_ids.end() ? std::string()
+                               : " (model input " + std::to_string(k - input_ids.begin()) + ")") +
+         ": the model takes quantized input. Give that input's --input spec "
+         "dtype=quint8,scale=S,zero_point=Z with the scale and zero point of the model's "
+         "quantization (the QuantStub's), e.g. 1x3x224x224,dtype=quint8,scale=0.0078,"
+         "zero_point=128");
+  }
+}
+
 // Runs `node` on its constant inputs and records its outputs as constants.
 // Returns false when the node is not foldable or an input is not constant.
 bool try_fold(LoweringContext& cx, const Node* node) {
@@ -267,11 +288,8 @@ CheckReport check_model(const ConvertOptions& options) {
   torch::jit::Module module =
       load_frozen_model(options.model_path, &r.times.load_ms, &r.times.freeze_ms);
   std::shared_ptr<torch::jit::Graph> graph = module.get_method("forward").graph();
-  for (const Node* node : graph->nodes()) {
-    (void)node;
-    ++r.node_count;
-  }
   r.kinds = census(*graph);
+  for (const NodeKindCount& k : r.kinds) r.node_count += k.count;
   try {
     Conversion c = lower_module(module, options);
     r.converts = true;
@@ -349,6 +367,7 @@ Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& 
             "this node computes with values known only when the model runs (sizes of "
             "flexible dims?); nnapi-convert folds it only when all its inputs are constant");
       }
+      check_quantized_inputs(cx, node, input_ids);
       (*fn)(cx, node);
     }
     current = graph->return_node();

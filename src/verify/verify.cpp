@@ -451,7 +451,7 @@ OutputCheck compare_output(const at::Tensor& nnapi, const at::Tensor& eager, dou
   }
   const double lo = b.min().item<double>(), hi = b.max().item<double>();
   if (hi - lo <= 1e-7 * std::max(1.0, std::abs(hi))) {
-    c.warning = "every element of the model's output is " + num(hi) +
+    c.warning = "every element of the model's output is " + num(hi + 0.0) +
                 " on these inputs, so the check proves little; give real inputs with "
                 "--verify-input";
   }

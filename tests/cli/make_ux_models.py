@@ -1,0 +1,44 @@
+"""Models for ux_test.sh (the command line as a new user meets it):
+threesorts.pt (one unsupported kind used three times, from this file),
+qinput.pt (a quantized convolution that takes a quint8 input),
+constant.pt (an output that is 0 whatever the input),
+inf.pt (an output of infinities), and inputs.pt (a real input for
+--verify-input, saved with torch.save)."""
+import os
+import sys
+
+import torch
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+
+
+class ThreeSorts(torch.nn.Module):
+    def forward(self, x):
+        a = torch.sort(x, 1)[0]
+        b = torch.sort(a + 1.0, 1)[0]
+        return torch.sort(b, 1)[0]
+
+
+x = torch.randn(1, 3, 8, 8)
+torch.jit.trace(ThreeSorts().eval(), x).save(os.path.join(out, "threesorts.pt"))
+
+conv = torch.nn.quantized.Conv2d(3, 4, 1)
+qx = torch.quantize_per_tensor(torch.randn(1, 3, 8, 8), 0.0625, 128, torch.quint8)
+torch.jit.trace(conv.eval(), qx).save(os.path.join(out, "qinput.pt"))
+
+
+class Scale(torch.nn.Module):
+    def __init__(self, factor):
+        super().__init__()
+        self.factor = factor
+
+    def forward(self, x):
+        return x * self.factor
+
+
+torch.jit.script(Scale(0.0).eval()).save(os.path.join(out, "constant.pt"))
+torch.jit.script(Scale(float("inf")).eval()).save(os.path.join(out, "inf.pt"))
+torch.save(torch.randn(1, 3, 32, 32), os.path.join(out, "inputs.pt"))
+torch.save((torch.randn(1, 3, 16, 16),), os.path.join(out, "wrong_inputs.pt"))
+print("made", sorted(os.listdir(out)))

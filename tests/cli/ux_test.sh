@@ -1,0 +1,101 @@
+#!/bin/sh
+# ux_test.sh BIN PYTHON WORK: the command line as a new user meets it (issue
+# 12): argument order, --help/--version, a mistyped command, check, list-ops,
+# grouped errors, a converted file fed back in, a float spec for a model that
+# takes quantized input, --verify's warnings and failures, --verify-input,
+# --junit and --report. What is expected is what the README promises.
+set -u
+BIN=$1; PY=$2; W=$3
+HERE=$(dirname "$0")
+rm -rf "$W" && mkdir -p "$W" || exit 1
+"$PY" "$HERE/../../examples/make_example.py" "$W/tiny.pt" >/dev/null || exit 1
+"$PY" "$HERE/make_ux_models.py" "$W" >/dev/null || exit 1
+fail=0
+check() { if eval "$2"; then echo "ok: $1"; else echo "FAILED: $1"; fail=1; fi; }
+
+# Options before the model: --input takes one value, not the model path.
+"$BIN" --nhwc --input 1x3x32x32 "$W/tiny.pt" -o "$W/order.pt" -q; rc=$?
+check "options before the model path" "[ $rc = 0 ] && [ -s $W/order.pt ]"
+
+"$BIN" --help >"$W/help" 2>&1; rc=$?
+check "--help lists the commands, examples and exit statuses" \
+  "[ $rc = 0 ] && grep -q inspect $W/help && grep -q list-ops $W/help && grep -q check $W/help && grep -q 'Examples:' $W/help && grep -q 'Exit status' $W/help"
+"$BIN" --version >"$W/version" 2>&1
+check "--version names LibTorch" "grep -Eq '^nnapi-convert [0-9.]+ \\(LibTorch [0-9.]+' $W/version"
+
+"$BIN" inpsect "$W/order.pt" 2>"$W/err"; rc=$?
+check "a mistyped command is exit 2 with a suggestion" "[ $rc = 2 ] && grep -q \"did you mean 'inspect'\" $W/err"
+
+# check: what converts, without writing anything.
+before=$(ls "$W" | wc -l)
+"$BIN" check "$W/tiny.pt" --input 1x3x32x32 >"$W/check.txt"; rc=$?
+check "check on a convertible model: exit 0, counts, operations" \
+  "[ $rc = 0 ] && grep -Eq 'aten::_convolution +3  ok' $W/check.txt && grep -q '^converts: 11 NNAPI operations' $W/check.txt"
+check "check writes nothing" "[ $(ls "$W" | wc -l) = $((before + 1)) ]"
+"$BIN" check "$W/threesorts.pt" --input 1x3x8x8 >"$W/check2.txt"; rc=$?
+check "check on an unsupported model: exit 1, the kind, its count and the user's lines" \
+  "[ $rc = 1 ] && grep -Eq 'aten::sort +3  NOT SUPPORTED at .*make_ux_models.py:18, .*make_ux_models.py:19' $W/check2.txt"
+"$BIN" check "$W/threesorts.pt" --input 1x3x8x8 --json >"$W/check.json"
+"$PY" - "$W/check.json" <<'PYEOF' || fail=1
+import json, sys
+m = json.load(open(sys.argv[1]))["models"][0]
+sort = [k for k in m["kinds"] if k["kind"] == "aten::sort"][0]
+assert not m["converts"] and sort["count"] == 3 and not sort["supported"], m
+assert len(sort["locations"]) == 3 and all("make_ux_models.py" in l for l in sort["locations"])
+print("ok: check --json")
+PYEOF
+
+"$BIN" list-ops >"$W/ops.txt"; rc=$?
+check "list-ops lists node kinds by family" \
+  "[ $rc = 0 ] && grep -q '^convolution:' $W/ops.txt && grep -q '  aten::_convolution' $W/ops.txt"
+"$BIN" list-ops --json | "$PY" -c "
+import json, sys; ops = json.load(sys.stdin)
+assert any(o['kind'] == 'aten::avg_pool2d' and 'count_include_pad' in o['note'] for o in ops)
+assert all(set(o) == {'kind', 'family', 'note'} for o in ops)
+print('ok: list-ops --json')" || fail=1
+
+# Errors: repeated kinds grouped, a converted module, a float spec for quantized input.
+"$BIN" "$W/threesorts.pt" --input 1x3x8x8 2>"$W/err"; rc=$?
+check "one unsupported kind used 3 times is one line" \
+  "[ $rc = 1 ] && grep -q 'uses 3 node(s) of 1 kind(s)' $W/err && [ \$(grep -c '^  - aten::sort' $W/err) = 1 ] && grep -q '(3 nodes; the first' $W/err"
+"$BIN" "$W/order.pt" --input 1x3x32x32 -o "$W/again.pt" 2>"$W/err"; rc=$?
+check "a converted module fed back in is named as such" \
+  "[ $rc = 1 ] && grep -q 'is already a converted NNAPI module' $W/err"
+"$BIN" "$W/qinput.pt" --input 1x3x8x8 -o "$W/q.pt" 2>"$W/err"; rc=$?
+check "a float spec for a model that takes quantized input says what to give" \
+  "[ $rc = 1 ] && grep -q 'gets a float32 tensor (model input 0)' $W/err && grep -q 'dtype=quint8,scale=S,zero_point=Z' $W/err"
+"$BIN" "$W/qinput.pt" --input 1x3x8x8,dtype=quint8,scale=0.0625,zero_point=128,nhwc -o "$W/q.pt" -q
+check "...and with the quantized spec it converts" "[ -s $W/q.pt ]"
+
+# --verify: a constant output warns, infinities fail, real inputs from a file.
+"$BIN" "$W/constant.pt" --input 1x3x8x8 -o "$W/c.pt" --verify >"$W/out" 2>&1; rc=$?
+check "--verify warns when the output is constant" "[ $rc = 0 ] && grep -q 'warning: every element of the model.s output is 0' $W/out"
+"$BIN" "$W/inf.pt" --input 1x3x8x8 -o "$W/inf.nnapi.pt" --verify >"$W/out" 2>&1; rc=$?
+check "--verify fails on infinities and writes nothing" \
+  "[ $rc = 1 ] && grep -q 'NaN or infinity in the output' $W/out && [ ! -e $W/inf.nnapi.pt ]"
+"$BIN" "$W/tiny.pt" --input 1x3x32x32 -o "$W/v.pt" --verify --verify-input "$W/inputs.pt" >"$W/out" 2>&1; rc=$?
+check "--verify-input runs the given tensors" "[ $rc = 0 ] && grep -q 'verify on the --verify-input\\|verify on inputs 1x3x32x32' $W/out"
+"$BIN" "$W/tiny.pt" --input 1x3x32x32 -o "$W/v2.pt" --verify --verify-input "$W/wrong_inputs.pt" 2>"$W/err"; rc=$?
+check "--verify-input of the wrong shape is exit 2 before any work" \
+  "[ $rc = 2 ] && grep -q 'has shape 1x3x16x16' $W/err && [ ! -e $W/v2.pt ]"
+
+# CI reports: --junit and --report for a batch with one failure; a summary.
+"$BIN" "$W/tiny.pt" "$W/threesorts.pt" --input 1x3x32x32 --out-dir "$W/out.d" \
+  --junit "$W/junit.xml" --report "$W/report.json" 2>"$W/err"; rc=$?
+check "a batch ends with a summary" "[ $rc = 1 ] && grep -q '1 of 2 model(s) converted, 1 failed' $W/err"
+"$PY" - "$W/junit.xml" "$W/report.json" <<'PYEOF' || fail=1
+import json, sys, xml.etree.ElementTree as ET
+suite = ET.parse(sys.argv[1]).getroot()
+assert suite.tag == "testsuite" and suite.get("tests") == "2" and suite.get("failures") == "1"
+cases = {c.get("name").rsplit("/", 1)[1]: c for c in suite.findall("testcase")}
+assert cases["tiny.pt"].find("failure") is None
+assert "aten::sort" in cases["threesorts.pt"].find("failure").text
+r = json.load(open(sys.argv[2]))
+assert r["schema_version"] == 2
+bad = [m for m in r["models"] if m["model"].endswith("threesorts.pt")][0]
+assert bad["unsupported"][0]["kind"] == "aten::sort" and bad["unsupported"][0]["count"] == 3
+print("ok: --junit and --report")
+PYEOF
+
+[ $fail = 0 ] && echo "ux: all passed"
+exit $fail
