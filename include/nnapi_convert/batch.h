@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "nnapi_convert/converter.h"
+#include "nnapi_convert/conversion.h"
 #include "nnapi_convert/verify.h"
 
 namespace nnapi_convert {

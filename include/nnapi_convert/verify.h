@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "nnapi_convert/converter.h"
+#include "nnapi_convert/conversion.h"
 #include "nnapi_convert/input_spec.h"
 
 namespace nnapi_convert {

@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "core/isolation.h"
 #include "nnapi_convert/check.h"
+#include "nnapi_convert/converter.h"
 
 namespace nnapi_convert::cli {
 namespace {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "nnapi_convert/converter.h"
+#include "nnapi_convert/conversion.h"
 
 namespace nnapi_convert {
 namespace {

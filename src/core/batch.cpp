@@ -16,16 +16,14 @@
 #include <sstream>
 
 #include "core/isolation.h"
+#include "nnapi_convert/converter.h"
 #include "util/output_file.h"
+#include "util/timing.h"
 
 namespace nnapi_convert {
 namespace {
 
 namespace fs = std::filesystem;
-
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // verify draws inputs from LibTorch's global generator: one at a time.
 std::mutex verify_mutex;

@@ -12,16 +12,13 @@
 #include <fstream>
 
 #include "core/archive_check.h"
-#include "nnapi_convert/converter.h"
+#include "nnapi_convert/conversion.h"
+#include "util/timing.h"
 
 namespace nnapi_convert {
 namespace {
 
 namespace fs = std::filesystem;
-
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 
 void check_file(const std::string& path) {
   std::error_code ec;

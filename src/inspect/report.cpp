@@ -7,6 +7,7 @@
 #include <cstring>
 #include <iomanip>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "nnapi_convert/nnapi_types.h"
@@ -27,120 +28,12 @@ std::string float_text(double d) {
   return o.str();
 }
 
-// --- a tiny JSON emitter ------------------------------------------------------
-
-class JsonWriter {
- public:
-  explicit JsonWriter(std::ostream& out) : out_(out) {}
-
-  JsonWriter& begin_object() { return open('{'); }
-  JsonWriter& end_object() { return close('}'); }
-  JsonWriter& begin_array() { return open('['); }
-  JsonWriter& end_array() { return close(']'); }
-
-  JsonWriter& key(const std::string& k) {
-    separate();
-    write_string(k);
-    out_ << ':';
-    after_key_ = true;
-    return *this;
-  }
-  JsonWriter& value(const std::string& s) {
-    separate();
-    write_string(s);
-    return *this;
-  }
-  JsonWriter& value(const char* s) { return value(std::string(s)); }
-  JsonWriter& value(bool b) {
-    separate();
-    out_ << (b ? "true" : "false");
-    return *this;
-  }
-  JsonWriter& value(int64_t i) {
-    separate();
-    out_ << i;
-    return *this;
-  }
-  JsonWriter& value(int32_t i) { return value(int64_t{i}); }
-  JsonWriter& value(uint32_t i) { return value(int64_t{i}); }
-  JsonWriter& value(size_t i) {
-    separate();
-    out_ << i;
-    return *this;
-  }
-  JsonWriter& value(double d) {
-    separate();
-    if (!std::isfinite(d)) {
-      out_ << "null";  // JSON has no NaN or infinity
-    } else {
-      out_ << float_text(d);  // every real number inspect prints is a float32
-    }
-    return *this;
-  }
-  JsonWriter& null() {
-    separate();
-    out_ << "null";
-    return *this;
-  }
-
- private:
-  JsonWriter& open(char c) {
-    separate();
-    out_ << c;
-    first_.push_back(true);
-    return *this;
-  }
-  JsonWriter& close(char c) {
-    first_.pop_back();
-    out_ << c;
-    return *this;
-  }
-  // Writes the comma between siblings; nothing right after a key.
-  void separate() {
-    if (after_key_) {
-      after_key_ = false;
-      return;
-    }
-    if (!first_.empty()) {
-      if (!first_.back()) out_ << ',';
-      first_.back() = false;
-    }
-  }
-  void write_string(const std::string& s) {
-    out_ << '"';
-    for (unsigned char c : s) {
-      switch (c) {
-        case '"':
-          out_ << "\\\"";
-          break;
-        case '\\':
-          out_ << "\\\\";
-          break;
-        case '\n':
-          out_ << "\\n";
-          break;
-        case '\r':
-          out_ << "\\r";
-          break;
-        case '\t':
-          out_ << "\\t";
-          break;
-        default:
-          if (c < 0x20) {
-            static const char hex[] = "0123456789abcdef";
-            out_ << "\\u00" << hex[c >> 4] << hex[c & 15];
-          } else {
-            out_ << c;
-          }
-      }
-    }
-    out_ << '"';
-  }
-
-  std::ostream& out_;
-  std::vector<bool> first_;
-  bool after_key_ = false;
-};
+// A float32 as the JSON number with the shortest text that reads back as the
+// same float (0.1f prints as 0.1); NaN and infinity as null (JSON has neither).
+nlohmann::ordered_json json_float(double d) {
+  if (!std::isfinite(d)) return nullptr;
+  return std::strtod(float_text(d).c_str(), nullptr);
+}
 
 }  // namespace
 
@@ -362,17 +255,16 @@ std::string source_text(const Model& m, size_t index) {
   return s;
 }
 
-void json_scalar(JsonWriter& j, const Scalar& s) {
+nlohmann::ordered_json json_scalar(const Scalar& s) {
   switch (s.kind) {
     case Scalar::Bool:
-      j.value(s.i != 0);
-      break;
+      return s.i != 0;
     case Scalar::Float:
-      j.value(s.f);
-      break;
+      return json_float(s.f);
     case Scalar::Int:
-      j.value(s.i);
+      break;
   }
+  return s.i;
 }
 
 }  // namespace
@@ -434,107 +326,90 @@ void print_text(const Model& m, std::ostream& out) {
 // --- JSON output -----------------------------------------------------------------
 
 void print_json(const Model& m, std::ostream& out) {
+  using Json = nlohmann::ordered_json;
   const Blob& b = m.blob;
-  JsonWriter j(out);
-  j.begin_object();
-  j.key("file").value(m.path);
-  j.key("format").value(m.torchscript ? "torchscript" : "blob");
-  j.key("blob_bytes").value(m.blob_bytes);
-  j.key("version").value(b.version);
+  Json j = {{"file", m.path},
+            {"format", m.torchscript ? "torchscript" : "blob"},
+            {"blob_bytes", m.blob_bytes},
+            {"version", b.version}};
   if (m.torchscript) {
-    j.key("weights").begin_array();
+    Json weights = Json::array();
     for (const WeightInfo& w : m.weights) {
-      j.begin_object().key("bytes").value(w.bytes).key("dtype").value(w.dtype);
-      j.key("shape").begin_array();
-      for (int64_t d : w.shape) j.value(d);
-      j.end_array().end_object();
+      weights.push_back({{"bytes", w.bytes}, {"dtype", w.dtype}, {"shape", w.shape}});
     }
-    j.end_array();
+    j["weights"] = weights;
   }
-  j.key("operands").begin_array();
+  Json operands = Json::array();
   for (size_t i = 0; i < b.operands.size(); ++i) {
     const BlobOperand& op = b.operands[i];
-    j.begin_object();
-    j.key("index").value(i);
-    j.key("type").value(nnapi::operand_type_name(op.type));
-    j.key("type_code").value(static_cast<int32_t>(op.type));
-    j.key("dims").begin_array();  // NNAPI order; null = flexible
-    for (uint32_t d : op.dims) {
-      if (d == 0)
-        j.null();
-      else
-        j.value(d);
-    }
-    j.end_array();
+    Json dims = Json::array();  // NNAPI order; null = flexible
+    for (uint32_t d : op.dims) dims.push_back(d == 0 ? Json(nullptr) : Json(d));
+    Json o = {{"index", i},
+              {"type", nnapi::operand_type_name(op.type)},
+              {"type_code", static_cast<int32_t>(op.type)},
+              {"dims", dims}};
     if (shows_quant_params(op)) {
-      j.key("scale").value(static_cast<double>(op.scale));
-      j.key("zero_point").value(op.zero_point);
+      o["scale"] = json_float(op.scale);
+      o["zero_point"] = op.zero_point;
     }
-    j.key("source").begin_object();
+    Json source;
     const int in = position_of(b.inputs, i);
     if (in >= 0) {
-      j.key("kind").value("model_input").key("input").value(int64_t{in});
+      source = {{"kind", "model_input"}, {"input", in}};
     } else if (op.value >= 0) {
       const BlobValue& v = b.values[static_cast<size_t>(op.value)];
       if (v.source == nnapi::ValueSource::Immediate) {
         std::vector<Scalar> elems;
         size_t total = 0;
         decode_immediate(op, v.immediate, elems, total);
-        j.key("kind").value("immediate").key("bytes").value(v.immediate.size());
+        source = {{"kind", "immediate"}, {"bytes", v.immediate.size()}};
         if (!nnapi::is_tensor_type(op.type) && elems.size() == 1) {
-          j.key("value");
-          json_scalar(j, elems[0]);
+          source["value"] = json_scalar(elems[0]);
         } else {
-          j.key("elements").value(total).key("value").begin_array();
-          for (const Scalar& s : elems) json_scalar(j, s);
-          j.end_array().key("truncated").value(total > elems.size());
+          Json values = Json::array();
+          for (const Scalar& e : elems) values.push_back(json_scalar(e));
+          source["elements"] = total;
+          source["value"] = values;
+          source["truncated"] = total > elems.size();
         }
       } else {
-        j.key("kind").value("weight_buffer").key("buffer").value(v.buffer);
-        j.key("offset").value(v.buffer_offset).key("bytes").value(v.buffer_length);
+        source = {{"kind", "weight_buffer"},
+                  {"buffer", v.buffer},
+                  {"offset", v.buffer_offset},
+                  {"bytes", v.buffer_length}};
       }
     } else if (op.producer >= 0) {
-      j.key("kind").value("operation").key("operation").value(op.producer);
+      source = {{"kind", "operation"}, {"operation", op.producer}};
     } else {
-      j.key("kind").value("none");
+      source = {{"kind", "none"}};
     }
-    j.end_object();
+    o["source"] = source;
     const int out_pos = position_of(b.outputs, i);
-    if (out_pos >= 0) j.key("model_output").value(int64_t{out_pos});
-    j.end_object();
+    if (out_pos >= 0) o["model_output"] = out_pos;
+    operands.push_back(o);
   }
-  j.end_array();
-  j.key("operations").begin_array();
+  j["operands"] = operands;
+  Json operations = Json::array();
   for (size_t k = 0; k < b.operations.size(); ++k) {
     const BlobOperation& op = b.operations[k];
-    j.begin_object().key("index").value(k).key("name").value(
-        nnapi::op_name(static_cast<nnapi::Op>(op.opcode)));
-    j.key("code").value(op.opcode).key("inputs").begin_array();
-    for (uint32_t i : op.inputs) j.value(i);
-    j.end_array().key("outputs").begin_array();
-    for (uint32_t o : op.outputs) j.value(o);
-    j.end_array().end_object();
+    operations.push_back({{"index", k},
+                          {"name", nnapi::op_name(static_cast<nnapi::Op>(op.opcode))},
+                          {"code", op.opcode},
+                          {"inputs", op.inputs},
+                          {"outputs", op.outputs}});
   }
-  j.end_array();
-  j.key("inputs").begin_array();
-  for (uint32_t i : b.inputs) j.value(i);
-  j.end_array().key("outputs").begin_array();
-  for (uint32_t o : b.outputs) j.value(o);
-  j.end_array();
-  auto fmts = [&](const char* key, const std::vector<int64_t>& v) {
-    j.key(key);
-    if (!m.torchscript) {
-      j.null();  // a raw blob does not record memory formats
-      return;
-    }
-    j.begin_array();
-    for (int64_t f : v) j.value(mem_fmt_name(f));
-    j.end_array();
+  j["operations"] = operations;
+  j["inputs"] = b.inputs;
+  j["outputs"] = b.outputs;
+  auto fmts = [&](const std::vector<int64_t>& v) {
+    if (!m.torchscript) return Json(nullptr);  // a raw blob does not record memory formats
+    Json names = Json::array();
+    for (int64_t f : v) names.push_back(mem_fmt_name(f));
+    return names;
   };
-  fmts("input_memory_formats", m.inp_mem_fmts);
-  fmts("output_memory_formats", m.out_mem_fmts);
-  j.end_object();
-  out << "\n";
+  j["input_memory_formats"] = fmts(m.inp_mem_fmts);
+  j["output_memory_formats"] = fmts(m.out_mem_fmts);
+  out << j.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
 }
 
 }  // namespace nnapi_convert::inspect_detail

@@ -29,10 +29,6 @@ int reverse_map_dim(DimOrder order, int d) {
   return d;
 }
 
-std::string flex_name(int32_t id, int64_t dim) {
-  return "s_" + std::to_string(id) + "_" + std::to_string(dim);
-}
-
 int64_t py_index(int64_t index, int64_t size) {
   int64_t i = index < 0 ? index + size : index;
   check(i >= 0 && i < size, [&] {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "nnapi_convert/nnapi_types.h"
+#include "serialize/prepare_script.h"  // flex_name
 
 namespace nnapi_convert {
 
@@ -57,8 +58,6 @@ SymInt sym_dim(int32_t id, const Shape& shape, int64_t d);
 Shape fix_shape(const Shape& shape, DimOrder order);
 // The PyTorch dim that NNAPI dim `d` holds.
 int reverse_map_dim(DimOrder order, int d);
-// Name of the shape-compute variable holding dim `dim` of operand `id`.
-std::string flex_name(int32_t id, int64_t dim);
 // Python-style index: negative counts from the end. Throws when out of range.
 int64_t py_index(int64_t index, int64_t size);
 std::string shape_str(const Shape& s);

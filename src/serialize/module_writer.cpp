@@ -14,7 +14,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "nnapi_convert/converter.h"
+#include "nnapi_convert/writer.h"
 #include "util/output_file.h"
 
 namespace nnapi_convert {

@@ -1,0 +1,97 @@
+// The data of a conversion, shared by every layer: what the user asked for
+// (ConvertOptions), what the lowering produced (Conversion), and the error a
+// user can act on (ConvertError). No LibTorch beyond ATen's Tensor.
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "nnapi_convert/input_spec.h"
+
+namespace nnapi_convert {
+
+// A node kind of a model: how many nodes, where in the user's code (file:line,
+// each place once), and whether nnapi-convert lowers it.
+struct NodeKindCount {
+  std::string kind;  // "aten::conv2d"
+  int64_t count = 0;
+  bool supported = false;
+  std::vector<std::string> locations;
+  std::string first_node;  // the first such node as TorchScript prints it
+};
+
+// A failure the user can act on. exit_code: 1 = the model cannot be
+// converted, 2 = a usage error (bad arguments or specs).
+class ConvertError : public std::runtime_error {
+ public:
+  ConvertError(int exit_code, const std::string& message, std::string node = "",
+               std::string location = "")
+      : std::runtime_error(message),
+        exit_code_(exit_code),
+        node_(std::move(node)),
+        location_(std::move(location)) {}
+  int exit_code() const { return exit_code_; }
+  // The graph node that could not be lowered (its kind) and its source
+  // location (file:line), when the failure is a node's.
+  const std::string& node() const { return node_; }
+  const std::string& location() const { return location_; }
+  // The node kinds nnapi-convert cannot lower, when that is the failure.
+  const std::vector<NodeKindCount>& unsupported() const { return unsupported_; }
+  void set_unsupported(std::vector<NodeKindCount> kinds) { unsupported_ = std::move(kinds); }
+
+ private:
+  int exit_code_;
+  std::vector<NodeKindCount> unsupported_;
+  std::string node_;
+  std::string location_;
+};
+
+struct ConvertOptions {
+  std::string model_path;
+  std::vector<InputSpec> inputs;
+  bool nhwc = false;  // every 4-D input is channels-last
+  bool use_int16_for_qint16 = false;
+  int compilation_preference = 2;  // sustained speed
+  bool relax_f32_to_f16 = false;
+  // Fold a ReLU / ReLU6 that is the only use of a convolution, fully connected
+  // or ADD/SUB/MUL/DIV result into that operation's fused activation (fewer
+  // operations; the reference never does, so the blob differs from its).
+  bool fuse_activations = false;
+  std::vector<std::vector<int64_t>> return_shapes;  // per output; empty = from the model
+};
+
+struct PhaseTimes {
+  double load_ms = 0, freeze_ms = 0, lower_ms = 0, serialize_ms = 0, write_ms = 0;
+};
+
+// One return value's template: what `prepare` builds for it.
+struct OutputTemplate {
+  int32_t operand;
+  int32_t type;  // nnapi::OperandType
+  std::vector<int64_t> shape;
+  double scale;
+  int64_t zero_point;
+};
+
+struct Conversion {
+  std::vector<int32_t> ser_model;
+  std::vector<at::Tensor> weights;
+  std::vector<int64_t> inp_mem_fmts;
+  std::vector<int64_t> out_mem_fmts;
+  // The body of `prepare` before its return statement, as the reference writes it.
+  std::vector<std::string> shape_lines;
+  std::vector<OutputTemplate> templates;
+  int retval_count = -1;  // -1: a single tensor is returned
+  int64_t operand_count = 0;
+  int64_t operation_count = 0;
+  std::map<std::string, int> operations;  // NNAPI operation name -> count
+  int64_t weight_bytes = 0;
+  PhaseTimes times;
+};
+
+}  // namespace nnapi_convert

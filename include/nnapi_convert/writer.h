@@ -1,0 +1,47 @@
+// Writing a conversion: the TorchScript module PyTorch's NNAPI runtime loads,
+// its lite-interpreter copy, and the --parts files (src/serialize/).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nnapi_convert/conversion.h"
+
+namespace nnapi_convert {
+
+class PendingFile;  // util/output_file.h
+
+// The lines of `prepare` (shape lines then the return of templates), in the
+// reference converter's text (`torch.float32`), or with ScalarType numbers
+// (`dtype=6`) for TorchScript compiled from C++.
+std::vector<std::string> prepare_lines(const Conversion& c, bool numeric_dtypes);
+
+// The files of one conversion, written to temporaries and finished (fsynced),
+// not yet in place: commit() renames them all over their targets; destroying
+// them uncommitted removes the temporaries, leaving every existing file as it
+// was.
+struct ConversionFiles {
+  std::vector<std::unique_ptr<PendingFile>> files;
+  PendingFile* module = nullptr;  // the .nnapi.pt, when one was asked for
+  void commit();
+  ConversionFiles();
+  ConversionFiles(ConversionFiles&&) noexcept;
+  ~ConversionFiles();
+};
+
+// Writes the module to `path` (none when empty), its lite-interpreter copy
+// (lite_output_path) and the --parts files in `parts` (none when empty).
+// Throws ConvertError: 2 for an output that cannot be a target, 1 otherwise.
+ConversionFiles write_conversion(const Conversion& c, const ConvertOptions& options,
+                                 const std::string& path, bool lite, const std::string& parts);
+// write_conversion, then commit.
+void write_nnapi_module(const Conversion& c, const ConvertOptions& options, const std::string& path,
+                        bool lite);
+void write_parts(const Conversion& c, const ConvertOptions& options, const std::string& dir);
+// out.nnapi.pt -> out.nnapi.ptl
+std::string lite_output_path(const std::string& path);
+// The four files --parts writes in `dir`.
+std::vector<std::string> parts_paths(const std::string& dir);
+
+}  // namespace nnapi_convert
