@@ -170,6 +170,24 @@ Operand2 emit_adaptive_pool(LoweringContext& cx, Op op, const Operand2& image,
 
 void lower_adaptive_avg_pool2d(LoweringContext& cx, const Node* node) {
   auto [image_id, image] = cx.get_operand(node->input(0));
+  const std::vector<int64_t> size = cx.constant_int_list(node->input(1));
+  const Shape& s = image.shape;
+  if (s.size() == 4 && (s[2] == 0 || s[3] == 0) && size == std::vector<int64_t>{1, 1}) {
+    // To 1x1 over a flexible height or width: MEAN over both, keeping dims
+    // (no pool window to fix when the model is converted).
+    check(image.dim_order == DimOrder::Contiguous || image.dim_order == DimOrder::ChannelsLast,
+          "unknown memory layout");
+    const std::vector<int64_t> axes =
+        image.use_nchw() ? std::vector<int64_t>{2, 3} : std::vector<int64_t>{1, 2};
+    ModelBuilder& m = cx.model();
+    const int32_t axes_id = m.add_int_vector(axes);
+    const int32_t keep_id = m.add_int_scalar(1);
+    Operand2 like{image_id, image};
+    const int32_t out_id =
+        make_output(cx, node->output(), image.with_shape({s[0], s[1], 1, 1}), &like);
+    m.add_operation(Op::Mean, {image_id, axes_id, keep_id}, {out_id});
+    return;
+  }
   emit_adaptive_pool(cx, Op::AveragePool2d, {image_id, image}, cx.constant_int_list(node->input(1)),
                      node->output());
 }
