@@ -921,7 +921,8 @@ class MatmulWeightModule(torch.nn.Module):
 
 
 beyond("matmul-3d", lambda: Case(MatmulModule(), [torch.randn(2, 4, 5), torch.randn(2, 5, 3)]))
-beyond("matmul-bmm", lambda: Case(MatmulModule("bmm"), [torch.randn(3, 4, 5), torch.randn(3, 5, 2)]))
+beyond("matmul-bmm", lambda: Case(
+    MatmulModule("bmm"), [torch.randn(3, 4, 5), torch.randn(3, 5, 2)]))
 beyond("matmul-2d", lambda: Case(MatmulModule(), [torch.randn(4, 5), torch.randn(5, 3)]))
 beyond("matmul-rhs-2d", lambda: Case(MatmulModule(), [torch.randn(2, 4, 5), torch.randn(5, 3)]))
 beyond("matmul-broadcast", lambda: Case(
@@ -1008,7 +1009,34 @@ class MHAModule(torch.nn.Module):
         return self.mha(x, x, x, need_weights=False)[0]
 
 
+class MHAWeightsModule(torch.nn.Module):
+    """Also the attention weights averaged over heads (aten::sum, then a division)."""
+
+    def __init__(self):
+        super().__init__()
+        self.mha = torch.nn.MultiheadAttention(8, 2)
+
+    def forward(self, x):
+        return self.mha(x, x, x)
+
+
 beyond("attention-mha", lambda: Case(MHAModule(), torch.randn(5, 2, 8)))
+beyond("attention-mha-weights", lambda: Case(MHAWeightsModule(), torch.randn(5, 2, 8)))
+
+
+class SumModule(torch.nn.Module):
+    def __init__(self, dims, keepdim):
+        super().__init__()
+        self.dims, self.keepdim = dims, keepdim
+
+    def forward(self, x):
+        return torch.sum(x, self.dims, keepdim=self.keepdim)
+
+
+beyond("sum-dims", lambda: Case(SumModule([1, -1], False), torch.randn(2, 3, 4, 5)))
+beyond("sum-keepdim-nhwc", lambda: Case(SumModule([1], True), nhwc(torch.randn(2, 3, 4, 5))))
+beyond("sum-flex", lambda: Case(
+    SumModule([2], False), torch.randn(3, 4, 5), convert_args=[torch.zeros(0, 4, 0)]))
 beyond("attention", lambda: Case(SelfAttention(), torch.randn(2, 5, 8)))
 beyond("attention-flex-batch", lambda: Case(
     SelfAttention(), torch.randn(3, 5, 8), convert_args=[torch.zeros(0, 5, 8)]))

@@ -22,7 +22,7 @@ CODES = dict(ADD=0, CONV_2D=3, DEPTHWISE_CONV_2D=4, L2_NORMALIZATION=11, LOGISTI
              SQRT=88, TRANSPOSE_CONV_2D=91, RESIZE_NEAREST_NEIGHBOR=94, HARD_SWISH=99,
              AVERAGE_POOL_2D=1, MAX_POOL_2D=17, CONCATENATION=2, SOFTMAX=25, FULLY_CONNECTED=9, QUANTIZE=72,
              DEPTH_TO_SPACE=5, SPACE_TO_DEPTH=26, GATHER=51, POW=70, TILE=89, INSTANCE_NORMALIZATION=57,
-             BATCH_MATMUL=102)
+             BATCH_MATMUL=102, REDUCE_SUM=80)
 
 
 class OperandType(ctypes.Structure):
@@ -614,6 +614,27 @@ def case_instance_normalization():
                                         m.const(F32, eps), m.const(BOOL, nchw_flag)], [o])
         out = m.run([data], [torch.float32])[0]
         close(out if nchw_flag else nchw(out), ref)
+
+
+def case_reduce_sum():
+    # The sum over the given axes (negative ones count from the end), which
+    # are kept as size 1 when keep_dims is true.
+    x = torch.randn(2, 3, 4)
+    for axes, keep in (([1], False), ([-1, 0], True)):
+        m = Model()
+        i = m.input(T_F32, (2, 3, 4))
+        o = m.output(T_F32, (0,) * (3 if keep else 3 - len(axes)))
+        m.op("REDUCE_SUM", [i, m.const(T_I32, torch.tensor(axes, dtype=torch.int32)),
+                            m.const(BOOL, keep)], [o])
+        out = m.run([x], [torch.float32])[0]
+        ref = x
+        for a in sorted((a % 3 for a in axes), reverse=True):
+            parts = [ref.select(a, j) for j in range(ref.shape[a])]
+            total = parts[0]
+            for p in parts[1:]:
+                total = total + p
+            ref = total.unsqueeze(a) if keep else total
+        close(out, ref)
 
 
 CASES = [v for k, v in list(globals().items()) if k.startswith("case_")]
