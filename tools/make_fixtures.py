@@ -1076,6 +1076,18 @@ beyond("group_norm-flex-nhwc", lambda: Case(
 beyond("instance_norm-no-affine-flex", lambda: Case(
     _instance_norm(torch.nn.InstanceNorm2d, 3, False), torch.randn(2, 3, 4, 5),
     convert_args=[torch.zeros(0, 3, 0, 0)]))
+def _instance_norm_running():
+    m = torch.nn.InstanceNorm2d(3, affine=True, track_running_stats=True)
+    with torch.no_grad():
+        m.running_mean.copy_(torch.randn(3))
+        m.running_var.copy_(torch.rand(3) + 0.5)
+        m.weight.copy_(torch.randn(3))
+        m.bias.copy_(torch.randn(3))
+    return m
+
+
+# In eval mode with running statistics, instance_norm is batch_norm's affine.
+beyond("instance_norm-running-stats", lambda: Case(_instance_norm_running(), torch.randn(2, 3, 4, 5)))
 beyond("instance_norm-1d", lambda: Case(
     _instance_norm(torch.nn.InstanceNorm1d, 3, True), torch.randn(2, 3, 6)))
 
