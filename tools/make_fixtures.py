@@ -1024,6 +1024,17 @@ beyond("attention-mha", lambda: Case(MHAModule(), torch.randn(5, 2, 8)))
 beyond("attention-mha-weights", lambda: Case(MHAWeightsModule(), torch.randn(5, 2, 8)))
 
 
+# A whole nn.TransformerEncoderLayer (eval, sequence-first): attention,
+# layer_norm, a ReLU feed-forward block and residuals.
+def _encoder_layer():
+    return torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16)
+
+
+beyond("attention-encoder-layer", lambda: Case(_encoder_layer(), torch.randn(5, 2, 8)))
+beyond("attention-encoder-layer-flex-batch", lambda: Case(
+    _encoder_layer(), torch.randn(5, 3, 8), convert_args=[torch.zeros(5, 0, 8)]))
+
+
 class SumModule(torch.nn.Module):
     def __init__(self, dims, keepdim):
         super().__init__()
