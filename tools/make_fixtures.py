@@ -1020,7 +1020,20 @@ class MHAWeightsModule(torch.nn.Module):
         return self.mha(x, x, x)
 
 
+class MHACausalModule(torch.nn.Module):
+    """With a float causal mask (-inf above the diagonal): aten::baddbmm."""
+
+    def __init__(self, length):
+        super().__init__()
+        self.mha = torch.nn.MultiheadAttention(8, 2)
+        self.register_buffer("mask", torch.triu(torch.full((length, length), float("-inf")), 1))
+
+    def forward(self, x):
+        return self.mha(x, x, x, attn_mask=self.mask, need_weights=False)[0]
+
+
 beyond("attention-mha", lambda: Case(MHAModule(), torch.randn(5, 2, 8)))
+beyond("attention-mha-causal", lambda: Case(MHACausalModule(5), torch.randn(5, 2, 8)))
 beyond("attention-mha-weights", lambda: Case(MHAWeightsModule(), torch.randn(5, 2, 8)))
 
 

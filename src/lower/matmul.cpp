@@ -1,4 +1,5 @@
-// Matrix products of float32 tensors: aten::matmul, aten::bmm, aten::t.
+// Matrix products of float32 tensors: aten::matmul, aten::bmm, aten::baddbmm,
+// aten::t.
 //
 // A product with a constant 2-D right operand (x @ w, x @ w.t() once frozen)
 // is a FULLY_CONNECTED with a zero bias (RESHAPE to 2-D and back around it),
@@ -43,8 +44,8 @@ Operand2 product_operand(LoweringContext& cx, const Value* v, const char* what) 
 
 // x (..., K) @ w (K, N) with w constant: FULLY_CONNECTED with weight w.t()
 // and a zero bias on x flattened to (M, K), reshaped back to (..., N).
-void lower_product_with_constant(LoweringContext& cx, const Node* node, const Operand2& x,
-                                 const at::Tensor& w) {
+Operand2 product_with_constant(LoweringContext& cx, const Operand2& x, const at::Tensor& w,
+                               const Value* out) {
   std::vector<SymInt> dims = sym_shape(x);
   check(dims.back().is_constant(), "matmul over a flexible inner dimension is not supported");
   check(w.size(0) == dims.back().value, [&] {
@@ -63,11 +64,11 @@ void lower_product_with_constant(LoweringContext& cx, const Node* node, const Op
   const int32_t bias_id = cx.add_weight(at::zeros({w.size(1)}, at::kFloat), DimOrder::Contiguous);
   const int32_t fuse = m.add_int_scalar(static_cast<int32_t>(Fuse::None));
   Operand fc = x.op.with_shape({flat.op.shape[0], w.size(1)});
-  const int32_t fc_id = make_output(cx, flat_input ? node->output() : nullptr, fc, &flat);
+  const int32_t fc_id = make_output(cx, flat_input ? out : nullptr, fc, &flat);
   m.add_operation(Op::FullyConnected, {flat.id, weight_id, bias_id, fuse}, {fc_id});
-  if (flat_input) return;
+  if (flat_input) return {fc_id, fc};
   dims.back() = SymInt{w.size(1), ""};
-  emit_reshape(cx, {fc_id, fc}, dims, node->output());
+  return emit_reshape(cx, {fc_id, fc}, dims, out);
 }
 
 // `x` with leading 1s up to `rank` dims.
@@ -79,31 +80,32 @@ Operand2 with_rank(LoweringContext& cx, const Operand2& x, size_t rank) {
 }
 
 // BATCH_MATMUL of a (..., R, K) and b (..., K, C) with equal batch dims.
-void emit_batch_matmul(LoweringContext& cx, const Operand2& a, const Operand2& b,
-                       const Value* out) {
+Operand2 emit_batch_matmul(LoweringContext& cx, const Operand2& a, const Operand2& b,
+                           const Value* out) {
   const size_t r = a.op.shape.size();
   Shape shape = a.op.shape;
   shape[r - 1] = b.op.shape[r - 1];
   ModelBuilder& m = cx.model();
   const int32_t adj_x = m.add_bool_scalar(false);
   const int32_t adj_y = m.add_bool_scalar(false);
-  const int32_t id = cx.add_tensor_operand(out, a.op.with_shape(shape));
+  const Operand o = a.op.with_shape(shape);
+  const int32_t id = out ? cx.add_tensor_operand(out, o) : cx.add_anonymous_operand(o);
   for (size_t d = 0; d < r; ++d) {
     if (shape[d] != 0) continue;
     const auto dim = static_cast<int64_t>(d);
     cx.forward_operand_shape(id, dim, d + 1 == r ? b.id : a.id, dim);
   }
   m.add_operation(Op::BatchMatmul, {a.id, b.id, adj_x, adj_y}, {id});
+  return {id, o};
 }
 
-void lower_product(LoweringContext& cx, const Node* node, const char* what) {
-  check(node->inputs().size() == 2, [&] { return std::string("malformed aten::") + what; });
-  const Value* bv = node->input(1);
-  Operand2 a = product_operand(cx, node->input(0), what);
+// av @ bv, bound to `out` when given.
+Operand2 product(LoweringContext& cx, const Value* av, const Value* bv, const char* what,
+                 const Value* out) {
+  Operand2 a = product_operand(cx, av, what);
   if (is_constant_tensor(cx, bv) && cx.constant_tensor(bv).dim() == 2 &&
       cx.constant_tensor(bv).scalar_type() == at::kFloat) {
-    lower_product_with_constant(cx, node, a, cx.constant_tensor(bv));
-    return;
+    return product_with_constant(cx, a, cx.constant_tensor(bv), out);
   }
   Operand2 b = product_operand(cx, bv, what);
   const size_t ra = a.op.shape.size(), rb = b.op.shape.size();
@@ -126,8 +128,7 @@ void lower_product(LoweringContext& cx, const Node* node, const char* what) {
     const int32_t adj_y = m.add_bool_scalar(false);
     m.add_operation(Op::BatchMatmul, {flat.id, b.id, adj_x, adj_y}, {id});
     dims.back() = sym_dim(b.id, b.op.shape, 1);
-    emit_reshape(cx, {id, cx.operand(id)}, dims, node->output());
-    return;
+    return emit_reshape(cx, {id, cx.operand(id)}, dims, out);
   }
   const size_t r = std::max(ra, rb);
   check(r <= 4, [&] {
@@ -161,7 +162,28 @@ void lower_product(LoweringContext& cx, const Node* node, const char* what) {
   };
   if (tiles(tile_a)) a = emit_tile(cx, a, tile_a);
   if (tiles(tile_b)) b = emit_tile(cx, b, tile_b);
-  emit_batch_matmul(cx, a, b, node->output());
+  return emit_batch_matmul(cx, a, b, out);
+}
+
+void lower_product(LoweringContext& cx, const Node* node, const char* what) {
+  check(node->inputs().size() == 2, [&] { return std::string("malformed aten::") + what; });
+  product(cx, node->input(0), node->input(1), what, node->output());
+}
+
+// baddbmm(input, batch1, batch2, beta, alpha) = beta * input + alpha * (batch1
+// @ batch2), what nn.MultiheadAttention computes with an attention mask: the
+// product, then an ADD of input (broadcast, e.g. a constant mask). beta and
+// alpha must be 1.
+void lower_baddbmm(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 5, "malformed aten::baddbmm");
+  for (const Value* v : {node->input(3), node->input(4)}) {
+    check(cx.constant_number(v) == 1.0, "baddbmm with beta or alpha other than 1 is not supported");
+  }
+  Operand2 prod = product(cx, node->input(1), node->input(2), "baddbmm", nullptr);
+  auto [id, o] = cx.get_operand_or_constant(node->input(0), DimOrder::Contiguous);
+  check(o.type == OperandType::TensorFloat32 && o.dim_order == DimOrder::Contiguous,
+        "baddbmm needs a float32 input in PyTorch's element order");
+  emit_binary(cx, Op::Add, prod, {id, o}, Fuse::None, node->output());
 }
 
 // t(x): the transpose of a 2-D tensor; 0-D and 1-D tensors are returned as is.
@@ -201,6 +223,7 @@ void register_matmul_ops(LoweringTable& t) {
     }
     lower_product(cx, n, "bmm");
   });
+  t.add("aten::baddbmm", lower_baddbmm);
   t.add("aten::t", lower_t);
 }
 
