@@ -940,6 +940,24 @@ beyond("matmul-weight-t-flex", lambda: Case(
     MatmulWeightModule(True), torch.randn(3, 4, 5), convert_args=[torch.zeros(0, 0, 5)]))
 
 
+# 1-D operands: read as (1, K) on the left and (K, 1) on the right, that dim
+# dropped from the result.
+class MatmulVectorWeightModule(torch.nn.Module):
+    def __init__(self, left):
+        super().__init__()
+        self.left = left
+        self.w = torch.nn.Parameter(torch.randn(5, 6) if left else torch.randn(5))
+
+    def forward(self, x):
+        return torch.matmul(x, self.w)
+
+
+beyond("matmul-vector-lhs", lambda: Case(MatmulModule(), [torch.randn(5), torch.randn(2, 5, 3)]))
+beyond("matmul-vector-rhs", lambda: Case(MatmulModule(), [torch.randn(2, 4, 5), torch.randn(5)]))
+beyond("matmul-vector-weight", lambda: Case(MatmulVectorWeightModule(False), torch.randn(3, 4, 5)))
+beyond("matmul-vector-weight-lhs", lambda: Case(MatmulVectorWeightModule(True), torch.randn(5)))
+
+
 # expand and repeat: TILE (after a RESHAPE for new leading dims).
 class ExpandModule(torch.nn.Module):
     def __init__(self, sizes, kind="expand"):

@@ -26,15 +26,16 @@ bool is_constant_tensor(const LoweringContext& cx, const Value* v) {
 }
 
 // A float32 operand of a product, in PyTorch's element order.
-Operand2 product_operand(LoweringContext& cx, const Value* v, const char* what) {
+Operand2 product_operand(LoweringContext& cx, const Value* v, const char* what,
+                         size_t min_rank = 2) {
   auto [id, o] = cx.get_operand_or_constant(v, DimOrder::Contiguous);
   check(o.type == OperandType::TensorFloat32, [&] {
     return std::string(what) + " is supported on float32 tensors only, got " +
            nnapi::operand_type_name(o.type);
   });
-  check(o.shape.size() >= 2, [&] {
+  check(o.shape.size() >= min_rank, [&] {
     return std::string(what) + " of a " + std::to_string(o.shape.size()) +
-           "-D tensor is not supported (unsqueeze it to 2-D first)";
+           "-D tensor is not supported";
   });
   if (o.dim_order == DimOrder::ChannelsLast)
     return emit_relayout(cx, {id, o}, DimOrder::Contiguous);
@@ -99,15 +100,59 @@ Operand2 emit_batch_matmul(LoweringContext& cx, const Operand2& a, const Operand
   return {id, o};
 }
 
+bool is_float_matrix_constant(const LoweringContext& cx, const Value* v, int64_t rank) {
+  return is_constant_tensor(cx, v) && cx.constant_tensor(v).dim() == rank &&
+         cx.constant_tensor(v).scalar_type() == at::kFloat;
+}
+
+size_t value_rank(const LoweringContext& cx, const Value* v) {
+  return cx.has_operand(v) ? cx.get_operand(v).second.shape.size()
+                           : static_cast<size_t>(cx.constant_tensor(v).dim());
+}
+
+Operand2 product_of(LoweringContext& cx, Operand2 a, Operand2 b, const char* what,
+                    const Value* out);
+
 // av @ bv, bound to `out` when given.
 Operand2 product(LoweringContext& cx, const Value* av, const Value* bv, const char* what,
                  const Value* out) {
+  const size_t ra = value_rank(cx, av), rb = value_rank(cx, bv);
+  check(ra >= 1 && rb >= 1 && !(ra == 1 && rb == 1), [&] {
+    return std::string(what) + " of a " + std::to_string(ra) + "-D and a " + std::to_string(rb) +
+           "-D tensor is not supported (NNAPI has no 0-D results of a dot product)";
+  });
+  if (ra == 1 || rb == 1) {
+    // PyTorch reads a 1-D left operand as (1, K) and a 1-D right operand as
+    // (K, 1), and drops that dim from the result.
+    Operand2 r{-1, {}};
+    if (ra == 1) {
+      Operand2 v = product_operand(cx, av, what, 1);
+      Operand2 a = emit_reshape(cx, v, {SymInt{1, ""}, sym_dim(v.id, v.op.shape, 0)});
+      r = is_float_matrix_constant(cx, bv, 2)
+              ? product_with_constant(cx, a, cx.constant_tensor(bv), nullptr)
+              : product_of(cx, a, product_operand(cx, bv, what), what, nullptr);
+    } else if (is_float_matrix_constant(cx, bv, 1)) {
+      r = product_with_constant(cx, product_operand(cx, av, what),
+                                cx.constant_tensor(bv).reshape({-1, 1}), nullptr);
+    } else {
+      Operand2 v = product_operand(cx, bv, what, 1);
+      Operand2 b = emit_reshape(cx, v, {sym_dim(v.id, v.op.shape, 0), SymInt{1, ""}});
+      r = product_of(cx, product_operand(cx, av, what), b, what, nullptr);
+    }
+    std::vector<SymInt> dims = sym_shape(r);
+    dims.erase(dims.end() - (rb == 1 ? 1 : 2));
+    return emit_reshape(cx, r, dims, out);
+  }
   Operand2 a = product_operand(cx, av, what);
-  if (is_constant_tensor(cx, bv) && cx.constant_tensor(bv).dim() == 2 &&
-      cx.constant_tensor(bv).scalar_type() == at::kFloat) {
+  if (is_float_matrix_constant(cx, bv, 2)) {
     return product_with_constant(cx, a, cx.constant_tensor(bv), out);
   }
-  Operand2 b = product_operand(cx, bv, what);
+  return product_of(cx, a, product_operand(cx, bv, what), what, out);
+}
+
+// a @ b for computed a and b of rank 2 or more.
+Operand2 product_of(LoweringContext& cx, Operand2 a, Operand2 b, const char* what,
+                    const Value* out) {
   const size_t ra = a.op.shape.size(), rb = b.op.shape.size();
   const int64_t k = a.op.shape[ra - 1];
   check(k != 0 && b.op.shape[rb - 2] == k, [&] {
