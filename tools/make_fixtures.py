@@ -1129,7 +1129,8 @@ def _instance_norm_running():
 
 
 # In eval mode with running statistics, instance_norm is batch_norm's affine.
-beyond("instance_norm-running-stats", lambda: Case(_instance_norm_running(), torch.randn(2, 3, 4, 5)))
+beyond("instance_norm-running-stats", lambda: Case(
+    _instance_norm_running(), torch.randn(2, 3, 4, 5)))
 beyond("instance_norm-1d", lambda: Case(
     _instance_norm(torch.nn.InstanceNorm1d, 3, True), torch.randn(2, 3, 6)))
 
