@@ -898,6 +898,269 @@ beyond("leaky_relu-int-slope-flex", lambda: Case(
     LeakyReluModule(2), torch.randn(2, 3, 4), convert_args=[torch.zeros(0, 3, 0)]))
 
 
+# matmul / bmm: FULLY_CONNECTED with a zero bias when the right side is a
+# constant matrix; otherwise BATCH_MATMUL (NNAPI feature level 6), after a
+# RESHAPE and TILE that broadcast the batch dims.
+class MatmulModule(torch.nn.Module):
+    def __init__(self, kind="matmul"):
+        super().__init__()
+        self.kind = kind
+
+    def forward(self, a, b):
+        return torch.bmm(a, b) if self.kind == "bmm" else torch.matmul(a, b)
+
+
+class MatmulWeightModule(torch.nn.Module):
+    def __init__(self, transposed):
+        super().__init__()
+        self.transposed = transposed
+        self.w = torch.nn.Parameter(torch.randn(6, 5) if transposed else torch.randn(5, 6))
+
+    def forward(self, x):
+        return x @ (self.w.t() if self.transposed else self.w)
+
+
+beyond("matmul-3d", lambda: Case(MatmulModule(), [torch.randn(2, 4, 5), torch.randn(2, 5, 3)]))
+beyond("matmul-bmm", lambda: Case(
+    MatmulModule("bmm"), [torch.randn(3, 4, 5), torch.randn(3, 5, 2)]))
+beyond("matmul-2d", lambda: Case(MatmulModule(), [torch.randn(4, 5), torch.randn(5, 3)]))
+beyond("matmul-rhs-2d", lambda: Case(MatmulModule(), [torch.randn(2, 4, 5), torch.randn(5, 3)]))
+beyond("matmul-broadcast", lambda: Case(
+    MatmulModule(), [torch.randn(2, 3, 4, 5), torch.randn(3, 5, 2)]))
+beyond("matmul-broadcast-lhs", lambda: Case(
+    MatmulModule(), [torch.randn(1, 4, 5), torch.randn(2, 3, 5, 2)]))
+beyond("matmul-nhwc", lambda: Case(
+    MatmulModule(), [nhwc(torch.randn(2, 3, 4, 5)), torch.randn(2, 3, 5, 2)]))
+beyond("matmul-flex-batch", lambda: Case(
+    MatmulModule(), [torch.randn(3, 4, 5), torch.randn(3, 5, 2)],
+    convert_args=[torch.zeros(0, 4, 5), torch.zeros(0, 5, 2)]))
+beyond("matmul-weight", lambda: Case(MatmulWeightModule(False), torch.randn(2, 4, 5)))
+beyond("matmul-weight-t", lambda: Case(MatmulWeightModule(True), torch.randn(2, 4, 5)))
+beyond("matmul-weight-t-flex", lambda: Case(
+    MatmulWeightModule(True), torch.randn(3, 4, 5), convert_args=[torch.zeros(0, 0, 5)]))
+
+
+# 1-D operands: read as (1, K) on the left and (K, 1) on the right, that dim
+# dropped from the result.
+class MatmulVectorWeightModule(torch.nn.Module):
+    def __init__(self, left):
+        super().__init__()
+        self.left = left
+        self.w = torch.nn.Parameter(torch.randn(5, 6) if left else torch.randn(5))
+
+    def forward(self, x):
+        return torch.matmul(x, self.w)
+
+
+beyond("matmul-vector-lhs", lambda: Case(MatmulModule(), [torch.randn(5), torch.randn(2, 5, 3)]))
+beyond("matmul-vector-rhs", lambda: Case(MatmulModule(), [torch.randn(2, 4, 5), torch.randn(5)]))
+beyond("matmul-vector-weight", lambda: Case(MatmulVectorWeightModule(False), torch.randn(3, 4, 5)))
+beyond("matmul-vector-weight-lhs", lambda: Case(MatmulVectorWeightModule(True), torch.randn(5)))
+
+
+# expand and repeat: TILE (after a RESHAPE for new leading dims).
+class ExpandModule(torch.nn.Module):
+    def __init__(self, sizes, kind="expand"):
+        super().__init__()
+        self.sizes, self.kind = sizes, kind
+
+    def forward(self, x):
+        return x.repeat(self.sizes) if self.kind == "repeat" else x.expand(self.sizes).contiguous()
+
+
+beyond("expand-3d", lambda: Case(ExpandModule([3, 2, 5, 4]), torch.randn(2, 1, 4)))
+beyond("expand-nhwc", lambda: Case(ExpandModule([2, 3, 4, 5]), nhwc(torch.randn(2, 3, 1, 1))))
+beyond("expand-flex", lambda: Case(
+    ExpandModule([-1, 3, 4]), torch.randn(2, 1, 4), convert_args=[torch.zeros(0, 1, 4)]))
+beyond("repeat-3d", lambda: Case(ExpandModule([2, 1, 3], "repeat"), torch.randn(2, 3)))
+for _kind in KINDS:
+    beyond(f"repeat-{_kind}", lambda k=_kind: Case(
+        ExpandModule([1, 2, 1, 3], "repeat"), float_and_quant_and_nhwc(torch.randn(2, 3, 4, 5))[k]))
+beyond("repeat-flex", lambda: Case(
+    ExpandModule([2, 1, 2], "repeat"), torch.randn(3, 2, 4), convert_args=[torch.zeros(0, 2, 0)]))
+
+
+# softmax of NHWC data: the reference passes PyTorch's dim as the NNAPI axis
+# (known reference bug in tests/reference); the NNAPI axis must be the one that
+# holds that dim.
+class SoftmaxModule(torch.nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return torch.softmax(x, self.dim)
+
+
+beyond("softmax-4d-nhwc", lambda: Case(SoftmaxModule(-1), nhwc(torch.randn(2, 3, 4, 5))))
+beyond("softmax-4d-nhwc-channels", lambda: Case(SoftmaxModule(1), nhwc(torch.randn(2, 3, 4, 5))))
+
+
+# A self-attention block: q/k/v projections, scaled dot products, softmax over
+# the keys, the weighted sum of values, an output projection and a residual.
+class SelfAttention(torch.nn.Module):
+    def __init__(self, embed=8, heads=2):
+        super().__init__()
+        self.qkv = torch.nn.Linear(embed, 3 * embed)
+        self.out = torch.nn.Linear(embed, embed)
+        self.heads, self.head_dim = heads, embed // heads
+
+    def forward(self, x):  # (B, T, E)
+        b, t, e = x.shape
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        q = q.reshape(b, t, self.heads, self.head_dim).transpose(1, 2)
+        k = k.reshape(b, t, self.heads, self.head_dim).transpose(1, 2)
+        v = v.reshape(b, t, self.heads, self.head_dim).transpose(1, 2)
+        att = torch.softmax(q @ k.transpose(-2, -1) * self.head_dim ** -0.5, dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(b, t, e)
+        return x + self.out(y)
+
+
+# nn.MultiheadAttention (eval, sequence-first), traced: linear, chunk, view,
+# transpose, bmm, softmax.
+class MHAModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mha = torch.nn.MultiheadAttention(8, 2)
+
+    def forward(self, x):  # (T, B, E)
+        return self.mha(x, x, x, need_weights=False)[0]
+
+
+class MHAWeightsModule(torch.nn.Module):
+    """Also the attention weights averaged over heads (aten::sum, then a division)."""
+
+    def __init__(self):
+        super().__init__()
+        self.mha = torch.nn.MultiheadAttention(8, 2)
+
+    def forward(self, x):
+        return self.mha(x, x, x)
+
+
+class MHACausalModule(torch.nn.Module):
+    """With a float causal mask (-inf above the diagonal): aten::baddbmm."""
+
+    def __init__(self, length):
+        super().__init__()
+        self.mha = torch.nn.MultiheadAttention(8, 2)
+        self.register_buffer("mask", torch.triu(torch.full((length, length), float("-inf")), 1))
+
+    def forward(self, x):
+        return self.mha(x, x, x, attn_mask=self.mask, need_weights=False)[0]
+
+
+beyond("attention-mha", lambda: Case(MHAModule(), torch.randn(5, 2, 8)))
+beyond("attention-mha-causal", lambda: Case(MHACausalModule(5), torch.randn(5, 2, 8)))
+beyond("attention-mha-weights", lambda: Case(MHAWeightsModule(), torch.randn(5, 2, 8)))
+
+
+# A whole nn.TransformerEncoderLayer (eval, sequence-first): attention,
+# layer_norm, a ReLU feed-forward block and residuals.
+def _encoder_layer():
+    return torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16)
+
+
+beyond("attention-encoder-layer", lambda: Case(_encoder_layer(), torch.randn(5, 2, 8)))
+beyond("attention-encoder-layer-flex-batch", lambda: Case(
+    _encoder_layer(), torch.randn(5, 3, 8), convert_args=[torch.zeros(5, 0, 8)]))
+
+
+class SumModule(torch.nn.Module):
+    def __init__(self, dims, keepdim):
+        super().__init__()
+        self.dims, self.keepdim = dims, keepdim
+
+    def forward(self, x):
+        return torch.sum(x, self.dims, keepdim=self.keepdim)
+
+
+beyond("sum-dims", lambda: Case(SumModule([1, -1], False), torch.randn(2, 3, 4, 5)))
+beyond("sum-keepdim-nhwc", lambda: Case(SumModule([1], True), nhwc(torch.randn(2, 3, 4, 5))))
+beyond("sum-flex", lambda: Case(
+    SumModule([2], False), torch.randn(3, 4, 5), convert_args=[torch.zeros(0, 4, 0)]))
+beyond("attention", lambda: Case(SelfAttention(), torch.randn(2, 5, 8)))
+beyond("attention-flex-batch", lambda: Case(
+    SelfAttention(), torch.randn(3, 5, 8), convert_args=[torch.zeros(0, 5, 8)]))
+
+
+# group_norm (MEAN/SUB/MUL/RSQRT over (N, G, C/G * spatial)) and
+# instance_norm (INSTANCE_NORMALIZATION for 4-D inputs).
+def _group_norm(groups, channels, affine=True):
+    m = torch.nn.GroupNorm(groups, channels, affine=affine)
+    if affine:
+        with torch.no_grad():
+            m.weight.copy_(torch.randn(channels))
+            m.bias.copy_(torch.randn(channels))
+    return m
+
+
+def _instance_norm(cls, channels, affine):
+    m = cls(channels, affine=affine)
+    if affine:
+        with torch.no_grad():
+            m.weight.copy_(torch.randn(channels))
+            m.bias.copy_(torch.randn(channels))
+    return m
+
+
+for _layout in ("float", "float-nhwc"):
+    beyond(f"group_norm-{_layout}", lambda k=_layout: Case(
+        _group_norm(2, 6), float_and_quant_and_nhwc(torch.randn(2, 6, 4, 5))[k]))
+    beyond(f"instance_norm-{_layout}", lambda k=_layout: Case(
+        _instance_norm(torch.nn.InstanceNorm2d, 3, True),
+        float_and_quant_and_nhwc(torch.randn(2, 3, 4, 5) * 2 + 1)[k]))
+beyond("group_norm-no-affine-3d", lambda: Case(_group_norm(3, 6, False), torch.randn(2, 6, 7)))
+beyond("group_norm-flex", lambda: Case(
+    _group_norm(2, 4), torch.randn(3, 4, 5, 6), convert_args=[torch.zeros(0, 4, 0, 0)]))
+beyond("group_norm-flex-nhwc", lambda: Case(
+    _group_norm(4, 4), nhwc(torch.randn(3, 4, 5, 6)), convert_args=[nhwc(torch.zeros(0, 4, 0, 0))]))
+beyond("instance_norm-no-affine-flex", lambda: Case(
+    _instance_norm(torch.nn.InstanceNorm2d, 3, False), torch.randn(2, 3, 4, 5),
+    convert_args=[torch.zeros(0, 3, 0, 0)]))
+def _instance_norm_running():
+    m = torch.nn.InstanceNorm2d(3, affine=True, track_running_stats=True)
+    with torch.no_grad():
+        m.running_mean.copy_(torch.randn(3))
+        m.running_var.copy_(torch.rand(3) + 0.5)
+        m.weight.copy_(torch.randn(3))
+        m.bias.copy_(torch.randn(3))
+    return m
+
+
+# In eval mode with running statistics, instance_norm is batch_norm's affine.
+beyond("instance_norm-running-stats", lambda: Case(
+    _instance_norm_running(), torch.randn(2, 3, 4, 5)))
+beyond("instance_norm-1d", lambda: Case(
+    _instance_norm(torch.nn.InstanceNorm1d, 3, True), torch.randn(2, 3, 6)))
+
+
+# adaptive_avg_pool2d to 1x1 over a flexible height and width: MEAN.
+for _layout in ("float", "float-nhwc", "quant-nhwc"):
+    beyond(f"adaptive_avg_pool2d-1x1-flex-{_layout}", lambda k=_layout: Case(
+        torch.nn.AdaptiveAvgPool2d(1), float_and_quant_and_nhwc(torch.randn(2, 3, 5, 7))[k],
+        convert_args=[float_and_quant_and_nhwc(torch.zeros(0, 3, 0, 0))[k]]))
+
+
+# quantized::relu6 (nn.quantized.ReLU6): RELU6 on the quantized tensor.
+# PyTorch 1.13's QNNPACK relu6 reads channels-last input as if contiguous
+# (its output is NHWC-ordered data with NCHW strides), so the NHWC case makes
+# the input contiguous first for eager to be right.
+class QuantRelu6Contiguous(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.relu6 = torch.nn.quantized.ReLU6()
+
+    def forward(self, x):
+        return self.relu6(x.contiguous())
+
+
+beyond("relu6-quant", lambda: Case(
+    torch.nn.quantized.ReLU6(), float_and_quant_and_nhwc(torch.randn(2, 3, 4, 5) * 4)["quant"]))
+beyond("relu6-quant-nhwc", lambda: Case(
+    QuantRelu6Contiguous(), float_and_quant_and_nhwc(torch.randn(2, 3, 4, 5) * 4)["quant-nhwc"]))
+
+
 # ------------------------------------------------------------- torchvision
 TV_INPUT = (1, 3, 224, 224)
 

@@ -129,6 +129,8 @@ enum class Op : int32_t {
   HardSwish = 99,
   Fill = 100,
   Rank = 101,
+  // NNAPI feature level 6 (Android 12)
+  BatchMatmul = 102,
 };
 
 // Fused activation codes (FuseCode).

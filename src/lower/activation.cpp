@@ -209,6 +209,13 @@ void register_activation_ops(LoweringTable& t) {
   t.add("aten::gelu", lower_gelu);
   t.add("aten::tanh", lower_tanh);
   t.add("aten::relu6", lower_relu6);
+  // quantized::relu6(qx, inplace): the output keeps qx's scale and zero
+  // point, as NNAPI's quantized RELU6 does.
+  t.add("quantized::relu6", [](LoweringContext& cx, const Node* node) {
+    check(node->inputs().size() == 2, "malformed quantized::relu6");
+    check(is_quant(input_of(cx, node).op), "quantized::relu6 of a non-quantized tensor");
+    lower_relu6(cx, node);
+  });
   t.add("aten::clamp", lower_clamp);
   t.add("aten::leaky_relu", lower_leaky_relu);
 }

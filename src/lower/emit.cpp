@@ -103,6 +103,39 @@ Operand2 emit_reshape(LoweringContext& cx, const Operand2& x, const std::vector<
   return {id, o};
 }
 
+Operand2 emit_tile(LoweringContext& cx, const Operand2& x, const std::vector<int64_t>& multiples,
+                   const Value* out) {
+  const size_t rank = x.op.shape.size();
+  check(multiples.size() == rank, "internal: TILE needs one multiple per dim");
+  Shape shape = x.op.shape;
+  for (size_t d = 0; d < rank; ++d) {
+    check(multiples[d] > 0, "internal: TILE multiples must be positive");
+    if (shape[d] != 0) shape[d] *= multiples[d];
+  }
+  // NNAPI dim d holds PyTorch dim reverse_map_dim(d).
+  std::vector<int64_t> nnapi_multiples;
+  for (size_t d = 0; d < rank; ++d) {
+    const int pd = rank == 4 ? reverse_map_dim(x.op.dim_order, static_cast<int>(d)) : d;
+    nnapi_multiples.push_back(multiples[pd]);
+  }
+  ModelBuilder& m = cx.model();
+  const int32_t multiples_id = m.add_int_vector(nnapi_multiples);
+  Operand o = x.op.with_shape(shape);
+  const int32_t id = out ? cx.add_tensor_operand(out, o) : cx.add_anonymous_operand(o);
+  for (size_t d = 0; d < rank; ++d) {
+    if (shape[d] != 0) continue;
+    const auto dim = static_cast<int64_t>(d);
+    if (multiples[d] == 1) {
+      cx.forward_operand_shape(id, dim, x.id, dim);
+    } else {
+      cx.compute_operand_shape(
+          id, dim, "(" + flex_name(x.id, dim) + " * " + std::to_string(multiples[d]) + ")");
+    }
+  }
+  m.add_operation(Op::Tile, {x.id, multiples_id}, {id});
+  return {id, o};
+}
+
 Operand2 emit_pad(LoweringContext& cx, const Operand2& x, const std::vector<int64_t>& before,
                   const std::vector<int64_t>& after, double value, const Value* out) {
   const auto rank = static_cast<int64_t>(x.op.shape.size());

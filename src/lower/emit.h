@@ -55,6 +55,11 @@ Operand2 emit_relayout(LoweringContext& cx, const Operand2& x, DimOrder to);
 // for the first of them and has any others set when the model is loaded.
 Operand2 emit_reshape(LoweringContext& cx, const Operand2& x, const std::vector<SymInt>& dims,
                       const Value* out = nullptr);
+// TILE of `x` by `multiples` (one per PyTorch dim, in PyTorch's dim order):
+// output dim d is x's dim d times multiples[d]. Flexible output dims get
+// shape-compute lines.
+Operand2 emit_tile(LoweringContext& cx, const Operand2& x, const std::vector<int64_t>& multiples,
+                   const Value* out = nullptr);
 // The dims of `x` as constants or load-time sizes.
 std::vector<SymInt> sym_shape(const Operand2& x);
 // Pads `x` by before[d] / after[d] elements in each PyTorch dim d with

@@ -1,6 +1,8 @@
 // Normalization: aten::batch_norm that freezing could not fold into a
 // convolution (a per-channel multiply and add with constant operands), and
-// aten::layer_norm over the trailing dims (MEAN/SUB/MUL/RSQRT sequence).
+// aten::layer_norm over the trailing dims (MEAN/SUB/MUL/RSQRT sequence),
+// aten::group_norm (the same sequence over groups of channels) and
+// aten::instance_norm (INSTANCE_NORMALIZATION on 4-D tensors).
 #include <ATen/ATen.h>
 
 #include "lower/emit.h"
@@ -95,11 +97,116 @@ void lower_layer_norm(LoweringContext& cx, const Node* node) {
   }
 }
 
+// (x - mean) * rsqrt(var + eps) over `axes` of x, with the biased variance.
+Operand2 emit_normalize(LoweringContext& cx, const Operand2& x, const std::vector<int64_t>& axes,
+                        double eps) {
+  Operand2 mean = emit_mean(cx, x, axes);
+  Operand2 centered = emit_binary(cx, Op::Sub, x, mean);
+  Operand2 var = emit_mean(cx, emit_binary(cx, Op::Mul, centered, centered), axes);
+  Operand2 inv =
+      emit_unary(cx, Op::Rsqrt,
+                 emit_binary(cx, Op::Add, var, float_scalar_tensor(cx, static_cast<float>(eps))));
+  return emit_binary(cx, Op::Mul, centered, inv);
+}
+
+// y * weight + bias with per-channel (dim 1) constants; either may be None.
+Operand2 emit_channel_affine(LoweringContext& cx, Operand2 y, const Value* weight,
+                             const Value* bias) {
+  std::vector<int64_t> shape(y.op.shape.size(), 1);
+  shape[1] = y.op.shape[1];
+  if (!cx.constant_is_none(weight)) {
+    Operand2 w = float_weight_like(cx, cx.constant_tensor(weight).reshape(shape), y.op);
+    y = emit_binary(cx, Op::Mul, y, w);
+  }
+  if (!cx.constant_is_none(bias)) {
+    Operand2 b = float_weight_like(cx, cx.constant_tensor(bias).reshape(shape), y.op);
+    y = emit_binary(cx, Op::Add, y, b);
+  }
+  return y;
+}
+
+// A float32 (N, C, *) input with a fixed channel count.
+Operand2 channel_input(LoweringContext& cx, const Node* node, const char* what) {
+  auto [id, x] = cx.get_operand(node->input(0));
+  check(x.type == OperandType::TensorFloat32,
+        [&] { return std::string(what) + " is supported on float32 tensors only"; });
+  check(x.shape.size() >= 2 && x.shape[1] != 0, [&] {
+    return std::string(what) + " needs an (N, C, ...) input with a fixed C, got " +
+           shape_str(x.shape);
+  });
+  check(x.dim_order == DimOrder::Contiguous || x.dim_order == DimOrder::ChannelsLast,
+        "unknown memory layout");
+  return {id, x};
+}
+
+// Normalization over groups of `groups` channels and every position after
+// dim 1: RESHAPE of the NCHW-ordered data to (N, G, C/G * spatial), the
+// statistics over axis 2, RESHAPE back, then the per-channel affine.
+// Channels-last data is transposed to NCHW and back.
+void emit_group_norm(LoweringContext& cx, const Node* node, Operand2 x, int64_t groups,
+                     const Value* weight, const Value* bias, double eps) {
+  const DimOrder order = x.op.dim_order;
+  x = emit_relayout(cx, x, DimOrder::Contiguous);
+  std::vector<SymInt> dims = sym_shape(x);
+  const int64_t c = x.op.shape[1];
+  SymInt per_group{c / groups, ""};
+  for (size_t d = 2; d < dims.size(); ++d) per_group = sym_arith(per_group, '*', dims[d]);
+  Operand2 grouped = emit_reshape(cx, x, {dims[0], SymInt{groups, ""}, per_group});
+  Operand2 normalized = emit_normalize(cx, grouped, {2}, eps);
+  Operand2 y = emit_channel_affine(cx, emit_reshape(cx, normalized, dims), weight, bias);
+  y = emit_relayout(cx, y, order);
+  cx.reinterpret(node->output(), y.id, y.op);
+}
+
+// group_norm(x, num_groups, weight, bias, eps, cudnn_enabled).
+void lower_group_norm(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 6, "malformed aten::group_norm");
+  Operand2 x = channel_input(cx, node, "group_norm");
+  const int64_t groups = cx.constant_int(node->input(1));
+  check(groups > 0 && x.op.shape[1] % groups == 0, [&] {
+    return "group_norm: " + std::to_string(x.op.shape[1]) + " channels do not split into " +
+           std::to_string(groups) + " groups";
+  });
+  emit_group_norm(cx, node, x, groups, node->input(2), node->input(3),
+                  cx.constant_float(node->input(4)));
+}
+
+// instance_norm(x, weight, bias, running_mean, running_var, use_input_stats,
+// momentum, eps, cudnn_enabled). With the input's own statistics (the
+// InstanceNorm default): INSTANCE_NORMALIZATION (gamma 1, beta 0; NNAPI's
+// gamma and beta are scalars) and the per-channel affine for 4-D inputs, the
+// group_norm sequence with one group per channel otherwise. With running
+// statistics it is batch_norm's per-channel multiply and add (same arguments).
+void lower_instance_norm(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 9, "malformed aten::instance_norm");
+  if (!cx.constant_bool(node->input(5))) {
+    lower_batch_norm(cx, node);
+    return;
+  }
+  Operand2 x = channel_input(cx, node, "instance_norm");
+  const double eps = cx.constant_float(node->input(7));
+  if (x.op.shape.size() != 4) {
+    emit_group_norm(cx, node, x, x.op.shape[1], node->input(1), node->input(2), eps);
+    return;
+  }
+  ModelBuilder& m = cx.model();
+  const int32_t gamma = m.add_float_scalar(1.0f);
+  const int32_t beta = m.add_float_scalar(0.0f);
+  const int32_t epsilon = m.add_float_scalar(static_cast<float>(eps));
+  const int32_t layout = m.add_bool_scalar(x.op.use_nchw());
+  const int32_t id = make_output(cx, nullptr, x.op, &x);
+  m.add_operation(Op::InstanceNormalization, {x.id, gamma, beta, epsilon, layout}, {id});
+  Operand2 y = emit_channel_affine(cx, {id, x.op}, node->input(1), node->input(2));
+  cx.reinterpret(node->output(), y.id, y.op);
+}
+
 }  // namespace
 
 void register_normalization_ops(LoweringTable& t) {
   t.add("aten::batch_norm", lower_batch_norm);
   t.add("aten::layer_norm", lower_layer_norm);
+  t.add("aten::group_norm", lower_group_norm);
+  t.add("aten::instance_norm", lower_instance_norm);
 }
 
 }  // namespace nnapi_convert

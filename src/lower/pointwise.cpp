@@ -145,6 +145,14 @@ void lower_softmax_like(LoweringContext& cx, const Node* node, Op op) {
   bool is_log = op == Op::LogSoftmax;
   auto [in_id, in] = cx.get_operand(node->input(0));
   int64_t dim = cx.constant_int(node->input(1));
+  if (in.dim_order == DimOrder::ChannelsLast) {
+    // The NNAPI axis that holds PyTorch dim `dim` (the reference passes `dim`
+    // as is, which is a different axis of NHWC data).
+    const int64_t d = py_index(dim, 4);
+    for (int nd = 0; nd < 4; ++nd) {
+      if (reverse_map_dim(in.dim_order, nd) == d) dim = nd;
+    }
+  }
   ModelBuilder& m = cx.model();
   int32_t out_id = -1, beta = -1, axis = -1;
   // The reference makes log_softmax's immediates before its output, softmax's after.

@@ -170,6 +170,24 @@ Operand2 emit_adaptive_pool(LoweringContext& cx, Op op, const Operand2& image,
 
 void lower_adaptive_avg_pool2d(LoweringContext& cx, const Node* node) {
   auto [image_id, image] = cx.get_operand(node->input(0));
+  const std::vector<int64_t> size = cx.constant_int_list(node->input(1));
+  const Shape& s = image.shape;
+  if (s.size() == 4 && (s[2] == 0 || s[3] == 0) && size == std::vector<int64_t>{1, 1}) {
+    // To 1x1 over a flexible height or width: MEAN over both, keeping dims
+    // (no pool window to fix when the model is converted).
+    check(image.dim_order == DimOrder::Contiguous || image.dim_order == DimOrder::ChannelsLast,
+          "unknown memory layout");
+    const std::vector<int64_t> axes =
+        image.use_nchw() ? std::vector<int64_t>{2, 3} : std::vector<int64_t>{1, 2};
+    ModelBuilder& m = cx.model();
+    const int32_t axes_id = m.add_int_vector(axes);
+    const int32_t keep_id = m.add_int_scalar(1);
+    Operand2 like{image_id, image};
+    const int32_t out_id =
+        make_output(cx, node->output(), image.with_shape({s[0], s[1], 1, 1}), &like);
+    m.add_operation(Op::Mean, {image_id, axes_id, keep_id}, {out_id});
+    return;
+  }
   emit_adaptive_pool(cx, Op::AveragePool2d, {image_id, image}, cx.constant_int_list(node->input(1)),
                      node->output());
 }
@@ -253,12 +271,21 @@ void lower_adaptive_pool1d(LoweringContext& cx, const Node* node, Op op) {
   });
 }
 
-void lower_mean(LoweringContext& cx, const Node* node) {
-  check(node->inputs().size() == 4, "malformed aten::mean");
+// mean(x, dims, keepdim, dtype) as MEAN; sum(x, dims, keepdim, dtype) as
+// REDUCE_SUM (float32; its keep_dims is a BOOL where MEAN's is an INT32).
+void lower_reduce(LoweringContext& cx, const Node* node, Op op) {
+  const char* what = op == Op::Mean ? "mean" : "sum";
+  check(node->inputs().size() == 4, [&] {
+    return std::string("only ") + what + " over given dims converts (aten::" + what +
+           ".dim_IntList)";
+  });
   auto [in_id, in] = cx.get_operand(node->input(0));
   std::vector<int64_t> dims = cx.constant_int_list(node->input(1));
   bool keep_dim = cx.constant_bool(node->input(2));
-  check(cx.constant_is_none(node->input(3)), "mean with a dtype argument is not supported");
+  check(cx.constant_is_none(node->input(3)),
+        [&] { return std::string(what) + " with a dtype argument is not supported"; });
+  check(op == Op::Mean || in.type == nnapi::OperandType::TensorFloat32,
+        "sum is supported on float32 tensors only (NNAPI's REDUCE_SUM)");
   int64_t rank = static_cast<int64_t>(in.shape.size());
   std::vector<int64_t> nnapi_dims = dims;
   if (in.dim_order == DimOrder::ChannelsLast) {
@@ -287,10 +314,11 @@ void lower_mean(LoweringContext& cx, const Node* node) {
   Operand out = in.with_shape(out_shape);
   out.dim_order = out_order;
   int32_t dims_id = cx.model().add_int_vector(nnapi_dims);
-  int32_t keep_id = cx.model().add_int_scalar(keep_dim ? 1 : 0);
+  int32_t keep_id = op == Op::Mean ? cx.model().add_int_scalar(keep_dim ? 1 : 0)
+                                   : cx.model().add_bool_scalar(keep_dim);
   int32_t out_id = cx.add_tensor_operand(node->output(), out);
   for (auto [o, i] : kept_flexible) cx.forward_operand_shape(out_id, o, in_id, i);
-  cx.model().add_operation(Op::Mean, {in_id, dims_id, keep_id}, {out_id});
+  cx.model().add_operation(op, {in_id, dims_id, keep_id}, {out_id});
 }
 
 void lower_upsample_nearest2d(LoweringContext& cx, const Node* node) {
@@ -411,7 +439,9 @@ void register_pooling_ops(LoweringTable& t) {
   });
   t.add("aten::adaptive_max_pool1d",
         [](LoweringContext& cx, const Node* n) { lower_adaptive_pool1d(cx, n, Op::MaxPool2d); });
-  t.add("aten::mean", lower_mean);
+  t.add("aten::mean", [](LoweringContext& cx, const Node* n) { lower_reduce(cx, n, Op::Mean); });
+  t.add("aten::sum",
+        [](LoweringContext& cx, const Node* n) { lower_reduce(cx, n, Op::ReduceSum); });
   t.add("aten::upsample_nearest2d", lower_upsample_nearest2d);
   t.add("aten::upsample_bilinear2d", lower_upsample_bilinear2d);
 }

@@ -46,6 +46,8 @@ const LoweringTable& lowering_table() {
         {"padding", register_padding_ops},
         {"pixel_shuffle", register_pixel_shuffle_ops},
         {"embedding", register_embedding_ops},
+        {"matmul", register_matmul_ops},
+        {"tile", register_tile_ops},
     };
     for (const auto& [family, register_family] : families) {
       t.set_family(family);
@@ -59,6 +61,10 @@ const LoweringTable& lowering_table() {
     t.note("aten::adaptive_avg_pool2d",
            "output size must divide the input size; flexible height or width is refused");
     t.note("aten::linear", "needs a bias");
+    t.note("aten::matmul",
+           "float32; a product of two computed tensors is BATCH_MATMUL (NNAPI feature level 6, "
+           "Android 12); with a constant 2-D right side it is FULLY_CONNECTED");
+    t.note("aten::bmm", "BATCH_MATMUL (NNAPI feature level 6, Android 12)");
     t.note("aten::max_pool2d", "ceil_mode over a flexible height or width is refused");
     return t;
   }();

@@ -56,5 +56,7 @@ void register_normalization_ops(LoweringTable& t);  // normalization.cpp
 void register_padding_ops(LoweringTable& t);        // padding.cpp
 void register_pixel_shuffle_ops(LoweringTable& t);  // pixel_shuffle.cpp
 void register_embedding_ops(LoweringTable& t);      // embedding.cpp
+void register_matmul_ops(LoweringTable& t);         // matmul.cpp
+void register_tile_ops(LoweringTable& t);           // tile.cpp
 
 }  // namespace nnapi_convert

@@ -107,6 +107,7 @@ const char* const kOpNames[] = {
     "HARD_SWISH",                    // 99
     "FILL",                          // 100
     "RANK",                          // 101
+    "BATCH_MATMUL",                  // 102
 };
 const char* const kOperandTypeNames[] = {
     "FLOAT32",                         // 0

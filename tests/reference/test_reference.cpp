@@ -82,6 +82,9 @@ const std::map<std::string, std::string> kKnownReferenceBugPrefixes = {
     {"beyond-pad-avg_pool2d-",
      "the reference hands avg_pool2d's padding to AVERAGE_POOL_2D, which leaves padded cells out "
      "of the count; PyTorch's count_include_pad counts them"},
+    {"beyond-softmax-4d-nhwc",
+     "the reference passes softmax's PyTorch dim as the NNAPI axis, which is another dim of NHWC "
+     "data"},
 };
 
 const std::string* known_reference_bug(const std::string& name) {

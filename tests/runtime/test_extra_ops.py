@@ -21,7 +21,8 @@ CODES = dict(ADD=0, CONV_2D=3, DEPTHWISE_CONV_2D=4, L2_NORMALIZATION=11, LOGISTI
              GROUPED_CONV_2D=55, MAXIMUM=65, MINIMUM=66, PAD_V2=69, RSQRT=83, SPLIT=87,
              SQRT=88, TRANSPOSE_CONV_2D=91, RESIZE_NEAREST_NEIGHBOR=94, HARD_SWISH=99,
              AVERAGE_POOL_2D=1, MAX_POOL_2D=17, CONCATENATION=2, SOFTMAX=25, FULLY_CONNECTED=9, QUANTIZE=72,
-             DEPTH_TO_SPACE=5, SPACE_TO_DEPTH=26, GATHER=51, POW=70)
+             DEPTH_TO_SPACE=5, SPACE_TO_DEPTH=26, GATHER=51, POW=70, TILE=89, INSTANCE_NORMALIZATION=57,
+             BATCH_MATMUL=102, REDUCE_SUM=80)
 
 
 class OperandType(ctypes.Structure):
@@ -549,6 +550,91 @@ def case_pow():
     a = torch.rand(2, 3, 4) + 0.1
     e = torch.tensor([0.5, -1.5, 3.0, 2.2])
     close(binary("POW", a, e), torch.pow(a, e))
+
+
+def batch_matmul(x, y, flags):
+    m = Model()
+    i = m.input(T_F32, tuple(x.shape))
+    j = m.input(T_F32, tuple(y.shape))
+    o = m.output(T_F32, (0,) * x.dim())
+    m.op("BATCH_MATMUL", [i, j] + [m.const(BOOL, f) for f in flags], [o])
+    return m.run([x, y], [torch.float32])[0]
+
+
+def case_batch_matmul():
+    # out[..., r, c] = sum_k x'[..., r, k] * y'[..., k, c], where x' (y') is
+    # each slice of x (y) transposed when adj_x (adj_y) is true (default false).
+    def formula(x, y, adj_x, adj_y):
+        if adj_x:
+            x = x.transpose(-1, -2)
+        if adj_y:
+            y = y.transpose(-1, -2)
+        return (x.unsqueeze(-1) * y.unsqueeze(-3)).sum(-2)
+
+    x, y = torch.randn(2, 3, 4, 5), torch.randn(2, 3, 5, 6)
+    close(batch_matmul(x, y, []), formula(x, y, False, False))
+    close(batch_matmul(x, y, [False, False]), formula(x, y, False, False))
+    a, b = torch.randn(3, 5, 4), torch.randn(3, 6, 5)
+    close(batch_matmul(a, b, [True, True]), formula(a, b, True, True))
+    p, q = torch.randn(4, 5), torch.randn(6, 5)
+    close(batch_matmul(p, q, [False, True]), formula(p, q, False, True))
+
+
+def case_tile():
+    # out[i_0, ..., i_n] = in[i_0 % d_0, ..., i_n % d_n]; out dim k = d_k * multiples[k].
+    x = torch.randn(2, 1, 3)
+    mult = torch.tensor([2, 3, 1], dtype=torch.int32)
+    m = Model()
+    i = m.input(T_F32, (2, 1, 3))
+    o = m.output(T_F32, (0, 0, 0))
+    m.op("TILE", [i, m.const(T_I32, mult)], [o])
+    out = m.run([x], [torch.float32])[0]
+    ref = x
+    for k, n in enumerate(mult.tolist()):
+        idx = torch.arange(x.shape[k] * n) % x.shape[k]
+        ref = ref.index_select(k, idx)
+    close(out, ref)
+
+
+def case_instance_normalization():
+    # Per batch and channel over H and W:
+    # out = (x - mean) * gamma / sqrt(var + epsilon) + beta, var = mean((x - mean)^2).
+    x = torch.randn(2, 3, 4, 5) * 3 + 1
+    gamma, beta, eps = 1.5, -0.25, 1e-3
+    n = x[0, 0].numel()
+    mean = x.sum((2, 3), keepdim=True) / n
+    var = ((x - mean) ** 2).sum((2, 3), keepdim=True) / n
+    ref = (x - mean) * gamma / torch.sqrt(var + eps) + beta
+    for nchw_flag in (True, False):
+        data = x if nchw_flag else nhwc(x)
+        m = Model()
+        i = m.input(T_F32, tuple(data.shape))
+        o = m.output(T_F32, (0, 0, 0, 0))
+        m.op("INSTANCE_NORMALIZATION", [i, m.const(F32, gamma), m.const(F32, beta),
+                                        m.const(F32, eps), m.const(BOOL, nchw_flag)], [o])
+        out = m.run([data], [torch.float32])[0]
+        close(out if nchw_flag else nchw(out), ref)
+
+
+def case_reduce_sum():
+    # The sum over the given axes (negative ones count from the end), which
+    # are kept as size 1 when keep_dims is true.
+    x = torch.randn(2, 3, 4)
+    for axes, keep in (([1], False), ([-1, 0], True)):
+        m = Model()
+        i = m.input(T_F32, (2, 3, 4))
+        o = m.output(T_F32, (0,) * (3 if keep else 3 - len(axes)))
+        m.op("REDUCE_SUM", [i, m.const(T_I32, torch.tensor(axes, dtype=torch.int32)),
+                            m.const(BOOL, keep)], [o])
+        out = m.run([x], [torch.float32])[0]
+        ref = x
+        for a in sorted((a % 3 for a in axes), reverse=True):
+            parts = [ref.select(a, j) for j in range(ref.shape[a])]
+            total = parts[0]
+            for p in parts[1:]:
+                total = total + p
+            ref = total.unsqueeze(a) if keep else total
+        close(out, ref)
 
 
 CASES = [v for k, v in list(globals().items()) if k.startswith("case_")]

@@ -1,6 +1,6 @@
 // Pointwise activations and normalizations: RELU, RELU1, RELU6, LOGISTIC,
 // TANH, HARD_SWISH, EXP, SQRT, RSQRT, ABS, NEG, FLOOR, LOG, PRELU, SOFTMAX,
-// LOG_SOFTMAX, L2_NORMALIZATION. Quantized inputs are dequantized, the
+// LOG_SOFTMAX, L2_NORMALIZATION, INSTANCE_NORMALIZATION. Quantized inputs are dequantized, the
 // function is applied in double, and the result is requantized into the
 // output operand's (scale, zeroPoint) with round-to-nearest and saturation.
 #include <cmath>
@@ -157,6 +157,33 @@ void execute_l2norm(ExecContext& ctx) {
   ctx.set_output(0, to_operand(xr / norm, ctx.out_operand(0)));
 }
 
+// ---- INSTANCE_NORMALIZATION: 4-D input, gamma, beta, epsilon (FLOAT32
+// scalars for TENSOR_FLOAT32), layout (BOOL, true = NCHW). Per batch and
+// channel, over height and width:
+//   out = (x - mean(x)) * gamma / sqrt(var(x) + epsilon) + beta
+// with the biased variance (the mean of the squared deviations).
+
+void validate_instance_norm(const ValidationContext& v) {
+  v.input_count({5});
+  v.output_count(1);
+  v.input_type(0, {T::TensorFloat32});
+  v.input_rank(0, {4});
+  for (size_t i : {1, 2, 3}) v.input_type(i, {T::Float32});
+  v.input_type(4, {T::Bool});
+  v.output_same_type_as_input(0, 0);
+}
+
+void execute_instance_norm(ExecContext& ctx) {
+  at::Tensor x = ctx.in(0).t.to(at::kDouble);
+  const double gamma = ctx.f32(1), beta = ctx.f32(2), eps = ctx.f32(3);
+  const std::vector<int64_t> spatial =
+      ctx.flag(4) ? std::vector<int64_t>{2, 3} : std::vector<int64_t>{1, 2};
+  at::Tensor centered = x - x.mean(spatial, true);
+  at::Tensor var = (centered * centered).mean(spatial, true);
+  at::Tensor y = centered * gamma / at::sqrt(var + eps) + beta;
+  ctx.set_output(0, y.to(at::kFloat).contiguous());
+}
+
 }  // namespace
 
 void add_activation_kernels(std::vector<OpKernel>& table) {
@@ -178,6 +205,8 @@ void add_activation_kernels(std::vector<OpKernel>& table) {
   table.push_back({Op::Softmax, "SOFTMAX", validate_softmax, execute_softmax});
   table.push_back({Op::LogSoftmax, "LOG_SOFTMAX", validate_log_softmax, execute_log_softmax});
   table.push_back({Op::L2Normalization, "L2_NORMALIZATION", validate_l2norm, execute_l2norm});
+  table.push_back({Op::InstanceNormalization, "INSTANCE_NORMALIZATION", validate_instance_norm,
+                   execute_instance_norm});
 }
 
 }  // namespace nnrt

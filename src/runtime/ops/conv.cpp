@@ -1,6 +1,7 @@
-// Convolutions and FULLY_CONNECTED: CONV_2D, DEPTHWISE_CONV_2D,
+// Convolutions and matrix products: CONV_2D, DEPTHWISE_CONV_2D,
 // GROUPED_CONV_2D, TRANSPOSE_CONV_2D (explicit and implicit padding forms,
-// optional NCHW flag and dilation) on at::conv2d / at::conv_transpose2d.
+// optional NCHW flag and dilation) on at::conv2d / at::conv_transpose2d;
+// FULLY_CONNECTED and BATCH_MATMUL.
 //
 // Quantized (TENSOR_QUANT8_ASYMM) convolutions accumulate exactly in the
 // integer domain: (q_in - z_in) convolved with (q_w - z_w) plus the INT32
@@ -349,6 +350,40 @@ void execute_fc(ExecContext& ctx) {
   ctx.set_output(0, conv_output(ctx, at::linear(xr, w, b), ctx.i32(3)));
 }
 
+// ---- BATCH_MATMUL (NNAPI feature level 6): x [..., r_x, c_x], y [..., r_y,
+// c_y] of the same rank (2 to 4) and the same batch dims, optional BOOL
+// adj_x, adj_y (default false) that transpose each slice of x, y first.
+// Output [..., r_o, c_o]. This runtime implements TENSOR_FLOAT32 and
+// TENSOR_INT32; the spec's QUANT8 forms are refused at addOperation.
+
+void validate_batch_matmul(const ValidationContext& v) {
+  v.input_count({2, 3, 4});
+  v.output_count(1);
+  v.input_type(0, {T::TensorFloat32, T::TensorInt32});
+  v.same_type(1, 0);
+  v.input_rank(0, {2, 3, 4});
+  v.input_rank(1, {2, 3, 4});
+  for (size_t i = 2; i < v.num_inputs(); ++i) v.input_type(i, {T::Bool});
+  v.output_same_type_as_input(0, 0);
+}
+
+void execute_batch_matmul(ExecContext& ctx) {
+  at::Tensor x = ctx.in(0).t, y = ctx.in(1).t;
+  if (x.dim() != y.dim() || x.dim() < 2 || x.dim() > 4)
+    fail(Result::BadData, "BATCH_MATMUL inputs must have the same rank, 2 to 4");
+  for (int64_t d = 0; d + 2 < x.dim(); ++d) {
+    if (x.size(d) != y.size(d)) fail(Result::BadData, "BATCH_MATMUL batch dims differ");
+  }
+  if (ctx.flag_or(2, false)) x = x.transpose(-1, -2);
+  if (ctx.flag_or(3, false)) y = y.transpose(-1, -2);
+  if (x.size(-1) != y.size(-2)) fail(Result::BadData, "BATCH_MATMUL inner dims differ");
+  if (x.scalar_type() == at::kInt) {
+    ctx.set_output(0, at::matmul(x.to(at::kLong), y.to(at::kLong)).to(at::kInt).contiguous());
+  } else {
+    ctx.set_output(0, at::matmul(x, y).contiguous());
+  }
+}
+
 }  // namespace
 
 void add_conv_kernels(std::vector<OpKernel>& table) {
@@ -359,6 +394,7 @@ void add_conv_kernels(std::vector<OpKernel>& table) {
   table.push_back(
       {Op::TransposeConv2d, "TRANSPOSE_CONV_2D", validate_transpose_conv, execute_transpose_conv});
   table.push_back({Op::FullyConnected, "FULLY_CONNECTED", validate_fc, execute_fc});
+  table.push_back({Op::BatchMatmul, "BATCH_MATMUL", validate_batch_matmul, execute_batch_matmul});
 }
 
 }  // namespace nnrt

@@ -1,5 +1,5 @@
 // AVERAGE_POOL_2D, MAX_POOL_2D, L2_POOL_2D (explicit and implicit padding,
-// optional NCHW flag) and MEAN.
+// optional NCHW flag), MEAN and REDUCE_SUM.
 //
 // Average pooling follows NNAPI: padded cells are not counted. For
 // TENSOR_QUANT8_ASYMM the output keeps the input's (scale, zeroPoint) and the
@@ -157,6 +157,29 @@ void execute_mean(ExecContext& ctx) {
   ctx.set_output(0, to_operand(y, ctx.out_operand(0)));
 }
 
+// ---- REDUCE_SUM: input (TENSOR_FLOAT32 or FLOAT16), axes (1-D TENSOR_INT32,
+// each in [-rank, rank)), keep_dims (BOOL): the sum over the axes.
+
+void validate_reduce_sum(const ValidationContext& v) {
+  v.input_count({3});
+  v.output_count(1);
+  v.input_type(0, {T::TensorFloat32, T::TensorFloat16});
+  v.input_type(1, {T::TensorInt32});
+  v.input_type(2, {T::Bool});
+  v.output_same_type_as_input(0, 0);
+}
+
+void execute_reduce_sum(ExecContext& ctx) {
+  const at::Tensor& x = ctx.in(0).t;
+  std::vector<int64_t> axes;
+  for (int64_t a : ctx.int_list(1)) {
+    int64_t w = wrap_axis(a, x.dim());
+    if (std::find(axes.begin(), axes.end(), w) == axes.end()) axes.push_back(w);
+  }
+  at::Tensor y = axes.empty() ? x : at::sum(x, axes, ctx.flag(2));
+  ctx.set_output(0, y.contiguous());
+}
+
 }  // namespace
 
 void add_pool_kernels(std::vector<OpKernel>& table) {
@@ -165,6 +188,7 @@ void add_pool_kernels(std::vector<OpKernel>& table) {
   table.push_back({Op::MaxPool2d, "MAX_POOL_2D", validate_pool, execute_pool<Pool::Max>});
   table.push_back({Op::L2Pool2d, "L2_POOL_2D", validate_pool_float, execute_pool<Pool::L2>});
   table.push_back({Op::Mean, "MEAN", validate_mean, execute_mean});
+  table.push_back({Op::ReduceSum, "REDUCE_SUM", validate_reduce_sum, execute_reduce_sum});
 }
 
 }  // namespace nnrt

@@ -1,6 +1,6 @@
 // Data movement: RESHAPE, EXPAND_DIMS, SQUEEZE, STRIDED_SLICE, SLICE,
 // CONCATENATION, TRANSPOSE, PAD, PAD_V2, SPLIT, CHANNEL_SHUFFLE,
-// DEPTH_TO_SPACE, SPACE_TO_DEPTH, GATHER. These work on the stored
+// DEPTH_TO_SPACE, SPACE_TO_DEPTH, GATHER, TILE. These work on the stored
 // elements (quantized values are moved, not requantized), except
 // CONCATENATION, which requantizes inputs whose parameters differ from the
 // output's.
@@ -409,6 +409,30 @@ void execute_gather(ExecContext& ctx) {
   ctx.set_output(0, x.index_select(axis, flat).reshape(shape));
 }
 
+// ---- TILE: input, multiples (1-D TENSOR_INT32, one per input dim). Output
+// dim i is input dim i * multiples[i]: the input repeated along each dim.
+
+void validate_tile(const ValidationContext& v) {
+  v.input_count({2});
+  v.output_count(1);
+  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorInt32, T::TensorQuant8Asymm});
+  v.input_type(1, {T::TensorInt32});
+  v.input_rank(1, {1});
+  v.output_same_type_as_input(0, 0);
+  same_quant_params(v);
+}
+
+void execute_tile(ExecContext& ctx) {
+  const at::Tensor& x = ctx.in(0).t;
+  std::vector<int64_t> multiples = ctx.int_list(1);
+  if (static_cast<int64_t>(multiples.size()) != x.dim())
+    fail(Result::BadData, "TILE needs one multiple per input dim");
+  for (int64_t m : multiples) {
+    if (m < 1) fail(Result::BadData, "TILE multiples must be positive");
+  }
+  ctx.set_output(0, x.dim() == 0 ? x.clone() : x.repeat(multiples).contiguous());
+}
+
 }  // namespace
 
 void add_shape_kernels(std::vector<OpKernel>& table) {
@@ -430,6 +454,7 @@ void add_shape_kernels(std::vector<OpKernel>& table) {
   table.push_back({Op::Pad, "PAD", validate_pad, execute_pad});
   table.push_back({Op::PadV2, "PAD_V2", validate_pad_v2, execute_pad});
   table.push_back({Op::Split, "SPLIT", validate_split, execute_split});
+  table.push_back({Op::Tile, "TILE", validate_tile, execute_tile});
 }
 
 }  // namespace nnrt

@@ -1,0 +1,275 @@
+// Matrix products of float32 tensors: aten::matmul, aten::bmm, aten::baddbmm,
+// aten::t.
+//
+// A product with a constant 2-D right operand (x @ w, x @ w.t() once frozen)
+// is a FULLY_CONNECTED with a zero bias (RESHAPE to 2-D and back around it),
+// available on every NNAPI version. A product of two computed tensors is
+// BATCH_MATMUL, which needs NNAPI feature level 6 (Android 12): both inputs
+// of the same rank (2 to 4) and the same batch dims, so PyTorch's
+// broadcasting becomes a RESHAPE that adds leading 1s and a TILE.
+#include <ATen/ATen.h>
+
+#include <algorithm>
+
+#include "lower/emit.h"
+#include "lower/registry.h"
+
+namespace nnapi_convert {
+namespace {
+
+using nnapi::Fuse;
+using nnapi::Op;
+using nnapi::OperandType;
+
+bool is_constant_tensor(const LoweringContext& cx, const Value* v) {
+  return cx.has_constant(v) && !cx.has_operand(v);
+}
+
+// A float32 operand of a product, in PyTorch's element order.
+Operand2 product_operand(LoweringContext& cx, const Value* v, const char* what,
+                         size_t min_rank = 2) {
+  auto [id, o] = cx.get_operand_or_constant(v, DimOrder::Contiguous);
+  check(o.type == OperandType::TensorFloat32, [&] {
+    return std::string(what) + " is supported on float32 tensors only, got " +
+           nnapi::operand_type_name(o.type);
+  });
+  check(o.shape.size() >= min_rank, [&] {
+    return std::string(what) + " of a " + std::to_string(o.shape.size()) +
+           "-D tensor is not supported";
+  });
+  if (o.dim_order == DimOrder::ChannelsLast)
+    return emit_relayout(cx, {id, o}, DimOrder::Contiguous);
+  check(o.dim_order == DimOrder::Contiguous, "unknown memory layout");
+  return {id, o};
+}
+
+// x (..., K) @ w (K, N) with w constant: FULLY_CONNECTED with weight w.t()
+// and a zero bias on x flattened to (M, K), reshaped back to (..., N).
+Operand2 product_with_constant(LoweringContext& cx, const Operand2& x, const at::Tensor& w,
+                               const Value* out) {
+  std::vector<SymInt> dims = sym_shape(x);
+  check(dims.back().is_constant(), "matmul over a flexible inner dimension is not supported");
+  check(w.size(0) == dims.back().value, [&] {
+    return "matmul of " + shape_str(x.op.shape) + " and " + shape_str(w.sizes().vec()) +
+           ": inner dimensions differ";
+  });
+  const bool flat_input = dims.size() == 2;
+  Operand2 flat = x;
+  if (!flat_input) {
+    SymInt rows{1, ""};
+    for (size_t i = 0; i + 1 < dims.size(); ++i) rows = sym_arith(rows, '*', dims[i]);
+    flat = emit_reshape(cx, x, {rows, dims.back()});
+  }
+  ModelBuilder& m = cx.model();
+  const int32_t weight_id = cx.add_weight(w.t().contiguous(), DimOrder::Contiguous);
+  const int32_t bias_id = cx.add_weight(at::zeros({w.size(1)}, at::kFloat), DimOrder::Contiguous);
+  const int32_t fuse = m.add_int_scalar(static_cast<int32_t>(Fuse::None));
+  Operand fc = x.op.with_shape({flat.op.shape[0], w.size(1)});
+  const int32_t fc_id = make_output(cx, flat_input ? out : nullptr, fc, &flat);
+  m.add_operation(Op::FullyConnected, {flat.id, weight_id, bias_id, fuse}, {fc_id});
+  if (flat_input) return {fc_id, fc};
+  dims.back() = SymInt{w.size(1), ""};
+  return emit_reshape(cx, {fc_id, fc}, dims, out);
+}
+
+// `x` with leading 1s up to `rank` dims.
+Operand2 with_rank(LoweringContext& cx, const Operand2& x, size_t rank) {
+  if (x.op.shape.size() == rank) return x;
+  std::vector<SymInt> dims(rank - x.op.shape.size(), SymInt{1, ""});
+  for (const SymInt& d : sym_shape(x)) dims.push_back(d);
+  return emit_reshape(cx, x, dims);
+}
+
+// BATCH_MATMUL of a (..., R, K) and b (..., K, C) with equal batch dims.
+Operand2 emit_batch_matmul(LoweringContext& cx, const Operand2& a, const Operand2& b,
+                           const Value* out) {
+  const size_t r = a.op.shape.size();
+  Shape shape = a.op.shape;
+  shape[r - 1] = b.op.shape[r - 1];
+  ModelBuilder& m = cx.model();
+  const int32_t adj_x = m.add_bool_scalar(false);
+  const int32_t adj_y = m.add_bool_scalar(false);
+  const Operand o = a.op.with_shape(shape);
+  const int32_t id = out ? cx.add_tensor_operand(out, o) : cx.add_anonymous_operand(o);
+  for (size_t d = 0; d < r; ++d) {
+    if (shape[d] != 0) continue;
+    const auto dim = static_cast<int64_t>(d);
+    cx.forward_operand_shape(id, dim, d + 1 == r ? b.id : a.id, dim);
+  }
+  m.add_operation(Op::BatchMatmul, {a.id, b.id, adj_x, adj_y}, {id});
+  return {id, o};
+}
+
+bool is_float_matrix_constant(const LoweringContext& cx, const Value* v, int64_t rank) {
+  return is_constant_tensor(cx, v) && cx.constant_tensor(v).dim() == rank &&
+         cx.constant_tensor(v).scalar_type() == at::kFloat;
+}
+
+size_t value_rank(const LoweringContext& cx, const Value* v) {
+  return cx.has_operand(v) ? cx.get_operand(v).second.shape.size()
+                           : static_cast<size_t>(cx.constant_tensor(v).dim());
+}
+
+Operand2 product_of(LoweringContext& cx, Operand2 a, Operand2 b, const char* what,
+                    const Value* out);
+
+// av @ bv, bound to `out` when given.
+Operand2 product(LoweringContext& cx, const Value* av, const Value* bv, const char* what,
+                 const Value* out) {
+  const size_t ra = value_rank(cx, av), rb = value_rank(cx, bv);
+  check(ra >= 1 && rb >= 1 && !(ra == 1 && rb == 1), [&] {
+    return std::string(what) + " of a " + std::to_string(ra) + "-D and a " + std::to_string(rb) +
+           "-D tensor is not supported (NNAPI has no 0-D results of a dot product)";
+  });
+  if (ra == 1 || rb == 1) {
+    // PyTorch reads a 1-D left operand as (1, K) and a 1-D right operand as
+    // (K, 1), and drops that dim from the result.
+    Operand2 r{-1, {}};
+    if (ra == 1) {
+      Operand2 v = product_operand(cx, av, what, 1);
+      Operand2 a = emit_reshape(cx, v, {SymInt{1, ""}, sym_dim(v.id, v.op.shape, 0)});
+      r = is_float_matrix_constant(cx, bv, 2)
+              ? product_with_constant(cx, a, cx.constant_tensor(bv), nullptr)
+              : product_of(cx, a, product_operand(cx, bv, what), what, nullptr);
+    } else if (is_float_matrix_constant(cx, bv, 1)) {
+      r = product_with_constant(cx, product_operand(cx, av, what),
+                                cx.constant_tensor(bv).reshape({-1, 1}), nullptr);
+    } else {
+      Operand2 v = product_operand(cx, bv, what, 1);
+      Operand2 b = emit_reshape(cx, v, {sym_dim(v.id, v.op.shape, 0), SymInt{1, ""}});
+      r = product_of(cx, product_operand(cx, av, what), b, what, nullptr);
+    }
+    std::vector<SymInt> dims = sym_shape(r);
+    dims.erase(dims.end() - (rb == 1 ? 1 : 2));
+    return emit_reshape(cx, r, dims, out);
+  }
+  Operand2 a = product_operand(cx, av, what);
+  if (is_float_matrix_constant(cx, bv, 2)) {
+    return product_with_constant(cx, a, cx.constant_tensor(bv), out);
+  }
+  return product_of(cx, a, product_operand(cx, bv, what), what, out);
+}
+
+// a @ b for computed a and b of rank 2 or more.
+Operand2 product_of(LoweringContext& cx, Operand2 a, Operand2 b, const char* what,
+                    const Value* out) {
+  const size_t ra = a.op.shape.size(), rb = b.op.shape.size();
+  const int64_t k = a.op.shape[ra - 1];
+  check(k != 0 && b.op.shape[rb - 2] == k, [&] {
+    return std::string(what) + " of " + shape_str(a.op.shape) + " and " + shape_str(b.op.shape) +
+           ": inner dimensions differ or are flexible";
+  });
+  if (rb == 2 && ra > 2) {
+    // (..., R, K) @ (K, C): one 2-D product of a flattened to (M, K).
+    std::vector<SymInt> dims = sym_shape(a);
+    SymInt rows{1, ""};
+    for (size_t i = 0; i + 1 < ra; ++i) rows = sym_arith(rows, '*', dims[i]);
+    Operand2 flat = emit_reshape(cx, a, {rows, dims.back()});
+    Shape shape = {flat.op.shape[0], b.op.shape[1]};
+    const int32_t id = make_output(cx, nullptr, a.op.with_shape(shape), &flat);
+    if (shape[1] == 0) cx.forward_operand_shape(id, 1, b.id, 1);
+    ModelBuilder& m = cx.model();
+    const int32_t adj_x = m.add_bool_scalar(false);
+    const int32_t adj_y = m.add_bool_scalar(false);
+    m.add_operation(Op::BatchMatmul, {flat.id, b.id, adj_x, adj_y}, {id});
+    dims.back() = sym_dim(b.id, b.op.shape, 1);
+    return emit_reshape(cx, {id, cx.operand(id)}, dims, out);
+  }
+  const size_t r = std::max(ra, rb);
+  check(r <= 4, [&] {
+    return std::string(what) + " of tensors with more than 4 dims is not supported (NNAPI's " +
+           "BATCH_MATMUL takes ranks 2 to 4)";
+  });
+  a = with_rank(cx, a, r);
+  b = with_rank(cx, b, r);
+  // Broadcast the batch dims: TILE the side whose dim is 1.
+  std::vector<int64_t> tile_a(r, 1), tile_b(r, 1);
+  for (size_t d = 0; d + 2 < r; ++d) {
+    const int64_t sa = a.op.shape[d], sb = b.op.shape[d];
+    if (sa == sb && sa != 0) continue;
+    if (sa == 0 && sb == 0) {
+      // Equal when the model runs, as PyTorch requires unless one of them is 1.
+      cx.add_shape_line("assert " + flex_name(a.id, d) + " == " + flex_name(b.id, d));
+      continue;
+    }
+    check(sa != 0 && sb != 0, [&] {
+      return std::string(what) + " broadcasting a flexible batch dim against a fixed one (" +
+             shape_str(a.op.shape) + " and " + shape_str(b.op.shape) + ") is not supported";
+    });
+    check(sa == 1 || sb == 1, [&] {
+      return std::string(what) + " of " + shape_str(a.op.shape) + " and " + shape_str(b.op.shape) +
+             ": batch dims do not broadcast";
+    });
+    (sa == 1 ? tile_a[d] : tile_b[d]) = sa == 1 ? sb : sa;
+  }
+  auto tiles = [](const std::vector<int64_t>& m) {
+    return std::any_of(m.begin(), m.end(), [](int64_t k) { return k != 1; });
+  };
+  if (tiles(tile_a)) a = emit_tile(cx, a, tile_a);
+  if (tiles(tile_b)) b = emit_tile(cx, b, tile_b);
+  return emit_batch_matmul(cx, a, b, out);
+}
+
+void lower_product(LoweringContext& cx, const Node* node, const char* what) {
+  check(node->inputs().size() == 2, [&] { return std::string("malformed aten::") + what; });
+  product(cx, node->input(0), node->input(1), what, node->output());
+}
+
+// baddbmm(input, batch1, batch2, beta, alpha) = beta * input + alpha * (batch1
+// @ batch2), what nn.MultiheadAttention computes with an attention mask: the
+// product, then an ADD of input (broadcast, e.g. a constant mask). beta and
+// alpha must be 1.
+void lower_baddbmm(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 5, "malformed aten::baddbmm");
+  for (const Value* v : {node->input(3), node->input(4)}) {
+    check(cx.constant_number(v) == 1.0, "baddbmm with beta or alpha other than 1 is not supported");
+  }
+  Operand2 prod = product(cx, node->input(1), node->input(2), "baddbmm", nullptr);
+  auto [id, o] = cx.get_operand_or_constant(node->input(0), DimOrder::Contiguous);
+  check(o.type == OperandType::TensorFloat32 && o.dim_order == DimOrder::Contiguous,
+        "baddbmm needs a float32 input in PyTorch's element order");
+  emit_binary(cx, Op::Add, prod, {id, o}, Fuse::None, node->output());
+}
+
+// t(x): the transpose of a 2-D tensor; 0-D and 1-D tensors are returned as is.
+void lower_t(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 1, "malformed aten::t");
+  const Value* in = node->input(0);
+  if (is_constant_tensor(cx, in)) {
+    at::Tensor t = cx.constant_tensor(in);
+    cx.add_constant(node->output(), node->output()->type(), t.t().contiguous());
+    return;
+  }
+  auto [id, o] = cx.get_operand(in);
+  if (o.shape.size() < 2) {
+    cx.alias(node->output(), in);
+    return;
+  }
+  check(o.shape.size() == 2, "aten::t needs a tensor of at most 2 dims");
+  ModelBuilder& m = cx.model();
+  const int32_t perm = m.add_int_vector({1, 0});
+  const int32_t out_id =
+      cx.add_tensor_operand(node->output(), o.with_shape({o.shape[1], o.shape[0]}));
+  for (int64_t d : {0, 1}) {
+    if (o.shape[1 - d] == 0) cx.forward_operand_shape(out_id, d, id, 1 - d);
+  }
+  m.add_operation(Op::Transpose, {id, perm}, {out_id});
+}
+
+}  // namespace
+
+void register_matmul_ops(LoweringTable& t) {
+  t.add("aten::matmul", [](LoweringContext& cx, const Node* n) { lower_product(cx, n, "matmul"); });
+  t.add("aten::bmm", [](LoweringContext& cx, const Node* n) {
+    for (const Value* v : n->inputs()) {
+      const size_t rank = cx.has_operand(v) ? cx.get_operand(v).second.shape.size()
+                                            : static_cast<size_t>(cx.constant_tensor(v).dim());
+      check(rank == 3, "bmm needs 3-D tensors");
+    }
+    lower_product(cx, n, "bmm");
+  });
+  t.add("aten::baddbmm", lower_baddbmm);
+  t.add("aten::t", lower_t);
+}
+
+}  // namespace nnapi_convert
