@@ -39,13 +39,15 @@ class Case:
     """What one self.check(...) call receives."""
 
     def __init__(self, module, args, *, trace_args=None, convert_args=None,
-                 error_regex=None, must_convert=False):
+                 error_regex=None, must_convert=False, options=()):
         self.module = module
         self.args = list(args) if isinstance(args, (list, tuple)) else [args]
         self.trace_args = trace_args
         self.convert_args = convert_args
         self.error_regex = error_regex
         self.must_convert = must_convert
+        # nnapi-convert options for the case (the tests take --min-android-api only)
+        self.options = list(options)
 
 
 # Registry: (name, source, builder).  Builders run lazily, after
@@ -567,6 +569,10 @@ class PadModule(torch.nn.Module):
         return torch.nn.functional.pad(x, self.pad, value=self.value)
 
 
+# Android 13's NNAPI (feature level 6: BATCH_MATMUL) as the target.
+API_33 = ["--min-android-api", "33"]
+
+
 def beyond(name, builder):
     def build():
         c = builder()
@@ -933,7 +939,15 @@ beyond("matmul-nhwc", lambda: Case(
     MatmulModule(), [nhwc(torch.randn(2, 3, 4, 5)), torch.randn(2, 3, 5, 2)]))
 beyond("matmul-flex-batch", lambda: Case(
     MatmulModule(), [torch.randn(3, 4, 5), torch.randn(3, 5, 2)],
-    convert_args=[torch.zeros(0, 4, 5), torch.zeros(0, 5, 2)]))
+    convert_args=[torch.zeros(0, 4, 5), torch.zeros(0, 5, 2)], options=API_33))
+# The same products with BATCH_MATMUL (feature level 6); the cases above take
+# the default target, Android API 29, where they are FULLY_CONNECTED per batch.
+beyond("matmul-bmm-api33", lambda: Case(
+    MatmulModule("bmm"), [torch.randn(3, 4, 5), torch.randn(3, 5, 2)], options=API_33))
+beyond("matmul-broadcast-api33", lambda: Case(
+    MatmulModule(), [torch.randn(2, 3, 4, 5), torch.randn(3, 5, 2)], options=API_33))
+beyond("matmul-rhs-2d-api33", lambda: Case(
+    MatmulModule(), [torch.randn(2, 4, 5), torch.randn(5, 3)], options=API_33))
 beyond("matmul-weight", lambda: Case(MatmulWeightModule(False), torch.randn(2, 4, 5)))
 beyond("matmul-weight-t", lambda: Case(MatmulWeightModule(True), torch.randn(2, 4, 5)))
 beyond("matmul-weight-t-flex", lambda: Case(
@@ -1063,7 +1077,8 @@ def _encoder_layer():
 
 beyond("attention-encoder-layer", lambda: Case(_encoder_layer(), torch.randn(5, 2, 8)))
 beyond("attention-encoder-layer-flex-batch", lambda: Case(
-    _encoder_layer(), torch.randn(5, 3, 8), convert_args=[torch.zeros(5, 0, 8)]))
+    _encoder_layer(), torch.randn(5, 3, 8), convert_args=[torch.zeros(5, 0, 8)],
+    options=API_33))
 
 
 class SumModule(torch.nn.Module):
@@ -1081,7 +1096,21 @@ beyond("sum-flex", lambda: Case(
     SumModule([2], False), torch.randn(3, 4, 5), convert_args=[torch.zeros(0, 4, 0)]))
 beyond("attention", lambda: Case(SelfAttention(), torch.randn(2, 5, 8)))
 beyond("attention-flex-batch", lambda: Case(
-    SelfAttention(), torch.randn(3, 5, 8), convert_args=[torch.zeros(0, 5, 8)]))
+    SelfAttention(), torch.randn(3, 5, 8), convert_args=[torch.zeros(0, 5, 8)],
+    options=API_33))
+beyond("attention-api33", lambda: Case(SelfAttention(), torch.randn(2, 5, 8), options=API_33))
+
+
+# hardswish: HARD_SWISH from Android 11 (API 30); at the default target,
+# Android 10, x * relu6(x + 3) / 6 (and through float32 when quantized).
+for _kind in KINDS:
+    beyond(f"hardswish-{_kind}", lambda k=_kind: Case(
+        torch.nn.Hardswish() if k.startswith("float") else torch.nn.quantized.Hardswish(0.05, 128),
+        float_and_quant_and_nhwc(torch.randn(1, 3, 5, 4) * 4)[k]))
+    beyond(f"hardswish-api30-{_kind}", lambda k=_kind: Case(
+        torch.nn.Hardswish() if k.startswith("float") else torch.nn.quantized.Hardswish(0.05, 128),
+        float_and_quant_and_nhwc(torch.randn(1, 3, 5, 4) * 4)[k],
+        options=["--min-android-api", "30"]))
 
 
 # group_norm (MEAN/SUB/MUL/RSQRT over (N, G, C/G * spatial)) and
@@ -1228,7 +1257,7 @@ def generate(out_dir, name, source, builder):
     info = write_case(out_dir, name=name, source=source, traced=traced,
                       convert_args=convert_args, run_args=args,
                       eager_outputs=eager, ref=ref, error_regex=c.error_regex,
-                      must_convert=c.must_convert)
+                      must_convert=c.must_convert, options=c.options)
     problems = []
     if source == "test_nnapi":
         if c.error_regex is None and not ref.ok:

@@ -143,7 +143,9 @@ def make(out_dir, only):
         torch.save((x2,), os.path.join(d, "args_flex.pt"))
         torch.save((eager2,), os.path.join(d, "eager_flex.pt"))
         info = {"name": case, "kind": kind, "inputs": ["1x3x224x224"],
-                "options": ["--nhwc"] if form == "nhwc" else [],
+                "options": (["--nhwc"] if form == "nhwc" else [])
+                # bilinear upsampling: RESIZE_BILINEAR's corner flags are Android 11's
+                + (["--min-android-api", "30"] if name in SEGMENTATION else []),
                 "quantum": scale.get("q") if scale else None}
         with open(os.path.join(d, "case.json"), "w") as f:
             json.dump(info, f, indent=1)

@@ -35,6 +35,8 @@ struct JobResult {
   std::vector<NodeKindCount> unsupported;  // node kinds that cannot be lowered
   int64_t operand_count = 0;
   int64_t operation_count = 0;
+  int feature_level = 0;  // NNAPI feature level the model needs
+  int android_api = 0;    // the oldest Android API level that has it
   int64_t weight_bytes = 0;
   std::map<std::string, int> operations;
   PhaseTimes times;

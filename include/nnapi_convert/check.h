@@ -17,6 +17,7 @@ struct CheckReport {
   bool converts = false;                          // the whole lowering succeeded
   std::string error, error_node, error_location;  // why not
   int64_t operand_count = 0, operation_count = 0;
+  int feature_level = 0, android_api = 0;
   std::map<std::string, int> operations;
   PhaseTimes times;
 };

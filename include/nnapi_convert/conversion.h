@@ -62,6 +62,9 @@ struct ConvertOptions {
   // or ADD/SUB/MUL/DIV result into that operation's fused activation (fewer
   // operations; the reference never does, so the blob differs from its).
   bool fuse_activations = false;
+  // The oldest Android the model must run on (API level, 29 to 35): NNAPI
+  // operations newer than that are decomposed into older ones or refused.
+  int min_android_api = 29;
   std::vector<std::vector<int64_t>> return_shapes;  // per output; empty = from the model
 };
 
@@ -91,6 +94,10 @@ struct Conversion {
   int64_t operation_count = 0;
   std::map<std::string, int> operations;  // NNAPI operation name -> count
   int64_t weight_bytes = 0;
+  // The NNAPI feature level the model needs, and the oldest Android API level
+  // that has it (never below 29, which PyTorch's NNAPI runtime needs).
+  int feature_level = 0;
+  int android_api = 0;
   PhaseTimes times;
 };
 

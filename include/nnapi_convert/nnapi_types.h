@@ -1,5 +1,5 @@
 // NNAPI operand, operation and fused-activation codes, as numbered by
-// Android's NeuralNetworks.h (API level 29). Shared by the serializer, the
+// Android's NeuralNetworks.h. Shared by the serializer, the
 // blob reader and the host runtime; nothing here knows about TorchScript.
 #pragma once
 
@@ -167,5 +167,27 @@ const char* operand_type_name_or_null(int32_t code);
 // Bytes per element of a tensor operand type; 0 for scalar or unknown types.
 int element_size(OperandType t);
 bool is_tensor_type(OperandType t);
+
+// NNAPI feature levels. Levels 1 to 5 arrived with Android API levels 27 to
+// 31; later levels come with updates of the NNAPI module, first shipped with
+// Android 13, 14 and 15 (API levels 33 to 35), which is what they map to here.
+constexpr int kMinFeatureLevel = 1;
+constexpr int kMaxFeatureLevel = 8;
+// PyTorch's NNAPI binding calls ANeuralNetworksExecution_getOutputOperandDimensions,
+// which Android 10 (API level 29) introduced: no lower target can load a model.
+constexpr int kMinAndroidApi = 29;
+constexpr int kMaxAndroidApi = 35;
+int android_api_of_feature_level(int level);
+// The highest feature level an Android API level has (kMinAndroidApi..kMaxAndroidApi).
+int feature_level_of_android_api(int api);
+
+// The feature level an operation needs, from its code and its input count:
+// the operation's own level, raised to 4 for RESIZE_BILINEAR and
+// RESIZE_NEAREST_NEIGHBOR given the align_corners / half_pixel_centers flags.
+// (Optional inputs that came with level 3, such as the NCHW layout flag, are
+// not told apart: no model below level 3 can be loaded by PyTorch.)
+int operation_feature_level(int32_t op_code, int n_inputs);
+// The feature level an operand type needs.
+int operand_type_feature_level(int32_t type_code);
 
 }  // namespace nnapi

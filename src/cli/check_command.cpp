@@ -31,6 +31,8 @@ Json check_json(const CheckReport& r) {
     j["operand_count"] = r.operand_count;
     j["operation_count"] = r.operation_count;
     j["operations"] = r.operations;
+    j["nnapi_feature_level"] = r.feature_level;
+    j["android_api"] = r.android_api;
   } else {
     j["error"] = {{"message", r.error}, {"node", r.error_node}, {"source", r.error_location}};
   }
@@ -83,7 +85,8 @@ void print_text(const Json& j) {
       os << (first ? "" : ", ") << op.key() << " " << op.value().get<int>();
       first = false;
     }
-    os << ")\n";
+    os << ")\nneeds NNAPI feature level " << j["nnapi_feature_level"].get<int>()
+       << ": Android API level " << j["android_api"].get<int>() << " or later\n";
   } else {
     os << "does not convert: " << j["error"]["message"].get<std::string>() << "\n";
   }

@@ -22,6 +22,7 @@ struct Args {
   bool int16 = false;
   bool relax = false;
   bool fuse = false;
+  int min_android_api = 29;
   bool lite = false;
   bool timings = false;
   bool verbose = false;

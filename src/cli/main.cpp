@@ -115,6 +115,11 @@ void add_conversion_options(CLI::App& app, Args& a, std::vector<CLI::Option*>& p
   app.add_flag("--fuse-activations", a.fuse,
                "Fold a ReLU/ReLU6 that follows a convolution, linear or add/sub/mul/div into that "
                "operation (fewer NNAPI operations; differs from PyTorch's converter)");
+  app.add_option("--min-android-api", a.min_android_api,
+                 "Oldest Android API level the model must run on (29 = Android 10, the default "
+                 "and the least PyTorch's NNAPI runtime needs, to 35): newer NNAPI operations are "
+                 "decomposed into older ones, or the node is refused naming the level it needs")
+      ->check(CLI::Range(29, 35));
   app.add_option("--return-shape", a.return_shapes,
                  "Per output: its shape (x-joined, -1 = run-time size)")
       ->allow_extra_args(false);

@@ -17,6 +17,7 @@
 
 #include "core/isolation.h"
 #include "nnapi_convert/converter.h"
+#include "nnapi_convert/nnapi_types.h"
 #include "util/output_file.h"
 #include "util/timing.h"
 
@@ -70,6 +71,8 @@ JobResult run_job(const Job& job) {
     c.times.write_ms = ms_since(tw);
     r.operand_count = c.operand_count;
     r.operation_count = c.operation_count;
+    r.feature_level = c.feature_level;
+    r.android_api = c.android_api;
     r.weight_bytes = c.weight_bytes;
     r.operations = c.operations;
     r.times = c.times;
@@ -201,6 +204,8 @@ nlohmann::ordered_json to_json(const JobResult& r) {
     j["operand_count"] = r.operand_count;
     j["operation_count"] = r.operation_count;
     j["operations"] = r.operations;
+    j["nnapi_feature_level"] = r.feature_level;
+    j["android_api"] = r.android_api;
     j["weight_bytes"] = r.weight_bytes;
   }
   const PhaseTimes& t = r.times;
@@ -234,6 +239,8 @@ JobResult job_result_from(const nlohmann::ordered_json& j, const std::string& ou
     r.operand_count = j.at("operand_count").get<int64_t>();
     r.operation_count = j.at("operation_count").get<int64_t>();
     r.operations = j.at("operations").get<std::map<std::string, int>>();
+    r.feature_level = j.at("nnapi_feature_level").get<int>();
+    r.android_api = j.at("android_api").get<int>();
     r.weight_bytes = j.at("weight_bytes").get<int64_t>();
   }
   const nlohmann::ordered_json& t = j.at("times_ms");
@@ -411,6 +418,11 @@ std::vector<Job> read_manifest(const std::string& path, const Job& defaults,
           flag(&job.options.relax_f32_to_f16);
         } else if (k == "fuse_activations") {
           flag(&job.options.fuse_activations);
+        } else if (k == "min_android_api") {
+          need(v.is_number_integer() && v.get<int64_t>() >= nnapi::kMinAndroidApi &&
+                   v.get<int64_t>() <= nnapi::kMaxAndroidApi,
+               "option \"min_android_api\" must be an Android API level from 29 to 35");
+          job.options.min_android_api = v.get<int>();
         } else if (k == "int16_for_qint16") {
           flag(&job.options.use_int16_for_qint16);
         } else if (k == "lite") {
@@ -510,7 +522,7 @@ std::string report_json(const std::vector<JobResult>& results) {
     models.push_back(to_json(r));
     failed += !r.ok;
   }
-  nlohmann::ordered_json doc = {{"schema_version", 2},
+  nlohmann::ordered_json doc = {{"schema_version", 3},
                                 {"models", models},
                                 {"converted", results.size() - failed},
                                 {"failed", failed}};

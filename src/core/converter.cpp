@@ -23,6 +23,19 @@ Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& 
 
 namespace {
 
+// A node lowered to an operation newer than --min-android-api allows.
+[[noreturn]] void fail_above_target(const ModelBuilder::OverLimit& over,
+                                    const ConvertOptions& options) {
+  int api = nnapi::android_api_of_feature_level(over.level);
+  fail(std::string("this node needs the NNAPI operation ") + nnapi::op_name(over.op) +
+       ", of NNAPI feature level " + std::to_string(over.level) + " (Android API level " +
+       std::to_string(api) + "), but the target is API level " +
+       std::to_string(options.min_android_api) +
+       " and nnapi-convert has no decomposition of it into older operations; give "
+       "--min-android-api " +
+       std::to_string(api) + " if every device you ship to runs that Android or later");
+}
+
 // Whether `file` is PyTorch's own Python code (torch.nn.functional, ...).
 bool is_torch_file(const std::string& file) {
   for (const char* dir : {"/site-packages/torch/", "/dist-packages/torch/"}) {
@@ -292,6 +305,8 @@ CheckReport check_model(const ConvertOptions& options) {
     r.converts = true;
     r.operand_count = c.operand_count;
     r.operation_count = c.operation_count;
+    r.feature_level = c.feature_level;
+    r.android_api = c.android_api;
     r.operations = c.operations;
     r.times.lower_ms = c.times.lower_ms;
   } catch (const ConvertError& e) {
@@ -338,6 +353,7 @@ Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& 
 
   LoweringContext cx;
   cx.set_fuse_activations(options.fuse_activations);
+  cx.set_min_android_api(options.min_android_api);
   ModelBuilder& m = cx.model();
   m.add_bool_scalar(false);
   m.add_bool_scalar(true);
@@ -366,6 +382,7 @@ Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& 
       }
       check_quantized_inputs(cx, node, input_ids);
       (*fn)(cx, node);
+      if (const auto& over = m.first_over_limit()) fail_above_target(*over, options);
     }
     current = graph->return_node();
     const Value* ret = graph->outputs().at(0);
@@ -446,6 +463,9 @@ Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& 
   result.operand_count = static_cast<int64_t>(m.operand_count());
   result.operation_count = static_cast<int64_t>(m.operation_count());
   result.operations = m.operation_histogram();
+  result.feature_level = m.feature_level();
+  result.android_api =
+      std::max(nnapi::kMinAndroidApi, nnapi::android_api_of_feature_level(m.feature_level()));
   result.weights = m.take_weights();
   for (const at::Tensor& w : result.weights) result.weight_bytes += w.numel() * w.element_size();
   result.times.serialize_ms = ms_since(t0);

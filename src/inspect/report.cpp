@@ -267,6 +267,28 @@ nlohmann::ordered_json json_scalar(const Scalar& s) {
   return s.i;
 }
 
+// The NNAPI feature level an operation of the blob needs (see nnapi_types.h).
+int operation_level(const Blob& b, const BlobOperation& op) {
+  int level = nnapi::operation_feature_level(op.opcode, static_cast<int>(op.inputs.size()));
+  for (const auto* ids : {&op.inputs, &op.outputs}) {
+    for (uint32_t id : *ids) {
+      level = std::max(
+          level, nnapi::operand_type_feature_level(static_cast<int32_t>(b.operands.at(id).type)));
+    }
+  }
+  return level;
+}
+
+int model_level(const Blob& b) {
+  int level = nnapi::kMinFeatureLevel;
+  for (const BlobOperation& op : b.operations) level = std::max(level, operation_level(b, op));
+  return level;
+}
+
+int oldest_android_api(int level) {
+  return std::max(nnapi::kMinAndroidApi, nnapi::android_api_of_feature_level(level));
+}
+
 }  // namespace
 
 // --- text output -----------------------------------------------------------------
@@ -280,6 +302,9 @@ void print_text(const Model& m, std::ostream& out) {
   out << "blob: " << m.blob_bytes << " bytes, version " << b.version << ", " << b.operands.size()
       << " operands, " << b.values.size() << " values, " << b.operations.size() << " operations, "
       << b.inputs.size() << " inputs, " << b.outputs.size() << " outputs\n";
+  const int level = model_level(b);
+  out << "needs: NNAPI feature level " << level << ", Android API level "
+      << oldest_android_api(level) << " or later\n";
   if (m.torchscript) {
     out << "weight buffers: " << m.weights.size() << "\n";
     for (size_t i = 0; i < m.weights.size(); ++i)
@@ -306,7 +331,11 @@ void print_text(const Model& m, std::ostream& out) {
     const BlobOperation& op = b.operations[k];
     out << "  " << std::setw(4) << std::left << std::to_string(k) << std::right
         << nnapi::op_name(static_cast<nnapi::Op>(op.opcode)) << " inputs " << list_text(op.inputs)
-        << " outputs " << list_text(op.outputs) << "\n";
+        << " outputs " << list_text(op.outputs);
+    const int level = operation_level(b, op);
+    if (level > nnapi::feature_level_of_android_api(nnapi::kMinAndroidApi))
+      out << "  (feature level " << level << ")";
+    out << "\n";
   }
   out << "model inputs: " << list_text(b.inputs) << "\n";
   out << "model outputs: " << list_text(b.outputs) << "\n";
@@ -331,7 +360,9 @@ void print_json(const Model& m, std::ostream& out) {
   Json j = {{"file", m.path},
             {"format", m.torchscript ? "torchscript" : "blob"},
             {"blob_bytes", m.blob_bytes},
-            {"version", b.version}};
+            {"version", b.version},
+            {"nnapi_feature_level", model_level(b)},
+            {"android_api", oldest_android_api(model_level(b))}};
   if (m.torchscript) {
     Json weights = Json::array();
     for (const WeightInfo& w : m.weights) {
@@ -396,7 +427,8 @@ void print_json(const Model& m, std::ostream& out) {
                           {"name", nnapi::op_name(static_cast<nnapi::Op>(op.opcode))},
                           {"code", op.opcode},
                           {"inputs", op.inputs},
-                          {"outputs", op.outputs}});
+                          {"outputs", op.outputs},
+                          {"feature_level", operation_level(b, op)}});
   }
   j["operations"] = operations;
   j["inputs"] = b.inputs;

@@ -42,15 +42,34 @@ void lower_hardsigmoid(LoweringContext& cx, const Node* node) {
   emit_quantize(cx, f, 1.0 / 256, 0, node->output());
 }
 
+// HARD_SWISH came with NNAPI feature level 4 (Android 11).
+constexpr int kHardSwishLevel = 4;
+
+// hardswish(x) = x * relu6(x + 3) / 6, on float32, from feature level 1 operations.
+Operand2 float_hardswish(LoweringContext& cx, const Operand2& x, const Value* out) {
+  return emit_binary(cx, Op::Mul, x, float_hardsigmoid(cx, x, nullptr), Fuse::None, out);
+}
+
 void lower_hardswish(LoweringContext& cx, const Node* node) {
   Operand2 x = input_of(cx, node);
   check(!is_quant(x.op), "aten::hardswish of a quantized tensor; expected quantized::hardswish");
+  if (!cx.allows_feature_level(kHardSwishLevel)) {
+    float_hardswish(cx, x, node->output());
+    return;
+  }
   emit_unary(cx, Op::HardSwish, x, node->output());
 }
 
 void lower_quantized_hardswish(LoweringContext& cx, const Node* node) {
   Operand2 x = input_of(cx, node);
   check(is_quant(x.op), "quantized::hardswish of a float tensor");
+  if (!cx.allows_feature_level(kHardSwishLevel)) {
+    // Below Android 11: through float32, as PyTorch's kernel computes it.
+    Operand2 f = float_hardswish(cx, emit_dequantize(cx, x), nullptr);
+    emit_quantize(cx, f, cx.constant_float(node->input(1)), cx.constant_int(node->input(2)),
+                  node->output());
+    return;
+  }
   Operand o = x.op;
   o.scale = cx.constant_float(node->input(1));
   o.zero_point = cx.constant_int(node->input(2));

@@ -89,6 +89,16 @@ class LoweringContext {
     return it == pending_.end() ? nullptr : it->second;
   }
 
+  // --- target (--min-android-api) ---------------------------------------------
+  void set_min_android_api(int api) {
+    feature_level_limit_ = nnapi::feature_level_of_android_api(api);
+    model_.set_feature_level_limit(feature_level_limit_);
+  }
+  // Whether operations of NNAPI feature level `level` may be emitted; where
+  // not, a lowering decomposes or leaves the operation for the driver to refuse
+  // with the node's name (see ModelBuilder::first_over_limit).
+  bool allows_feature_level(int level) const { return level <= feature_level_limit_; }
+
   // --- activation fusion (--fuse-activations) --------------------------------
   void set_fuse_activations(bool on) { fuse_activations_ = on; }
   // With fusion on, when the only use of `v` is a ReLU, ReLU6 or hardtanh with
@@ -151,6 +161,7 @@ class LoweringContext {
   std::unordered_set<const Node*> skipped_;
   std::unordered_set<const Node*> folded_;
   bool fuse_activations_ = false;
+  int feature_level_limit_ = nnapi::kMaxFeatureLevel;
   std::unordered_map<const Value*, std::vector<int32_t>> split_outputs_;
   std::unordered_map<const Node*, const Node*> pending_;
   std::unordered_map<const Value*, Constant> constants_;

@@ -4,9 +4,11 @@
 // A product with a constant 2-D right operand (x @ w, x @ w.t() once frozen)
 // is a FULLY_CONNECTED with a zero bias (RESHAPE to 2-D and back around it),
 // available on every NNAPI version. A product of two computed tensors is
-// BATCH_MATMUL, which needs NNAPI feature level 6 (Android 12): both inputs
-// of the same rank (2 to 4) and the same batch dims, so PyTorch's
-// broadcasting becomes a RESHAPE that adds leading 1s and a TILE.
+// BATCH_MATMUL, which needs NNAPI feature level 6: both inputs of the same
+// rank (2 to 4) and the same batch dims, so PyTorch's broadcasting becomes a
+// RESHAPE that adds leading 1s and a TILE. Below that level
+// (--min-android-api under 33) the product is one FULLY_CONNECTED per batch
+// entry, whose weights are the right operand's transposed matrix.
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -80,9 +82,113 @@ Operand2 with_rank(LoweringContext& cx, const Operand2& x, size_t rank) {
   return emit_reshape(cx, x, dims);
 }
 
+// BATCH_MATMUL came with NNAPI feature level 6.
+constexpr int kBatchMatmulLevel = 6;
+
+std::vector<SymInt> fixed_dims(std::initializer_list<int64_t> v) {
+  std::vector<SymInt> dims;
+  for (int64_t d : v) dims.push_back(SymInt{d, ""});
+  return dims;
+}
+
+// x (fixed shape) reshaped to `dims`; x itself when it has that shape already.
+Operand2 reshaped(LoweringContext& cx, const Operand2& x, std::initializer_list<int64_t> dims) {
+  if (x.op.shape == Shape(dims)) return x;
+  return emit_reshape(cx, x, fixed_dims(dims));
+}
+
+// x with its last two dims swapped (TRANSPOSE).
+Operand2 swap_last_two(LoweringContext& cx, const Operand2& x) {
+  const size_t r = x.op.shape.size();
+  std::vector<int64_t> perm(r);
+  for (size_t d = 0; d < r; ++d) perm[d] = static_cast<int64_t>(d);
+  std::swap(perm[r - 1], perm[r - 2]);
+  Shape shape = x.op.shape;
+  std::swap(shape[r - 1], shape[r - 2]);
+  const int32_t perm_id = cx.model().add_int_vector(perm);
+  const Operand o = x.op.with_shape(shape);
+  const int32_t id = make_output(cx, nullptr, o, &x);
+  cx.model().add_operation(Op::Transpose, {x.id, perm_id}, {id});
+  return {id, o};
+}
+
+// The n parts of x (fixed shape) along dim 0, by one SPLIT.
+std::vector<Operand2> split_batch(LoweringContext& cx, const Operand2& x) {
+  const int64_t n = x.op.shape[0];
+  Shape part = x.op.shape;
+  part[0] = 1;
+  ModelBuilder& m = cx.model();
+  const int32_t axis = m.add_int_scalar(0);
+  const int32_t count = m.add_int_scalar(static_cast<int32_t>(n));
+  std::vector<Operand2> parts;
+  std::vector<int32_t> ids;
+  for (int64_t i = 0; i < n; ++i) {
+    const Operand o = x.op.with_shape(part);
+    parts.push_back({cx.add_anonymous_operand(o), o});
+    ids.push_back(parts.back().id);
+  }
+  m.add_operation(Op::Split, {x.id, axis, count}, ids);
+  return parts;
+}
+
+// a (B..., R, K) @ b (B..., K, C) with equal, fixed batch dims, below feature
+// level 6: b's matrices transposed by one TRANSPOSE, both split along the
+// flattened batch by SPLIT, one FULLY_CONNECTED (weights b_i^T, zero bias)
+// per batch entry, the results joined by CONCATENATION.
+Operand2 products_by_fully_connected(LoweringContext& cx, const Operand2& a, const Operand2& b,
+                                     const Value* out) {
+  const size_t r = a.op.shape.size();
+  auto fixed = [](const Shape& s) { return std::find(s.begin(), s.end(), 0) == s.end(); };
+  check(fixed(a.op.shape) && fixed(b.op.shape), [&] {
+    return "a product of two computed tensors over flexible sizes (" + shape_str(a.op.shape) +
+           " and " + shape_str(b.op.shape) +
+           ") needs the NNAPI operation BATCH_MATMUL, of NNAPI feature level 6 (Android API "
+           "level 33); give --min-android-api 33 if every device you ship to has it, or give "
+           "fixed sizes in --input";
+  });
+  int64_t batch = 1;
+  for (size_t d = 0; d + 2 < r; ++d) batch *= a.op.shape[d];
+  const int64_t rows = a.op.shape[r - 2], k = a.op.shape[r - 1], cols = b.op.shape[r - 1];
+  std::vector<Operand2> as, bs;
+  if (batch == 1) {
+    as = {reshaped(cx, a, {rows, k})};
+    bs = {swap_last_two(cx, reshaped(cx, b, {k, cols}))};
+  } else {
+    as = split_batch(cx, reshaped(cx, a, {batch, rows, k}));
+    bs = split_batch(cx, swap_last_two(cx, reshaped(cx, b, {batch, k, cols})));
+  }
+  ModelBuilder& m = cx.model();
+  const int32_t bias = cx.add_weight(at::zeros({cols}, at::kFloat), DimOrder::Contiguous);
+  const int32_t fuse = m.add_int_scalar(static_cast<int32_t>(Fuse::None));
+  const Operand fc = a.op.with_shape({rows, cols});
+  std::vector<int32_t> products;
+  for (int64_t i = 0; i < batch; ++i) {
+    const Operand2 ai = reshaped(cx, as[i], {rows, k});
+    const Operand2 bi = reshaped(cx, bs[i], {cols, k});
+    products.push_back(cx.add_anonymous_operand(fc));
+    m.add_operation(Op::FullyConnected, {ai.id, bi.id, bias, fuse}, {products.back()});
+  }
+  Operand2 joined{products[0], fc};
+  if (batch > 1) {
+    joined.op = a.op.with_shape({batch * rows, cols});
+    joined.id = cx.add_anonymous_operand(joined.op);
+    products.push_back(m.add_int_scalar(0));
+    m.add_operation(Op::Concatenation, products, {joined.id});
+  }
+  Shape shape = a.op.shape;
+  shape.back() = cols;
+  if (!out && joined.op.shape == shape) return joined;
+  std::vector<SymInt> dims = sym_shape(a);
+  dims.back() = SymInt{cols, ""};
+  return emit_reshape(cx, joined, dims, out);
+}
+
 // BATCH_MATMUL of a (..., R, K) and b (..., K, C) with equal batch dims.
 Operand2 emit_batch_matmul(LoweringContext& cx, const Operand2& a, const Operand2& b,
                            const Value* out) {
+  if (!cx.allows_feature_level(kBatchMatmulLevel)) {
+    return products_by_fully_connected(cx, a, b, out);
+  }
   const size_t r = a.op.shape.size();
   Shape shape = a.op.shape;
   shape[r - 1] = b.op.shape[r - 1];
@@ -165,6 +271,10 @@ Operand2 product_of(LoweringContext& cx, Operand2 a, Operand2 b, const char* wha
     SymInt rows{1, ""};
     for (size_t i = 0; i + 1 < ra; ++i) rows = sym_arith(rows, '*', dims[i]);
     Operand2 flat = emit_reshape(cx, a, {rows, dims.back()});
+    if (!cx.allows_feature_level(kBatchMatmulLevel)) {
+      dims.back() = SymInt{b.op.shape[1], ""};
+      return emit_reshape(cx, products_by_fully_connected(cx, flat, b, nullptr), dims, out);
+    }
     Shape shape = {flat.op.shape[0], b.op.shape[1]};
     const int32_t id = make_output(cx, nullptr, a.op.with_shape(shape), &flat);
     if (shape[1] == 0) cx.forward_operand_shape(id, 1, b.id, 1);

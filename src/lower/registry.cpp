@@ -57,14 +57,17 @@ const LoweringTable& lowering_table() {
     t.note("aten::avg_pool2d",
            "padding with count_include_pad becomes PAD then AVERAGE_POOL_2D (PyTorch's converter "
            "passes the padding to AVERAGE_POOL_2D, which does not count padded cells)");
-    t.note("aten::upsample_bilinear2d", "flexible height or width is refused");
+    t.note("aten::upsample_bilinear2d",
+           "flexible height or width is refused; needs --min-android-api 30 (RESIZE_BILINEAR's "
+           "corner flags are NNAPI feature level 4)");
     t.note("aten::adaptive_avg_pool2d",
            "output size must divide the input size; flexible height or width is refused");
     t.note("aten::linear", "needs a bias");
     t.note("aten::matmul",
-           "float32; a product of two computed tensors is BATCH_MATMUL (NNAPI feature level 6, "
-           "Android 12); with a constant 2-D right side it is FULLY_CONNECTED");
-    t.note("aten::bmm", "BATCH_MATMUL (NNAPI feature level 6, Android 12)");
+           "float32; with a constant 2-D right side it is FULLY_CONNECTED; a product of two "
+           "computed tensors is BATCH_MATMUL (NNAPI feature level 6) with --min-android-api 33 "
+           "or more, else one FULLY_CONNECTED per batch entry (fixed sizes only)");
+    t.note("aten::bmm", "as aten::matmul of two computed tensors");
     t.note("aten::max_pool2d", "ceil_mode over a flexible height or width is refused");
     return t;
   }();

@@ -170,4 +170,31 @@ int element_size(OperandType t) {
 
 bool is_tensor_type(OperandType t) { return element_size(t) != 0; }
 
+int android_api_of_feature_level(int level) {
+  return level <= 5 ? 26 + level : 27 + level;  // 6, 7, 8 -> 33, 34, 35
+}
+
+int feature_level_of_android_api(int api) {
+  int level = kMinFeatureLevel;
+  while (level < kMaxFeatureLevel && android_api_of_feature_level(level + 1) <= api) ++level;
+  return level;
+}
+
+int operation_feature_level(int32_t op_code, int n_inputs) {
+  const auto code = static_cast<Op>(op_code);
+  if ((code == Op::ResizeBilinear || code == Op::ResizeNearestNeighbor) && n_inputs > 4) return 4;
+  if (op_code <= static_cast<int32_t>(Op::Tanh)) return 1;
+  if (op_code <= static_cast<int32_t>(Op::Transpose)) return 2;
+  if (op_code <= static_cast<int32_t>(Op::ResizeNearestNeighbor)) return 3;
+  if (op_code <= static_cast<int32_t>(Op::Rank)) return 4;
+  if (op_code <= static_cast<int32_t>(Op::BatchMatmul)) return 6;
+  return 7;  // PACK, MIRROR_PAD, REVERSE and anything newer
+}
+
+int operand_type_feature_level(int32_t type_code) {
+  if (type_code <= static_cast<int32_t>(OperandType::TensorQuant8Asymm)) return 1;
+  if (type_code <= 13) return 3;  // BOOL, QUANT16, FLOAT16, per-channel, QUANT8_SYMM
+  return 4;                       // TENSOR_QUANT8_ASYMM_SIGNED, MODEL
+}
+
 }  // namespace nnapi

@@ -1,5 +1,6 @@
 #include "serialize/model_builder.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -112,6 +113,16 @@ void ModelBuilder::add_operation(nnapi::Op op, const std::vector<int32_t>& input
       {op, static_cast<int32_t>(inputs.size()), static_cast<int32_t>(outputs.size())});
   operation_args_.insert(operation_args_.end(), inputs.begin(), inputs.end());
   operation_args_.insert(operation_args_.end(), outputs.begin(), outputs.end());
+  int level =
+      nnapi::operation_feature_level(static_cast<int32_t>(op), static_cast<int>(inputs.size()));
+  for (const auto* ids : {&inputs, &outputs}) {
+    for (int32_t id : *ids) {
+      level = std::max(
+          level, nnapi::operand_type_feature_level(static_cast<int32_t>(operands_.at(id).type)));
+    }
+  }
+  feature_level_ = std::max(feature_level_, level);
+  if (level > level_limit_ && !over_limit_) over_limit_ = OverLimit{op, level};
 }
 
 std::map<std::string, int> ModelBuilder::operation_histogram() const {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,6 +67,18 @@ class ModelBuilder {
   void add_input(int32_t id) { inputs_.push_back(id); }
   void add_output(int32_t id) { outputs_.push_back(id); }
 
+  // Operations above `level` are still added, and the first one is kept for
+  // the caller to report (see first_over_limit).
+  void set_feature_level_limit(int level) { level_limit_ = level; }
+  // The highest NNAPI feature level of the operations and operand types so far.
+  int feature_level() const { return feature_level_; }
+  struct OverLimit {
+    nnapi::Op op;
+    int level;
+  };
+  // The first operation that needed more than the limit, if any.
+  const std::optional<OverLimit>& first_over_limit() const { return over_limit_; }
+
   std::vector<at::Tensor> take_weights() { return std::move(weights_); }
   // Operation counts by NNAPI operation name, for reports.
   std::map<std::string, int> operation_histogram() const;
@@ -93,6 +106,9 @@ class ModelBuilder {
   std::vector<int32_t> outputs_;
   std::vector<at::Tensor> weights_;
   std::map<std::pair<int32_t, std::vector<uint8_t>>, int32_t> immediates_;
+  int feature_level_ = nnapi::kMinFeatureLevel;
+  int level_limit_ = nnapi::kMaxFeatureLevel;
+  std::optional<OverLimit> over_limit_;
 };
 
 }  // namespace nnapi_convert

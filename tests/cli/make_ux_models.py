@@ -42,3 +42,21 @@ torch.jit.script(Scale(float("inf")).eval()).save(os.path.join(out, "inf.pt"))
 torch.save(torch.randn(1, 3, 32, 32), os.path.join(out, "inputs.pt"))
 torch.save((torch.randn(1, 3, 16, 16),), os.path.join(out, "wrong_inputs.pt"))
 print("made", sorted(os.listdir(out)))
+
+
+# --min-android-api: bilinear upsampling is RESIZE_BILINEAR with the corner
+# flags (NNAPI feature level 4, Android 11); a product of two computed tensors
+# is BATCH_MATMUL (feature level 6) or, below it, FULLY_CONNECTED per entry.
+class Upsample(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.interpolate(x, scale_factor=2, mode="bilinear")
+
+
+class Product(torch.nn.Module):
+    def forward(self, a, b):
+        return torch.bmm(a, b)
+
+
+torch.jit.trace(Upsample().eval(), torch.randn(1, 3, 4, 4)).save(os.path.join(out, "upsample.pt"))
+torch.jit.trace(Product().eval(), (torch.randn(3, 4, 5), torch.randn(3, 5, 2))).save(
+    os.path.join(out, "bmm.pt"))

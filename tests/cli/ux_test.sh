@@ -79,6 +79,29 @@ check "--verify-input runs the given tensors" "[ $rc = 0 ] && grep -q 'verify on
 check "--verify-input of the wrong shape is exit 2 before any work" \
   "[ $rc = 2 ] && grep -q 'has shape 1x3x16x16' $W/err && [ ! -e $W/v2.pt ]"
 
+# --min-android-api: the target decides which NNAPI operations may be used.
+"$BIN" "$W/upsample.pt" --input 1x3x4x4 -o "$W/up29.pt" 2>"$W/err"; rc=$?
+check "an operation newer than the target is exit 1 naming it and the level it needs" \
+  "[ $rc = 1 ] && grep -q 'RESIZE_BILINEAR, of NNAPI feature level 4 (Android API level 30)' $W/err \
+   && grep -q 'give --min-android-api 30' $W/err && [ ! -e $W/up29.pt ]"
+"$BIN" "$W/upsample.pt" --input 1x3x4x4 -o "$W/up30.pt" --min-android-api 30 --verify -q; rc=$?
+"$BIN" inspect "$W/up30.pt" >"$W/out"
+check "--min-android-api 30 allows it, and inspect shows the level the model needs" \
+  "[ $rc = 0 ] && grep -q 'needs: NNAPI feature level 4, Android API level 30 or later' $W/out"
+"$BIN" "$W/upsample.pt" --input 1x3x4x4 --min-android-api 28 2>"$W/err"; rc=$?
+check "--min-android-api below 29 is exit 2" "[ $rc = 2 ] && grep -q 'min-android-api' $W/err"
+"$BIN" "$W/bmm.pt" --input 3x4x5 --input 3x5x2 -o "$W/bmm29.pt" --verify -q; rc=$?
+"$BIN" inspect "$W/bmm29.pt" >"$W/out"
+check "bmm at the default target is FULLY_CONNECTED per batch entry, no BATCH_MATMUL" \
+  "[ $rc = 0 ] && [ \$(grep -c ' FULLY_CONNECTED ' $W/out) = 3 ] && ! grep -q BATCH_MATMUL $W/out \
+   && grep -q 'Android API level 29 or later' $W/out"
+"$BIN" "$W/bmm.pt" --input 3x4x5 --input 3x5x2 -o "$W/bmm33.pt" --verify -q --min-android-api 33 \
+  --report "$W/bmm.json"; rc=$?
+"$BIN" inspect "$W/bmm33.pt" >"$W/out"
+check "bmm at --min-android-api 33 is BATCH_MATMUL; the report names level 6 and API 33" \
+  "[ $rc = 0 ] && grep -q ' BATCH_MATMUL .*(feature level 6)' $W/out \
+   && grep -q '\"nnapi_feature_level\": 6' $W/bmm.json && grep -q '\"android_api\": 33' $W/bmm.json"
+
 # CI reports: --junit and --report for a batch with one failure; a summary.
 "$BIN" "$W/tiny.pt" "$W/threesorts.pt" --input 1x3x32x32 --out-dir "$W/out.d" \
   --junit "$W/junit.xml" --report "$W/report.json" 2>"$W/err"; rc=$?
@@ -91,7 +114,7 @@ cases = {c.get("name").rsplit("/", 1)[1]: c for c in suite.findall("testcase")}
 assert cases["tiny.pt"].find("failure") is None
 assert "aten::sort" in cases["threesorts.pt"].find("failure").text
 r = json.load(open(sys.argv[2]))
-assert r["schema_version"] == 2
+assert r["schema_version"] == 3
 bad = [m for m in r["models"] if m["model"].endswith("threesorts.pt")][0]
 assert bad["unsupported"][0]["kind"] == "aten::sort" and bad["unsupported"][0]["count"] == 3
 print("ok: --junit and --report")

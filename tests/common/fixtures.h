@@ -27,6 +27,16 @@ inline nlohmann::json read_json(const std::filesystem::path& p) {
   return nlohmann::json::parse(std::string(b.begin(), b.end()));
 }
 
+// The Android API level a case targets: its options are empty (the default,
+// 29) or "--min-android-api N"; nothing else is written by make_fixtures.py.
+inline int min_android_api_of(const nlohmann::json& cs) {
+  const auto options = cs.at("options").get<std::vector<std::string>>();
+  if (options.empty()) return 29;
+  if (options.size() != 2 || options[0] != "--min-android-api")
+    throw std::runtime_error("case options not handled by the tests: " + cs.at("options").dump());
+  return std::stoi(options[1]);
+}
+
 // A torch.save'd tuple (the fixtures: see save_tensors in
 // tools/fixtures_common.py) or list (our --parts weights.pt) of tensors.
 inline std::vector<at::Tensor> load_tensors(const std::filesystem::path& p) {

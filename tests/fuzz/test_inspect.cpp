@@ -103,8 +103,12 @@ TEST(Inspect, Json) {
   EXPECT_THAT(r.out, HasSubstr(R"("source":{"kind":"weight_buffer","buffer":1,"offset":0,)"
                                R"("bytes":24})"));
   EXPECT_THAT(r.out, HasSubstr(R"("source":{"kind":"operation","operation":1},"model_output":0})"));
-  EXPECT_THAT(r.out,
-              HasSubstr(R"({"index":1,"name":"RELU","code":19,"inputs":[7],"outputs":[8]})"));
+  EXPECT_THAT(r.out, HasSubstr(R"({"index":1,"name":"RELU","code":19,"inputs":[7],"outputs":[8],)"
+                               R"("feature_level":1})"));
+  // NeuralNetworks.h: RELU and CONV_2D are feature level 1, but the BOOL
+  // operand type (the layout flag) came with level 3, Android 10 (API 29).
+  EXPECT_THAT(r.out, HasSubstr(R"("outputs":[7],"feature_level":3})"));
+  EXPECT_THAT(r.out, HasSubstr(R"("nnapi_feature_level":3,"android_api":29)"));
   EXPECT_THAT(r.out, HasSubstr(R"("input_memory_formats":["contiguous"])"));
   const Result flex = inspect(data("linear_flex.bin"), true);
   ASSERT_EQ(flex.status, 0) << flex.err;

@@ -138,6 +138,7 @@ ConvertOptions options_for(const fs::path& dir, const nlohmann::json& cs) {
   o.model_path = (dir / "model.pt").string();
   for (const std::string& s : cs.at("inputs").get<std::vector<std::string>>())
     o.inputs.push_back(parse_input_spec(s));
+  o.min_android_api = fixtures::min_android_api_of(cs);
   return o;
 }
 

@@ -1,7 +1,8 @@
-// Unit tests: the --input spec language and Python float repr.
+// Unit tests: the --input spec language, Python float repr, NNAPI feature levels.
 #include <gtest/gtest.h>
 
 #include "nnapi_convert/input_spec.h"
+#include "nnapi_convert/nnapi_types.h"
 #include "serialize/pyrepr.h"
 
 using namespace nnapi_convert;
@@ -67,4 +68,31 @@ TEST(InputSpec, FormatRoundTrips) {
     EXPECT_EQ(s.zero_point, t.zero_point);
     EXPECT_EQ(s.nhwc, t.nhwc);
   }
+}
+
+// NeuralNetworks.h: "Available since NNAPI feature level N" per operation and
+// operand type; ANEURALNETWORKS_FEATURE_LEVEL_1..5 are API levels 27..31.
+TEST(FeatureLevel, OperationsAndTypesAsNeuralNetworksHSays) {
+  using nnapi::Op;
+  auto level = [](Op op, int n_inputs) {
+    return nnapi::operation_feature_level(static_cast<int32_t>(op), n_inputs);
+  };
+  EXPECT_EQ(level(Op::Add, 3), 1);
+  EXPECT_EQ(level(Op::Transpose, 2), 2);
+  EXPECT_EQ(level(Op::PadV2, 3), 3);
+  EXPECT_EQ(level(Op::ResizeBilinear, 4), 1);
+  EXPECT_EQ(level(Op::ResizeBilinear, 6), 4);  // align_corners, half_pixel_centers
+  EXPECT_EQ(level(Op::ResizeNearestNeighbor, 4), 3);
+  EXPECT_EQ(level(Op::ResizeNearestNeighbor, 6), 4);
+  EXPECT_EQ(level(Op::HardSwish, 1), 4);
+  EXPECT_EQ(level(Op::BatchMatmul, 4), 6);
+  EXPECT_EQ(nnapi::operand_type_feature_level(
+                static_cast<int32_t>(nnapi::OperandType::TensorQuant8Asymm)),
+            1);
+  EXPECT_EQ(nnapi::operand_type_feature_level(static_cast<int32_t>(nnapi::OperandType::Bool)), 3);
+  EXPECT_EQ(nnapi::android_api_of_feature_level(1), 27);
+  EXPECT_EQ(nnapi::android_api_of_feature_level(5), 31);
+  EXPECT_EQ(nnapi::feature_level_of_android_api(29), 3);
+  EXPECT_EQ(nnapi::feature_level_of_android_api(32), 5);  // Android 12L: still level 5
+  EXPECT_EQ(nnapi::feature_level_of_android_api(33), 6);
 }

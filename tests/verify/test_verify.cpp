@@ -90,8 +90,7 @@ class VerifyCase : public testing::Test {
     o.model_path = (dir_ / "model.pt").string();
     for (const std::string& s : cs.at("inputs").get<std::vector<std::string>>())
       o.inputs.push_back(parse_input_spec(s));
-    ASSERT_TRUE(cs.at("options").get<std::vector<std::string>>().empty())
-        << "case options are not handled here";
+    o.min_android_api = fixtures::min_android_api_of(cs);
     // NNAPI_VERIFY_FUSE_ACTIVATIONS=1: the same checks with --fuse-activations.
     const char* fuse = std::getenv("NNAPI_VERIFY_FUSE_ACTIVATIONS");
     o.fuse_activations = fuse && std::string(fuse) == "1";
