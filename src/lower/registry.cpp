@@ -48,6 +48,7 @@ const LoweringTable& lowering_table() {
         {"embedding", register_embedding_ops},
         {"matmul", register_matmul_ops},
         {"tile", register_tile_ops},
+        {"recurrent", register_recurrent_ops},
     };
     for (const auto& [family, register_family] : families) {
       t.set_family(family);
@@ -66,6 +67,14 @@ const LoweringTable& lowering_table() {
            "Android 12); with a constant 2-D right side it is FULLY_CONNECTED");
     t.note("aten::bmm", "BATCH_MATMUL (NNAPI feature level 6, Android 12)");
     t.note("aten::max_pool2d", "ceil_mode over a flexible height or width is refused");
+    t.note("aten::lstm",
+           "unrolled per time step (FULLY_CONNECTED, SPLIT, LOGISTIC, TANH, MUL, ADD, "
+           "CONCATENATION); fixed sequence length, zero initial state, no proj_size, no packed "
+           "sequences");
+    t.note("aten::gru",
+           "unrolled per time step (FULLY_CONNECTED, SPLIT, LOGISTIC, TANH, MUL, ADD, SUB, "
+           "CONCATENATION); fixed sequence length, zero initial state, no packed sequences");
+    t.note("aten::zeros", "constant sizes only: a constant tensor (an RNN's zero initial state)");
     return t;
   }();
   return table;
