@@ -1194,6 +1194,18 @@ class TextClassifier(torch.nn.Module):
         return self.fc(out[:, -1])
 
 
+class RNNStateModule(torch.nn.Module):
+    """An initial state given as model inputs: hx for GRU, (h_0, c_0) for LSTM."""
+
+    def __init__(self, rnn):
+        super().__init__()
+        self.rnn = rnn
+
+    def forward(self, x, h0, c0=None):
+        out, _ = self.rnn(x, h0 if c0 is None else (h0, c0))
+        return out
+
+
 def _seq(*shape):
     return torch.randn(*shape) * 2
 
@@ -1212,6 +1224,9 @@ beyond("lstm-bidirectional", lambda: Case(
 beyond("lstm-text_classifier", lambda: Case(TextClassifier(), _tokens(2, 7)))
 beyond("lstm-last-step", lambda: Case(
     RNNModule(torch.nn.LSTM(4, 8, batch_first=True), last=True), _seq(3, 6, 4)))
+beyond("lstm-state-input", lambda: Case(
+    RNNStateModule(torch.nn.LSTM(4, 6, num_layers=2, bidirectional=True)),
+    [_seq(3, 2, 4), torch.randn(4, 2, 6), torch.randn(4, 2, 6)]))
 beyond("gru-1layer-batch_first", lambda: Case(
     RNNModule(torch.nn.GRU(4, 8, batch_first=True)), _seq(2, 5, 4)))
 beyond("gru-2layer-seq_first", lambda: Case(
@@ -1220,6 +1235,9 @@ beyond("gru-no_bias", lambda: Case(
     RNNModule(torch.nn.GRU(4, 6, bias=False), states=True), _seq(4, 2, 4)))
 beyond("gru-bidirectional", lambda: Case(
     RNNModule(torch.nn.GRU(4, 8, num_layers=2, bidirectional=True), states=True), _seq(5, 2, 4)))
+beyond("gru-state-input", lambda: Case(
+    RNNStateModule(torch.nn.GRU(4, 6, num_layers=2, batch_first=True)),
+    [_seq(2, 3, 4), torch.randn(2, 2, 6)]))
 
 
 # ------------------------------------------------------------- torchvision

@@ -6,7 +6,7 @@
 // FULLY_CONNECTED over the (rows, features) matrix of the whole sequence
 // (both biases folded in where the cell allows), SPLIT into one part per step;
 // each step then adds the recurrent projection of the previous hidden state.
-// The initial state is zero, so the first step has no recurrent term.
+// From a zero initial state (the default) the first step has no recurrent term.
 #include <ATen/ATen.h>
 
 #include <optional>
@@ -78,11 +78,14 @@ Operand2 reshape(LoweringContext& cx, const Operand2& x, const Shape& shape,
   return emit_reshape(cx, x, dims, out);
 }
 
+// An initial state: none for zeros.
+using State = std::optional<Operand2>;
+
 // The hidden state after every step of one direction of one layer. `gx`
-// holds the input projections of the steps in time order; `c_last` receives
-// an LSTM's final cell state.
+// holds the input projections of the steps in time order; `h`, `c` the
+// initial state; `c_last` receives an LSTM's final cell state.
 std::vector<Operand2> run_direction(LoweringContext& cx, const RnnSpec& s, const Weights& w,
-                                    const std::vector<Operand2>& gx, bool reverse,
+                                    const std::vector<Operand2>& gx, bool reverse, State h, State c,
                                     Operand2* c_last) {
   const int64_t steps = static_cast<int64_t>(gx.size());
   const int64_t H = s.hidden;
@@ -91,7 +94,6 @@ std::vector<Operand2> run_direction(LoweringContext& cx, const RnnSpec& s, const
   // projection); b_hn for GRU, which r multiplies.
   at::Tensor rec_bias = at::zeros({s.gates * H}, at::kFloat);
   if (s.cell == Cell::Gru) rec_bias.slice(0, 2 * H) = w.b_hh.slice(0, 2 * H);
-  std::optional<Operand2> h, c;
   for (int64_t k = 0; k < steps; ++k) {
     const int64_t t = reverse ? steps - 1 - k : k;
     std::vector<Operand2> xg = split_equal(cx, gx[t], 1, s.gates);
@@ -187,23 +189,50 @@ std::vector<Weights> read_weights(LoweringContext& cx, RnnSpec& s, const Value* 
   return out;
 }
 
-// The initial state must be zero: a constant of zeros (traced modules make
-// it with aten::zeros when no hx is passed).
-void check_zero_state(LoweringContext& cx, const RnnSpec& s, const Value* hx) {
-  const std::string what = std::string(s.name) +
-                           " with an initial state (hx) other than zeros is not supported; "
-                           "call the module without hx (the default zero state)";
-  check(cx.has_constant(hx) && !cx.has_operand(hx), what);
-  const c10::IValue& v = cx.constant(hx).value;
-  std::vector<at::Tensor> states;
-  if (v.isTensor()) {
-    states.push_back(v.toTensor());
-  } else if (v.isTensorList()) {
-    states = v.toTensorVector();
-  } else {
-    fail(what);
+// The initial states of every layer and direction, (B, H) each, from one
+// (layers * directions, B, H) tensor: a model tensor, or a constant (none
+// when it is zero: traced modules make the default state with aten::zeros).
+std::vector<State> initial_states(LoweringContext& cx, const RnnSpec& s, const Value* v,
+                                  const at::Tensor& constant, int64_t B) {
+  const int64_t count = s.layers * (s.bidirectional ? 2 : 1);
+  if (constant.defined() && !constant.any().item<bool>()) return std::vector<State>(count);
+  const Operand2 x = constant.defined() ? weight(cx, constant.to(at::kFloat)) : [&] {
+    auto [id, op] = cx.get_operand_fixed_size(v);
+    return Operand2{id, op};
+  }();
+  check(x.op.type == OperandType::TensorFloat32 && x.op.dim_order == DimOrder::Contiguous &&
+            x.op.shape == Shape({count, B, s.hidden}),
+        [&] {
+          return std::string(s.name) + " needs a float32 initial state of shape " +
+                 shape_str({count, B, s.hidden}) + ", got " + shape_str(x.op.shape);
+        });
+  std::vector<State> out;
+  for (const Operand2& part : split_equal(cx, x, 0, count)) {
+    out.push_back(reshape(cx, part, {B, s.hidden}));
   }
-  for (const at::Tensor& t : states) check(!t.defined() || !t.any().item<bool>(), what);
+  return out;
+}
+
+// The initial states of hx (a tensor for GRU, [h0, c0] for LSTM): one list per tensor.
+std::vector<std::vector<State>> initial_states(LoweringContext& cx, const RnnSpec& s,
+                                               const Value* hx, int64_t B) {
+  std::vector<std::vector<State>> out;
+  if (s.cell == Cell::Gru) {
+    const bool constant = cx.has_constant(hx) && !cx.has_operand(hx);
+    out.push_back(initial_states(cx, s, hx, constant ? cx.constant_tensor(hx) : at::Tensor(), B));
+  } else if (cx.has_constant(hx)) {
+    for (const at::Tensor& t : cx.constant(hx).value.toTensorVector()) {
+      out.push_back(initial_states(cx, s, nullptr, t, B));
+    }
+  } else {
+    for (const Value* v : cx.sequence(hx)) {
+      const bool constant = cx.has_constant(v) && !cx.has_operand(v);
+      out.push_back(initial_states(cx, s, v, constant ? cx.constant_tensor(v) : at::Tensor(), B));
+    }
+  }
+  check(out.size() == (s.cell == Cell::Lstm ? 2u : 1u),
+        [&] { return std::string(s.name) + " needs hx as (h_0, c_0)"; });
+  return out;
 }
 
 // aten::lstm.input(input, hx[], params[], has_biases, num_layers, dropout,
@@ -254,7 +283,7 @@ void lower_rnn(LoweringContext& cx, const Node* node, Cell cell) {
   });
   const int64_t T = x_op.shape[time_dim], B = x_op.shape[1 - time_dim];
   const std::vector<Weights> weights = read_weights(cx, s, node->input(2), x_op.shape[2]);
-  check_zero_state(cx, s, node->input(1));
+  const std::vector<std::vector<State>> init = initial_states(cx, s, node->input(1), B);
 
   const int64_t dirs = s.bidirectional ? 2 : 1;
   // The sequence as a (rows, features) matrix: rows in (t, b) order, or (b, t) batch-first.
@@ -270,7 +299,9 @@ void lower_rnn(LoweringContext& cx, const Node* node, Cell cell) {
       if (s.batch_first) g = reshape(cx, g, {B, T * s.gates * s.hidden});
       std::vector<Operand2> gx = split_equal(cx, g, s.batch_first ? 1 : 0, T);
       Operand2 c_last{};
-      outs.push_back(run_direction(cx, s, w, gx, d == 1, lstm ? &c_last : nullptr));
+      outs.push_back(run_direction(cx, s, w, gx, d == 1, init[0][l * dirs + d],
+                                   lstm ? init[1][l * dirs + d] : State(),
+                                   lstm ? &c_last : nullptr));
       h_n.push_back(outs.back()[d == 1 ? 0 : T - 1]);
       if (lstm) c_n.push_back(c_last);
     }

@@ -69,11 +69,10 @@ const LoweringTable& lowering_table() {
     t.note("aten::max_pool2d", "ceil_mode over a flexible height or width is refused");
     t.note("aten::lstm",
            "unrolled per time step (FULLY_CONNECTED, SPLIT, LOGISTIC, TANH, MUL, ADD, "
-           "CONCATENATION); fixed sequence length, zero initial state, no proj_size, no packed "
-           "sequences");
+           "CONCATENATION); fixed sizes, no proj_size, no packed sequences");
     t.note("aten::gru",
            "unrolled per time step (FULLY_CONNECTED, SPLIT, LOGISTIC, TANH, MUL, ADD, SUB, "
-           "CONCATENATION); fixed sequence length, zero initial state, no packed sequences");
+           "CONCATENATION); fixed sizes, no packed sequences");
     t.note("aten::zeros", "constant sizes only: a constant tensor (an RNN's zero initial state)");
     return t;
   }();
