@@ -45,15 +45,14 @@ Operand2 weight(LoweringContext& cx, const at::Tensor& t) {
   return {id, cx.operand(id)};
 }
 
-Operand2 fully_connected(LoweringContext& cx, const Operand2& x, const at::Tensor& w,
-                         const at::Tensor& b) {
+// x (rows, K) times the (N, K) weight w, plus b: (rows, N).
+Operand2 fully_connected(LoweringContext& cx, const Operand2& x, const Operand2& w,
+                         const Operand2& b) {
   ModelBuilder& m = cx.model();
-  const int32_t w_id = weight(cx, w).id;
-  const int32_t b_id = weight(cx, b).id;
-  const Operand o = x.op.with_shape({x.op.shape[0], w.size(0)});
+  const Operand o = x.op.with_shape({x.op.shape[0], w.op.shape[0]});
   const int32_t id = make_output(cx, nullptr, o);
   m.add_operation(Op::FullyConnected,
-                  {x.id, w_id, b_id, m.add_int_scalar(static_cast<int32_t>(Fuse::None))}, {id});
+                  {x.id, w.id, b.id, m.add_int_scalar(static_cast<int32_t>(Fuse::None))}, {id});
   return {id, o};
 }
 
@@ -94,11 +93,19 @@ std::vector<Operand2> run_direction(LoweringContext& cx, const RnnSpec& s, const
   // projection); b_hn for GRU, which r multiplies.
   at::Tensor rec_bias = at::zeros({s.gates * H}, at::kFloat);
   if (s.cell == Cell::Gru) rec_bias.slice(0, 2 * H) = w.b_hh.slice(0, 2 * H);
+  // Weight operands shared by the steps, made when a step first needs them.
+  std::optional<Operand2> w_hh, b_hh;
   for (int64_t k = 0; k < steps; ++k) {
     const int64_t t = reverse ? steps - 1 - k : k;
     std::vector<Operand2> xg = split_equal(cx, gx[t], 1, s.gates);
     std::vector<Operand2> hg;
-    if (h) hg = split_equal(cx, fully_connected(cx, *h, w.w_hh, rec_bias), 1, s.gates);
+    if (h) {
+      if (!w_hh) {
+        w_hh = weight(cx, w.w_hh);
+        b_hh = weight(cx, rec_bias);
+      }
+      hg = split_equal(cx, fully_connected(cx, *h, *w_hh, *b_hh), 1, s.gates);
+    }
     // Input and recurrent terms of gate i (the recurrent one is zero at the first step).
     auto gate = [&](int64_t i, Op activation) {
       Operand2 sum = h ? emit_binary(cx, Op::Add, xg[i], hg[i]) : xg[i];
@@ -293,7 +300,9 @@ void lower_rnn(LoweringContext& cx, const Node* node, Cell cell) {
     std::vector<std::vector<Operand2>> outs;
     for (int64_t d = 0; d < dirs; ++d) {
       const Weights& w = weights[l * dirs + d];
-      Operand2 g = fully_connected(cx, seq, w.w_ih, input_bias(s, w));
+      const Operand2 w_ih = weight(cx, w.w_ih);
+      const Operand2 b_ih = weight(cx, input_bias(s, w));
+      Operand2 g = fully_connected(cx, seq, w_ih, b_ih);
       // One part per step: seq-first rows are t-major; batch-first, each row
       // of (B, T * gates * H) holds a batch entry's steps side by side.
       if (s.batch_first) g = reshape(cx, g, {B, T * s.gates * s.hidden});
