@@ -1190,6 +1190,85 @@ beyond("relu6-quant-nhwc", lambda: Case(
     QuantRelu6Contiguous(), float_and_quant_and_nhwc(torch.randn(2, 3, 4, 5) * 4)["quant-nhwc"]))
 
 
+# Recurrent layers (traced, eval, zero initial state): aten::lstm and
+# aten::gru unrolled per time step; the weights are nn.LSTM / nn.GRU's
+# default init, the inputs of magnitude ~2.
+class RNNModule(torch.nn.Module):
+    """out, or (out, h_n[, c_n]) with states=True; out[:, -1] with last=True."""
+
+    def __init__(self, rnn, states=False, last=False):
+        super().__init__()
+        self.rnn, self.states, self.last = rnn, states, last
+
+    def forward(self, x):
+        out, hidden = self.rnn(x)
+        if self.last:
+            return out[:, -1]
+        if self.states:
+            return (out,) + (hidden if isinstance(hidden, tuple) else (hidden,))
+        return out
+
+
+class TextClassifier(torch.nn.Module):
+    """embedding -> LSTM -> the last step's output -> Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(10, 6)
+        self.lstm = torch.nn.LSTM(6, 8, batch_first=True)
+        self.fc = torch.nn.Linear(8, 3)
+
+    def forward(self, tokens):
+        out, _ = self.lstm(self.emb(tokens))
+        return self.fc(out[:, -1])
+
+
+class RNNStateModule(torch.nn.Module):
+    """An initial state given as model inputs: hx for GRU, (h_0, c_0) for LSTM."""
+
+    def __init__(self, rnn):
+        super().__init__()
+        self.rnn = rnn
+
+    def forward(self, x, h0, c0=None):
+        out, _ = self.rnn(x, h0 if c0 is None else (h0, c0))
+        return out
+
+
+def _seq(*shape):
+    return torch.randn(*shape) * 2
+
+
+beyond("lstm-1layer-batch_first", lambda: Case(
+    RNNModule(torch.nn.LSTM(4, 8, batch_first=True)), _seq(2, 5, 4)))
+beyond("lstm-2layer-seq_first", lambda: Case(
+    RNNModule(torch.nn.LSTM(4, 8, num_layers=2)), _seq(5, 3, 4)))
+beyond("lstm-states", lambda: Case(
+    RNNModule(torch.nn.LSTM(4, 8, num_layers=2, batch_first=True), states=True), _seq(2, 4, 4)))
+beyond("lstm-no_bias", lambda: Case(
+    RNNModule(torch.nn.LSTM(4, 6, bias=False), states=True), _seq(4, 2, 4)))
+beyond("lstm-bidirectional", lambda: Case(
+    RNNModule(torch.nn.LSTM(4, 8, num_layers=2, batch_first=True, bidirectional=True),
+              states=True), _seq(2, 5, 4)))
+beyond("lstm-text_classifier", lambda: Case(TextClassifier(), _tokens(2, 7)))
+beyond("lstm-last-step", lambda: Case(
+    RNNModule(torch.nn.LSTM(4, 8, batch_first=True), last=True), _seq(3, 6, 4)))
+beyond("lstm-state-input", lambda: Case(
+    RNNStateModule(torch.nn.LSTM(4, 6, num_layers=2, bidirectional=True)),
+    [_seq(3, 2, 4), torch.randn(4, 2, 6), torch.randn(4, 2, 6)]))
+beyond("gru-1layer-batch_first", lambda: Case(
+    RNNModule(torch.nn.GRU(4, 8, batch_first=True)), _seq(2, 5, 4)))
+beyond("gru-2layer-seq_first", lambda: Case(
+    RNNModule(torch.nn.GRU(4, 8, num_layers=2), states=True), _seq(5, 3, 4)))
+beyond("gru-no_bias", lambda: Case(
+    RNNModule(torch.nn.GRU(4, 6, bias=False), states=True), _seq(4, 2, 4)))
+beyond("gru-bidirectional", lambda: Case(
+    RNNModule(torch.nn.GRU(4, 8, num_layers=2, bidirectional=True), states=True), _seq(5, 2, 4)))
+beyond("gru-state-input", lambda: Case(
+    RNNStateModule(torch.nn.GRU(4, 6, num_layers=2, batch_first=True)),
+    [_seq(2, 3, 4), torch.randn(2, 2, 6)]))
+
+
 # ------------------------------------------------------------- torchvision
 TV_INPUT = (1, 3, 224, 224)
 

@@ -177,6 +177,58 @@ Operand2 emit_pad(LoweringContext& cx, const Operand2& x, const std::vector<int6
   return {id, o};
 }
 
+std::vector<int32_t> emit_split(LoweringContext& cx, const Operand2& in, int64_t dim,
+                                const std::vector<int64_t>& sizes) {
+  const auto rank = static_cast<int64_t>(in.op.shape.size());
+  int64_t axis = dim;
+  if (in.op.dim_order == DimOrder::ChannelsLast) {
+    static const int64_t kPos[] = {0, 3, 1, 2};
+    axis = kPos[dim];
+  }
+  ModelBuilder& m = cx.model();
+  std::vector<int32_t> outputs;
+  auto add_part = [&](int64_t size) {
+    Shape shape = in.op.shape;
+    shape[dim] = size;
+    outputs.push_back(make_output(cx, nullptr, in.op.with_shape(shape), &in));
+  };
+  if (std::all_of(sizes.begin(), sizes.end(), [&](int64_t n) { return n == sizes[0]; })) {
+    for (int64_t size : sizes) add_part(size);
+    m.add_operation(Op::Split,
+                    {in.id, m.add_int_scalar(static_cast<int32_t>(axis)),
+                     m.add_int_scalar(static_cast<int32_t>(sizes.size()))},
+                    outputs);
+  } else {
+    int64_t offset = 0;
+    for (int64_t size : sizes) {
+      // begin and size in NNAPI dim order; -1 takes a whole (maybe flexible) dim.
+      std::vector<int64_t> begin(rank, 0), extent(rank, -1);
+      begin[axis] = offset;
+      extent[axis] = size;
+      add_part(size);
+      m.add_operation(Op::Slice, {in.id, m.add_int_vector(begin), m.add_int_vector(extent)},
+                      {outputs.back()});
+      offset += size;
+    }
+  }
+  return outputs;
+}
+
+// CONCATENATION of `parts` along PyTorch dim d.
+Operand2 emit_concat(LoweringContext& cx, const std::vector<Operand2>& parts, int64_t d,
+                     const Value* out) {
+  Shape shape = parts[0].op.shape;
+  shape[d] = 0;
+  for (const Operand2& p : parts) shape[d] += p.op.shape[d];
+  std::vector<int32_t> inputs;
+  for (const Operand2& p : parts) inputs.push_back(p.id);
+  inputs.push_back(cx.model().add_int_scalar(static_cast<int32_t>(nnapi_axis(parts[0].op, d))));
+  Operand o = parts[0].op.with_shape(shape);
+  const int32_t id = make_output(cx, out, o, &parts[0]);
+  cx.model().add_operation(Op::Concatenation, inputs, {id});
+  return {id, o};
+}
+
 std::vector<SymInt> sym_shape(const Operand2& x) {
   std::vector<SymInt> dims;
   for (size_t d = 0; d < x.op.shape.size(); ++d) {

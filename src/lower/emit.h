@@ -60,6 +60,13 @@ Operand2 emit_reshape(LoweringContext& cx, const Operand2& x, const std::vector<
 // shape-compute lines.
 Operand2 emit_tile(LoweringContext& cx, const Operand2& x, const std::vector<int64_t>& multiples,
                    const Value* out = nullptr);
+// Splits `x` along PyTorch dim `dim` into consecutive parts of `sizes`: one
+// SPLIT when the parts are equal, else a SLICE per part. Returns the parts.
+std::vector<int32_t> emit_split(LoweringContext& cx, const Operand2& x, int64_t dim,
+                                const std::vector<int64_t>& sizes);
+// CONCATENATION of `parts` (same layout) along PyTorch dim d.
+Operand2 emit_concat(LoweringContext& cx, const std::vector<Operand2>& parts, int64_t d,
+                     const Value* out = nullptr);
 // The dims of `x` as constants or load-time sizes.
 std::vector<SymInt> sym_shape(const Operand2& x);
 // Pads `x` by before[d] / after[d] elements in each PyTorch dim d with

@@ -29,6 +29,11 @@ int reverse_map_dim(DimOrder order, int d) {
   return d;
 }
 
+int64_t nnapi_axis(const Operand& o, int64_t d) {
+  static const int64_t kPos[] = {0, 3, 1, 2};
+  return o.dim_order == DimOrder::ChannelsLast ? kPos[d] : d;
+}
+
 int64_t py_index(int64_t index, int64_t size) {
   int64_t i = index < 0 ? index + size : index;
   check(i >= 0 && i < size, [&] {

@@ -58,6 +58,8 @@ SymInt sym_dim(int32_t id, const Shape& shape, int64_t d);
 Shape fix_shape(const Shape& shape, DimOrder order);
 // The PyTorch dim that NNAPI dim `d` holds.
 int reverse_map_dim(DimOrder order, int d);
+// The NNAPI dim that holds PyTorch dim `d` of `o`.
+int64_t nnapi_axis(const Operand& o, int64_t d);
 // Python-style index: negative counts from the end. Throws when out of range.
 int64_t py_index(int64_t index, int64_t size);
 std::string shape_str(const Shape& s);

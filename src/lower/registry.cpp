@@ -48,6 +48,7 @@ const LoweringTable& lowering_table() {
         {"embedding", register_embedding_ops},
         {"matmul", register_matmul_ops},
         {"tile", register_tile_ops},
+        {"recurrent", register_recurrent_ops},
     };
     for (const auto& [family, register_family] : families) {
       t.set_family(family);
@@ -69,6 +70,13 @@ const LoweringTable& lowering_table() {
            "or more, else one FULLY_CONNECTED per batch entry (fixed sizes only)");
     t.note("aten::bmm", "as aten::matmul of two computed tensors");
     t.note("aten::max_pool2d", "ceil_mode over a flexible height or width is refused");
+    t.note("aten::lstm",
+           "unrolled per time step (FULLY_CONNECTED, SPLIT, LOGISTIC, TANH, MUL, ADD, "
+           "CONCATENATION); fixed sizes, no proj_size, no packed sequences");
+    t.note("aten::gru",
+           "unrolled per time step (FULLY_CONNECTED, SPLIT, LOGISTIC, TANH, MUL, ADD, SUB, "
+           "CONCATENATION); fixed sizes, no packed sequences");
+    t.note("aten::zeros", "constant sizes only: a constant tensor (an RNN's zero initial state)");
     return t;
   }();
   return table;

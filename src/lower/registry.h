@@ -58,5 +58,6 @@ void register_pixel_shuffle_ops(LoweringTable& t);  // pixel_shuffle.cpp
 void register_embedding_ops(LoweringTable& t);      // embedding.cpp
 void register_matmul_ops(LoweringTable& t);         // matmul.cpp
 void register_tile_ops(LoweringTable& t);           // tile.cpp
+void register_recurrent_ops(LoweringTable& t);      // recurrent.cpp
 
 }  // namespace nnapi_convert

@@ -545,47 +545,6 @@ void lower_contiguous(LoweringContext& cx, const Node* node) {
   lower_identity(cx, node);
 }
 
-// chunk(x, chunks, dim) -> SPLIT into equal parts; the list feeds ListUnpack.
-// Splits `in` along PyTorch dim `dim` into consecutive parts of `sizes`, which
-// the list value `list` stands for: one SPLIT when the parts are equal, else a
-// SLICE per part.
-void emit_split(LoweringContext& cx, const Value* list, const Operand2& in, int64_t dim,
-                const std::vector<int64_t>& sizes) {
-  const auto rank = static_cast<int64_t>(in.op.shape.size());
-  int64_t axis = dim;
-  if (in.op.dim_order == DimOrder::ChannelsLast) {
-    static const int64_t kPos[] = {0, 3, 1, 2};
-    axis = kPos[dim];
-  }
-  ModelBuilder& m = cx.model();
-  std::vector<int32_t> outputs;
-  auto add_part = [&](int64_t size) {
-    Shape shape = in.op.shape;
-    shape[dim] = size;
-    outputs.push_back(make_output(cx, nullptr, in.op.with_shape(shape), &in));
-  };
-  if (std::all_of(sizes.begin(), sizes.end(), [&](int64_t n) { return n == sizes[0]; })) {
-    for (int64_t size : sizes) add_part(size);
-    m.add_operation(Op::Split,
-                    {in.id, m.add_int_scalar(static_cast<int32_t>(axis)),
-                     m.add_int_scalar(static_cast<int32_t>(sizes.size()))},
-                    outputs);
-  } else {
-    int64_t offset = 0;
-    for (int64_t size : sizes) {
-      // begin and size in NNAPI dim order; -1 takes a whole (maybe flexible) dim.
-      std::vector<int64_t> begin(rank, 0), extent(rank, -1);
-      begin[axis] = offset;
-      extent[axis] = size;
-      add_part(size);
-      m.add_operation(Op::Slice, {in.id, m.add_int_vector(begin), m.add_int_vector(extent)},
-                      {outputs.back()});
-      offset += size;
-    }
-  }
-  cx.add_split_outputs(list, outputs);
-}
-
 // Parts of at most `split_size` along a dim of `n` elements, as torch.split makes.
 std::vector<int64_t> split_sizes(int64_t n, int64_t split_size) {
   check(split_size > 0, "split size must be positive");
@@ -624,7 +583,7 @@ void lower_split(LoweringContext& cx, const Node* node) {
              " elements of dimension " + std::to_string(dim);
     });
   }
-  emit_split(cx, node->output(), {in_id, in}, dim, sizes);
+  cx.add_split_outputs(node->output(), emit_split(cx, {in_id, in}, dim, sizes));
 }
 
 // prim::ListUnpack of a list of tensors made by chunk/split.
