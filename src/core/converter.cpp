@@ -335,7 +335,10 @@ CheckReport check_model(const ConvertOptions& options) {
 
 NodePlace node_place(const Node* node) {
   NodePlace place = innermost_user_frame(node);
-  if (place.code.empty()) place.code = node_text(node);
+  if (place.code.empty()) {
+    std::string text = node_text(node);  // in backquotes
+    place.code = text.substr(1, text.size() - 2);
+  }
   return place;
 }
 

@@ -813,11 +813,17 @@ std::string format_divergence(const Divergence& d) {
   if (!d.code.empty()) s += " (`" + d.code + "`)";
   s += "; its result " + d.value + " has max abs err " + num(d.check.max_abs_err) +
        " (tolerance: " + d.tolerance + "): " + d.check.problem;
-  s += "; every earlier operation matches (" + std::to_string(d.compared - 1) + " compared";
-  if (d.uncompared > 0) {
-    s += ", " + std::to_string(d.uncompared) + " without a TorchScript value to compare";
+  const std::string uncompared =
+      d.uncompared > 0 ? std::to_string(d.uncompared) + " without a TorchScript value to compare"
+                       : "";
+  if (d.compared > 1) {
+    s += "; every earlier operation matches (" + std::to_string(d.compared - 1) + " compared" +
+         (uncompared.empty() ? "" : ", " + uncompared) + ")";
+  } else {
+    s +=
+        "; no earlier operation was compared" + (uncompared.empty() ? "" : " (" + uncompared + ")");
   }
-  return s + ")";
+  return s;
 }
 
 std::string format_output_check(size_t index, const OutputCheck& c) {
