@@ -6,6 +6,7 @@
 #include <ATen/Tensor.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,11 +54,30 @@ struct OutputCheck {
   double off_by_one_share() const { return numel ? double(off_by_one) / double(numel) : 0.0; }
 };
 
+// Where a mismatch starts: the first NNAPI operation whose result differs
+// from what eager PyTorch computes for the TorchScript value it holds
+// (operations whose results hold no TorchScript value, such as a TRANSPOSE
+// the converter adds, are not compared).
+struct Divergence {
+  std::string error;       // not empty: the operation could not be located, and why
+  int64_t operation = -1;  // its index in the NNAPI model; -1: no compared operation diverges
+  std::string type;        // its NNAPI operation type, e.g. "AVERAGE_POOL_2D"
+  std::string node;        // the node kind it was lowered from, e.g. "aten::avg_pool2d"
+  std::string source;      // where the user's code made that node, "model.py:12", or ""
+  std::string code;        // the code there (for a traced model: the node as TorchScript prints it)
+  std::string value;       // the TorchScript value compared, e.g. "%input.3"
+  std::string tolerance;   // the rule it breaks, e.g. "atol 0.0001 + rtol 0.0001 * |model|"
+  OutputCheck check;       // how that value compares
+  int64_t compared = 0;    // operations compared, up to and including it
+  int64_t uncompared = 0;  // operations before it with no TorchScript value to compare
+};
+
 struct VerifyReport {
   std::string runtime_library;               // the libneuralnetworks.so that ran
   std::vector<std::vector<int64_t>> shapes;  // the input shapes used
   std::vector<OutputCheck> outputs;
   bool ok = false;
+  std::optional<Divergence> divergence;  // when an output differs
 };
 
 // The size a flexible (0) dimension gets when --verify-shape is not given:
@@ -119,6 +139,22 @@ std::vector<at::Tensor> run_converted(const std::string& module_path,
 VerifyReport verify_conversion(const ConvertOptions& options,
                                const std::string& converted_module_path,
                                const VerifyOptions& verify);
+
+// Only after a mismatch (it converts the model again and runs both models
+// once more): runs the model's graph with every intermediate value it lowers
+// to an NNAPI operand as an extra output, and the converted module on the
+// host runtime with its operation observer, and compares the operations'
+// results in model order with the same rules as outputs. Never throws: a
+// diagnosis that fails says why in Divergence::error.
+Divergence locate_divergence(const ConvertOptions& options,
+                             const std::string& converted_module_path,
+                             const std::vector<at::Tensor>& inputs, const VerifyOptions& verify);
+
+// The paragraph for a mismatch, e.g. "first diverging operation: #17
+// AVERAGE_POOL_2D, lowered from aten::avg_pool2d at model.py:12 (`y =
+// F.avg_pool2d(x, 2)`); max abs err 0.31 (tolerance: atol 0.0001 + rtol
+// 0.0001 * |model|); every earlier operation matches (16 compared)".
+std::string format_divergence(const Divergence& divergence);
 
 // One line per output, e.g. "output 0: max abs err 3.8e-06, max rel err
 // 1.2e-05, ok".

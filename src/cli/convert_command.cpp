@@ -60,9 +60,9 @@ void print_verify(const Args& a, const JobResult& r) {
   spdlog::error(
       "model '{}': the converted module does not match the model on {} inputs of shape {} "
       "(float outputs: |nnapi - model| <= atol {} + rtol {} * |model|; quantized: at most 3% "
-      "of elements off by one quantum, none by more), so '{}' was not written.{}",
+      "of elements off by one quantum, none by more), so '{}' was not written.{}{}",
       r.model, a.verify_input.empty() ? "seeded random" : "the --verify-input", shapes, a.atol,
-      a.rtol, r.output, why);
+      a.rtol, r.output, why, v.divergence ? "\n" + format_divergence(*v.divergence) + "." : "");
 }
 
 // Progress on standard error: every error; per model a line on a terminal

@@ -154,6 +154,44 @@ OutputCheck output_check_from(const nlohmann::ordered_json& j) {
   return o;
 }
 
+nlohmann::ordered_json to_json(const Divergence& d) {
+  auto or_null = [](bool known, auto v) {
+    return known ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);
+  };
+  const bool found = d.error.empty() && d.operation >= 0;
+  return {{"located", found},
+          {"error", or_null(!d.error.empty(), d.error)},
+          {"operation", or_null(found, d.operation)},
+          {"type", or_null(found, d.type)},
+          {"node", or_null(found, d.node)},
+          {"source", or_null(found && !d.source.empty(), d.source)},
+          {"code", or_null(found, d.code)},
+          {"value", or_null(found, d.value)},
+          {"tolerance", or_null(found, d.tolerance)},
+          {"check", found ? to_json(d.check) : nlohmann::ordered_json(nullptr)},
+          {"compared", d.compared},
+          {"uncompared", d.uncompared}};
+}
+
+Divergence divergence_from(const nlohmann::ordered_json& j) {
+  Divergence d;
+  auto text = [&](const char* key) {
+    return j.at(key).is_string() ? j.at(key).get<std::string>() : std::string();
+  };
+  d.error = text("error");
+  if (j.at("operation").is_number()) d.operation = j.at("operation").get<int64_t>();
+  d.type = text("type");
+  d.node = text("node");
+  d.source = text("source");
+  d.code = text("code");
+  d.value = text("value");
+  d.tolerance = text("tolerance");
+  if (j.at("check").is_object()) d.check = output_check_from(j.at("check"));
+  d.compared = j.at("compared").get<int64_t>();
+  d.uncompared = j.at("uncompared").get<int64_t>();
+  return d;
+}
+
 }  // namespace
 
 nlohmann::ordered_json kinds_json(const std::vector<NodeKindCount>& kinds) {
@@ -218,6 +256,7 @@ nlohmann::ordered_json to_json(const JobResult& r) {
                    {"runtime", r.verify->runtime_library},
                    {"shapes", r.verify->shapes},
                    {"outputs", outputs}};
+    if (r.verify->divergence) j["verify"]["divergence"] = to_json(*r.verify->divergence);
   }
   return j;
 }
@@ -255,6 +294,7 @@ JobResult job_result_from(const nlohmann::ordered_json& j, const std::string& ou
     rep.shapes = v.at("shapes").get<std::vector<std::vector<int64_t>>>();
     for (const nlohmann::ordered_json& o : v.at("outputs"))
       rep.outputs.push_back(output_check_from(o));
+    if (v.contains("divergence")) rep.divergence = divergence_from(v.at("divergence"));
     r.verify = std::move(rep);
   }
   return r;

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/loader.h"
+#include "core/trace.h"
 #include "lower/registry.h"
 #include "nnapi_convert/check.h"
 #include "serialize/pyrepr.h"
@@ -19,7 +20,8 @@
 
 namespace nnapi_convert {
 
-Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& options);
+Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& options,
+                        LoweringTrace* trace = nullptr);
 
 namespace {
 
@@ -45,11 +47,12 @@ bool is_torch_file(const std::string& file) {
 }
 
 // The frames a source range names, innermost first: a traced node's range
-// is the Python stack when it was traced ("file.py(12): forward" lines); a
-// scripted node's is one place in its TorchScript source.
-std::vector<std::string> frames_of(torch::jit::SourceRange sr) {
+// is the Python stack when it was traced ("file.py(12): forward" lines, no
+// code); a scripted node's is one place in its TorchScript source, whose
+// line it gives as the code.
+std::vector<NodePlace> frames_of(torch::jit::SourceRange sr) {
   if (auto orig = sr.findSourceRangeThatGenerated()) sr = *orig;
-  std::vector<std::string> frames;
+  std::vector<NodePlace> frames;
   if (sr.source()) {
     std::string text(sr.text().str());
     std::istringstream lines(text);
@@ -59,34 +62,44 @@ std::vector<std::string> frames_of(torch::jit::SourceRange sr) {
       if (open == std::string::npos || open == 0) continue;
       std::string number = line.substr(open + 1, close - open - 1);
       if (number.empty() || number.find_first_not_of("0123456789") != std::string::npos) continue;
-      frames.push_back(line.substr(0, open) + ":" + number);
+      frames.push_back({line.substr(0, open) + ":" + number, ""});
     }
   }
   if (frames.empty()) {
-    if (auto loc = sr.file_line_col()) {
-      frames.push_back(std::get<0>(*loc) + ":" + std::to_string(std::get<1>(*loc)));
+    // A range in code without a file (":0") names no place.
+    auto loc = sr.file_line_col();
+    if (loc && !std::get<0>(*loc).empty()) {
+      const auto& source = sr.source();
+      std::string code(source->get_line(source->lineno_for_offset(sr.start())).str());
+      const char* blank = " \t\r\n";
+      size_t b = code.find_first_not_of(blank), e = code.find_last_not_of(blank);
+      code = b == std::string::npos ? "" : code.substr(b, e - b + 1);
+      frames.push_back({std::get<0>(*loc) + ":" + std::to_string(std::get<1>(*loc)), code});
     }
   }
   return frames;
 }
 
-// "model.py:12": the innermost place in the user's code that made the node
-// (skipping PyTorch's own modules and functionals), else its own place, or "".
-std::string node_location(const Node* node) {
+// The innermost place in the user's code that made the node (skipping
+// PyTorch's own modules and functionals), else its own place.
+NodePlace innermost_user_frame(const Node* node) {
   std::vector<torch::jit::SourceRange> ranges = {node->sourceRange()};
   if (auto cs = node->callstack()) {
     std::vector<torch::jit::InlinedCallStackEntry> calls = (*cs)->vec();  // outermost first
     for (auto it = calls.rbegin(); it != calls.rend(); ++it) ranges.push_back(std::get<1>(*it));
   }
-  std::string first;
+  NodePlace first;
   for (const torch::jit::SourceRange& sr : ranges) {
-    for (const std::string& frame : frames_of(sr)) {
-      if (first.empty()) first = frame;
-      if (!is_torch_file(frame)) return frame;
+    for (const NodePlace& frame : frames_of(sr)) {
+      if (first.location.empty()) first = frame;
+      if (!is_torch_file(frame.location)) return frame;
     }
   }
   return first;
 }
+
+// "model.py:12", or "".
+std::string node_location(const Node* node) { return innermost_user_frame(node).location; }
 
 // The node as TorchScript prints it, in backquotes.
 std::string node_text(const Node* node) {
@@ -262,6 +275,23 @@ void check_supported(const torch::jit::Graph& graph, const std::string& path) {
   throw e;
 }
 
+// The trace's values: per operand, the last node output in graph order that
+// names it.
+void record_values(const LoweringContext& cx, const torch::jit::Graph& graph,
+                   LoweringTrace* trace) {
+  std::map<int32_t, TracedValue> by_operand;
+  for (const Node* node : graph.nodes()) {
+    for (const Value* v : node->outputs()) {
+      if (!cx.has_operand(v)) continue;
+      auto [id, op] = cx.get_operand(v);
+      bool nhwc = op.dim_order == DimOrder::ChannelsLast && op.shape.size() == 4;
+      by_operand[id] = TracedValue{v, id, nhwc};
+    }
+  }
+  trace->values.clear();
+  for (const auto& entry : by_operand) trace->values.push_back(entry.second);
+}
+
 }  // namespace
 
 std::vector<SupportedKind> supported_node_kinds() {
@@ -318,7 +348,25 @@ CheckReport check_model(const ConvertOptions& options) {
   return r;
 }
 
-Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& options) {
+NodePlace node_place(const Node* node) {
+  NodePlace place = innermost_user_frame(node);
+  if (place.code.empty()) {
+    std::string text = node_text(node);  // in backquotes
+    place.code = text.substr(1, text.size() - 2);
+  }
+  return place;
+}
+
+torch::jit::Module trace_conversion(const ConvertOptions& options, LoweringTrace* trace,
+                                    Conversion* conversion) {
+  double load_ms = 0, freeze_ms = 0;
+  torch::jit::Module module = load_frozen_model(options.model_path, &load_ms, &freeze_ms);
+  *conversion = lower_module(module, options, trace);
+  return module;
+}
+
+Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& options,
+                        LoweringTrace* trace) {
   Conversion result;
   auto t0 = std::chrono::steady_clock::now();
   std::shared_ptr<torch::jit::Graph> graph = module.get_method("forward").graph();
@@ -368,6 +416,7 @@ Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& 
   const Node* current = nullptr;
   try {
     for (const Node* node : graph->nodes()) {
+      if (trace) trace->operations.resize(m.operation_count(), current);
       current = node;
       if (try_fold(cx, node) || lower_symbolic_arithmetic(cx, node)) continue;
       if (cx.folded_activation(node)) {
@@ -383,6 +432,10 @@ Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& 
       check_quantized_inputs(cx, node, input_ids);
       (*fn)(cx, node);
       if (const auto& over = m.first_over_limit()) fail_above_target(*over, options);
+    }
+    if (trace) {
+      trace->operations.resize(m.operation_count(), current);
+      record_values(cx, *graph, trace);
     }
     current = graph->return_node();
     const Value* ret = graph->outputs().at(0);

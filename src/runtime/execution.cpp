@@ -109,7 +109,51 @@ bool verbose() {
   return on;
 }
 
+struct Observer {
+  ANeuralNetworksHostOperationObserver fn = nullptr;
+  void* context = nullptr;
+};
+Observer g_observer;
+
+// A test hook: NNAPI_HOST_FAULT_OPERATION=<index> makes that operation's
+// outputs wrong (see README.md), so that tests can check how a diverging
+// conversion is reported. -1 when unset.
+int64_t fault_operation() {
+  static const int64_t index = [] {
+    const char* env = std::getenv("NNAPI_HOST_FAULT_OPERATION");
+    if (env == nullptr || *env == '\0') return int64_t{-1};
+    char* end = nullptr;
+    long long v = std::strtoll(env, &end, 10);
+    return *end == '\0' && v >= 0 ? static_cast<int64_t>(v) : int64_t{-1};
+  }();
+  return index;
+}
+
+// A wrong value of the same type and shape: floats + 1, booleans negated,
+// integers (and quantized values) + 8, wrapping.
+at::Tensor perturbed(const at::Tensor& t) {
+  if (at::isFloatingType(t.scalar_type())) return t + 1.0;
+  if (t.scalar_type() == at::kBool) return t.logical_not();
+  return (t.to(at::kLong) + 8).to(t.scalar_type());
+}
+
+void notify_observer(size_t k, const Operation& op, const std::vector<Value>& values) {
+  for (uint32_t o : op.outputs) {
+    const Value& v = values[o];
+    at::Tensor t = v.t.contiguous();
+    std::vector<uint32_t> dims(t.sizes().begin(), t.sizes().end());
+    ANeuralNetworksOperandType type{static_cast<int32_t>(v.type),
+                                    static_cast<uint32_t>(dims.size()), dims.data(), v.scale,
+                                    v.zero_point};
+    g_observer.fn(g_observer.context, static_cast<int32_t>(k), o, &type, t.data_ptr(), t.nbytes());
+  }
+}
+
 }  // namespace
+
+void set_operation_observer(ANeuralNetworksHostOperationObserver observer, void* context) {
+  g_observer = {observer, context};
+}
 
 Result Execution::compute() {
   if (started_) fail(Result::BadState, "execution already computed");
@@ -158,6 +202,10 @@ Result Execution::compute() {
     for (uint32_t o : op.outputs)
       if (!values[o].present)
         fail(Result::OpFailed, std::string(op.kernel->name) + " left an output unset");
+    if (static_cast<int64_t>(k) == fault_operation()) {
+      for (uint32_t o : op.outputs) values[o].t = perturbed(values[o].t);
+    }
+    if (g_observer.fn != nullptr) notify_observer(k, op, values);
     if (verbose())
       std::fprintf(stderr, "nnrt: op %zu %s -> %s\n", k, op.kernel->name,
                    c10::str(values[op.outputs[0]].t.sizes()).c_str());

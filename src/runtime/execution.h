@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model.h"
+#include "nnapi_c_api.h"
 
 namespace nnrt {
 
@@ -17,6 +18,9 @@ struct IoBinding {
   std::vector<uint32_t> dims;      // effective dims after merging setInput's type
   std::shared_ptr<Memory> memory;  // keeps a Memory alive when bound from one
 };
+
+// The observer of ANeuralNetworksHost_setOperationObserver (null: none).
+void set_operation_observer(ANeuralNetworksHostOperationObserver observer, void* context);
 
 class Execution {
  public:

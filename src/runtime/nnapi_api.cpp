@@ -427,4 +427,11 @@ int ANeuralNetworksEvent_wait(ANeuralNetworksEvent* event) {
 
 void ANeuralNetworksEvent_free(ANeuralNetworksEvent* event) { delete event; }
 
+// ---------------------------------------------------------------- host hooks
+
+void ANeuralNetworksHost_setOperationObserver(ANeuralNetworksHostOperationObserver observer,
+                                              void* context) {
+  nnrt::set_operation_observer(observer, context);
+}
+
 }  // extern "C"

@@ -111,4 +111,18 @@ NNRT_EXPORT int ANeuralNetworksExecution_getOutputOperandDimensions(
 NNRT_EXPORT int ANeuralNetworksEvent_wait(ANeuralNetworksEvent* event);
 NNRT_EXPORT void ANeuralNetworksEvent_free(ANeuralNetworksEvent* event);
 
+// Not NNAPI: a diagnosis hook of this host runtime. While an observer is set,
+// every execution calls it after each operation, once per output operand of
+// that operation, with the computed value: its type (dims as computed), its
+// data (contiguous, in the NNAPI layout, valid only during the call) and its
+// byte length. Null clears it. Not thread-safe: set it while no execution
+// runs. nnapi-convert --verify uses it to find the first operation whose
+// result differs from eager PyTorch.
+typedef void (*ANeuralNetworksHostOperationObserver)(void* context, int32_t operation,
+                                                     uint32_t operand,
+                                                     const ANeuralNetworksOperandType* type,
+                                                     const void* data, size_t length);
+NNRT_EXPORT void ANeuralNetworksHost_setOperationObserver(
+    ANeuralNetworksHostOperationObserver observer, void* context);
+
 }  // extern "C"

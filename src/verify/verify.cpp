@@ -6,6 +6,7 @@
 #include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
 #include <dlfcn.h>
+#include <torch/csrc/jit/runtime/interpreter.h>
 #include <torch/csrc/jit/serialization/import.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
@@ -19,10 +20,14 @@
 #include <fstream>
 #include <iomanip>
 #include <limits>
+#include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 
+#include "core/trace.h"
 #include "nnapi_convert/blob.h"
+#include "runtime/nnapi_c_api.h"
 
 namespace fs = std::filesystem;
 
@@ -332,8 +337,8 @@ std::string load_nnapi_runtime(const std::string& explicit_path) {
                                       "runtime ") +
                               kRuntimeName +
                               " (build target `neuralnetworks`, written to "
-                              "<build dir>/runtime/, installed to <dir of nnapi-convert>/"
-                              NNAPI_CONVERT_INSTALLED_RUNTIME_DIR
+                              "<build dir>/runtime/, installed to <dir of "
+                              "nnapi-convert>/" NNAPI_CONVERT_INSTALLED_RUNTIME_DIR
                               "/), but could not load it. Looked at: " +
                               where +
                               ". Set NNAPI_CONVERT_RUNTIME to the file (or its "
@@ -363,15 +368,24 @@ std::string load_nnapi_runtime(const std::string& explicit_path) {
   return rt.path;
 }
 
-std::vector<double> dequantized_output_quanta(const std::vector<int32_t>& ser_model) {
+namespace {
+
+// The blob of a ser_model (int32 words, little-endian). Throws BlobError.
+Blob parse_ser_model(const std::vector<int32_t>& ser_model) {
   std::vector<uint8_t> bytes(ser_model.size() * 4);
   for (size_t i = 0; i < ser_model.size(); ++i) {
     uint32_t w = static_cast<uint32_t>(ser_model[i]);
     for (int b = 0; b < 4; ++b) bytes[i * 4 + b] = static_cast<uint8_t>(w >> (8 * b));
   }
+  return parse_blob(bytes);
+}
+
+}  // namespace
+
+std::vector<double> dequantized_output_quanta(const std::vector<int32_t>& ser_model) {
   Blob blob;
   try {
-    blob = parse_blob(bytes);
+    blob = parse_ser_model(ser_model);
   } catch (const BlobError&) {
     return {};
   }
@@ -572,7 +586,244 @@ VerifyReport verify_conversion(const ConvertOptions& options,
     report.outputs.push_back(compare_output(nnapi[i], eager[i], q, verify));
     report.ok = report.ok && report.outputs.back().ok;
   }
+  if (!report.ok) {
+    report.divergence = locate_divergence(options, converted_module_path, inputs, verify);
+  }
   return report;
+}
+
+namespace {
+
+// What the host runtime's operation observer saw: the results of the
+// operations whose output operands are `wanted`, in the order computed.
+struct Observation {
+  const std::set<uint32_t>* wanted = nullptr;
+  struct Result {
+    int32_t operation;
+    uint32_t operand;
+    at::Tensor value;  // in the NNAPI layout; QUInt8 for TENSOR_QUANT8_ASYMM
+  };
+  std::vector<Result> results;
+  std::string error;
+};
+
+// An operand's value as a tensor (a copy of `data`), or undefined for a type
+// without a PyTorch counterpart.
+at::Tensor tensor_from_operand(const ANeuralNetworksOperandType& type, const void* data) {
+  using nnapi::OperandType;
+  std::vector<int64_t> sizes(type.dimensions, type.dimensions + type.dimensionCount);
+  auto copy = [&](at::ScalarType dtype) {
+    return at::from_blob(const_cast<void*>(data), sizes, at::TensorOptions(dtype)).clone();
+  };
+  switch (static_cast<OperandType>(type.type)) {
+    case OperandType::TensorFloat32:
+      return copy(at::kFloat);
+    case OperandType::TensorFloat16:
+      return copy(at::kHalf).to(at::kFloat);
+    case OperandType::TensorInt32:
+      return copy(at::kInt);
+    case OperandType::TensorBool8:
+      return copy(at::kBool);
+    case OperandType::TensorQuant8Asymm:
+      return at::_make_per_tensor_quantized_tensor(copy(at::kByte), type.scale, type.zeroPoint);
+    default:
+      return at::Tensor();
+  }
+}
+
+void observe(void* context, int32_t operation, uint32_t operand,
+             const ANeuralNetworksOperandType* type, const void* data, size_t /*length*/) {
+  auto* seen = static_cast<Observation*>(context);
+  if (!seen->wanted->count(operand)) return;
+  try {  // nothing may be thrown into the runtime
+    at::Tensor t = tensor_from_operand(*type, data);
+    if (t.defined()) seen->results.push_back({operation, operand, t});
+  } catch (const std::exception& e) {
+    seen->error = e.what();
+  }
+}
+
+using SetObserver = decltype(&ANeuralNetworksHost_setOperationObserver);
+
+// Clears the observer however the run ends.
+class ObserverGuard {
+ public:
+  ObserverGuard(SetObserver set, Observation* seen) : set_(set) { set_(&observe, seen); }
+  ~ObserverGuard() { set_(nullptr, nullptr); }
+  ObserverGuard(const ObserverGuard&) = delete;
+  ObserverGuard& operator=(const ObserverGuard&) = delete;
+
+ private:
+  SetObserver set_;
+};
+
+// Runs the frozen model's graph with `values` as extra outputs; returns
+// their values in that order. Changes the module's graph.
+std::vector<at::Tensor> eager_values(torch::jit::Module& module,
+                                     const std::vector<const torch::jit::Value*>& values,
+                                     const std::vector<at::Tensor>& inputs) {
+  std::shared_ptr<torch::jit::Graph> graph = module.get_method("forward").graph();
+  std::vector<torch::jit::Value*> outs = {graph->outputs().at(0)};
+  // The trace's pointers are const only because lowering never changes the
+  // graph; this module is ours, loaded for the diagnosis.
+  for (const torch::jit::Value* v : values) outs.push_back(const_cast<torch::jit::Value*>(v));
+  torch::jit::Node* all = graph->createTuple(outs);
+  all->insertBefore(graph->return_node());
+  graph->eraseOutput(0);
+  graph->registerOutput(all->output());
+
+  torch::jit::Code code(graph, "forward");
+  torch::jit::InterpreterState state(code);
+  torch::jit::Stack stack = {module._ivalue()};
+  for (const at::Tensor& t : inputs) stack.emplace_back(t.clone());
+  at::NoGradGuard no_grad;
+  state.run(stack);
+  std::vector<at::Tensor> out;
+  const auto& elements = stack.back().toTupleRef().elements();
+  for (size_t i = 1; i < elements.size(); ++i) {
+    out.push_back(elements[i].isTensor() ? elements[i].toTensor() : at::Tensor());
+  }
+  return out;
+}
+
+std::string tolerance_text(const OutputCheck& c, const VerifyOptions& verify) {
+  if (c.quantized || c.quantum > 0) {
+    return "at most 1 quantum, on at most " + pct(verify.max_off_by_one_share) + " of elements";
+  }
+  if (c.dtype != "Float" && c.dtype != "Double" && c.dtype != "Half") return "exact";
+  return "atol " + num(verify.atol) + " + rtol " + num(verify.rtol) + " * |model|";
+}
+
+// Compares one operation result (NNAPI layout) with the eager value.
+// Returns false when they cannot be compared (another shape: a record this
+// diagnosis does not understand).
+bool compare_result(at::Tensor nnapi, at::Tensor eager, bool nhwc, const VerifyOptions& verify,
+                    OutputCheck* check) {
+  if (nhwc && nnapi.dim() == 4) nnapi = nnapi.permute({0, 3, 1, 2});
+  double quantum = 0;
+  if (nnapi.is_quantized() != eager.is_quantized()) {
+    quantum = nnapi.is_quantized() ? nnapi.q_scale() : eager.q_scale();
+    if (nnapi.is_quantized()) nnapi = nnapi.dequantize();
+    if (eager.is_quantized()) eager = eager.dequantize();
+  }
+  if (nnapi.sizes() != eager.sizes()) return false;
+  if (!nnapi.is_quantized() && nnapi.scalar_type() != eager.scalar_type()) {
+    nnapi = nnapi.to(eager.scalar_type());
+  }
+  *check = compare_output(nnapi.contiguous(), eager, quantum, verify);
+  return true;
+}
+
+}  // namespace
+
+Divergence locate_divergence(const ConvertOptions& options,
+                             const std::string& converted_module_path,
+                             const std::vector<at::Tensor>& inputs, const VerifyOptions& verify) {
+  Divergence d;
+  try {
+    void* handle = loaded_runtime().handle;
+    auto set_observer = handle ? reinterpret_cast<SetObserver>(
+                                     dlsym(handle, "ANeuralNetworksHost_setOperationObserver"))
+                               : nullptr;
+    if (!set_observer) {
+      throw std::runtime_error("the NNAPI runtime '" + loaded_runtime().path +
+                               "' cannot report the operations' results (it is not "
+                               "nnapi-convert's host runtime)");
+    }
+    QnnpackEngine qnnpack;  // before loading: quantized weights are packed for the engine
+    LoweringTrace trace;
+    Conversion conversion;
+    torch::jit::Module module = trace_conversion(options, &trace, &conversion);
+    const Blob blob = parse_ser_model(conversion.ser_model);
+
+    std::set<uint32_t> wanted;
+    std::map<uint32_t, size_t> index_of;  // operand -> its trace.values index
+    std::vector<const torch::jit::Value*> values;
+    for (size_t i = 0; i < trace.values.size(); ++i) {
+      wanted.insert(static_cast<uint32_t>(trace.values[i].operand));
+      index_of[static_cast<uint32_t>(trace.values[i].operand)] = i;
+      values.push_back(trace.values[i].value);
+    }
+    std::vector<at::Tensor> eager = eager_values(module, values, inputs);
+
+    Observation seen;
+    seen.wanted = &wanted;
+    {
+      ObserverGuard guard(set_observer, &seen);
+      run_converted(converted_module_path, inputs);
+    }
+    if (!seen.error.empty()) throw std::runtime_error(seen.error);
+    std::stable_sort(seen.results.begin(), seen.results.end(),
+                     [](const Observation::Result& a, const Observation::Result& b) {
+                       return a.operation < b.operation;
+                     });
+
+    const int64_t n_ops = static_cast<int64_t>(trace.operations.size());
+    std::vector<bool> compared(n_ops, false);
+    for (const Observation::Result& r : seen.results) {
+      if (r.operation < 0 || r.operation >= n_ops) continue;
+      const size_t i = index_of.at(r.operand);
+      if (!eager[i].defined()) continue;
+      OutputCheck check;
+      if (!compare_result(r.value, eager[i], trace.values[i].nhwc, verify, &check)) continue;
+      compared[r.operation] = true;
+      if (check.ok) continue;
+      d.operation = r.operation;
+      const char* type = r.operation < static_cast<int64_t>(blob.operations.size())
+                             ? nnapi::op_name_or_null(blob.operations[r.operation].opcode)
+                             : nullptr;
+      d.type = type ? type : "?";
+      const torch::jit::Node* node = trace.operations[r.operation];
+      // The node that made the operation, or (an operation added without
+      // one) the node that made the value.
+      if (!node) node = trace.values[i].value->node();
+      NodePlace place = node_place(node);
+      d.node = node->kind().toQualString();
+      d.source = place.location;
+      d.code = place.code;
+      d.value = "%" + trace.values[i].value->debugName();
+      d.tolerance = tolerance_text(check, verify);
+      d.check = check;
+      break;
+    }
+    const int64_t end = d.operation >= 0 ? d.operation : n_ops;
+    for (int64_t k = 0; k < end; ++k) (compared[k] ? d.compared : d.uncompared)++;
+    if (d.operation >= 0) ++d.compared;
+  } catch (const ConvertError& e) {
+    d.error = e.what();
+  } catch (const c10::Error& e) {
+    d.error = torch_message(e);
+  } catch (const std::exception& e) {
+    d.error = e.what();
+  }
+  return d;
+}
+
+std::string format_divergence(const Divergence& d) {
+  if (!d.error.empty()) return "could not locate the diverging operation: " + d.error;
+  if (d.operation < 0) {
+    return "no operation's result diverges beyond the tolerance (" + std::to_string(d.compared) +
+           " compared, " + std::to_string(d.uncompared) +
+           " without a TorchScript value to compare): the difference shows only in the final "
+           "outputs";
+  }
+  std::string s = "first diverging operation: #" + std::to_string(d.operation) + " " + d.type +
+                  ", lowered from " + d.node;
+  if (!d.source.empty()) s += " at " + d.source;
+  if (!d.code.empty()) s += " (`" + d.code + "`)";
+  s += "; its result " + d.value + " has max abs err " + num(d.check.max_abs_err) +
+       " (tolerance: " + d.tolerance + "): " + d.check.problem;
+  const std::string uncompared =
+      d.uncompared > 0 ? std::to_string(d.uncompared) + " without a TorchScript value to compare"
+                       : "";
+  if (d.compared > 1) {
+    s += "; every earlier operation matches (" + std::to_string(d.compared - 1) + " compared" +
+         (uncompared.empty() ? "" : ", " + uncompared) + ")";
+  } else {
+    s +=
+        "; no earlier operation was compared" + (uncompared.empty() ? "" : " (" + uncompared + ")");
+  }
+  return s;
 }
 
 std::string format_output_check(size_t index, const OutputCheck& c) {
