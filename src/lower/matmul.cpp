@@ -112,22 +112,11 @@ Operand2 swap_last_two(LoweringContext& cx, const Operand2& x) {
   return {id, o};
 }
 
-// The n parts of x (fixed shape) along dim 0, by one SPLIT.
+// The parts of x (fixed shape) along dim 0, one per entry, by one SPLIT.
 std::vector<Operand2> split_batch(LoweringContext& cx, const Operand2& x) {
-  const int64_t n = x.op.shape[0];
-  Shape part = x.op.shape;
-  part[0] = 1;
-  ModelBuilder& m = cx.model();
-  const int32_t axis = m.add_int_scalar(0);
-  const int32_t count = m.add_int_scalar(static_cast<int32_t>(n));
   std::vector<Operand2> parts;
-  std::vector<int32_t> ids;
-  for (int64_t i = 0; i < n; ++i) {
-    const Operand o = x.op.with_shape(part);
-    parts.push_back({cx.add_anonymous_operand(o), o});
-    ids.push_back(parts.back().id);
-  }
-  m.add_operation(Op::Split, {x.id, axis, count}, ids);
+  for (int32_t id : emit_split(cx, x, 0, std::vector<int64_t>(x.op.shape[0], 1)))
+    parts.push_back({id, cx.operand(id)});
   return parts;
 }
 
@@ -161,20 +150,14 @@ Operand2 products_by_fully_connected(LoweringContext& cx, const Operand2& a, con
   const int32_t bias = cx.add_weight(at::zeros({cols}, at::kFloat), DimOrder::Contiguous);
   const int32_t fuse = m.add_int_scalar(static_cast<int32_t>(Fuse::None));
   const Operand fc = a.op.with_shape({rows, cols});
-  std::vector<int32_t> products;
+  std::vector<Operand2> products;
   for (int64_t i = 0; i < batch; ++i) {
     const Operand2 ai = reshaped(cx, as[i], {rows, k});
     const Operand2 bi = reshaped(cx, bs[i], {cols, k});
-    products.push_back(cx.add_anonymous_operand(fc));
-    m.add_operation(Op::FullyConnected, {ai.id, bi.id, bias, fuse}, {products.back()});
+    products.push_back({cx.add_anonymous_operand(fc), fc});
+    m.add_operation(Op::FullyConnected, {ai.id, bi.id, bias, fuse}, {products.back().id});
   }
-  Operand2 joined{products[0], fc};
-  if (batch > 1) {
-    joined.op = a.op.with_shape({batch * rows, cols});
-    joined.id = cx.add_anonymous_operand(joined.op);
-    products.push_back(m.add_int_scalar(0));
-    m.add_operation(Op::Concatenation, products, {joined.id});
-  }
+  const Operand2 joined = batch > 1 ? emit_concat(cx, products, 0) : products[0];
   Shape shape = a.op.shape;
   shape.back() = cols;
   if (!out && joined.op.shape == shape) return joined;
