@@ -71,4 +71,14 @@ Operand2 emit_pad(LoweringContext& cx, const Operand2& x, const std::vector<int6
 // Broadcast output shape per PyTorch's rules (trailing alignment); 0 = flexible.
 Shape broadcast_shape(const Shape& a, const Shape& b);
 
+// The NNAPI dim that holds PyTorch dim d of `o` (NHWC data moves dims 1..3).
+int64_t nnapi_axis(const Operand& o, int64_t d);
+// `count` elements of x along PyTorch dim d, from `begin` in steps of `step`
+// (1 or -1): a STRIDED_SLICE taking the other dims whole.
+Operand2 emit_take(LoweringContext& cx, const Operand2& x, int64_t d, int64_t begin, int64_t count,
+                   int64_t step);
+// CONCATENATION of `parts` along PyTorch dim d.
+Operand2 emit_concat(LoweringContext& cx, const std::vector<Operand2>& parts, int64_t d,
+                     const Value* out = nullptr);
+
 }  // namespace nnapi_convert

@@ -7,6 +7,8 @@
 // BATCH_MATMUL, which needs NNAPI feature level 6 (Android 12): both inputs
 // of the same rank (2 to 4) and the same batch dims, so PyTorch's
 // broadcasting becomes a RESHAPE that adds leading 1s and a TILE.
+#include "lower/matmul.h"
+
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -15,19 +17,12 @@
 #include "lower/registry.h"
 
 namespace nnapi_convert {
-namespace {
-
 using nnapi::Fuse;
 using nnapi::Op;
 using nnapi::OperandType;
 
-bool is_constant_tensor(const LoweringContext& cx, const Value* v) {
-  return cx.has_constant(v) && !cx.has_operand(v);
-}
-
 // A float32 operand of a product, in PyTorch's element order.
-Operand2 product_operand(LoweringContext& cx, const Value* v, const char* what,
-                         size_t min_rank = 2) {
+Operand2 product_operand(LoweringContext& cx, const Value* v, const char* what, size_t min_rank) {
   auto [id, o] = cx.get_operand_or_constant(v, DimOrder::Contiguous);
   check(o.type == OperandType::TensorFloat32, [&] {
     return std::string(what) + " is supported on float32 tensors only, got " +
@@ -72,14 +67,6 @@ Operand2 product_with_constant(LoweringContext& cx, const Operand2& x, const at:
   return emit_reshape(cx, {fc_id, fc}, dims, out);
 }
 
-// `x` with leading 1s up to `rank` dims.
-Operand2 with_rank(LoweringContext& cx, const Operand2& x, size_t rank) {
-  if (x.op.shape.size() == rank) return x;
-  std::vector<SymInt> dims(rank - x.op.shape.size(), SymInt{1, ""});
-  for (const SymInt& d : sym_shape(x)) dims.push_back(d);
-  return emit_reshape(cx, x, dims);
-}
-
 // BATCH_MATMUL of a (..., R, K) and b (..., K, C) with equal batch dims.
 Operand2 emit_batch_matmul(LoweringContext& cx, const Operand2& a, const Operand2& b,
                            const Value* out) {
@@ -98,6 +85,20 @@ Operand2 emit_batch_matmul(LoweringContext& cx, const Operand2& a, const Operand
   }
   m.add_operation(Op::BatchMatmul, {a.id, b.id, adj_x, adj_y}, {id});
   return {id, o};
+}
+
+namespace {
+
+bool is_constant_tensor(const LoweringContext& cx, const Value* v) {
+  return cx.has_constant(v) && !cx.has_operand(v);
+}
+
+// `x` with leading 1s up to `rank` dims.
+Operand2 with_rank(LoweringContext& cx, const Operand2& x, size_t rank) {
+  if (x.op.shape.size() == rank) return x;
+  std::vector<SymInt> dims(rank - x.op.shape.size(), SymInt{1, ""});
+  for (const SymInt& d : sym_shape(x)) dims.push_back(d);
+  return emit_reshape(cx, x, dims);
 }
 
 bool is_float_matrix_constant(const LoweringContext& cx, const Value* v, int64_t rank) {

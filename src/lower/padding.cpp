@@ -40,62 +40,6 @@ void pad_amounts(const std::vector<int64_t>& pad, int64_t rank, std::vector<int6
   }
 }
 
-// The NNAPI dim that holds PyTorch dim d.
-int64_t nnapi_axis(const Operand& o, int64_t d) {
-  static const int64_t kPos[] = {0, 3, 1, 2};
-  return o.dim_order == DimOrder::ChannelsLast ? kPos[d] : d;
-}
-
-// `count` elements of x along PyTorch dim d, from `begin` in steps of `step`
-// (1 or -1): a STRIDED_SLICE taking the other dims whole.
-Operand2 emit_take(LoweringContext& cx, const Operand2& x, int64_t d, int64_t begin, int64_t count,
-                   int64_t step) {
-  const auto rank = static_cast<int64_t>(x.op.shape.size());
-  const int64_t axis = nnapi_axis(x.op, d);
-  std::vector<int64_t> begins(rank, 0), ends(rank, 0), strides(rank, 1);
-  int32_t end_mask = 0;
-  for (int64_t i = 0; i < rank; ++i) {
-    if (i != axis) end_mask |= 1 << i;
-  }
-  int64_t end = begin + count * step;
-  if (end < 0) {  // a reversed slice down to element 0: NNAPI would read -1 as the last
-    end_mask |= 1 << axis;
-    end = 0;
-  }
-  begins[axis] = begin;
-  ends[axis] = end;
-  strides[axis] = step;
-  Shape shape = x.op.shape;
-  shape[d] = count;
-  ModelBuilder& m = cx.model();
-  std::vector<int32_t> inputs = {x.id,
-                                 m.add_int_vector(begins),
-                                 m.add_int_vector(ends),
-                                 m.add_int_vector(strides),
-                                 m.add_int_scalar(0),
-                                 m.add_int_scalar(end_mask),
-                                 m.add_int_scalar(0)};
-  Operand o = x.op.with_shape(shape);
-  const int32_t id = make_output(cx, nullptr, o, &x);
-  m.add_operation(Op::StridedSlice, inputs, {id});
-  return {id, o};
-}
-
-// CONCATENATION of `parts` along PyTorch dim d.
-Operand2 emit_concat(LoweringContext& cx, const std::vector<Operand2>& parts, int64_t d,
-                     const Value* out) {
-  Shape shape = parts[0].op.shape;
-  shape[d] = 0;
-  for (const Operand2& p : parts) shape[d] += p.op.shape[d];
-  std::vector<int32_t> inputs;
-  for (const Operand2& p : parts) inputs.push_back(p.id);
-  inputs.push_back(cx.model().add_int_scalar(static_cast<int32_t>(nnapi_axis(parts[0].op, d))));
-  Operand o = parts[0].op.with_shape(shape);
-  const int32_t id = make_output(cx, out, o, &parts[0]);
-  cx.model().add_operation(Op::Concatenation, inputs, {id});
-  return {id, o};
-}
-
 enum class EdgeMode { Reflect, Replicate, Circular };
 
 // Pads x by before[d] / after[d] in each dim d with its own elements:

@@ -48,6 +48,8 @@ const LoweringTable& lowering_table() {
         {"embedding", register_embedding_ops},
         {"matmul", register_matmul_ops},
         {"tile", register_tile_ops},
+        {"roll", register_roll_ops},
+        {"einsum", register_einsum_ops},
     };
     for (const auto& [family, register_family] : families) {
       t.set_family(family);

@@ -58,5 +58,7 @@ void register_pixel_shuffle_ops(LoweringTable& t);  // pixel_shuffle.cpp
 void register_embedding_ops(LoweringTable& t);      // embedding.cpp
 void register_matmul_ops(LoweringTable& t);         // matmul.cpp
 void register_tile_ops(LoweringTable& t);           // tile.cpp
+void register_roll_ops(LoweringTable& t);           // roll.cpp
+void register_einsum_ops(LoweringTable& t);         // einsum.cpp
 
 }  // namespace nnapi_convert
