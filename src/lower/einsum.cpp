@@ -60,19 +60,6 @@ Equation parse_equation(const std::string& text) {
   return e;
 }
 
-// TRANSPOSE of contiguous `x` by `perm` (no operation for the identity).
-Operand2 emit_permute(LoweringContext& cx, const Operand2& x, const std::vector<int64_t>& perm) {
-  bool identity = true;
-  for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == int64_t(i);
-  if (identity) return x;
-  Shape shape;
-  for (int64_t p : perm) shape.push_back(x.op.shape[p]);
-  Operand o = x.op.with_shape(shape);
-  const int32_t id = make_output(cx, nullptr, o);
-  cx.model().add_operation(Op::Transpose, {x.id, cx.model().add_int_vector(perm)}, {id});
-  return {id, o};
-}
-
 // `x` (letters `have`) transposed to the letters of `groups` in order and
 // reshaped to one dim per non-empty group.
 Operand2 arrange(LoweringContext& cx, const Operand2& x, const std::string& have,

@@ -305,4 +305,17 @@ Operand2 emit_concat(LoweringContext& cx, const std::vector<Operand2>& parts, in
   return {id, o};
 }
 
+// TRANSPOSE of contiguous `x` by `perm` (no operation for the identity).
+Operand2 emit_permute(LoweringContext& cx, const Operand2& x, const std::vector<int64_t>& perm) {
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == int64_t(i);
+  if (identity) return x;
+  Shape shape;
+  for (int64_t p : perm) shape.push_back(x.op.shape[p]);
+  Operand o = x.op.with_shape(shape);
+  const int32_t id = make_output(cx, nullptr, o);
+  cx.model().add_operation(nnapi::Op::Transpose, {x.id, cx.model().add_int_vector(perm)}, {id});
+  return {id, o};
+}
+
 }  // namespace nnapi_convert

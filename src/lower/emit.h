@@ -81,4 +81,8 @@ Operand2 emit_take(LoweringContext& cx, const Operand2& x, int64_t d, int64_t be
 Operand2 emit_concat(LoweringContext& cx, const std::vector<Operand2>& parts, int64_t d,
                      const Value* out = nullptr);
 
+// TRANSPOSE of `x` (in PyTorch's element order, fixed sizes) by `perm`; `x`
+// itself for the identity.
+Operand2 emit_permute(LoweringContext& cx, const Operand2& x, const std::vector<int64_t>& perm);
+
 }  // namespace nnapi_convert

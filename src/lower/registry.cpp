@@ -50,6 +50,7 @@ const LoweringTable& lowering_table() {
         {"tile", register_tile_ops},
         {"roll", register_roll_ops},
         {"einsum", register_einsum_ops},
+        {"attention", register_attention_ops},
     };
     for (const auto& [family, register_family] : families) {
       t.set_family(family);
