@@ -1128,6 +1128,21 @@ beyond("einsum-constant-nd_de", lambda: Case(
     EinsumModule("nd,de->ne", torch.randn(5, 3)), torch.randn(4, 5)))
 
 
+# A tiny torchvision VisionTransformer (the fast subset of vit_b_16):
+# _native_multi_head_attention, cat with the constant class token. Its head
+# is zero-initialised by torchvision, so it gets random weights.
+def _tiny_vit():
+    import torchvision
+    m = torchvision.models.VisionTransformer(
+        image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32, mlp_dim=64,
+        num_classes=10).eval()
+    torch.nn.init.normal_(m.heads.head.weight)
+    return m
+
+
+beyond("tiny-vit", lambda: Case(_tiny_vit(), torch.randn(1, 3, 32, 32)))
+
+
 # group_norm (MEAN/SUB/MUL/RSQRT over (N, G, C/G * spatial)) and
 # instance_norm (INSTANCE_NORMALIZATION for 4-D inputs).
 def _group_norm(groups, channels, affine=True):

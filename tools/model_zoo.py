@@ -96,7 +96,10 @@ def build_model(kind, name):
     import torchvision
     kw = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
     if kind == "transformer":
-        return getattr(torchvision.models, name)().eval(), None
+        m = getattr(torchvision.models, name)().eval()
+        if name.startswith("vit"):  # torchvision zero-initialises ViT's head: outputs all 0
+            torch.nn.init.normal_(m.heads.head.weight, std=0.02)
+        return m, None
     if kind == "float":
         return realistic_init(getattr(torchvision.models, name)(**kw)).eval(), None
     if kind == "segmentation":
