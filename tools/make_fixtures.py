@@ -1113,6 +1113,65 @@ for _kind in KINDS:
         options=["--min-android-api", "30"]))
 
 
+# roll (two slices and a CONCATENATION per dim: Swin's shifted windows) and
+# einsum (TRANSPOSE/RESHAPE around one BATCH_MATMUL or FULLY_CONNECTED).
+class RollModule(torch.nn.Module):
+    def __init__(self, shifts, dims):
+        super().__init__()
+        self.shifts, self.dims = shifts, dims
+
+    def forward(self, x):
+        return torch.roll(x + 1, self.shifts, self.dims)
+
+
+beyond("roll-1d", lambda: Case(RollModule(2, 1), torch.randn(2, 5, 3)))
+beyond("roll-2d-negative", lambda: Case(RollModule((-3, 2), (1, 2)), torch.randn(1, 7, 6, 4)))
+beyond("roll-2d-nhwc", lambda: Case(
+    RollModule((1, -2), (2, 3)), nhwc(torch.randn(1, 3, 5, 6))))
+beyond("roll-channels-nhwc", lambda: Case(RollModule(-1, 1), nhwc(torch.randn(1, 4, 3, 3))))
+
+
+class EinsumModule(torch.nn.Module):
+    def __init__(self, equation, weight=None):
+        super().__init__()
+        self.equation = equation
+        self.weight = weight
+
+    def forward(self, a, b=None):
+        return torch.einsum(self.equation, a, self.weight if b is None else b)
+
+
+for _i, (_eq, _sa, _sb) in enumerate([
+        ("bhid,bhjd->bhij", (2, 3, 4, 5), (2, 3, 6, 5)),
+        ("bhij,bhjd->bhid", (2, 3, 4, 6), (2, 3, 6, 5)),
+        ("bij,bjk->bik", (2, 4, 5), (2, 5, 3)),
+        ("ij,jk->ik", (4, 5), (5, 3)),
+        ("bgHid,bgHjd->bgHij", (1, 2, 3, 4, 5), (1, 2, 3, 6, 5)),
+        ("bnd,md->bnm", (2, 4, 5), (3, 5)),
+        ("bi,bj->bij", (2, 4), (2, 3))]):
+    beyond(f"einsum-{_i}-{_eq.replace(',', '_').replace('->', '_to_')}",
+           lambda eq=_eq, sa=_sa, sb=_sb: Case(EinsumModule(eq), [torch.randn(sa), torch.randn(sb)]))
+beyond("einsum-constant-bhwc_hkc", lambda: Case(
+    EinsumModule("bhwc,hkc->bhwk", torch.randn(4, 3, 5)), torch.randn(2, 4, 6, 5)))
+beyond("einsum-constant-nd_de", lambda: Case(
+    EinsumModule("nd,de->ne", torch.randn(5, 3)), torch.randn(4, 5)))
+
+
+# A tiny torchvision VisionTransformer (the fast subset of vit_b_16):
+# _native_multi_head_attention, cat with the constant class token. Its head
+# is zero-initialised by torchvision, so it gets random weights.
+def _tiny_vit():
+    import torchvision
+    m = torchvision.models.VisionTransformer(
+        image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32, mlp_dim=64,
+        num_classes=10).eval()
+    torch.nn.init.normal_(m.heads.head.weight)
+    return m
+
+
+beyond("tiny-vit", lambda: Case(_tiny_vit(), torch.randn(1, 3, 32, 32)))
+
+
 # group_norm (MEAN/SUB/MUL/RSQRT over (N, G, C/G * spatial)) and
 # instance_norm (INSTANCE_NORMALIZATION for 4-D inputs).
 def _group_norm(groups, channels, affine=True):

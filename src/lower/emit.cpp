@@ -301,4 +301,52 @@ Operand2 emit_quantize(LoweringContext& cx, const Operand2& a, double scale, int
   return {id, o};
 }
 
+// `count` elements of x along PyTorch dim d, from `begin` in steps of `step`
+// (1 or -1): a STRIDED_SLICE taking the other dims whole.
+Operand2 emit_take(LoweringContext& cx, const Operand2& x, int64_t d, int64_t begin, int64_t count,
+                   int64_t step) {
+  const auto rank = static_cast<int64_t>(x.op.shape.size());
+  const int64_t axis = nnapi_axis(x.op, d);
+  std::vector<int64_t> begins(rank, 0), ends(rank, 0), strides(rank, 1);
+  int32_t end_mask = 0;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (i != axis) end_mask |= 1 << i;
+  }
+  int64_t end = begin + count * step;
+  if (end < 0) {  // a reversed slice down to element 0: NNAPI would read -1 as the last
+    end_mask |= 1 << axis;
+    end = 0;
+  }
+  begins[axis] = begin;
+  ends[axis] = end;
+  strides[axis] = step;
+  Shape shape = x.op.shape;
+  shape[d] = count;
+  ModelBuilder& m = cx.model();
+  std::vector<int32_t> inputs = {x.id,
+                                 m.add_int_vector(begins),
+                                 m.add_int_vector(ends),
+                                 m.add_int_vector(strides),
+                                 m.add_int_scalar(0),
+                                 m.add_int_scalar(end_mask),
+                                 m.add_int_scalar(0)};
+  Operand o = x.op.with_shape(shape);
+  const int32_t id = make_output(cx, nullptr, o, &x);
+  m.add_operation(nnapi::Op::StridedSlice, inputs, {id});
+  return {id, o};
+}
+
+// TRANSPOSE of contiguous `x` by `perm` (no operation for the identity).
+Operand2 emit_permute(LoweringContext& cx, const Operand2& x, const std::vector<int64_t>& perm) {
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == int64_t(i);
+  if (identity) return x;
+  Shape shape;
+  for (int64_t p : perm) shape.push_back(x.op.shape[p]);
+  Operand o = x.op.with_shape(shape);
+  const int32_t id = make_output(cx, nullptr, o);
+  cx.model().add_operation(nnapi::Op::Transpose, {x.id, cx.model().add_int_vector(perm)}, {id});
+  return {id, o};
+}
+
 }  // namespace nnapi_convert

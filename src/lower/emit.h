@@ -78,4 +78,12 @@ Operand2 emit_pad(LoweringContext& cx, const Operand2& x, const std::vector<int6
 // Broadcast output shape per PyTorch's rules (trailing alignment); 0 = flexible.
 Shape broadcast_shape(const Shape& a, const Shape& b);
 
+// `count` elements of x along PyTorch dim d, from `begin` in steps of `step`
+// (1 or -1): a STRIDED_SLICE taking the other dims whole.
+Operand2 emit_take(LoweringContext& cx, const Operand2& x, int64_t d, int64_t begin, int64_t count,
+                   int64_t step);
+// TRANSPOSE of `x` (in PyTorch's element order, fixed sizes) by `perm`; `x`
+// itself for the identity.
+Operand2 emit_permute(LoweringContext& cx, const Operand2& x, const std::vector<int64_t>& perm);
+
 }  // namespace nnapi_convert

@@ -1,5 +1,6 @@
 // Fully connected layers: aten::linear and aten::addmm.
 #include "lower/emit.h"
+#include "lower/matmul.h"
 #include "lower/registry.h"
 
 namespace nnapi_convert {
@@ -68,7 +69,12 @@ void add_fully_connected(LoweringContext& cx, const Node* node, bool transpose_w
 
 void lower_linear(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 3, "malformed aten::linear");
-  check(!cx.constant_is_none(node->input(2)), "linear without bias is not supported");
+  if (cx.constant_is_none(node->input(2))) {
+    // No bias (maxvit's classifier): the product with w.t() and a zero bias.
+    product_with_constant(cx, product_operand(cx, node->input(0), "linear", 1),
+                          cx.constant_tensor(node->input(1)).t(), node->output());
+    return;
+  }
   add_fully_connected(cx, node, false, node->input(0), node->input(1), node->input(2));
 }
 

@@ -9,6 +9,8 @@
 // RESHAPE that adds leading 1s and a TILE. Below that level
 // (--min-android-api under 33) the product is one FULLY_CONNECTED per batch
 // entry, whose weights are the right operand's transposed matrix.
+#include "lower/matmul.h"
+
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -17,19 +19,13 @@
 #include "lower/registry.h"
 
 namespace nnapi_convert {
-namespace {
 
 using nnapi::Fuse;
 using nnapi::Op;
 using nnapi::OperandType;
 
-bool is_constant_tensor(const LoweringContext& cx, const Value* v) {
-  return cx.has_constant(v) && !cx.has_operand(v);
-}
-
 // A float32 operand of a product, in PyTorch's element order.
-Operand2 product_operand(LoweringContext& cx, const Value* v, const char* what,
-                         size_t min_rank = 2) {
+Operand2 product_operand(LoweringContext& cx, const Value* v, const char* what, size_t min_rank) {
   auto [id, o] = cx.get_operand_or_constant(v, DimOrder::Contiguous);
   check(o.type == OperandType::TensorFloat32, [&] {
     return std::string(what) + " is supported on float32 tensors only, got " +
@@ -72,6 +68,12 @@ Operand2 product_with_constant(LoweringContext& cx, const Operand2& x, const at:
   if (flat_input) return {fc_id, fc};
   dims.back() = SymInt{w.size(1), ""};
   return emit_reshape(cx, {fc_id, fc}, dims, out);
+}
+
+namespace {
+
+bool is_constant_tensor(const LoweringContext& cx, const Value* v) {
+  return cx.has_constant(v) && !cx.has_operand(v);
 }
 
 // `x` with leading 1s up to `rank` dims.
@@ -166,6 +168,8 @@ Operand2 products_by_fully_connected(LoweringContext& cx, const Operand2& a, con
   return emit_reshape(cx, joined, dims, out);
 }
 
+}  // namespace
+
 // BATCH_MATMUL of a (..., R, K) and b (..., K, C) with equal batch dims.
 Operand2 emit_batch_matmul(LoweringContext& cx, const Operand2& a, const Operand2& b,
                            const Value* out) {
@@ -188,6 +192,8 @@ Operand2 emit_batch_matmul(LoweringContext& cx, const Operand2& a, const Operand
   m.add_operation(Op::BatchMatmul, {a.id, b.id, adj_x, adj_y}, {id});
   return {id, o};
 }
+
+namespace {
 
 bool is_float_matrix_constant(const LoweringContext& cx, const Value* v, int64_t rank) {
   return is_constant_tensor(cx, v) && cx.constant_tensor(v).dim() == rank &&

@@ -49,6 +49,9 @@ const LoweringTable& lowering_table() {
         {"matmul", register_matmul_ops},
         {"tile", register_tile_ops},
         {"recurrent", register_recurrent_ops},
+        {"roll", register_roll_ops},
+        {"einsum", register_einsum_ops},
+        {"attention", register_attention_ops},
     };
     for (const auto& [family, register_family] : families) {
       t.set_family(family);

@@ -59,5 +59,8 @@ void register_embedding_ops(LoweringTable& t);      // embedding.cpp
 void register_matmul_ops(LoweringTable& t);         // matmul.cpp
 void register_tile_ops(LoweringTable& t);           // tile.cpp
 void register_recurrent_ops(LoweringTable& t);      // recurrent.cpp
+void register_roll_ops(LoweringTable& t);           // roll.cpp
+void register_einsum_ops(LoweringTable& t);         // einsum.cpp
+void register_attention_ops(LoweringTable& t);      // attention.cpp
 
 }  // namespace nnapi_convert

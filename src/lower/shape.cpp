@@ -359,7 +359,7 @@ void lower_cat(LoweringContext& cx, const Node* node) {
   int64_t d = 0;
   int64_t out_dim_size = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
-    auto [id, op] = cx.get_operand(tensors[i]);
+    auto [id, op] = cx.get_operand_or_constant(tensors[i], DimOrder::Contiguous);
     if (i == 0) {
       out = op;
       rank = static_cast<int64_t>(op.shape.size());
