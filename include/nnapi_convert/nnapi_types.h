@@ -24,7 +24,8 @@ enum class OperandType : int32_t {
   TensorQuant16Asymm = 12,
 };
 
-// Operation types (OperationCode in NeuralNetworks.h); 95 and up are API level 30.
+// Operation types (OperationCode in NeuralNetworks.h); the feature level of each
+// is operation_feature_level() below.
 enum class Op : int32_t {
   Add = 0,
   AveragePool2d = 1,
@@ -121,7 +122,7 @@ enum class Op : int32_t {
   UnidirectionalSequenceLstm = 92,
   UnidirectionalSequenceRnn = 93,
   ResizeNearestNeighbor = 94,
-  // API level 30
+  // feature level 4 (API level 30)
   QuantizedLstm = 95,
   If = 96,
   While = 97,
@@ -129,7 +130,7 @@ enum class Op : int32_t {
   HardSwish = 99,
   Fill = 100,
   Rank = 101,
-  // NNAPI feature level 6 (Android 12)
+  // feature level 6
   BatchMatmul = 102,
 };
 

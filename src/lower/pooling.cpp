@@ -378,7 +378,8 @@ void lower_upsample_nearest2d(LoweringContext& cx, const Node* node) {
 
 // upsample_bilinear2d(input, output_size, align_corners, scale_factors) and
 // (input, output_size, align_corners, scales_h, scales_w) -> RESIZE_BILINEAR
-// with NNAPI's align_corners / half_pixel_centers flags (API level 30).
+// with NNAPI's align_corners / half_pixel_centers flags (NNAPI feature level 4, API level 30:
+// --min-android-api 30).
 void lower_upsample_bilinear2d(LoweringContext& cx, const Node* node) {
   size_t n = node->inputs().size();
   check(n == 4 || n == 5, "malformed aten::upsample_bilinear2d");
