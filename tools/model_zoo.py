@@ -243,13 +243,7 @@ def convert_and_run(args, d, info, batch, suffix):
 
 # Known mismatches: case -> why. Each must still mismatch (else the entry is
 # stale and the check fails), and is shown as KNOWN in the table.
-KNOWN_MISMATCHES = {
-    "quant-mobilenet_v3_large-nhwc":
-        "host-runtime rounding: on the first flexible-batch input the SE block's fc1 "
-        "(quantized::conv2d_relu, features.11) is one quantum off on 14 of 120 elements "
-        "(named by --verify's divergence report), amplified to 43 quanta at the output; "
-        "batch 1 and the second input are exact",
-}
+KNOWN_MISMATCHES = {}
 
 
 def check(args):

@@ -489,6 +489,37 @@ def case_quant_add_and_average_pool_like_qnnpack():
     assert torch.equal(out, ref), f"pool: {(out != ref).sum().item()} differ from QNNPACK"
 
 
+
+def case_quant_average_pool_multiplier_like_qnnpack():
+    # QNNPACK's average pool multiplies the sum of (q - zeroPoint) by the
+    # float32 in_scale / (out_scale * count), not by float32(1 / count): with
+    # count 196 (the 14x14 global pool of mobilenet_v3_large's squeeze-
+    # excitation blocks) and this scale (one seen there) the two differ by an
+    # ulp, which decides ties. Sums of 98 mod 196 are ties; eager (qnnpack
+    # engine) is the oracle.
+    torch.backends.quantized.engine = "qnnpack"
+    g = torch.Generator().manual_seed(6)
+    scale, zp = 3.9164912700653076, 3
+    q = torch.randint(zp, zp + 4, (1, 16, 14, 14), generator=g)
+    # Pixel (0, 0) of each channel makes its centred sum 98 + 196 * k.
+    rest = (q - zp).sum((2, 3)) - (q[:, :, 0, 0] - zp)
+    q[:, :, 0, 0] = zp + (98 - rest) % 196
+    q = q.to(torch.uint8)
+    qx = torch._make_per_tensor_quantized_tensor(q, scale, zp)
+    ref = torch.nn.functional.avg_pool2d(qx, 14).int_repr()
+    sums = (q.to(torch.int64) - zp).sum((2, 3), keepdim=True)
+    assert ((sums % 196) == 98).all()
+    reciprocal_rule = torch.round(sums.float() * torch.tensor(1 / 196, dtype=torch.float32)) + zp
+    m = Model()
+    i = m.input(T_Q8, (1, 14, 14, 16), scale, zp)
+    o = m.output(T_Q8, (0, 0, 0, 0), scale, zp)
+    m.op("AVERAGE_POOL_2D", [i] + [m.const(I32, v) for v in (0, 0, 0, 0, 1, 1, 14, 14, 0)], [o])
+    out = nchw(m.run([nhwc(q)], [torch.uint8])[0])
+    differ = (reciprocal_rule.to(torch.uint8) != ref).sum().item()
+    print(f"     global average pool: {differ} of {ref.numel()} differ from the 1 / count rule")
+    assert differ > 0, "the case does not separate the multipliers"
+    assert torch.equal(out, ref), f"pool: {(out != ref).sum().item()} differ from QNNPACK"
+
 def case_quantize_like_pytorch():
     # QUANTIZE rounds x * (1 / scale) half to even in float32, as
     # torch.quantize_per_tensor does. Halves of a quantum are ties, which

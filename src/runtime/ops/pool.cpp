@@ -4,9 +4,13 @@
 // Average pooling follows NNAPI: padded cells are not counted. For
 // TENSOR_QUANT8_ASYMM the output keeps the input's (scale, zeroPoint) and the
 // average is rounded as PyTorch's QNNPACK average pools do: the sum of
-// q - zeroPoint, times 1 / count in float32, rounded half to even. (NNAPI
-// leaves the rounding to the driver; its reference CPU code computes
-// (sum + count / 2) / count, which differs on ties.)
+// q - zeroPoint times the float32 multiplier in_scale / (out_scale * count),
+// rounded half to even. Though the scales are equal, that multiplier is not
+// always float32(1 / count) (an ulp above or below it for about a quarter of
+// scales and counts; scale / (scale * 196) is above for about a fifth of
+// scales), which decides ties. (NNAPI leaves the rounding to the driver; its
+// reference CPU code computes (sum + count / 2) / count, which differs on
+// ties.)
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -115,9 +119,10 @@ void execute_pool(ExecContext& ctx) {
       y = at::sqrt(sum / count);
     } else if (quant) {
       at::Tensor centered = at::round(sum) - count * x.zero_point;
-      y = at::round(centered.to(at::kFloat) * at::reciprocal(count.to(at::kFloat)))
-              .to(at::kDouble) +
-          x.zero_point;
+      const at::Tensor in_scale = at::scalar_tensor(x.scale, at::kFloat);
+      const at::Tensor out_scale = at::scalar_tensor(ctx.out_operand(0).scale, at::kFloat);
+      at::Tensor multiplier = in_scale / (out_scale * count.to(at::kFloat));
+      y = at::round(centered.to(at::kFloat) * multiplier).to(at::kDouble) + x.zero_point;
     } else {
       y = sum / count;
     }
