@@ -13,6 +13,11 @@ Run with Debian's interpreter (python3-torch, python3-torchvision):
 With --transformers (both subcommands), vit_b_16, swin_t and maxvit_t instead,
 at batch 1 only (not run by ctest: minutes per model).
 
+Quantized forms: eager-mode quantized (fuse_model, qnnpack qconfig, prepare,
+calibrate, convert) with an NHWC input, and some with an NCHW input; FX
+graph-mode quantized (prepare_fx/convert_fx with qnnpack's default qconfig
+mapping, ReLU6 given a contiguous input, see contiguous_relu6).
+
 Models are randomly initialised (seeded, He-normal weights and random
 batch-norm statistics, so activations do not fade), 224x224. Each form is
 converted twice: at batch 1 (the issue's form), run on one input, and with a
@@ -43,7 +48,8 @@ QUANT = ["mobilenet_v2", "mobilenet_v3_large", "resnet18", "shufflenet_v2_x1_0",
 # quantized (prepare_fx/convert_fx; quantize_per_tensor's scale and zero point
 # are tensor attributes).
 QUANT_NCHW = ["mobilenet_v2", "resnet18"]
-QUANT_FX = ["mobilenet_v2", "resnet18"]
+QUANT_FX = {"mobilenet_v2": ("nchw", "nhwc"), "resnet18": ("nchw", "nhwc"),
+            "mobilenet_v3_large": ("nchw",)}
 SEGMENTATION = ["lraspp_mobilenet_v3_large", "deeplabv3_mobilenet_v3_large"]
 # Issue 11's transformer families, only with --transformers (slow: not in ctest).
 # torchvision's own initialisation (truncated-normal linears, layer norms)
@@ -64,8 +70,8 @@ def cases(transformers=False):
         yield f"quant-{name}-nhwc", ("quant", name, "nhwc")
     for name in QUANT_NCHW:
         yield f"quant-{name}-nchw", ("quant", name, "nchw")
-    for name in QUANT_FX:
-        for form in ("nchw", "nhwc"):
+    for name, forms in QUANT_FX.items():
+        for form in forms:
             yield f"fxquant-{name}-{form}", ("fxquant", name, form)
     for name in SEGMENTATION:
         for form in ("nchw", "nhwc"):
@@ -311,6 +317,10 @@ KNOWN_MISMATCHES = {
         "(quantized::conv2d_relu, features.11) is one quantum off on 14 of 120 elements "
         "(named by --verify's divergence report), amplified to 43 quanta at the output; "
         "batch 1 and the second input are exact",
+    "fxquant-mobilenet_v3_large-nchw":
+        "the same host-runtime rounding difference, FX-quantized with an NCHW input: the SE "
+        "block's fc1 of features.11 is one quantum off on 14 of 240 elements of the flexible "
+        "batch (--verify's divergence report), 43 quanta at the output; batch 1 is exact",
 }
 
 
