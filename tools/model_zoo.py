@@ -348,7 +348,8 @@ def check(args):
             err2 += f" (known: {known})"
         else:
             failed += not (ok1 and ok2)
-        form_label = {"quant": "quantized ", "fxquant": "FX-quantized "}.get(kind, "") + form.upper()
+        prefix = {"quant": "quantized ", "fxquant": "FX-quantized "}.get(kind, "")
+        form_label = prefix + form.upper()
         result = "ok" if ok1 and ok2 else "KNOWN MISMATCH" if known else "MISMATCH"
         rows.append((name, form_label, result, ops, err1, ("" if ok2 else "FAIL: ") + err2))
         print(f"{case}: {result} ({time.time() - t0:.1f} s, {ops} operations) batch 1: {err1}; "
