@@ -1328,6 +1328,105 @@ beyond("gru-state-input", lambda: Case(
     [_seq(2, 3, 4), torch.randn(2, 2, 6)]))
 
 
+# Quantized models with a float NCHW input (the reference refuses its
+# QUANTIZE: "prefer NHWC quantized tensors"), and FX graph-mode quantized
+# models (quantize_per_tensor's scale and zero point are tensor attributes,
+# which the reference refuses too), in NCHW and NHWC. The outputs are float
+# (dequantized), so the runtime must match eager exactly (1e-5).
+class QuantNet(torch.nn.Module):
+    """conv+relu, depthwise, add, max pool, cat, average pool, linear."""
+
+    def __init__(self, fx=False):
+        super().__init__()
+        self.fx = fx
+        self.quant = torch.quantization.QuantStub()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.relu = torch.nn.ReLU()
+        self.dw = torch.nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=8)
+        self.pw = torch.nn.Conv2d(8, 8, 1)
+        self.add = torch.nn.quantized.FloatFunctional()
+        self.cat = torch.nn.quantized.FloatFunctional()
+        self.pool = torch.nn.MaxPool2d(2)
+        self.avg = torch.nn.AdaptiveAvgPool2d(1)
+        self.fc = torch.nn.Linear(16, 5)
+        self.dequant = torch.quantization.DeQuantStub()
+
+    def forward(self, x):
+        if not self.fx:
+            x = self.quant(x)
+        y = self.dw(self.relu(self.conv(x)))
+        y = self.add.add(y, self.pw(y))
+        y = self.cat.cat([y, self.pool(self.relu(self.conv(x)))], 1)
+        y = self.fc(torch.flatten(self.avg(y), 1))
+        return y if self.fx else self.dequant(y)
+
+
+class FxBlocks(torch.nn.Module):
+    """What FX-quantized torchvision models emit: conv-bn-relu6 (hardtanh),
+    hardswish, a squeeze-excitation block (hardsigmoid, mul), add, linear.
+    The ReLU6 input is made contiguous: PyTorch 1.13's QNNPACK quantized
+    hardtanh of a channels-last tensor (a quantized conv's output) returns
+    misordered values, so eager would be no oracle without it (not in place:
+    remove_mutation cannot rewrite an in-place op on contiguous's alias)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.relu6 = torch.nn.ReLU6()
+        self.conv2 = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.hs = torch.nn.Hardswish()
+        self.fc1 = torch.nn.Conv2d(8, 4, 1)
+        self.fc2 = torch.nn.Conv2d(4, 8, 1)
+        self.hsig = torch.nn.Hardsigmoid()
+        self.avg = torch.nn.AdaptiveAvgPool2d(1)
+        self.fc = torch.nn.Linear(8, 5)
+
+    def forward(self, x):
+        y = self.relu6(self.bn(self.conv(x)).contiguous())
+        z = self.hs(self.conv2(y))
+        s = self.hsig(self.fc2(torch.relu(self.fc1(self.avg(z)))))
+        y = y + z * s
+        return self.fc(torch.flatten(self.avg(y), 1))
+
+
+def _calibration(shape):
+    return [torch.randn(shape) * 2 for _ in range(4)]
+
+
+def _eager_quantized(model, shape):
+    model.eval()
+    torch.quantization.fuse_modules(model, [["conv", "relu"]], inplace=True)
+    model.qconfig = torch.quantization.get_default_qconfig("qnnpack")
+    model = torch.quantization.prepare(model)
+    for x in _calibration(shape):
+        model(x)
+    return torch.quantization.convert(model)
+
+
+def _fx_quantized(model, shape):
+    from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
+    qmap = torch.ao.quantization.get_default_qconfig_mapping("qnnpack")
+    model = prepare_fx(model.eval(), qmap, (torch.randn(shape),))
+    for x in _calibration(shape):
+        model(x)
+    return convert_fx(model)
+
+
+beyond("quant-input-nchw", lambda: Case(
+    _eager_quantized(QuantNet(), (2, 3, 8, 8)), torch.randn(2, 3, 8, 8) * 2))
+beyond("quant-input-nchw-flex", lambda: Case(
+    _eager_quantized(QuantNet(), (2, 3, 8, 8)), torch.randn(2, 3, 8, 8) * 2,
+    convert_args=[torch.zeros(0, 3, 8, 8)]))
+for _layout in ("nchw", "nhwc"):
+    beyond(f"quant-fx-{_layout}", lambda lay=_layout: Case(
+        _fx_quantized(QuantNet(fx=True), (2, 3, 8, 8)),
+        (nhwc if lay == "nhwc" else lambda t: t)(torch.randn(2, 3, 8, 8) * 2)))
+    beyond(f"quant-fx-blocks-{_layout}", lambda lay=_layout: Case(
+        _fx_quantized(FxBlocks(), (2, 3, 8, 8)),
+        (nhwc if lay == "nhwc" else lambda t: t)(torch.randn(2, 3, 8, 8) * 2)))
+
+
 # ------------------------------------------------------------- torchvision
 TV_INPUT = (1, 3, 224, 224)
 

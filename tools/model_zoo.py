@@ -13,6 +13,11 @@ Run with Debian's interpreter (python3-torch, python3-torchvision):
 With --transformers (both subcommands), vit_b_16, swin_t and maxvit_t instead,
 at batch 1 only (not run by ctest: minutes per model).
 
+Quantized forms: eager-mode quantized (fuse_model, qnnpack qconfig, prepare,
+calibrate, convert) with an NHWC input, and some with an NCHW input; FX
+graph-mode quantized (prepare_fx/convert_fx with qnnpack's default qconfig
+mapping, ReLU6 given a contiguous input, see contiguous_relu6).
+
 Models are randomly initialised (seeded, He-normal weights and random
 batch-norm statistics, so activations do not fade), 224x224. Each form is
 converted twice: at batch 1 (the issue's form), run on one input, and with a
@@ -39,6 +44,12 @@ FLOAT = ["mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large", "resnet18",
          "squeezenet1_1", "shufflenet_v2_x1_0", "mnasnet0_5", "efficientnet_b0", "alexnet",
          "vgg11", "googlenet", "densenet121", "regnet_x_400mf", "convnext_tiny"]
 QUANT = ["mobilenet_v2", "mobilenet_v3_large", "resnet18", "shufflenet_v2_x1_0", "googlenet"]
+# Quantized with an NCHW input (the reference refuses it), and FX graph-mode
+# quantized (prepare_fx/convert_fx; quantize_per_tensor's scale and zero point
+# are tensor attributes).
+QUANT_NCHW = ["mobilenet_v2", "resnet18"]
+QUANT_FX = {"mobilenet_v2": ("nchw", "nhwc"), "resnet18": ("nchw", "nhwc"),
+            "mobilenet_v3_large": ("nchw",)}
 SEGMENTATION = ["lraspp_mobilenet_v3_large", "deeplabv3_mobilenet_v3_large"]
 # Issue 11's transformer families, only with --transformers (slow: not in ctest).
 # torchvision's own initialisation (truncated-normal linears, layer norms)
@@ -57,6 +68,11 @@ def cases(transformers=False):
             yield f"{name}-{form}", ("float", name, form)
     for name in QUANT:
         yield f"quant-{name}-nhwc", ("quant", name, "nhwc")
+    for name in QUANT_NCHW:
+        yield f"quant-{name}-nchw", ("quant", name, "nchw")
+    for name, forms in QUANT_FX.items():
+        for form in forms:
+            yield f"fxquant-{name}-{form}", ("fxquant", name, form)
     for name in SEGMENTATION:
         for form in ("nchw", "nhwc"):
             yield f"{name}-{form}", ("segmentation", name, form)
@@ -115,14 +131,15 @@ def build_model(kind, name):
                 return self.m(x)["out"]
         return Out(seg).eval(), None
     torch.backends.quantized.engine = "qnnpack"
+    if kind == "fxquant":
+        return build_fx_quantized(name)
     m = realistic_init(getattr(torchvision.models.quantization, name)(quantize=False, **kw)).eval()
     m.fuse_model()
     m.qconfig = torch.quantization.get_default_qconfig("qnnpack")
     torch.quantization.prepare(m, inplace=True)
     with torch.no_grad():
-        for i in range(4):
-            torch.manual_seed(100 + i)
-            m(torch.randn(1, 3, 224, 224))
+        for x in calibration_inputs():
+            m(x)
     torch.quantization.convert(m, inplace=True)
     scale = {}
 
@@ -131,6 +148,57 @@ def build_model(kind, name):
         scale.setdefault("q", inp[0].q_scale())
 
     m.dequant.register_forward_hook(remember_scale)
+    return m, scale
+
+
+def calibration_inputs():
+    import torch
+    for i in range(4):
+        torch.manual_seed(100 + i)
+        yield torch.randn(1, 3, 224, 224)
+
+
+def contiguous_relu6(model):
+    """Each nn.ReLU6 of `model` given a contiguous input. PyTorch 1.13's
+    QNNPACK quantized hardtanh/clamp/relu6 of a channels-last tensor (what
+    every quantized convolution returns) gives misordered values (off by up to
+    6.0), so eager would be no oracle; after .contiguous() it is right. Not
+    in place: remove_mutation cannot rewrite an in-place op on contiguous's
+    alias (FX's own in-place hardtanh_ after a convolution converts)."""
+    import torch
+
+    class ContiguousReLU6(torch.nn.ReLU6):
+        def forward(self, x):
+            return super().forward(x.contiguous())
+
+    for parent in list(model.modules()):
+        for child_name, child in parent.named_children():
+            if type(child) is torch.nn.ReLU6:
+                setattr(parent, child_name, ContiguousReLU6())
+    return model
+
+
+def build_fx_quantized(name):
+    """FX graph-mode quantization (qnnpack's default qconfig mapping) of the
+    float torchvision model; the scale of the tensor the final dequantize reads."""
+    import torch
+    import torchvision
+    from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
+    m = contiguous_relu6(realistic_init(getattr(torchvision.models, name)()).eval())
+    qmap = torch.ao.quantization.get_default_qconfig_mapping("qnnpack")
+    m = prepare_fx(m, qmap, (torch.randn(1, 3, 224, 224),))
+    with torch.no_grad():
+        for x in calibration_inputs():
+            m(x)
+    m = convert_fx(m)
+    last = next(n.args[0] for n in m.graph.nodes
+                if n.op == "call_method" and n.target == "dequantize")
+    scale = {}
+
+    def remember_scale(mod, inp, out):
+        scale.setdefault("q", out.q_scale())
+
+    m.get_submodule(last.target).register_forward_hook(remember_scale)
     return m, scale
 
 
@@ -270,7 +338,8 @@ def check(args):
             err2 += f" (known: {known})"
         else:
             failed += not (ok1 and ok2)
-        form_label = "quantized NHWC" if kind == "quant" else form.upper()
+        prefix = {"quant": "quantized ", "fxquant": "FX-quantized "}.get(kind, "")
+        form_label = prefix + form.upper()
         result = "ok" if ok1 and ok2 else "KNOWN MISMATCH" if known else "MISMATCH"
         rows.append((name, form_label, result, ops, err1, ("" if ok2 else "FAIL: ") + err2))
         print(f"{case}: {result} ({time.time() - t0:.1f} s, {ops} operations) batch 1: {err1}; "

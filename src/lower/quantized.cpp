@@ -14,14 +14,29 @@ using nnapi::Fuse;
 using nnapi::Op;
 using nnapi::OperandType;
 
+// A quantization parameter: a number, or (as FX graph-mode quantization
+// traces it) a one-element tensor constant.
+c10::Scalar qparam(LoweringContext& cx, const Value* v) {
+  const Constant& c = cx.constant(v);
+  if (!c.value.isTensor()) return c.value.toScalar();
+  const at::Tensor& t = c.value.toTensor();
+  check(t.numel() == 1 && !t.is_quantized(), [&] {
+    return "quantize_per_tensor's scale and zero point must be numbers or one-element tensors; " +
+           value_name(v) + " has " + std::to_string(t.numel()) + " elements";
+  });
+  return t.item();
+}
+
+// QUANTIZE, of NHWC input as the reference converts it, or of NCHW input,
+// which the reference refuses ("most hardware backends prefer NHWC quantized
+// tensors"): the quantized tensor keeps the input's dim order and the
+// lowerings after it handle NCHW as the float ones do.
 void lower_quantize(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 4, "malformed aten::quantize_per_tensor");
   auto [in_id, in] = cx.get_operand(node->input(0));
-  check(in.dim_order == DimOrder::ChannelsLast,
-        "most hardware backends prefer NHWC quantized tensors: give this input as channels-last "
-        "(--nhwc, or ,nhwc in its --input spec)");
-  double scale = cx.constant_float(node->input(1));
-  int64_t zero_point = cx.constant_int(node->input(2));
+  check(in.type == OperandType::TensorFloat32, "quantize_per_tensor of a non-float tensor");
+  double scale = qparam(cx, node->input(1)).toDouble();
+  int64_t zero_point = qparam(cx, node->input(2)).toLong();
   int64_t dtype = cx.constant_int(node->input(3));
   check(dtype == static_cast<int64_t>(at::kQUInt8),
         "NNAPI export only supports quantized tensors with the quint8 dtype");
