@@ -1081,6 +1081,26 @@ beyond("attention-encoder-layer-flex-batch", lambda: Case(
     options=API_33))
 
 
+# nn.TransformerEncoder(batch_first=True) traced without gradients (under
+# torch.no_grad() or after requires_grad_(False), as models are exported) takes
+# the fused eval path: one aten::_transformer_encoder_layer_fwd per layer.
+def _fast_encoder(activation, norm_first):
+    layer = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, batch_first=True,
+                                             activation=activation, norm_first=norm_first)
+    enc = torch.nn.TransformerEncoder(layer, 2).eval().requires_grad_(False)
+    for p in enc.parameters():  # distinct norm weights, non-zero biases (zeros and ones by default)
+        p.add_(torch.randn_like(p) * 0.2)
+    return enc
+
+
+beyond("transformer-encoder-fast", lambda: Case(
+    _fast_encoder("relu", False), torch.randn(2, 5, 8)))
+beyond("transformer-encoder-fast-gelu-norm_first", lambda: Case(
+    _fast_encoder("gelu", True), torch.randn(2, 5, 8)))
+beyond("transformer-encoder-fast-api33", lambda: Case(
+    _fast_encoder("relu", False), torch.randn(2, 5, 8), options=API_33))
+
+
 class SumModule(torch.nn.Module):
     def __init__(self, dims, keepdim):
         super().__init__()
