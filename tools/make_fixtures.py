@@ -802,6 +802,31 @@ beyond("pool1d-avg-flex", lambda: Case(
     convert_args=[torch.zeros(0, 4, 0)]))
 beyond("pool1d-adaptive_avg-1-flex-batch", lambda: Case(
     torch.nn.AdaptiveAvgPool1d(1), torch.randn(3, 4, 12), convert_args=[torch.zeros(0, 4, 12)]))
+
+
+# 1-D convolutions (nn.Conv1d, ConvTranspose1d: aten::_convolution with a 3-D
+# weight): the 2-D convolution over (N, C, 1, L), reshaped back.
+class Conv1dReLU(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv1d(3, 6, 5, stride=2, padding=2)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+
+_CONV1D = [  # name, module, input channels
+    ("stride4-k8", lambda: torch.nn.Conv1d(2, 5, 8, stride=4), 2),
+    ("pad-dilation-nobias", lambda: torch.nn.Conv1d(3, 4, 3, padding=2, dilation=2, bias=False), 3),
+    ("grouped", lambda: torch.nn.Conv1d(4, 6, 3, padding=1, groups=2), 4),
+    ("depthwise", lambda: torch.nn.Conv1d(4, 8, 3, padding=1, groups=4), 4),
+    ("relu", Conv1dReLU, 3),  # the ReLU folds into the convolution with --fuse-activations
+    ("transpose-stride2", lambda: torch.nn.ConvTranspose1d(3, 4, 4, stride=2, padding=1), 3),
+]
+for _n, _m, _c in _CONV1D:
+    beyond(f"conv1d-{_n}", lambda m=_m, c=_c: Case(m(), torch.randn(2, c, 21)))
+beyond("conv1d-flex", lambda: Case(
+    Conv1dReLU(), torch.randn(3, 3, 17), convert_args=[torch.zeros(0, 3, 0)]))
 for _kind in ["float", "float-nhwc"]:
     beyond(f"adaptive_max_pool2d-{_kind}", lambda k=_kind: Case(
         torch.nn.AdaptiveMaxPool2d((2, 3)), float_and_quant_and_nhwc(torch.randn(2, 3, 4, 6))[k]))
