@@ -1124,6 +1124,25 @@ beyond("transformer-encoder-fast-gelu-norm_first", lambda: Case(
     _fast_encoder("gelu", True), torch.randn(2, 5, 8)))
 beyond("transformer-encoder-fast-api33", lambda: Case(
     _fast_encoder("relu", False), torch.randn(2, 5, 8), options=API_33))
+beyond("transformer-encoder-fast-flex-batch", lambda: Case(
+    _fast_encoder("gelu", False), torch.randn(3, 5, 8), convert_args=[torch.zeros(0, 5, 8)],
+    options=API_33))
+
+
+# nn.MultiheadAttention(batch_first=True) traced without gradients: the fused
+# aten::_native_multi_head_attention, here with a flexible batch.
+class FastMHA(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mha = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+
+    def forward(self, x):
+        return self.mha(x, x, x, need_weights=False)[0]
+
+
+beyond("attention-native-mha-flex-batch", lambda: Case(
+    FastMHA().eval().requires_grad_(False), torch.randn(3, 5, 8),
+    convert_args=[torch.zeros(0, 5, 8)], options=API_33))
 
 
 class SumModule(torch.nn.Module):

@@ -1,9 +1,10 @@
 // aten::_native_multi_head_attention, the fused path nn.MultiheadAttention
 // takes in eval mode without gradients (ViT's encoder): decomposed into
 // FULLY_CONNECTED projections, BATCH_MATMULs and a SOFTMAX. Batch-first
-// (B, L, E) float32 inputs of fixed sizes, no mask, the attention weights
-// unused. aten::_transformer_encoder_layer_fwd, nn.TransformerEncoderLayer's
-// fused eval path: that self-attention, layer norms and the feed-forward.
+// (B, L, E) float32 inputs of fixed L and E (a flexible batch B needs
+// BATCH_MATMUL: --min-android-api 33), no mask, the attention weights unused.
+// aten::_transformer_encoder_layer_fwd, nn.TransformerEncoderLayer's fused eval path: that
+// self-attention, layer norms and the feed-forward.
 #include <ATen/ATen.h>
 
 #include <cmath>
@@ -27,25 +28,24 @@ Operand2 project(LoweringContext& cx, const Operand2& x, const at::Tensor& w, co
   return emit_binary(cx, Op::Add, y, {bias, cx.operand(bias)}, Fuse::None, out);
 }
 
-// Self-attention of x (B, L, E), fixed sizes, no mask: q/k/v projections by
+// Self-attention of x (B, L, E), fixed L and E, no mask: q/k/v projections by
 // the packed (3E, E) weights, softmax(q k^T / sqrt(D)) v per head, the output
 // projection. The result is `out`'s operand when given.
 Operand2 self_attention(LoweringContext& cx, const Operand2& x, int64_t e, int64_t h,
                         const at::Tensor& qkv_w, const at::Tensor& qkv_b, const at::Tensor& proj_w,
                         const at::Tensor& proj_b, const char* what, const Value* out) {
-  check(x.op.shape.size() == 3 && x.op.shape[0] != 0 && x.op.shape[1] != 0 && x.op.shape[2] == e,
-        [&] {
-          return std::string(what) +
-                 " needs a (B, L, E) input of fixed sizes: give the model input fixed sizes in "
-                 "--input";
-        });
+  check(x.op.shape.size() == 3 && x.op.shape[1] != 0 && x.op.shape[2] == e, [&] {
+    return std::string(what) +
+           " needs a (B, L, E) input with a fixed length L and width E: give them fixed sizes "
+           "in --input";
+  });
   check(h > 0 && e % h == 0, [&] { return std::string(what) + ": bad number of heads"; });
-  const int64_t batch = x.op.shape[0], len = x.op.shape[1], d = e / h;
+  const SymInt batch = sym_shape(x)[0];  // flexible: emit_batch_matmul needs API 33
+  const int64_t len = x.op.shape[1], d = e / h;
   auto heads = [&](int part, std::vector<int64_t> perm) {
     Operand2 p =
         project(cx, x, qkv_w.narrow(0, part * e, e), qkv_b.narrow(0, part * e, e), nullptr);
-    Operand2 r =
-        emit_reshape(cx, p, {SymInt{batch, ""}, SymInt{len, ""}, SymInt{h, ""}, SymInt{d, ""}});
+    Operand2 r = emit_reshape(cx, p, {batch, SymInt{len, ""}, SymInt{h, ""}, SymInt{d, ""}});
     return emit_permute(cx, r, perm);
   };
   Operand2 q = heads(0, {0, 2, 1, 3});  // (B, H, L, D)
@@ -59,7 +59,7 @@ Operand2 self_attention(LoweringContext& cx, const Operand2& x, int64_t e, int64
   m.add_operation(Op::Softmax, {scores.id, beta, axis}, {sm});
   Operand2 attn = emit_batch_matmul(cx, {sm, scores.op}, v, nullptr);  // (B, H, L, D)
   Operand2 merged = emit_reshape(cx, emit_permute(cx, attn, {0, 2, 1, 3}),
-                                 {SymInt{batch, ""}, SymInt{len, ""}, SymInt{e, ""}});
+                                 {batch, SymInt{len, ""}, SymInt{e, ""}});
   return project(cx, merged, proj_w, proj_b, out);
 }
 
@@ -123,11 +123,12 @@ void lower_transformer_encoder_layer(LoweringContext& cx, const Node* node) {
 void register_attention_ops(LoweringTable& t) {
   t.add("aten::_native_multi_head_attention", lower_native_mha);
   t.note("aten::_native_multi_head_attention",
-         "self-attention, batch-first, fixed sizes, no mask, weights unused: FULLY_CONNECTED "
-         "projections, BATCH_MATMUL, SOFTMAX");
+         "self-attention, batch-first, fixed length and width (a flexible batch needs "
+         "--min-android-api 33), no mask, weights unused: FULLY_CONNECTED projections, "
+         "BATCH_MATMUL, SOFTMAX");
   t.add("aten::_transformer_encoder_layer_fwd", lower_transformer_encoder_layer);
   t.note("aten::_transformer_encoder_layer_fwd",
-         "nn.TransformerEncoderLayer's eval fast path (batch-first, fixed sizes, no mask): the "
+         "nn.TransformerEncoderLayer's eval fast path (batch-first, no mask): the "
          "self-attention above, layer norms (MEAN/SUB/MUL/RSQRT), relu or gelu feed-forward");
 }
 
