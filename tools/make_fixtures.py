@@ -802,6 +802,31 @@ beyond("pool1d-avg-flex", lambda: Case(
     convert_args=[torch.zeros(0, 4, 0)]))
 beyond("pool1d-adaptive_avg-1-flex-batch", lambda: Case(
     torch.nn.AdaptiveAvgPool1d(1), torch.randn(3, 4, 12), convert_args=[torch.zeros(0, 4, 12)]))
+
+
+# 1-D convolutions (nn.Conv1d, ConvTranspose1d: aten::_convolution with a 3-D
+# weight): the 2-D convolution over (N, C, 1, L), reshaped back.
+class Conv1dReLU(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv1d(3, 6, 5, stride=2, padding=2)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+
+_CONV1D = [  # name, module, input channels
+    ("stride4-k8", lambda: torch.nn.Conv1d(2, 5, 8, stride=4), 2),
+    ("pad-dilation-nobias", lambda: torch.nn.Conv1d(3, 4, 3, padding=2, dilation=2, bias=False), 3),
+    ("grouped", lambda: torch.nn.Conv1d(4, 6, 3, padding=1, groups=2), 4),
+    ("depthwise", lambda: torch.nn.Conv1d(4, 8, 3, padding=1, groups=4), 4),
+    ("relu", Conv1dReLU, 3),  # the ReLU folds into the convolution with --fuse-activations
+    ("transpose-stride2", lambda: torch.nn.ConvTranspose1d(3, 4, 4, stride=2, padding=1), 3),
+]
+for _n, _m, _c in _CONV1D:
+    beyond(f"conv1d-{_n}", lambda m=_m, c=_c: Case(m(), torch.randn(2, c, 21)))
+beyond("conv1d-flex", lambda: Case(
+    Conv1dReLU(), torch.randn(3, 3, 17), convert_args=[torch.zeros(0, 3, 0)]))
 for _kind in ["float", "float-nhwc"]:
     beyond(f"adaptive_max_pool2d-{_kind}", lambda k=_kind: Case(
         torch.nn.AdaptiveMaxPool2d((2, 3)), float_and_quant_and_nhwc(torch.randn(2, 3, 4, 6))[k]))
@@ -1079,6 +1104,45 @@ beyond("attention-encoder-layer", lambda: Case(_encoder_layer(), torch.randn(5, 
 beyond("attention-encoder-layer-flex-batch", lambda: Case(
     _encoder_layer(), torch.randn(5, 3, 8), convert_args=[torch.zeros(5, 0, 8)],
     options=API_33))
+
+
+# nn.TransformerEncoder(batch_first=True) traced without gradients (under
+# torch.no_grad() or after requires_grad_(False), as models are exported) takes
+# the fused eval path: one aten::_transformer_encoder_layer_fwd per layer.
+def _fast_encoder(activation, norm_first):
+    layer = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, batch_first=True,
+                                             activation=activation, norm_first=norm_first)
+    enc = torch.nn.TransformerEncoder(layer, 2).eval().requires_grad_(False)
+    for p in enc.parameters():  # distinct norm weights, non-zero biases (zeros and ones by default)
+        p.add_(torch.randn_like(p) * 0.2)
+    return enc
+
+
+beyond("transformer-encoder-fast", lambda: Case(
+    _fast_encoder("relu", False), torch.randn(2, 5, 8)))
+beyond("transformer-encoder-fast-gelu-norm_first", lambda: Case(
+    _fast_encoder("gelu", True), torch.randn(2, 5, 8)))
+beyond("transformer-encoder-fast-api33", lambda: Case(
+    _fast_encoder("relu", False), torch.randn(2, 5, 8), options=API_33))
+beyond("transformer-encoder-fast-flex-batch", lambda: Case(
+    _fast_encoder("gelu", False), torch.randn(3, 5, 8), convert_args=[torch.zeros(0, 5, 8)],
+    options=API_33))
+
+
+# nn.MultiheadAttention(batch_first=True) traced without gradients: the fused
+# aten::_native_multi_head_attention, here with a flexible batch.
+class FastMHA(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mha = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+
+    def forward(self, x):
+        return self.mha(x, x, x, need_weights=False)[0]
+
+
+beyond("attention-native-mha-flex-batch", lambda: Case(
+    FastMHA().eval().requires_grad_(False), torch.randn(3, 5, 8),
+    convert_args=[torch.zeros(0, 5, 8)], options=API_33))
 
 
 class SumModule(torch.nn.Module):

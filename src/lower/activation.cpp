@@ -2,6 +2,8 @@
 // silu, gelu, tanh, relu6, clamp (and hardtanh with any bounds), leaky_relu,
 // and the quantized hardswish. Where NNAPI has no single operation, a short
 // sequence with the same semantics.
+#include "lower/activation.h"
+
 #include <ATen/ATen.h>
 
 #include <cmath>
@@ -96,6 +98,8 @@ void lower_tanh(LoweringContext& cx, const Node* node) {
   cx.model().add_operation(Op::Tanh, {x.id}, {id});
 }
 
+}  // namespace
+
 // gelu(x) = x * Phi(x) = 0.5 x + 0.5 |x| erf(|x| / sqrt 2), with erf on z >= 0
 // by Abramowitz & Stegun 7.1.26 (|error| <= 1.5e-7):
 // erf(z) = 1 - (a1 t + a2 t^2 + a3 t^3 + a4 t^4 + a5 t^5) exp(-z^2), t = 1 / (1 + p z).
@@ -117,6 +121,8 @@ Operand2 gelu_erf(LoweringContext& cx, const Operand2& x, const Value* out) {
   Operand2 half_ax_erf = emit_binary(cx, Op::Mul, emit_binary(cx, Op::Mul, ax, k(0.5f)), erf);
   return emit_binary(cx, Op::Add, half_x, half_ax_erf, Fuse::None, out);
 }
+
+namespace {
 
 // gelu(x, approximate='tanh') = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 Operand2 gelu_tanh(LoweringContext& cx, const Operand2& x, const Value* out) {

@@ -1,10 +1,12 @@
-// Float convolutions: aten::conv2d and aten::_convolution (incl. transposed).
+// Float convolutions: aten::conv2d and aten::_convolution (incl. transposed),
+// 1-D ones (nn.Conv1d, 3-D weights) as the 2-D convolution over (N, C, 1, L).
 #include "lower/convolution.h"
 
 #include <ATen/ATen.h>
 
 #include <cmath>
 
+#include "lower/emit.h"
 #include "lower/registry.h"
 
 namespace nnapi_convert {
@@ -26,7 +28,7 @@ int32_t optional_bias(LoweringContext& cx, const Value* bias, const at::Tensor& 
 }
 
 std::vector<int64_t> kernel_of(const at::Tensor& weight) {
-  check(weight.dim() == 4, "only 2-D convolutions (4-D weights) are supported");
+  check(weight.dim() == 4, "only 1-D and 2-D convolutions (3-D or 4-D weights) are supported");
   return {weight.size(2), weight.size(3)};
 }
 
@@ -41,6 +43,34 @@ void lower_conv2d(LoweringContext& cx, const Node* node) {
                     cx.fuse_following_activation(node->output()));
 }
 
+// A one-element list of a 1-D convolution argument, as the 2-D pair {first, v}.
+std::vector<int64_t> pair_1d(const std::vector<int64_t>& v, int64_t first, const char* what) {
+  check(v.size() == 1, [&] { return std::string("1-D convolution needs one ") + what; });
+  return {first, v[0]};
+}
+
+// nn.Conv1d / ConvTranspose1d: the (N, C, L) input reshaped to (N, C, 1, L),
+// the 2-D convolution with the weight's (O, I, 1, K) view, reshaped back.
+void lower_convolution_1d(LoweringContext& cx, const Node* node, at::Tensor weight, bool transpose,
+                          int32_t bias_id) {
+  auto [in_id, in] = cx.get_operand(node->input(0));
+  check(in.shape.size() == 3 && in.dim_order == DimOrder::Contiguous,
+        [&] { return "1-D convolution needs a 3-D (N, C, L) input, got " + shape_str(in.shape); });
+  ConvPoolArgs a = make_conv_pool_args({1, weight.size(2)},
+                                       pair_1d(cx.constant_int_list(node->input(3)), 1, "stride"),
+                                       pair_1d(cx.constant_int_list(node->input(4)), 0, "padding"),
+                                       pair_1d(cx.constant_int_list(node->input(5)), 1, "dilation"),
+                                       cx.constant_int(node->input(8)));
+  std::vector<SymInt> dims = sym_shape({in_id, in});
+  dims.insert(dims.begin() + 2, SymInt{1, ""});
+  Operand2 conv =
+      emit_conv2d(cx, nullptr, 0.0, 0, emit_reshape(cx, {in_id, in}, dims), weight.unsqueeze(2),
+                  bias_id, a, transpose, cx.fuse_following_activation(node->output()));
+  std::vector<SymInt> out_dims = sym_shape(conv);
+  out_dims.erase(out_dims.begin() + 2);
+  emit_reshape(cx, conv, out_dims, node->output());
+}
+
 void lower_convolution(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 13, "malformed aten::_convolution");
   at::Tensor weight = cx.constant_tensor(node->input(1));
@@ -51,6 +81,10 @@ void lower_convolution(LoweringContext& cx, const Node* node) {
     for (int64_t p : output_padding) {
       check(p == 0, "transposed convolution with output_padding is not supported");
     }
+  }
+  if (weight.dim() == 3) {
+    lower_convolution_1d(cx, node, weight, transpose, bias_id);
+    return;
   }
   ConvPoolArgs a = make_conv_pool_args(
       kernel_of(weight), cx.constant_int_list(node->input(3)), cx.constant_int_list(node->input(4)),
@@ -67,6 +101,15 @@ void add_conv2d_common(LoweringContext& cx, const Value* out, double out_scale,
                        int64_t out_zero_point, const Value* image_value, const at::Tensor& weight,
                        int32_t bias_id, const ConvPoolArgs& args, bool transpose, Fuse fuse) {
   auto [image_id, image] = cx.get_operand(image_value);
+  emit_conv2d(cx, out, out_scale, out_zero_point, {image_id, image}, weight, bias_id, args,
+              transpose, fuse);
+}
+
+Operand2 emit_conv2d(LoweringContext& cx, const Value* out, double out_scale,
+                     int64_t out_zero_point, const Operand2& image_operand,
+                     const at::Tensor& weight, int32_t bias_id, const ConvPoolArgs& args,
+                     bool transpose, Fuse fuse) {
+  const auto& [image_id, image] = image_operand;
   check(image.shape.size() == 4,
         [&] { return "convolution needs a 4-D input, got " + shape_str(image.shape); });
   int64_t in_c = image.shape[1];
@@ -142,13 +185,14 @@ void add_conv2d_common(LoweringContext& cx, const Value* out, double out_scale,
   Operand out_op = image.with_shape(out_shape);
   out_op.scale = out_scale;
   out_op.zero_point = out_zero_point;
-  int32_t out_id = cx.add_tensor_operand(out, out_op);
+  int32_t out_id = make_output(cx, out, out_op);
   conv_pool_flexible_input(cx, out_id, {image_id, image}, args, transpose);
   Op op = kind == Kind::Depthwise ? Op::DepthwiseConv2d
           : kind == Kind::Grouped ? Op::GroupedConv2d
           : transpose             ? Op::TransposeConv2d
                                   : Op::Conv2d;
   m.add_operation(op, inputs, {out_id});
+  return {out_id, out_op};
 }
 
 void register_convolution_ops(LoweringTable& t) {

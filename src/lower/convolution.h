@@ -3,6 +3,7 @@
 #include <ATen/Tensor.h>
 
 #include "lower/conv_pool.h"
+#include "lower/emit.h"
 
 namespace nnapi_convert {
 
@@ -11,5 +12,9 @@ namespace nnapi_convert {
 void add_conv2d_common(LoweringContext& cx, const Value* out, double out_scale,
                        int64_t out_zero_point, const Value* image, const at::Tensor& weight,
                        int32_t bias_id, const ConvPoolArgs& args, bool transpose, nnapi::Fuse fuse);
+// The same of an operand; the result is `out`'s operand, or anonymous when null.
+Operand2 emit_conv2d(LoweringContext& cx, const Value* out, double out_scale,
+                     int64_t out_zero_point, const Operand2& image, const at::Tensor& weight,
+                     int32_t bias_id, const ConvPoolArgs& args, bool transpose, nnapi::Fuse fuse);
 
 }  // namespace nnapi_convert

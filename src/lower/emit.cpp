@@ -345,6 +345,9 @@ Operand2 emit_permute(LoweringContext& cx, const Operand2& x, const std::vector<
   for (int64_t p : perm) shape.push_back(x.op.shape[p]);
   Operand o = x.op.with_shape(shape);
   const int32_t id = make_output(cx, nullptr, o);
+  for (size_t i = 0; i < perm.size(); ++i) {  // flexible dims move with the data
+    if (shape[i] == 0) cx.forward_operand_shape(id, static_cast<int64_t>(i), x.id, perm[i]);
+  }
   cx.model().add_operation(nnapi::Op::Transpose, {x.id, cx.model().add_int_vector(perm)}, {id});
   return {id, o};
 }

@@ -3,6 +3,8 @@
 // aten::layer_norm over the trailing dims (MEAN/SUB/MUL/RSQRT sequence),
 // aten::group_norm (the same sequence over groups of channels) and
 // aten::instance_norm (INSTANCE_NORMALIZATION on 4-D tensors).
+#include "lower/normalization.h"
+
 #include <ATen/ATen.h>
 
 #include "lower/emit.h"
@@ -75,39 +77,42 @@ void lower_layer_norm(LoweringContext& cx, const Node* node) {
   double eps = cx.constant_float(node->input(4));
   std::vector<int64_t> axes;
   for (int64_t i = rank - k; i < rank; ++i) axes.push_back(i);
-  Operand2 in{x_id, x};
-  Operand2 mean = emit_mean(cx, in, axes);
-  Operand2 centered = emit_binary(cx, Op::Sub, in, mean);
-  Operand2 var = emit_mean(cx, emit_binary(cx, Op::Mul, centered, centered), axes);
-  Operand2 inv =
-      emit_unary(cx, Op::Rsqrt,
-                 emit_binary(cx, Op::Add, var, float_scalar_tensor(cx, static_cast<float>(eps))));
-  bool has_w = !cx.constant_is_none(node->input(2));
-  bool has_b = !cx.constant_is_none(node->input(3));
-  Operand2 y = emit_binary(cx, Op::Mul, centered, inv, Fuse::None,
-                           has_w || has_b ? nullptr : node->output());
-  if (has_w) {
-    int32_t w = cx.add_weight(cx.constant_tensor(node->input(2)).to(at::kFloat).contiguous());
-    y = emit_binary(cx, Op::Mul, y, {w, cx.operand(w)}, Fuse::None,
-                    has_b ? nullptr : node->output());
-  }
-  if (has_b) {
-    int32_t b = cx.add_weight(cx.constant_tensor(node->input(3)).to(at::kFloat).contiguous());
-    emit_binary(cx, Op::Add, y, {b, cx.operand(b)}, Fuse::None, node->output());
-  }
+  at::Tensor w, b;
+  if (!cx.constant_is_none(node->input(2))) w = cx.constant_tensor(node->input(2));
+  if (!cx.constant_is_none(node->input(3))) b = cx.constant_tensor(node->input(3));
+  emit_layer_norm(cx, {x_id, x}, axes, eps, w.defined() ? &w : nullptr, b.defined() ? &b : nullptr,
+                  node->output());
 }
 
-// (x - mean) * rsqrt(var + eps) over `axes` of x, with the biased variance.
+}  // namespace
+
 Operand2 emit_normalize(LoweringContext& cx, const Operand2& x, const std::vector<int64_t>& axes,
-                        double eps) {
+                        double eps, const Value* out) {
   Operand2 mean = emit_mean(cx, x, axes);
   Operand2 centered = emit_binary(cx, Op::Sub, x, mean);
   Operand2 var = emit_mean(cx, emit_binary(cx, Op::Mul, centered, centered), axes);
   Operand2 inv =
       emit_unary(cx, Op::Rsqrt,
                  emit_binary(cx, Op::Add, var, float_scalar_tensor(cx, static_cast<float>(eps))));
-  return emit_binary(cx, Op::Mul, centered, inv);
+  return emit_binary(cx, Op::Mul, centered, inv, Fuse::None, out);
 }
+
+Operand2 emit_layer_norm(LoweringContext& cx, const Operand2& x, const std::vector<int64_t>& axes,
+                         double eps, const at::Tensor* weight, const at::Tensor* bias,
+                         const Value* out) {
+  Operand2 y = emit_normalize(cx, x, axes, eps, weight || bias ? nullptr : out);
+  if (weight) {
+    int32_t w = cx.add_weight(weight->to(at::kFloat).contiguous());
+    y = emit_binary(cx, Op::Mul, y, {w, cx.operand(w)}, Fuse::None, bias ? nullptr : out);
+  }
+  if (bias) {
+    int32_t b = cx.add_weight(bias->to(at::kFloat).contiguous());
+    y = emit_binary(cx, Op::Add, y, {b, cx.operand(b)}, Fuse::None, out);
+  }
+  return y;
+}
+
+namespace {
 
 // y * weight + bias with per-channel (dim 1) constants; either may be None.
 Operand2 emit_channel_affine(LoweringContext& cx, Operand2 y, const Value* weight,
