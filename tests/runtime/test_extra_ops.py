@@ -688,6 +688,42 @@ def case_quant_activations_like_pytorch():
         assert torch.equal(m.run([q], [torch.float32])[0], qx.dequantize()), "DEQUANTIZE"
 
 
+def case_quant_resize_bilinear_like_pytorch():
+    # Quantized RESIZE_BILINEAR interpolates as PyTorch's quantized
+    # upsample_bilinear2d on a contiguous (NCHW) tensor: stored values and
+    # weights in float32, rounded half to even; eager is the oracle, for
+    # several sizes, with and without align_corners (NNAPI's
+    # half_pixel_centers otherwise). Eager's channels-last kernel (vectorized)
+    # rounds a few ties otherwise: its differences are only reported.
+    torch.backends.quantized.engine = "qnnpack"
+    g = torch.Generator().manual_seed(13)
+    differ = differ_cl = total = 0
+    for (h, w), size, ac in (((9, 9), (18, 18), False), ((9, 9), (13, 17), False),
+                             ((9, 9), (13, 17), True), ((5, 7), (20, 21), True),
+                             ((6, 4), (15, 10), False), ((8, 8), (4, 6), False)):
+        q = torch.randint(0, 256, (2, 19, h, w), generator=g).to(torch.uint8)
+        qx = torch._make_per_tensor_quantized_tensor(q, 0.1, 100)
+        ref = F.interpolate(qx, size=size, mode="bilinear", align_corners=ac).int_repr()
+        ref_cl = F.interpolate(qx.contiguous(memory_format=torch.channels_last), size=size,
+                               mode="bilinear", align_corners=ac).int_repr()
+        differ_cl += (ref != ref_cl).sum().item()
+        total += ref.numel()
+        m = Model()
+        i = m.input(T_Q8, (2, h, w, 19), 0.1, 100)
+        o = m.output(T_Q8, (0, 0, 0, 0), 0.1, 100)
+        m.op("RESIZE_BILINEAR", [i, m.const(I32, size[1]), m.const(I32, size[0]),
+                                 m.const(BOOL, False), m.const(BOOL, ac), m.const(BOOL, not ac)],
+             [o])
+        out = nchw(m.run([nhwc(q)], [torch.uint8])[0])
+        assert torch.equal(out, ref), f"{h}x{w} -> {size} align_corners={ac}: " \
+            f"{(out != ref).sum().item()} differ from eager"
+        real = F.interpolate(q.double(), size=size, mode="bilinear", align_corners=ac)
+        differ += (torch.floor(real + 0.5).to(torch.uint8) != ref).sum().item()
+    print(f"     {differ} of {total} differ from exact interpolation rounded half up, "
+          f"{differ_cl} from eager's channels-last kernel")
+    assert differ > 0, "the case does not separate the roundings"
+
+
 def case_quantize_like_pytorch():
     # QUANTIZE rounds x * (1 / scale) half to even in float32, as
     # torch.quantize_per_tensor does. Halves of a quantum are ties, which
