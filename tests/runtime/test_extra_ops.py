@@ -22,7 +22,7 @@ CODES = dict(ADD=0, CONV_2D=3, DEPTHWISE_CONV_2D=4, L2_NORMALIZATION=11, LOGISTI
              SQRT=88, TRANSPOSE_CONV_2D=91, RESIZE_NEAREST_NEIGHBOR=94, HARD_SWISH=99,
              AVERAGE_POOL_2D=1, MAX_POOL_2D=17, CONCATENATION=2, SOFTMAX=25, FULLY_CONNECTED=9, QUANTIZE=72,
              DEPTH_TO_SPACE=5, SPACE_TO_DEPTH=26, GATHER=51, POW=70, TILE=89, INSTANCE_NORMALIZATION=57,
-             BATCH_MATMUL=102, REDUCE_SUM=80)
+             BATCH_MATMUL=102, REDUCE_SUM=80, MUL=18, RELU=19, RELU6=21, DEQUANTIZE=6)
 
 
 class OperandType(ctypes.Structure):
@@ -357,18 +357,35 @@ def case_pool_padding_excluded():
     close(out, ref)
 
 
-def case_quant_concat_requantizes():
-    a = torch.quantize_per_tensor(torch.randn(2, 3), 0.02, 100, torch.quint8)
-    b = torch.quantize_per_tensor(torch.randn(2, 2), 0.05, 130, torch.quint8)
-    m = Model()
-    ia = m.input(T_Q8, (2, 3), 0.02, 100)
-    ib = m.input(T_Q8, (2, 2), 0.05, 130)
-    o = m.output(T_Q8, (2, 5), 0.04, 128)
-    m.op("CONCATENATION", [ia, ib, m.const(I32, 1)], [o])
-    out = m.run([a.int_repr(), b.int_repr()], [torch.uint8])[0].int()
-    real = torch.cat([a.dequantize(), b.dequantize()], 1).double()
-    ref = torch.clamp(torch.round(real / 0.04) + 128, 0, 255).int()
-    assert (out - ref).abs().max() <= 1, (out, ref)
+def case_quant_concat_requantizes_like_pytorch():
+    # CONCATENATION of inputs whose parameters differ from the output's
+    # requantizes as PyTorch's quantized cat does (dequantize in float32, then
+    # quantize_per_tensor, ties to even); eager (qnnpack engine) is the oracle.
+    # Scales 0.1 and 0.3 into 0.2 put half the values on ties (q - zp) / 2.
+    torch.backends.quantized.engine = "qnnpack"
+    g = torch.Generator().manual_seed(7)
+    differ = 0
+    for (sa, za), (sb, zb), (so, zo) in (((0.02, 100), (0.05, 130), (0.04, 128)),
+                                         ((0.1, 128), (0.3, 128), (0.2, 128)),
+                                         ((0.1, 3), (0.3, 251), (0.2, 7)),
+                                         ((0.0173, 3), (0.0411, 250), (0.0529, 99))):
+        qa = torch._make_per_tensor_quantized_tensor(
+            torch.randint(0, 256, (1, 3, 7, 7), generator=g).to(torch.uint8), sa, za)
+        qb = torch._make_per_tensor_quantized_tensor(
+            torch.randint(0, 256, (1, 5, 7, 7), generator=g).to(torch.uint8), sb, zb)
+        ref = torch.ops.quantized.cat([qa, qb], 1, so, zo).int_repr()
+        m = Model()
+        ia = m.input(T_Q8, (1, 7, 7, 3), sa, za)
+        ib = m.input(T_Q8, (1, 7, 7, 5), sb, zb)
+        o = m.output(T_Q8, (0, 0, 0, 0), so, zo)
+        m.op("CONCATENATION", [ia, ib, m.const(I32, 3)], [o])
+        out = nchw(m.run([nhwc(qa.int_repr()), nhwc(qb.int_repr())], [torch.uint8])[0])
+        assert torch.equal(out, ref), f"cat {sa} {sb} -> {so}: {(out != ref).sum().item()} differ"
+        real = torch.cat([qa.dequantize(), qb.dequantize()], 1).double() / so
+        away = (torch.sign(real) * torch.floor(real.abs() + 0.5) + zo).clamp(0, 255)
+        differ += (away.to(torch.uint8) != ref).sum().item()
+    print(f"     {differ} differ from exact rounding half away from zero")
+    assert differ > 0, "the case does not separate the roundings"
 
 
 def qnnpack_reference(kind, qx, qw, b_int, out_scale, out_zp, groups=1):
@@ -446,6 +463,48 @@ def case_quant_conv_requantizes_like_qnnpack():
     assert not torch.equal(ties[2], ties[1]), "the ties case does not separate the roundings"
 
 
+def case_quant_conv2d_and_transpose_conv_like_qnnpack():
+    # Full CONV_2D and TRANSPOSE_CONV_2D (stride 2) requantize as the
+    # depthwise case above: eager quantized conv2d / conv_transpose2d (qnnpack
+    # engine) is the oracle; scales with in * w / out = 1/2 make ties.
+    torch.backends.quantized.engine = "qnnpack"
+    g = torch.Generator().manual_seed(12)
+    xs, xz, ws, os_, oz = 1 / 16, 128, 1 / 32, 1 / 256, 128
+    qx = torch.quantize_per_tensor(torch.randint(-6, 7, (1, 8, 9, 9), generator=g).float() / 16,
+                                   xs, xz, torch.quint8)
+    b = torch.randint(-200, 200, (6,), generator=g)
+    bias = (b.double() * xs * ws).float()
+    qf = torch.ao.nn.quantized.functional
+    for name, w_shape in (("CONV_2D", (6, 8, 3, 3)), ("TRANSPOSE_CONV_2D", (8, 6, 3, 3))):
+        qw = torch.quantize_per_tensor(torch.randint(-3, 4, w_shape, generator=g).float() / 32,
+                                       ws, 0, torch.qint8)
+        acc_x, acc_w = qx.int_repr().double() - xz, qw.int_repr().double()
+        w_u8 = (qw.int_repr().int() + 128).to(torch.uint8)
+        if name == "CONV_2D":
+            ref = qf.conv2d(qx, qw, bias, padding=1, scale=os_, zero_point=oz).int_repr()
+            acc = F.conv2d(acc_x, acc_w, b.double(), padding=1)
+            w_nnapi, scalars = nhwc(w_u8), (1, 1, 1, 1, 1, 1, 0)
+        else:
+            packed = torch.ops.quantized.conv_transpose2d_prepack(qw, bias, [2, 2], [0, 0], [0, 0],
+                                                                  [1, 1], 1)
+            ref = torch.ops.quantized.conv_transpose2d(qx, packed, os_, oz).int_repr()
+            acc = F.conv_transpose2d(acc_x, acc_w, b.double(), stride=2)
+            w_nnapi, scalars = w_u8.permute(1, 2, 3, 0), (0, 0, 0, 0, 2, 2, 0)
+        m = Model()
+        i = m.input(T_Q8, (1, 9, 9, 8), xs, xz)
+        ins = [i, m.const(T_Q8, w_nnapi, scale=ws, zp=128), m.const(T_I32, b.int(), scale=xs * ws)]
+        ins += [m.const(I32, s) for s in scalars] + [m.const(BOOL, False)]
+        o = m.output(T_Q8, (0, 0, 0, 0), os_, oz)
+        m.op(name, ins, [o])
+        out = nchw(m.run([nhwc(qx.int_repr())], [torch.uint8])[0])
+        r = acc * xs * ws / os_
+        exact = (torch.sign(r) * torch.floor(r.abs() + 0.5) + oz).clamp(0, 255).to(torch.uint8)
+        print(f"     {name}: {(exact != ref).sum().item()} of {ref.numel()} differ "
+              "from exact rounding")
+        assert not torch.equal(exact, ref), f"{name}: the case does not separate the roundings"
+        assert torch.equal(out, ref), f"{name}: {(out != ref).sum().item()} differ from QNNPACK"
+
+
 def case_quant_add_and_average_pool_like_qnnpack():
     # Quantized ADD of equal shapes and quantized AVERAGE_POOL_2D round as
     # PyTorch's QNNPACK kernels do; eager (qnnpack engine) is the oracle,
@@ -519,6 +578,151 @@ def case_quant_average_pool_multiplier_like_qnnpack():
     print(f"     global average pool: {differ} of {ref.numel()} differ from the 1 / count rule")
     assert differ > 0, "the case does not separate the multipliers"
     assert torch.equal(out, ref), f"pool: {(out != ref).sum().item()} differ from QNNPACK"
+
+def case_quant_mean_like_qnnpack():
+    # Quantized MEAN over H and W (what the converter emits for
+    # adaptive_avg_pool2d to 1x1 and mean over (2, 3) when H or W is flexible)
+    # rounds as QNNPACK's global average pool, which eager mean(2, 3) and
+    # adaptive_avg_pool2d(1) run on the qnnpack engine: the sum of
+    # q - zeroPoint times float32 scale / (scale * count), ties to even. Odd
+    # and even counts, scales swept; half of the channels are made ties.
+    torch.backends.quantized.engine = "qnnpack"
+    g = torch.Generator().manual_seed(8)
+    differ = total = 0
+    for h, w in ((1, 3), (7, 1), (7, 7), (2, 2), (14, 14), (4, 6), (1, 196)):
+        count = h * w
+        for _ in range(6):
+            scale = float(torch.empty(1).uniform_(0.002, 4.0, generator=g))
+            zp = int(torch.randint(4, 252, (1,), generator=g))
+            q = torch.randint(zp - 3, zp + 4, (2, 16, h, w), generator=g)
+            if count % 2 == 0:
+                # Pixel (0, 0) of channels 0-7 makes the centred sum
+                # count / 2 + count * k: a tie.
+                rest = (q - zp).sum((2, 3)) - (q[:, :, 0, 0] - zp)
+                c0 = (count // 2 - rest) % count
+                c0 = torch.where(zp + c0 <= 255, c0, c0 - count)
+                q[:, :8, 0, 0] = (zp + c0)[:, :8]
+            q = q.to(torch.uint8)
+            qx = torch._make_per_tensor_quantized_tensor(q, scale, zp)
+            ref = torch.mean(qx, (2, 3), keepdim=True).int_repr()
+            ada = torch.nn.functional.adaptive_avg_pool2d(qx, 1).int_repr()
+            assert torch.equal(ref, ada), "eager mean and adaptive_avg_pool2d disagree"
+            m = Model()
+            i = m.input(T_Q8, (2, h, w, 16), scale, zp)
+            o = m.output(T_Q8, (0, 0, 0, 0), scale, zp)
+            m.op("MEAN", [i, m.const(T_I32, torch.tensor([1, 2], dtype=torch.int32)),
+                          m.const(I32, 1)], [o])
+            out = nchw(m.run([nhwc(q)], [torch.uint8])[0])
+            assert torch.equal(out, ref), \
+                f"{h}x{w} scale {scale}: {(out != ref).sum().item()} differ from QNNPACK"
+            real = (q.double() - zp).mean((2, 3), keepdim=True)
+            away = torch.sign(real) * torch.floor(real.abs() + 0.5) + zp
+            differ += (away.to(torch.uint8) != ref).sum().item()
+            total += ref.numel()
+    print(f"     {differ} of {total} differ from exact rounding half away from zero")
+    assert differ > 0, "the case does not separate the roundings"
+
+
+def case_quant_mul_like_pytorch():
+    # Quantized MUL rounds as PyTorch's quantized mul: the product of the
+    # (q - zeroPoint)s times the float32 (a_scale * b_scale) * (1 / out_scale),
+    # ties to even. Eager (qnnpack engine) is the oracle. Scales whose
+    # multiplier is 1/2 make odd products ties; others are arbitrary.
+    torch.backends.quantized.engine = "qnnpack"
+    g = torch.Generator().manual_seed(9)
+    differ = 0
+    for (sa, za), (sb, zb), (so, zo), b_shape in (
+            ((0.1, 121), (0.07, 133), (0.3, 97), (1, 16, 10, 10)),
+            ((0.25, 128), (0.125, 128), (0.0625, 128), (1, 16, 10, 10)),
+            ((0.0431, 131), (0.0173, 7), (0.0113, 119), (1, 1, 1, 10)),
+            ((0.5, 3), (0.03125, 250), (0.03125, 40), (1, 16, 1, 1))):
+        qa = torch._make_per_tensor_quantized_tensor(
+            torch.randint(0, 256, (1, 16, 10, 10), generator=g).to(torch.uint8), sa, za)
+        qb = torch._make_per_tensor_quantized_tensor(
+            torch.randint(0, 256, b_shape, generator=g).to(torch.uint8), sb, zb)
+        ref = torch.ops.quantized.mul(qa, qb, so, zo).int_repr()
+        m = Model()
+        ia = m.input(T_Q8, tuple(nhwc(qa.int_repr()).shape), sa, za)
+        ib = m.input(T_Q8, tuple(nhwc(qb.int_repr()).shape), sb, zb)
+        o = m.output(T_Q8, (0, 0, 0, 0), so, zo)
+        m.op("MUL", [ia, ib, m.const(I32, 0)], [o])
+        out = nchw(m.run([nhwc(qa.int_repr()), nhwc(qb.int_repr())], [torch.uint8])[0])
+        assert torch.equal(out, ref), f"mul {sa} {sb} -> {so}: {(out != ref).sum().item()} differ"
+        real = qa.dequantize().double() * qb.dequantize().double() / so
+        away = (torch.sign(real) * torch.floor(real.abs() + 0.5) + zo).clamp(0, 255)
+        differ += (away.to(torch.uint8) != ref).sum().item()
+    print(f"     {differ} differ from exact rounding half away from zero")
+    assert differ > 0, "the case does not separate the roundings"
+
+
+def case_quant_activations_like_pytorch():
+    # Quantized RELU, RELU6, HARD_SWISH, LOGISTIC, TANH and DEQUANTIZE on
+    # every 8-bit value, for a sweep of scales and zero points, against eager
+    # PyTorch's quantized ops on the qnnpack engine (sigmoid outputs scale
+    # 1/256, zero point 0; tanh 1/128, 128; hardswish takes any).
+    torch.backends.quantized.engine = "qnnpack"
+    q = torch.arange(256, dtype=torch.uint8)
+    qf = torch.ao.nn.quantized.functional
+    for scale, zp in ((0.05, 120), (0.1, 128), (0.0313, 77), (0.25, 3), (0.02, 200),
+                      (1 / 32, 128), (0.0078125, 0)):
+        qx = torch._make_per_tensor_quantized_tensor(q, scale, zp)
+        for name, os_, oz, ref in (
+                ("RELU", scale, zp, torch.relu(qx)),
+                ("RELU6", scale, zp, torch.ops.quantized.relu6(qx, False)),
+                ("HARD_SWISH", 0.043, 17, qf.hardswish(qx, 0.043, 17)),
+                ("HARD_SWISH", scale, zp, qf.hardswish(qx, scale, zp)),
+                ("LOGISTIC", 1 / 256, 0, torch.sigmoid(qx)),
+                ("TANH", 1 / 128, 128, torch.tanh(qx))):
+            m = Model()
+            i = m.input(T_Q8, (256,), scale, zp)
+            o = m.output(T_Q8, (256,), os_, oz)
+            m.op(name, [i], [o])
+            out = m.run([q], [torch.uint8])[0]
+            ref = ref.int_repr()
+            assert torch.equal(out, ref), \
+                f"{name} scale {scale} zp {zp}: {(out != ref).sum().item()} differ"
+        m = Model()
+        i = m.input(T_Q8, (256,), scale, zp)
+        o = m.output(T_F32, (256,))
+        m.op("DEQUANTIZE", [i], [o])
+        assert torch.equal(m.run([q], [torch.float32])[0], qx.dequantize()), "DEQUANTIZE"
+
+
+def case_quant_resize_bilinear_like_pytorch():
+    # Quantized RESIZE_BILINEAR interpolates as PyTorch's quantized
+    # upsample_bilinear2d on a contiguous (NCHW) tensor: stored values and
+    # weights in float32, rounded half to even; eager is the oracle, for
+    # several sizes, with and without align_corners (NNAPI's
+    # half_pixel_centers otherwise). Eager's channels-last kernel (vectorized)
+    # rounds a few ties otherwise: its differences are only reported.
+    torch.backends.quantized.engine = "qnnpack"
+    g = torch.Generator().manual_seed(13)
+    differ = differ_cl = total = 0
+    for (h, w), size, ac in (((9, 9), (18, 18), False), ((9, 9), (13, 17), False),
+                             ((9, 9), (13, 17), True), ((5, 7), (20, 21), True),
+                             ((6, 4), (15, 10), False), ((8, 8), (4, 6), False)):
+        q = torch.randint(0, 256, (2, 19, h, w), generator=g).to(torch.uint8)
+        qx = torch._make_per_tensor_quantized_tensor(q, 0.1, 100)
+        ref = F.interpolate(qx, size=size, mode="bilinear", align_corners=ac).int_repr()
+        ref_cl = F.interpolate(qx.contiguous(memory_format=torch.channels_last), size=size,
+                               mode="bilinear", align_corners=ac).int_repr()
+        differ_cl += (ref != ref_cl).sum().item()
+        total += ref.numel()
+        m = Model()
+        i = m.input(T_Q8, (2, h, w, 19), 0.1, 100)
+        o = m.output(T_Q8, (0, 0, 0, 0), 0.1, 100)
+        m.op("RESIZE_BILINEAR", [i, m.const(I32, size[1]), m.const(I32, size[0]),
+                                 m.const(BOOL, False), m.const(BOOL, ac), m.const(BOOL, not ac)],
+             [o])
+        out = nchw(m.run([nhwc(q)], [torch.uint8])[0])
+        assert torch.equal(out, ref), f"{h}x{w} -> {size} align_corners={ac}: " \
+            f"{(out != ref).sum().item()} differ from eager"
+        real = F.interpolate(q.double(), size=size, mode="bilinear", align_corners=ac)
+        differ += (torch.floor(real + 0.5).to(torch.uint8) != ref).sum().item()
+    print(f"     {differ} of {total} differ from exact interpolation rounded half up, "
+          f"{differ_cl} from eager's channels-last kernel")
+    assert differ > 0, "the case does not separate the roundings"
+
 
 def case_quantize_like_pytorch():
     # QUANTIZE rounds x * (1 / scale) half to even in float32, as

@@ -2,7 +2,10 @@
 // TANH, HARD_SWISH, EXP, SQRT, RSQRT, ABS, NEG, FLOOR, LOG, PRELU, SOFTMAX,
 // LOG_SOFTMAX, L2_NORMALIZATION, INSTANCE_NORMALIZATION. Quantized inputs are dequantized, the
 // function is applied in double, and the result is requantized into the
-// output operand's (scale, zeroPoint) with round-to-nearest and saturation.
+// output operand's (scale, zeroPoint) with round-to-nearest and saturation,
+// except quantized HARD_SWISH, which is QNNPACK's float32 table (see
+// execute_hard_swish) so that converted models reproduce eager PyTorch.
+#include <algorithm>
 #include <cmath>
 
 #include "../kernel.h"
@@ -71,6 +74,30 @@ at::Tensor logistic(const at::Tensor& x) { return at::sigmoid(x); }
 at::Tensor tanh_fn(const at::Tensor& x) { return at::tanh(x); }
 at::Tensor hard_swish(const at::Tensor& x) { return x * at::clamp(x + 3, 0, 6) / 6; }
 at::Tensor exp_fn(const at::Tensor& x) { return at::exp(x); }
+
+// Quantized HARD_SWISH as QNNPACK's (eager PyTorch's quantized hardswish on
+// the qnnpack engine): a table over the 256 inputs computed in float32, with
+// x = in_scale * (q - zeroPoint), h = x * clamp(x + 3, 0, 6) / 6 and
+// (1 / out_scale) * h + out_zeroPoint saturated, then rounded half to even.
+void execute_hard_swish(ExecContext& ctx) {
+  const Value& x = ctx.in(0);
+  if (!is_quant8(x.type)) {
+    execute_unary<hard_swish>(ctx);
+    return;
+  }
+  const Operand& out = ctx.out_operand(0);
+  const float inverse_out_scale = 1.0f / out.scale;
+  const auto out_zero_point = static_cast<float>(out.zero_point);
+  at::Tensor table = at::empty({256}, at::kByte);
+  uint8_t* entry = table.data_ptr<uint8_t>();
+  for (int32_t q = 0; q < 256; ++q) {
+    const float real = x.scale * static_cast<float>(q - x.zero_point);
+    const float h = real * std::min(std::max(real + 3.0f, 0.0f), 6.0f) / 6.0f;
+    const float scaled = std::min(std::max(inverse_out_scale * h + out_zero_point, 0.0f), 255.0f);
+    entry[q] = static_cast<uint8_t>(std::nearbyint(scaled));
+  }
+  ctx.set_output(0, table.index({x.t.to(at::kLong)}));
+}
 at::Tensor sqrt_fn(const at::Tensor& x) { return at::sqrt(x); }
 at::Tensor rsqrt_fn(const at::Tensor& x) { return at::rsqrt(x); }
 at::Tensor log_fn(const at::Tensor& x) { return at::log(x); }
@@ -192,8 +219,8 @@ void add_activation_kernels(std::vector<OpKernel>& table) {
   table.push_back({Op::Relu6, "RELU6", validate_unary_any, execute_unary<relu6>});
   table.push_back({Op::Logistic, "LOGISTIC", validate_logistic, execute_unary<logistic>});
   table.push_back({Op::Tanh, "TANH", validate_tanh, execute_unary<tanh_fn>});
-  table.push_back({static_cast<Op>(kHardSwishCode), "HARD_SWISH", validate_unary_any,
-                   execute_unary<hard_swish>});
+  table.push_back(
+      {static_cast<Op>(kHardSwishCode), "HARD_SWISH", validate_unary_any, execute_hard_swish});
   table.push_back({Op::Exp, "EXP", validate_unary_float, execute_unary<exp_fn>});
   table.push_back({Op::Sqrt, "SQRT", validate_unary_float, execute_unary<sqrt_fn>});
   table.push_back({Op::Rsqrt, "RSQRT", validate_unary_float, execute_unary<rsqrt_fn>});

@@ -2,8 +2,9 @@
 // activation), MAXIMUM, MINIMUM, POW. Quantized operands are computed on real
 // values in double precision and requantized into the output's parameters,
 // except a quantized ADD of two tensors of the same shape, which follows
-// PyTorch's QNNPACK add (fixed-point multipliers, see qnnpack_add) so that
-// converted models reproduce eager PyTorch exactly.
+// PyTorch's QNNPACK add (fixed-point multipliers, see qnnpack_add), and a
+// quantized MUL, which follows PyTorch's quantized mul (float32 multiplier,
+// ties to even), so that converted models reproduce eager PyTorch exactly.
 #include <cmath>
 
 #include "../kernel.h"
@@ -101,6 +102,12 @@ void execute(ExecContext& ctx) {
   }
   if (exact_add.defined()) {
     ctx.set_output(0, exact_add);
+  } else if (kind == Binary::Mul && is_quant8(a.type)) {
+    // PyTorch's quantized mul: the exact product of (q - zeroPoint)s,
+    // requantized with the float32 multiplier (a_scale * b_scale) *
+    // (1 / out_scale), half to even (as a convolution's accumulator).
+    at::Tensor product = (a.t.to(at::kLong) - a.zero_point) * (b.t.to(at::kLong) - b.zero_point);
+    ctx.set_output(0, requantize_accumulator(product, a.scale, b.scale, out, fuse));
   } else if (is_quant8(a.type)) {
     at::Tensor r = apply(kind, real_values(a, at::kDouble), real_values(b, at::kDouble), false);
     ctx.set_output(0, to_operand(r, out, fuse));

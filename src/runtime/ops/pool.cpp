@@ -10,7 +10,12 @@
 // scales and counts; scale / (scale * 196) is above for about a fifth of
 // scales), which decides ties. (NNAPI leaves the rounding to the driver; its
 // reference CPU code computes (sum + count / 2) / count, which differs on
-// ties.)
+// ties.) Quantized MEAN rounds the same way (the sum of q - zeroPoint over the
+// axes, the multiplier with count = the number of elements averaged), as
+// PyTorch's quantized mean over H and W and adaptive_avg_pool2d to 1x1 do on
+// the qnnpack engine (QNNPACK's global average pool). PyTorch's mean over
+// other dims rounds otherwise (raw values averaged in float, or dequantized
+// and quantized): a converted model averaging other axes may differ on ties.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -89,6 +94,18 @@ PoolArgs read_args(ExecContext& ctx, int64_t in_h, int64_t in_w) {
   return a;
 }
 
+// QNNPACK's average of quantized values: the sums of q - zeroPoint over
+// `count` elements times the float32 multiplier in_scale / (out_scale *
+// count), rounded half to even, plus the output's zeroPoint (as double, not
+// yet saturated).
+at::Tensor qnnpack_average(const at::Tensor& centered_sum, const at::Tensor& count, float in_scale,
+                           const Operand& out) {
+  const at::Tensor in = at::scalar_tensor(in_scale, at::kFloat);
+  const at::Tensor out_scale = at::scalar_tensor(out.scale, at::kFloat);
+  at::Tensor multiplier = in / (out_scale * count.to(at::kFloat));
+  return at::round(centered_sum.to(at::kFloat) * multiplier).to(at::kDouble) + out.zero_point;
+}
+
 template <Pool kind>
 void execute_pool(ExecContext& ctx) {
   const Value& x = ctx.in(0);
@@ -118,11 +135,8 @@ void execute_pool(ExecContext& ctx) {
     if (kind == Pool::L2) {
       y = at::sqrt(sum / count);
     } else if (quant) {
-      at::Tensor centered = at::round(sum) - count * x.zero_point;
-      const at::Tensor in_scale = at::scalar_tensor(x.scale, at::kFloat);
-      const at::Tensor out_scale = at::scalar_tensor(ctx.out_operand(0).scale, at::kFloat);
-      at::Tensor multiplier = in_scale / (out_scale * count.to(at::kFloat));
-      y = at::round(centered.to(at::kFloat) * multiplier).to(at::kDouble) + x.zero_point;
+      y = qnnpack_average(at::round(sum) - count * x.zero_point, count, x.scale,
+                          ctx.out_operand(0));
     } else {
       y = sum / count;
     }
@@ -157,7 +171,19 @@ void execute_mean(ExecContext& ctx) {
     if (std::find(axes.begin(), axes.end(), w) == axes.end()) axes.push_back(w);
   }
   const bool keep = ctx.i32(2) != 0;
-  at::Tensor xr = real_values(x, is_quant8(x.type) ? at::kDouble : at::kFloat);
+  if (is_quant8(x.type)) {
+    // As PyTorch's quantized mean over H and W (QNNPACK's global average
+    // pool) and its adaptive_avg_pool2d to 1x1: see qnnpack_average.
+    at::Tensor centered = x.t.to(at::kDouble) - x.zero_point;
+    int64_t count = 1;
+    for (int64_t a : axes) count *= x.t.size(a);
+    at::Tensor sum = axes.empty() ? centered : at::sum(centered, axes, keep);
+    at::Tensor y = qnnpack_average(sum, at::scalar_tensor(static_cast<double>(count)), x.scale,
+                                   ctx.out_operand(0));
+    ctx.set_output(0, y.clamp(0, 255).to(at::kByte));
+    return;
+  }
+  at::Tensor xr = real_values(x, at::kFloat);
   at::Tensor y = axes.empty() ? xr : at::mean(xr, axes, keep);
   ctx.set_output(0, to_operand(y, ctx.out_operand(0)));
 }

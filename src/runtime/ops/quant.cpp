@@ -17,11 +17,7 @@ void validate_quantize(const ValidationContext& v) {
 }
 
 void execute_quantize(ExecContext& ctx) {
-  const Operand& out = ctx.out_operand(0);
-  const float inverse_scale = 1.0f / out.scale;
-  at::Tensor scaled =
-      real_values(ctx.in(0), at::kFloat) * at::scalar_tensor(inverse_scale, at::kFloat);
-  ctx.set_output(0, (at::round(scaled) + out.zero_point).clamp(0, 255).to(at::kByte));
+  ctx.set_output(0, quantize_like_pytorch(real_values(ctx.in(0), at::kFloat), ctx.out_operand(0)));
 }
 
 void validate_dequantize(const ValidationContext& v) {

@@ -3,7 +3,9 @@
 //   [, nchw [, align_corners [, half_pixel_centers]]]
 // The scale form's output size is floor(in * scale). Source coordinates are
 // computed in float as in NNAPI's reference: scale = in / out (or
-// (in - 1) / (out - 1) with align_corners).
+// (in - 1) / (out - 1) with align_corners). Quantized RESIZE_BILINEAR
+// interpolates the stored values in float32 and rounds half to even, as
+// PyTorch's quantized upsample_bilinear2d (see quantized_bilinear).
 #include <algorithm>
 #include <cmath>
 
@@ -104,10 +106,28 @@ void linear_taps(int64_t in, int64_t out, const ResizeArgs& a, at::Tensor* lo, a
   *frac = at::tensor(f, at::TensorOptions(at::kDouble));
 }
 
+// Quantized bilinear resize as PyTorch's quantized upsample_bilinear2d (the
+// output keeps the input's parameters): on the stored values `q` (NCHW,
+// float32), with the upper taps' weights l1 = fh, fw and l0 = 1 - l1 in
+// float32, h_l0 * (w_l0 * q00 + w_l1 * q01) + h_l1 * (w_l0 * q10 + w_l1 * q11)
+// - zeroPoint in float32, rounded half to even, plus the zeroPoint.
+at::Tensor quantized_bilinear(const at::Tensor& q, const at::Tensor& h0, const at::Tensor& h1,
+                              const at::Tensor& fh, const at::Tensor& w0, const at::Tensor& w1,
+                              const at::Tensor& fw, int32_t zero_point, const Operand& out) {
+  const at::Tensor h_l1 = fh.to(at::kFloat), w_l1 = fw.to(at::kFloat);
+  const at::Tensor h_l0 = 1.0f - h_l1, w_l0 = 1.0f - w_l1;
+  auto horizontal = [&](const at::Tensor& rows) {
+    return w_l0 * rows.index_select(3, w0) + w_l1 * rows.index_select(3, w1);
+  };
+  at::Tensor y = h_l0 * horizontal(q.index_select(2, h0)) +
+                 h_l1 * horizontal(q.index_select(2, h1)) - static_cast<float>(zero_point);
+  return (at::round(y) + out.zero_point).clamp(0, 255).to(at::kByte);
+}
+
 void execute_bilinear(ExecContext& ctx) {
   const Value& x = ctx.in(0);
   const bool nchw = ctx.flag_or(3, false);
-  at::Tensor v = real_values(x, at::kDouble);
+  at::Tensor v = is_quant8(x.type) ? x.t : real_values(x, at::kDouble);
   if (!nchw) v = nhwc_to_nchw(v);
   const int64_t in_h = v.size(2), in_w = v.size(3);
   ResizeArgs a = read_args(ctx, in_h, in_w);
@@ -116,11 +136,16 @@ void execute_bilinear(ExecContext& ctx) {
   linear_taps(in_w, a.out_w, a, &w0, &w1, &fw);
   fh = fh.view({1, 1, -1, 1});
   fw = fw.view({1, 1, 1, -1});
-  at::Tensor top = v.index_select(2, h0), bottom = v.index_select(2, h1);
-  at::Tensor rows = top + (bottom - top) * fh;
-  at::Tensor left = rows.index_select(3, w0), right = rows.index_select(3, w1);
-  at::Tensor y = left + (right - left) * fw;
-  at::Tensor out = to_operand(y, ctx.out_operand(0));
+  at::Tensor out;
+  if (is_quant8(x.type)) {
+    out = quantized_bilinear(v.to(at::kFloat), h0, h1, fh, w0, w1, fw, x.zero_point,
+                             ctx.out_operand(0));
+  } else {
+    at::Tensor top = v.index_select(2, h0), bottom = v.index_select(2, h1);
+    at::Tensor rows = top + (bottom - top) * fh;
+    at::Tensor left = rows.index_select(3, w0), right = rows.index_select(3, w1);
+    out = to_operand(left + (right - left) * fw, ctx.out_operand(0));
+  }
   ctx.set_output(0, nchw ? out.contiguous() : nchw_to_nhwc(out));
 }
 

@@ -3,7 +3,7 @@
 // DEPTH_TO_SPACE, SPACE_TO_DEPTH, GATHER, TILE. These work on the stored
 // elements (quantized values are moved, not requantized), except
 // CONCATENATION, which requantizes inputs whose parameters differ from the
-// output's.
+// output's (in float32, rounding half to even, as PyTorch's quantized cat).
 #include <algorithm>
 
 #include "../kernel.h"
@@ -192,11 +192,13 @@ void execute_concat(ExecContext& ctx) {
   if (is_quant8(out.type))
     for (size_t i = 0; i < n; ++i)
       requant |= ctx.in(i).scale != out.scale || ctx.in(i).zero_point != out.zero_point;
+  // Requantized as PyTorch's quantized cat does: dequantized in float32,
+  // quantized as torch.quantize_per_tensor (half to even).
   std::vector<at::Tensor> parts;
   for (size_t i = 0; i < n; ++i)
-    parts.push_back(requant ? real_values(ctx.in(i), at::kDouble) : ctx.in(i).t);
+    parts.push_back(requant ? real_values(ctx.in(i), at::kFloat) : ctx.in(i).t);
   at::Tensor y = at::cat(parts, axis);
-  ctx.set_output(0, requant ? to_operand(y, out) : y);
+  ctx.set_output(0, requant ? quantize_like_pytorch(y, out) : y);
 }
 
 // ---- TRANSPOSE: input [, perm (TENSOR_INT32)]; no perm reverses the dims.
