@@ -347,9 +347,9 @@ def run_converted(module_path, case_dir, suffix):
     return res
 
 
-def convert_and_run(args, d, info, specs, suffix):
-    """Converts model.pt with --input `specs` and runs it on args{suffix}.pt.
-    Returns (verdict, NNAPI operation count, error text)."""
+def convert(args, d, info, specs, suffix):
+    """Converts model.pt with --input `specs` to converted{suffix}.nnapi.pt.
+    Returns (its path or None, NNAPI operation count, error text)."""
     out = os.path.join(d, f"converted{suffix}.nnapi.pt")
     parts = os.path.join(d, f"parts{suffix}")
     cmd = [args.bin, os.path.join(d, "model.pt"), "-o", out, "--parts", parts, "-q"]
@@ -359,32 +359,55 @@ def convert_and_run(args, d, info, specs, suffix):
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         msg = p.stderr.strip().splitlines()
-        return False, "", "cannot convert: " + (msg[0][:160] if msg else "?")
+        return None, "", "cannot convert: " + (msg[0][:160] if msg else "?")
     manifest = json.load(open(os.path.join(parts, "manifest.json")))
     shutil.rmtree(parts)  # weights.pt is as big as the model
-    env = dict(os.environ, LD_LIBRARY_PATH=os.path.abspath(args.runtime))
-    r = subprocess.run([sys.executable, __file__, "_run", out, d, suffix], capture_output=True,
-                       text=True, env=env)
-    os.remove(out)
-    try:
-        res = json.loads(r.stdout.strip().splitlines()[-1])
-    except (IndexError, ValueError):
-        res = {"error": (r.stderr.strip().splitlines() or ["runtime failed"])[-1][:160]}
-    if "error" in res:
-        return False, str(manifest["operation_count"]), res["error"]
-    if info.get("quantum"):
-        ok = res["within_quantum"] >= 0.97
-        err = f"{100 * res['within_quantum']:.1f}% within 1 quantum (max {res['max_quanta']:.1f})"
-    else:
-        ok = res["allclose"]
-        # The zoo's tables show max(1, RMS), the tolerance's unit; the families' the RMS.
-        rms = res["output_rms"] if info["kind"] == "family" else res["rms"]
-        err = f"max abs {res['max_abs']:.2e} (output RMS {rms:.3g})"
-        if not ok and "vs64" in res and res["vs64"] <= 2 * res["eager_vs64"]:
-            ok = True
-            err += (f"; vs float64: {res['vs64']:.2e}, eager float32's own "
-                    f"{res['eager_vs64']:.2e}")
-    return ok, str(manifest["operation_count"]), err
+    return out, str(manifest["operation_count"]), ""
+
+
+def convert_and_run(args, d, info, runs):
+    """Converts model.pt once per (--input specs, suffix) of `runs` and runs
+    each result on args{suffix}.pt, all in one child process (one PyTorch
+    start-up per model). Returns per run (verdict, NNAPI operation count,
+    error text)."""
+    converted = [convert(args, d, info, specs, suffix) for specs, suffix in runs]
+    todo = [(out, suffix) for (out, _, _), (_, suffix) in zip(converted, runs) if out]
+    results = {}
+    if todo:
+        env = dict(os.environ, LD_LIBRARY_PATH=os.path.abspath(args.runtime))
+        r = subprocess.run([sys.executable, __file__, "_run", d] +
+                           [x for pair in todo for x in pair],
+                           capture_output=True, text=True, env=env)
+        for out, _ in todo:
+            os.remove(out)
+        try:
+            results = json.loads(r.stdout.strip().splitlines()[-1])
+        except (IndexError, ValueError):
+            failure = {"error": (r.stderr.strip().splitlines() or ["runtime failed"])[-1][:160]}
+            results = {suffix: failure for _, suffix in todo}
+    verdicts = []
+    for (out, ops, err), (_, suffix) in zip(converted, runs):
+        if not out:
+            verdicts.append((False, ops, err))
+            continue
+        res = results.get(suffix, {"error": "not run"})
+        if "error" in res:
+            verdicts.append((False, ops, res["error"]))
+        elif info.get("quantum"):
+            ok = res["within_quantum"] >= 0.97
+            verdicts.append((ok, ops, f"{100 * res['within_quantum']:.1f}% within 1 quantum "
+                                      f"(max {res['max_quanta']:.1f})"))
+        else:
+            ok = res["allclose"]
+            # The zoo's tables show max(1, RMS), the tolerance's unit; the families' the RMS.
+            rms = res["output_rms"] if info["kind"] == "family" else res["rms"]
+            err = f"max abs {res['max_abs']:.2e} (output RMS {rms:.3g})"
+            if not ok and "vs64" in res and res["vs64"] <= 2 * res["eager_vs64"]:
+                ok = True
+                err += (f"; vs float64: {res['vs64']:.2e}, eager float32's own "
+                        f"{res['eager_vs64']:.2e}")
+            verdicts.append((ok, ops, err))
+    return verdicts
 
 
 # Known mismatches: case -> why. Each must still mismatch (else the entry is
@@ -403,9 +426,13 @@ def check(args):
             continue
         info = json.load(open(os.path.join(d, "case.json")))
         t0 = time.time()
-        ok1, ops, err1 = convert_and_run(args, d, info, info["inputs"], "")
+        runs = [(info["inputs"], "")]
         if info["flex_inputs"]:
-            ok2, _, err2 = convert_and_run(args, d, info, info["flex_inputs"], "_flex")
+            runs.append((info["flex_inputs"], "_flex"))
+        verdicts = convert_and_run(args, d, info, runs)
+        ok1, ops, err1 = verdicts[0]
+        if info["flex_inputs"]:
+            ok2, _, err2 = verdicts[1]
             if kind == "family":
                 err2 = f"`{' '.join(info['flex_inputs'])}`: {err2}"
         else:
@@ -437,13 +464,23 @@ def check(args):
     if args.table:
         with open(args.table, "w") as f:
             f.write(text + "\n")
+    if not rows:  # nothing made: a check of nothing must not pass
+        print(f"no cases in {args.dir}: run make first")
+        return 1
     print(f"{len(rows) - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 
 def main():
-    if len(sys.argv) > 1 and sys.argv[1] == "_run":
-        print(json.dumps(run_converted(sys.argv[2], sys.argv[3], sys.argv[4])))
+    if len(sys.argv) > 1 and sys.argv[1] == "_run":  # _run DIR (MODULE SUFFIX)...
+        pairs = sys.argv[3:]
+        results = {}
+        for module, suffix in zip(pairs[::2], pairs[1::2]):
+            try:
+                results[suffix] = run_converted(module, sys.argv[2], suffix)
+            except Exception as e:  # one failing run must not hide the others' results
+                results[suffix] = {"error": (str(e).strip().splitlines() or ["?"])[-1][:160]}
+        print(json.dumps(results))
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
