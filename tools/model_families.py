@@ -16,6 +16,8 @@ is None, else int32 token ids in [0, vocabulary). `flex` gives, per input, the
 --input shape of the flexible conversion (0 = flexible) and the shape it is run
 at (other inputs than the fixed conversion's); None when the converter needs
 fixed sizes (recurrent layers unroll over a fixed sequence and batch).
+`flex_options` are added to the flexible conversion's options (e.g. a newer
+--min-android-api that a flexible size needs).
 """
 import torch
 import torch.nn as nn
@@ -23,11 +25,12 @@ import torch.nn.functional as F
 
 
 class Family:
-    def __init__(self, make, inputs, flex=None, options=(), why_fixed=None):
+    def __init__(self, make, inputs, flex=None, options=(), flex_options=(), why_fixed=None):
         self.make = make
         self.inputs = inputs  # [(shape, vocab or None)]
         self.flex = flex  # [(spec shape with 0s, run shape)] or None
         self.options = list(options)
+        self.flex_options = list(flex_options)  # more options for the flexible conversion
         self.why_fixed = why_fixed  # why there is no flexible form
 
     @property
@@ -375,8 +378,6 @@ class AnySizeClassifier(nn.Module):
 
 
 RECURRENT = "recurrent layers are unrolled over a fixed sequence length and batch"
-FUSED_ATTENTION = ("nn.TransformerEncoderLayer's fused eval path "
-                   "(_transformer_encoder_layer_fwd) converts at fixed sizes")
 
 FAMILIES = {
     "audio_m5": Family(M5, [((1, 1, 8000), None)], flex=[((0, 1, 8000), (2, 1, 8000))]),
@@ -387,7 +388,9 @@ FAMILIES = {
     "gru_tagger": Family(GRUTagger, [((1, 12), 500)], why_fixed=RECURRENT),
     "lstm_last_hidden": Family(LSTMLastHidden, [((1, 30, 20), None)], why_fixed=RECURRENT),
     "text_cnn": Family(TextCNN, [((1, 24), 2000)], flex=[((0, 24), (2, 24))]),
-    "transformer_text": Family(TransformerText, [((1, 16), 1000)], why_fixed=FUSED_ATTENTION),
+    # A flexible batch through the fused attention needs BATCH_MATMUL (Android 13).
+    "transformer_text": Family(TransformerText, [((1, 16), 1000)], flex=[((0, 16), (2, 16))],
+                               flex_options=["--min-android-api", "33"]),
     "espcn_x3": Family(ESPCN, [((1, 1, 32, 32), None)], flex=[((0, 1, 32, 32), (2, 1, 32, 32))]),
     "unshuffle_sr": Family(UnshuffleSR, [((1, 3, 32, 32), None)],
                            flex=[((0, 3, 32, 32), (2, 3, 32, 32))]),

@@ -240,7 +240,8 @@ def case_inputs(kind, name):
                 "inputs": [spec(shape, vocab) for shape, vocab in fam.inputs],
                 "flex_inputs": [spec(f, vocab) for (f, _), (_, vocab) in zip(flex, fam.inputs)]
                 if fam.flex else None,
-                "why_fixed": fam.why_fixed, "options": fam.options}
+                "why_fixed": fam.why_fixed, "options": fam.options,
+                "flex_options": fam.flex_options}
     torch.manual_seed(1)
     x = torch.randn(1, 3, 224, 224)
     x2 = torch.randn(2, 3, 224, 224)  # the flexible-batch inputs
@@ -305,6 +306,7 @@ def make(out_dir, only, transformers=False, families=False):
         torch.save((eager2,), os.path.join(d, "eager_flex.pt"))
         info = {"name": case, "kind": kind, "inputs": c["inputs"],
                 "flex_inputs": c["flex_inputs"], "why_fixed": c["why_fixed"],
+                "flex_options": c.get("flex_options", []),
                 "options": (["--nhwc"] if form == "nhwc" else []) + c["options"],
                 "quantum": scale.get("q") if scale else None}
         with open(os.path.join(d, "case.json"), "w") as f:
@@ -347,15 +349,16 @@ def run_converted(module_path, case_dir, suffix):
     return res
 
 
-def convert(args, d, info, specs, suffix):
-    """Converts model.pt with --input `specs` to converted{suffix}.nnapi.pt.
-    Returns (its path or None, NNAPI operation count, error text)."""
+def convert(args, d, info, specs, suffix, options=()):
+    """Converts model.pt with --input `specs` and info's options (plus
+    `options`) to converted{suffix}.nnapi.pt. Returns (its path or None, NNAPI
+    operation count, error text)."""
     out = os.path.join(d, f"converted{suffix}.nnapi.pt")
     parts = os.path.join(d, f"parts{suffix}")
     cmd = [args.bin, os.path.join(d, "model.pt"), "-o", out, "--parts", parts, "-q"]
     for spec in specs:
         cmd += ["--input", spec]
-    cmd += info["options"]
+    cmd += info["options"] + list(options)
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         msg = p.stderr.strip().splitlines()
@@ -366,12 +369,12 @@ def convert(args, d, info, specs, suffix):
 
 
 def convert_and_run(args, d, info, runs):
-    """Converts model.pt once per (--input specs, suffix) of `runs` and runs
+    """Converts model.pt once per (--input specs, suffix, options) of `runs` and runs
     each result on args{suffix}.pt, all in one child process (one PyTorch
     start-up per model). Returns per run (verdict, NNAPI operation count,
     error text)."""
-    converted = [convert(args, d, info, specs, suffix) for specs, suffix in runs]
-    todo = [(out, suffix) for (out, _, _), (_, suffix) in zip(converted, runs) if out]
+    converted = [convert(args, d, info, *run) for run in runs]
+    todo = [(out, run[1]) for (out, _, _), run in zip(converted, runs) if out]
     results = {}
     if todo:
         env = dict(os.environ, LD_LIBRARY_PATH=os.path.abspath(args.runtime))
@@ -386,7 +389,7 @@ def convert_and_run(args, d, info, runs):
             failure = {"error": (r.stderr.strip().splitlines() or ["runtime failed"])[-1][:160]}
             results = {suffix: failure for _, suffix in todo}
     verdicts = []
-    for (out, ops, err), (_, suffix) in zip(converted, runs):
+    for (out, ops, err), (_, suffix, _) in zip(converted, runs):
         if not out:
             verdicts.append((False, ops, err))
             continue
@@ -426,15 +429,15 @@ def check(args):
             continue
         info = json.load(open(os.path.join(d, "case.json")))
         t0 = time.time()
-        runs = [(info["inputs"], "")]
+        runs = [(info["inputs"], "", [])]
         if info["flex_inputs"]:
-            runs.append((info["flex_inputs"], "_flex"))
+            runs.append((info["flex_inputs"], "_flex", info.get("flex_options", [])))
         verdicts = convert_and_run(args, d, info, runs)
         ok1, ops, err1 = verdicts[0]
         if info["flex_inputs"]:
             ok2, _, err2 = verdicts[1]
             if kind == "family":
-                err2 = f"`{' '.join(info['flex_inputs'])}`: {err2}"
+                err2 = f"`{' '.join(info['flex_inputs'] + info.get('flex_options', []))}`: {err2}"
         else:
             ok2, err2 = True, info["why_fixed"]
         known = KNOWN_MISMATCHES.get(case)
