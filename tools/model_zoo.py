@@ -14,7 +14,10 @@ With --transformers (both subcommands), vit_b_16, swin_t and maxvit_t instead,
 at batch 1 only (not run by ctest: minutes per model). With --families, issue
 11's model families beyond torchvision instead (tools/model_families.py: audio,
 text, sequence, super-resolution, style transfer, group_norm, pow and int
-scalars, any-size classifiers; ctest models.families).
+scalars, any-size classifiers; ctest models.families): each at its own input
+sizes (token ids as int32), remade on every make, converted at fixed sizes and,
+where the converter supports it, with the flexible sizes the model names, run
+on other inputs of that size; make stops if a layer's output RMS is under 1e-3.
 
 Quantized forms: eager-mode quantized (fuse_model, qnnpack qconfig, prepare,
 calibrate, convert) with an NHWC input, and some with an NCHW input; FX
