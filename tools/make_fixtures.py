@@ -827,6 +827,40 @@ for _n, _m, _c in _CONV1D:
     beyond(f"conv1d-{_n}", lambda m=_m, c=_c: Case(m(), torch.randn(2, c, 21)))
 beyond("conv1d-flex", lambda: Case(
     Conv1dReLU(), torch.randn(3, 3, 17), convert_args=[torch.zeros(0, 3, 0)]))
+# A transposed convolution's output_padding shrinks its bottom/right padding.
+beyond("conv_transpose1d-output_padding", lambda: Case(
+    torch.nn.ConvTranspose1d(4, 3, 3, stride=2, padding=1, output_padding=1),
+    torch.randn(2, 4, 7)))
+for _kind in ["float", "float-nhwc"]:
+    beyond(f"conv_transpose2d-output_padding-{_kind}", lambda k=_kind: Case(
+        torch.nn.ConvTranspose2d(3, 4, 3, stride=2, padding=(1, 2), output_padding=(1, 0)),
+        float_and_quant_and_nhwc(torch.randn(1, 3, 5, 6))[k]))
+
+
+class SqueezeModule(torch.nn.Module):
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        # * 2: a model output may not be its input unchanged (squeeze-not-one)
+        return (x.squeeze() if self.dim is None else x.squeeze(self.dim)) * 2
+
+
+# squeeze: SQUEEZE of the dims of size 1 (a dim of another size: unchanged).
+for _kind in ["float", "float-nhwc"]:
+    beyond(f"squeeze-dim-{_kind}", lambda k=_kind: Case(
+        SqueezeModule(2), float_and_quant_and_nhwc(torch.randn(2, 3, 1, 4))[k]))
+beyond("squeeze-all", lambda: Case(SqueezeModule(), torch.randn(2, 1, 3, 1)))
+beyond("squeeze-not-one", lambda: Case(SqueezeModule(1), torch.randn(2, 3, 4)))
+beyond("squeeze-flex-batch", lambda: Case(
+    SqueezeModule(-1), torch.randn(3, 5, 1), convert_args=[torch.zeros(0, 5, 1)]))
+# upsample_nearest2d with a flexible batch (the reference refuses it).
+for _kind in ["float", "float-nhwc"]:
+    beyond(f"upsample_nearest2d-flex-batch-{_kind}", lambda k=_kind: Case(
+        torch.nn.Upsample(scale_factor=2, mode="nearest"),
+        float_and_quant_and_nhwc(torch.randn(3, 2, 4, 5))[k],
+        convert_args=[float_and_quant_and_nhwc(torch.zeros(0, 2, 4, 5))[k]]))
 for _kind in ["float", "float-nhwc"]:
     beyond(f"adaptive_max_pool2d-{_kind}", lambda k=_kind: Case(
         torch.nn.AdaptiveMaxPool2d((2, 3)), float_and_quant_and_nhwc(torch.randn(2, 3, 4, 6))[k]))

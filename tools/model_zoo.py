@@ -11,7 +11,13 @@ Run with Debian's interpreter (python3-torch, python3-torchvision):
         --runtime build/runtime [--only REGEX] [--table out.md]
 
 With --transformers (both subcommands), vit_b_16, swin_t and maxvit_t instead,
-at batch 1 only (not run by ctest: minutes per model).
+at batch 1 only (not run by ctest: minutes per model). With --families, issue
+11's model families beyond torchvision instead (tools/model_families.py: audio,
+text, sequence, super-resolution, style transfer, group_norm, pow and int
+scalars, any-size classifiers; ctest models.families): each at its own input
+sizes (token ids as int32), remade on every make, converted at fixed sizes and,
+where the converter supports it, with the flexible sizes the model names, run
+on other inputs of that size; make stops if a layer's output RMS is under 1e-3.
 
 Quantized forms: eager-mode quantized (fuse_model, qnnpack qconfig, prepare,
 calibrate, convert) with an NHWC input, and some with an NCHW input; FX
@@ -57,7 +63,13 @@ SEGMENTATION = ["lraspp_mobilenet_v3_large", "deeplabv3_mobilenet_v3_large"]
 TRANSFORMERS = ["vit_b_16", "swin_t", "maxvit_t"]
 
 
-def cases(transformers=False):
+def cases(transformers=False, families=False):
+    if families:
+        from model_families import FAMILIES
+        for name, fam in FAMILIES.items():
+            for form in ("nchw", "nhwc") if fam.four_d else ("seq",):
+                yield f"{name}-{form}", ("family", name, form)
+        return
     if transformers:
         for name in TRANSFORMERS:
             for form in ("nchw", "nhwc"):
@@ -97,13 +109,24 @@ def realistic_init(model):
                 if mod.affine:
                     mod.weight.normal_(1, 0.1, generator=g)
                     mod.bias.normal_(0, 0.1, generator=g)
-            elif isinstance(mod, (torch.nn.Conv2d, torch.nn.Linear)):
+            elif isinstance(mod, (torch.nn.modules.conv._ConvNd, torch.nn.Linear)):
                 mod.weight.normal_(0, math.sqrt(2.0 / mod.weight[0].numel()), generator=g)
                 if mod.bias is not None:
                     mod.bias.normal_(0, 0.1, generator=g)
-            elif isinstance(mod, torch.nn.LayerNorm):
+            elif isinstance(mod, (torch.nn.LayerNorm, torch.nn.GroupNorm)) or (
+                    isinstance(mod, torch.nn.modules.instancenorm._InstanceNorm)
+                    and mod.affine):
                 mod.weight.normal_(1, 0.1, generator=g)
                 mod.bias.normal_(0, 0.1, generator=g)
+            elif isinstance(mod, torch.nn.RNNBase):
+                # PyTorch's uniform(+-1/sqrt(hidden)) leaves gate inputs of
+                # order 0.5 and outputs of order 0.05; unit-variance gate
+                # inputs are closer to a trained network's.
+                for pname, p in mod.named_parameters():
+                    if pname.startswith("weight"):
+                        p.normal_(0, math.sqrt(1.0 / p.shape[1]), generator=g)
+                    else:
+                        p.normal_(0, 0.1, generator=g)
     return model
 
 
@@ -111,6 +134,9 @@ def build_model(kind, name):
     import torch
     import torchvision
     kw = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
+    if kind == "family":
+        from model_families import FAMILIES
+        return realistic_init(FAMILIES[name].make()).eval(), None
     if kind == "transformer":
         m = getattr(torchvision.models, name)().eval()
         if name.startswith("vit"):  # torchvision zero-initialises ViT's head: outputs all 0
@@ -202,40 +228,95 @@ def build_fx_quantized(name):
     return m, scale
 
 
-def make(out_dir, only, transformers=False):
+def case_inputs(kind, name):
+    """The inputs of one model: a dict with `xs` (the fixed-size inputs),
+    `xs2` (other inputs for the flexible form), `inputs` and `flex_inputs`
+    (--input specs; flex_inputs None: no flexible form, `why_fixed` says why)
+    and `options` (more nnapi-convert options)."""
+    import torch
+    if kind == "family":
+        from model_families import FAMILIES, make_inputs, spec
+        fam = FAMILIES[name]
+        flex = fam.flex or [(shape, shape) for shape, _ in fam.inputs]
+        return {"xs": make_inputs(fam.inputs, None, 1),
+                "xs2": make_inputs(fam.inputs, [run for _, run in flex], 2),
+                "inputs": [spec(shape, vocab) for shape, vocab in fam.inputs],
+                "flex_inputs": [spec(f, vocab) for (f, _), (_, vocab) in zip(flex, fam.inputs)]
+                if fam.flex else None,
+                "why_fixed": fam.why_fixed, "options": fam.options,
+                "flex_options": fam.flex_options}
+    torch.manual_seed(1)
+    x = torch.randn(1, 3, 224, 224)
+    x2 = torch.randn(2, 3, 224, 224)  # the flexible-batch inputs
+    return {"xs": (x,), "xs2": (x2,), "inputs": ["1x3x224x224"],
+            # einsum and roll need fixed sizes
+            "flex_inputs": ["0x3x224x224"] if kind != "transformer" else None,
+            "why_fixed": "not tried",
+            # bilinear upsampling: RESIZE_BILINEAR's corner flags are Android 11's
+            "options": ["--min-android-api", "30"] if name in SEGMENTATION else []}
+
+
+def min_activation_rms(model, xs):
+    """The smallest RMS of any leaf module's float output on `xs` (and its
+    name): issue 11 asks for weights that do not let activations fade."""
+    import torch
+    seen = []
+
+    def hook(mod, inp, out):
+        for t in out if isinstance(out, tuple) else (out,):
+            if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel():
+                seen.append((t.double().pow(2).mean().sqrt().item(), names[mod]))
+
+    names = {m: n for n, m in model.named_modules()}
+    handles = [m.register_forward_hook(hook) for m in model.modules()
+               if not list(m.children())]
+    with torch.no_grad():
+        model(*xs)
+    for h in handles:
+        h.remove()
+    return min(seen) if seen else (float("inf"), "")
+
+
+def make(out_dir, only, transformers=False, families=False):
     import torch
     os.makedirs(out_dir, exist_ok=True)
-    for case, (kind, name, form) in cases(transformers):
+    for case, (kind, name, form) in cases(transformers, families):
         if only and not re.search(only, case):
             continue
         d = os.path.join(out_dir, case)
-        if os.path.exists(os.path.join(d, "eager_flex.pt")):
+        # Made before: kept (torchvision models take a while). The families are
+        # remade every time (seconds), so an edited model is never checked stale.
+        if kind != "family" and os.path.exists(os.path.join(d, "eager_flex.pt")):
             continue
         os.makedirs(d, exist_ok=True)
         t0 = time.time()
         torch.manual_seed(0)
         model, scale = build_model(kind, name)
-        torch.manual_seed(1)
-        x = torch.randn(1, 3, 224, 224)
-        x2 = torch.randn(2, 3, 224, 224)  # the flexible-batch inputs
+        c = case_inputs(kind, name)
+        xs, xs2 = c["xs"], c["xs2"]
         with torch.no_grad():
-            traced = torch.jit.trace(model, x, check_trace=False)
-            eager = model(x)
-            eager2 = model(x2)
+            traced = torch.jit.trace(model, xs, check_trace=False)
+            eager = model(*xs)
+            eager2 = model(*xs2)
+        note = ""
+        if kind == "family":
+            rms, where = min_activation_rms(model, xs)
+            if not rms >= 1e-3:
+                raise SystemExit(f"{case}: activations fade (RMS {rms:.2e} after {where})")
+            note = f", smallest layer output RMS {rms:.3g} ({where})"
         traced.save(os.path.join(d, "model.pt"))
-        torch.save((x,), os.path.join(d, "args.pt"))
+        torch.save(xs, os.path.join(d, "args.pt"))
         torch.save((eager,), os.path.join(d, "eager.pt"))
-        torch.save((x2,), os.path.join(d, "args_flex.pt"))
+        torch.save(xs2, os.path.join(d, "args_flex.pt"))
         torch.save((eager2,), os.path.join(d, "eager_flex.pt"))
-        info = {"name": case, "kind": kind, "inputs": ["1x3x224x224"],
-                "options": (["--nhwc"] if form == "nhwc" else [])
-                # bilinear upsampling: RESIZE_BILINEAR's corner flags are Android 11's
-                + (["--min-android-api", "30"] if name in SEGMENTATION else []),
-                "quantum": scale.get("q") if scale else None,
-                "flexible": kind != "transformer"}
+        info = {"name": case, "kind": kind, "inputs": c["inputs"],
+                "flex_inputs": c["flex_inputs"], "why_fixed": c["why_fixed"],
+                "flex_options": c.get("flex_options", []),
+                "options": (["--nhwc"] if form == "nhwc" else []) + c["options"],
+                "quantum": scale.get("q") if scale else None}
         with open(os.path.join(d, "case.json"), "w") as f:
             json.dump(info, f, indent=1)
-        print(f"made {case} ({time.time() - t0:.1f} s)", flush=True)
+        print(f"made {case} ({time.time() - t0:.1f} s{note})", flush=True)
 
 
 def run_converted(module_path, case_dir, suffix):
@@ -243,10 +324,10 @@ def run_converted(module_path, case_dir, suffix):
     args{suffix}.pt against eager{suffix}.pt."""
     import torch
     m = torch.jit.load(module_path)
-    (x,) = torch.load(os.path.join(case_dir, f"args{suffix}.pt"))
+    xs = torch.load(os.path.join(case_dir, f"args{suffix}.pt"))
     (eager,) = torch.load(os.path.join(case_dir, f"eager{suffix}.pt"))
     with torch.no_grad():
-        out = m(x)
+        out = m(*xs)
     if out.shape != eager.shape:
         return {"error": f"output shape {tuple(out.shape)} != eager {tuple(eager.shape)}"}
     diff = (out - eager).abs()
@@ -256,12 +337,14 @@ def run_converted(module_path, case_dir, suffix):
     # so a fixed 1e-3 would flag elements near zero of a large output.
     rms = max(1.0, eager.pow(2).mean().sqrt().item())
     res = {"max_abs": diff.max().item(), "rms": rms,
+           "output_rms": eager.double().pow(2).mean().sqrt().item(),
            "allclose": bool((diff <= 1e-3 * rms + 1e-3 * eager.abs()).all())}
     info = json.load(open(os.path.join(case_dir, "case.json")))
     if not res["allclose"] and not info.get("quantum"):
         # How far float32 is from exact arithmetic: the traced model in float64.
         with torch.no_grad():
-            e64 = torch.jit.load(os.path.join(case_dir, "model.pt")).double()(x.double())
+            e64 = torch.jit.load(os.path.join(case_dir, "model.pt")).double()(
+                *[x.double() if x.is_floating_point() else x for x in xs])
         res["vs64"] = (out.double() - e64).abs().max().item()
         res["eager_vs64"] = (eager.double() - e64).abs().max().item()
     if info.get("quantum"):
@@ -271,42 +354,68 @@ def run_converted(module_path, case_dir, suffix):
     return res
 
 
-def convert_and_run(args, d, info, batch, suffix):
-    """Converts model.pt at input batch `batch` and runs it on args{suffix}.pt.
-    Returns (verdict, NNAPI operation count, error text)."""
+def convert(args, d, info, specs, suffix, options=()):
+    """Converts model.pt with --input `specs` and info's options (plus
+    `options`) to converted{suffix}.nnapi.pt. Returns (its path or None, NNAPI
+    operation count, error text)."""
     out = os.path.join(d, f"converted{suffix}.nnapi.pt")
     parts = os.path.join(d, f"parts{suffix}")
     cmd = [args.bin, os.path.join(d, "model.pt"), "-o", out, "--parts", parts, "-q"]
-    for spec in info["inputs"]:
-        cmd += ["--input", str(batch) + spec[spec.index("x"):]]
-    cmd += info["options"]
+    for spec in specs:
+        cmd += ["--input", spec]
+    cmd += info["options"] + list(options)
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         msg = p.stderr.strip().splitlines()
-        return False, "", "cannot convert: " + (msg[0][:160] if msg else "?")
+        return None, "", "cannot convert: " + (msg[0][:160] if msg else "?")
     manifest = json.load(open(os.path.join(parts, "manifest.json")))
     shutil.rmtree(parts)  # weights.pt is as big as the model
-    env = dict(os.environ, LD_LIBRARY_PATH=os.path.abspath(args.runtime))
-    r = subprocess.run([sys.executable, __file__, "_run", out, d, suffix], capture_output=True,
-                       text=True, env=env)
-    os.remove(out)
-    try:
-        res = json.loads(r.stdout.strip().splitlines()[-1])
-    except (IndexError, ValueError):
-        res = {"error": (r.stderr.strip().splitlines() or ["runtime failed"])[-1][:160]}
-    if "error" in res:
-        return False, str(manifest["operation_count"]), res["error"]
-    if info.get("quantum"):
-        ok = res["within_quantum"] >= 0.97
-        err = f"{100 * res['within_quantum']:.1f}% within 1 quantum (max {res['max_quanta']:.1f})"
-    else:
-        ok = res["allclose"]
-        err = f"max abs {res['max_abs']:.2e} (output RMS {res['rms']:.3g})"
-        if not ok and "vs64" in res and res["vs64"] <= 2 * res["eager_vs64"]:
-            ok = True
-            err += (f"; vs float64: {res['vs64']:.2e}, eager float32's own "
-                    f"{res['eager_vs64']:.2e}")
-    return ok, str(manifest["operation_count"]), err
+    return out, str(manifest["operation_count"]), ""
+
+
+def convert_and_run(args, d, info, runs):
+    """Converts model.pt once per (--input specs, suffix, options) of `runs` and runs
+    each result on args{suffix}.pt, all in one child process (one PyTorch
+    start-up per model). Returns per run (verdict, NNAPI operation count,
+    error text)."""
+    converted = [convert(args, d, info, *run) for run in runs]
+    todo = [(out, run[1]) for (out, _, _), run in zip(converted, runs) if out]
+    results = {}
+    if todo:
+        env = dict(os.environ, LD_LIBRARY_PATH=os.path.abspath(args.runtime))
+        r = subprocess.run([sys.executable, __file__, "_run", d] +
+                           [x for pair in todo for x in pair],
+                           capture_output=True, text=True, env=env)
+        for out, _ in todo:
+            os.remove(out)
+        try:
+            results = json.loads(r.stdout.strip().splitlines()[-1])
+        except (IndexError, ValueError):
+            failure = {"error": (r.stderr.strip().splitlines() or ["runtime failed"])[-1][:160]}
+            results = {suffix: failure for _, suffix in todo}
+    verdicts = []
+    for (out, ops, err), (_, suffix, _) in zip(converted, runs):
+        if not out:
+            verdicts.append((False, ops, err))
+            continue
+        res = results.get(suffix, {"error": "not run"})
+        if "error" in res:
+            verdicts.append((False, ops, res["error"]))
+        elif info.get("quantum"):
+            ok = res["within_quantum"] >= 0.97
+            verdicts.append((ok, ops, f"{100 * res['within_quantum']:.1f}% within 1 quantum "
+                                      f"(max {res['max_quanta']:.1f})"))
+        else:
+            ok = res["allclose"]
+            # The zoo's tables show max(1, RMS), the tolerance's unit; the families' the RMS.
+            rms = res["output_rms"] if info["kind"] == "family" else res["rms"]
+            err = f"max abs {res['max_abs']:.2e} (output RMS {rms:.3g})"
+            if not ok and "vs64" in res and res["vs64"] <= 2 * res["eager_vs64"]:
+                ok = True
+                err += (f"; vs float64: {res['vs64']:.2e}, eager float32's own "
+                        f"{res['eager_vs64']:.2e}")
+            verdicts.append((ok, ops, err))
+    return verdicts
 
 
 # Known mismatches: case -> why. Each must still mismatch (else the entry is
@@ -317,7 +426,7 @@ KNOWN_MISMATCHES = {}
 def check(args):
     rows = []
     failed = 0
-    for case, (kind, name, form) in cases(args.transformers):
+    for case, (kind, name, form) in cases(args.transformers, args.families):
         if args.only and not re.search(args.only, case):
             continue
         d = os.path.join(args.dir, case)
@@ -325,11 +434,17 @@ def check(args):
             continue
         info = json.load(open(os.path.join(d, "case.json")))
         t0 = time.time()
-        ok1, ops, err1 = convert_and_run(args, d, info, 1, "")
-        if info.get("flexible", True):
-            ok2, _, err2 = convert_and_run(args, d, info, 0, "_flex")
-        else:  # sizes fixed at batch 1 (einsum and roll need fixed sizes)
-            ok2, err2 = True, "not tried"
+        runs = [(info["inputs"], "", [])]
+        if info["flex_inputs"]:
+            runs.append((info["flex_inputs"], "_flex", info.get("flex_options", [])))
+        verdicts = convert_and_run(args, d, info, runs)
+        ok1, ops, err1 = verdicts[0]
+        if info["flex_inputs"]:
+            ok2, _, err2 = verdicts[1]
+            if kind == "family":
+                err2 = f"`{' '.join(info['flex_inputs'] + info.get('flex_options', []))}`: {err2}"
+        else:
+            ok2, err2 = True, info["why_fixed"]
         known = KNOWN_MISMATCHES.get(case)
         if known and ok1 and ok2:
             failed += 1
@@ -340,26 +455,40 @@ def check(args):
             failed += not (ok1 and ok2)
         prefix = {"quant": "quantized ", "fxquant": "FX-quantized "}.get(kind, "")
         form_label = prefix + form.upper()
+        if kind == "family":  # the input spec tells the family's input kind
+            form_label = " ".join(info["inputs"]) + ("" if form == "seq" else ", " + form_label)
         result = "ok" if ok1 and ok2 else "KNOWN MISMATCH" if known else "MISMATCH"
         rows.append((name, form_label, result, ops, err1, ("" if ok2 else "FAIL: ") + err2))
         print(f"{case}: {result} ({time.time() - t0:.1f} s, {ops} operations) batch 1: {err1}; "
               f"flexible batch: {err2}", flush=True)
-    table = ["| model | form | result | NNAPI operations | batch 1 vs eager | "
-             "flexible batch, 2 other inputs |",
-             "|---|---|---|---|---|---|"]
+    table = (["| model | input | result | NNAPI operations | fixed sizes vs eager | "
+              "flexible sizes (--input), other inputs |"] if args.families else
+             ["| model | form | result | NNAPI operations | batch 1 vs eager | "
+              "flexible batch, 2 other inputs |"])
+    table.append("|---|---|---|---|---|---|")
     table += ["| " + " | ".join(r) + " |" for r in rows]
     text = "\n".join(table)
     print(text)
     if args.table:
         with open(args.table, "w") as f:
             f.write(text + "\n")
+    if not rows:  # nothing made: a check of nothing must not pass
+        print(f"no cases in {args.dir}: run make first")
+        return 1
     print(f"{len(rows) - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 
 def main():
-    if len(sys.argv) > 1 and sys.argv[1] == "_run":
-        print(json.dumps(run_converted(sys.argv[2], sys.argv[3], sys.argv[4])))
+    if len(sys.argv) > 1 and sys.argv[1] == "_run":  # _run DIR (MODULE SUFFIX)...
+        pairs = sys.argv[3:]
+        results = {}
+        for module, suffix in zip(pairs[::2], pairs[1::2]):
+            try:
+                results[suffix] = run_converted(module, sys.argv[2], suffix)
+            except Exception as e:  # one failing run must not hide the others' results
+                results[suffix] = {"error": (str(e).strip().splitlines() or ["?"])[-1][:160]}
+        print(json.dumps(results))
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -375,9 +504,12 @@ def main():
     ck.add_argument("--only")
     ck.add_argument("--table")
     ck.add_argument("--transformers", action="store_true")
+    for p in (mk, ck):
+        p.add_argument("--families", action="store_true",
+                       help="issue 11's model families (tools/model_families.py) instead")
     a = ap.parse_args()
     if a.cmd == "make":
-        make(a.dir, a.only, a.transformers)
+        make(a.dir, a.only, a.transformers, a.families)
         return 0
     return check(a)
 

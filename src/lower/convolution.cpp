@@ -1,5 +1,6 @@
-// Float convolutions: aten::conv2d and aten::_convolution (incl. transposed),
-// 1-D ones (nn.Conv1d, 3-D weights) as the 2-D convolution over (N, C, 1, L).
+// Float convolutions: aten::conv2d and aten::_convolution (incl. transposed,
+// with output_padding), 1-D ones (nn.Conv1d, 3-D weights) as the 2-D
+// convolution over (N, C, 1, L).
 #include "lower/convolution.h"
 
 #include <ATen/ATen.h>
@@ -43,6 +44,18 @@ void lower_conv2d(LoweringContext& cx, const Node* node) {
                     cx.fuse_following_activation(node->output()));
 }
 
+// A transposed convolution's output_padding adds rows and columns at the
+// bottom and right of PyTorch's output: they are rows of the full product
+// that the padding would crop, so the bottom/right padding shrinks by it
+// (refused when the padding is smaller).
+void apply_output_padding(ConvPoolArgs& a, const std::vector<int64_t>& output_padding) {
+  check(output_padding.size() == 2, "malformed output_padding");
+  check(output_padding[0] <= a.pad_b && output_padding[1] <= a.pad_r,
+        "transposed convolution with output_padding larger than its padding is not supported");
+  a.pad_b -= output_padding[0];
+  a.pad_r -= output_padding[1];
+}
+
 // A one-element list of a 1-D convolution argument, as the 2-D pair {first, v}.
 std::vector<int64_t> pair_1d(const std::vector<int64_t>& v, int64_t first, const char* what) {
   check(v.size() == 1, [&] { return std::string("1-D convolution needs one ") + what; });
@@ -61,6 +74,9 @@ void lower_convolution_1d(LoweringContext& cx, const Node* node, at::Tensor weig
                                        pair_1d(cx.constant_int_list(node->input(4)), 0, "padding"),
                                        pair_1d(cx.constant_int_list(node->input(5)), 1, "dilation"),
                                        cx.constant_int(node->input(8)));
+  if (transpose) {
+    apply_output_padding(a, pair_1d(cx.constant_int_list(node->input(7)), 0, "output_padding"));
+  }
   std::vector<SymInt> dims = sym_shape({in_id, in});
   dims.insert(dims.begin() + 2, SymInt{1, ""});
   Operand2 conv =
@@ -76,12 +92,6 @@ void lower_convolution(LoweringContext& cx, const Node* node) {
   at::Tensor weight = cx.constant_tensor(node->input(1));
   bool transpose = cx.constant(node->input(6)).value.toBool();
   int32_t bias_id = optional_bias(cx, node->input(2), weight, transpose);
-  if (transpose) {
-    std::vector<int64_t> output_padding = cx.constant_int_list(node->input(7));
-    for (int64_t p : output_padding) {
-      check(p == 0, "transposed convolution with output_padding is not supported");
-    }
-  }
   if (weight.dim() == 3) {
     lower_convolution_1d(cx, node, weight, transpose, bias_id);
     return;
@@ -89,6 +99,7 @@ void lower_convolution(LoweringContext& cx, const Node* node) {
   ConvPoolArgs a = make_conv_pool_args(
       kernel_of(weight), cx.constant_int_list(node->input(3)), cx.constant_int_list(node->input(4)),
       cx.constant_int_list(node->input(5)), cx.constant_int(node->input(8)));
+  if (transpose) apply_output_padding(a, cx.constant_int_list(node->input(7)));
   add_conv2d_common(cx, node->output(), 0.0, 0, node->input(0), weight, bias_id, a, transpose,
                     cx.fuse_following_activation(node->output()));
 }

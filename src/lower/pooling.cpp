@@ -361,8 +361,8 @@ void lower_upsample_nearest2d(LoweringContext& cx, const Node* node) {
   }
   Shape out_shape = {image.shape[0], image.shape[1], out_h, out_w};
   int32_t out_id = cx.add_tensor_operand(node->output(), image.with_shape(out_shape));
-  check(image.shape[0] != 0 && image.shape[1] != 0,
-        "flexible batch or channels are not supported for upsampling");
+  check(image.shape[1] != 0, "flexible channels are not supported for upsampling");
+  if (image.shape[0] == 0) cx.forward_operand_shape(out_id, 0, image_id, 0);
   for (int64_t d : {2, 3}) {
     if (image.shape[d] != 0) continue;
     if (has_size) {

@@ -1,4 +1,4 @@
-// Shape and layout ops: unsqueeze, reshape, flatten, slice, select, size,
+// Shape and layout ops: unsqueeze, squeeze, reshape, flatten, slice, select, size,
 // cat, and the identity ops (to, detach, dropout at inference).
 #include <ATen/ATen.h>
 
@@ -61,6 +61,54 @@ void lower_unsqueeze(LoweringContext& cx, const Node* node) {
     if (in.shape[d] == 0) cx.forward_operand_shape(out_id, d < real_dim ? d : d + 1, in_id, d);
   }
   cx.model().add_operation(Op::ExpandDims, {in_id, dim_id}, {out_id});
+}
+
+// squeeze(x, dim) and squeeze(x): SQUEEZE of the given dim (when it is 1,
+// else x itself) or of every dim of size 1. A flexible dim may or may not be 1
+// when the model runs: squeezing it, or squeezing all dims of a tensor with
+// one, is refused.
+void lower_squeeze(LoweringContext& cx, const Node* node) {
+  auto [in_id, in] = cx.get_operand(node->input(0));
+  const int64_t rank = static_cast<int64_t>(in.shape.size());
+  std::vector<int64_t> axes;
+  if (node->inputs().size() > 1) {
+    int64_t dim = cx.constant_int(node->input(1));
+    if (dim < 0) dim += rank;
+    check(dim >= 0 && dim < rank, "squeeze dim out of range");
+    check(in.shape[dim] != 0,
+          "squeeze of a flexible dimension: its size is known only when the model is loaded; "
+          "give it a fixed size in --input");
+    if (in.shape[dim] == 1) axes.push_back(dim);
+  } else {
+    for (int64_t d = 0; d < rank; ++d) {
+      check(in.shape[d] != 0,
+            "squeeze() of a tensor with a flexible dimension: give squeeze a dim, or fixed "
+            "sizes in --input");
+      if (in.shape[d] == 1) axes.push_back(d);
+    }
+  }
+  if (axes.empty()) {
+    lower_identity(cx, node);
+    return;
+  }
+  if (in.dim_order == DimOrder::ChannelsLast) {
+    // A result of lower rank has no channels-last layout: make the data NCHW first.
+    std::tie(in_id, in) = to_contiguous(cx, in_id, in);
+  }
+  check(in.dim_order == DimOrder::Contiguous,
+        "squeeze of a tensor with this memory layout is not supported");
+  Shape out_shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (std::find(axes.begin(), axes.end(), d) == axes.end()) out_shape.push_back(in.shape[d]);
+  }
+  int32_t axes_id = cx.model().add_int_vector(axes);
+  int32_t out_id = cx.add_tensor_operand(node->output(), in.with_shape(out_shape));
+  for (int64_t d = 0, o = 0; d < rank; ++d) {
+    if (std::find(axes.begin(), axes.end(), d) != axes.end()) continue;
+    if (in.shape[d] == 0) cx.forward_operand_shape(out_id, o, in_id, d);
+    ++o;
+  }
+  cx.model().add_operation(Op::Squeeze, {in_id, axes_id}, {out_id});
 }
 
 bool lower_channel_shuffle(LoweringContext& cx, const Node* node);
@@ -601,6 +649,7 @@ void register_shape_ops(LoweringTable& t) {
   t.add("aten::to", lower_to);
   t.add("aten::detach", lower_identity);
   t.add("aten::unsqueeze", lower_unsqueeze);
+  t.add("aten::squeeze", lower_squeeze);
   t.add("aten::reshape", lower_reshape);
   t.add("aten::view", lower_reshape);
   t.add("aten::permute", lower_permute);

@@ -85,6 +85,9 @@ const std::map<std::string, std::string> kKnownReferenceBugPrefixes = {
     {"beyond-softmax-4d-nhwc",
      "the reference passes softmax's PyTorch dim as the NNAPI axis, which is another dim of NHWC "
      "data"},
+    {"beyond-conv_transpose2d-output_padding-",
+     "the reference ignores a transposed convolution's output_padding: its output is smaller "
+     "than PyTorch's"},
 };
 
 const std::string* known_reference_bug(const std::string& name) {
