@@ -197,7 +197,7 @@ const std::set<c10::Symbol>& tensor_foldable_kinds() {
              "aten::index",        "aten::eq",       "aten::ne",         "aten::lt",
              "aten::le",           "aten::gt",       "aten::ge",         "aten::masked_fill",
              "aten::where",        "aten::fill_",    "aten::zero_",      "aten::copy_",
-             "aten::masked_fill_", "aten::pow",      "aten::rsub",
+             "aten::masked_fill_", "aten::pow",      "aten::rsub",       "aten::clone",
          }) {
       out.insert(c10::Symbol::fromQualString(name));
     }
