@@ -9,8 +9,9 @@
 //   over (8, 7, 8, 7*C). Where more than 4 groups remain, each output group in
 //   turn is moved in front of the ones not placed yet, a 4-D (0, 2, 1, 3)
 //   TRANSPOSE of (placed, skipped, moved, rest).
-// The result is again read with its full shape when its uses only reshape or
-// permute it, else RESHAPEd to it.
+// - a select of rank > 4 is a STRIDED_SLICE of the tensor read as 3-D.
+// A result is again read with its full shape when its uses only reshape,
+// permute or select from it, else RESHAPEd to it.
 // Registered after shape.cpp: other views and permutes go to its lowerings.
 #include <ATen/ATen.h>
 
@@ -26,13 +27,13 @@ namespace {
 
 bool has_flexible(const Shape& s) { return std::find(s.begin(), s.end(), 0) != s.end(); }
 
-// Whether every use of `v` only reshapes or permutes it: then `v` may stay a
+// Whether every use of `v` only reshapes, permutes or selects from it: then `v` may stay a
 // buffer read with its rank > 4 shape. (A view whose use is a transpose may
 // be ShuffleNet's channel shuffle, which shape.cpp lowers.)
 bool only_reshaped(const Value* v, bool transposes) {
-  static const std::set<c10::Symbol> kinds = {c10::Symbol::fromQualString("aten::view"),
-                                              c10::Symbol::fromQualString("aten::reshape"),
-                                              c10::Symbol::fromQualString("aten::permute")};
+  static const std::set<c10::Symbol> kinds = {
+      c10::Symbol::fromQualString("aten::view"), c10::Symbol::fromQualString("aten::reshape"),
+      c10::Symbol::fromQualString("aten::permute"), c10::Symbol::fromQualString("aten::select")};
   static const c10::Symbol transpose = c10::Symbol::fromQualString("aten::transpose");
   for (const torch::jit::Use& u : v->uses()) {
     const bool ok = kinds.count(u.user->kind()) || (transposes && u.user->kind() == transpose);
@@ -42,9 +43,10 @@ bool only_reshaped(const Value* v, bool transposes) {
 }
 
 // `x`'s contiguous buffer read as `shape` (same element count), bound to `out`:
-// no operation when `out` is only reshaped again, else a RESHAPE.
+// no operation when `shape` has rank > 4 (so the uses come here) and `out` is
+// only reshaped again, else a RESHAPE.
 void bind_as(LoweringContext& cx, const Operand2& x, const Shape& shape, const Value* out) {
-  if (only_reshaped(out, true)) {
+  if (shape.size() > 4 && only_reshaped(out, true)) {
     cx.reinterpret(out, x.id, x.op.with_shape(shape));
     return;
   }
@@ -142,6 +144,24 @@ bool lower_high_rank_permute(LoweringContext& cx, const Node* node, std::vector<
   return true;
 }
 
+// select(x, d, i) of a fixed-size tensor of rank > 4: x read as (dims before
+// d, dim d, dims after d), a STRIDED_SLICE of [i, i + 1) along the middle.
+bool lower_high_rank_select(LoweringContext& cx, const Node* node) {
+  if (!cx.has_operand(node->input(0))) return false;
+  auto [id, in] = cx.get_operand(node->input(0));
+  const auto rank = static_cast<int64_t>(in.shape.size());
+  if (rank <= 4 || has_flexible(in.shape)) return false;
+  const int64_t d = py_index(cx.constant_int(node->input(1)), rank);
+  const int64_t i = py_index(cx.constant_int(node->input(2)), in.shape[d]);
+  const Operand2 x =
+      reshape_to(cx, emit_relayout(cx, {id, in}, DimOrder::Contiguous),
+                 {product(in.shape, 0, d), in.shape[d], product(in.shape, d + 1, in.shape.size())});
+  Shape out_shape = in.shape;
+  out_shape.erase(out_shape.begin() + d);
+  bind_as(cx, emit_take(cx, x, 1, i, 1, 1), out_shape, node->output());
+  return true;
+}
+
 // `fallback`, the lowering registered before, for what the above leave.
 void chain(LoweringTable& t, const char* kind,
            bool (*lower)(LoweringContext& cx, const Node* node)) {
@@ -161,6 +181,7 @@ void register_rank_reduce_ops(LoweringTable& t) {
   chain(t, "aten::permute", [](LoweringContext& cx, const Node* node) {
     return lower_high_rank_permute(cx, node, cx.constant_int_list(node->input(1)));
   });
+  chain(t, "aten::select", lower_high_rank_select);
   chain(t, "aten::transpose", [](LoweringContext& cx, const Node* node) {
     if (cx.skipped(node) || !cx.has_operand(node->input(0))) return false;
     const auto rank = static_cast<int64_t>(cx.get_operand(node->input(0)).second.shape.size());
