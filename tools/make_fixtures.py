@@ -1261,6 +1261,11 @@ def _tiny_swin():
 
 beyond("tiny-swin", lambda: Case(_tiny_swin(), torch.randn(1, 3, 32, 32)))
 beyond("tiny-swin-nhwc", lambda: Case(_tiny_swin(), nhwc(torch.randn(1, 3, 32, 32))))
+# A flexible batch: the mask's sizes are fixed (new_zeros reads only the
+# dtype of its computed first input); the products need BATCH_MATMUL.
+beyond("tiny-swin-flex-batch", lambda: Case(
+    _tiny_swin(), torch.randn(2, 3, 32, 32), convert_args=[torch.zeros(0, 3, 32, 32)],
+    options=API_33))
 
 
 # group_norm (MEAN/SUB/MUL/RSQRT over (N, G, C/G * spatial)) and

@@ -264,17 +264,20 @@ class Folder {
   std::set<const c10::StorageImpl*> made_, read_;
 };
 
-// A stand-in for a computed first input of new_* or *_like: a tensor of its
-// dtype and shape. None when its type or a flexible size doesn't allow one.
-std::optional<c10::IValue> dtype_stand_in(const LoweringContext& cx, const Value* v) {
+// A stand-in for a computed first input of new_* (its dtype) or *_like (its
+// dtype and shape). None when its type or a flexible size doesn't allow one.
+std::optional<c10::IValue> dtype_stand_in(const LoweringContext& cx, const Node* node) {
+  const Value* v = node->input(0);
   if (!cx.has_operand(v)) return std::nullopt;
   const Operand& o = cx.get_operand(v).second;
-  if (std::find(o.shape.begin(), o.shape.end(), 0) != o.shape.end()) return std::nullopt;
+  const bool like = node->kind().toUnqualString()[0] != 'n';  // not new_*
+  if (like && std::find(o.shape.begin(), o.shape.end(), 0) != o.shape.end()) return std::nullopt;
+  const Shape shape = like ? o.shape : Shape{0};
   switch (o.type) {
     case nnapi::OperandType::TensorFloat32:
-      return c10::IValue(at::zeros(o.shape, at::kFloat));
+      return c10::IValue(at::zeros(shape, at::kFloat));
     case nnapi::OperandType::TensorInt32:
-      return c10::IValue(at::zeros(o.shape, at::kInt));
+      return c10::IValue(at::zeros(shape, at::kInt));
     default:
       return std::nullopt;
   }
@@ -287,7 +290,7 @@ bool Folder::try_fold(LoweringContext& cx, const Node* node) {
     if (cx.has_constant(in)) {
       stack.push_back(cx.constant(in).value);
     } else if (stack.empty() && reads_only_dtype(node->kind())) {
-      auto stand_in = dtype_stand_in(cx, in);
+      auto stand_in = dtype_stand_in(cx, node);
       if (!stand_in) return false;
       stack.push_back(*stand_in);
     } else {
