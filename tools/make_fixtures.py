@@ -1270,6 +1270,102 @@ def _tiny_vit():
 beyond("tiny-vit", lambda: Case(_tiny_vit(), torch.randn(1, 3, 32, 32)))
 
 
+# Swin (issue 11). Its shifted-window attention mask is built in place from
+# the input's sizes: new_zeros, slice assignments (slice + fill_ of the view),
+# masked_fill; nnapi-convert runs these while converting (a constant mask).
+class WindowMaskModule(torch.nn.Module):
+    def __init__(self, window=4, shift=2):
+        super().__init__()
+        self.window, self.shift = window, shift
+
+    def forward(self, x):  # x: (rows, cols, w * w, w * w) scores of rows x cols windows
+        w, s = self.window, self.shift
+        H, W = x.size(0) * w, x.size(1) * w
+        mask = x.new_zeros((H, W))
+        count = 0
+        for h in (slice(0, -w), slice(-w, -s), slice(-s, None)):
+            for v in (slice(0, -w), slice(-w, -s), slice(-s, None)):
+                mask[h, v] = count
+                count += 1
+        mask = mask.view(H // w, w, W // w, w).permute(0, 2, 1, 3).reshape(-1, w * w)
+        mask = mask.unsqueeze(1) - mask.unsqueeze(2)
+        mask = mask.masked_fill(mask != 0, -100.0).masked_fill(mask == 0, 0.0)
+        return torch.softmax(x.reshape(-1, w * w, w * w) + mask, -1)
+
+
+# Slice assignment of a tensor (copy_) into torch.zeros, and an in-place
+# masked_fill_, both folded.
+class CopyMaskModule(torch.nn.Module):
+    def forward(self, x):  # x: (N, 4, 6)
+        mask = torch.zeros(4, 6)
+        mask[1:3, 2:] = torch.arange(4.0)
+        mask.masked_fill_(mask > 2, -1.0)
+        return x * mask
+
+
+# x[:, 0::2] / x[:, 1::2] over the whole dim (Swin's patch merging); the
+# reference takes a whole-range slice with a step for the identity.
+class StepSliceModule(torch.nn.Module):
+    def forward(self, x):
+        return torch.cat([x[:, 0::2], x[:, 1::2]], -1)
+
+
+beyond("slice-whole-step", lambda: Case(StepSliceModule(), torch.randn(2, 6, 3)))
+beyond("fold-window-mask", lambda: Case(WindowMaskModule(), torch.randn(2, 3, 16, 16)))
+beyond("fold-copy-mask", lambda: Case(CopyMaskModule(), torch.randn(2, 4, 6)))
+
+
+# Window partition through 6-D views and permutes (NNAPI's RESHAPE and
+# TRANSPOSE take rank <= 4): Swin's (0, 1, 3, 2, 4, 5) merges to a 4-D
+# TRANSPOSE; MaxViT's grid (0, 2, 4, 3, 5, 1) needs several.
+class WindowPartitionModule(torch.nn.Module):
+    def __init__(self, window, grid=False):
+        super().__init__()
+        self.window, self.grid = window, grid
+
+    def forward(self, x):
+        w = self.window
+        if self.grid:  # x: (B, C, H, W)
+            B, C, H, W = x.shape
+            x = x.view(B, C, H // w, w, W // w, w).permute(0, 2, 4, 3, 5, 1)
+            return x.reshape(B * (H // w) * (W // w), w * w, C) * 2
+        B, H, W, C = x.shape  # Swin: windows out and back
+        x = x.view(B, H // w, w, W // w, w, C).permute(0, 1, 3, 2, 4, 5).reshape(-1, w * w, C)
+        x = (x * 2).view(B, H // w, W // w, w, w, C).permute(0, 1, 3, 2, 4, 5)
+        return x.reshape(B, H, W, C) + 1
+
+
+beyond("window-partition-6d", lambda: Case(WindowPartitionModule(4), torch.randn(1, 8, 12, 3)))
+beyond("window-partition-6d-batch2", lambda: Case(
+    WindowPartitionModule(2), torch.randn(2, 4, 6, 5)))
+beyond("window-partition-6d-grid", lambda: Case(
+    WindowPartitionModule(4, grid=True), torch.randn(2, 3, 8, 12)))
+beyond("window-partition-6d-grid-nhwc", lambda: Case(
+    WindowPartitionModule(2, grid=True), nhwc(torch.randn(1, 3, 4, 6))))
+
+
+# A reduced torchvision SwinTransformer: two stages (the second after patch
+# merging: x[..., 0::2, 0::2, :] slices), shifted windows with the folded
+# mask, relative position bias. The head gets weights of order 1 (torchvision
+# draws them with std 0.02).
+def _tiny_swin():
+    import torchvision
+    m = torchvision.models.swin_transformer.SwinTransformer(
+        patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 4], window_size=[4, 4],
+        num_classes=10).eval()
+    torch.nn.init.normal_(m.head.weight)
+    return m
+
+
+beyond("tiny-swin", lambda: Case(_tiny_swin(), torch.randn(1, 3, 32, 32)))
+beyond("tiny-swin-nhwc", lambda: Case(_tiny_swin(), nhwc(torch.randn(1, 3, 32, 32))))
+# A flexible batch: the mask's sizes are fixed (new_zeros reads only the
+# dtype of its computed first input); the products need BATCH_MATMUL.
+beyond("tiny-swin-flex-batch", lambda: Case(
+    _tiny_swin(), torch.randn(2, 3, 32, 32), convert_args=[torch.zeros(0, 3, 32, 32)],
+    options=API_33))
+
+
 # group_norm (MEAN/SUB/MUL/RSQRT over (N, G, C/G * spatial)) and
 # instance_norm (INSTANCE_NORMALIZATION for 4-D inputs).
 def _group_norm(groups, channels, affine=True):

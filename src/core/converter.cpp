@@ -1,6 +1,7 @@
 // The driver: model inputs -> lowering table -> serialized NNAPI model.
 #include "nnapi_convert/converter.h"
 
+#include <ATen/ATen.h>
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/frontend/source_range.h>
 #include <torch/csrc/jit/runtime/operator.h>
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -178,7 +180,47 @@ const std::set<c10::Symbol>& foldable_kinds() {
   return kinds;
 }
 
-bool is_foldable(c10::Symbol kind) { return foldable_kinds().count(kind) != 0; }
+// Tensor operations that run during conversion when their inputs are
+// constant: masks and index tables a model builds from its (fixed) sizes,
+// e.g. Swin's shifted-window attention mask (new_zeros, slice assignments,
+// masked_fill). The new_* and *_like factories read only the dtype of their
+// first input (and the *_like ones its shape), so that may be computed.
+const std::set<c10::Symbol>& tensor_foldable_kinds() {
+  static const std::set<c10::Symbol> kinds = [] {
+    std::set<c10::Symbol> out;
+    for (const char* name : {
+             "aten::zeros",        "aten::ones",     "aten::full",       "aten::new_zeros",
+             "aten::new_ones",     "aten::new_full", "aten::zeros_like", "aten::ones_like",
+             "aten::full_like",    "aten::arange",   "aten::slice",      "aten::select",
+             "aten::view",         "aten::reshape",  "aten::permute",    "aten::transpose",
+             "aten::unsqueeze",    "aten::squeeze",  "aten::flatten",    "aten::contiguous",
+             "aten::index",        "aten::eq",       "aten::ne",         "aten::lt",
+             "aten::le",           "aten::gt",       "aten::ge",         "aten::masked_fill",
+             "aten::where",        "aten::fill_",    "aten::zero_",      "aten::copy_",
+             "aten::masked_fill_", "aten::pow",      "aten::rsub",       "aten::clone",
+         }) {
+      out.insert(c10::Symbol::fromQualString(name));
+    }
+    return out;
+  }();
+  return kinds;
+}
+
+bool is_foldable(c10::Symbol kind) {
+  return foldable_kinds().count(kind) != 0 || tensor_foldable_kinds().count(kind) != 0;
+}
+
+// The in-place operations among the foldable kinds: they write their first input.
+bool writes_input(c10::Symbol kind) {
+  const std::string name = kind.toUnqualString();
+  return !name.empty() && name.back() == '_';
+}
+
+// Whether the first input only gives the dtype (new_*) or dtype and shape (*_like).
+bool reads_only_dtype(c10::Symbol kind) {
+  const std::string name = kind.toUnqualString();
+  return name.rfind("new_", 0) == 0 || (name.size() > 5 && name.substr(name.size() - 5) == "_like");
+}
 
 // A quantized:: node computes on quantized tensors; a float operand there
 // means a float --input spec for a model that takes quantized input.
@@ -201,22 +243,94 @@ void check_quantized_inputs(const LoweringContext& cx, const Node* node,
   }
 }
 
-// Runs `node` on its constant inputs and records its outputs as constants.
-// Returns false when the node is not foldable or an input is not constant.
-bool try_fold(LoweringContext& cx, const Node* node) {
-  if (!is_foldable(node->kind())) return false;
-  for (const Value* in : node->inputs()) {
-    if (!cx.has_constant(in)) return false;
+const c10::StorageImpl* storage_of(const c10::IValue& v) {
+  return v.isTensor() ? v.toTensor().storage().unsafeGetStorageImpl() : nullptr;
+}
+
+// Constant folding: runs nodes on their constant inputs, in graph order, so
+// in-place writes into folded tensors (`mask[a:b, c:d] = k` is a slice and a
+// fill_ of that view) happen where eager PyTorch does them. A write is folded
+// only into storage that folding made (zeros, new_zeros, a computed
+// result, ...: not a weight of the model) and that no NNAPI operation has read.
+class Folder {
+ public:
+  // Runs `node` on its constant inputs and records its outputs as constants.
+  // Returns false when the node is not foldable or an input is not constant.
+  bool try_fold(LoweringContext& cx, const Node* node);
+  // `node` is lowered to NNAPI: constant tensors it reads become weights.
+  void note_lowered(const LoweringContext& cx, const Node* node);
+
+ private:
+  std::set<const c10::StorageImpl*> made_, read_;
+};
+
+// A stand-in for a computed first input of new_* (its dtype) or *_like (its
+// dtype and shape). None when its type or a flexible size doesn't allow one.
+std::optional<c10::IValue> dtype_stand_in(const LoweringContext& cx, const Node* node) {
+  const Value* v = node->input(0);
+  if (!cx.has_operand(v)) return std::nullopt;
+  const Operand& o = cx.get_operand(v).second;
+  const bool like = node->kind().toUnqualString()[0] != 'n';  // not new_*
+  if (like && std::find(o.shape.begin(), o.shape.end(), 0) != o.shape.end()) return std::nullopt;
+  const Shape shape = like ? o.shape : Shape{0};
+  switch (o.type) {
+    case nnapi::OperandType::TensorFloat32:
+      return c10::IValue(at::zeros(shape, at::kFloat));
+    case nnapi::OperandType::TensorInt32:
+      return c10::IValue(at::zeros(shape, at::kInt));
+    default:
+      return std::nullopt;
   }
+}
+
+bool Folder::try_fold(LoweringContext& cx, const Node* node) {
+  if (!is_foldable(node->kind())) return false;
   torch::jit::Stack stack;
-  for (const Value* in : node->inputs()) stack.push_back(cx.constant(in).value);
+  for (const Value* in : node->inputs()) {
+    if (cx.has_constant(in)) {
+      stack.push_back(cx.constant(in).value);
+    } else if (stack.empty() && reads_only_dtype(node->kind())) {
+      auto stand_in = dtype_stand_in(cx, node);
+      if (!stand_in) return false;
+      stack.push_back(*stand_in);
+    } else {
+      return false;
+    }
+  }
+  const c10::StorageImpl* written = nullptr;
+  if (writes_input(node->kind())) {
+    written = storage_of(stack.at(0));
+    check(made_.count(written) != 0,
+          "this in-place operation writes into a constant of the model (a weight or a tensor "
+          "that shares its storage); nnapi-convert folds in-place writes only into tensors the "
+          "model builds itself from constants (zeros, new_zeros, ...). Write into a copy "
+          "(.clone()) instead");
+    check(read_.count(written) == 0,
+          "this in-place operation writes into a tensor that an NNAPI operation has already "
+          "read as a constant; build the tensor completely before the model uses it");
+  }
+  std::vector<const c10::StorageImpl*> inputs;
+  for (const c10::IValue& v : stack) inputs.push_back(storage_of(v));
   torch::jit::Operation op = node->getOperation();
   op(stack);
   check(stack.size() == node->outputs().size(), "constant folding gave the wrong output count");
   for (size_t i = 0; i < stack.size(); ++i) {
+    const c10::StorageImpl* s = storage_of(stack[i]);
+    if (s && std::find(inputs.begin(), inputs.end(), s) == inputs.end()) made_.insert(s);
     cx.add_constant(node->output(i), node->output(i)->type(), stack[i]);
   }
   return true;
+}
+
+void Folder::note_lowered(const LoweringContext& cx, const Node* node) {
+  for (const Value* in : node->inputs()) {
+    if (!cx.has_constant(in)) continue;
+    const c10::IValue& v = cx.constant(in).value;
+    if (v.isTensor()) read_.insert(storage_of(v));
+    if (v.isList()) {
+      for (const c10::IValue& item : v.toListRef()) read_.insert(storage_of(item));
+    }
+  }
 }
 
 // Every node kind of the graph, in order of first use, with whether the
@@ -305,6 +419,13 @@ std::vector<SupportedKind> supported_node_kinds() {
     folded.push_back({kind.toQualString(), "folded",
                       "computed during conversion when its inputs are constant (shape "
                       "arithmetic); on flexible sizes only where the shape-compute script can"});
+  }
+  for (c10::Symbol kind : tensor_foldable_kinds()) {
+    if (lowering_table().find(kind) || foldable_kinds().count(kind)) continue;
+    folded.push_back({kind.toQualString(), "folded",
+                      "computed during conversion when its inputs are constant (masks and "
+                      "index tables built from fixed sizes; in-place writes only into such "
+                      "tensors)"});
   }
   std::sort(folded.begin(), folded.end(),
             [](const SupportedKind& a, const SupportedKind& b) { return a.kind < b.kind; });
@@ -414,22 +535,30 @@ Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& 
     result.inp_mem_fmts.push_back(static_cast<int64_t>(cx.operand(id).dim_order));
   }
   const Node* current = nullptr;
+  Folder folder;
   try {
     for (const Node* node : graph->nodes()) {
       if (trace) trace->operations.resize(m.operation_count(), current);
       current = node;
-      if (try_fold(cx, node) || lower_symbolic_arithmetic(cx, node)) continue;
+      if (folder.try_fold(cx, node) || lower_symbolic_arithmetic(cx, node)) continue;
       if (cx.folded_activation(node)) {
         cx.alias(node->output(), node->input(0));  // computed by the producer's fused activation
         continue;
       }
       const LowerFn* fn = lowering_table().find(node->kind());
+      if (!fn && tensor_foldable_kinds().count(node->kind())) {
+        fail(
+            "nnapi-convert computes this operation only during conversion, when all its "
+            "inputs are constant (a mask built from fixed sizes), but here an input is a "
+            "tensor the model computes, or a size of a flexible input dimension");
+      }
       if (!fn) {
         fail(
             "this node computes with values known only when the model runs (sizes of "
             "flexible dims?); nnapi-convert folds it only when all its inputs are constant");
       }
       check_quantized_inputs(cx, node, input_ids);
+      folder.note_lowered(cx, node);
       (*fn)(cx, node);
       if (const auto& over = m.first_over_limit()) fail_above_target(*over, options);
     }

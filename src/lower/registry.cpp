@@ -36,6 +36,7 @@ const LoweringTable& lowering_table() {
     const std::pair<const char*, void (*)(LoweringTable&)> families[] = {
         {"graph", register_graph_ops},
         {"shape", register_shape_ops},
+        {"shape", register_rank_reduce_ops},
         {"pointwise", register_pointwise_ops},
         {"pooling", register_pooling_ops},
         {"convolution", register_convolution_ops},

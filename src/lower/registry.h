@@ -46,6 +46,7 @@ const LoweringTable& lowering_table();
 // One per file in src/lower/.
 void register_graph_ops(LoweringTable& t);          // graph.cpp: constants, attributes, lists
 void register_shape_ops(LoweringTable& t);          // shape.cpp
+void register_rank_reduce_ops(LoweringTable& t);    // rank_reduce.cpp (rank > 4 views)
 void register_pointwise_ops(LoweringTable& t);      // pointwise.cpp
 void register_pooling_ops(LoweringTable& t);        // pooling.cpp
 void register_convolution_ops(LoweringTable& t);    // convolution.cpp

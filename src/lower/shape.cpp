@@ -228,7 +228,8 @@ void lower_slice(LoweringContext& cx, const Node* node) {
   } else if (start == kMax) {
     start = 0;
   }
-  if (start == 0 && stop == kMax) {
+  // (The reference takes any whole-range slice as the identity, also x[::2].)
+  if (start == 0 && stop == kMax && step == 1) {
     lower_identity(cx, node);
     return;
   }

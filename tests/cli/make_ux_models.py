@@ -58,5 +58,36 @@ class Product(torch.nn.Module):
 
 
 torch.jit.trace(Upsample().eval(), torch.randn(1, 3, 4, 4)).save(os.path.join(out, "upsample.pt"))
+
+# In-place slice assignments nnapi-convert cannot fold into a constant: into
+# a buffer of the model, into a computed tensor, into a constant already read.
+class WriteWeight(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("m", torch.zeros(4, 4))
+
+    def forward(self, x):
+        self.m[1:3] = 1.0
+        return x * self.m
+
+
+class WriteComputed(torch.nn.Module):
+    def forward(self, x):
+        y = x * 2
+        y[:, 0:1] = 0.0
+        return y + 1
+
+
+class WriteRead(torch.nn.Module):
+    def forward(self, x):
+        m = torch.zeros(4, 4)
+        a = x + m
+        m[0:2] = 1.0
+        return a * m
+
+
+for name, cls in (("write_weight", WriteWeight), ("write_computed", WriteComputed),
+                  ("write_read", WriteRead)):
+    torch.jit.trace(cls().eval(), torch.randn(2, 4, 4)).save(os.path.join(out, name + ".pt"))
 torch.jit.trace(Product().eval(), (torch.randn(3, 4, 5), torch.randn(3, 5, 2))).save(
     os.path.join(out, "bmm.pt"))

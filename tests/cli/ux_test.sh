@@ -45,6 +45,17 @@ assert len(sort["locations"]) == 3 and all("make_ux_models.py" in l for l in sor
 print("ok: check --json")
 PYEOF
 
+# In-place writes folded only into tensors folding made, before NNAPI reads them.
+for m in write_weight write_computed write_read; do
+  "$BIN" "$W/$m.pt" --input 2x4x4 -o "$W/$m.nnapi.pt" 2>"$W/$m.err"; echo $? >"$W/$m.rc"
+done
+check "an in-place write into a weight is refused naming the node" \
+  "[ \$(cat $W/write_weight.rc) = 1 ] && grep -q 'node aten::fill_ at .*make_ux_models.py:.*writes into a constant of the model' $W/write_weight.err"
+check "an in-place write into a computed tensor is refused naming the node" \
+  "[ \$(cat $W/write_computed.rc) = 1 ] && grep -q 'node aten::fill_ at .*make_ux_models.py:.*an input is a tensor the model computes' $W/write_computed.err"
+check "an in-place write after NNAPI read the tensor is refused" \
+  "[ \$(cat $W/write_read.rc) = 1 ] && grep -q 'node aten::fill_ at .*already read as a constant' $W/write_read.err"
+
 "$BIN" list-ops >"$W/ops.txt"; rc=$?
 check "list-ops lists node kinds by family" \
   "[ $rc = 0 ] && grep -q '^convolution:' $W/ops.txt && grep -q '  aten::_convolution' $W/ops.txt"

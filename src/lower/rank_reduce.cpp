@@ -1,0 +1,197 @@
+// Views and permutes of rank > 4 (Swin's window partition
+// `x.view(B, H/w, w, W/w, w, C).permute(0, 1, 3, 2, 4, 5).reshape(-1, w*w, C)`,
+// MaxViT's), with fixed sizes. NNAPI's RESHAPE and TRANSPOSE take rank <= 4:
+// - a view to rank > 4 whose uses only reshape or permute it again emits
+//   nothing: the (contiguous) buffer is read with the new shape;
+// - a permute of rank > 4 merges the input dims that stay adjacent under the
+//   permutation (and drops size-1 dims): one RESHAPE and one TRANSPOSE of
+//   rank <= 4, e.g. (0, 1, 3, 2, 4, 5) over (1, 8, 7, 8, 7, C) is (0, 2, 1, 3)
+//   over (8, 7, 8, 7*C). Where more than 4 groups remain, each output group in
+//   turn is moved in front of the ones not placed yet, a 4-D (0, 2, 1, 3)
+//   TRANSPOSE of (placed, skipped, moved, rest).
+// - a select of rank > 4 is a STRIDED_SLICE of the tensor read as 3-D.
+// A result is again read with its full shape when its uses only reshape,
+// permute or select from it, else RESHAPEd to it.
+// Registered after shape.cpp: other views and permutes go to its lowerings.
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+#include "lower/emit.h"
+#include "lower/registry.h"
+
+namespace nnapi_convert {
+namespace {
+
+bool has_flexible(const Shape& s) { return std::find(s.begin(), s.end(), 0) != s.end(); }
+
+// Whether every use of `v` only reshapes, permutes or selects from it: then `v` may stay a
+// buffer read with its rank > 4 shape. (A view whose use is a transpose may
+// be ShuffleNet's channel shuffle, which shape.cpp lowers.)
+bool only_reshaped(const Value* v, bool transposes) {
+  static const std::set<c10::Symbol> kinds = {
+      c10::Symbol::fromQualString("aten::view"), c10::Symbol::fromQualString("aten::reshape"),
+      c10::Symbol::fromQualString("aten::permute"), c10::Symbol::fromQualString("aten::select")};
+  static const c10::Symbol transpose = c10::Symbol::fromQualString("aten::transpose");
+  for (const torch::jit::Use& u : v->uses()) {
+    const bool ok = kinds.count(u.user->kind()) || (transposes && u.user->kind() == transpose);
+    if (!ok || u.offset != 0) return false;
+  }
+  return v->hasUses();
+}
+
+// `x`'s contiguous buffer read as `shape` (same element count), bound to `out`:
+// no operation when `shape` has rank > 4 (so the uses come here) and `out` is
+// only reshaped again, else a RESHAPE.
+void bind_as(LoweringContext& cx, const Operand2& x, const Shape& shape, const Value* out) {
+  if (shape.size() > 4 && only_reshaped(out, true)) {
+    cx.reinterpret(out, x.id, x.op.with_shape(shape));
+    return;
+  }
+  std::vector<SymInt> dims;
+  for (int64_t d : shape) dims.push_back(SymInt{d, ""});
+  emit_reshape(cx, x, dims, out);
+}
+
+// A RESHAPE of contiguous `x` to `shape`, or `x` when it already has it.
+Operand2 reshape_to(LoweringContext& cx, const Operand2& x, const Shape& shape) {
+  if (x.op.shape == shape) return x;
+  std::vector<SymInt> dims;
+  for (int64_t d : shape) dims.push_back(SymInt{d, ""});
+  return emit_reshape(cx, x, dims);
+}
+
+int64_t product(const Shape& s, size_t begin, size_t end) {
+  return std::accumulate(s.begin() + begin, s.begin() + end, int64_t{1}, std::multiplies<>());
+}
+
+// view/reshape to rank > 4 of fixed sizes, only reshaped again.
+bool lower_high_rank_view(LoweringContext& cx, const Node* node) {
+  if (cx.skipped(node) || cx.pending_view(node) || !cx.has_operand(node->input(0)) ||
+      cx.has_symbolic(node->input(1))) {
+    return false;
+  }
+  auto [id, in] = cx.get_operand(node->input(0));
+  if (has_flexible(in.shape) || !only_reshaped(node->output(), false)) return false;
+  Shape shape = cx.constant_int_list(node->input(1));
+  if (shape.size() <= 4) return false;
+  try {
+    shape = at::zeros({1}).expand(in.shape).reshape(shape).sizes().vec();
+  } catch (const c10::Error& e) {
+    fail("can't reshape " + shape_str(in.shape) + " to " + shape_str(shape) + ": " +
+         e.what_without_backtrace());
+  }
+  const Operand2 x = emit_relayout(cx, {id, in}, DimOrder::Contiguous);
+  cx.reinterpret(node->output(), x.id, x.op.with_shape(shape));
+  return true;
+}
+
+// permute (or transpose) by `dims` of a fixed-size tensor of rank > 4.
+bool lower_high_rank_permute(LoweringContext& cx, const Node* node, std::vector<int64_t> dims) {
+  if (!cx.has_operand(node->input(0))) return false;
+  auto [id, in] = cx.get_operand(node->input(0));
+  const auto rank = static_cast<int64_t>(in.shape.size());
+  if (rank <= 4 || has_flexible(in.shape)) return false;
+  check(static_cast<int64_t>(dims.size()) == rank, "permute needs one dim per input dim");
+  for (int64_t& d : dims) d = py_index(d, rank);
+  Shape out_shape;
+  for (int64_t d : dims) out_shape.push_back(in.shape[d]);
+  // Groups of input dims (size-1 dims dropped) that stay adjacent in the output.
+  std::vector<std::vector<int64_t>> groups;  // in output order
+  for (int64_t d : dims) {
+    if (in.shape[d] == 1) continue;
+    if (!groups.empty() && groups.back().back() + 1 == d) {
+      groups.back().push_back(d);
+    } else {
+      groups.push_back({d});
+    }
+  }
+  // The groups in input order, and their sizes.
+  std::vector<size_t> order(groups.size());  // group indexes by first input dim
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return groups[a][0] < groups[b][0]; });
+  std::vector<int64_t> size(groups.size(), 1);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (int64_t d : groups[g]) size[g] *= in.shape[d];
+  }
+  Shape merged;
+  for (size_t g : order) merged.push_back(size[g]);
+  Operand2 x = reshape_to(cx, emit_relayout(cx, {id, in}, DimOrder::Contiguous), merged);
+  if (groups.size() <= 4) {
+    std::vector<int64_t> perm(groups.size());
+    for (size_t i = 0; i < groups.size(); ++i) {
+      perm[i] = std::find(order.begin(), order.end(), i) - order.begin();
+    }
+    x = emit_permute(cx, x, perm);
+  } else {
+    // cur: the groups in their current order; place output group i at i.
+    std::vector<size_t> cur = order;
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const size_t j = std::find(cur.begin(), cur.end(), i) - cur.begin();
+      if (j == i) continue;
+      Shape s;
+      for (size_t g : cur) s.push_back(size[g]);
+      x = reshape_to(cx, x,
+                     {product(s, 0, i), product(s, i, j), s[j], product(s, j + 1, s.size())});
+      x = emit_permute(cx, x, {0, 2, 1, 3});
+      std::rotate(cur.begin() + i, cur.begin() + j, cur.begin() + j + 1);
+    }
+  }
+  bind_as(cx, x, out_shape, node->output());
+  return true;
+}
+
+// select(x, d, i) of a fixed-size tensor of rank > 4: x read as (dims before
+// d, dim d, dims after d), a STRIDED_SLICE of [i, i + 1) along the middle.
+bool lower_high_rank_select(LoweringContext& cx, const Node* node) {
+  if (!cx.has_operand(node->input(0))) return false;
+  auto [id, in] = cx.get_operand(node->input(0));
+  const auto rank = static_cast<int64_t>(in.shape.size());
+  if (rank <= 4 || has_flexible(in.shape)) return false;
+  const int64_t d = py_index(cx.constant_int(node->input(1)), rank);
+  const int64_t i = py_index(cx.constant_int(node->input(2)), in.shape[d]);
+  const Operand2 x =
+      reshape_to(cx, emit_relayout(cx, {id, in}, DimOrder::Contiguous),
+                 {product(in.shape, 0, d), in.shape[d], product(in.shape, d + 1, in.shape.size())});
+  Shape out_shape = in.shape;
+  out_shape.erase(out_shape.begin() + d);
+  bind_as(cx, emit_take(cx, x, 1, i, 1, 1), out_shape, node->output());
+  return true;
+}
+
+// `fallback`, the lowering registered before, for what the above leave.
+void chain(LoweringTable& t, const char* kind,
+           bool (*lower)(LoweringContext& cx, const Node* node)) {
+  const LowerFn* found = t.find(c10::Symbol::fromQualString(kind));
+  check(found != nullptr, std::string("internal: no lowering of ") + kind + " to extend");
+  LowerFn fallback = *found;
+  t.add(kind, [lower, fallback](LoweringContext& cx, const Node* node) {
+    if (!lower(cx, node)) fallback(cx, node);
+  });
+}
+
+}  // namespace
+
+void register_rank_reduce_ops(LoweringTable& t) {
+  chain(t, "aten::view", lower_high_rank_view);
+  chain(t, "aten::reshape", lower_high_rank_view);
+  chain(t, "aten::permute", [](LoweringContext& cx, const Node* node) {
+    return lower_high_rank_permute(cx, node, cx.constant_int_list(node->input(1)));
+  });
+  chain(t, "aten::select", lower_high_rank_select);
+  chain(t, "aten::transpose", [](LoweringContext& cx, const Node* node) {
+    if (cx.skipped(node) || !cx.has_operand(node->input(0))) return false;
+    const auto rank = static_cast<int64_t>(cx.get_operand(node->input(0)).second.shape.size());
+    if (rank <= 4) return false;
+    std::vector<int64_t> dims(rank);
+    std::iota(dims.begin(), dims.end(), 0);
+    std::swap(dims[py_index(cx.constant_int(node->input(1)), rank)],
+              dims[py_index(cx.constant_int(node->input(2)), rank)]);
+    return lower_high_rank_permute(cx, node, dims);
+  });
+}
+
+}  // namespace nnapi_convert
