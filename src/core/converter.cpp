@@ -13,7 +13,7 @@
 
 #include "core/loader.h"
 #include "core/trace.h"
-#include "lower/registry.h"
+#include "lower/fusion.h"
 #include "nnapi_convert/check.h"
 #include "serialize/pyrepr.h"
 #include "util/timing.h"
@@ -400,7 +400,8 @@ Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& 
   check_supported(*graph, path);
 
   LoweringContext cx;
-  cx.set_fuse_activations(options.fuse_activations);
+  FusionPlan plan(*graph, lowering_table(), options.fuse_activations);
+  cx.set_fusion_plan(&plan);
   cx.set_min_android_api(options.min_android_api);
   ModelBuilder& m = cx.model();
   m.add_bool_scalar(false);
@@ -419,18 +420,24 @@ Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& 
       if (trace) trace->operations.resize(m.operation_count(), current);
       current = node;
       if (try_fold(cx, node) || lower_symbolic_arithmetic(cx, node)) continue;
-      if (cx.folded_activation(node)) {
+      if (plan.claimed(node)) continue;  // lowered with its group, at the group's last node
+      if (plan.folded_activation(node)) {
         cx.alias(node->output(), node->input(0));  // computed by the producer's fused activation
         continue;
       }
-      const LowerFn* fn = lowering_table().find(node->kind());
-      if (!fn) {
+      const NodeGroup* group = plan.group_ending_at(node);
+      const LowerFn* fn = group ? nullptr : lowering_table().find(node->kind());
+      if (!group && !fn) {
         fail(
             "this node computes with values known only when the model runs (sizes of "
             "flexible dims?); nnapi-convert folds it only when all its inputs are constant");
       }
       check_quantized_inputs(cx, node, input_ids);
-      (*fn)(cx, node);
+      if (group) {
+        group->lower(cx, *group);
+      } else {
+        (*fn)(cx, node);
+      }
       if (const auto& over = m.first_over_limit()) fail_above_target(*over, options);
     }
     if (trace) {

@@ -7,7 +7,6 @@
 #include <cmath>
 
 #include "lower/emit.h"
-#include "lower/pointwise.h"
 #include "lower/registry.h"
 
 namespace nnapi_convert {
@@ -155,11 +154,6 @@ std::optional<double> optional_number(LoweringContext& cx, const Value* v) {
   return iv.toScalar().toDouble();
 }
 
-void lower_clamp(LoweringContext& cx, const Node* node) {
-  lower_clamp_bounds(cx, node, optional_number(cx, node->input(1)),
-                     optional_number(cx, node->input(2)));
-}
-
 // A constant of shape (1) in x's type: float, or quantized with x's params.
 Operand2 bound_constant(LoweringContext& cx, const Operand& x, double v) {
   if (!is_quant(x)) return float_scalar_tensor(cx, static_cast<float>(v));
@@ -167,6 +161,57 @@ Operand2 bound_constant(LoweringContext& cx, const Operand& x, double v) {
       at::quantize_per_tensor(at::full({1}, v, at::kFloat), x.scale, x.zero_point, at::kQUInt8);
   int32_t id = cx.add_weight(q);
   return {id, cx.operand(id)};
+}
+
+// clamp(x, lo, hi) with either bound optional: RELU6, RELU1 or RELU where the
+// bounds are theirs, else MAXIMUM and MINIMUM with constants.
+void lower_clamp_bounds(LoweringContext& cx, const Node* node, std::optional<double> lo,
+                        std::optional<double> hi) {
+  Operand2 x = input_of(cx, node);
+  check(lo || hi, "clamp needs at least one bound");
+  check(!lo || !hi || *lo <= *hi, "clamp with min > max");
+  if (lo && hi && *lo == 0 && *hi == 6) {
+    emit_unary(cx, Op::Relu6, x, node->output());
+  } else if (lo && hi && *lo == -1 && *hi == 1) {
+    emit_unary(cx, Op::Relu1, x, node->output());
+  } else if (lo && !hi && *lo == 0) {
+    emit_unary(cx, Op::Relu, x, node->output());
+  } else {
+    Operand2 y = x;
+    if (lo) {
+      y = emit_binary(cx, Op::Maximum, y, bound_constant(cx, x.op, *lo), Fuse::None,
+                      hi ? nullptr : node->output());
+    }
+    if (hi) {
+      y = emit_binary(cx, Op::Minimum, y, bound_constant(cx, x.op, *hi), Fuse::None,
+                      node->output());
+    }
+  }
+}
+
+void lower_clamp(LoweringContext& cx, const Node* node) {
+  lower_clamp_bounds(cx, node, optional_number(cx, node->input(1)),
+                     optional_number(cx, node->input(2)));
+}
+
+// hardtanh(x, lo, hi): clamp with both bounds (RELU1 and RELU6 where they fit).
+void lower_hardtanh(LoweringContext& cx, const Node* node) {
+  auto [in_id, in] = cx.get_operand(node->input(0));
+  double lo = cx.constant_number(node->input(1));
+  double hi = cx.constant_number(node->input(2));
+  Op op;
+  if (lo == -1.0 && hi == 1.0) {
+    op = Op::Relu1;
+  } else if (lo == 0.0 && hi == 6.0) {
+    op = Op::Relu6;
+  } else {
+    // Not a single NNAPI activation: MAXIMUM and MINIMUM with constants.
+    lower_clamp_bounds(cx, node, lo, hi);
+    return;
+  }
+  Operand2 like{in_id, in};
+  int32_t out_id = make_output(cx, node->output(), in, &like);
+  cx.model().add_operation(op, {in_id}, {out_id});
 }
 
 // leaky_relu(x, slope) = x for x >= 0, slope * x otherwise: NNAPI's PRELU
@@ -196,30 +241,6 @@ void lower_leaky_relu(LoweringContext& cx, const Node* node) {
 
 }  // namespace
 
-void lower_clamp_bounds(LoweringContext& cx, const Node* node, std::optional<double> lo,
-                        std::optional<double> hi) {
-  Operand2 x = input_of(cx, node);
-  check(lo || hi, "clamp needs at least one bound");
-  check(!lo || !hi || *lo <= *hi, "clamp with min > max");
-  if (lo && hi && *lo == 0 && *hi == 6) {
-    emit_unary(cx, Op::Relu6, x, node->output());
-  } else if (lo && hi && *lo == -1 && *hi == 1) {
-    emit_unary(cx, Op::Relu1, x, node->output());
-  } else if (lo && !hi && *lo == 0) {
-    emit_unary(cx, Op::Relu, x, node->output());
-  } else {
-    Operand2 y = x;
-    if (lo) {
-      y = emit_binary(cx, Op::Maximum, y, bound_constant(cx, x.op, *lo), Fuse::None,
-                      hi ? nullptr : node->output());
-    }
-    if (hi) {
-      y = emit_binary(cx, Op::Minimum, y, bound_constant(cx, x.op, *hi), Fuse::None,
-                      node->output());
-    }
-  }
-}
-
 void register_activation_ops(LoweringTable& t) {
   t.add("aten::hardsigmoid", lower_hardsigmoid);
   t.add("aten::hardswish", lower_hardswish);
@@ -236,6 +257,7 @@ void register_activation_ops(LoweringTable& t) {
     lower_relu6(cx, node);
   });
   t.add("aten::clamp", lower_clamp);
+  t.add("aten::hardtanh", lower_hardtanh);
   t.add("aten::leaky_relu", lower_leaky_relu);
 }
 

@@ -2,9 +2,9 @@
 
 #include <ATen/ATen.h>
 
-namespace nnapi_convert {
+#include "lower/fusion.h"
 
-void fail(const std::string& message) { throw LoweringError(message); }
+namespace nnapi_convert {
 
 std::string value_name(const Value* v) { return "%" + v->debugName(); }
 
@@ -17,7 +17,7 @@ int32_t LoweringContext::push_operand(const Operand& o, const at::Tensor* weight
   NnapiOperand n{o.type, fix_shape(o.shape, o.dim_order), o.scale, o.zero_point, {}};
   for (size_t d = 0; d < n.dims.size(); ++d) {
     if (n.dims[d] == 0) {
-      n.flex_symbols.push_back(flex_name(id, reverse_map_dim(o.dim_order, static_cast<int>(d))));
+      n.flex_symbols.push_back(flex_name(id, torch_dim(o.dim_order, static_cast<int64_t>(d))));
     }
   }
   if (weight) {
@@ -119,7 +119,7 @@ Operand LoweringContext::tensor_to_operand(const at::Tensor& t, DimOrder order) 
 int32_t LoweringContext::add_weight(const at::Tensor& t, DimOrder order) {
   Operand o = tensor_to_operand(t, order);
   // An NHWC operand's data is laid out NHWC too.
-  at::Tensor stored = order == DimOrder::ChannelsLast ? t.permute({0, 2, 3, 1}) : t;
+  at::Tensor stored = order == DimOrder::ChannelsLast ? t.permute(kToNhwc) : t;
   return push_operand(o, &stored);
 }
 
@@ -203,7 +203,7 @@ std::vector<int64_t> LoweringContext::constant_int_list(const Value* v) const {
 
 nnapi::Fuse LoweringContext::fuse_following_activation(const Value* v) {
   using nnapi::Fuse;
-  if (!fuse_activations_ || v->uses().size() != 1) return Fuse::None;
+  if (!plan_ || !plan_->fuse_activations() || v->uses().size() != 1) return Fuse::None;
   const Node* user = v->uses()[0].user;
   const std::string kind = user->kind().toQualString();
   Fuse fuse = Fuse::None;
@@ -221,7 +221,7 @@ nnapi::Fuse LoweringContext::fuse_following_activation(const Value* v) {
       if (l == -1 && h == 1) fuse = Fuse::Relu1;
     }
   }
-  if (fuse != Fuse::None) folded_.insert(user);
+  if (fuse != Fuse::None) plan_->fold_activation(user);
   return fuse;
 }
 

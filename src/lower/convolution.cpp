@@ -1,4 +1,6 @@
-// Float convolutions: aten::conv2d and aten::_convolution (incl. transposed).
+// Convolutions: aten::conv2d and aten::_convolution (incl. transposed), and
+// add_conv2d_common, the NNAPI convolution both they and the quantized
+// convolutions of quantized.cpp use.
 #include "lower/convolution.h"
 
 #include <ATen/ATen.h>
@@ -76,7 +78,9 @@ void add_conv2d_common(LoweringContext& cx, const Value* out, double out_scale,
   std::vector<int64_t> perm;
   if (args.group == 1) {
     kind = Kind::Full;
-    perm = transpose ? std::vector<int64_t>{1, 2, 3, 0} : std::vector<int64_t>{0, 2, 3, 1};
+    // (out, in, kh, kw) as NNAPI's (out, kh, kw, in); a transposed weight's
+    // (in, out, kh, kw) as (out, kh, kw, in).
+    perm = transpose ? std::vector<int64_t>{1, 2, 3, 0} : perm_vector(kToNhwc);
   } else if (args.group == in_c) {
     kind = Kind::Depthwise;
     perm = {1, 2, 3, 0};
@@ -86,7 +90,7 @@ void add_conv2d_common(LoweringContext& cx, const Value* out, double out_scale,
              std::to_string(args.group) + ")";
     });
     kind = Kind::Grouped;
-    perm = {0, 2, 3, 1};
+    perm = perm_vector(kToNhwc);
   }
   bool dilated = args.dilation_h != 1 || args.dilation_w != 1;
   check(!(transpose && kind != Kind::Full),

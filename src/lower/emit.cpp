@@ -61,8 +61,7 @@ Operand2 emit_relayout(LoweringContext& cx, const Operand2& x, DimOrder to) {
   out.dim_order = to;
   // The immediate first, then the output: the reference's operand order.
   int32_t perm =
-      cx.model().add_int_vector(to == DimOrder::ChannelsLast ? std::vector<int64_t>{0, 2, 3, 1}
-                                                             : std::vector<int64_t>{0, 3, 1, 2});
+      cx.model().add_int_vector(perm_vector(to == DimOrder::ChannelsLast ? kToNhwc : kToNchw));
   int32_t id = make_output(cx, nullptr, out, &x);
   cx.model().add_operation(Op::Transpose, {x.id, perm}, {id});
   return {id, out};
@@ -112,11 +111,10 @@ Operand2 emit_tile(LoweringContext& cx, const Operand2& x, const std::vector<int
     check(multiples[d] > 0, "internal: TILE multiples must be positive");
     if (shape[d] != 0) shape[d] *= multiples[d];
   }
-  // NNAPI dim d holds PyTorch dim reverse_map_dim(d).
+  // NNAPI axis a holds PyTorch dim torch_dim(a).
   std::vector<int64_t> nnapi_multiples;
-  for (size_t d = 0; d < rank; ++d) {
-    const int pd = rank == 4 ? reverse_map_dim(x.op.dim_order, static_cast<int>(d)) : d;
-    nnapi_multiples.push_back(multiples[pd]);
+  for (size_t a = 0; a < rank; ++a) {
+    nnapi_multiples.push_back(multiples[torch_dim(x.op.dim_order, static_cast<int64_t>(a))]);
   }
   ModelBuilder& m = cx.model();
   const int32_t multiples_id = m.add_int_vector(nnapi_multiples);
@@ -148,7 +146,7 @@ Operand2 emit_pad(LoweringContext& cx, const Operand2& x, const std::vector<int6
   // Rows [before, after] in the NNAPI operand's dim order.
   std::vector<int64_t> rows;
   for (int64_t nd = 0; nd < rank; ++nd) {
-    const int64_t d = rank == 4 ? reverse_map_dim(x.op.dim_order, static_cast<int>(nd)) : nd;
+    const int64_t d = torch_dim(x.op.dim_order, nd);
     rows.push_back(before[d]);
     rows.push_back(after[d]);
   }
@@ -180,11 +178,7 @@ Operand2 emit_pad(LoweringContext& cx, const Operand2& x, const std::vector<int6
 std::vector<int32_t> emit_split(LoweringContext& cx, const Operand2& in, int64_t dim,
                                 const std::vector<int64_t>& sizes) {
   const auto rank = static_cast<int64_t>(in.op.shape.size());
-  int64_t axis = dim;
-  if (in.op.dim_order == DimOrder::ChannelsLast) {
-    static const int64_t kPos[] = {0, 3, 1, 2};
-    axis = kPos[dim];
-  }
+  const int64_t axis = nnapi_axis(in.op, dim);
   ModelBuilder& m = cx.model();
   std::vector<int32_t> outputs;
   auto add_part = [&](int64_t size) {

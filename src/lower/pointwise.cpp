@@ -1,5 +1,5 @@
 // Pointwise ops: unary activations, broadcasting binary arithmetic (with
-// tensors or Python numbers), rsub, neg, abs, pow, softmax, log_softmax, hardtanh, prelu.
+// tensors or Python numbers), rsub, neg, abs, pow, softmax, log_softmax, prelu.
 #include "lower/pointwise.h"
 
 #include <ATen/ATen.h>
@@ -148,10 +148,7 @@ void lower_softmax_like(LoweringContext& cx, const Node* node, Op op) {
   if (in.dim_order == DimOrder::ChannelsLast) {
     // The NNAPI axis that holds PyTorch dim `dim` (the reference passes `dim`
     // as is, which is a different axis of NHWC data).
-    const int64_t d = py_index(dim, 4);
-    for (int nd = 0; nd < 4; ++nd) {
-      if (reverse_map_dim(in.dim_order, nd) == d) dim = nd;
-    }
+    dim = nnapi_axis(in.dim_order, py_index(dim, 4));
   }
   ModelBuilder& m = cx.model();
   int32_t out_id = -1, beta = -1, axis = -1;
@@ -167,25 +164,6 @@ void lower_softmax_like(LoweringContext& cx, const Node* node, Op op) {
     axis = m.add_int_scalar(static_cast<int32_t>(dim));
   }
   m.add_operation(op, {in_id, beta, axis}, {out_id});
-}
-
-void lower_hardtanh(LoweringContext& cx, const Node* node) {
-  auto [in_id, in] = cx.get_operand(node->input(0));
-  double lo = cx.constant_number(node->input(1));
-  double hi = cx.constant_number(node->input(2));
-  Op op;
-  if (lo == -1.0 && hi == 1.0) {
-    op = Op::Relu1;
-  } else if (lo == 0.0 && hi == 6.0) {
-    op = Op::Relu6;
-  } else {
-    // Not a single NNAPI activation: MAXIMUM and MINIMUM with constants.
-    lower_clamp_bounds(cx, node, lo, hi);
-    return;
-  }
-  Operand2 like{in_id, in};
-  int32_t out_id = make_output(cx, node->output(), in, &like);
-  cx.model().add_operation(op, {in_id}, {out_id});
 }
 
 void lower_prelu(LoweringContext& cx, const Node* node) {
@@ -355,7 +333,6 @@ void register_pointwise_ops(LoweringTable& t) {
         [](LoweringContext& cx, const Node* n) { lower_softmax_like(cx, n, Op::Softmax); });
   t.add("aten::log_softmax",
         [](LoweringContext& cx, const Node* n) { lower_softmax_like(cx, n, Op::LogSoftmax); });
-  t.add("aten::hardtanh", lower_hardtanh);
   t.add("aten::prelu", lower_prelu);
 }
 

@@ -290,8 +290,7 @@ void lower_reduce(LoweringContext& cx, const Node* node, Op op) {
   std::vector<int64_t> nnapi_dims = dims;
   if (in.dim_order == DimOrder::ChannelsLast) {
     check(rank == 4, "channels-last mean needs 4 dims");
-    static const int64_t kMap[] = {0, 3, 1, 2};
-    for (int64_t& d : nnapi_dims) d = kMap[py_index(d, 4)];
+    for (int64_t& d : nnapi_dims) d = nnapi_axis(in.dim_order, py_index(d, 4));
   }
   std::vector<bool> collapsed(rank, false);
   for (int64_t d : dims) collapsed[py_index(d, rank)] = true;
