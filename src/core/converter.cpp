@@ -468,7 +468,7 @@ Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& 
     // an output; PyTorch's converter writes such models without a word.
     std::vector<int32_t> output_ids;
     for (size_t i = 0; i < returns.size(); ++i) {
-      int32_t id = cx.get_operand(returns[i]).first;
+      int32_t id = cx.get_operand(returns[i]).id;
       for (size_t k = 0; k < input_ids.size(); ++k) {
         if (input_ids[k] == id) {
           fail("output " + std::to_string(i) + " is input " + std::to_string(k) +

@@ -38,7 +38,7 @@ int32_t LoweringContext::add_tensor_operand(const Value* v, const Operand& o) {
 
 int32_t LoweringContext::add_anonymous_operand(const Operand& o) { return push_operand(o); }
 
-std::pair<int32_t, Operand> LoweringContext::get_operand(const Value* v) const {
+Tensor LoweringContext::get_operand(const Value* v) const {
   auto it = operand_of_.find(v);
   if (it == operand_of_.end()) {
     if (has_constant(v)) {
@@ -52,25 +52,24 @@ std::pair<int32_t, Operand> LoweringContext::get_operand(const Value* v) const {
   return {it->second, operands_.at(it->second)};
 }
 
-std::pair<int32_t, Operand> LoweringContext::get_operand_fixed_size(const Value* v) const {
+Tensor LoweringContext::get_operand_fixed_size(const Value* v) const {
   auto r = get_operand(v);
-  for (int64_t s : r.second.shape) {
+  for (int64_t s : r.op.shape) {
     check(s != 0, [&] {
       return "flexible size is not supported for this operand (" + value_name(v) + " has shape " +
-             shape_str(r.second.shape) + "); give this input fixed sizes in --input";
+             shape_str(r.op.shape) + "); give this input fixed sizes in --input";
     });
   }
   return r;
 }
 
-std::pair<int32_t, Operand> LoweringContext::get_operand_or_constant(const Value* v,
-                                                                     DimOrder order) {
+Tensor LoweringContext::get_operand_or_constant(const Value* v, DimOrder order) {
   if (has_operand(v)) return get_operand(v);
   int32_t id = add_weight(constant_tensor(v), order);
   return {id, operands_.at(id)};
 }
 
-std::pair<int32_t, Operand> LoweringContext::get_weight_operand(const Value* v) {
+Tensor LoweringContext::get_weight_operand(const Value* v) {
   int32_t id = add_weight(constant_tensor(v));
   return {id, operands_.at(id)};
 }

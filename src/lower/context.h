@@ -39,14 +39,13 @@ class LoweringContext {
   int32_t add_anonymous_operand(const Operand& o);
   bool has_operand(const Value* v) const { return operand_of_.count(v) != 0; }
   // The operand already produced for `v`.
-  std::pair<int32_t, Operand> get_operand(const Value* v) const;
+  Tensor get_operand(const Value* v) const;
   // Same, refusing operands with load-time flexible sizes.
-  std::pair<int32_t, Operand> get_operand_fixed_size(const Value* v) const;
+  Tensor get_operand_fixed_size(const Value* v) const;
   // `v`'s operand, or a weight operand made from its constant tensor.
-  std::pair<int32_t, Operand> get_operand_or_constant(const Value* v,
-                                                      DimOrder order = DimOrder::Contiguous);
+  Tensor get_operand_or_constant(const Value* v, DimOrder order = DimOrder::Contiguous);
   // A weight operand made from `v`'s constant tensor.
-  std::pair<int32_t, Operand> get_weight_operand(const Value* v);
+  Tensor get_weight_operand(const Value* v);
   // `v` names the same operand as `source` (identity ops).
   void alias(const Value* v, const Value* source);
   // `v` names operand `id` with a different record: the same NNAPI buffer seen

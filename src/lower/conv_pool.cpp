@@ -46,7 +46,7 @@ Shape conv_pool_out_shape(const Shape& image, const ConvPoolArgs& a, int64_t out
   return {image[0], out_ch, out_h, out_w};
 }
 
-void conv_pool_flexible_input(LoweringContext& cx, int32_t out_id, const Operand2& image,
+void conv_pool_flexible_input(LoweringContext& cx, int32_t out_id, const Tensor& image,
                               const ConvPoolArgs& a, bool transpose) {
   const int32_t image_id = image.id;
   const Operand& op = image.op;

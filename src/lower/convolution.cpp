@@ -24,7 +24,7 @@ int32_t optional_bias(LoweringContext& cx, const Value* bias, const at::Tensor& 
     int64_t channels = weight.size(transpose ? 1 : 0);
     return cx.add_weight(at::zeros({channels}, weight.options()));
   }
-  return cx.get_weight_operand(bias).first;
+  return cx.get_weight_operand(bias).id;
 }
 
 std::vector<int64_t> kernel_of(const at::Tensor& weight) {

@@ -37,7 +37,7 @@ void lower_embedding(LoweringContext& cx, const Node* node) {
   Shape shape = idx.shape;
   shape.push_back(table.size(1));
   Operand out = cx.operand(table_id).with_shape(shape);
-  Operand2 like{idx_id, idx};
+  Tensor like{idx_id, idx};
   const int32_t out_id = make_output(cx, node->output(), out, &like);
   m.add_operation(Op::Gather, {table_id, axis, idx_id}, {out_id});
 }

@@ -129,7 +129,7 @@ void lower_channel_shuffle(LoweringContext& cx, const NodeGroup& group) {
   ModelBuilder& m = cx.model();
   int32_t groups = m.add_int_scalar(static_cast<int32_t>(split[1].value));
   int32_t axis_id = m.add_int_scalar(static_cast<int32_t>(axis));
-  Operand2 like{in_id, in};
+  Tensor like{in_id, in};
   int32_t out_id = make_output(cx, node->output(), in, &like);
   m.add_operation(Op::ChannelShuffle, {in_id, groups, axis_id}, {out_id});
 }

@@ -14,7 +14,7 @@ void add_linear_nd(LoweringContext& cx, const Node* node, int32_t input_id, cons
                    const Value* weight, const Value* bias) {
   check(in.dim_order == DimOrder::Contiguous,
         "linear over a channels-last tensor needs a permute to (N, H, W, C) first");
-  const Operand2 x{input_id, in};
+  const Tensor x{input_id, in};
   std::vector<SymInt> dims = sym_shape(x);
   check(dims.back().is_constant(), "linear over a flexible feature dimension is not supported");
   at::Tensor w = cx.constant_tensor(weight);
@@ -23,11 +23,11 @@ void add_linear_nd(LoweringContext& cx, const Node* node, int32_t input_id, cons
   SymInt rows{1, ""};
   for (size_t i = 0; i + 1 < dims.size(); ++i) rows = sym_arith(rows, '*', dims[i]);
   ModelBuilder& m = cx.model();
-  Operand2 flat = emit_reshape(cx, x, {rows, k});
-  int32_t bias_id = cx.get_weight_operand(bias).first;
+  Tensor flat = emit_reshape(cx, x, {rows, k});
+  int32_t bias_id = cx.get_weight_operand(bias).id;
   int32_t weight_id = cx.add_weight(w.contiguous());
   const SymInt n{w.size(0), ""};
-  Operand2 like = flat;
+  Tensor like = flat;
   int32_t fc_id = make_output(cx, nullptr, in.with_shape({flat.op.shape[0], n.value}), &like);
   int32_t fuse = m.add_int_scalar(static_cast<int32_t>(Fuse::None));
   m.add_operation(Op::FullyConnected, {flat.id, weight_id, bias_id, fuse}, {fc_id});

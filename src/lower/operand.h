@@ -38,6 +38,13 @@ struct Operand {
   }
 };
 
+// A tensor operand of the model under construction: its NNAPI id and its
+// record. What LoweringContext::get_operand returns and every emit_* takes.
+struct Tensor {
+  int32_t id = -1;
+  Operand op;  // the record: type, PyTorch shape, dim order, quantization
+};
+
 // An int of shape arithmetic: a constant, or a size known only when the model
 // is loaded, as an expression of the shape-compute script over flexible dims
 // (e.g. "(s_0_0 // 2)").

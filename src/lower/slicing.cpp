@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "lower/emit.h"
+#include "lower/node_args.h"
 #include "lower/registry.h"
 
 namespace nnapi_convert {
@@ -220,23 +221,26 @@ std::vector<int64_t> split_sizes(int64_t n, int64_t split_size) {
 // aten::chunk(x, chunks, dim), aten::split(x, int split_size | int[] sizes, dim),
 // aten::split_with_sizes(x, sizes, dim).
 void lower_split(LoweringContext& cx, const Node* node) {
-  auto [in_id, in] = cx.get_operand(node->input(0));
-  const auto rank = static_cast<int64_t>(in.shape.size());
-  const int64_t dim = py_index(cx.constant_int(node->input(2)), rank);
-  const int64_t n = in.shape[dim];
+  NodeArgs args(cx, node);
+  const Tensor x = args.tensor("self");
+  const auto rank = static_cast<int64_t>(x.op.shape.size());
+  const int64_t dim = py_index(args.integer("dim"), rank);
+  const int64_t n = x.op.shape[dim];
   check(n != 0, [&] {
     return "splitting the flexible dimension " + std::to_string(dim) +
            " is not supported; give it a fixed size in --input";
   });
   std::vector<int64_t> sizes;
-  if (node->kind() == c10::Symbol::fromQualString("aten::chunk")) {
-    const int64_t chunks = cx.constant_int(node->input(1));
+  if (args.has("chunks")) {
+    const int64_t chunks = args.integer("chunks");
     check(chunks > 0, "chunk count must be positive");
     sizes = split_sizes(n, (n + chunks - 1) / chunks);
-  } else if (node->input(1)->type()->kind() == c10::TypeKind::IntType) {
-    sizes = split_sizes(n, cx.constant_int(node->input(1)));
+  } else if (args.has("split_size") &&
+             args.value("split_size")->type()->kind() == c10::TypeKind::IntType) {
+    sizes = split_sizes(n, args.integer("split_size"));  // split.Tensor
   } else {
-    sizes = cx.constant_int_list(node->input(1));
+    // split.sizes, split_with_sizes
+    sizes = args.ints(args.has("split_sizes") ? "split_sizes" : "split_size");
     int64_t total = 0;
     for (int64_t size : sizes) {
       check(size > 0, "split sizes must be positive");
@@ -247,7 +251,7 @@ void lower_split(LoweringContext& cx, const Node* node) {
              " elements of dimension " + std::to_string(dim);
     });
   }
-  cx.add_split_outputs(node->output(), emit_split(cx, {in_id, in}, dim, sizes));
+  cx.add_split_outputs(node->output(), emit_split(cx, x, dim, sizes));
 }
 
 // prim::ListUnpack of a list of tensors made by chunk/split.

@@ -39,19 +39,12 @@ void lower_to(LoweringContext& cx, const Node* node) {
   lower_identity(cx, node);
 }
 
-// A TRANSPOSE that makes an NHWC operand's data NCHW (a contiguous operand).
-std::pair<int32_t, Operand> to_contiguous(LoweringContext& cx, int32_t id, const Operand& in) {
-  Operand2 r = emit_relayout(cx, {id, in}, DimOrder::Contiguous);
-  return {r.id, r.op};
-}
-
 void lower_unsqueeze(LoweringContext& cx, const Node* node) {
-  auto [in_id, in] = cx.get_operand(node->input(0));
+  Tensor x = cx.get_operand(node->input(0));
   int64_t dim = cx.constant_int(node->input(1));
-  if (in.dim_order == DimOrder::ChannelsLast) {
-    // A rank-5 result has no channels-last layout: make the data NCHW first.
-    std::tie(in_id, in) = to_contiguous(cx, in_id, in);
-  }
+  // A rank-5 result has no channels-last layout: make the data NCHW first.
+  if (x.op.dim_order == DimOrder::ChannelsLast) x = emit_relayout(cx, x, DimOrder::Contiguous);
+  const auto& [in_id, in] = x;
   check(in.dim_order == DimOrder::Contiguous,
         "unsqueeze of a tensor with this memory layout is not supported");
   int64_t rank = static_cast<int64_t>(in.shape.size());
@@ -68,7 +61,7 @@ void lower_unsqueeze(LoweringContext& cx, const Node* node) {
 }
 
 // Reshape where the input or the target has load-time sizes.
-void lower_flexible_reshape(LoweringContext& cx, const Node* node, Operand2 in,
+void lower_flexible_reshape(LoweringContext& cx, const Node* node, Tensor in,
                             std::vector<SymInt> dims) {
   // PyTorch reshapes in NCHW element order: make the data NCHW first.
   in = emit_relayout(cx, in, DimOrder::Contiguous);
@@ -88,26 +81,27 @@ void lower_flexible_reshape(LoweringContext& cx, const Node* node, Operand2 in,
 }
 
 void lower_reshape(LoweringContext& cx, const Node* node) {
-  auto [in_id, in] = cx.get_operand(node->input(0));
+  Tensor x = cx.get_operand(node->input(0));
   std::vector<SymInt> target = cx.sym_int_list(node->input(1));
+  const Shape& s = x.op.shape;
   const bool flexible =
-      std::find(in.shape.begin(), in.shape.end(), 0) != in.shape.end() ||
+      std::find(s.begin(), s.end(), 0) != s.end() ||
       std::any_of(target.begin(), target.end(), [](const SymInt& v) { return !v.is_constant(); });
   if (flexible) {
-    lower_flexible_reshape(cx, node, {in_id, in}, std::move(target));
+    lower_flexible_reshape(cx, node, x, std::move(target));
     return;
   }
   std::vector<int64_t> shape;
   for (const SymInt& v : target) shape.push_back(v.value);
   // The reference keeps NHWC data for a [X, -1] target; that is PyTorch's
   // element order only when C = 1 or H = W = 1.
-  const Shape& s = in.shape;
   bool trivial = shape.size() == 2 && shape[1] == -1 && s.size() == 4 &&
                  (s[1] == 1 || (s[2] == 1 && s[3] == 1));
-  if (in.dim_order == DimOrder::ChannelsLast && !trivial) {
+  if (x.op.dim_order == DimOrder::ChannelsLast && !trivial) {
     // PyTorch reshapes in NCHW element order: make the data NCHW first.
-    std::tie(in_id, in) = to_contiguous(cx, in_id, in);
+    x = emit_relayout(cx, x, DimOrder::Contiguous);
   }
+  const auto& [in_id, in] = x;
   Shape out_shape;
   try {
     out_shape = at::zeros({1}).expand(in.shape).reshape(shape).sizes().vec();
@@ -123,16 +117,17 @@ void lower_reshape(LoweringContext& cx, const Node* node) {
 }
 
 void lower_flatten(LoweringContext& cx, const Node* node) {
-  auto [in_id, in] = cx.get_operand(node->input(0));
+  Tensor x = cx.get_operand(node->input(0));
   int64_t start = cx.constant_int(node->input(1));
   int64_t end = cx.constant_int(node->input(2));
-  const Shape& s = in.shape;
+  const Shape& s = x.op.shape;
   int64_t rank = static_cast<int64_t>(s.size());
   bool trivial = rank == 4 && (s[1] == 1 || (s[2] == 1 && s[3] == 1));
-  if (in.dim_order == DimOrder::ChannelsLast && !trivial) {
+  if (x.op.dim_order == DimOrder::ChannelsLast && !trivial) {
     // PyTorch flattens in NCHW element order: make the data NCHW first.
-    std::tie(in_id, in) = to_contiguous(cx, in_id, in);
+    x = emit_relayout(cx, x, DimOrder::Contiguous);
   }
+  const auto& [in_id, in] = x;
   check(in.dim_order == DimOrder::Contiguous || trivial,
         "flatten of an NHWC tensor is only supported when C = 1 or H = W = 1");
   if (start < 0) start += rank;
