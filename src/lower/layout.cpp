@@ -107,7 +107,8 @@ std::optional<NodeGroup> match_channel_shuffle(const Node* first) {
 void lower_channel_shuffle(LoweringContext& cx, const NodeGroup& group) {
   const Node* first = group.nodes.front();
   const Node* node = group.nodes.back();
-  auto [in_id, in] = cx.get_operand(first->input(0));
+  const Tensor x = cx.get_operand(first->input(0));
+  const auto& [in_id, in] = x;
   std::vector<SymInt> split = cx.sym_int_list(first->input(1));
   std::vector<SymInt> merged = cx.sym_int_list(node->input(1));
   const Node* t = group.nodes[1];
@@ -129,8 +130,7 @@ void lower_channel_shuffle(LoweringContext& cx, const NodeGroup& group) {
   ModelBuilder& m = cx.model();
   int32_t groups = m.add_int_scalar(static_cast<int32_t>(split[1].value));
   int32_t axis_id = m.add_int_scalar(static_cast<int32_t>(axis));
-  Tensor like{in_id, in};
-  int32_t out_id = make_output(cx, node->output(), in, &like);
+  int32_t out_id = make_output(cx, node->output(), in, &x);
   m.add_operation(Op::ChannelShuffle, {in_id, groups, axis_id}, {out_id});
 }
 

@@ -18,7 +18,8 @@ namespace {
 
 void lower_batch_norm(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 9, "malformed aten::batch_norm");
-  auto [x_id, x] = cx.get_operand(node->input(0));
+  const Tensor in = cx.get_operand(node->input(0));
+  const auto& [x_id, x] = in;
   check(x.type == OperandType::TensorFloat32, "batch_norm of a non-float tensor");
   check(!cx.constant_bool(node->input(5)), "batch_norm in training mode: call .eval() first");
   at::Tensor mean = cx.constant_tensor(node->input(3)).to(at::kDouble);
@@ -39,7 +40,6 @@ void lower_batch_norm(LoweringContext& cx, const Node* node) {
   at::Tensor shift = bias - mean * scale;
   std::vector<int64_t> shape(x.shape.size(), 1);
   shape[1] = channels;
-  Tensor in{x_id, x};
   Tensor s = float_weight_like(cx, scale.reshape(shape), x);
   Tensor b = float_weight_like(cx, shift.reshape(shape), x);
   Tensor scaled = emit_binary(cx, Op::Mul, in, s);
@@ -58,7 +58,8 @@ Tensor emit_mean(LoweringContext& cx, const Tensor& x, const std::vector<int64_t
 
 void lower_layer_norm(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 6, "malformed aten::layer_norm");
-  auto [x_id, x] = cx.get_operand(node->input(0));
+  const Tensor in = cx.get_operand(node->input(0));
+  const auto& [x_id, x] = in;
   check(x.type == OperandType::TensorFloat32, "layer_norm of a non-float tensor");
   check(x.dim_order == DimOrder::Contiguous,
         "layer_norm of a channels-last tensor is supported only after a permute to (N, H, W, C)");
@@ -75,7 +76,6 @@ void lower_layer_norm(LoweringContext& cx, const Node* node) {
   double eps = cx.constant_float(node->input(4));
   std::vector<int64_t> axes;
   for (int64_t i = rank - k; i < rank; ++i) axes.push_back(i);
-  Tensor in{x_id, x};
   Tensor mean = emit_mean(cx, in, axes);
   Tensor centered = emit_binary(cx, Op::Sub, in, mean);
   Tensor var = emit_mean(cx, emit_binary(cx, Op::Mul, centered, centered), axes);

@@ -376,7 +376,8 @@ void lower_upsample_nearest2d(LoweringContext& cx, const Node* node) {
 // --min-android-api 30).
 void lower_upsample_bilinear2d(LoweringContext& cx, const Node* node) {
   NodeArgs args(cx, node);
-  auto [image_id, image] = cx.get_operand(node->input(0));  // `self` or `input`, by overload
+  const Tensor x = cx.get_operand(node->input(0));  // `self` or `input`, by overload
+  const auto& [image_id, image] = x;
   check(image.shape.size() == 4, "upsample_bilinear2d needs a 4-D input");
   check(image.shape[1] != 0 && image.shape[2] != 0 && image.shape[3] != 0,
         "upsample_bilinear2d over flexible channels, height or width is not supported; give "
@@ -413,8 +414,7 @@ void lower_upsample_bilinear2d(LoweringContext& cx, const Node* node) {
                                  m.add_bool_scalar(align_corners),
                                  m.add_bool_scalar(!align_corners)};
   Shape out_shape = {image.shape[0], image.shape[1], out_h, out_w};
-  Tensor like{image_id, image};
-  int32_t out_id = make_output(cx, node->output(), image.with_shape(out_shape), &like);
+  int32_t out_id = make_output(cx, node->output(), image.with_shape(out_shape), &x);
   m.add_operation(Op::ResizeBilinear, inputs, {out_id});
 }
 
