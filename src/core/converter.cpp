@@ -15,7 +15,7 @@
 
 #include "core/loader.h"
 #include "core/trace.h"
-#include "lower/registry.h"
+#include "lower/fusion.h"
 #include "nnapi_convert/check.h"
 #include "serialize/pyrepr.h"
 #include "util/timing.h"
@@ -269,7 +269,7 @@ class Folder {
 std::optional<c10::IValue> dtype_stand_in(const LoweringContext& cx, const Node* node) {
   const Value* v = node->input(0);
   if (!cx.has_operand(v)) return std::nullopt;
-  const Operand& o = cx.get_operand(v).second;
+  const Operand o = cx.get_operand(v).op;
   const bool like = node->kind().toUnqualString()[0] != 'n';  // not new_*
   if (like && std::find(o.shape.begin(), o.shape.end(), 0) != o.shape.end()) return std::nullopt;
   const Shape shape = like ? o.shape : Shape{0};
@@ -521,7 +521,8 @@ Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& 
   check_supported(*graph, path);
 
   LoweringContext cx;
-  cx.set_fuse_activations(options.fuse_activations);
+  FusionPlan plan(*graph, lowering_table(), options.fuse_activations);
+  cx.set_fusion_plan(&plan);
   cx.set_min_android_api(options.min_android_api);
   ModelBuilder& m = cx.model();
   m.add_bool_scalar(false);
@@ -541,25 +542,31 @@ Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& 
       if (trace) trace->operations.resize(m.operation_count(), current);
       current = node;
       if (folder.try_fold(cx, node) || lower_symbolic_arithmetic(cx, node)) continue;
-      if (cx.folded_activation(node)) {
+      if (plan.claimed(node)) continue;  // lowered with its group, at the group's last node
+      if (plan.folded_activation(node)) {
         cx.alias(node->output(), node->input(0));  // computed by the producer's fused activation
         continue;
       }
-      const LowerFn* fn = lowering_table().find(node->kind());
-      if (!fn && tensor_foldable_kinds().count(node->kind())) {
+      const NodeGroup* group = plan.group_ending_at(node);
+      const LowerFn* fn = group ? nullptr : lowering_table().find(node->kind());
+      if (!group && !fn && tensor_foldable_kinds().count(node->kind())) {
         fail(
             "nnapi-convert computes this operation only during conversion, when all its "
             "inputs are constant (a mask built from fixed sizes), but here an input is a "
             "tensor the model computes, or a size of a flexible input dimension");
       }
-      if (!fn) {
+      if (!group && !fn) {
         fail(
             "this node computes with values known only when the model runs (sizes of "
             "flexible dims?); nnapi-convert folds it only when all its inputs are constant");
       }
       check_quantized_inputs(cx, node, input_ids);
       folder.note_lowered(cx, node);
-      (*fn)(cx, node);
+      if (group) {
+        group->lower(cx, *group);
+      } else {
+        (*fn)(cx, node);
+      }
       if (const auto& over = m.first_over_limit()) fail_above_target(*over, options);
     }
     if (trace) {
@@ -590,7 +597,7 @@ Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& 
     // an output; PyTorch's converter writes such models without a word.
     std::vector<int32_t> output_ids;
     for (size_t i = 0; i < returns.size(); ++i) {
-      int32_t id = cx.get_operand(returns[i]).first;
+      int32_t id = cx.get_operand(returns[i]).id;
       for (size_t k = 0; k < input_ids.size(); ++k) {
         if (input_ids[k] == id) {
           fail("output " + std::to_string(i) + " is input " + std::to_string(k) +

@@ -57,6 +57,7 @@ std::vector<int64_t> int_list(const torch::jit::Module& mod, const char* name) {
   return v.toIntVector();
 }
 
+// Loads a .nnapi.pt: the wrapper's submodule `mod` holds ser_model, weights and
 // the memory formats (torch/backends/_nnapi/prepare.py, NnapiModule).
 void read_module(Model& m) {
   check_torchscript_archive(m.path, "");

@@ -50,8 +50,6 @@ const char* mem_fmt_name(int64_t f) {
   }
 }
 
-// Loads a .nnapi.pt: the wrapper's submodule `mod` holds ser_model, weights and
-
 namespace {
 
 // --- describing operands ------------------------------------------------------

@@ -9,7 +9,6 @@
 #include <cmath>
 
 #include "lower/emit.h"
-#include "lower/pointwise.h"
 #include "lower/registry.h"
 
 namespace nnapi_convert {
@@ -22,25 +21,20 @@ namespace {
 
 bool is_quant(const Operand& o) { return o.type == OperandType::TensorQuant8Asymm; }
 
-Operand2 input_of(LoweringContext& cx, const Node* node) {
-  auto [id, op] = cx.get_operand(node->input(0));
-  return {id, op};
-}
-
 // hardsigmoid(x) = relu6(x + 3) / 6, on float32.
-Operand2 float_hardsigmoid(LoweringContext& cx, const Operand2& x, const Value* out) {
-  Operand2 t = emit_binary(cx, Op::Add, x, float_scalar_tensor(cx, 3.0f), Fuse::Relu6);
+Tensor float_hardsigmoid(LoweringContext& cx, const Tensor& x, const Value* out) {
+  Tensor t = emit_binary(cx, Op::Add, x, float_scalar_tensor(cx, 3.0f), Fuse::Relu6);
   return emit_binary(cx, Op::Mul, t, float_scalar_tensor(cx, 1.0f / 6.0f), Fuse::None, out);
 }
 
 void lower_hardsigmoid(LoweringContext& cx, const Node* node) {
-  Operand2 x = input_of(cx, node);
+  Tensor x = cx.get_operand(node->input(0));
   if (!is_quant(x.op)) {
     float_hardsigmoid(cx, x, node->output());
     return;
   }
   // PyTorch's quantized hardsigmoid outputs scale 1/256, zero point 0.
-  Operand2 f = float_hardsigmoid(cx, emit_dequantize(cx, x), nullptr);
+  Tensor f = float_hardsigmoid(cx, emit_dequantize(cx, x), nullptr);
   emit_quantize(cx, f, 1.0 / 256, 0, node->output());
 }
 
@@ -48,12 +42,12 @@ void lower_hardsigmoid(LoweringContext& cx, const Node* node) {
 constexpr int kHardSwishLevel = 4;
 
 // hardswish(x) = x * relu6(x + 3) / 6, on float32, from feature level 1 operations.
-Operand2 float_hardswish(LoweringContext& cx, const Operand2& x, const Value* out) {
+Tensor float_hardswish(LoweringContext& cx, const Tensor& x, const Value* out) {
   return emit_binary(cx, Op::Mul, x, float_hardsigmoid(cx, x, nullptr), Fuse::None, out);
 }
 
 void lower_hardswish(LoweringContext& cx, const Node* node) {
-  Operand2 x = input_of(cx, node);
+  Tensor x = cx.get_operand(node->input(0));
   check(!is_quant(x.op), "aten::hardswish of a quantized tensor; expected quantized::hardswish");
   if (!cx.allows_feature_level(kHardSwishLevel)) {
     float_hardswish(cx, x, node->output());
@@ -63,39 +57,30 @@ void lower_hardswish(LoweringContext& cx, const Node* node) {
 }
 
 void lower_quantized_hardswish(LoweringContext& cx, const Node* node) {
-  Operand2 x = input_of(cx, node);
+  Tensor x = cx.get_operand(node->input(0));
   check(is_quant(x.op), "quantized::hardswish of a float tensor");
   if (!cx.allows_feature_level(kHardSwishLevel)) {
     // Below Android 11: through float32, as PyTorch's kernel computes it.
-    Operand2 f = float_hardswish(cx, emit_dequantize(cx, x), nullptr);
+    Tensor f = float_hardswish(cx, emit_dequantize(cx, x), nullptr);
     emit_quantize(cx, f, cx.constant_float(node->input(1)), cx.constant_int(node->input(2)),
                   node->output());
     return;
   }
-  Operand o = x.op;
-  o.scale = cx.constant_float(node->input(1));
-  o.zero_point = cx.constant_int(node->input(2));
-  int32_t id = make_output(cx, node->output(), o, &x);
-  cx.model().add_operation(Op::HardSwish, {x.id}, {id});
+  emit_unary(cx, Op::HardSwish, x, node->output(),
+             QuantParams{cx.constant_float(node->input(1)), cx.constant_int(node->input(2))});
 }
 
 void lower_silu(LoweringContext& cx, const Node* node) {
-  Operand2 x = input_of(cx, node);
+  Tensor x = cx.get_operand(node->input(0));
   check(!is_quant(x.op), "silu of a quantized tensor is not supported");
-  Operand2 s = emit_unary(cx, Op::Logistic, x);
+  Tensor s = emit_unary(cx, Op::Logistic, x);
   emit_binary(cx, Op::Mul, x, s, Fuse::None, node->output());
 }
 
+// A quantized TANH outputs scale 1/128, zero point 128 (NNAPI's rule, and
+// PyTorch's), see emit_unary.
 void lower_tanh(LoweringContext& cx, const Node* node) {
-  Operand2 x = input_of(cx, node);
-  Operand o = x.op;
-  if (is_quant(o)) {
-    // NNAPI: quantized TANH outputs scale 1/128, zero point 128, as PyTorch does.
-    o.scale = 1.0 / 128;
-    o.zero_point = 128;
-  }
-  int32_t id = make_output(cx, node->output(), o, &x);
-  cx.model().add_operation(Op::Tanh, {x.id}, {id});
+  emit_unary(cx, Op::Tanh, cx.get_operand(node->input(0)), node->output());
 }
 
 }  // namespace
@@ -103,40 +88,40 @@ void lower_tanh(LoweringContext& cx, const Node* node) {
 // gelu(x) = x * Phi(x) = 0.5 x + 0.5 |x| erf(|x| / sqrt 2), with erf on z >= 0
 // by Abramowitz & Stegun 7.1.26 (|error| <= 1.5e-7):
 // erf(z) = 1 - (a1 t + a2 t^2 + a3 t^3 + a4 t^4 + a5 t^5) exp(-z^2), t = 1 / (1 + p z).
-Operand2 gelu_erf(LoweringContext& cx, const Operand2& x, const Value* out) {
+Tensor gelu_erf(LoweringContext& cx, const Tensor& x, const Value* out) {
   const float p = 0.3275911f;
   const float a[5] = {0.254829592f, -0.284496736f, 1.421413741f, -1.453152027f, 1.061405429f};
   auto k = [&](float v) { return float_scalar_tensor(cx, v); };
-  Operand2 ax = emit_unary(cx, Op::Abs, x);
-  Operand2 z = emit_binary(cx, Op::Mul, ax, k(static_cast<float>(M_SQRT1_2)));
-  Operand2 den = emit_binary(cx, Op::Add, emit_binary(cx, Op::Mul, z, k(p)), k(1.0f));
-  Operand2 t = emit_binary(cx, Op::Div, k(1.0f), den);
-  Operand2 poly = emit_binary(cx, Op::Mul, t, k(a[4]));
+  Tensor ax = emit_unary(cx, Op::Abs, x);
+  Tensor z = emit_binary(cx, Op::Mul, ax, k(static_cast<float>(M_SQRT1_2)));
+  Tensor den = emit_binary(cx, Op::Add, emit_binary(cx, Op::Mul, z, k(p)), k(1.0f));
+  Tensor t = emit_binary(cx, Op::Div, k(1.0f), den);
+  Tensor poly = emit_binary(cx, Op::Mul, t, k(a[4]));
   for (int i = 3; i >= 0; --i) {
     poly = emit_binary(cx, Op::Mul, emit_binary(cx, Op::Add, poly, k(a[i])), t);
   }
-  Operand2 e = emit_unary(cx, Op::Exp, emit_unary(cx, Op::Neg, emit_binary(cx, Op::Mul, z, z)));
-  Operand2 erf = emit_binary(cx, Op::Sub, k(1.0f), emit_binary(cx, Op::Mul, poly, e));
-  Operand2 half_x = emit_binary(cx, Op::Mul, x, k(0.5f));
-  Operand2 half_ax_erf = emit_binary(cx, Op::Mul, emit_binary(cx, Op::Mul, ax, k(0.5f)), erf);
+  Tensor e = emit_unary(cx, Op::Exp, emit_unary(cx, Op::Neg, emit_binary(cx, Op::Mul, z, z)));
+  Tensor erf = emit_binary(cx, Op::Sub, k(1.0f), emit_binary(cx, Op::Mul, poly, e));
+  Tensor half_x = emit_binary(cx, Op::Mul, x, k(0.5f));
+  Tensor half_ax_erf = emit_binary(cx, Op::Mul, emit_binary(cx, Op::Mul, ax, k(0.5f)), erf);
   return emit_binary(cx, Op::Add, half_x, half_ax_erf, Fuse::None, out);
 }
 
 namespace {
 
 // gelu(x, approximate='tanh') = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-Operand2 gelu_tanh(LoweringContext& cx, const Operand2& x, const Value* out) {
+Tensor gelu_tanh(LoweringContext& cx, const Tensor& x, const Value* out) {
   auto k = [&](float v) { return float_scalar_tensor(cx, v); };
-  Operand2 x3 = emit_binary(cx, Op::Mul, emit_binary(cx, Op::Mul, x, x), x);
-  Operand2 inner = emit_binary(cx, Op::Add, x, emit_binary(cx, Op::Mul, x3, k(0.044715f)));
-  Operand2 th = emit_unary(
+  Tensor x3 = emit_binary(cx, Op::Mul, emit_binary(cx, Op::Mul, x, x), x);
+  Tensor inner = emit_binary(cx, Op::Add, x, emit_binary(cx, Op::Mul, x3, k(0.044715f)));
+  Tensor th = emit_unary(
       cx, Op::Tanh, emit_binary(cx, Op::Mul, inner, k(static_cast<float>(std::sqrt(2.0 / M_PI)))));
-  Operand2 one_plus = emit_binary(cx, Op::Add, th, k(1.0f));
+  Tensor one_plus = emit_binary(cx, Op::Add, th, k(1.0f));
   return emit_binary(cx, Op::Mul, emit_binary(cx, Op::Mul, x, k(0.5f)), one_plus, Fuse::None, out);
 }
 
 void lower_gelu(LoweringContext& cx, const Node* node) {
-  Operand2 x = input_of(cx, node);
+  Tensor x = cx.get_operand(node->input(0));
   check(!is_quant(x.op), "gelu of a quantized tensor is not supported");
   std::string approximate = "none";
   if (node->inputs().size() > 1) approximate = cx.constant(node->input(1)).value.toStringRef();
@@ -150,7 +135,7 @@ void lower_gelu(LoweringContext& cx, const Node* node) {
 }
 
 void lower_relu6(LoweringContext& cx, const Node* node) {
-  Operand2 x = input_of(cx, node);
+  Tensor x = cx.get_operand(node->input(0));
   emit_unary(cx, Op::Relu6, x, node->output());
 }
 
@@ -161,18 +146,62 @@ std::optional<double> optional_number(LoweringContext& cx, const Value* v) {
   return iv.toScalar().toDouble();
 }
 
-void lower_clamp(LoweringContext& cx, const Node* node) {
-  lower_clamp_bounds(cx, node, optional_number(cx, node->input(1)),
-                     optional_number(cx, node->input(2)));
-}
-
 // A constant of shape (1) in x's type: float, or quantized with x's params.
-Operand2 bound_constant(LoweringContext& cx, const Operand& x, double v) {
+Tensor bound_constant(LoweringContext& cx, const Operand& x, double v) {
   if (!is_quant(x)) return float_scalar_tensor(cx, static_cast<float>(v));
   at::Tensor q =
       at::quantize_per_tensor(at::full({1}, v, at::kFloat), x.scale, x.zero_point, at::kQUInt8);
   int32_t id = cx.add_weight(q);
   return {id, cx.operand(id)};
+}
+
+// clamp(x, lo, hi) with either bound optional: RELU6, RELU1 or RELU where the
+// bounds are theirs, else MAXIMUM and MINIMUM with constants.
+void lower_clamp_bounds(LoweringContext& cx, const Node* node, std::optional<double> lo,
+                        std::optional<double> hi) {
+  Tensor x = cx.get_operand(node->input(0));
+  check(lo || hi, "clamp needs at least one bound");
+  check(!lo || !hi || *lo <= *hi, "clamp with min > max");
+  if (lo && hi && *lo == 0 && *hi == 6) {
+    emit_unary(cx, Op::Relu6, x, node->output());
+  } else if (lo && hi && *lo == -1 && *hi == 1) {
+    emit_unary(cx, Op::Relu1, x, node->output());
+  } else if (lo && !hi && *lo == 0) {
+    emit_unary(cx, Op::Relu, x, node->output());
+  } else {
+    Tensor y = x;
+    if (lo) {
+      y = emit_binary(cx, Op::Maximum, y, bound_constant(cx, x.op, *lo), Fuse::None,
+                      hi ? nullptr : node->output());
+    }
+    if (hi) {
+      y = emit_binary(cx, Op::Minimum, y, bound_constant(cx, x.op, *hi), Fuse::None,
+                      node->output());
+    }
+  }
+}
+
+void lower_clamp(LoweringContext& cx, const Node* node) {
+  lower_clamp_bounds(cx, node, optional_number(cx, node->input(1)),
+                     optional_number(cx, node->input(2)));
+}
+
+// hardtanh(x, lo, hi): clamp with both bounds (RELU1 and RELU6 where they fit).
+void lower_hardtanh(LoweringContext& cx, const Node* node) {
+  const Tensor x = cx.get_operand(node->input(0));
+  double lo = cx.constant_number(node->input(1));
+  double hi = cx.constant_number(node->input(2));
+  Op op;
+  if (lo == -1.0 && hi == 1.0) {
+    op = Op::Relu1;
+  } else if (lo == 0.0 && hi == 6.0) {
+    op = Op::Relu6;
+  } else {
+    // Not a single NNAPI activation: MAXIMUM and MINIMUM with constants.
+    lower_clamp_bounds(cx, node, lo, hi);
+    return;
+  }
+  emit_unary(cx, op, x, node->output());
 }
 
 // leaky_relu(x, slope) = x for x >= 0, slope * x otherwise: NNAPI's PRELU
@@ -181,9 +210,9 @@ Operand2 bound_constant(LoweringContext& cx, const Operand& x, double v) {
 // x's parameters, as PyTorch's quantized leaky_relu does.
 void lower_leaky_relu(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 2, "malformed aten::leaky_relu");
-  Operand2 x = input_of(cx, node);
+  Tensor x = cx.get_operand(node->input(0));
   const double slope = cx.constant_number(node->input(1));
-  Operand2 alpha;
+  Tensor alpha;
   if (!is_quant(x.op)) {
     alpha = float_scalar_tensor(cx, static_cast<float>(slope));
   } else if (slope == 0) {
@@ -202,30 +231,6 @@ void lower_leaky_relu(LoweringContext& cx, const Node* node) {
 
 }  // namespace
 
-void lower_clamp_bounds(LoweringContext& cx, const Node* node, std::optional<double> lo,
-                        std::optional<double> hi) {
-  Operand2 x = input_of(cx, node);
-  check(lo || hi, "clamp needs at least one bound");
-  check(!lo || !hi || *lo <= *hi, "clamp with min > max");
-  if (lo && hi && *lo == 0 && *hi == 6) {
-    emit_unary(cx, Op::Relu6, x, node->output());
-  } else if (lo && hi && *lo == -1 && *hi == 1) {
-    emit_unary(cx, Op::Relu1, x, node->output());
-  } else if (lo && !hi && *lo == 0) {
-    emit_unary(cx, Op::Relu, x, node->output());
-  } else {
-    Operand2 y = x;
-    if (lo) {
-      y = emit_binary(cx, Op::Maximum, y, bound_constant(cx, x.op, *lo), Fuse::None,
-                      hi ? nullptr : node->output());
-    }
-    if (hi) {
-      y = emit_binary(cx, Op::Minimum, y, bound_constant(cx, x.op, *hi), Fuse::None,
-                      node->output());
-    }
-  }
-}
-
 void register_activation_ops(LoweringTable& t) {
   t.add("aten::hardsigmoid", lower_hardsigmoid);
   t.add("aten::hardswish", lower_hardswish);
@@ -238,10 +243,12 @@ void register_activation_ops(LoweringTable& t) {
   // point, as NNAPI's quantized RELU6 does.
   t.add("quantized::relu6", [](LoweringContext& cx, const Node* node) {
     check(node->inputs().size() == 2, "malformed quantized::relu6");
-    check(is_quant(input_of(cx, node).op), "quantized::relu6 of a non-quantized tensor");
+    check(is_quant(cx.get_operand(node->input(0)).op),
+          "quantized::relu6 of a non-quantized tensor");
     lower_relu6(cx, node);
   });
   t.add("aten::clamp", lower_clamp);
+  t.add("aten::hardtanh", lower_hardtanh);
   t.add("aten::leaky_relu", lower_leaky_relu);
 }
 

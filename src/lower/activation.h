@@ -7,6 +7,6 @@ namespace nnapi_convert {
 
 // gelu with the exact (erf) formula of PyTorch's default approximate='none',
 // erf as a polynomial to 1.5e-7; the result is `out`'s operand when given.
-Operand2 gelu_erf(LoweringContext& cx, const Operand2& x, const Value* out);
+Tensor gelu_erf(LoweringContext& cx, const Tensor& x, const Value* out);
 
 }  // namespace nnapi_convert

@@ -21,9 +21,9 @@ using nnapi::Fuse;
 using nnapi::Op;
 
 // x (B, L, E) @ w.t() + b, with w (N, E) and b (N) constants.
-Operand2 project(LoweringContext& cx, const Operand2& x, const at::Tensor& w, const at::Tensor& b,
-                 const Value* out) {
-  Operand2 y = product_with_constant(cx, x, w.t(), nullptr);
+Tensor project(LoweringContext& cx, const Tensor& x, const at::Tensor& w, const at::Tensor& b,
+               const Value* out) {
+  Tensor y = product_with_constant(cx, x, w.t(), nullptr);
   auto bias = cx.add_weight(b.contiguous(), DimOrder::Contiguous);
   return emit_binary(cx, Op::Add, y, {bias, cx.operand(bias)}, Fuse::None, out);
 }
@@ -31,9 +31,9 @@ Operand2 project(LoweringContext& cx, const Operand2& x, const at::Tensor& w, co
 // Self-attention of x (B, L, E), fixed L and E, no mask: q/k/v projections by
 // the packed (3E, E) weights, softmax(q k^T / sqrt(D)) v per head, the output
 // projection. The result is `out`'s operand when given.
-Operand2 self_attention(LoweringContext& cx, const Operand2& x, int64_t e, int64_t h,
-                        const at::Tensor& qkv_w, const at::Tensor& qkv_b, const at::Tensor& proj_w,
-                        const at::Tensor& proj_b, const char* what, const Value* out) {
+Tensor self_attention(LoweringContext& cx, const Tensor& x, int64_t e, int64_t h,
+                      const at::Tensor& qkv_w, const at::Tensor& qkv_b, const at::Tensor& proj_w,
+                      const at::Tensor& proj_b, const char* what, const Value* out) {
   check(x.op.shape.size() == 3 && x.op.shape[1] != 0 && x.op.shape[2] == e, [&] {
     return std::string(what) +
            " needs a (B, L, E) input with a fixed length L and width E: give them fixed sizes "
@@ -43,23 +43,22 @@ Operand2 self_attention(LoweringContext& cx, const Operand2& x, int64_t e, int64
   const SymInt batch = sym_shape(x)[0];  // flexible: emit_batch_matmul needs API 33
   const int64_t len = x.op.shape[1], d = e / h;
   auto heads = [&](int part, std::vector<int64_t> perm) {
-    Operand2 p =
-        project(cx, x, qkv_w.narrow(0, part * e, e), qkv_b.narrow(0, part * e, e), nullptr);
-    Operand2 r = emit_reshape(cx, p, {batch, SymInt{len, ""}, SymInt{h, ""}, SymInt{d, ""}});
+    Tensor p = project(cx, x, qkv_w.narrow(0, part * e, e), qkv_b.narrow(0, part * e, e), nullptr);
+    Tensor r = emit_reshape(cx, p, {batch, SymInt{len, ""}, SymInt{h, ""}, SymInt{d, ""}});
     return emit_permute(cx, r, perm);
   };
-  Operand2 q = heads(0, {0, 2, 1, 3});  // (B, H, L, D)
-  Operand2 k = heads(1, {0, 2, 3, 1});  // (B, H, D, L)
-  Operand2 v = heads(2, {0, 2, 1, 3});  // (B, H, L, D)
+  Tensor q = heads(0, {0, 2, 1, 3});  // (B, H, L, D)
+  Tensor k = heads(1, {0, 2, 3, 1});  // (B, H, D, L)
+  Tensor v = heads(2, {0, 2, 1, 3});  // (B, H, L, D)
   q = emit_binary(cx, Op::Mul, q, float_scalar_tensor(cx, 1.0f / std::sqrt(float(d))));
-  Operand2 scores = emit_batch_matmul(cx, q, k, nullptr);
+  Tensor scores = emit_batch_matmul(cx, q, k, nullptr);
   ModelBuilder& m = cx.model();
   const int32_t beta = m.add_float_scalar(1.0f), axis = m.add_int_scalar(3);
   const int32_t sm = make_output(cx, nullptr, scores.op, &scores);
   m.add_operation(Op::Softmax, {scores.id, beta, axis}, {sm});
-  Operand2 attn = emit_batch_matmul(cx, {sm, scores.op}, v, nullptr);  // (B, H, L, D)
-  Operand2 merged = emit_reshape(cx, emit_permute(cx, attn, {0, 2, 1, 3}),
-                                 {batch, SymInt{len, ""}, SymInt{e, ""}});
+  Tensor attn = emit_batch_matmul(cx, {sm, scores.op}, v, nullptr);  // (B, H, L, D)
+  Tensor merged = emit_reshape(cx, emit_permute(cx, attn, {0, 2, 1, 3}),
+                               {batch, SymInt{len, ""}, SymInt{e, ""}});
   return project(cx, merged, proj_w, proj_b, out);
 }
 
@@ -96,24 +95,24 @@ void lower_transformer_encoder_layer(LoweringContext& cx, const Node* node) {
   const bool use_gelu = cx.constant(node->input(7)).value.toBool();
   const bool norm_first = cx.constant(node->input(8)).value.toBool();
   const double eps = cx.constant_float(node->input(9));
-  Operand2 src = product_operand(cx, node->input(0), what, 3);
-  auto ln = [&](const Operand2& y, size_t i, const Value* out) {  // over the last dim, E
+  Tensor src = product_operand(cx, node->input(0), what, 3);
+  auto ln = [&](const Tensor& y, size_t i, const Value* out) {  // over the last dim, E
     const at::Tensor w = t(i), b = t(i + 1);
     return emit_layer_norm(cx, y, {2}, eps, &w, &b, out);
   };
-  auto attention = [&](const Operand2& y) {
+  auto attention = [&](const Tensor& y) {
     return self_attention(cx, y, e, h, t(3), t(4), t(5), t(6), what, nullptr);
   };
-  auto ffn = [&](const Operand2& y) {
-    Operand2 hidden = project(cx, y, t(14), t(15), nullptr);
+  auto ffn = [&](const Tensor& y) {
+    Tensor hidden = project(cx, y, t(14), t(15), nullptr);
     hidden = use_gelu ? gelu_erf(cx, hidden, nullptr) : emit_unary(cx, Op::Relu, hidden);
     return project(cx, hidden, t(16), t(17), nullptr);
   };
   if (norm_first) {
-    Operand2 x = emit_binary(cx, Op::Add, src, attention(ln(src, 10, nullptr)));
+    Tensor x = emit_binary(cx, Op::Add, src, attention(ln(src, 10, nullptr)));
     emit_binary(cx, Op::Add, x, ffn(ln(x, 12, nullptr)), Fuse::None, node->output());
   } else {
-    Operand2 x = ln(emit_binary(cx, Op::Add, src, attention(src)), 10, nullptr);
+    Tensor x = ln(emit_binary(cx, Op::Add, src, attention(src)), 10, nullptr);
     ln(emit_binary(cx, Op::Add, x, ffn(x)), 12, node->output());
   }
 }

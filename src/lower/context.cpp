@@ -2,9 +2,9 @@
 
 #include <ATen/ATen.h>
 
-namespace nnapi_convert {
+#include "lower/fusion.h"
 
-void fail(const std::string& message) { throw LoweringError(message); }
+namespace nnapi_convert {
 
 std::string value_name(const Value* v) { return "%" + v->debugName(); }
 
@@ -17,7 +17,7 @@ int32_t LoweringContext::push_operand(const Operand& o, const at::Tensor* weight
   NnapiOperand n{o.type, fix_shape(o.shape, o.dim_order), o.scale, o.zero_point, {}};
   for (size_t d = 0; d < n.dims.size(); ++d) {
     if (n.dims[d] == 0) {
-      n.flex_symbols.push_back(flex_name(id, reverse_map_dim(o.dim_order, static_cast<int>(d))));
+      n.flex_symbols.push_back(flex_name(id, torch_dim(o.dim_order, static_cast<int64_t>(d))));
     }
   }
   if (weight) {
@@ -38,7 +38,7 @@ int32_t LoweringContext::add_tensor_operand(const Value* v, const Operand& o) {
 
 int32_t LoweringContext::add_anonymous_operand(const Operand& o) { return push_operand(o); }
 
-std::pair<int32_t, Operand> LoweringContext::get_operand(const Value* v) const {
+Tensor LoweringContext::get_operand(const Value* v) const {
   auto it = operand_of_.find(v);
   if (it == operand_of_.end()) {
     if (has_constant(v)) {
@@ -52,25 +52,24 @@ std::pair<int32_t, Operand> LoweringContext::get_operand(const Value* v) const {
   return {it->second, operands_.at(it->second)};
 }
 
-std::pair<int32_t, Operand> LoweringContext::get_operand_fixed_size(const Value* v) const {
+Tensor LoweringContext::get_operand_fixed_size(const Value* v) const {
   auto r = get_operand(v);
-  for (int64_t s : r.second.shape) {
+  for (int64_t s : r.op.shape) {
     check(s != 0, [&] {
       return "flexible size is not supported for this operand (" + value_name(v) + " has shape " +
-             shape_str(r.second.shape) + "); give this input fixed sizes in --input";
+             shape_str(r.op.shape) + "); give this input fixed sizes in --input";
     });
   }
   return r;
 }
 
-std::pair<int32_t, Operand> LoweringContext::get_operand_or_constant(const Value* v,
-                                                                     DimOrder order) {
+Tensor LoweringContext::get_operand_or_constant(const Value* v, DimOrder order) {
   if (has_operand(v)) return get_operand(v);
   int32_t id = add_weight(constant_tensor(v), order);
   return {id, operands_.at(id)};
 }
 
-std::pair<int32_t, Operand> LoweringContext::get_weight_operand(const Value* v) {
+Tensor LoweringContext::get_weight_operand(const Value* v) {
   int32_t id = add_weight(constant_tensor(v));
   return {id, operands_.at(id)};
 }
@@ -119,7 +118,7 @@ Operand LoweringContext::tensor_to_operand(const at::Tensor& t, DimOrder order) 
 int32_t LoweringContext::add_weight(const at::Tensor& t, DimOrder order) {
   Operand o = tensor_to_operand(t, order);
   // An NHWC operand's data is laid out NHWC too.
-  at::Tensor stored = order == DimOrder::ChannelsLast ? t.permute({0, 2, 3, 1}) : t;
+  at::Tensor stored = order == DimOrder::ChannelsLast ? t.permute(kToNhwc) : t;
   return push_operand(o, &stored);
 }
 
@@ -203,7 +202,7 @@ std::vector<int64_t> LoweringContext::constant_int_list(const Value* v) const {
 
 nnapi::Fuse LoweringContext::fuse_following_activation(const Value* v) {
   using nnapi::Fuse;
-  if (!fuse_activations_ || v->uses().size() != 1) return Fuse::None;
+  if (!plan_ || !plan_->fuse_activations() || v->uses().size() != 1) return Fuse::None;
   const Node* user = v->uses()[0].user;
   const std::string kind = user->kind().toQualString();
   Fuse fuse = Fuse::None;
@@ -221,7 +220,7 @@ nnapi::Fuse LoweringContext::fuse_following_activation(const Value* v) {
       if (l == -1 && h == 1) fuse = Fuse::Relu1;
     }
   }
-  if (fuse != Fuse::None) folded_.insert(user);
+  if (fuse != Fuse::None) plan_->fold_activation(user);
   return fuse;
 }
 

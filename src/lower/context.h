@@ -6,13 +6,12 @@
 #include <ATen/core/ivalue.h>
 #include <torch/csrc/jit/ir/ir.h>
 
-#include <stdexcept>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "lower/check.h"
 #include "lower/operand.h"
 #include "serialize/model_builder.h"
 
@@ -21,25 +20,7 @@ namespace nnapi_convert {
 using torch::jit::Node;
 using torch::jit::Value;
 
-// A node that cannot be lowered. The driver adds the node and its source range.
-class LoweringError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-[[noreturn]] void fail(const std::string& message);
-inline void check(bool ok, const char* message) {
-  if (!ok) fail(message);
-}
-inline void check(bool ok, const std::string& message) {
-  if (!ok) fail(message);
-}
-// For messages that take work to build (names, shapes): `make_message` runs
-// only when the check fails, so the passing path of a lowering stays cheap.
-template <typename MakeMessage, typename = decltype(std::declval<MakeMessage>()())>
-inline void check(bool ok, MakeMessage&& make_message) {
-  if (!ok) fail(make_message());
-}
+class FusionPlan;
 
 std::string value_name(const Value* v);
 
@@ -58,14 +39,13 @@ class LoweringContext {
   int32_t add_anonymous_operand(const Operand& o);
   bool has_operand(const Value* v) const { return operand_of_.count(v) != 0; }
   // The operand already produced for `v`.
-  std::pair<int32_t, Operand> get_operand(const Value* v) const;
+  Tensor get_operand(const Value* v) const;
   // Same, refusing operands with load-time flexible sizes.
-  std::pair<int32_t, Operand> get_operand_fixed_size(const Value* v) const;
+  Tensor get_operand_fixed_size(const Value* v) const;
   // `v`'s operand, or a weight operand made from its constant tensor.
-  std::pair<int32_t, Operand> get_operand_or_constant(const Value* v,
-                                                      DimOrder order = DimOrder::Contiguous);
+  Tensor get_operand_or_constant(const Value* v, DimOrder order = DimOrder::Contiguous);
   // A weight operand made from `v`'s constant tensor.
-  std::pair<int32_t, Operand> get_weight_operand(const Value* v);
+  Tensor get_weight_operand(const Value* v);
   // `v` names the same operand as `source` (identity ops).
   void alias(const Value* v, const Value* source);
   // `v` names operand `id` with a different record: the same NNAPI buffer seen
@@ -82,12 +62,6 @@ class LoweringContext {
     if (it == split_outputs_.end()) fail("value " + value_name(list) + " is not a split result");
     return it->second;
   }
-  // A later node that completes a pattern started at `first`.
-  void skip_pending_view(const Node* last, const Node* first) { pending_[last] = first; }
-  const Node* pending_view(const Node* last) const {
-    auto it = pending_.find(last);
-    return it == pending_.end() ? nullptr : it->second;
-  }
 
   // --- target (--min-android-api) ---------------------------------------------
   void set_min_android_api(int api) {
@@ -100,18 +74,13 @@ class LoweringContext {
   bool allows_feature_level(int level) const { return level <= feature_level_limit_; }
 
   // --- activation fusion (--fuse-activations) --------------------------------
-  void set_fuse_activations(bool on) { fuse_activations_ = on; }
+  // Where folded activations are recorded (the driver's plan, fusion.h).
+  void set_fusion_plan(FusionPlan* plan) { plan_ = plan; }
   // With fusion on, when the only use of `v` is a ReLU, ReLU6 or hardtanh with
   // bounds (0, 6) or (-1, 1): marks that node as folded into `v`'s producer
   // and returns its NNAPI fused-activation code; otherwise Fuse::None. The
   // caller passes the code to the operation that produces `v`.
   nnapi::Fuse fuse_following_activation(const Value* v);
-  // A node folded into its input's producer: its output names the same operand.
-  bool folded_activation(const Node* n) const { return folded_.count(n) != 0; }
-
-  // Nodes already lowered as part of an earlier node's pattern.
-  void skip(const Node* n) { skipped_.insert(n); }
-  bool skipped(const Node* n) const { return skipped_.count(n) != 0; }
 
   Operand tensor_to_operand(const at::Tensor& t, DimOrder order) const;
   int32_t add_weight(const at::Tensor& t, DimOrder order = DimOrder::UnknownConstant);
@@ -158,12 +127,9 @@ class LoweringContext {
   std::vector<Operand> operands_;  // parallel to the model's operands
   std::unordered_map<const Value*, int32_t> operand_of_;
   std::unordered_map<const Value*, Operand> reinterpreted_;
-  std::unordered_set<const Node*> skipped_;
-  std::unordered_set<const Node*> folded_;
-  bool fuse_activations_ = false;
+  FusionPlan* plan_ = nullptr;
   int feature_level_limit_ = nnapi::kMaxFeatureLevel;
   std::unordered_map<const Value*, std::vector<int32_t>> split_outputs_;
-  std::unordered_map<const Node*, const Node*> pending_;
   std::unordered_map<const Value*, Constant> constants_;
   std::unordered_map<const Value*, std::vector<const Value*>> sequences_;
   std::unordered_map<const Value*, std::vector<SymInt>> symbolic_;
@@ -172,7 +138,6 @@ class LoweringContext {
   int32_t push_operand(const Operand& o, const at::Tensor* weight = nullptr);
 };
 
-std::string value_name(const Value* v);
 std::string type_kind_name(c10::TypeKind kind);
 
 }  // namespace nnapi_convert

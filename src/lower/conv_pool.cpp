@@ -22,66 +22,68 @@ ConvPoolArgs make_conv_pool_args(const std::vector<int64_t>& kernel,
   return a;
 }
 
+namespace {
+
+// The output size along one axis, written once: (in - k + p0 + p1) // s + 1,
+// or (in - 1) * s + k - p0 - p1 for a transposed convolution, with `k` the
+// window a dilated kernel spans. A number for a fixed `in`; for a load-time
+// size the shape-compute text, in the reference's unsimplified form.
+SymInt conv_out_dim(const SymInt& in, int64_t k, int64_t p0, int64_t p1, int64_t s,
+                    bool transpose) {
+  if (in.is_constant()) {
+    return {transpose ? (in.value - 1) * s + k - p0 - p1 : (in.value - k + p0 + p1) / s + 1, ""};
+  }
+  auto num = [](int64_t v) { return std::to_string(v); };
+  if (transpose) {
+    return {0, "(" + in.expr + " - 1) * " + num(s) + " + " + num(k) + " - " + num(p0) + " - " +
+                   num(p1)};
+  }
+  return {0, "(" + in.expr + " - " + num(k) + " + " + num(p0) + " + " + num(p1) + ") // " + num(s) +
+                 " + 1"};
+}
+
+// The output height (d = 2) or width (d = 3) for input size `in`.
+SymInt conv_pool_out_dim(const SymInt& in, const ConvPoolArgs& a, int64_t d, bool transpose) {
+  if (d == 2) {
+    const int64_t kh = a.dilation_h * (a.kernel_h - 1) + 1;
+    return conv_out_dim(in, kh, a.pad_t, a.pad_b, a.stride_h, transpose);
+  }
+  const int64_t kw = a.dilation_w * (a.kernel_w - 1) + 1;
+  return conv_out_dim(in, kw, a.pad_l, a.pad_r, a.stride_w, transpose);
+}
+
+}  // namespace
+
 Shape conv_pool_out_shape(const Shape& image, const ConvPoolArgs& a, int64_t out_ch,
                           bool transpose) {
   check(image.size() == 4, [&] { return "expected a 4-D image, got " + shape_str(image); });
-  int64_t in_h = image[2], in_w = image[3], out_h, out_w;
-  // The window a dilated kernel spans.
-  int64_t kh = a.dilation_h * (a.kernel_h - 1) + 1, kw = a.dilation_w * (a.kernel_w - 1) + 1;
-  if (transpose) {
-    out_h = (in_h - 1) * a.stride_h + kh - a.pad_t - a.pad_b;
-    out_w = (in_w - 1) * a.stride_w + kw - a.pad_l - a.pad_r;
-  } else {
+  int64_t in_h = image[2], in_w = image[3];
+  if (!transpose) {
+    // The window a dilated kernel spans.
+    int64_t kh = a.dilation_h * (a.kernel_h - 1) + 1, kw = a.dilation_w * (a.kernel_w - 1) + 1;
     check(in_h <= 0 || in_h + a.pad_t + a.pad_b >= kh, [&] {
       return "the window (" + std::to_string(kh) + ") is larger than the padded input height";
     });
     check(in_w <= 0 || in_w + a.pad_l + a.pad_r >= kw, [&] {
       return "the window (" + std::to_string(kw) + ") is larger than the padded input width";
     });
-    out_h = (in_h - kh + a.pad_t + a.pad_b) / a.stride_h + 1;
-    out_w = (in_w - kw + a.pad_l + a.pad_r) / a.stride_w + 1;
   }
-  if (in_h == 0) out_h = 0;
-  if (in_w == 0) out_w = 0;
-  return {image[0], out_ch, out_h, out_w};
+  // 0 (flexible) stays 0: its size is a shape-compute line (conv_pool_flexible_input).
+  auto out = [&](int64_t in, int64_t d) {
+    return in == 0 ? 0 : conv_pool_out_dim({in, ""}, a, d, transpose).value;
+  };
+  return {image[0], out_ch, out(in_h, 2), out(in_w, 3)};
 }
 
-void conv_pool_flexible_input(LoweringContext& cx, int32_t out_id, const Operand2& image,
+void conv_pool_flexible_input(LoweringContext& cx, int32_t out_id, const Tensor& image,
                               const ConvPoolArgs& a, bool transpose) {
-  const int32_t image_id = image.id;
-  const Operand& op = image.op;
-  const Shape& s = op.shape;
-  if (s[0] == 0) cx.forward_operand_shape(out_id, 0, image_id, 0);
+  const Shape& s = image.op.shape;
+  if (s[0] == 0) cx.forward_operand_shape(out_id, 0, image.id, 0);
   check(s[1] != 0, "input channels can't be flexible");
-  auto num = [](int64_t v) { return std::to_string(v); };
-  // Dilated kernels span a wider window; for dilation 1 this is the kernel.
-  ConvPoolArgs e = a;
-  e.kernel_h = a.dilation_h * (a.kernel_h - 1) + 1;
-  e.kernel_w = a.dilation_w * (a.kernel_w - 1) + 1;
-  if (transpose) {
-    if (s[2] == 0) {
-      cx.compute_operand_shape(out_id, 2,
-                               "(" + flex_name(image_id, 2) + " - 1) * " + num(a.stride_h) + " + " +
-                                   num(e.kernel_h) + " - " + num(a.pad_t) + " - " + num(a.pad_b));
-    }
-    if (s[3] == 0) {
-      cx.compute_operand_shape(out_id, 3,
-                               "(" + flex_name(image_id, 3) + " - 1) * " + num(a.stride_w) + " + " +
-                                   num(e.kernel_w) + " - " + num(a.pad_l) + " - " + num(a.pad_r));
-    }
-  } else {
-    if (s[2] == 0) {
-      cx.compute_operand_shape(out_id, 2,
-                               "(" + flex_name(image_id, 2) + " - " + num(e.kernel_h) + " + " +
-                                   num(a.pad_t) + " + " + num(a.pad_b) + ") // " + num(a.stride_h) +
-                                   " + 1");
-    }
-    if (s[3] == 0) {
-      cx.compute_operand_shape(out_id, 3,
-                               "(" + flex_name(image_id, 3) + " - " + num(e.kernel_w) + " + " +
-                                   num(a.pad_l) + " + " + num(a.pad_r) + ") // " + num(a.stride_w) +
-                                   " + 1");
-    }
+  for (int64_t d : {2, 3}) {
+    if (s[d] != 0) continue;
+    cx.compute_operand_shape(out_id, d,
+                             conv_pool_out_dim(sym_dim(image.id, s, d), a, d, transpose).expr);
   }
 }
 

@@ -26,7 +26,7 @@ Shape conv_pool_out_shape(const Shape& image, const ConvPoolArgs& a, int64_t out
                           bool transpose);
 
 // Shape-compute lines for an output whose input image has flexible N, H or W.
-void conv_pool_flexible_input(LoweringContext& cx, int32_t out_id, const Operand2& image,
+void conv_pool_flexible_input(LoweringContext& cx, int32_t out_id, const Tensor& image,
                               const ConvPoolArgs& a, bool transpose);
 
 }  // namespace nnapi_convert

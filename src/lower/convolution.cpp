@@ -1,6 +1,7 @@
-// Float convolutions: aten::conv2d and aten::_convolution (incl. transposed,
-// with output_padding), 1-D ones (nn.Conv1d, 3-D weights) as the 2-D
-// convolution over (N, C, 1, L).
+// Convolutions: aten::conv2d and aten::_convolution (incl. transposed, with
+// output_padding; 1-D ones, nn.Conv1d's 3-D weights, as the 2-D convolution
+// over (N, C, 1, L)), and add_conv2d_common, the NNAPI convolution both they
+// and the quantized convolutions of quantized.cpp use.
 #include "lower/convolution.h"
 
 #include <ATen/ATen.h>
@@ -25,7 +26,7 @@ int32_t optional_bias(LoweringContext& cx, const Value* bias, const at::Tensor& 
     int64_t channels = weight.size(transpose ? 1 : 0);
     return cx.add_weight(at::zeros({channels}, weight.options()));
   }
-  return cx.get_weight_operand(bias).first;
+  return cx.get_weight_operand(bias).id;
 }
 
 std::vector<int64_t> kernel_of(const at::Tensor& weight) {
@@ -79,7 +80,7 @@ void lower_convolution_1d(LoweringContext& cx, const Node* node, at::Tensor weig
   }
   std::vector<SymInt> dims = sym_shape({in_id, in});
   dims.insert(dims.begin() + 2, SymInt{1, ""});
-  Operand2 conv =
+  Tensor conv =
       emit_conv2d(cx, nullptr, 0.0, 0, emit_reshape(cx, {in_id, in}, dims), weight.unsqueeze(2),
                   bias_id, a, transpose, cx.fuse_following_activation(node->output()));
   std::vector<SymInt> out_dims = sym_shape(conv);
@@ -116,10 +117,9 @@ void add_conv2d_common(LoweringContext& cx, const Value* out, double out_scale,
               transpose, fuse);
 }
 
-Operand2 emit_conv2d(LoweringContext& cx, const Value* out, double out_scale,
-                     int64_t out_zero_point, const Operand2& image_operand,
-                     const at::Tensor& weight, int32_t bias_id, const ConvPoolArgs& args,
-                     bool transpose, Fuse fuse) {
+Tensor emit_conv2d(LoweringContext& cx, const Value* out, double out_scale, int64_t out_zero_point,
+                   const Tensor& image_operand, const at::Tensor& weight, int32_t bias_id,
+                   const ConvPoolArgs& args, bool transpose, Fuse fuse) {
   const auto& [image_id, image] = image_operand;
   check(image.shape.size() == 4,
         [&] { return "convolution needs a 4-D input, got " + shape_str(image.shape); });
@@ -130,7 +130,9 @@ Operand2 emit_conv2d(LoweringContext& cx, const Value* out, double out_scale,
   std::vector<int64_t> perm;
   if (args.group == 1) {
     kind = Kind::Full;
-    perm = transpose ? std::vector<int64_t>{1, 2, 3, 0} : std::vector<int64_t>{0, 2, 3, 1};
+    // (out, in, kh, kw) as NNAPI's (out, kh, kw, in); a transposed weight's
+    // (in, out, kh, kw) as (out, kh, kw, in).
+    perm = transpose ? std::vector<int64_t>{1, 2, 3, 0} : perm_vector(kToNhwc);
   } else if (args.group == in_c) {
     kind = Kind::Depthwise;
     perm = {1, 2, 3, 0};
@@ -140,7 +142,7 @@ Operand2 emit_conv2d(LoweringContext& cx, const Value* out, double out_scale,
              std::to_string(args.group) + ")";
     });
     kind = Kind::Grouped;
-    perm = {0, 2, 3, 1};
+    perm = perm_vector(kToNhwc);
   }
   bool dilated = args.dilation_h != 1 || args.dilation_w != 1;
   check(!(transpose && kind != Kind::Full),

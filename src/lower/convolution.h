@@ -13,8 +13,8 @@ void add_conv2d_common(LoweringContext& cx, const Value* out, double out_scale,
                        int64_t out_zero_point, const Value* image, const at::Tensor& weight,
                        int32_t bias_id, const ConvPoolArgs& args, bool transpose, nnapi::Fuse fuse);
 // The same of an operand; the result is `out`'s operand, or anonymous when null.
-Operand2 emit_conv2d(LoweringContext& cx, const Value* out, double out_scale,
-                     int64_t out_zero_point, const Operand2& image, const at::Tensor& weight,
-                     int32_t bias_id, const ConvPoolArgs& args, bool transpose, nnapi::Fuse fuse);
+Tensor emit_conv2d(LoweringContext& cx, const Value* out, double out_scale, int64_t out_zero_point,
+                   const Tensor& image, const at::Tensor& weight, int32_t bias_id,
+                   const ConvPoolArgs& args, bool transpose, nnapi::Fuse fuse);
 
 }  // namespace nnapi_convert

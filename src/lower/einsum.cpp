@@ -62,8 +62,8 @@ Equation parse_equation(const std::string& text) {
 
 // `x` (letters `have`) transposed to the letters of `groups` in order and
 // reshaped to one dim per non-empty group.
-Operand2 arrange(LoweringContext& cx, const Operand2& x, const std::string& have,
-                 const std::vector<std::string>& groups) {
+Tensor arrange(LoweringContext& cx, const Tensor& x, const std::string& have,
+               const std::vector<std::string>& groups) {
   std::vector<int64_t> perm;
   std::vector<SymInt> dims;
   for (const std::string& g : groups) {
@@ -74,7 +74,7 @@ Operand2 arrange(LoweringContext& cx, const Operand2& x, const std::string& have
     }
     if (!g.empty()) dims.push_back(SymInt{size, ""});
   }
-  Operand2 p = emit_permute(cx, x, perm);
+  Tensor p = emit_permute(cx, x, perm);
   if (dims.size() == p.op.shape.size()) return p;
   return emit_reshape(cx, p, dims);
 }
@@ -86,7 +86,7 @@ void lower_einsum(LoweringContext& cx, const Node* node) {
   const Equation e = parse_equation(text);
   check(tensors.size() == 2, "einsum \"" + text + "\" needs two tensors");
   const Value* bv = tensors[1];
-  Operand2 a = product_operand(cx, tensors[0], "einsum", 1);
+  Tensor a = product_operand(cx, tensors[0], "einsum", 1);
   const bool b_constant = cx.has_constant(bv) && !cx.has_operand(bv);
   std::string batch, afree, bfree, contracted;
   for (char c : e.a) {
@@ -108,7 +108,7 @@ void lower_einsum(LoweringContext& cx, const Node* node) {
     const size_t i = e.a.find(c);
     return i != std::string::npos ? a.op.shape[i] : bshape[e.b.find(c)];
   };
-  Operand2 r{-1, {}};
+  Tensor r{-1, {}};
   if (b_constant && batch.empty()) {
     at::Tensor w = cx.constant_tensor(bv);
     check(w.dim() == int64_t(e.b.size()) && w.scalar_type() == at::kFloat,
@@ -118,13 +118,13 @@ void lower_einsum(LoweringContext& cx, const Node* node) {
     int64_t k = 1, n = 1;
     for (char c : contracted) k *= w.size(e.b.find(c));
     for (char c : bfree) n *= w.size(e.b.find(c));
-    Operand2 x = arrange(cx, a, e.a, {afree, contracted});
+    Tensor x = arrange(cx, a, e.a, {afree, contracted});
     if (afree.empty()) x = emit_reshape(cx, x, {SymInt{1, ""}, SymInt{k, ""}});
     if (contracted.empty()) x = emit_reshape(cx, x, {sym_shape(x)[0], SymInt{1, ""}});
     r = product_with_constant(cx, x, w.permute(perm).reshape({k, n}), nullptr);
     for (char c : out_letters) out_dims.push_back(SymInt{size_of(c, w.sizes().vec()), ""});
   } else {
-    Operand2 b = product_operand(cx, bv, "einsum", 1);
+    Tensor b = product_operand(cx, bv, "einsum", 1);
     check(b.op.shape.size() == e.b.size(),
           "einsum \"" + text + "\": the second tensor's rank " + "differs from its letters");
     for (char c : batch + contracted) {
@@ -135,9 +135,9 @@ void lower_einsum(LoweringContext& cx, const Node* node) {
       check(s != 0, "einsum \"" + text + "\" over a flexible dimension is not supported");
     }
     // Empty groups become dims of size 1 so both sides are (B, M, K), (B, K, N).
-    auto grouped = [&](const Operand2& x, const std::string& have,
+    auto grouped = [&](const Tensor& x, const std::string& have,
                        const std::vector<std::string>& groups) {
-      Operand2 y = arrange(cx, x, have, groups);
+      Tensor y = arrange(cx, x, have, groups);
       std::vector<SymInt> dims;
       for (const std::string& g : groups) {
         int64_t size = 1;
@@ -147,8 +147,8 @@ void lower_einsum(LoweringContext& cx, const Node* node) {
       if (y.op.shape.size() == dims.size()) return y;
       return emit_reshape(cx, y, dims);
     };
-    const Operand2 a3 = grouped(a, e.a, {batch, afree, contracted});
-    const Operand2 b3 = grouped(b, e.b, {batch, contracted, bfree});
+    const Tensor a3 = grouped(a, e.a, {batch, afree, contracted});
+    const Tensor b3 = grouped(b, e.b, {batch, contracted, bfree});
     r = emit_batch_matmul(cx, a3, b3, nullptr);
     for (char c : out_letters) out_dims.push_back(SymInt{size_of(c, b.op.shape), ""});
   }
@@ -162,7 +162,7 @@ void lower_einsum(LoweringContext& cx, const Node* node) {
     emit_reshape(cx, r, out_dims, node->output());
     return;
   }
-  Operand2 shaped = emit_reshape(cx, r, out_dims);
+  Tensor shaped = emit_reshape(cx, r, out_dims);
   Shape shape;
   for (int64_t p : perm) shape.push_back(shaped.op.shape[p]);
   const int32_t id = cx.add_tensor_operand(node->output(), shaped.op.with_shape(shape));

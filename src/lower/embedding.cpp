@@ -25,7 +25,8 @@ void lower_embedding(LoweringContext& cx, const Node* node) {
     return std::string("embedding tables of dtype ") + c10::toString(table.scalar_type()) +
            " are not supported (float32 only)";
   });
-  auto [idx_id, idx] = cx.get_operand(node->input(1));
+  const Tensor indices = cx.get_operand(node->input(1));
+  const auto& [idx_id, idx] = indices;
   check(idx.type == OperandType::TensorInt32, [&] {
     return std::string("embedding indices must be an int32 tensor (NNAPI has no int64); give ") +
            "the input ,dtype=int32 in --input and feed int32 indices";
@@ -37,8 +38,7 @@ void lower_embedding(LoweringContext& cx, const Node* node) {
   Shape shape = idx.shape;
   shape.push_back(table.size(1));
   Operand out = cx.operand(table_id).with_shape(shape);
-  Operand2 like{idx_id, idx};
-  const int32_t out_id = make_output(cx, node->output(), out, &like);
+  const int32_t out_id = make_output(cx, node->output(), out, &indices);
   m.add_operation(Op::Gather, {table_id, axis, idx_id}, {out_id});
 }
 

@@ -11,7 +11,7 @@ using nnapi::Fuse;
 using nnapi::Op;
 using nnapi::OperandType;
 
-int32_t make_output(LoweringContext& cx, const Value* out, const Operand& o, const Operand2* like) {
+int32_t make_output(LoweringContext& cx, const Value* out, const Operand& o, const Tensor* like) {
   int32_t id = out ? cx.add_tensor_operand(out, o) : cx.add_anonymous_operand(o);
   if (like) {
     for (size_t d = 0; d < o.shape.size() && d < like->op.shape.size(); ++d) {
@@ -24,11 +24,11 @@ int32_t make_output(LoweringContext& cx, const Value* out, const Operand& o, con
 }
 
 void forward_broadcast_dims(LoweringContext& cx, int32_t id, const Shape& shape,
-                            std::initializer_list<const Operand2*> inputs) {
+                            std::initializer_list<const Tensor*> inputs) {
   const size_t n = shape.size();
   for (size_t i = 0; i < n; ++i) {
     if (shape[i] != 0) continue;
-    for (const Operand2* in : inputs) {
+    for (const Tensor* in : inputs) {
       const size_t rank = in->op.shape.size();
       if (i + rank >= n && in->op.shape[i + rank - n] == 0) {
         cx.forward_operand_shape(id, static_cast<int64_t>(i), in->id,
@@ -39,12 +39,12 @@ void forward_broadcast_dims(LoweringContext& cx, int32_t id, const Shape& shape,
   }
 }
 
-Operand2 float_scalar_tensor(LoweringContext& cx, float v) {
+Tensor float_scalar_tensor(LoweringContext& cx, float v) {
   int32_t id = cx.add_weight(at::full({1}, v, at::kFloat));
   return {id, cx.operand(id)};
 }
 
-Operand2 float_weight_like(LoweringContext& cx, const at::Tensor& t, const Operand& like) {
+Tensor float_weight_like(LoweringContext& cx, const at::Tensor& t, const Operand& like) {
   at::Tensor f = t.to(at::kFloat).contiguous();
   DimOrder order =
       like.dim_order == DimOrder::ChannelsLast ? DimOrder::ChannelsLast : DimOrder::Contiguous;
@@ -52,7 +52,7 @@ Operand2 float_weight_like(LoweringContext& cx, const at::Tensor& t, const Opera
   return {id, cx.operand(id)};
 }
 
-Operand2 emit_relayout(LoweringContext& cx, const Operand2& x, DimOrder to) {
+Tensor emit_relayout(LoweringContext& cx, const Tensor& x, DimOrder to) {
   if (x.op.dim_order == to) return x;
   check(x.op.shape.size() == 4,
         [&] { return "a layout change needs a 4-D tensor, got " + shape_str(x.op.shape); });
@@ -61,15 +61,14 @@ Operand2 emit_relayout(LoweringContext& cx, const Operand2& x, DimOrder to) {
   out.dim_order = to;
   // The immediate first, then the output: the reference's operand order.
   int32_t perm =
-      cx.model().add_int_vector(to == DimOrder::ChannelsLast ? std::vector<int64_t>{0, 2, 3, 1}
-                                                             : std::vector<int64_t>{0, 3, 1, 2});
+      cx.model().add_int_vector(perm_vector(to == DimOrder::ChannelsLast ? kToNhwc : kToNchw));
   int32_t id = make_output(cx, nullptr, out, &x);
   cx.model().add_operation(Op::Transpose, {x.id, perm}, {id});
   return {id, out};
 }
 
-Operand2 emit_reshape(LoweringContext& cx, const Operand2& x, const std::vector<SymInt>& dims,
-                      const Value* out) {
+Tensor emit_reshape(LoweringContext& cx, const Tensor& x, const std::vector<SymInt>& dims,
+                    const Value* out) {
   check(x.op.dim_order == DimOrder::Contiguous, "internal: reshape of a channels-last tensor");
   Shape shape;
   std::vector<int64_t> values;
@@ -103,8 +102,8 @@ Operand2 emit_reshape(LoweringContext& cx, const Operand2& x, const std::vector<
   return {id, o};
 }
 
-Operand2 emit_tile(LoweringContext& cx, const Operand2& x, const std::vector<int64_t>& multiples,
-                   const Value* out) {
+Tensor emit_tile(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& multiples,
+                 const Value* out) {
   const size_t rank = x.op.shape.size();
   check(multiples.size() == rank, "internal: TILE needs one multiple per dim");
   Shape shape = x.op.shape;
@@ -112,11 +111,10 @@ Operand2 emit_tile(LoweringContext& cx, const Operand2& x, const std::vector<int
     check(multiples[d] > 0, "internal: TILE multiples must be positive");
     if (shape[d] != 0) shape[d] *= multiples[d];
   }
-  // NNAPI dim d holds PyTorch dim reverse_map_dim(d).
+  // NNAPI axis a holds PyTorch dim torch_dim(a).
   std::vector<int64_t> nnapi_multiples;
-  for (size_t d = 0; d < rank; ++d) {
-    const int pd = rank == 4 ? reverse_map_dim(x.op.dim_order, static_cast<int>(d)) : d;
-    nnapi_multiples.push_back(multiples[pd]);
+  for (size_t a = 0; a < rank; ++a) {
+    nnapi_multiples.push_back(multiples[torch_dim(x.op.dim_order, static_cast<int64_t>(a))]);
   }
   ModelBuilder& m = cx.model();
   const int32_t multiples_id = m.add_int_vector(nnapi_multiples);
@@ -136,8 +134,8 @@ Operand2 emit_tile(LoweringContext& cx, const Operand2& x, const std::vector<int
   return {id, o};
 }
 
-Operand2 emit_pad(LoweringContext& cx, const Operand2& x, const std::vector<int64_t>& before,
-                  const std::vector<int64_t>& after, double value, const Value* out) {
+Tensor emit_pad(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& before,
+                const std::vector<int64_t>& after, double value, const Value* out) {
   const auto rank = static_cast<int64_t>(x.op.shape.size());
   Shape shape = x.op.shape;
   for (int64_t d = 0; d < rank; ++d) {
@@ -148,7 +146,7 @@ Operand2 emit_pad(LoweringContext& cx, const Operand2& x, const std::vector<int6
   // Rows [before, after] in the NNAPI operand's dim order.
   std::vector<int64_t> rows;
   for (int64_t nd = 0; nd < rank; ++nd) {
-    const int64_t d = rank == 4 ? reverse_map_dim(x.op.dim_order, static_cast<int>(nd)) : nd;
+    const int64_t d = torch_dim(x.op.dim_order, nd);
     rows.push_back(before[d]);
     rows.push_back(after[d]);
   }
@@ -177,14 +175,10 @@ Operand2 emit_pad(LoweringContext& cx, const Operand2& x, const std::vector<int6
   return {id, o};
 }
 
-std::vector<int32_t> emit_split(LoweringContext& cx, const Operand2& in, int64_t dim,
+std::vector<int32_t> emit_split(LoweringContext& cx, const Tensor& in, int64_t dim,
                                 const std::vector<int64_t>& sizes) {
   const auto rank = static_cast<int64_t>(in.op.shape.size());
-  int64_t axis = dim;
-  if (in.op.dim_order == DimOrder::ChannelsLast) {
-    static const int64_t kPos[] = {0, 3, 1, 2};
-    axis = kPos[dim];
-  }
+  const int64_t axis = nnapi_axis(in.op, dim);
   ModelBuilder& m = cx.model();
   std::vector<int32_t> outputs;
   auto add_part = [&](int64_t size) {
@@ -215,13 +209,13 @@ std::vector<int32_t> emit_split(LoweringContext& cx, const Operand2& in, int64_t
 }
 
 // CONCATENATION of `parts` along PyTorch dim d.
-Operand2 emit_concat(LoweringContext& cx, const std::vector<Operand2>& parts, int64_t d,
-                     const Value* out) {
+Tensor emit_concat(LoweringContext& cx, const std::vector<Tensor>& parts, int64_t d,
+                   const Value* out) {
   Shape shape = parts[0].op.shape;
   shape[d] = 0;
-  for (const Operand2& p : parts) shape[d] += p.op.shape[d];
+  for (const Tensor& p : parts) shape[d] += p.op.shape[d];
   std::vector<int32_t> inputs;
-  for (const Operand2& p : parts) inputs.push_back(p.id);
+  for (const Tensor& p : parts) inputs.push_back(p.id);
   inputs.push_back(cx.model().add_int_scalar(static_cast<int32_t>(nnapi_axis(parts[0].op, d))));
   Operand o = parts[0].op.with_shape(shape);
   const int32_t id = make_output(cx, out, o, &parts[0]);
@@ -229,7 +223,7 @@ Operand2 emit_concat(LoweringContext& cx, const std::vector<Operand2>& parts, in
   return {id, o};
 }
 
-std::vector<SymInt> sym_shape(const Operand2& x) {
+std::vector<SymInt> sym_shape(const Tensor& x) {
   std::vector<SymInt> dims;
   for (size_t d = 0; d < x.op.shape.size(); ++d) {
     dims.push_back(sym_dim(x.id, x.op.shape, static_cast<int64_t>(d)));
@@ -256,10 +250,14 @@ Shape broadcast_shape(const Shape& a, const Shape& b) {
   return out;
 }
 
-Operand2 emit_binary(LoweringContext& cx, Op op, const Operand2& a, const Operand2& b, Fuse fuse,
-                     const Value* out) {
-  Operand o = a.op.with_shape(broadcast_shape(a.op.shape, b.op.shape));
-  if (b.op.shape.size() > a.op.shape.size()) o.dim_order = b.op.dim_order;
+Tensor emit_binary(LoweringContext& cx, Op op, const Tensor& a, const Tensor& b, Fuse fuse,
+                   const Value* out, std::optional<QuantParams> out_quant) {
+  const Tensor& big = b.op.shape.size() > a.op.shape.size() ? b : a;
+  Operand o = big.op.with_shape(broadcast_shape(a.op.shape, b.op.shape));
+  if (out_quant) {
+    o.scale = out_quant->scale;
+    o.zero_point = out_quant->zero_point;
+  }
   int32_t id = make_output(cx, out, o);
   forward_broadcast_dims(cx, id, o.shape, {&a, &b});
   // ADD, SUB, MUL and DIV take a fused activation; MAXIMUM, MINIMUM and the rest don't.
@@ -273,38 +271,49 @@ Operand2 emit_binary(LoweringContext& cx, Op op, const Operand2& a, const Operan
   return {id, o};
 }
 
-Operand2 emit_unary(LoweringContext& cx, Op op, const Operand2& a, const Value* out) {
-  int32_t id = make_output(cx, out, a.op, &a);
-  cx.model().add_operation(op, {a.id}, {id});
-  return {id, a.op};
+Tensor emit_unary_to(LoweringContext& cx, Op op, const Tensor& x, const Operand& rec,
+                     const Value* out) {
+  int32_t id = make_output(cx, out, rec, &x);
+  cx.model().add_operation(op, {x.id}, {id});
+  return {id, rec};
 }
 
-Operand2 emit_dequantize(LoweringContext& cx, const Operand2& a) {
-  check(a.op.type == OperandType::TensorQuant8Asymm, "expected a quantized tensor");
+Tensor emit_unary(LoweringContext& cx, Op op, const Tensor& x, const Value* out,
+                  std::optional<QuantParams> out_quant) {
+  Operand o = x.op;
+  if (o.type == OperandType::TensorQuant8Asymm) {
+    // NNAPI fixes these outputs' parameters (as PyTorch's quantized kernels do).
+    if (op == Op::Logistic) out_quant = QuantParams{1.0 / 256, 0};
+    if (op == Op::Tanh) out_quant = QuantParams{1.0 / 128, 128};
+  }
+  if (out_quant) {
+    o.scale = out_quant->scale;
+    o.zero_point = out_quant->zero_point;
+  }
+  return emit_unary_to(cx, op, x, o, out);
+}
+
+Tensor emit_dequantize(LoweringContext& cx, const Tensor& a, const Value* out) {
   Operand o = a.op;
   o.type = OperandType::TensorFloat32;
   o.scale = 0.0;
   o.zero_point = 0;
-  int32_t id = make_output(cx, nullptr, o, &a);
-  cx.model().add_operation(Op::Dequantize, {a.id}, {id});
-  return {id, o};
+  return emit_unary_to(cx, Op::Dequantize, a, o, out);
 }
 
-Operand2 emit_quantize(LoweringContext& cx, const Operand2& a, double scale, int64_t zero_point,
-                       const Value* out) {
+Tensor emit_quantize(LoweringContext& cx, const Tensor& a, double scale, int64_t zero_point,
+                     const Value* out) {
   Operand o = a.op;
   o.type = OperandType::TensorQuant8Asymm;
   o.scale = scale;
   o.zero_point = zero_point;
-  int32_t id = make_output(cx, out, o, &a);
-  cx.model().add_operation(Op::Quantize, {a.id}, {id});
-  return {id, o};
+  return emit_unary_to(cx, Op::Quantize, a, o, out);
 }
 
 // `count` elements of x along PyTorch dim d, from `begin` in steps of `step`
 // (1 or -1): a STRIDED_SLICE taking the other dims whole.
-Operand2 emit_take(LoweringContext& cx, const Operand2& x, int64_t d, int64_t begin, int64_t count,
-                   int64_t step) {
+Tensor emit_take(LoweringContext& cx, const Tensor& x, int64_t d, int64_t begin, int64_t count,
+                 int64_t step) {
   const auto rank = static_cast<int64_t>(x.op.shape.size());
   const int64_t axis = nnapi_axis(x.op, d);
   std::vector<int64_t> begins(rank, 0), ends(rank, 0), strides(rank, 1);
@@ -337,7 +346,7 @@ Operand2 emit_take(LoweringContext& cx, const Operand2& x, int64_t d, int64_t be
 }
 
 // TRANSPOSE of contiguous `x` by `perm` (no operation for the identity).
-Operand2 emit_permute(LoweringContext& cx, const Operand2& x, const std::vector<int64_t>& perm) {
+Tensor emit_permute(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& perm) {
   bool identity = true;
   for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == int64_t(i);
   if (identity) return x;

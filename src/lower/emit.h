@@ -5,85 +5,102 @@
 #include <ATen/Tensor.h>
 
 #include <initializer_list>
+#include <optional>
 #include <vector>
 
 #include "lower/context.h"
 
 namespace nnapi_convert {
 
-// An NNAPI operand together with its record.
-struct Operand2 {
-  int32_t id;
-  Operand op;
-};
-
 // Creates the output operand: bound to `out` when given, anonymous otherwise.
 // Load-time flexible dims are forwarded from `like` (same shape).
 int32_t make_output(LoweringContext& cx, const Value* out, const Operand& o,
-                    const Operand2* like = nullptr);
+                    const Tensor* like = nullptr);
 
 // Shape-compute lines for the flexible dims of operand `id`, a broadcast result
 // of `shape`: each from the first input that has that dim flexible (dims
 // aligned from the end, as in broadcasting).
 void forward_broadcast_dims(LoweringContext& cx, int32_t id, const Shape& shape,
-                            std::initializer_list<const Operand2*> inputs);
+                            std::initializer_list<const Tensor*> inputs);
 // A float32 constant of shape (1), broadcast by NNAPI against any tensor.
-Operand2 float_scalar_tensor(LoweringContext& cx, float v);
+Tensor float_scalar_tensor(LoweringContext& cx, float v);
 
 // A float32 weight laid out like `like` (NCHW or NHWC) from a PyTorch tensor
 // of `like`'s rank (e.g. a (1, C, 1, 1) per-channel vector).
-Operand2 float_weight_like(LoweringContext& cx, const at::Tensor& t, const Operand& like);
+Tensor float_weight_like(LoweringContext& cx, const at::Tensor& t, const Operand& like);
 
-// Elementwise ops on operands of the same layout; the result has a's record.
-Operand2 emit_binary(LoweringContext& cx, nnapi::Op op, const Operand2& a, const Operand2& b,
-                     nnapi::Fuse fuse = nnapi::Fuse::None, const Value* out = nullptr);
-Operand2 emit_unary(LoweringContext& cx, nnapi::Op op, const Operand2& a,
-                    const Value* out = nullptr);
+// A quantized output's scale and zero point.
+struct QuantParams {
+  double scale = 0.0;
+  int64_t zero_point = 0;
+};
 
-// DEQUANTIZE a quant8 operand to float32, and QUANTIZE back with given params.
-Operand2 emit_dequantize(LoweringContext& cx, const Operand2& a);
-Operand2 emit_quantize(LoweringContext& cx, const Operand2& a, double scale, int64_t zero_point,
-                       const Value* out = nullptr);
+// The one binary path for operands already in the same layout: `a op b` with
+// PyTorch's broadcasting (dims aligned from the end; flexible output dims get
+// shape-compute lines from the input that has them). The result has the
+// record of the higher-rank operand (of `a` on a tie), with `out_quant`'s
+// parameters when given. ADD, SUB, MUL and DIV take `fuse` (an immediate
+// made after the output); other operations take none. (The reference's own
+// equal-rank rules, with NHWC/NCHW reconciling and `assert` shape lines,
+// are lower_binary_values in pointwise.h, which reproduces them byte for
+// byte.)
+Tensor emit_binary(LoweringContext& cx, nnapi::Op op, const Tensor& a, const Tensor& b,
+                   nnapi::Fuse fuse = nnapi::Fuse::None, const Value* out = nullptr,
+                   std::optional<QuantParams> out_quant = std::nullopt);
+// The one unary path: operation `op` on `x` with output record `rec` (x's
+// shape; flexible dims forwarded from x), bound to `out` when given.
+Tensor emit_unary_to(LoweringContext& cx, nnapi::Op op, const Tensor& x, const Operand& rec,
+                     const Value* out = nullptr);
+// An elementwise operation that keeps x's record, except where NNAPI fixes a
+// quantized output's parameters (LOGISTIC: 1/256, 0; TANH: 1/128, 128) or
+// `out_quant` gives them (quantized hardswish).
+Tensor emit_unary(LoweringContext& cx, nnapi::Op op, const Tensor& x, const Value* out = nullptr,
+                  std::optional<QuantParams> out_quant = std::nullopt);
+
+// DEQUANTIZE an operand to float32, and QUANTIZE one to quant8 with given params.
+Tensor emit_dequantize(LoweringContext& cx, const Tensor& a, const Value* out = nullptr);
+Tensor emit_quantize(LoweringContext& cx, const Tensor& a, double scale, int64_t zero_point,
+                     const Value* out = nullptr);
 
 // A TRANSPOSE that lays a 4-D operand's data out in `to` (NHWC for
 // ChannelsLast, NCHW for Contiguous); the PyTorch shape is unchanged. Returns
 // `x` itself when it already is.
-Operand2 emit_relayout(LoweringContext& cx, const Operand2& x, DimOrder to);
+Tensor emit_relayout(LoweringContext& cx, const Tensor& x, DimOrder to);
 
 // RESHAPE of contiguous `x` to `dims` (constants or load-time sizes, no -1).
 // Flexible output dims get shape-compute lines; NNAPI's shape operand holds -1
 // for the first of them and has any others set when the model is loaded.
-Operand2 emit_reshape(LoweringContext& cx, const Operand2& x, const std::vector<SymInt>& dims,
-                      const Value* out = nullptr);
+Tensor emit_reshape(LoweringContext& cx, const Tensor& x, const std::vector<SymInt>& dims,
+                    const Value* out = nullptr);
 // TILE of `x` by `multiples` (one per PyTorch dim, in PyTorch's dim order):
 // output dim d is x's dim d times multiples[d]. Flexible output dims get
 // shape-compute lines.
-Operand2 emit_tile(LoweringContext& cx, const Operand2& x, const std::vector<int64_t>& multiples,
-                   const Value* out = nullptr);
+Tensor emit_tile(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& multiples,
+                 const Value* out = nullptr);
 // Splits `x` along PyTorch dim `dim` into consecutive parts of `sizes`: one
 // SPLIT when the parts are equal, else a SLICE per part. Returns the parts.
-std::vector<int32_t> emit_split(LoweringContext& cx, const Operand2& x, int64_t dim,
+std::vector<int32_t> emit_split(LoweringContext& cx, const Tensor& x, int64_t dim,
                                 const std::vector<int64_t>& sizes);
 // CONCATENATION of `parts` (same layout) along PyTorch dim d.
-Operand2 emit_concat(LoweringContext& cx, const std::vector<Operand2>& parts, int64_t d,
-                     const Value* out = nullptr);
+Tensor emit_concat(LoweringContext& cx, const std::vector<Tensor>& parts, int64_t d,
+                   const Value* out = nullptr);
 // The dims of `x` as constants or load-time sizes.
-std::vector<SymInt> sym_shape(const Operand2& x);
+std::vector<SymInt> sym_shape(const Tensor& x);
 // Pads `x` by before[d] / after[d] elements in each PyTorch dim d with
 // `value`: NNAPI PAD, which fills with the logical zero (a quantized tensor's
 // zero point), or PAD_V2 for another value (quantized for QUANT8 tensors).
 // Padded flexible dims get shape-compute lines.
-Operand2 emit_pad(LoweringContext& cx, const Operand2& x, const std::vector<int64_t>& before,
-                  const std::vector<int64_t>& after, double value, const Value* out = nullptr);
+Tensor emit_pad(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& before,
+                const std::vector<int64_t>& after, double value, const Value* out = nullptr);
 // Broadcast output shape per PyTorch's rules (trailing alignment); 0 = flexible.
 Shape broadcast_shape(const Shape& a, const Shape& b);
 
 // `count` elements of x along PyTorch dim d, from `begin` in steps of `step`
 // (1 or -1): a STRIDED_SLICE taking the other dims whole.
-Operand2 emit_take(LoweringContext& cx, const Operand2& x, int64_t d, int64_t begin, int64_t count,
-                   int64_t step);
+Tensor emit_take(LoweringContext& cx, const Tensor& x, int64_t d, int64_t begin, int64_t count,
+                 int64_t step);
 // TRANSPOSE of `x` (in PyTorch's element order, fixed sizes) by `perm`; `x`
 // itself for the identity.
-Operand2 emit_permute(LoweringContext& cx, const Operand2& x, const std::vector<int64_t>& perm);
+Tensor emit_permute(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& perm);
 
 }  // namespace nnapi_convert

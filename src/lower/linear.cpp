@@ -10,11 +10,11 @@ using nnapi::Fuse;
 using nnapi::Op;
 
 // linear on (..., K): RESHAPE to (M, K), FULLY_CONNECTED, RESHAPE to (..., N).
-void add_linear_nd(LoweringContext& cx, const Node* node, int32_t input_id, const Operand& in,
-                   const Value* weight, const Value* bias) {
+void add_linear_nd(LoweringContext& cx, const Node* node, const Tensor& x, const Value* weight,
+                   const Value* bias) {
+  const Operand& in = x.op;
   check(in.dim_order == DimOrder::Contiguous,
         "linear over a channels-last tensor needs a permute to (N, H, W, C) first");
-  const Operand2 x{input_id, in};
   std::vector<SymInt> dims = sym_shape(x);
   check(dims.back().is_constant(), "linear over a flexible feature dimension is not supported");
   at::Tensor w = cx.constant_tensor(weight);
@@ -23,12 +23,11 @@ void add_linear_nd(LoweringContext& cx, const Node* node, int32_t input_id, cons
   SymInt rows{1, ""};
   for (size_t i = 0; i + 1 < dims.size(); ++i) rows = sym_arith(rows, '*', dims[i]);
   ModelBuilder& m = cx.model();
-  Operand2 flat = emit_reshape(cx, x, {rows, k});
-  int32_t bias_id = cx.get_weight_operand(bias).first;
+  Tensor flat = emit_reshape(cx, x, {rows, k});
+  int32_t bias_id = cx.get_weight_operand(bias).id;
   int32_t weight_id = cx.add_weight(w.contiguous());
   const SymInt n{w.size(0), ""};
-  Operand2 like = flat;
-  int32_t fc_id = make_output(cx, nullptr, in.with_shape({flat.op.shape[0], n.value}), &like);
+  int32_t fc_id = make_output(cx, nullptr, in.with_shape({flat.op.shape[0], n.value}), &flat);
   int32_t fuse = m.add_int_scalar(static_cast<int32_t>(Fuse::None));
   m.add_operation(Op::FullyConnected, {flat.id, weight_id, bias_id, fuse}, {fc_id});
   dims.back() = n;
@@ -37,9 +36,10 @@ void add_linear_nd(LoweringContext& cx, const Node* node, int32_t input_id, cons
 
 void add_fully_connected(LoweringContext& cx, const Node* node, bool transpose_weight,
                          const Value* input, const Value* weight, const Value* bias) {
-  auto [input_id, in] = cx.get_operand(input);
+  const Tensor x = cx.get_operand(input);
+  const auto& [input_id, in] = x;
   if (in.shape.size() > 2 && !transpose_weight) {
-    add_linear_nd(cx, node, input_id, in, weight, bias);
+    add_linear_nd(cx, node, x, weight, bias);
     return;
   }
   auto [bias_id, b] = cx.get_weight_operand(bias);

@@ -25,7 +25,7 @@ using nnapi::Op;
 using nnapi::OperandType;
 
 // A float32 operand of a product, in PyTorch's element order.
-Operand2 product_operand(LoweringContext& cx, const Value* v, const char* what, size_t min_rank) {
+Tensor product_operand(LoweringContext& cx, const Value* v, const char* what, size_t min_rank) {
   auto [id, o] = cx.get_operand_or_constant(v, DimOrder::Contiguous);
   check(o.type == OperandType::TensorFloat32, [&] {
     return std::string(what) + " is supported on float32 tensors only, got " +
@@ -43,8 +43,8 @@ Operand2 product_operand(LoweringContext& cx, const Value* v, const char* what, 
 
 // x (..., K) @ w (K, N) with w constant: FULLY_CONNECTED with weight w.t()
 // and a zero bias on x flattened to (M, K), reshaped back to (..., N).
-Operand2 product_with_constant(LoweringContext& cx, const Operand2& x, const at::Tensor& w,
-                               const Value* out) {
+Tensor product_with_constant(LoweringContext& cx, const Tensor& x, const at::Tensor& w,
+                             const Value* out) {
   std::vector<SymInt> dims = sym_shape(x);
   check(dims.back().is_constant(), "matmul over a flexible inner dimension is not supported");
   check(w.size(0) == dims.back().value, [&] {
@@ -52,7 +52,7 @@ Operand2 product_with_constant(LoweringContext& cx, const Operand2& x, const at:
            ": inner dimensions differ";
   });
   const bool flat_input = dims.size() == 2;
-  Operand2 flat = x;
+  Tensor flat = x;
   if (!flat_input) {
     SymInt rows{1, ""};
     for (size_t i = 0; i + 1 < dims.size(); ++i) rows = sym_arith(rows, '*', dims[i]);
@@ -77,7 +77,7 @@ bool is_constant_tensor(const LoweringContext& cx, const Value* v) {
 }
 
 // `x` with leading 1s up to `rank` dims.
-Operand2 with_rank(LoweringContext& cx, const Operand2& x, size_t rank) {
+Tensor with_rank(LoweringContext& cx, const Tensor& x, size_t rank) {
   if (x.op.shape.size() == rank) return x;
   std::vector<SymInt> dims(rank - x.op.shape.size(), SymInt{1, ""});
   for (const SymInt& d : sym_shape(x)) dims.push_back(d);
@@ -94,13 +94,13 @@ std::vector<SymInt> fixed_dims(std::initializer_list<int64_t> v) {
 }
 
 // x (fixed shape) reshaped to `dims`; x itself when it has that shape already.
-Operand2 reshaped(LoweringContext& cx, const Operand2& x, std::initializer_list<int64_t> dims) {
+Tensor reshaped(LoweringContext& cx, const Tensor& x, std::initializer_list<int64_t> dims) {
   if (x.op.shape == Shape(dims)) return x;
   return emit_reshape(cx, x, fixed_dims(dims));
 }
 
 // x with its last two dims swapped (TRANSPOSE).
-Operand2 swap_last_two(LoweringContext& cx, const Operand2& x) {
+Tensor swap_last_two(LoweringContext& cx, const Tensor& x) {
   const size_t r = x.op.shape.size();
   std::vector<int64_t> perm(r);
   for (size_t d = 0; d < r; ++d) perm[d] = static_cast<int64_t>(d);
@@ -115,8 +115,8 @@ Operand2 swap_last_two(LoweringContext& cx, const Operand2& x) {
 }
 
 // The parts of x (fixed shape) along dim 0, one per entry, by one SPLIT.
-std::vector<Operand2> split_batch(LoweringContext& cx, const Operand2& x) {
-  std::vector<Operand2> parts;
+std::vector<Tensor> split_batch(LoweringContext& cx, const Tensor& x) {
+  std::vector<Tensor> parts;
   for (int32_t id : emit_split(cx, x, 0, std::vector<int64_t>(x.op.shape[0], 1)))
     parts.push_back({id, cx.operand(id)});
   return parts;
@@ -126,8 +126,8 @@ std::vector<Operand2> split_batch(LoweringContext& cx, const Operand2& x) {
 // level 6: b's matrices transposed by one TRANSPOSE, both split along the
 // flattened batch by SPLIT, one FULLY_CONNECTED (weights b_i^T, zero bias)
 // per batch entry, the results joined by CONCATENATION.
-Operand2 products_by_fully_connected(LoweringContext& cx, const Operand2& a, const Operand2& b,
-                                     const Value* out) {
+Tensor products_by_fully_connected(LoweringContext& cx, const Tensor& a, const Tensor& b,
+                                   const Value* out) {
   const size_t r = a.op.shape.size();
   auto fixed = [](const Shape& s) { return std::find(s.begin(), s.end(), 0) == s.end(); };
   check(fixed(a.op.shape) && fixed(b.op.shape), [&] {
@@ -140,7 +140,7 @@ Operand2 products_by_fully_connected(LoweringContext& cx, const Operand2& a, con
   int64_t batch = 1;
   for (size_t d = 0; d + 2 < r; ++d) batch *= a.op.shape[d];
   const int64_t rows = a.op.shape[r - 2], k = a.op.shape[r - 1], cols = b.op.shape[r - 1];
-  std::vector<Operand2> as, bs;
+  std::vector<Tensor> as, bs;
   if (batch == 1) {
     as = {reshaped(cx, a, {rows, k})};
     bs = {swap_last_two(cx, reshaped(cx, b, {k, cols}))};
@@ -152,14 +152,14 @@ Operand2 products_by_fully_connected(LoweringContext& cx, const Operand2& a, con
   const int32_t bias = cx.add_weight(at::zeros({cols}, at::kFloat), DimOrder::Contiguous);
   const int32_t fuse = m.add_int_scalar(static_cast<int32_t>(Fuse::None));
   const Operand fc = a.op.with_shape({rows, cols});
-  std::vector<Operand2> products;
+  std::vector<Tensor> products;
   for (int64_t i = 0; i < batch; ++i) {
-    const Operand2 ai = reshaped(cx, as[i], {rows, k});
-    const Operand2 bi = reshaped(cx, bs[i], {cols, k});
+    const Tensor ai = reshaped(cx, as[i], {rows, k});
+    const Tensor bi = reshaped(cx, bs[i], {cols, k});
     products.push_back({cx.add_anonymous_operand(fc), fc});
     m.add_operation(Op::FullyConnected, {ai.id, bi.id, bias, fuse}, {products.back().id});
   }
-  const Operand2 joined = batch > 1 ? emit_concat(cx, products, 0) : products[0];
+  const Tensor joined = batch > 1 ? emit_concat(cx, products, 0) : products[0];
   Shape shape = a.op.shape;
   shape.back() = cols;
   if (!out && joined.op.shape == shape) return joined;
@@ -171,8 +171,7 @@ Operand2 products_by_fully_connected(LoweringContext& cx, const Operand2& a, con
 }  // namespace
 
 // BATCH_MATMUL of a (..., R, K) and b (..., K, C) with equal batch dims.
-Operand2 emit_batch_matmul(LoweringContext& cx, const Operand2& a, const Operand2& b,
-                           const Value* out) {
+Tensor emit_batch_matmul(LoweringContext& cx, const Tensor& a, const Tensor& b, const Value* out) {
   if (!cx.allows_feature_level(kBatchMatmulLevel)) {
     return products_by_fully_connected(cx, a, b, out);
   }
@@ -201,16 +200,15 @@ bool is_float_matrix_constant(const LoweringContext& cx, const Value* v, int64_t
 }
 
 size_t value_rank(const LoweringContext& cx, const Value* v) {
-  return cx.has_operand(v) ? cx.get_operand(v).second.shape.size()
+  return cx.has_operand(v) ? cx.get_operand(v).op.shape.size()
                            : static_cast<size_t>(cx.constant_tensor(v).dim());
 }
 
-Operand2 product_of(LoweringContext& cx, Operand2 a, Operand2 b, const char* what,
-                    const Value* out);
+Tensor product_of(LoweringContext& cx, Tensor a, Tensor b, const char* what, const Value* out);
 
 // av @ bv, bound to `out` when given.
-Operand2 product(LoweringContext& cx, const Value* av, const Value* bv, const char* what,
-                 const Value* out) {
+Tensor product(LoweringContext& cx, const Value* av, const Value* bv, const char* what,
+               const Value* out) {
   const size_t ra = value_rank(cx, av), rb = value_rank(cx, bv);
   check(ra >= 1 && rb >= 1 && !(ra == 1 && rb == 1), [&] {
     return std::string(what) + " of a " + std::to_string(ra) + "-D and a " + std::to_string(rb) +
@@ -219,10 +217,10 @@ Operand2 product(LoweringContext& cx, const Value* av, const Value* bv, const ch
   if (ra == 1 || rb == 1) {
     // PyTorch reads a 1-D left operand as (1, K) and a 1-D right operand as
     // (K, 1), and drops that dim from the result.
-    Operand2 r{-1, {}};
+    Tensor r{-1, {}};
     if (ra == 1) {
-      Operand2 v = product_operand(cx, av, what, 1);
-      Operand2 a = emit_reshape(cx, v, {SymInt{1, ""}, sym_dim(v.id, v.op.shape, 0)});
+      Tensor v = product_operand(cx, av, what, 1);
+      Tensor a = emit_reshape(cx, v, {SymInt{1, ""}, sym_dim(v.id, v.op.shape, 0)});
       r = is_float_matrix_constant(cx, bv, 2)
               ? product_with_constant(cx, a, cx.constant_tensor(bv), nullptr)
               : product_of(cx, a, product_operand(cx, bv, what), what, nullptr);
@@ -230,15 +228,15 @@ Operand2 product(LoweringContext& cx, const Value* av, const Value* bv, const ch
       r = product_with_constant(cx, product_operand(cx, av, what),
                                 cx.constant_tensor(bv).reshape({-1, 1}), nullptr);
     } else {
-      Operand2 v = product_operand(cx, bv, what, 1);
-      Operand2 b = emit_reshape(cx, v, {sym_dim(v.id, v.op.shape, 0), SymInt{1, ""}});
+      Tensor v = product_operand(cx, bv, what, 1);
+      Tensor b = emit_reshape(cx, v, {sym_dim(v.id, v.op.shape, 0), SymInt{1, ""}});
       r = product_of(cx, product_operand(cx, av, what), b, what, nullptr);
     }
     std::vector<SymInt> dims = sym_shape(r);
     dims.erase(dims.end() - (rb == 1 ? 1 : 2));
     return emit_reshape(cx, r, dims, out);
   }
-  Operand2 a = product_operand(cx, av, what);
+  Tensor a = product_operand(cx, av, what);
   if (is_float_matrix_constant(cx, bv, 2)) {
     return product_with_constant(cx, a, cx.constant_tensor(bv), out);
   }
@@ -246,8 +244,7 @@ Operand2 product(LoweringContext& cx, const Value* av, const Value* bv, const ch
 }
 
 // a @ b for computed a and b of rank 2 or more.
-Operand2 product_of(LoweringContext& cx, Operand2 a, Operand2 b, const char* what,
-                    const Value* out) {
+Tensor product_of(LoweringContext& cx, Tensor a, Tensor b, const char* what, const Value* out) {
   const size_t ra = a.op.shape.size(), rb = b.op.shape.size();
   const int64_t k = a.op.shape[ra - 1];
   check(k != 0 && b.op.shape[rb - 2] == k, [&] {
@@ -259,7 +256,7 @@ Operand2 product_of(LoweringContext& cx, Operand2 a, Operand2 b, const char* wha
     std::vector<SymInt> dims = sym_shape(a);
     SymInt rows{1, ""};
     for (size_t i = 0; i + 1 < ra; ++i) rows = sym_arith(rows, '*', dims[i]);
-    Operand2 flat = emit_reshape(cx, a, {rows, dims.back()});
+    Tensor flat = emit_reshape(cx, a, {rows, dims.back()});
     if (!cx.allows_feature_level(kBatchMatmulLevel)) {
       dims.back() = SymInt{b.op.shape[1], ""};
       return emit_reshape(cx, products_by_fully_connected(cx, flat, b, nullptr), dims, out);
@@ -323,7 +320,7 @@ void lower_baddbmm(LoweringContext& cx, const Node* node) {
   for (const Value* v : {node->input(3), node->input(4)}) {
     check(cx.constant_number(v) == 1.0, "baddbmm with beta or alpha other than 1 is not supported");
   }
-  Operand2 prod = product(cx, node->input(1), node->input(2), "baddbmm", nullptr);
+  Tensor prod = product(cx, node->input(1), node->input(2), "baddbmm", nullptr);
   auto [id, o] = cx.get_operand_or_constant(node->input(0), DimOrder::Contiguous);
   check(o.type == OperandType::TensorFloat32 && o.dim_order == DimOrder::Contiguous,
         "baddbmm needs a float32 input in PyTorch's element order");
@@ -361,7 +358,7 @@ void register_matmul_ops(LoweringTable& t) {
   t.add("aten::matmul", [](LoweringContext& cx, const Node* n) { lower_product(cx, n, "matmul"); });
   t.add("aten::bmm", [](LoweringContext& cx, const Node* n) {
     for (const Value* v : n->inputs()) {
-      const size_t rank = cx.has_operand(v) ? cx.get_operand(v).second.shape.size()
+      const size_t rank = cx.has_operand(v) ? cx.get_operand(v).op.shape.size()
                                             : static_cast<size_t>(cx.constant_tensor(v).dim());
       check(rank == 3, "bmm needs 3-D tensors");
     }

@@ -9,15 +9,13 @@ namespace nnapi_convert {
 
 // A float32 operand of a product (computed or constant), in PyTorch's element
 // order, of at least `min_rank` dims; `what` names the op in messages.
-Operand2 product_operand(LoweringContext& cx, const Value* v, const char* what,
-                         size_t min_rank = 2);
+Tensor product_operand(LoweringContext& cx, const Value* v, const char* what, size_t min_rank = 2);
 // x (..., K) @ w (K, N) with w constant: FULLY_CONNECTED with weight w.t()
 // and a zero bias on x flattened to (M, K), reshaped back to (..., N).
-Operand2 product_with_constant(LoweringContext& cx, const Operand2& x, const at::Tensor& w,
-                               const Value* out);
+Tensor product_with_constant(LoweringContext& cx, const Tensor& x, const at::Tensor& w,
+                             const Value* out);
 // BATCH_MATMUL of a (..., R, K) and b (..., K, C) with equal batch dims; below
 // feature level 6 (--min-android-api under 33), FULLY_CONNECTED per batch entry.
-Operand2 emit_batch_matmul(LoweringContext& cx, const Operand2& a, const Operand2& b,
-                           const Value* out);
+Tensor emit_batch_matmul(LoweringContext& cx, const Tensor& a, const Tensor& b, const Value* out);
 
 }  // namespace nnapi_convert

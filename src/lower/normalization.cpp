@@ -20,7 +20,8 @@ namespace {
 
 void lower_batch_norm(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 9, "malformed aten::batch_norm");
-  auto [x_id, x] = cx.get_operand(node->input(0));
+  const Tensor in = cx.get_operand(node->input(0));
+  const auto& [x_id, x] = in;
   check(x.type == OperandType::TensorFloat32, "batch_norm of a non-float tensor");
   check(!cx.constant_bool(node->input(5)), "batch_norm in training mode: call .eval() first");
   at::Tensor mean = cx.constant_tensor(node->input(3)).to(at::kDouble);
@@ -41,15 +42,14 @@ void lower_batch_norm(LoweringContext& cx, const Node* node) {
   at::Tensor shift = bias - mean * scale;
   std::vector<int64_t> shape(x.shape.size(), 1);
   shape[1] = channels;
-  Operand2 in{x_id, x};
-  Operand2 s = float_weight_like(cx, scale.reshape(shape), x);
-  Operand2 b = float_weight_like(cx, shift.reshape(shape), x);
-  Operand2 scaled = emit_binary(cx, Op::Mul, in, s);
+  Tensor s = float_weight_like(cx, scale.reshape(shape), x);
+  Tensor b = float_weight_like(cx, shift.reshape(shape), x);
+  Tensor scaled = emit_binary(cx, Op::Mul, in, s);
   emit_binary(cx, Op::Add, scaled, b, Fuse::None, node->output());
 }
 
 // MEAN over `axes` (NNAPI order), keeping dims.
-Operand2 emit_mean(LoweringContext& cx, const Operand2& x, const std::vector<int64_t>& axes) {
+Tensor emit_mean(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& axes) {
   Operand o = x.op;
   for (int64_t a : axes) o.shape[a] = 1;
   int32_t id = make_output(cx, nullptr, o, &x);
@@ -60,7 +60,8 @@ Operand2 emit_mean(LoweringContext& cx, const Operand2& x, const std::vector<int
 
 void lower_layer_norm(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 6, "malformed aten::layer_norm");
-  auto [x_id, x] = cx.get_operand(node->input(0));
+  const Tensor in = cx.get_operand(node->input(0));
+  const auto& [x_id, x] = in;
   check(x.type == OperandType::TensorFloat32, "layer_norm of a non-float tensor");
   check(x.dim_order == DimOrder::Contiguous,
         "layer_norm of a channels-last tensor is supported only after a permute to (N, H, W, C)");
@@ -86,21 +87,21 @@ void lower_layer_norm(LoweringContext& cx, const Node* node) {
 
 }  // namespace
 
-Operand2 emit_normalize(LoweringContext& cx, const Operand2& x, const std::vector<int64_t>& axes,
-                        double eps, const Value* out) {
-  Operand2 mean = emit_mean(cx, x, axes);
-  Operand2 centered = emit_binary(cx, Op::Sub, x, mean);
-  Operand2 var = emit_mean(cx, emit_binary(cx, Op::Mul, centered, centered), axes);
-  Operand2 inv =
+Tensor emit_normalize(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& axes,
+                      double eps, const Value* out) {
+  Tensor mean = emit_mean(cx, x, axes);
+  Tensor centered = emit_binary(cx, Op::Sub, x, mean);
+  Tensor var = emit_mean(cx, emit_binary(cx, Op::Mul, centered, centered), axes);
+  Tensor inv =
       emit_unary(cx, Op::Rsqrt,
                  emit_binary(cx, Op::Add, var, float_scalar_tensor(cx, static_cast<float>(eps))));
   return emit_binary(cx, Op::Mul, centered, inv, Fuse::None, out);
 }
 
-Operand2 emit_layer_norm(LoweringContext& cx, const Operand2& x, const std::vector<int64_t>& axes,
-                         double eps, const at::Tensor* weight, const at::Tensor* bias,
-                         const Value* out) {
-  Operand2 y = emit_normalize(cx, x, axes, eps, weight || bias ? nullptr : out);
+Tensor emit_layer_norm(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& axes,
+                       double eps, const at::Tensor* weight, const at::Tensor* bias,
+                       const Value* out) {
+  Tensor y = emit_normalize(cx, x, axes, eps, weight || bias ? nullptr : out);
   if (weight) {
     int32_t w = cx.add_weight(weight->to(at::kFloat).contiguous());
     y = emit_binary(cx, Op::Mul, y, {w, cx.operand(w)}, Fuse::None, bias ? nullptr : out);
@@ -115,23 +116,22 @@ Operand2 emit_layer_norm(LoweringContext& cx, const Operand2& x, const std::vect
 namespace {
 
 // y * weight + bias with per-channel (dim 1) constants; either may be None.
-Operand2 emit_channel_affine(LoweringContext& cx, Operand2 y, const Value* weight,
-                             const Value* bias) {
+Tensor emit_channel_affine(LoweringContext& cx, Tensor y, const Value* weight, const Value* bias) {
   std::vector<int64_t> shape(y.op.shape.size(), 1);
   shape[1] = y.op.shape[1];
   if (!cx.constant_is_none(weight)) {
-    Operand2 w = float_weight_like(cx, cx.constant_tensor(weight).reshape(shape), y.op);
+    Tensor w = float_weight_like(cx, cx.constant_tensor(weight).reshape(shape), y.op);
     y = emit_binary(cx, Op::Mul, y, w);
   }
   if (!cx.constant_is_none(bias)) {
-    Operand2 b = float_weight_like(cx, cx.constant_tensor(bias).reshape(shape), y.op);
+    Tensor b = float_weight_like(cx, cx.constant_tensor(bias).reshape(shape), y.op);
     y = emit_binary(cx, Op::Add, y, b);
   }
   return y;
 }
 
 // A float32 (N, C, *) input with a fixed channel count.
-Operand2 channel_input(LoweringContext& cx, const Node* node, const char* what) {
+Tensor channel_input(LoweringContext& cx, const Node* node, const char* what) {
   auto [id, x] = cx.get_operand(node->input(0));
   check(x.type == OperandType::TensorFloat32,
         [&] { return std::string(what) + " is supported on float32 tensors only"; });
@@ -148,7 +148,7 @@ Operand2 channel_input(LoweringContext& cx, const Node* node, const char* what) 
 // dim 1: RESHAPE of the NCHW-ordered data to (N, G, C/G * spatial), the
 // statistics over axis 2, RESHAPE back, then the per-channel affine.
 // Channels-last data is transposed to NCHW and back.
-void emit_group_norm(LoweringContext& cx, const Node* node, Operand2 x, int64_t groups,
+void emit_group_norm(LoweringContext& cx, const Node* node, Tensor x, int64_t groups,
                      const Value* weight, const Value* bias, double eps) {
   const DimOrder order = x.op.dim_order;
   x = emit_relayout(cx, x, DimOrder::Contiguous);
@@ -156,9 +156,9 @@ void emit_group_norm(LoweringContext& cx, const Node* node, Operand2 x, int64_t 
   const int64_t c = x.op.shape[1];
   SymInt per_group{c / groups, ""};
   for (size_t d = 2; d < dims.size(); ++d) per_group = sym_arith(per_group, '*', dims[d]);
-  Operand2 grouped = emit_reshape(cx, x, {dims[0], SymInt{groups, ""}, per_group});
-  Operand2 normalized = emit_normalize(cx, grouped, {2}, eps);
-  Operand2 y = emit_channel_affine(cx, emit_reshape(cx, normalized, dims), weight, bias);
+  Tensor grouped = emit_reshape(cx, x, {dims[0], SymInt{groups, ""}, per_group});
+  Tensor normalized = emit_normalize(cx, grouped, {2}, eps);
+  Tensor y = emit_channel_affine(cx, emit_reshape(cx, normalized, dims), weight, bias);
   y = emit_relayout(cx, y, order);
   cx.reinterpret(node->output(), y.id, y.op);
 }
@@ -166,7 +166,7 @@ void emit_group_norm(LoweringContext& cx, const Node* node, Operand2 x, int64_t 
 // group_norm(x, num_groups, weight, bias, eps, cudnn_enabled).
 void lower_group_norm(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 6, "malformed aten::group_norm");
-  Operand2 x = channel_input(cx, node, "group_norm");
+  Tensor x = channel_input(cx, node, "group_norm");
   const int64_t groups = cx.constant_int(node->input(1));
   check(groups > 0 && x.op.shape[1] % groups == 0, [&] {
     return "group_norm: " + std::to_string(x.op.shape[1]) + " channels do not split into " +
@@ -188,7 +188,7 @@ void lower_instance_norm(LoweringContext& cx, const Node* node) {
     lower_batch_norm(cx, node);
     return;
   }
-  Operand2 x = channel_input(cx, node, "instance_norm");
+  Tensor x = channel_input(cx, node, "instance_norm");
   const double eps = cx.constant_float(node->input(7));
   if (x.op.shape.size() != 4) {
     emit_group_norm(cx, node, x, x.op.shape[1], node->input(1), node->input(2), eps);
@@ -201,7 +201,7 @@ void lower_instance_norm(LoweringContext& cx, const Node* node) {
   const int32_t layout = m.add_bool_scalar(x.op.use_nchw());
   const int32_t id = make_output(cx, nullptr, x.op, &x);
   m.add_operation(Op::InstanceNormalization, {x.id, gamma, beta, epsilon, layout}, {id});
-  Operand2 y = emit_channel_affine(cx, {id, x.op}, node->input(1), node->input(2));
+  Tensor y = emit_channel_affine(cx, {id, x.op}, node->input(1), node->input(2));
   cx.reinterpret(node->output(), y.id, y.op);
 }
 

@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "lower/context.h"
+#include "lower/check.h"
 
 namespace nnapi_convert {
 
@@ -16,22 +16,21 @@ Shape fix_shape(const Shape& shape, DimOrder order) {
   if (order == DimOrder::ChannelsLast) {
     check(shape.size() == 4,
           [&] { return "a channels-last operand must have 4 dims, got " + shape_str(shape); });
-    return {shape[0], shape[2], shape[3], shape[1]};
+    Shape nnapi_dims;
+    for (int64_t d : kToNhwc) nnapi_dims.push_back(shape[d]);
+    return nnapi_dims;
   }
   return shape;
 }
 
-int reverse_map_dim(DimOrder order, int d) {
-  if (order == DimOrder::ChannelsLast) {
-    static const int kMap[] = {0, 2, 3, 1};
-    return kMap[d];
-  }
-  return d;
+int64_t nnapi_axis(DimOrder order, int64_t torch_dim) {
+  return order == DimOrder::ChannelsLast ? kToNchw.at(torch_dim) : torch_dim;
 }
 
-int64_t nnapi_axis(const Operand& o, int64_t d) {
-  static const int64_t kPos[] = {0, 3, 1, 2};
-  return o.dim_order == DimOrder::ChannelsLast ? kPos[d] : d;
+int64_t nnapi_axis(const Operand& o, int64_t d) { return nnapi_axis(o.dim_order, d); }
+
+int64_t torch_dim(DimOrder order, int64_t axis) {
+  return order == DimOrder::ChannelsLast ? kToNhwc.at(axis) : axis;
 }
 
 int64_t py_index(int64_t index, int64_t size) {

@@ -2,6 +2,7 @@
 // shape, dim order, quantization. Mirrors the reference converter's Operand.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,6 +38,13 @@ struct Operand {
   }
 };
 
+// A tensor operand of the model under construction: its NNAPI id and its
+// record. What LoweringContext::get_operand returns and every emit_* takes.
+struct Tensor {
+  int32_t id = -1;
+  Operand op;  // the record: type, PyTorch shape, dim order, quantization
+};
+
 // An int of shape arithmetic: a constant, or a size known only when the model
 // is loaded, as an expression of the shape-compute script over flexible dims
 // (e.g. "(s_0_0 // 2)").
@@ -54,12 +62,29 @@ SymInt sym_arith(const SymInt& a, char op, const SymInt& b);
 // Dim `d` of operand `id` with PyTorch shape `shape`: constant or flexible.
 SymInt sym_dim(int32_t id, const Shape& shape, int64_t d);
 
+// The NHWC layout, named once. An operand in DimOrder::ChannelsLast holds
+// PyTorch's (N, C, H, W) as NNAPI's (N, H, W, C):
+// - kToNhwc[a] is the PyTorch dim that NNAPI axis a holds; as a TRANSPOSE
+//   (or at::Tensor::permute) it lays NCHW data out NHWC;
+// - kToNchw[d] is the NNAPI axis that holds PyTorch dim d; as a TRANSPOSE it
+//   lays NHWC data out NCHW.
+inline constexpr std::array<int64_t, 4> kToNhwc{0, 2, 3, 1};
+inline constexpr std::array<int64_t, 4> kToNchw{0, 3, 1, 2};
+// A permutation as the int vector a TRANSPOSE operand takes.
+inline std::vector<int64_t> perm_vector(const std::array<int64_t, 4>& p) {
+  return {p.begin(), p.end()};
+}
+
 // NNAPI-order dims for a PyTorch shape in `order`.
 Shape fix_shape(const Shape& shape, DimOrder order);
-// The PyTorch dim that NNAPI dim `d` holds.
-int reverse_map_dim(DimOrder order, int d);
-// The NNAPI dim that holds PyTorch dim `d` of `o`.
+// The NNAPI axis that holds PyTorch dim `torch_dim` in `order` (kToNchw for
+// ChannelsLast, the identity otherwise).
+int64_t nnapi_axis(DimOrder order, int64_t torch_dim);
+// The NNAPI axis that holds PyTorch dim `d` of `o`.
 int64_t nnapi_axis(const Operand& o, int64_t d);
+// The PyTorch dim that NNAPI axis `axis` holds in `order` (kToNhwc for
+// ChannelsLast, the identity otherwise).
+int64_t torch_dim(DimOrder order, int64_t axis);
 // Python-style index: negative counts from the end. Throws when out of range.
 int64_t py_index(int64_t index, int64_t size);
 std::string shape_str(const Shape& s);

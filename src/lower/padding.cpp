@@ -46,7 +46,7 @@ enum class EdgeMode { Reflect, Replicate, Circular };
 // reflected about the edge element (reflect), the edge element repeated
 // (replicate), or the other end's elements (circular). The padded dims need
 // fixed sizes; the others may be flexible.
-void emit_edge_pad(LoweringContext& cx, Operand2 x, const std::vector<int64_t>& before,
+void emit_edge_pad(LoweringContext& cx, Tensor x, const std::vector<int64_t>& before,
                    const std::vector<int64_t>& after, EdgeMode mode, const char* mode_name,
                    const Value* out) {
   const auto rank = static_cast<int64_t>(x.op.shape.size());
@@ -73,7 +73,7 @@ void emit_edge_pad(LoweringContext& cx, Operand2 x, const std::vector<int64_t>& 
              " needs a dimension " + std::to_string(d) + " larger than that, got size " +
              std::to_string(n);
     });
-    std::vector<Operand2> parts;
+    std::vector<Tensor> parts;
     if (b) {
       if (mode == EdgeMode::Reflect) {
         parts.push_back(emit_take(cx, x, d, b, b, -1));

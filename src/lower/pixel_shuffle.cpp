@@ -24,8 +24,8 @@ int64_t nnapi_channel(int64_t k, int64_t r, int64_t c) {
 
 // GATHER along x's channel axis: output channel k is input channel index[k].
 // Returns x itself for the identity.
-Operand2 gather_channels(LoweringContext& cx, const Operand2& x, const std::vector<int64_t>& index,
-                         const Value* out) {
+Tensor gather_channels(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& index,
+                       const Value* out) {
   bool identity = true;
   for (size_t k = 0; k < index.size(); ++k)
     identity = identity && index[k] == static_cast<int64_t>(k);
@@ -39,7 +39,7 @@ Operand2 gather_channels(LoweringContext& cx, const Operand2& x, const std::vect
 }
 
 struct Image {
-  Operand2 x;
+  Tensor x;
   int64_t r;
 };
 
@@ -73,7 +73,7 @@ void lower_pixel_shuffle(LoweringContext& cx, const Node* node) {
   // NNAPI depth channel q takes PyTorch channel k where nnapi_channel(k) = q.
   std::vector<int64_t> index(s[1]);
   for (int64_t k = 0; k < s[1]; ++k) index[nnapi_channel(k, r, c)] = k;
-  Operand2 g = gather_channels(cx, x, index, nullptr);
+  Tensor g = gather_channels(cx, x, index, nullptr);
   Shape out_shape = {s[0], c, s[2] == 0 ? 0 : s[2] * r, s[3] == 0 ? 0 : s[3] * r};
   ModelBuilder& m = cx.model();
   const int32_t block = m.add_int_scalar(static_cast<int32_t>(r));

@@ -1,5 +1,5 @@
 // Pointwise ops: unary activations, broadcasting binary arithmetic (with
-// tensors or Python numbers), rsub, neg, abs, pow, softmax, log_softmax, hardtanh, prelu.
+// tensors or Python numbers), rsub, neg, abs, pow, softmax, log_softmax, prelu.
 #include "lower/pointwise.h"
 
 #include <ATen/ATen.h>
@@ -15,23 +15,19 @@ using nnapi::OperandType;
 
 namespace {
 
-Shape broadcast_shapes(const Shape& a, const Shape& b) {
+// The reference's rule for tensors of equal rank: broadcast_shape (emit.h),
+// except that a flexible dim broadcasts only against 1 or a flexible dim.
+Shape broadcast_equal_ranks(const Shape& a, const Shape& b) {
   check(!a.empty() && !b.empty(), "broadcast of a 0-dim tensor");
   check(a.size() == b.size(), [&] {
     return "non-equal-rank broadcast is not supported yet: " + shape_str(a) + " and " +
            shape_str(b);
   });
-  Shape out;
   for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i] == 1) {
-      out.push_back(b[i]);
-    } else if (b[i] == 1 || a[i] == b[i]) {
-      out.push_back(a[i]);
-    } else {
-      fail("cannot broadcast shapes " + shape_str(a) + " and " + shape_str(b));
-    }
+    check((a[i] == 0) == (b[i] == 0) || a[i] == 1 || b[i] == 1,
+          [&] { return "cannot broadcast shapes " + shape_str(a) + " and " + shape_str(b); });
   }
-  return out;
+  return broadcast_shape(a, b);
 }
 
 // A Python number where PyTorch takes a Scalar: a constant int, float or bool
@@ -51,31 +47,22 @@ std::optional<double> number_operand(const LoweringContext& cx, const Value* v) 
 }
 
 // An NCHW operand with H = W = 1 made NHWC by a TRANSPOSE (as the reference does).
-std::pair<int32_t, Operand> transpose_to_nhwc(LoweringContext& cx, int32_t id, const Operand& o) {
-  check(o.shape.size() == 4 && o.shape[2] == 1 && o.shape[3] == 1, [&] {
-    return "automatic transpose to NHWC is only supported for H = W = 1, got " + shape_str(o.shape);
+Tensor transpose_to_nhwc(LoweringContext& cx, const Tensor& x) {
+  const Shape& s = x.op.shape;
+  check(s.size() == 4 && s[2] == 1 && s[3] == 1, [&] {
+    return "automatic transpose to NHWC is only supported for H = W = 1, got " + shape_str(s);
   });
-  Operand2 r = emit_relayout(cx, {id, o}, DimOrder::ChannelsLast);
-  return {r.id, r.op};
+  return emit_relayout(cx, x, DimOrder::ChannelsLast);
 }
 
 void lower_unary(LoweringContext& cx, const Node* node, Op op) {
-  auto [in_id, in] = cx.get_operand(node->input(0));
-  Operand out = in;
-  if (op == Op::Logistic && in.type == OperandType::TensorQuant8Asymm) {
-    // NNAPI: quantized LOGISTIC output has scale 1/256 and zero point 0.
-    out.scale = 1.0 / 256;
-    out.zero_point = 0;
-  }
-  Operand2 like{in_id, in};
-  int32_t out_id = make_output(cx, node->output(), out, &like);
-  cx.model().add_operation(op, {in_id}, {out_id});
+  emit_unary(cx, op, cx.get_operand(node->input(0)), node->output());
 }
 
 // neg(x) (what a scripted `1 - x` becomes after freezing: neg, then add) and
 // abs(x). NNAPI's NEG and ABS take float32 and int32 tensors, not quantized ones.
 void lower_signed_unary(LoweringContext& cx, const Node* node, Op op) {
-  const Operand& in = cx.get_operand(node->input(0)).second;
+  const Operand& in = cx.get_operand(node->input(0)).op;
   check(in.type != OperandType::TensorQuant8Asymm, [&] {
     return std::string(node->kind().toQualString()) + " of a quantized tensor is not supported";
   });
@@ -99,9 +86,8 @@ void lower_pow(LoweringContext& cx, const Node* node) {
   const std::optional<double> exponent = number(node->input(1));
   check(base.has_value() != exponent.has_value(),
         "pow needs one tensor and one number (a constant exponent or base)");
-  auto [id, o] = cx.get_operand(node->input(base ? 1 : 0));
-  check(o.type == OperandType::TensorFloat32, "pow of a non-float tensor is not supported");
-  Operand2 x{id, o};
+  const Tensor x = cx.get_operand(node->input(base ? 1 : 0));
+  check(x.op.type == OperandType::TensorFloat32, "pow of a non-float tensor is not supported");
   if (base) {
     emit_binary(cx, Op::Pow, float_scalar_tensor(cx, static_cast<float>(*base)), x, Fuse::None,
                 node->output());
@@ -143,15 +129,12 @@ void lower_mul_div(LoweringContext& cx, const Node* node, Op op) {
 
 void lower_softmax_like(LoweringContext& cx, const Node* node, Op op) {
   bool is_log = op == Op::LogSoftmax;
-  auto [in_id, in] = cx.get_operand(node->input(0));
+  const Tensor x = cx.get_operand(node->input(0));
   int64_t dim = cx.constant_int(node->input(1));
-  if (in.dim_order == DimOrder::ChannelsLast) {
+  if (x.op.dim_order == DimOrder::ChannelsLast) {
     // The NNAPI axis that holds PyTorch dim `dim` (the reference passes `dim`
     // as is, which is a different axis of NHWC data).
-    const int64_t d = py_index(dim, 4);
-    for (int nd = 0; nd < 4; ++nd) {
-      if (reverse_map_dim(in.dim_order, nd) == d) dim = nd;
-    }
+    dim = nnapi_axis(x.op.dim_order, py_index(dim, 4));
   }
   ModelBuilder& m = cx.model();
   int32_t out_id = -1, beta = -1, axis = -1;
@@ -160,32 +143,12 @@ void lower_softmax_like(LoweringContext& cx, const Node* node, Op op) {
     beta = m.add_float_scalar(1.0f);
     axis = m.add_int_scalar(static_cast<int32_t>(dim));
   }
-  Operand2 like{in_id, in};
-  out_id = make_output(cx, node->output(), in, &like);
+  out_id = make_output(cx, node->output(), x.op, &x);
   if (!is_log) {
     beta = m.add_float_scalar(1.0f);
     axis = m.add_int_scalar(static_cast<int32_t>(dim));
   }
-  m.add_operation(op, {in_id, beta, axis}, {out_id});
-}
-
-void lower_hardtanh(LoweringContext& cx, const Node* node) {
-  auto [in_id, in] = cx.get_operand(node->input(0));
-  double lo = cx.constant_number(node->input(1));
-  double hi = cx.constant_number(node->input(2));
-  Op op;
-  if (lo == -1.0 && hi == 1.0) {
-    op = Op::Relu1;
-  } else if (lo == 0.0 && hi == 6.0) {
-    op = Op::Relu6;
-  } else {
-    // Not a single NNAPI activation: MAXIMUM and MINIMUM with constants.
-    lower_clamp_bounds(cx, node, lo, hi);
-    return;
-  }
-  Operand2 like{in_id, in};
-  int32_t out_id = make_output(cx, node->output(), in, &like);
-  cx.model().add_operation(op, {in_id}, {out_id});
+  m.add_operation(op, {x.id, beta, axis}, {out_id});
 }
 
 void lower_prelu(LoweringContext& cx, const Node* node) {
@@ -204,8 +167,13 @@ void lower_prelu(LoweringContext& cx, const Node* node) {
   cx.model().add_operation(Op::Prelu, {in_id, w_id}, {out_id});
 }
 
+std::optional<QuantParams> quant_params(std::optional<std::pair<double, int64_t>> qparams) {
+  if (!qparams) return std::nullopt;
+  return QuantParams{qparams->first, qparams->second};
+}
+
 size_t rank_of(const LoweringContext& cx, const Value* v) {
-  if (cx.has_operand(v)) return cx.get_operand(v).second.shape.size();
+  if (cx.has_operand(v)) return cx.get_operand(v).op.shape.size();
   if (cx.has_constant(v) && cx.constant(v).value.isTensor()) {
     return static_cast<size_t>(cx.constant(v).value.toTensor().dim());
   }
@@ -219,12 +187,9 @@ void lower_binary_ranks_differ(LoweringContext& cx, const Value* a, const Value*
                                const Value* out_value, Op op, Fuse fuse,
                                std::optional<std::pair<double, int64_t>> qparams) {
   check(cx.has_operand(a) || cx.has_operand(b), "can't do an NNAPI binary op on two constants");
-  auto side = [&](const Value* v, const Value* other) -> Operand2 {
-    if (cx.has_operand(v)) {
-      auto [id, o] = cx.get_operand(v);
-      return {id, o};
-    }
-    const Operand& o = cx.get_operand(other).second;
+  auto side = [&](const Value* v, const Value* other) -> Tensor {
+    if (cx.has_operand(v)) return cx.get_operand(v);
+    const Operand& o = cx.get_operand(other).op;
     at::Tensor t = cx.constant_tensor(v);
     std::vector<int64_t> shape(o.shape.size() - std::min<size_t>(o.shape.size(), t.dim()), 1);
     for (int64_t d : t.sizes()) shape.push_back(d);
@@ -233,7 +198,7 @@ void lower_binary_ranks_differ(LoweringContext& cx, const Value* a, const Value*
     int32_t id = cx.add_weight(t.contiguous(), order);
     return {id, cx.operand(id)};
   };
-  Operand2 x = side(a, b), y = side(b, a);
+  Tensor x = side(a, b), y = side(b, a);
   check(x.op.type == y.op.type, "binary op inputs have different types");
   bool mixed =
       x.op.shape.size() != y.op.shape.size() &&
@@ -241,16 +206,7 @@ void lower_binary_ranks_differ(LoweringContext& cx, const Value* a, const Value*
   check(!mixed,
         "broadcasting a channels-last tensor against a computed tensor of lower rank is "
         "not supported");
-  const Operand2& big = x.op.shape.size() >= y.op.shape.size() ? x : y;
-  Operand out = big.op.with_shape(broadcast_shape(x.op.shape, y.op.shape));
-  if (qparams) {
-    out.scale = qparams->first;
-    out.zero_point = qparams->second;
-  }
-  int32_t out_id = cx.add_tensor_operand(out_value, out);
-  forward_broadcast_dims(cx, out_id, out.shape, {&x, &y});
-  int32_t fuse_id = cx.model().add_int_scalar(static_cast<int32_t>(fuse));
-  cx.model().add_operation(op, {x.id, y.id, fuse_id}, {out_id});
+  emit_binary(cx, op, x, y, fuse, out_value, quant_params(qparams));
 }
 
 // A float32 tensor and a number, in either order. PyTorch's type promotion
@@ -262,11 +218,10 @@ void lower_binary_number(LoweringContext& cx, const Value* a, const Value* b,
                          bool quantized_op) {
   const Value* tensor = number_first ? b : a;
   check(cx.has_operand(tensor), "can't do an NNAPI binary op on two constants");
-  auto [id, o] = cx.get_operand(tensor);
-  check(o.type == OperandType::TensorFloat32 && !quantized_op,
+  const Tensor x = cx.get_operand(tensor);
+  check(x.op.type == OperandType::TensorFloat32 && !quantized_op,
         "a binary op between a number and a non-float tensor is not supported");
-  Operand2 x{id, o};
-  Operand2 k = float_scalar_tensor(cx, static_cast<float>(number));
+  Tensor k = float_scalar_tensor(cx, static_cast<float>(number));
   emit_binary(cx, op, number_first ? k : x, number_first ? x : k, fuse, out_value);
 }
 
@@ -290,33 +245,34 @@ void lower_binary_values(LoweringContext& cx, const Value* a, const Value* b,
   check(a->type()->kind() == c10::TypeKind::TensorType &&
             b->type()->kind() == c10::TypeKind::TensorType,
         "binary ops with a scalar operand are not supported; use a tensor");
-  int32_t id0, id1;
-  Operand o0, o1;
   if (rank_of(cx, a) != rank_of(cx, b)) {
     lower_binary_ranks_differ(cx, a, b, out_value, op, fuse, qparams);
     return;
   }
+  Tensor x, y;
   if (cx.has_operand(a)) {
-    std::tie(id0, o0) = cx.get_operand(a);
-    std::tie(id1, o1) = cx.get_operand_or_constant(b, o0.dim_order);
+    x = cx.get_operand(a);
+    y = cx.get_operand_or_constant(b, x.op.dim_order);
   } else if (cx.has_operand(b)) {
-    std::tie(id1, o1) = cx.get_operand(b);
-    std::tie(id0, o0) = cx.get_operand_or_constant(a, o1.dim_order);
+    y = cx.get_operand(b);
+    x = cx.get_operand_or_constant(a, y.op.dim_order);
   } else {
     fail("can't do an NNAPI binary op on two constants");
   }
-  check(o0.type == o1.type, "binary op inputs have different types");
-  if (o0.dim_order != o1.dim_order) {
+  check(x.op.type == y.op.type, "binary op inputs have different types");
+  if (x.op.dim_order != y.op.dim_order) {
     // NHWC wins on a mismatch.
-    if (o0.dim_order == DimOrder::Contiguous && o1.dim_order == DimOrder::ChannelsLast) {
-      std::tie(id0, o0) = transpose_to_nhwc(cx, id0, o0);
-    } else if (o0.dim_order == DimOrder::ChannelsLast && o1.dim_order == DimOrder::Contiguous) {
-      std::tie(id1, o1) = transpose_to_nhwc(cx, id1, o1);
+    if (x.op.dim_order == DimOrder::Contiguous && y.op.dim_order == DimOrder::ChannelsLast) {
+      x = transpose_to_nhwc(cx, x);
+    } else if (x.op.dim_order == DimOrder::ChannelsLast && y.op.dim_order == DimOrder::Contiguous) {
+      y = transpose_to_nhwc(cx, y);
     } else {
       fail("automatic transpose is not supported between these memory layouts");
     }
   }
-  Operand out = o0.with_shape(broadcast_shapes(o0.shape, o1.shape));
+  const auto& [id0, o0] = x;
+  const auto& [id1, o1] = y;
+  Operand out = o0.with_shape(broadcast_equal_ranks(o0.shape, o1.shape));
   if (qparams) {
     out.scale = qparams->first;
     out.zero_point = qparams->second;
@@ -355,7 +311,6 @@ void register_pointwise_ops(LoweringTable& t) {
         [](LoweringContext& cx, const Node* n) { lower_softmax_like(cx, n, Op::Softmax); });
   t.add("aten::log_softmax",
         [](LoweringContext& cx, const Node* n) { lower_softmax_like(cx, n, Op::LogSoftmax); });
-  t.add("aten::hardtanh", lower_hardtanh);
   t.add("aten::prelu", lower_prelu);
 }
 

@@ -17,8 +17,4 @@ void lower_binary_values(LoweringContext& cx, const Value* a, const Value* b,
                          const Value* out_value, nnapi::Op op, nnapi::Fuse fuse,
                          std::optional<std::pair<double, int64_t>> qparams = std::nullopt);
 
-// clamp(x, lo, hi) with either bound optional (activation.cpp).
-void lower_clamp_bounds(LoweringContext& cx, const Node* node, std::optional<double> lo,
-                        std::optional<double> hi);
-
 }  // namespace nnapi_convert

@@ -6,6 +6,7 @@
 
 #include "lower/conv_pool.h"
 #include "lower/emit.h"
+#include "lower/node_args.h"
 #include "lower/registry.h"
 #include "serialize/pyrepr.h"
 
@@ -44,8 +45,8 @@ void apply_ceil_mode(const Shape& image, ConvPoolArgs* a) {
 }
 
 // MAX_POOL_2D over a 4-D image; `out` may be null (an anonymous result).
-Operand2 emit_max_pool(LoweringContext& cx, const Operand2& image, ConvPoolArgs a, bool ceil_mode,
-                       const Value* out) {
+Tensor emit_max_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, bool ceil_mode,
+                     const Value* out) {
   check(a.dilation_h == 1 && a.dilation_w == 1, "NNAPI does not support dilated pooling");
   const Shape& s = image.op.shape;
   check(s.size() == 4, "max_pool2d needs a 4-D input");
@@ -66,8 +67,8 @@ Operand2 emit_max_pool(LoweringContext& cx, const Operand2& image, ConvPoolArgs 
 
 // avg_pool2d with count_include_pad and no divisor_override, the only form
 // NNAPI can express.
-Operand2 emit_avg_pool(LoweringContext& cx, const Operand2& image, ConvPoolArgs a, bool ceil_mode,
-                       const Value* out) {
+Tensor emit_avg_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, bool ceil_mode,
+                     const Value* out) {
   check(image.op.shape.size() == 4, "avg_pool2d needs a 4-D input");
   if (ceil_mode) {
     check(image.op.shape[2] != 0 && image.op.shape[3] != 0,
@@ -78,7 +79,7 @@ Operand2 emit_avg_pool(LoweringContext& cx, const Operand2& image, ConvPoolArgs 
     check(c.pad_b == a.pad_b && c.pad_r == a.pad_r,
           "avg_pool2d with ceil_mode=True that changes the output size is not supported");
   }
-  Operand2 x = image;
+  Tensor x = image;
   if (a.pad_t || a.pad_b || a.pad_l || a.pad_r) {
     // count_include_pad: PyTorch divides by the whole window, padded cells
     // included, where NNAPI's AVERAGE_POOL_2D leaves them out of the count.
@@ -109,33 +110,30 @@ void check_avg_pool_count(LoweringContext& cx, const Value* count_include_pad,
 }
 
 void lower_max_pool2d(LoweringContext& cx, const Node* node) {
-  check(node->inputs().size() == 6, "malformed aten::max_pool2d");
-  std::vector<int64_t> kernel = cx.constant_int_list(node->input(1));
-  std::vector<int64_t> stride = cx.constant_int_list(node->input(2));
+  NodeArgs args(cx, node);
+  std::vector<int64_t> kernel = args.ints("kernel_size");
+  std::vector<int64_t> stride = args.ints("stride");
   if (stride.empty()) stride = kernel;  // PyTorch's default stride is the kernel size
-  ConvPoolArgs a = make_conv_pool_args(kernel, stride, cx.constant_int_list(node->input(3)),
-                                       cx.constant_int_list(node->input(4)), 0);
-  auto [image_id, image] = cx.get_operand(node->input(0));
-  emit_max_pool(cx, {image_id, image}, a, cx.constant_bool(node->input(5)), node->output());
+  ConvPoolArgs a =
+      make_conv_pool_args(kernel, stride, args.ints("padding"), args.ints("dilation"), 0);
+  emit_max_pool(cx, args.tensor("self"), a, args.flag("ceil_mode"), node->output());
 }
 
 void lower_avg_pool2d(LoweringContext& cx, const Node* node) {
-  check(node->inputs().size() == 7, "malformed aten::avg_pool2d");
-  check_avg_pool_count(cx, node->input(5), node->input(6));
-  std::vector<int64_t> kernel = cx.constant_int_list(node->input(1));
-  std::vector<int64_t> stride = cx.constant_int_list(node->input(2));
+  NodeArgs args(cx, node);
+  check_avg_pool_count(cx, args.value("count_include_pad"), args.value("divisor_override"));
+  std::vector<int64_t> kernel = args.ints("kernel_size");
+  std::vector<int64_t> stride = args.ints("stride");
   if (stride.empty()) stride = kernel;
-  ConvPoolArgs a =
-      make_conv_pool_args(kernel, stride, cx.constant_int_list(node->input(3)), {1, 1}, 0);
-  auto [image_id, image] = cx.get_operand(node->input(0));
-  emit_avg_pool(cx, {image_id, image}, a, cx.constant_bool(node->input(4)), node->output());
+  ConvPoolArgs a = make_conv_pool_args(kernel, stride, args.ints("padding"), {1, 1}, 0);
+  emit_avg_pool(cx, args.tensor("self"), a, args.flag("ceil_mode"), node->output());
 }
 
 // adaptive_avg_pool2d / adaptive_max_pool2d to `size`: one window over the
 // whole image for (1, 1), else a plain pool when the sizes divide the input's
 // (then PyTorch's adaptive windows are equal and do not overlap).
-Operand2 emit_adaptive_pool(LoweringContext& cx, Op op, const Operand2& image,
-                            const std::vector<int64_t>& size, const Value* out) {
+Tensor emit_adaptive_pool(LoweringContext& cx, Op op, const Tensor& image,
+                          const std::vector<int64_t>& size, const Value* out) {
   const char* what = op == Op::MaxPool2d ? "adaptive_max_pool2d" : "adaptive_avg_pool2d";
   const Shape& s = image.op.shape;
   check(s.size() == 4, [&] { return std::string(what) + " needs a 4-D input"; });
@@ -169,8 +167,10 @@ Operand2 emit_adaptive_pool(LoweringContext& cx, Op op, const Operand2& image,
 }
 
 void lower_adaptive_avg_pool2d(LoweringContext& cx, const Node* node) {
-  auto [image_id, image] = cx.get_operand(node->input(0));
-  const std::vector<int64_t> size = cx.constant_int_list(node->input(1));
+  NodeArgs args(cx, node);
+  const Tensor x = args.tensor("self");
+  const auto& [image_id, image] = x;
+  const std::vector<int64_t> size = args.ints("output_size");
   const Shape& s = image.shape;
   if (s.size() == 4 && (s[2] == 0 || s[3] == 0) && size == std::vector<int64_t>{1, 1}) {
     // To 1x1 over a flexible height or width: MEAN over both, keeping dims
@@ -182,14 +182,12 @@ void lower_adaptive_avg_pool2d(LoweringContext& cx, const Node* node) {
     ModelBuilder& m = cx.model();
     const int32_t axes_id = m.add_int_vector(axes);
     const int32_t keep_id = m.add_int_scalar(1);
-    Operand2 like{image_id, image};
     const int32_t out_id =
-        make_output(cx, node->output(), image.with_shape({s[0], s[1], 1, 1}), &like);
+        make_output(cx, node->output(), image.with_shape({s[0], s[1], 1, 1}), &x);
     m.add_operation(Op::Mean, {image_id, axes_id, keep_id}, {out_id});
     return;
   }
-  emit_adaptive_pool(cx, Op::AveragePool2d, {image_id, image}, cx.constant_int_list(node->input(1)),
-                     node->output());
+  emit_adaptive_pool(cx, Op::AveragePool2d, x, size, node->output());
 }
 
 // adaptive_max_pool2d(x, size) -> (values, indices); NNAPI has no indices.
@@ -202,8 +200,8 @@ void check_indices_unused(const Node* node) {
 
 void lower_adaptive_max_pool2d(LoweringContext& cx, const Node* node) {
   check_indices_unused(node);
-  auto [image_id, image] = cx.get_operand(node->input(0));
-  emit_adaptive_pool(cx, Op::MaxPool2d, {image_id, image}, cx.constant_int_list(node->input(1)),
+  NodeArgs args(cx, node);
+  emit_adaptive_pool(cx, Op::MaxPool2d, args.tensor("self"), args.ints("output_size"),
                      node->output(0));
 }
 
@@ -224,40 +222,40 @@ void lower_pool1d(LoweringContext& cx, const Node* node, const char* name, Pool2
   check(in.dim_order == DimOrder::Contiguous, "unknown memory layout");
   std::vector<SymInt> dims = sym_shape({in_id, in});
   dims.insert(dims.begin() + 2, SymInt{1, ""});
-  Operand2 image = emit_reshape(cx, {in_id, in}, dims);
-  Operand2 pooled = pool2d(image);
+  Tensor image = emit_reshape(cx, {in_id, in}, dims);
+  Tensor pooled = pool2d(image);
   std::vector<SymInt> out_dims = sym_shape(pooled);
   out_dims.erase(out_dims.begin() + 2);
   emit_reshape(cx, pooled, out_dims, node->output(0));
 }
 
 void lower_max_pool1d(LoweringContext& cx, const Node* node) {
-  check(node->inputs().size() == 6, "malformed aten::max_pool1d");
-  std::vector<int64_t> kernel = cx.constant_int_list(node->input(1));
-  std::vector<int64_t> stride = cx.constant_int_list(node->input(2));
+  NodeArgs args(cx, node);
+  std::vector<int64_t> kernel = args.ints("kernel_size");
+  std::vector<int64_t> stride = args.ints("stride");
   if (stride.empty()) stride = kernel;
   ConvPoolArgs a =
       make_conv_pool_args(pair_1d(kernel, 1, "kernel size"), pair_1d(stride, 1, "stride"),
-                          pair_1d(cx.constant_int_list(node->input(3)), 0, "padding"),
-                          pair_1d(cx.constant_int_list(node->input(4)), 1, "dilation"), 0);
-  const bool ceil_mode = cx.constant_bool(node->input(5));
-  lower_pool1d(cx, node, "max_pool1d", [&](const Operand2& image) {
+                          pair_1d(args.ints("padding"), 0, "padding"),
+                          pair_1d(args.ints("dilation"), 1, "dilation"), 0);
+  const bool ceil_mode = args.flag("ceil_mode");
+  lower_pool1d(cx, node, "max_pool1d", [&](const Tensor& image) {
     return emit_max_pool(cx, image, a, ceil_mode, nullptr);
   });
 }
 
 // avg_pool1d(x, kernel, stride, padding, ceil_mode, count_include_pad).
 void lower_avg_pool1d(LoweringContext& cx, const Node* node) {
-  check(node->inputs().size() == 6, "malformed aten::avg_pool1d");
-  check_avg_pool_count(cx, node->input(5), nullptr);
-  std::vector<int64_t> kernel = cx.constant_int_list(node->input(1));
-  std::vector<int64_t> stride = cx.constant_int_list(node->input(2));
+  NodeArgs args(cx, node);
+  check_avg_pool_count(cx, args.value("count_include_pad"), nullptr);
+  std::vector<int64_t> kernel = args.ints("kernel_size");
+  std::vector<int64_t> stride = args.ints("stride");
   if (stride.empty()) stride = kernel;
   ConvPoolArgs a =
       make_conv_pool_args(pair_1d(kernel, 1, "kernel size"), pair_1d(stride, 1, "stride"),
-                          pair_1d(cx.constant_int_list(node->input(3)), 0, "padding"), {1, 1}, 0);
-  const bool ceil_mode = cx.constant_bool(node->input(4));
-  lower_pool1d(cx, node, "avg_pool1d", [&](const Operand2& image) {
+                          pair_1d(args.ints("padding"), 0, "padding"), {1, 1}, 0);
+  const bool ceil_mode = args.flag("ceil_mode");
+  lower_pool1d(cx, node, "avg_pool1d", [&](const Tensor& image) {
     return emit_avg_pool(cx, image, a, ceil_mode, nullptr);
   });
 }
@@ -265,8 +263,8 @@ void lower_avg_pool1d(LoweringContext& cx, const Node* node) {
 void lower_adaptive_pool1d(LoweringContext& cx, const Node* node, Op op) {
   const char* name = op == Op::MaxPool2d ? "adaptive_max_pool1d" : "adaptive_avg_pool1d";
   if (op == Op::MaxPool2d) check_indices_unused(node);
-  std::vector<int64_t> size = pair_1d(cx.constant_int_list(node->input(1)), 1, "output size");
-  lower_pool1d(cx, node, name, [&](const Operand2& image) {
+  std::vector<int64_t> size = pair_1d(NodeArgs(cx, node).ints("output_size"), 1, "output size");
+  lower_pool1d(cx, node, name, [&](const Tensor& image) {
     return emit_adaptive_pool(cx, op, image, size, nullptr);
   });
 }
@@ -290,8 +288,7 @@ void lower_reduce(LoweringContext& cx, const Node* node, Op op) {
   std::vector<int64_t> nnapi_dims = dims;
   if (in.dim_order == DimOrder::ChannelsLast) {
     check(rank == 4, "channels-last mean needs 4 dims");
-    static const int64_t kMap[] = {0, 3, 1, 2};
-    for (int64_t& d : nnapi_dims) d = kMap[py_index(d, 4)];
+    for (int64_t& d : nnapi_dims) d = nnapi_axis(in.dim_order, py_index(d, 4));
   }
   std::vector<bool> collapsed(rank, false);
   for (int64_t d : dims) collapsed[py_index(d, rank)] = true;
@@ -322,19 +319,16 @@ void lower_reduce(LoweringContext& cx, const Node* node, Op op) {
 }
 
 void lower_upsample_nearest2d(LoweringContext& cx, const Node* node) {
-  size_t n = node->inputs().size();
-  check(n == 3 || n == 4, "malformed aten::upsample_nearest2d");
-  const Constant& size_c = cx.constant(node->input(1));
-  const Constant* scale_c = &cx.constant(node->input(2));
-  if (n == 4) {
-    const Constant& scale_w = cx.constant(node->input(3));
-    check(scale_c->value.isNone() && scale_w.value.isNone(),
+  NodeArgs args(cx, node);
+  const c10::IValue& size_iv = args.constant("output_size");
+  if (args.has("scales_h")) {
+    check(args.is_none("scales_h") && args.is_none("scales_w"),
           "upsample_nearest2d with separate scales_h/scales_w is not supported");
   }
-  auto [image_id, image] = cx.get_operand(node->input(0));
+  auto [image_id, image] = cx.get_operand(node->input(0));  // `self` or `input`, by overload
   check(image.shape.size() == 4, "upsample_nearest2d needs a 4-D input");
-  bool has_size = !size_c.value.isNone();
-  bool has_scale = !scale_c->value.isNone();
+  bool has_size = !size_iv.isNone();
+  bool has_scale = !args.is_none("scale_factors");
   check(!(has_size && has_scale), "size and scale cannot both be given");
   check(has_size || has_scale, "size and scale cannot both be None");
   ModelBuilder& m = cx.model();
@@ -343,7 +337,7 @@ void lower_upsample_nearest2d(LoweringContext& cx, const Node* node) {
   std::vector<int64_t> sizes;
   std::vector<double> scales;
   if (has_size) {
-    sizes = size_c.value.toIntVector();
+    sizes = size_iv.toIntVector();
     if (sizes.size() == 1) sizes.push_back(sizes[0]);
     check(sizes.size() == 2, "upsample size must have 2 values");
     out_h = sizes[0];
@@ -351,7 +345,7 @@ void lower_upsample_nearest2d(LoweringContext& cx, const Node* node) {
     arg_h = m.add_int_scalar(static_cast<int32_t>(out_h));
     arg_w = m.add_int_scalar(static_cast<int32_t>(out_w));
   } else {
-    scales = scale_c->value.toDoubleVector();
+    scales = args.constant("scale_factors").toDoubleVector();
     if (scales.size() == 1) scales.push_back(scales[0]);
     check(scales.size() == 2, "upsample scale must have 2 values");
     out_h = static_cast<int64_t>(scales[0] * image.shape[2]);
@@ -381,15 +375,15 @@ void lower_upsample_nearest2d(LoweringContext& cx, const Node* node) {
 // with NNAPI's align_corners / half_pixel_centers flags (NNAPI feature level 4, API level 30:
 // --min-android-api 30).
 void lower_upsample_bilinear2d(LoweringContext& cx, const Node* node) {
-  size_t n = node->inputs().size();
-  check(n == 4 || n == 5, "malformed aten::upsample_bilinear2d");
-  auto [image_id, image] = cx.get_operand(node->input(0));
+  NodeArgs args(cx, node);
+  const Tensor x = cx.get_operand(node->input(0));  // `self` or `input`, by overload
+  const auto& [image_id, image] = x;
   check(image.shape.size() == 4, "upsample_bilinear2d needs a 4-D input");
   check(image.shape[1] != 0 && image.shape[2] != 0 && image.shape[3] != 0,
         "upsample_bilinear2d over flexible channels, height or width is not supported; give "
         "them fixed sizes in --input");
-  bool align_corners = cx.constant_bool(node->input(2));
-  const c10::IValue& size_iv = cx.constant(node->input(1)).value;
+  bool align_corners = args.flag("align_corners");
+  const c10::IValue& size_iv = args.constant("output_size");
   int64_t out_h, out_w;
   if (!size_iv.isNone()) {
     std::vector<int64_t> size = size_iv.toIntVector();
@@ -398,11 +392,10 @@ void lower_upsample_bilinear2d(LoweringContext& cx, const Node* node) {
     out_w = size[1];
   } else {
     std::vector<double> scales;
-    if (n == 4) {
-      scales = cx.constant(node->input(3)).value.toDoubleVector();
+    if (args.has("scale_factors")) {
+      scales = args.constant("scale_factors").toDoubleVector();
     } else {
-      scales = {cx.constant(node->input(3)).value.toDouble(),
-                cx.constant(node->input(4)).value.toDouble()};
+      scales = {args.constant("scales_h").toDouble(), args.constant("scales_w").toDouble()};
     }
     check(scales.size() == 2, "upsample_bilinear2d scale must have 2 values");
     double h = scales[0] * image.shape[2], w = scales[1] * image.shape[3];
@@ -421,8 +414,7 @@ void lower_upsample_bilinear2d(LoweringContext& cx, const Node* node) {
                                  m.add_bool_scalar(align_corners),
                                  m.add_bool_scalar(!align_corners)};
   Shape out_shape = {image.shape[0], image.shape[1], out_h, out_w};
-  Operand2 like{image_id, image};
-  int32_t out_id = make_output(cx, node->output(), image.with_shape(out_shape), &like);
+  int32_t out_id = make_output(cx, node->output(), image.with_shape(out_shape), &x);
   m.add_operation(Op::ResizeBilinear, inputs, {out_id});
 }
 

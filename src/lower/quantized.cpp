@@ -33,32 +33,19 @@ c10::Scalar qparam(LoweringContext& cx, const Value* v) {
 // lowerings after it handle NCHW as the float ones do.
 void lower_quantize(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 4, "malformed aten::quantize_per_tensor");
-  auto [in_id, in] = cx.get_operand(node->input(0));
-  check(in.type == OperandType::TensorFloat32, "quantize_per_tensor of a non-float tensor");
+  const Tensor x = cx.get_operand(node->input(0));
+  check(x.op.type == OperandType::TensorFloat32, "quantize_per_tensor of a non-float tensor");
   double scale = qparam(cx, node->input(1)).toDouble();
   int64_t zero_point = qparam(cx, node->input(2)).toLong();
   int64_t dtype = cx.constant_int(node->input(3));
   check(dtype == static_cast<int64_t>(at::kQUInt8),
         "NNAPI export only supports quantized tensors with the quint8 dtype");
-  Operand out = in;
-  out.type = OperandType::TensorQuant8Asymm;
-  out.scale = scale;
-  out.zero_point = zero_point;
-  Operand2 like{in_id, in};
-  int32_t out_id = make_output(cx, node->output(), out, &like);
-  cx.model().add_operation(Op::Quantize, {in_id}, {out_id});
+  emit_quantize(cx, x, scale, zero_point, node->output());
 }
 
 void lower_dequantize(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 1, "malformed aten::dequantize");
-  auto [in_id, in] = cx.get_operand(node->input(0));
-  Operand out = in;
-  out.type = OperandType::TensorFloat32;
-  out.scale = 0.0;
-  out.zero_point = 0;
-  Operand2 like{in_id, in};
-  int32_t out_id = make_output(cx, node->output(), out, &like);
-  cx.model().add_operation(Op::Dequantize, {in_id}, {out_id});
+  emit_dequantize(cx, cx.get_operand(node->input(0)), node->output());
 }
 
 // NNAPI takes quint8 weights: a qint8 weight is shifted by 128.

@@ -12,7 +12,8 @@
 // - a select of rank > 4 is a STRIDED_SLICE of the tensor read as 3-D.
 // A result is again read with its full shape when its uses only reshape,
 // permute or select from it, else RESHAPEd to it.
-// Registered after shape.cpp: other views and permutes go to its lowerings.
+// Registered after view.cpp, layout.cpp and slicing.cpp: other views, permutes
+// and selects go to their lowerings.
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -29,7 +30,7 @@ bool has_flexible(const Shape& s) { return std::find(s.begin(), s.end(), 0) != s
 
 // Whether every use of `v` only reshapes, permutes or selects from it: then `v` may stay a
 // buffer read with its rank > 4 shape. (A view whose use is a transpose may
-// be ShuffleNet's channel shuffle, which shape.cpp lowers.)
+// be ShuffleNet's channel shuffle, a FusionPlan group of layout.cpp.)
 bool only_reshaped(const Value* v, bool transposes) {
   static const std::set<c10::Symbol> kinds = {
       c10::Symbol::fromQualString("aten::view"), c10::Symbol::fromQualString("aten::reshape"),
@@ -45,7 +46,7 @@ bool only_reshaped(const Value* v, bool transposes) {
 // `x`'s contiguous buffer read as `shape` (same element count), bound to `out`:
 // no operation when `shape` has rank > 4 (so the uses come here) and `out` is
 // only reshaped again, else a RESHAPE.
-void bind_as(LoweringContext& cx, const Operand2& x, const Shape& shape, const Value* out) {
+void bind_as(LoweringContext& cx, const Tensor& x, const Shape& shape, const Value* out) {
   if (shape.size() > 4 && only_reshaped(out, true)) {
     cx.reinterpret(out, x.id, x.op.with_shape(shape));
     return;
@@ -56,7 +57,7 @@ void bind_as(LoweringContext& cx, const Operand2& x, const Shape& shape, const V
 }
 
 // A RESHAPE of contiguous `x` to `shape`, or `x` when it already has it.
-Operand2 reshape_to(LoweringContext& cx, const Operand2& x, const Shape& shape) {
+Tensor reshape_to(LoweringContext& cx, const Tensor& x, const Shape& shape) {
   if (x.op.shape == shape) return x;
   std::vector<SymInt> dims;
   for (int64_t d : shape) dims.push_back(SymInt{d, ""});
@@ -69,8 +70,7 @@ int64_t product(const Shape& s, size_t begin, size_t end) {
 
 // view/reshape to rank > 4 of fixed sizes, only reshaped again.
 bool lower_high_rank_view(LoweringContext& cx, const Node* node) {
-  if (cx.skipped(node) || cx.pending_view(node) || !cx.has_operand(node->input(0)) ||
-      cx.has_symbolic(node->input(1))) {
+  if (!cx.has_operand(node->input(0)) || cx.has_symbolic(node->input(1))) {
     return false;
   }
   auto [id, in] = cx.get_operand(node->input(0));
@@ -83,7 +83,7 @@ bool lower_high_rank_view(LoweringContext& cx, const Node* node) {
     fail("can't reshape " + shape_str(in.shape) + " to " + shape_str(shape) + ": " +
          e.what_without_backtrace());
   }
-  const Operand2 x = emit_relayout(cx, {id, in}, DimOrder::Contiguous);
+  const Tensor x = emit_relayout(cx, {id, in}, DimOrder::Contiguous);
   cx.reinterpret(node->output(), x.id, x.op.with_shape(shape));
   return true;
 }
@@ -119,7 +119,7 @@ bool lower_high_rank_permute(LoweringContext& cx, const Node* node, std::vector<
   }
   Shape merged;
   for (size_t g : order) merged.push_back(size[g]);
-  Operand2 x = reshape_to(cx, emit_relayout(cx, {id, in}, DimOrder::Contiguous), merged);
+  Tensor x = reshape_to(cx, emit_relayout(cx, {id, in}, DimOrder::Contiguous), merged);
   if (groups.size() <= 4) {
     std::vector<int64_t> perm(groups.size());
     for (size_t i = 0; i < groups.size(); ++i) {
@@ -153,7 +153,7 @@ bool lower_high_rank_select(LoweringContext& cx, const Node* node) {
   if (rank <= 4 || has_flexible(in.shape)) return false;
   const int64_t d = py_index(cx.constant_int(node->input(1)), rank);
   const int64_t i = py_index(cx.constant_int(node->input(2)), in.shape[d]);
-  const Operand2 x =
+  const Tensor x =
       reshape_to(cx, emit_relayout(cx, {id, in}, DimOrder::Contiguous),
                  {product(in.shape, 0, d), in.shape[d], product(in.shape, d + 1, in.shape.size())});
   Shape out_shape = in.shape;
@@ -183,8 +183,8 @@ void register_rank_reduce_ops(LoweringTable& t) {
   });
   chain(t, "aten::select", lower_high_rank_select);
   chain(t, "aten::transpose", [](LoweringContext& cx, const Node* node) {
-    if (cx.skipped(node) || !cx.has_operand(node->input(0))) return false;
-    const auto rank = static_cast<int64_t>(cx.get_operand(node->input(0)).second.shape.size());
+    if (!cx.has_operand(node->input(0))) return false;
+    const auto rank = static_cast<int64_t>(cx.get_operand(node->input(0)).op.shape.size());
     if (rank <= 4) return false;
     std::vector<int64_t> dims(rank);
     std::iota(dims.begin(), dims.end(), 0);

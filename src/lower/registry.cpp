@@ -8,7 +8,9 @@ namespace nnapi_convert {
 
 void LoweringTable::add(const std::string& kind, LowerFn fn) {
   fns_[c10::Symbol::fromQualString(kind)] = std::move(fn);
-  entries_[kind] = Entry{kind, family_, ""};
+  // A kind added again (rank_reduce.cpp wraps earlier lowerings) stays listed
+  // under the family that first lowered it.
+  entries_.try_emplace(kind, Entry{kind, family_, ""});
 }
 
 void LoweringTable::note(const std::string& kind, std::string text) {
@@ -25,6 +27,16 @@ std::vector<LoweringTable::Entry> LoweringTable::entries() const {
   return out;
 }
 
+void LoweringTable::add_group(const std::string& first_kind, GroupMatcher match) {
+  matchers_[c10::Symbol::fromQualString(first_kind)].push_back(std::move(match));
+}
+
+const std::vector<GroupMatcher>& LoweringTable::group_matchers(c10::Symbol kind) const {
+  static const std::vector<GroupMatcher> kNone;
+  auto it = matchers_.find(kind);
+  return it == matchers_.end() ? kNone : it->second;
+}
+
 const LowerFn* LoweringTable::find(c10::Symbol kind) const {
   auto it = fns_.find(kind);
   return it == fns_.end() ? nullptr : &it->second;
@@ -35,8 +47,10 @@ const LoweringTable& lowering_table() {
     LoweringTable t;
     const std::pair<const char*, void (*)(LoweringTable&)> families[] = {
         {"graph", register_graph_ops},
-        {"shape", register_shape_ops},
-        {"shape", register_rank_reduce_ops},
+        {"view", register_view_ops},
+        {"layout", register_layout_ops},
+        {"slicing", register_slicing_ops},
+        {"view", register_rank_reduce_ops},  // wraps view/permute/select lowerings
         {"pointwise", register_pointwise_ops},
         {"pooling", register_pooling_ops},
         {"convolution", register_convolution_ops},

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -13,6 +14,16 @@ namespace nnapi_convert {
 
 using LowerFn = std::function<void(LoweringContext&, const Node*)>;
 
+// Nodes lowered together as one pattern (ShuffleNet's view/transpose/view as
+// CHANNEL_SHUFFLE): the driver skips all but the last, and there calls `lower`.
+struct NodeGroup {
+  std::vector<const Node*> nodes;  // in graph order
+  std::function<void(LoweringContext&, const NodeGroup&)> lower;
+};
+// The group that starts at `first`, or none. Matchers look at the graph only
+// (kinds and uses), before anything is lowered (fusion.h).
+using GroupMatcher = std::function<std::optional<NodeGroup>(const Node* first)>;
+
 class LoweringTable {
  public:
   // Kinds added from now on belong to `family` (the file that lowers them).
@@ -20,8 +31,12 @@ class LoweringTable {
   void add(const std::string& kind, LowerFn fn);
   // A remark for list-ops on a kind already added (a limit, a decomposition).
   void note(const std::string& kind, std::string text);
+  // A pattern that starts at a node of `first_kind` (see NodeGroup).
+  void add_group(const std::string& first_kind, GroupMatcher match);
   // By interned symbol: no string is built per node.
   const LowerFn* find(c10::Symbol kind) const;
+  // The group matchers for nodes of `kind` (empty for most kinds).
+  const std::vector<GroupMatcher>& group_matchers(c10::Symbol kind) const;
 
   struct Entry {
     std::string kind, family, note;
@@ -31,6 +46,7 @@ class LoweringTable {
 
  private:
   std::unordered_map<c10::Symbol, LowerFn> fns_;
+  std::unordered_map<c10::Symbol, std::vector<GroupMatcher>> matchers_;
   std::unordered_map<std::string, Entry> entries_;
   std::string family_;
 };
@@ -45,8 +61,10 @@ const LoweringTable& lowering_table();
 
 // One per file in src/lower/.
 void register_graph_ops(LoweringTable& t);          // graph.cpp: constants, attributes, lists
-void register_shape_ops(LoweringTable& t);          // shape.cpp
-void register_rank_reduce_ops(LoweringTable& t);    // rank_reduce.cpp (rank > 4 views)
+void register_view_ops(LoweringTable& t);           // view.cpp
+void register_layout_ops(LoweringTable& t);         // layout.cpp
+void register_slicing_ops(LoweringTable& t);        // slicing.cpp
+void register_rank_reduce_ops(LoweringTable& t);    // rank_reduce.cpp (rank > 4; after the above)
 void register_pointwise_ops(LoweringTable& t);      // pointwise.cpp
 void register_pooling_ops(LoweringTable& t);        // pooling.cpp
 void register_convolution_ops(LoweringTable& t);    // convolution.cpp

@@ -22,8 +22,8 @@ void lower_roll(LoweringContext& cx, const Node* node) {
   }
   check(!dims.empty(), "roll without dims (of the flattened tensor) is not supported");
   check(shifts.size() == dims.size(), "roll needs one shift per dim");
-  auto [id, o] = cx.get_operand(in);
-  Operand2 x{id, o};
+  Tensor x = cx.get_operand(in);
+  const Operand o = x.op;  // the input's record (x is the rolled result below)
   const auto rank = static_cast<int64_t>(o.shape.size());
   // Dims that actually move, each with its shift in [1, n).
   std::vector<std::pair<int64_t, int64_t>> moves;
@@ -44,8 +44,8 @@ void lower_roll(LoweringContext& cx, const Node* node) {
   for (size_t i = 0; i < moves.size(); ++i) {
     const auto [d, s] = moves[i];
     const int64_t n = x.op.shape[d];
-    const Operand2 tail = emit_take(cx, x, d, n - s, s, 1);
-    const Operand2 head = emit_take(cx, x, d, 0, n - s, 1);
+    const Tensor tail = emit_take(cx, x, d, n - s, s, 1);
+    const Tensor head = emit_take(cx, x, d, 0, n - s, 1);
     x = emit_concat(cx, {tail, head}, d, i + 1 == moves.size() ? node->output() : nullptr);
   }
 }

@@ -17,7 +17,7 @@ bool is_constant_tensor(const LoweringContext& cx, const Value* v) {
 
 // `x` read with `rank` dims (leading 1s added), tiled by `multiples`, bound to
 // `out`; no operation at all when nothing changes.
-void tile_to(LoweringContext& cx, const Node* node, Operand2 x,
+void tile_to(LoweringContext& cx, const Node* node, Tensor x,
              const std::vector<int64_t>& multiples) {
   const size_t rank = multiples.size();
   const bool tiled =

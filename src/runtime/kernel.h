@@ -106,7 +106,7 @@ void add_shape_kernels(std::vector<OpKernel>& table);
 void add_resize_kernels(std::vector<OpKernel>& table);
 void add_quant_kernels(std::vector<OpKernel>& table);
 
-// ---- Helpers shared by the kernels (tensor_util.cpp) ----
+// ---- Helpers shared by the kernels (kernel.cpp) ----
 
 at::ScalarType dtype_for(OperandType type);
 bool is_quant8(OperandType type);

@@ -1,0 +1,280 @@
+// Slicing and joining: slice, select, cat, chunk/split and the ListUnpack
+// of their parts.
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+
+#include "lower/emit.h"
+#include "lower/node_args.h"
+#include "lower/registry.h"
+
+namespace nnapi_convert {
+namespace {
+
+using nnapi::Op;
+
+void lower_slice(LoweringContext& cx, const Node* node) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  auto [in_id, in] = cx.get_operand(node->input(0));
+  int64_t rank = static_cast<int64_t>(in.shape.size());
+  int64_t dim = py_index(cx.constant(node->input(1)).value.toInt(), rank);
+  auto optional_int = [&](const Value* v, int64_t none_value) {
+    const Constant& c = cx.constant(v);
+    return c.value.isNone() ? none_value : c.value.toInt();
+  };
+  int64_t start = optional_int(node->input(2), 0);
+  int64_t stop = optional_int(node->input(3), kMax);
+  int64_t step = cx.constant(node->input(4)).value.toInt();
+  int64_t size = in.shape[dim];
+  if (start < 0) {
+    start += size;
+  } else if (start == kMax) {
+    start = 0;
+  }
+  // (The reference takes any whole-range slice as the identity, also x[::2].)
+  if (start == 0 && stop == kMax && step == 1) {
+    cx.alias(node->output(), node->input(0));  // the whole dim: the identity
+    return;
+  }
+  check(size != 0, [&] {
+    return "unable to slice with flexible shape (dim " + std::to_string(dim) + " of " +
+           shape_str(in.shape) + ")";
+  });
+  if (stop < 0) {
+    stop += size;
+  } else if (stop > size) {
+    stop = size;  // Python slicing clamps; so does PyTorch
+  }
+  check(start < stop, "slice start value should be less than stop value");
+  check(step > 0, "slice step must be positive");
+  Shape out_shape = in.shape;
+  out_shape[dim] = (stop - start + step - 1) / step;
+  int32_t out_id = cx.add_tensor_operand(node->output(), in.with_shape(out_shape));
+  int32_t end_mask = 0;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (out_shape[i] == 0) {
+      cx.forward_operand_shape(out_id, i, in_id, i);
+      end_mask |= 1 << i;
+    }
+  }
+  std::vector<int64_t> begins(rank, 0), ends = in.shape, strides(rank, 1);
+  begins[dim] = start;
+  ends[dim] = stop;
+  strides[dim] = step;
+  ModelBuilder& m = cx.model();
+  std::vector<int32_t> inputs = {in_id,
+                                 m.add_int_vector(begins),
+                                 m.add_int_vector(ends),
+                                 m.add_int_vector(strides),
+                                 m.add_int_scalar(0),
+                                 m.add_int_scalar(end_mask),
+                                 m.add_int_scalar(0)};
+  m.add_operation(Op::StridedSlice, inputs, {out_id});
+}
+
+// select(x, dim, index): x[..., index, ...], one dim fewer. STRIDED_SLICE
+// taking [index, index + 1) along the dim with that dim's shrink bit set; a
+// negative index counts from the end there too, so a flexible dim needs no
+// size (index -1 ends at the end: the end mask); a fixed one gets the index
+// counted from the start. Sliced NHWC data keeps NHWC's dim order (N, H, W, C
+// less the selected one), PyTorch's order unless C is selected: a TRANSPOSE of
+// the (smaller) slice follows.
+void lower_select(LoweringContext& cx, const Node* node) {
+  auto [in_id, in] = cx.get_operand(node->input(0));
+  const auto rank = static_cast<int64_t>(in.shape.size());
+  check(rank >= 2, "select of a 1-D tensor gives a 0-dim tensor, which NNAPI does not support");
+  check(in.dim_order == DimOrder::Contiguous || in.dim_order == DimOrder::ChannelsLast,
+        "select of a tensor with this memory layout is not supported");
+  const int64_t dim = py_index(cx.constant_int(node->input(1)), rank);
+  int64_t index = cx.constant_int(node->input(2));
+  const int64_t size = in.shape[dim];
+  check(size == 0 || (index >= -size && index < size), [&] {
+    return "select index " + std::to_string(index) + " is out of range for dim " +
+           std::to_string(dim) + " of size " + std::to_string(size);
+  });
+  if (index < 0 && size != 0) index += size;
+  const int64_t axis = nnapi_axis(in.dim_order, dim);
+  std::vector<int64_t> begins(rank, 0), ends(rank, 0), strides(rank, 1);
+  int32_t end_mask = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d != axis) end_mask |= 1 << d;  // whole dims, flexible or not
+  }
+  begins[axis] = index;
+  if (index == -1) {
+    end_mask |= 1 << axis;
+  } else {
+    ends[axis] = index + 1;
+  }
+  // The PyTorch dim each dim of the slice holds, and the slice as a
+  // contiguous tensor of that shape.
+  std::vector<int64_t> src;
+  Shape slice_shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d == axis) continue;
+    src.push_back(torch_dim(in.dim_order, d));
+    slice_shape.push_back(in.shape[src.back()]);
+  }
+  const bool in_order = std::is_sorted(src.begin(), src.end());
+  Operand sliced = in.with_shape(slice_shape);
+  sliced.dim_order = DimOrder::Contiguous;
+  ModelBuilder& m = cx.model();
+  std::vector<int32_t> inputs = {in_id,
+                                 m.add_int_vector(begins),
+                                 m.add_int_vector(ends),
+                                 m.add_int_vector(strides),
+                                 m.add_int_scalar(0),
+                                 m.add_int_scalar(end_mask),
+                                 m.add_int_scalar(1 << axis)};
+  const int32_t slice_id =
+      in_order ? cx.add_tensor_operand(node->output(), sliced) : cx.add_anonymous_operand(sliced);
+  for (size_t j = 0; j < src.size(); ++j) {
+    if (slice_shape[j] == 0) cx.forward_operand_shape(slice_id, j, in_id, src[j]);
+  }
+  m.add_operation(Op::StridedSlice, inputs, {slice_id});
+  if (in_order) return;
+  // Output dim k holds PyTorch dim k (< dim) or k + 1: the slice's dim with it.
+  std::vector<int64_t> perm;
+  Shape out_shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d == dim) continue;
+    perm.push_back(std::find(src.begin(), src.end(), d) - src.begin());
+    out_shape.push_back(in.shape[d]);
+  }
+  const int32_t perm_id = m.add_int_vector(perm);
+  const int32_t out_id = cx.add_tensor_operand(node->output(), sliced.with_shape(out_shape));
+  for (size_t k = 0; k < perm.size(); ++k) {
+    if (out_shape[k] == 0) cx.forward_operand_shape(out_id, k, slice_id, perm[k]);
+  }
+  m.add_operation(Op::Transpose, {slice_id, perm_id}, {out_id});
+}
+
+void lower_cat(LoweringContext& cx, const Node* node) {
+  std::optional<std::pair<double, int64_t>> qparams;
+  if (node->kind() == c10::Symbol::fromQualString("quantized::cat")) {
+    check(node->inputs().size() == 4, "malformed quantized::cat");
+    qparams = std::make_pair(cx.constant_float(node->input(2)), cx.constant_int(node->input(3)));
+  }
+  const auto& tensors = cx.sequence(node->input(0));
+  int64_t dim = cx.constant_int(node->input(1));
+  check(!tensors.empty(), "cat of an empty list");
+  std::vector<int32_t> in_ids;
+  Operand out;
+  int64_t rank = 0;
+  int64_t d = 0;
+  int64_t out_dim_size = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    auto [id, op] = cx.get_operand_or_constant(tensors[i], DimOrder::Contiguous);
+    if (i == 0) {
+      out = op;
+      rank = static_cast<int64_t>(op.shape.size());
+      d = py_index(dim, rank);
+    }
+    check(op.type == out.type, "cat inputs have different types");
+    check(op.dim_order == out.dim_order, "cat inputs have different memory layouts");
+    Shape a = op.shape, b = out.shape;
+    check(static_cast<int64_t>(a.size()) == rank, "cat inputs have different ranks");
+    a[d] = b[d] = -1;
+    check(a == b, [&] {
+      return "cat inputs differ outside the cat dim: " + shape_str(op.shape) + " vs " +
+             shape_str(out.shape);
+    });
+    in_ids.push_back(id);
+    out_dim_size += op.shape[d];
+  }
+  out.shape[d] = out_dim_size;
+  if (qparams) {
+    out.scale = qparams->first;
+    out.zero_point = qparams->second;
+  }
+  int64_t nnapi_dim = dim;
+  if (out.dim_order == DimOrder::ChannelsLast) {
+    check(rank == 4, "channels-last cat needs 4 dims");
+    nnapi_dim = nnapi_axis(out.dim_order, d);
+  }
+  int32_t out_id = cx.add_tensor_operand(node->output(), out);
+  for (int64_t i = 0; i < rank; ++i) {
+    if (out.shape[i] != 0) continue;
+    if (i == d) {
+      std::string sum;
+      for (size_t k = 0; k < in_ids.size(); ++k) {
+        sum += (k ? " + " : "") + flex_name(in_ids[k], d);
+      }
+      cx.compute_operand_shape(out_id, i, sum);
+    } else {
+      cx.forward_operand_shape(out_id, i, in_ids[0], i);
+    }
+  }
+  std::vector<int32_t> inputs = in_ids;
+  inputs.push_back(cx.model().add_int_scalar(static_cast<int32_t>(nnapi_dim)));
+  cx.model().add_operation(Op::Concatenation, inputs, {out_id});
+}
+
+// Parts of at most `split_size` along a dim of `n` elements, as torch.split makes.
+std::vector<int64_t> split_sizes(int64_t n, int64_t split_size) {
+  check(split_size > 0, "split size must be positive");
+  std::vector<int64_t> sizes;
+  for (int64_t at = 0; at < n; at += split_size) sizes.push_back(std::min(split_size, n - at));
+  return sizes;
+}
+
+// aten::chunk(x, chunks, dim), aten::split(x, int split_size | int[] sizes, dim),
+// aten::split_with_sizes(x, sizes, dim).
+void lower_split(LoweringContext& cx, const Node* node) {
+  NodeArgs args(cx, node);
+  const Tensor x = args.tensor("self");
+  const auto rank = static_cast<int64_t>(x.op.shape.size());
+  const int64_t dim = py_index(args.integer("dim"), rank);
+  const int64_t n = x.op.shape[dim];
+  check(n != 0, [&] {
+    return "splitting the flexible dimension " + std::to_string(dim) +
+           " is not supported; give it a fixed size in --input";
+  });
+  std::vector<int64_t> sizes;
+  if (args.has("chunks")) {
+    const int64_t chunks = args.integer("chunks");
+    check(chunks > 0, "chunk count must be positive");
+    sizes = split_sizes(n, (n + chunks - 1) / chunks);
+  } else if (args.has("split_size") &&
+             args.value("split_size")->type()->kind() == c10::TypeKind::IntType) {
+    sizes = split_sizes(n, args.integer("split_size"));  // split.Tensor
+  } else {
+    // split.sizes, split_with_sizes
+    sizes = args.ints(args.has("split_sizes") ? "split_sizes" : "split_size");
+    int64_t total = 0;
+    for (int64_t size : sizes) {
+      check(size > 0, "split sizes must be positive");
+      total += size;
+    }
+    check(total == n, [&] {
+      return "split sizes add up to " + std::to_string(total) + ", not the " + std::to_string(n) +
+             " elements of dimension " + std::to_string(dim);
+    });
+  }
+  cx.add_split_outputs(node->output(), emit_split(cx, x, dim, sizes));
+}
+
+// prim::ListUnpack of a list of tensors made by chunk/split.
+void lower_list_unpack(LoweringContext& cx, const Node* node) {
+  const std::vector<int32_t>& parts = cx.split_outputs(node->input(0));
+  check(parts.size() == node->outputs().size(), "ListUnpack of a list of the wrong length");
+  for (size_t i = 0; i < parts.size(); ++i) {
+    cx.reinterpret(node->output(i), parts[i], cx.operand(parts[i]));
+  }
+}
+
+}  // namespace
+
+void register_slicing_ops(LoweringTable& t) {
+  t.add("aten::slice", lower_slice);
+  t.add("aten::select", lower_select);
+  t.add("aten::cat", lower_cat);
+  t.add("quantized::cat", lower_cat);
+  t.add("aten::chunk", lower_split);
+  t.add("aten::split", lower_split);
+  t.add("aten::split_with_sizes", lower_split);
+  t.add("prim::ListUnpack", lower_list_unpack);
+}
+
+}  // namespace nnapi_convert

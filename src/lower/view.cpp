@@ -1,0 +1,269 @@
+// Views: the identity ops (to, detach, dropout at inference), unsqueeze, squeeze,
+// reshape/view (also over load-time sizes), flatten and size.
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+
+#include "lower/emit.h"
+#include "lower/registry.h"
+
+namespace nnapi_convert {
+namespace {
+
+using nnapi::Op;
+
+void lower_identity(LoweringContext& cx, const Node* node) {
+  cx.alias(node->output(), node->input(0));
+}
+
+// aten::to(Tensor, ...): a device move is free; a dtype change is not supported.
+void lower_to(LoweringContext& cx, const Node* node) {
+  for (size_t i = 1; i < node->inputs().size(); ++i) {
+    const Value* in = node->input(i);
+    if (in->type()->kind() != c10::TypeKind::IntType || !cx.has_constant(in)) continue;
+    // The ScalarType argument of aten::to.
+    auto dtype = static_cast<c10::ScalarType>(cx.constant_int(in));
+    auto [id, op] = cx.get_operand(node->input(0));
+    (void)id;
+    bool same = (dtype == at::kFloat && op.type == nnapi::OperandType::TensorFloat32) ||
+                (dtype == at::kInt && op.type == nnapi::OperandType::TensorInt32) ||
+                (dtype == at::kQUInt8 && op.type == nnapi::OperandType::TensorQuant8Asymm);
+    check(same, [&] {
+      return std::string("aten::to changes the dtype to ") + c10::toString(dtype) +
+             ", which NNAPI conversion does not support; only device moves are free";
+    });
+    break;
+  }
+  lower_identity(cx, node);
+}
+
+void lower_unsqueeze(LoweringContext& cx, const Node* node) {
+  Tensor x = cx.get_operand(node->input(0));
+  int64_t dim = cx.constant_int(node->input(1));
+  // A rank-5 result has no channels-last layout: make the data NCHW first.
+  if (x.op.dim_order == DimOrder::ChannelsLast) x = emit_relayout(cx, x, DimOrder::Contiguous);
+  const auto& [in_id, in] = x;
+  check(in.dim_order == DimOrder::Contiguous,
+        "unsqueeze of a tensor with this memory layout is not supported");
+  int64_t rank = static_cast<int64_t>(in.shape.size());
+  int64_t real_dim = dim >= 0 ? dim : dim + rank + 1;
+  check(real_dim >= 0 && real_dim <= rank, "unsqueeze dim out of range");
+  Shape out_shape = in.shape;
+  out_shape.insert(out_shape.begin() + real_dim, 1);
+  int32_t dim_id = cx.model().add_int_scalar(static_cast<int32_t>(dim));
+  int32_t out_id = cx.add_tensor_operand(node->output(), in.with_shape(out_shape));
+  for (int64_t d = 0; d < rank; ++d) {
+    if (in.shape[d] == 0) cx.forward_operand_shape(out_id, d < real_dim ? d : d + 1, in_id, d);
+  }
+  cx.model().add_operation(Op::ExpandDims, {in_id, dim_id}, {out_id});
+}
+
+// squeeze(x, dim) and squeeze(x): SQUEEZE of the given dim (when it is 1,
+// else x itself) or of every dim of size 1. A flexible dim may or may not be 1
+// when the model runs: squeezing it, or squeezing all dims of a tensor with
+// one, is refused.
+void lower_squeeze(LoweringContext& cx, const Node* node) {
+  Tensor x = cx.get_operand(node->input(0));
+  const int64_t rank = static_cast<int64_t>(x.op.shape.size());
+  std::vector<int64_t> axes;
+  if (node->inputs().size() > 1) {
+    const int64_t dim = py_index(cx.constant_int(node->input(1)), rank);
+    check(x.op.shape[dim] != 0,
+          "squeeze of a flexible dimension: its size is known only when the model is loaded; "
+          "give it a fixed size in --input");
+    if (x.op.shape[dim] == 1) axes.push_back(dim);
+  } else {
+    for (int64_t d = 0; d < rank; ++d) {
+      check(x.op.shape[d] != 0,
+            "squeeze() of a tensor with a flexible dimension: give squeeze a dim, or fixed "
+            "sizes in --input");
+      if (x.op.shape[d] == 1) axes.push_back(d);
+    }
+  }
+  if (axes.empty()) {
+    lower_identity(cx, node);
+    return;
+  }
+  // A result of lower rank has no channels-last layout: make the data NCHW first.
+  if (x.op.dim_order == DimOrder::ChannelsLast) x = emit_relayout(cx, x, DimOrder::Contiguous);
+  const auto& [in_id, in] = x;
+  check(in.dim_order == DimOrder::Contiguous,
+        "squeeze of a tensor with this memory layout is not supported");
+  Shape out_shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (std::find(axes.begin(), axes.end(), d) == axes.end()) out_shape.push_back(in.shape[d]);
+  }
+  int32_t axes_id = cx.model().add_int_vector(axes);
+  int32_t out_id = cx.add_tensor_operand(node->output(), in.with_shape(out_shape));
+  for (int64_t d = 0, o = 0; d < rank; ++d) {
+    if (std::find(axes.begin(), axes.end(), d) != axes.end()) continue;
+    if (in.shape[d] == 0) cx.forward_operand_shape(out_id, o, in_id, d);
+    ++o;
+  }
+  cx.model().add_operation(Op::Squeeze, {in_id, axes_id}, {out_id});
+}
+
+// Reshape where the input or the target has load-time sizes.
+void lower_flexible_reshape(LoweringContext& cx, const Node* node, Tensor in,
+                            std::vector<SymInt> dims) {
+  // PyTorch reshapes in NCHW element order: make the data NCHW first.
+  in = emit_relayout(cx, in, DimOrder::Contiguous);
+  SymInt numel{1, ""}, known{1, ""};
+  for (const SymInt& d : sym_shape(in)) numel = sym_arith(numel, '*', d);
+  int64_t inferred = -1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i].is_constant() && dims[i].value == -1) {
+      check(inferred < 0, "only one dimension of a view can be -1");
+      inferred = static_cast<int64_t>(i);
+    } else {
+      known = sym_arith(known, '*', dims[i]);
+    }
+  }
+  if (inferred >= 0) dims[inferred] = sym_arith(numel, '/', known);
+  emit_reshape(cx, in, dims, node->output());
+}
+
+void lower_reshape(LoweringContext& cx, const Node* node) {
+  Tensor x = cx.get_operand(node->input(0));
+  std::vector<SymInt> target = cx.sym_int_list(node->input(1));
+  const Shape& s = x.op.shape;
+  const bool flexible =
+      std::find(s.begin(), s.end(), 0) != s.end() ||
+      std::any_of(target.begin(), target.end(), [](const SymInt& v) { return !v.is_constant(); });
+  if (flexible) {
+    lower_flexible_reshape(cx, node, x, std::move(target));
+    return;
+  }
+  std::vector<int64_t> shape;
+  for (const SymInt& v : target) shape.push_back(v.value);
+  // The reference keeps NHWC data for a [X, -1] target; that is PyTorch's
+  // element order only when C = 1 or H = W = 1.
+  bool trivial = shape.size() == 2 && shape[1] == -1 && s.size() == 4 &&
+                 (s[1] == 1 || (s[2] == 1 && s[3] == 1));
+  if (x.op.dim_order == DimOrder::ChannelsLast && !trivial) {
+    // PyTorch reshapes in NCHW element order: make the data NCHW first.
+    x = emit_relayout(cx, x, DimOrder::Contiguous);
+  }
+  const auto& [in_id, in] = x;
+  Shape out_shape;
+  try {
+    out_shape = at::zeros({1}).expand(in.shape).reshape(shape).sizes().vec();
+  } catch (const c10::Error& e) {
+    fail("can't reshape " + shape_str(in.shape) + " to " + shape_str(shape) + ": " +
+         e.what_without_backtrace());
+  }
+  Operand out = in.with_shape(out_shape);
+  out.dim_order = DimOrder::Contiguous;
+  int32_t shape_id = cx.model().add_int_vector(shape);
+  int32_t out_id = cx.add_tensor_operand(node->output(), out);
+  cx.model().add_operation(Op::Reshape, {in_id, shape_id}, {out_id});
+}
+
+void lower_flatten(LoweringContext& cx, const Node* node) {
+  Tensor x = cx.get_operand(node->input(0));
+  int64_t start = cx.constant_int(node->input(1));
+  int64_t end = cx.constant_int(node->input(2));
+  const Shape& s = x.op.shape;
+  int64_t rank = static_cast<int64_t>(s.size());
+  bool trivial = rank == 4 && (s[1] == 1 || (s[2] == 1 && s[3] == 1));
+  if (x.op.dim_order == DimOrder::ChannelsLast && !trivial) {
+    // PyTorch flattens in NCHW element order: make the data NCHW first.
+    x = emit_relayout(cx, x, DimOrder::Contiguous);
+  }
+  const auto& [in_id, in] = x;
+  check(in.dim_order == DimOrder::Contiguous || trivial,
+        "flatten of an NHWC tensor is only supported when C = 1 or H = W = 1");
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  check(start >= 0 && end < rank && start <= end, "flatten dims out of range");
+  int64_t product = 1;
+  for (int64_t d = start; d <= end; ++d) {
+    check(s[d] != 0, "flattening flexible dims is not supported");
+    product *= s[d];
+  }
+  Shape out_shape(s.begin(), s.begin() + start);
+  out_shape.push_back(product);
+  out_shape.insert(out_shape.end(), s.begin() + end + 1, s.end());
+  int flexible = 0;
+  for (int64_t d = 0; d < rank; ++d) flexible += (d < start || d > end) && s[d] == 0;
+  check(flexible <= 1, "only 1 dim can be flexible when flattening");
+  Operand out = in.with_shape(out_shape);
+  out.dim_order = DimOrder::Contiguous;
+  int32_t out_id = cx.add_tensor_operand(node->output(), out);
+  int64_t first_flex = std::find(s.begin(), s.end(), 0) - s.begin();
+  std::vector<int64_t> target;
+  for (size_t i = 0; i < out_shape.size(); ++i) {
+    if (out_shape[i] == 0)
+      cx.forward_operand_shape(out_id, static_cast<int64_t>(i), in_id, first_flex);
+    target.push_back(out_shape[i] != 0 ? out_shape[i] : -1);
+  }
+  int32_t target_id = cx.model().add_int_vector(target);
+  cx.model().add_operation(Op::Reshape, {in_id, target_id}, {out_id});
+}
+
+// aten::dropout and its variants (input, p, train): the identity at
+// inference (train false) and for p = 0, as PyTorch's kernels return the
+// input then. In training with p > 0 the result is random: refused.
+void lower_dropout(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 3,
+        [&] { return std::string("malformed ") + node->kind().toQualString(); });
+  const double p = cx.constant_number(node->input(1));
+  const bool train = cx.constant_bool(node->input(2));
+  check(!train || p == 0, [&] {
+    return std::string(node->kind().toQualString()) +
+           " in training mode is random; export the model in eval mode (model.eval())";
+  });
+  lower_identity(cx, node);
+}
+
+// aten::size(x, dim) and aten::size(x): a constant for fixed dims, a load-time
+// int (symbolic.cpp) for flexible ones.
+void lower_size(LoweringContext& cx, const Node* node) {
+  auto [in_id, in] = cx.get_operand(node->input(0));
+  const auto rank = static_cast<int64_t>(in.shape.size());
+  auto dim_value = [&, id = in_id](int64_t d) { return sym_dim(id, in.shape, d); };
+  if (node->inputs().size() == 1) {
+    std::vector<SymInt> dims;
+    c10::List<int64_t> values;
+    bool flexible = false;
+    for (int64_t d = 0; d < rank; ++d) {
+      dims.push_back(dim_value(d));
+      values.push_back(in.shape[d]);
+      flexible = flexible || in.shape[d] == 0;
+    }
+    if (flexible) {
+      cx.add_symbolic(node->output(), std::move(dims));
+    } else {
+      cx.add_constant(node->output(), node->output()->type(), c10::IValue(values));
+    }
+    return;
+  }
+  const int64_t dim = py_index(cx.constant(node->input(1)).value.toInt(), rank);
+  SymInt v = dim_value(dim);
+  if (v.is_constant()) {
+    cx.add_constant(node->output(), node->output()->type(), c10::IValue(v.value));
+  } else {
+    cx.add_symbolic(node->output(), {v});
+  }
+}
+
+}  // namespace
+
+void register_view_ops(LoweringTable& t) {
+  t.add("aten::to", lower_to);
+  t.add("aten::detach", lower_identity);
+  t.add("aten::unsqueeze", lower_unsqueeze);
+  t.add("aten::squeeze", lower_squeeze);
+  t.add("aten::reshape", lower_reshape);
+  t.add("aten::view", lower_reshape);
+  t.add("aten::flatten", lower_flatten);
+  for (const char* kind : {"aten::dropout", "aten::feature_dropout", "aten::alpha_dropout",
+                           "aten::feature_alpha_dropout"}) {
+    t.add(kind, lower_dropout);
+  }
+  t.add("aten::size", lower_size);
+}
+
+}  // namespace nnapi_convert
