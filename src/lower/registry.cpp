@@ -38,6 +38,7 @@ const LoweringTable& lowering_table() {
         {"shape", register_shape_ops},
         {"shape", register_rank_reduce_ops},
         {"pointwise", register_pointwise_ops},
+        {"pointwise", register_rank_reduce_arithmetic},
         {"pooling", register_pooling_ops},
         {"convolution", register_convolution_ops},
         {"linear", register_linear_ops},
