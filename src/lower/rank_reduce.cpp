@@ -23,6 +23,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -284,7 +285,7 @@ bool lower_high_rank_arithmetic(LoweringContext& cx, const Node* node, nnapi::Op
 
 // `fallback`, the lowering registered before, for what the above leave.
 void chain(LoweringTable& t, const char* kind,
-           bool (*lower)(LoweringContext& cx, const Node* node)) {
+           std::function<bool(LoweringContext& cx, const Node* node)> lower) {
   const LowerFn* found = t.find(c10::Symbol::fromQualString(kind));
   check(found != nullptr, std::string("internal: no lowering of ") + kind + " to extend");
   LowerFn fallback = *found;
@@ -316,11 +317,8 @@ void register_rank_reduce_ops(LoweringTable& t) {
 
 void register_rank_reduce_arithmetic(LoweringTable& t) {
   for (const auto& [kind, op] : arithmetic()) {
-    const LowerFn* found = t.find(kind);
-    check(found != nullptr, std::string("internal: no lowering of ") + kind.toQualString());
-    LowerFn fallback = *found;
-    t.add(kind.toQualString(), [op = op, fallback](LoweringContext& cx, const Node* node) {
-      if (!lower_high_rank_arithmetic(cx, node, op)) fallback(cx, node);
+    chain(t, kind.toQualString(), [op = op](LoweringContext& cx, const Node* node) {
+      return lower_high_rank_arithmetic(cx, node, op);
     });
   }
 }
