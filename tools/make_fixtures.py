@@ -1344,6 +1344,35 @@ beyond("window-partition-6d-grid-nhwc", lambda: Case(
     WindowPartitionModule(2, grid=True), nhwc(torch.randn(1, 3, 4, 6))))
 
 
+# Arithmetic of rank > 4 (NNAPI's ADD, SUB, MUL and DIV take rank <= 4): Swin's
+# attention mask, attn.view(B, nW, heads, N, N) + mask.unsqueeze(1).unsqueeze(0)
+# (dims 1 in both dropped), and a 6-D product whose dims merge to 3 groups
+# that broadcast alike, then a number subtracted and divided by.
+class MaskedAttentionModule(torch.nn.Module):
+    def __init__(self, windows, heads, n):
+        super().__init__()
+        self.windows, self.heads, self.n = windows, heads, n
+        self.register_buffer("mask", torch.randn(windows, n, n))
+
+    def forward(self, attn):  # (B * windows, heads, n, n)
+        nw, h, n = self.windows, self.heads, self.n
+        attn = attn.view(attn.shape[0] // nw, nw, h, n, n) + self.mask.unsqueeze(1).unsqueeze(0)
+        return attn.view(-1, h, n, n).softmax(-1)
+
+
+class Arith6dModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("w", torch.randn(3, 4, 1, 1, 1))
+
+    def forward(self, x):  # (2, 12, 5, 6)
+        y = x.view(2, 3, 4, 5, 2, 3) * self.w
+        return ((y - 0.5) / 2).reshape(2, 12, 5, 6)
+
+
+beyond("attn-mask-5d", lambda: Case(MaskedAttentionModule(4, 3, 5), torch.randn(8, 3, 5, 5)))
+beyond("arith-6d-merge", lambda: Case(Arith6dModule(), torch.randn(2, 12, 5, 6)))
+
 # A reduced torchvision SwinTransformer: two stages (the second after patch
 # merging: x[..., 0::2, 0::2, :] slices), shifted windows with the folded
 # mask, relative position bias. The head gets weights of order 1 (torchvision

@@ -10,14 +10,23 @@
 //   turn is moved in front of the ones not placed yet, a 4-D (0, 2, 1, 3)
 //   TRANSPOSE of (placed, skipped, moved, rest).
 // - a select of rank > 4 is a STRIDED_SLICE of the tensor read as 3-D.
+// - add, sub, mul and div of rank > 4 (Swin's attention mask,
+//   `attn.view(B, nW, heads, N, N) + mask`) drop the dims that are 1 in both
+//   operands and, if more than 4 remain, merge adjacent dims that broadcast
+//   alike (both full, or the same operand broadcasting): computed operands are
+//   RESHAPEd (nothing when the buffer already has that shape), constants
+//   reshaped here. More than 4 such groups are refused.
 // A result is again read with its full shape when its uses only reshape,
-// permute or select from it, else RESHAPEd to it.
-// Registered after view.cpp, layout.cpp and slicing.cpp: other views, permutes
-// and selects go to their lowerings.
+// permute, select from or do such arithmetic on it, else RESHAPEd to it.
+// Registered after view.cpp, layout.cpp, slicing.cpp and pointwise.cpp: other
+// views, permutes, selects and arithmetic go to their lowerings.
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include "lower/emit.h"
@@ -28,16 +37,29 @@ namespace {
 
 bool has_flexible(const Shape& s) { return std::find(s.begin(), s.end(), 0) != s.end(); }
 
-// Whether every use of `v` only reshapes, permutes or selects from it: then `v` may stay a
-// buffer read with its rank > 4 shape. (A view whose use is a transpose may
-// be ShuffleNet's channel shuffle, a FusionPlan group of layout.cpp.)
+// The elementwise arithmetic lowered below, by kind.
+const std::map<c10::Symbol, nnapi::Op>& arithmetic() {
+  static const std::map<c10::Symbol, nnapi::Op> ops = {
+      {c10::Symbol::fromQualString("aten::add"), nnapi::Op::Add},
+      {c10::Symbol::fromQualString("aten::sub"), nnapi::Op::Sub},
+      {c10::Symbol::fromQualString("aten::mul"), nnapi::Op::Mul},
+      {c10::Symbol::fromQualString("aten::div"), nnapi::Op::Div}};
+  return ops;
+}
+
+// Whether every use of `v` only reshapes, permutes, selects from it or is an
+// operand of arithmetic: then `v` may stay a buffer read with its rank > 4
+// shape. (A view whose use is a transpose may be ShuffleNet's channel
+// shuffle, a FusionPlan group of layout.cpp.)
 bool only_reshaped(const Value* v, bool transposes) {
   static const std::set<c10::Symbol> kinds = {
       c10::Symbol::fromQualString("aten::view"), c10::Symbol::fromQualString("aten::reshape"),
       c10::Symbol::fromQualString("aten::permute"), c10::Symbol::fromQualString("aten::select")};
   static const c10::Symbol transpose = c10::Symbol::fromQualString("aten::transpose");
   for (const torch::jit::Use& u : v->uses()) {
-    const bool ok = kinds.count(u.user->kind()) || (transposes && u.user->kind() == transpose);
+    const c10::Symbol k = u.user->kind();
+    if (arithmetic().count(k) && u.offset < 2) continue;
+    const bool ok = kinds.count(k) || (transposes && k == transpose);
     if (!ok || u.offset != 0) return false;
   }
   return v->hasUses();
@@ -162,9 +184,107 @@ bool lower_high_rank_select(LoweringContext& cx, const Node* node) {
   return true;
 }
 
+// One side of arithmetic of rank > 4: an operand, or a constant tensor or
+// number (float32 when the other side is).
+struct Side {
+  std::optional<Tensor> x;
+  at::Tensor t;
+  Shape shape;
+};
+
+std::optional<Side> arithmetic_side(LoweringContext& cx, const Value* v) {
+  if (cx.has_operand(v)) {
+    const Tensor x = cx.get_operand(v);
+    return Side{x, {}, x.op.shape};
+  }
+  if (!cx.has_constant(v)) return std::nullopt;
+  const c10::IValue& iv = cx.constant(v).value;
+  at::Tensor t;
+  if (iv.isTensor()) {
+    t = iv.toTensor();
+    if (t.is_quantized()) return std::nullopt;
+    if (t.dim() == 0) t = t.to(at::kFloat);  // a number the tracer wrapped
+  } else if (iv.isInt() || iv.isDouble() || iv.isBool()) {
+    t = at::scalar_tensor(iv.toScalar(), at::kFloat);
+  } else {
+    return std::nullopt;
+  }
+  return Side{std::nullopt, t, t.sizes().vec()};
+}
+
+// `s` as `shape` (same element count, contiguous): a weight for a constant,
+// else the operand itself when its buffer has that shape, else a RESHAPE.
+Tensor side_as(LoweringContext& cx, const Side& s, const Shape& shape) {
+  if (!s.x) {
+    const int32_t id = cx.add_weight(s.t.reshape(shape).contiguous(), DimOrder::Contiguous);
+    return {id, cx.operand(id)};
+  }
+  const Operand& real = cx.operand(s.x->id);
+  if (real.shape == shape && real.dim_order == DimOrder::Contiguous) return {s.x->id, real};
+  return reshape_to(cx, emit_relayout(cx, *s.x, DimOrder::Contiguous), shape);
+}
+
+// add/sub/mul/div of rank > 4 as the op on dims merged to rank <= 4.
+bool lower_high_rank_arithmetic(LoweringContext& cx, const Node* node, nnapi::Op op) {
+  const bool add_sub = op == nnapi::Op::Add || op == nnapi::Op::Sub;
+  if (node->inputs().size() != (add_sub ? 3u : 2u)) return false;
+  std::optional<Side> a = arithmetic_side(cx, node->input(0));
+  std::optional<Side> b = arithmetic_side(cx, node->input(1));
+  if (!a || !b || !(a->x || b->x)) return false;
+  const size_t rank = std::max(a->shape.size(), b->shape.size());
+  if (rank <= 4 || (add_sub && cx.constant_number(node->input(2)) != 1)) return false;
+  const std::string where = "%" + node->output()->debugName() + " = " +
+                            node->kind().toQualString() + " of rank " + std::to_string(rank);
+  // Flexible sizes (a load-time batch) are left to pointwise.cpp.
+  if (has_flexible(a->shape) || has_flexible(b->shape)) return false;
+  for (Side* s : {&*a, &*b}) s->shape.insert(s->shape.begin(), rank - s->shape.size(), 1);
+  const Shape out_shape = broadcast_shape(a->shape, b->shape);
+  // Dims grouped by how they broadcast: bit 0 a broadcasts, bit 1 b does;
+  // dims where both are 1 are dropped.
+  std::vector<int> kind;
+  std::vector<std::vector<size_t>> groups;
+  for (size_t d = 0; d < rank; ++d) {
+    if (out_shape[d] == 1) continue;
+    kind.push_back((a->shape[d] == 1 ? 1 : 0) | (b->shape[d] == 1 ? 2 : 0));
+    groups.push_back({d});
+  }
+  if (groups.size() > 4) {
+    std::vector<std::vector<size_t>> merged;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      if (g > 0 && kind[g] == kind[g - 1]) {
+        merged.back().push_back(groups[g][0]);
+      } else {
+        merged.push_back(groups[g]);
+      }
+    }
+    groups = std::move(merged);
+  }
+  check(groups.size() <= 4, [&] {
+    return where + " of " + shape_str(a->shape) + " and " + shape_str(b->shape) +
+           ": NNAPI takes rank <= 4, and the dims merge to no fewer than " +
+           std::to_string(groups.size()) + " groups that broadcast alike";
+  });
+  auto grouped = [&](const Shape& s) {
+    Shape r;
+    for (const auto& g : groups) {
+      int64_t n = 1;
+      for (size_t d : g) n *= s[d];
+      r.push_back(n);
+    }
+    if (r.empty()) r.push_back(1);
+    return r;
+  };
+  const Tensor x = side_as(cx, *a, grouped(a->shape));
+  const Tensor y = side_as(cx, *b, grouped(b->shape));
+  check(x.op.type == y.op.type, [&] { return where + ": operands have different types"; });
+  const Tensor r = emit_binary(cx, op, x, y, cx.fuse_following_activation(node->output()));
+  bind_as(cx, r, out_shape, node->output());
+  return true;
+}
+
 // `fallback`, the lowering registered before, for what the above leave.
 void chain(LoweringTable& t, const char* kind,
-           bool (*lower)(LoweringContext& cx, const Node* node)) {
+           std::function<bool(LoweringContext& cx, const Node* node)> lower) {
   const LowerFn* found = t.find(c10::Symbol::fromQualString(kind));
   check(found != nullptr, std::string("internal: no lowering of ") + kind + " to extend");
   LowerFn fallback = *found;
@@ -192,6 +312,14 @@ void register_rank_reduce_ops(LoweringTable& t) {
               dims[py_index(cx.constant_int(node->input(2)), rank)]);
     return lower_high_rank_permute(cx, node, dims);
   });
+}
+
+void register_rank_reduce_arithmetic(LoweringTable& t) {
+  for (const auto& [kind, op] : arithmetic()) {
+    chain(t, kind.toQualString(), [op = op](LoweringContext& cx, const Node* node) {
+      return lower_high_rank_arithmetic(cx, node, op);
+    });
+  }
 }
 
 }  // namespace nnapi_convert

@@ -52,6 +52,7 @@ const LoweringTable& lowering_table() {
         {"slicing", register_slicing_ops},
         {"view", register_rank_reduce_ops},  // wraps view/permute/select lowerings
         {"pointwise", register_pointwise_ops},
+        {"pointwise", register_rank_reduce_arithmetic},
         {"pooling", register_pooling_ops},
         {"convolution", register_convolution_ops},
         {"linear", register_linear_ops},

@@ -59,6 +59,9 @@ bool lower_symbolic_arithmetic(LoweringContext& cx, const Node* node);
 // The table with every family registered.
 const LoweringTable& lowering_table();
 
+// rank_reduce.cpp: add/sub/mul/div of rank > 4, registered after pointwise.cpp.
+void register_rank_reduce_arithmetic(LoweringTable& t);
+
 // One per file in src/lower/.
 void register_graph_ops(LoweringTable& t);          // graph.cpp: constants, attributes, lists
 void register_view_ops(LoweringTable& t);           // view.cpp

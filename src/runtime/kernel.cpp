@@ -63,6 +63,17 @@ void ValidationContext::input_rank(size_t i, std::initializer_list<size_t> ranks
     error("input " + std::to_string(i) + " has unsupported rank " + std::to_string(dims.size()));
 }
 
+void ValidationContext::max_rank(size_t n) const {
+  auto check = [&](const Operand& o, const std::string& what) {
+    if (o.is_tensor() && o.dims.size() > n) {
+      error(what + " has rank " + std::to_string(o.dims.size()) + ", more than the " +
+            std::to_string(n) + " supported");
+    }
+  };
+  for (size_t i = 0; i < ins_.size(); ++i) check(in(i), "input " + std::to_string(i));
+  for (size_t i = 0; i < outs_.size(); ++i) check(out(i), "output " + std::to_string(i));
+}
+
 // ---------------------------------------------------------------- execution
 
 bool ExecContext::has(size_t i) const {

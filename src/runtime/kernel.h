@@ -40,6 +40,9 @@ class ValidationContext {
   void output_same_type_as_input(size_t out, size_t in) const;
   // Declared rank of input i, when declared, is one of `ranks`.
   void input_rank(size_t i, std::initializer_list<size_t> ranks) const;
+  // Every input and output tensor of declared rank has rank <= `n`
+  // (NeuralNetworks.h: "Supported tensor rank: up to 4").
+  void max_rank(size_t n) const;
   [[noreturn]] void error(const std::string& msg) const;
 
  private:

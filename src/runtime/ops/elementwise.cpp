@@ -23,8 +23,16 @@ void validate_arith(const ValidationContext& v) {
   v.output_same_type_as_input(0, 0);
 }
 
-void validate_div(const ValidationContext& v) {
+// SUB, MUL, DIV: "up to 4" in NeuralNetworks.h. (So are ADD, RESHAPE and
+// TRANSPOSE, but Swin with a flexible batch still gives them rank 5 and 6:
+// not enforced.)
+void validate_arith_rank4(const ValidationContext& v) {
   validate_arith(v);
+  v.max_rank(4);
+}
+
+void validate_div(const ValidationContext& v) {
+  validate_arith_rank4(v);
   v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorInt32});
 }
 
@@ -141,8 +149,8 @@ void execute_pow(ExecContext& ctx) {
 void add_elementwise_kernels(std::vector<OpKernel>& table) {
   table.push_back({Op::Pow, "POW", validate_pow, execute_pow});
   table.push_back({Op::Add, "ADD", validate_arith, execute<Binary::Add>});
-  table.push_back({Op::Sub, "SUB", validate_arith, execute<Binary::Sub>});
-  table.push_back({Op::Mul, "MUL", validate_arith, execute<Binary::Mul>});
+  table.push_back({Op::Sub, "SUB", validate_arith_rank4, execute<Binary::Sub>});
+  table.push_back({Op::Mul, "MUL", validate_arith_rank4, execute<Binary::Mul>});
   table.push_back({Op::Div, "DIV", validate_div, execute<Binary::Div>});
   table.push_back({Op::Maximum, "MAXIMUM", validate_minmax, execute<Binary::Max>});
   table.push_back({Op::Minimum, "MINIMUM", validate_minmax, execute<Binary::Min>});
