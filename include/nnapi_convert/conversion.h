@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -66,6 +67,9 @@ struct ConvertOptions {
   // operations newer than that are decomposed into older ones or refused.
   int min_android_api = 29;
   std::vector<std::vector<int64_t>> return_shapes;  // per output; empty = from the model
+  // Nodes NNAPI cannot run stay TorchScript; the runs of nodes between them
+  // become NNAPI models called from the converted module (needs fixed sizes).
+  bool cpu_fallback = false;
 };
 
 struct PhaseTimes {
@@ -80,6 +84,8 @@ struct OutputTemplate {
   double scale;
   int64_t zero_point;
 };
+
+struct FallbackGraph;  // src/core/fallback.h
 
 struct Conversion {
   std::vector<int32_t> ser_model;
@@ -99,6 +105,13 @@ struct Conversion {
   int feature_level = 0;
   int android_api = 0;
   PhaseTimes times;
+  // --cpu-fallback, when some nodes stay TorchScript: one conversion per NNAPI
+  // segment, the graph that calls them, and the nodes left to TorchScript by
+  // kind. Then ser_model, weights and templates above are empty and the
+  // counts are the segments' sums.
+  std::vector<Conversion> segments;
+  std::shared_ptr<const FallbackGraph> fallback;
+  std::vector<NodeKindCount> cpu_kinds;
 };
 
 }  // namespace nnapi_convert

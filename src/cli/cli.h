@@ -22,6 +22,8 @@ struct Args {
   bool int16 = false;
   bool relax = false;
   bool fuse = false;
+  bool cpu_fallback = false;
+  std::vector<std::string> ops_libraries;  // --ops-library
   int min_android_api = 29;
   bool lite = false;
   bool timings = false;

@@ -220,6 +220,7 @@ std::vector<Job> plan_jobs(const Args& a) {
   defaults.options.use_int16_for_qint16 = a.int16;
   defaults.options.relax_f32_to_f16 = a.relax;
   defaults.options.fuse_activations = a.fuse;
+  defaults.options.cpu_fallback = a.cpu_fallback;
   defaults.options.min_android_api = a.min_android_api;
   defaults.options.compilation_preference = preference_code(a.preference);
   defaults.lite = a.lite;

@@ -1,6 +1,7 @@
 // nnapi-convert: the command line. Parses arguments and runs one command:
 // convert (the default), check, inspect or list-ops. Errors are one paragraph
 // with exit status 1 (model) or 2 (usage).
+#include <dlfcn.h>
 #include <malloc.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -115,11 +116,20 @@ void add_conversion_options(CLI::App& app, Args& a, std::vector<CLI::Option*>& p
   app.add_flag("--fuse-activations", a.fuse,
                "Fold a ReLU/ReLU6 that follows a convolution, linear or add/sub/mul/div into that "
                "operation (fewer NNAPI operations; differs from PyTorch's converter)");
+  app.add_flag("--cpu-fallback", a.cpu_fallback,
+               "Keep the nodes NNAPI cannot run as TorchScript in the converted module, and "
+               "convert the parts between them to NNAPI models it calls (needs fixed --input "
+               "sizes; differs from PyTorch's converter, which refuses such models)");
   app.add_option("--min-android-api", a.min_android_api,
                  "Oldest Android API level the model must run on (29 = Android 10, the default "
                  "and the least PyTorch's NNAPI runtime needs, to 35): newer NNAPI operations are "
                  "decomposed into older ones, or the node is refused naming the level it needs")
       ->check(CLI::Range(29, 35));
+  app.add_option("--ops-library", a.ops_libraries,
+                 "A shared library of custom TorchScript operators the model uses, loaded "
+                 "before the model (as torch.ops.load_library does), e.g. torchvision's _C.so "
+                 "for torchvision::nms; repeatable")
+      ->allow_extra_args(false);
   app.add_option("--return-shape", a.return_shapes,
                  "Per output: its shape (x-joined, -1 = run-time size)")
       ->allow_extra_args(false);
@@ -219,6 +229,16 @@ int run(int argc, char** argv) {
   a.models.insert(a.models.end(), command_models.begin(), command_models.end());
   for (CLI::Option* o : paths) {
     if (o->count() > 0) a.given_paths.emplace_back(o->get_name(), o->as<std::string>());
+  }
+  for (const std::string& lib : a.ops_libraries) {
+    // RTLD_GLOBAL, as torch.ops.load_library: the operators register themselves.
+    if (!::dlopen(lib.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
+      const char* why = ::dlerror();
+      spdlog::error("--ops-library '{}' cannot be loaded: {}; give the path of a shared library "
+                    "that registers TorchScript operators (e.g. torchvision's _C.so)",
+                    lib, why ? why : "unknown error");
+      return 2;
+    }
   }
   return check->parsed() ? run_check(a) : run_convert(a);
 }

@@ -458,6 +458,8 @@ std::vector<Job> read_manifest(const std::string& path, const Job& defaults,
           flag(&job.options.relax_f32_to_f16);
         } else if (k == "fuse_activations") {
           flag(&job.options.fuse_activations);
+        } else if (k == "cpu_fallback") {
+          flag(&job.options.cpu_fallback);
         } else if (k == "min_android_api") {
           need(v.is_number_integer() && v.get<int64_t>() >= nnapi::kMinAndroidApi &&
                    v.get<int64_t>() <= nnapi::kMaxAndroidApi,

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/fallback.h"
 #include "core/loader.h"
 #include "core/trace.h"
 #include "lower/fusion.h"
@@ -112,12 +113,15 @@ std::string node_text(const Node* node) {
   return "`" + t + "`";
 }
 
-// "node aten::foo at model.py:12 (`...`)"
+}  // namespace
+
 std::string describe_node(const Node* node) {
   std::string location = node_location(node);
   return "node " + std::string(node->kind().toQualString()) +
          (location.empty() ? "" : " at " + location) + " (" + node_text(node) + ")";
 }
+
+namespace {
 
 ConvertError node_error(const std::string& path, const Node* ret, const Node* current,
                         const std::string& what) {
@@ -206,9 +210,15 @@ const std::set<c10::Symbol>& tensor_foldable_kinds() {
   return kinds;
 }
 
+}  // namespace
+
 bool is_foldable(c10::Symbol kind) {
   return foldable_kinds().count(kind) != 0 || tensor_foldable_kinds().count(kind) != 0;
 }
+
+bool handled_kind(c10::Symbol kind) { return lowering_table().find(kind) || is_foldable(kind); }
+
+namespace {
 
 // The in-place operations among the foldable kinds: they write their first input.
 bool writes_input(c10::Symbol kind) {
@@ -333,18 +343,17 @@ void Folder::note_lowered(const LoweringContext& cx, const Node* node) {
   }
 }
 
-// Every node kind of the graph, in order of first use, with whether the
-// lowering table (or constant folding) handles it.
-std::vector<NodeKindCount> census(const torch::jit::Graph& graph) {
-  const LoweringTable& table = lowering_table();
+}  // namespace
+
+std::vector<NodeKindCount> census_of(const std::vector<const Node*>& nodes) {
   std::vector<NodeKindCount> kinds;
   std::map<c10::Symbol, size_t> index;
-  for (const Node* node : graph.nodes()) {
+  for (const Node* node : nodes) {
     auto [it, fresh] = index.emplace(node->kind(), kinds.size());
     if (fresh) {
       NodeKindCount k;
       k.kind = node->kind().toQualString();
-      k.supported = table.find(node->kind()) || is_foldable(node->kind());
+      k.supported = handled_kind(node->kind());
       k.first_node = node_text(node);
       kinds.push_back(std::move(k));
     }
@@ -357,6 +366,15 @@ std::vector<NodeKindCount> census(const torch::jit::Graph& graph) {
     }
   }
   return kinds;
+}
+
+namespace {
+
+// Every node kind of the graph, in order of first use, with whether the
+// lowering table (or constant folding) handles it.
+std::vector<NodeKindCount> census(const torch::jit::Graph& graph) {
+  const auto range = graph.nodes();
+  return census_of(std::vector<const Node*>(range.begin(), range.end()));
 }
 
 void check_supported(const torch::jit::Graph& graph, const std::string& path) {
@@ -488,9 +506,15 @@ torch::jit::Module trace_conversion(const ConvertOptions& options, LoweringTrace
 
 Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& options,
                         LoweringTrace* trace) {
+  if (options.cpu_fallback && !trace) return lower_with_fallback(module, options);
+  return lower_graph(*module.get_method("forward").graph(), module._ivalue(), options, trace);
+}
+
+Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
+                       const ConvertOptions& options, LoweringTrace* trace, const Node** failed) {
   Conversion result;
   auto t0 = std::chrono::steady_clock::now();
-  std::shared_ptr<torch::jit::Graph> graph = module.get_method("forward").graph();
+  torch::jit::Graph* graph = &graph_ref;
   const std::string& path = options.model_path;
 
   auto graph_inputs = graph->inputs();
@@ -527,7 +551,7 @@ Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& 
   ModelBuilder& m = cx.model();
   m.add_bool_scalar(false);
   m.add_bool_scalar(true);
-  cx.add_constant(graph_inputs[0], graph_inputs[0]->type(), module._ivalue());
+  cx.add_constant(graph_inputs[0], graph_inputs[0]->type(), self);
   std::vector<int32_t> input_ids;
   for (size_t i = 0; i < n_args; ++i) {
     Operand o = operand_for_input(options.inputs[i], options.nhwc, options.use_int16_for_qint16);
@@ -632,8 +656,10 @@ Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& 
       result.templates.push_back(std::move(t));
     }
   } catch (const LoweringError& e) {
+    if (failed) *failed = current;
     throw node_error(path, graph->return_node(), current, e.what());
   } catch (const c10::Error& e) {
+    if (failed) *failed = current;
     throw node_error(path, graph->return_node(), current, e.what_without_backtrace());
   }
   result.times.lower_ms = ms_since(t0);

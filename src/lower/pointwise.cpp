@@ -69,6 +69,18 @@ void lower_signed_unary(LoweringContext& cx, const Node* node, Op op) {
   lower_unary(cx, node, op);
 }
 
+// exp, log, sqrt and rsqrt: NNAPI's EXP, LOG, SQRT and RSQRT, which take float
+// tensors only.
+void lower_float_unary(LoweringContext& cx, const Node* node, Op op) {
+  const Operand& in = cx.get_operand(node->input(0)).op;
+  check(in.type == OperandType::TensorFloat32, [&] {
+    return std::string(node->kind().toQualString()) +
+           " is supported of float32 tensors only (NNAPI's " + nnapi::op_name(op) +
+           " takes float tensors)";
+  });
+  lower_unary(cx, node, op);
+}
+
 // pow(x, number) and pow(number, x). Exponents PyTorch computes otherwise than
 // with std::pow get the same operation here: 1 is x, 2 is x * x, 0.5 sqrt,
 // -0.5 rsqrt; any other is NNAPI's POW with a float32 (1) constant.
@@ -304,6 +316,10 @@ void register_pointwise_ops(LoweringTable& t) {
         [](LoweringContext& cx, const Node* n) { lower_signed_unary(cx, n, Op::Neg); });
   t.add("aten::abs",
         [](LoweringContext& cx, const Node* n) { lower_signed_unary(cx, n, Op::Abs); });
+  for (auto [kind, op] : {std::pair{"aten::exp", Op::Exp}, std::pair{"aten::log", Op::Log},
+                          std::pair{"aten::sqrt", Op::Sqrt}, std::pair{"aten::rsqrt", Op::Rsqrt}}) {
+    t.add(kind, [op = op](LoweringContext& cx, const Node* n) { lower_float_unary(cx, n, op); });
+  }
   t.add("aten::pow", lower_pow);
   t.add("aten::mul", [](LoweringContext& cx, const Node* n) { lower_mul_div(cx, n, Op::Mul); });
   t.add("aten::div", [](LoweringContext& cx, const Node* n) { lower_mul_div(cx, n, Op::Div); });

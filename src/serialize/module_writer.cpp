@@ -5,6 +5,7 @@
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/frontend/resolver.h>
 #include <torch/csrc/jit/frontend/sugared_value.h>
+#include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/custom_class.h>
@@ -14,10 +15,15 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "serialize/fallback_graph.h"
 #include "nnapi_convert/writer.h"
 #include "util/output_file.h"
 
 namespace nnapi_convert {
+
+const char* const kSegmentKind = "nnapi_convert::segment";
+const char* const kSegmentIndex = "index";
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -112,26 +118,37 @@ at::Tensor ser_model_tensor(const Conversion& c) {
   return at::from_blob(data, {static_cast<int64_t>(c.ser_model.size())}, at::kInt).clone();
 }
 
-Module build_module(const Conversion& c, const ConvertOptions& options) {
-  c10::ClassTypePtr compilation =
-      torch::getCustomClass("__torch__.torch.classes._nnapi.Compilation");
-  if (!compilation) {
-    throw ConvertError(1, "this LibTorch has no NNAPI binding (torch.classes._nnapi.Compilation)");
-  }
-  auto resolver = std::make_shared<NnapiResolver>(compilation);
-  auto cu = std::make_shared<torch::jit::CompilationUnit>();
+// What every module of one output shares: the compilation unit its classes
+// are defined in and the resolver of their TorchScript.
+struct ModuleScope {
+  c10::ClassTypePtr compilation;
+  std::shared_ptr<NnapiResolver> resolver;
+  std::shared_ptr<torch::jit::CompilationUnit> cu = std::make_shared<torch::jit::CompilationUnit>();
 
-  // Attributes in the order PyTorch's scripted nn.Modules have them.
-  auto module_of = [&](const char* name) {
-    Module m(std::string(kPrefix) + name, cu, true);
+  ModuleScope() {
+    compilation = torch::getCustomClass("__torch__.torch.classes._nnapi.Compilation");
+    if (!compilation) {
+      throw ConvertError(1,
+                         "this LibTorch has no NNAPI binding (torch.classes._nnapi.Compilation)");
+    }
+    resolver = std::make_shared<NnapiResolver>(compilation);
+  }
+
+  // A module with the attributes PyTorch's scripted nn.Modules start with.
+  Module module_of(const std::string& qualified_name) const {
+    Module m(qualified_name, cu, true);
     m.register_attribute("training", c10::BoolType::get(), true);
     m.register_attribute("_is_full_backward_hook", c10::NoneType::get(), c10::IValue());
     return m;
-  };
-  Module shape = module_of("ShapeComputeModule");
-  shape.define(prepare_source(c, /*numeric_dtypes=*/true), resolver);
+  }
+};
 
-  Module nnapi = module_of("NnapiModule");
+// The reference's NnapiModule of one NNAPI model, with its ShapeComputeModule.
+Module nnapi_module(const ModuleScope& scope, const Conversion& c, const ConvertOptions& options) {
+  Module shape = scope.module_of(std::string(kPrefix) + "ShapeComputeModule");
+  shape.define(prepare_source(c, /*numeric_dtypes=*/true), scope.resolver);
+
+  Module nnapi = scope.module_of(std::string(kPrefix) + "NnapiModule");
   nnapi.register_attribute("ser_model", c10::TensorType::get(), ser_model_tensor(c));
   c10::List<at::Tensor> weights;
   for (const at::Tensor& w : c.weights) weights.push_back(w);
@@ -141,16 +158,57 @@ Module build_module(const Conversion& c, const ConvertOptions& options) {
   nnapi.register_attribute("out_mem_fmts", c10::ListType::ofInts(),
                            c10::List<int64_t>(c.out_mem_fmts));
   nnapi.register_attribute("out_templates", c10::ListType::ofTensors(), c10::List<at::Tensor>());
-  nnapi.register_attribute("comp", c10::OptionalType::create(compilation), c10::IValue());
+  nnapi.register_attribute("comp", c10::OptionalType::create(scope.compilation), c10::IValue());
   nnapi.register_attribute("compilation_preference", c10::IntType::get(),
                            int64_t{options.compilation_preference});
   nnapi.register_attribute("relax_f32_to_f16", c10::BoolType::get(), options.relax_f32_to_f16);
   nnapi.register_module("shape_compute_module", shape);
-  nnapi.define(kNnapiModuleSource, resolver);
+  nnapi.define(kNnapiModuleSource, scope.resolver);
+  return nnapi;
+}
 
-  Module wrapper = module_of("NnapiInterfaceWrapper");
-  wrapper.register_module("mod", nnapi);
-  wrapper.define(wrapper_forward_source(c.inp_mem_fmts.size(), c.retval_count), resolver);
+// --cpu-fallback: the model's forward calling NnapiModule `nnapi_K` where the
+// fallback graph has segment K: forward([inputs]) gives a list of its outputs.
+Module fallback_module(const ModuleScope& scope, const Conversion& c,
+                       const ConvertOptions& options) {
+  Module top = scope.module_of("__torch__.nnapi_convert.CpuFallbackModule");
+  for (size_t k = 0; k < c.segments.size(); ++k) {
+    top.register_module("nnapi_" + std::to_string(k), nnapi_module(scope, c.segments[k], options));
+  }
+  std::shared_ptr<torch::jit::Graph> g = c.fallback->graph->copy();
+  torch::jit::Value* self = g->inputs()[0];
+  self->setType(top.type());
+  const c10::Symbol segment = c10::Symbol::fromQualString(kSegmentKind);
+  std::vector<torch::jit::Node*> calls;
+  for (torch::jit::Node* n : g->nodes()) {
+    if (n->kind() == segment) calls.push_back(n);
+  }
+  for (torch::jit::Node* n : calls) {
+    torch::jit::WithInsertPoint here(n);
+    const int64_t k = n->i(c10::Symbol::attr(kSegmentIndex));
+    torch::jit::Value* args =
+        g->insertNode(g->createList(c10::TensorType::get(), n->inputs()))->output();
+    torch::jit::Value* mod = g->insertGetAttr(self, "nnapi_" + std::to_string(k));
+    torch::jit::Node* call = g->insertNode(g->create(c10::prim::CallMethod, {mod, args}));
+    call->s_(c10::attr::name, "forward");
+    call->output()->setType(c10::ListType::ofTensors());
+    torch::jit::Node* outs = g->insertNode(g->createListUnpack(call->output(), n->outputs().size()));
+    for (size_t i = 0; i < n->outputs().size(); ++i) {
+      n->output(i)->replaceAllUsesWith(outs->output(i));
+    }
+    n->destroy();
+  }
+  auto fn = scope.cu->create_function(c10::QualifiedName(*top.type()->name(), "forward"), g);
+  top.type()->addMethod(fn);
+  return top;
+}
+
+Module build_module(const Conversion& c, const ConvertOptions& options) {
+  ModuleScope scope;
+  if (c.fallback) return fallback_module(scope, c, options);
+  Module wrapper = scope.module_of(std::string(kPrefix) + "NnapiInterfaceWrapper");
+  wrapper.register_module("mod", nnapi_module(scope, c, options));
+  wrapper.define(wrapper_forward_source(c.inp_mem_fmts.size(), c.retval_count), scope.resolver);
   return wrapper;
 }
 
@@ -215,6 +273,12 @@ ConversionFiles::~ConversionFiles() = default;
 ConversionFiles write_conversion(const Conversion& c, const ConvertOptions& options,
                                  const std::string& path, bool lite, const std::string& parts) {
   ConversionFiles out;
+  if (c.fallback && !parts.empty()) {
+    throw ConvertError(2, "--parts writes the files of one NNAPI model, but --cpu-fallback made " +
+                              std::to_string(c.segments.size()) +
+                              " NNAPI model(s) and TorchScript of model '" + options.model_path +
+                              "'; leave out --parts (the .nnapi.pt holds every part)");
+  }
   try {
     Module wrapper;
     try {

@@ -25,6 +25,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/sample_inputs.h"
 #include "core/trace.h"
 #include "nnapi_convert/blob.h"
 #include "runtime/nnapi_c_api.h"
@@ -198,34 +199,7 @@ std::vector<std::vector<int64_t>> verify_input_shapes(const std::vector<InputSpe
 
 std::vector<at::Tensor> make_verify_inputs(const std::vector<InputSpec>& specs, bool nhwc_all,
                                            const VerifyOptions& options) {
-  std::vector<std::vector<int64_t>> shapes = verify_input_shapes(specs, options);
-  at::manual_seed(options.seed);
-  std::vector<at::Tensor> inputs;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    const InputSpec& spec = specs[i];
-    const std::vector<int64_t>& shape = shapes[i];
-    at::Tensor t;
-    switch (spec.dtype) {
-      case InputDType::Float32:
-        t = at::randn(shape, at::kFloat);
-        break;
-      case InputDType::QUInt8:
-        t = at::quantize_per_tensor(at::randn(shape, at::kFloat), spec.scale, spec.zero_point,
-                                    at::kQUInt8);
-        break;
-      case InputDType::Int32:
-        t = at::randint(0, 8, shape, at::kInt);
-        break;
-      case InputDType::Int16:
-        t = at::randint(-64, 64, shape, at::kShort);
-        break;
-    }
-    if (shape.size() == 4 && (spec.nhwc || nhwc_all)) {
-      t = t.contiguous(at::MemoryFormat::ChannelsLast);
-    }
-    inputs.push_back(t);
-  }
-  return inputs;
+  return sample_inputs(specs, verify_input_shapes(specs, options), nhwc_all, options.seed);
 }
 
 std::vector<at::Tensor> load_verify_inputs(const std::string& path,
@@ -563,12 +537,15 @@ VerifyReport verify_conversion(const ConvertOptions& options,
 
   std::vector<double> quanta;
   try {
+    // Not our one-model layout (--cpu-fallback's): compare without knowing
+    // the quanta of float outputs.
     torch::jit::Module converted = torch::jit::load(converted_module_path);
-    at::Tensor ser = converted.attr("mod").toModule().attr("ser_model").toTensor().contiguous();
-    quanta = dequantized_output_quanta(
-        std::vector<int32_t>(ser.data_ptr<int32_t>(), ser.data_ptr<int32_t>() + ser.numel()));
+    if (converted.hasattr("mod") && converted.attr("mod").isModule()) {
+      at::Tensor ser = converted.attr("mod").toModule().attr("ser_model").toTensor().contiguous();
+      quanta = dequantized_output_quanta(
+          std::vector<int32_t>(ser.data_ptr<int32_t>(), ser.data_ptr<int32_t>() + ser.numel()));
+    }
   } catch (const c10::Error&) {
-    // Not our layout: compare without knowing the quanta of float outputs.
   }
   std::vector<at::Tensor> nnapi = run_converted(converted_module_path, inputs);
 

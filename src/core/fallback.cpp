@@ -1,0 +1,525 @@
+// --cpu-fallback. The frozen graph's nodes are split, in graph order, into
+// nodes left to TorchScript ("CPU nodes") and runs of the nodes between them
+// ("segments"), each lowered as an NNAPI model of its own:
+// - a node is a CPU node when no lowering takes its kind, when it has blocks,
+//   when it reads a non-tensor value computed outside its segment (or the
+//   module itself), when a value it computes leaves its segment as anything
+//   but a tensor, or when its segment's lowering fails at it;
+// - nodes computed from constants alone (prim::Constant, folded shape and
+//   mask arithmetic) belong to no segment: every segment gets a copy of those
+//   before it, and the TorchScript part keeps them;
+// - a segment's inputs are the tensors it reads from outside; their sizes,
+//   dtypes and quantization come from running the model on seeded random
+//   inputs (kProbeRuns times); a tensor whose size differs between the runs (data-dependent, e.g. after NMS or a boolean mask) cannot be
+//   one, as the NNAPI module fixes its sizes when first run;
+// - a segment whose output comes back with another dtype than the model's
+//   (int32 for int64, ...) gives that output's node to TorchScript, and a
+//   segment that fails at its return (an output that is a constant or one
+//   of its inputs) goes to TorchScript whole.
+// Each change re-splits the graph, until every segment converts.
+#include "core/fallback.h"
+
+#include <ATen/ATen.h>
+#include <spdlog/spdlog.h>
+#include <torch/csrc/jit/runtime/interpreter.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include "core/sample_inputs.h"
+#include "nnapi_convert/nnapi_types.h"
+
+namespace nnapi_convert {
+
+namespace {
+
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+struct Segment {
+  std::vector<Node*> nodes;  // in graph order
+  std::vector<Value*> inputs, outputs;
+};
+
+bool is_tensor(const Value* v) { return v->type()->kind() == c10::TypeKind::TensorType; }
+
+// Nodes whose outputs follow from constants alone: prim::Constant, and
+// foldable kinds (shape and mask arithmetic) on such outputs only.
+std::set<const Node*> constant_nodes(const Graph& g) {
+  std::set<const Node*> nodes;
+  std::set<const Value*> values;
+  for (const Node* n : g.nodes()) {
+    bool constant = n->kind() == c10::prim::Constant;
+    if (!constant && is_foldable(n->kind()) && n->blocks().empty()) {
+      constant = std::all_of(n->inputs().begin(), n->inputs().end(),
+                             [&](const Value* v) { return values.count(v) != 0; });
+    }
+    if (!constant) continue;
+    nodes.insert(n);
+    for (const Value* v : n->outputs()) values.insert(v);
+  }
+  return nodes;
+}
+
+// The runs of nodes between CPU nodes, with what each reads from outside and
+// what it gives to later nodes or the return.
+std::vector<Segment> split(Graph& g, const std::set<const Node*>& cpu,
+                           const std::set<const Node*>& constant) {
+  std::vector<Segment> segments(1);
+  for (Node* n : g.nodes()) {
+    if (constant.count(n)) continue;
+    if (cpu.count(n)) {
+      if (!segments.back().nodes.empty()) segments.emplace_back();
+      continue;
+    }
+    segments.back().nodes.push_back(n);
+  }
+  if (segments.back().nodes.empty()) segments.pop_back();
+  for (Segment& s : segments) {
+    const std::set<const Node*> inside(s.nodes.begin(), s.nodes.end());
+    std::set<const Value*> read;
+    for (Node* n : s.nodes) {
+      for (Value* v : n->inputs()) {
+        if (inside.count(v->node()) || constant.count(v->node())) continue;
+        if (read.insert(v).second) s.inputs.push_back(v);
+      }
+    }
+    for (Node* n : s.nodes) {
+      for (Value* v : n->outputs()) {
+        const auto& uses = v->uses();
+        if (std::any_of(uses.begin(), uses.end(),
+                        [&](const torch::jit::Use& u) { return !inside.count(u.user); })) {
+          s.outputs.push_back(v);
+        }
+      }
+    }
+  }
+  return segments;
+}
+
+// A copy of a graph, with its values and nodes by the original's.
+struct GraphCopy {
+  std::shared_ptr<Graph> graph;
+  std::unordered_map<const Value*, Value*> values;
+  std::unordered_map<const Node*, Node*> nodes;
+};
+
+GraphCopy copy_graph(Graph& g) {
+  GraphCopy c{g.copy(), {}, {}};
+  for (size_t i = 0; i < g.inputs().size(); ++i) c.values[g.inputs()[i]] = c.graph->inputs()[i];
+  auto a = g.nodes().begin();
+  for (Node* b : c.graph->nodes()) {
+    c.nodes[*a] = b;
+    for (size_t i = 0; i < b->outputs().size(); ++i) c.values[(*a)->output(i)] = b->output(i);
+    ++a;
+  }
+  return c;
+}
+
+// Runs the frozen graph on `inputs` and returns what each of `values` holds.
+std::vector<c10::IValue> probe(Graph& g, const c10::IValue& self,
+                               const std::vector<at::Tensor>& inputs,
+                               const std::vector<const Value*>& values) {
+  GraphCopy c = copy_graph(g);
+  std::shared_ptr<Graph> copy = c.graph;
+  std::vector<Value*> wanted;
+  for (const Value* v : values) wanted.push_back(c.values.at(v));
+  while (!copy->outputs().empty()) copy->eraseOutput(0);
+  copy->registerOutput(copy->insertNode(copy->createTuple(wanted))->output());
+  torch::jit::Code code(copy, "cpu_fallback_probe");
+  torch::jit::InterpreterState state(code);
+  torch::jit::Stack stack{self};
+  for (const at::Tensor& t : inputs) stack.emplace_back(t);
+  state.run(stack);
+  return stack.back().toTupleRef().elements().vec();
+}
+
+// What the probe runs saw in a value: its tensor in the first run (kept
+// without data) and whether every run gave the same sizes.
+struct Seen {
+  bool tensor = false;
+  at::Tensor first;  // sizes, dtype and quantization only
+  std::string sizes_seen;  // the runs' sizes when they differ, else empty
+};
+
+// A segment input's spec from what the runs gave it, or nullopt with the
+// reason it cannot be one in `why`.
+std::optional<InputSpec> boundary_spec(const Seen& seen, std::string* why) {
+  if (!seen.tensor) {
+    *why = "not a tensor when the model runs";
+    return std::nullopt;
+  }
+  const at::Tensor& a = seen.first;
+  InputSpec s;
+  if (a.is_quantized()) {
+    if (a.scalar_type() != at::kQUInt8 || a.qscheme() != at::kPerTensorAffine) {
+      *why = "a quantized tensor other than per-tensor quint8";
+      return std::nullopt;
+    }
+    s.dtype = InputDType::QUInt8;
+    s.scale = a.q_scale();
+    s.zero_point = a.q_zero_point();
+    s.has_scale = s.has_zero_point = true;
+  } else if (a.scalar_type() == at::kFloat) {
+    s.dtype = InputDType::Float32;
+  } else if (a.scalar_type() == at::kInt) {
+    s.dtype = InputDType::Int32;
+  } else {
+    *why = std::string("a ") + c10::toString(a.scalar_type()) +
+           " tensor (NNAPI inputs are float32, int32 or quint8)";
+    return std::nullopt;
+  }
+  if (a.dim() == 0) {
+    *why = "a 0-dim tensor";
+    return std::nullopt;
+  }
+  if (!seen.sizes_seen.empty()) {
+    *why = "whose size depends on the data (runs on random inputs gave " + seen.sizes_seen +
+           "), while an NNAPI model's sizes are set when it is first run";
+    return std::nullopt;
+  }
+  s.dims = a.sizes().vec();
+  return s;
+}
+
+// The dtype NNAPI gives a segment output of `type`, to compare with the model's.
+std::optional<at::ScalarType> template_dtype(int32_t type) {
+  switch (static_cast<nnapi::OperandType>(type)) {
+    case nnapi::OperandType::TensorFloat32:
+      return at::kFloat;
+    case nnapi::OperandType::TensorInt32:
+      return at::kInt;
+    case nnapi::OperandType::TensorQuant8Asymm:
+      return at::kQUInt8;
+    default:
+      return std::nullopt;
+  }
+}
+
+// How often the model runs to learn the sizes at segment boundaries.
+constexpr uint64_t kProbeRuns = 4;
+
+class Planner {
+ public:
+  Planner(const torch::jit::Module& module, const ConvertOptions& options)
+      : graph_(*module.get_method("forward").graph()),
+        self_(module._ivalue()),
+        options_(options),
+        constant_(constant_nodes(graph_)) {}
+
+  Conversion run();
+
+ private:
+  // Makes `n` a CPU node; false when it already was.
+  bool to_cpu(const Node* n, const std::string& why) {
+    if (!cpu_.insert(n).second) return false;
+    spdlog::debug("--cpu-fallback: {} stays TorchScript: {}", describe_node(n), why);
+    return true;
+  }
+  bool apply_type_rules(const std::vector<Segment>& segments);
+  void probe_values(const std::vector<const Value*>& values);
+  bool apply_probe(const std::vector<Segment>& segments);
+  std::optional<Conversion> convert_segment(const Segment& s, size_t index);
+  Conversion assemble(const std::vector<Segment>& segments, std::vector<Conversion> parts);
+
+  Graph& graph_;
+  c10::IValue self_;
+  const ConvertOptions& options_;
+  std::set<const Node*> constant_, cpu_;
+  std::map<const Value*, InputSpec> specs_;  // segment inputs, from the probe
+  std::map<const Value*, Seen> seen_;  // what the probe runs saw
+};
+
+bool Planner::apply_type_rules(const std::vector<Segment>& segments) {
+  bool changed = false;
+  for (const Segment& s : segments) {
+    const std::set<const Node*> inside(s.nodes.begin(), s.nodes.end());
+    for (const Value* v : s.inputs) {
+      if (is_tensor(v)) continue;
+      for (const torch::jit::Use& u : v->uses()) {
+        if (inside.count(u.user)) {
+          changed |= to_cpu(u.user, "it reads " + v->type()->repr_str() + " %" + v->debugName() +
+                                        ", which is not a tensor NNAPI could take as an input");
+        }
+      }
+    }
+    for (const Value* v : s.outputs) {
+      if (!is_tensor(v)) {
+        changed |= to_cpu(v->node(), "TorchScript reads its " + v->type()->repr_str() +
+                                         " result, which an NNAPI model cannot return");
+      }
+    }
+  }
+  return changed;
+}
+
+// Runs the model kProbeRuns times on seeded random inputs of the --input
+// sizes, recording what the values not seen yet hold.
+void Planner::probe_values(const std::vector<const Value*>& values) {
+  std::vector<const Value*> fresh;
+  for (const Value* v : values) {
+    if (!seen_.count(v) && std::find(fresh.begin(), fresh.end(), v) == fresh.end()) {
+      fresh.push_back(v);
+    }
+  }
+  if (fresh.empty()) return;
+  std::vector<std::vector<int64_t>> shapes;
+  for (const InputSpec& spec : options_.inputs) shapes.push_back(spec.dims);
+  std::vector<std::vector<std::vector<int64_t>>> sizes(fresh.size());
+  for (uint64_t seed = 0; seed < kProbeRuns; ++seed) {
+    std::vector<c10::IValue> got;
+    try {
+      got = probe(graph_, self_, sample_inputs(options_.inputs, shapes, options_.nhwc, seed), fresh);
+    } catch (const c10::Error& e) {
+      throw ConvertError(1, "model '" + options_.model_path +
+                                "': --cpu-fallback runs the model on random inputs of the "
+                                "--input sizes to learn the sizes between its NNAPI and "
+                                "TorchScript parts, and the model failed: " +
+                                e.what_without_backtrace());
+    }
+    for (size_t i = 0; i < fresh.size(); ++i) {
+      Seen& s = seen_[fresh[i]];
+      if (seed == 0) {
+        s.tensor = got[i].isTensor();
+        if (s.tensor) {
+          const at::Tensor& t = got[i].toTensor();
+          s.first = t.is_quantized()
+                        ? at::_empty_affine_quantized(t.sizes(), t.options(),
+                                                      t.qscheme() == at::kPerTensorAffine
+                                                          ? t.q_scale()
+                                                          : 1.0,
+                                                      t.qscheme() == at::kPerTensorAffine
+                                                          ? t.q_zero_point()
+                                                          : 0)
+                        : at::empty(t.sizes(), t.options());
+        }
+      }
+      if (got[i].isTensor()) sizes[i].push_back(got[i].toTensor().sizes().vec());
+    }
+  }
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    const auto& runs = sizes[i];
+    if (std::all_of(runs.begin(), runs.end(), [&](const auto& r) { return r == runs[0]; })) {
+      continue;
+    }
+    std::string text;
+    for (const auto& r : runs) {
+      std::string one;
+      for (int64_t d : r) one += (one.empty() ? "" : "x") + std::to_string(d);
+      text += (text.empty() ? "" : ", ") + one;
+    }
+    seen_[fresh[i]].sizes_seen = text;
+  }
+}
+
+bool Planner::apply_probe(const std::vector<Segment>& segments) {
+  std::vector<const Value*> values;
+  for (const Segment& s : segments) {
+    values.insert(values.end(), s.inputs.begin(), s.inputs.end());
+    values.insert(values.end(), s.outputs.begin(), s.outputs.end());
+  }
+  probe_values(values);
+  bool changed = false;
+  specs_.clear();
+  for (const Segment& s : segments) {
+    const std::set<const Node*> inside(s.nodes.begin(), s.nodes.end());
+    for (const Value* v : s.inputs) {
+      std::string why;
+      std::optional<InputSpec> spec = boundary_spec(seen_.at(v), &why);
+      if (spec) {
+        spec->text = "%" + v->debugName() + " " + format_input_spec(*spec);
+        specs_[v] = *spec;
+        continue;
+      }
+      for (const torch::jit::Use& u : v->uses()) {
+        if (inside.count(u.user)) {
+          changed |= to_cpu(u.user, "it reads %" + v->debugName() + ", " + why);
+        }
+      }
+    }
+  }
+  return changed;
+}
+
+// The segment lowered, or nullopt after giving the node it failed at (or the
+// whole segment) to TorchScript.
+std::optional<Conversion> Planner::convert_segment(const Segment& s, size_t index) {
+  auto sg = std::make_shared<Graph>();
+  std::unordered_map<const Value*, Value*> env;
+  std::map<const Node*, const Node*> origin;
+  Value* self = sg->addInput("self");
+  self->setType(graph_.inputs()[0]->type());
+  env[graph_.inputs()[0]] = self;
+  ConvertOptions o = options_;
+  o.inputs.clear();
+  o.return_shapes.clear();
+  o.cpu_fallback = false;
+  for (Value* v : s.inputs) {
+    Value* x = sg->addInput();
+    x->setType(v->type());
+    env[v] = x;
+    o.inputs.push_back(specs_.at(v));
+  }
+  const std::set<const Node*> inside(s.nodes.begin(), s.nodes.end());
+  for (Node* n : graph_.nodes()) {
+    if (!constant_.count(n) && !inside.count(n)) continue;
+    Node* c = sg->createClone(n, [&](Value* v) { return env.at(v); });
+    sg->insertNode(c);
+    origin[c] = n;
+    for (size_t i = 0; i < n->outputs().size(); ++i) env[n->output(i)] = c->output(i);
+    if (n == s.nodes.back()) break;
+  }
+  std::vector<Value*> outs;
+  for (Value* v : s.outputs) outs.push_back(env.at(v));
+  sg->registerOutput(outs.size() == 1 ? outs[0] : sg->insertNode(sg->createTuple(outs))->output());
+
+  const Node* failed = nullptr;
+  try {
+    Conversion c = lower_graph(*sg, self_, o, nullptr, &failed);
+    bool ok = true;
+    for (size_t i = 0; i < s.outputs.size(); ++i) {
+      const Seen& seen = seen_.at(s.outputs[i]);
+      if (!seen.tensor) continue;
+      const at::ScalarType model = seen.first.scalar_type();
+      std::optional<at::ScalarType> nnapi = template_dtype(c.templates.at(i).type);
+      if (nnapi != model) {
+        ok = false;
+        to_cpu(s.outputs[i]->node(),
+               std::string("NNAPI computes its result as ") +
+                   (nnapi ? c10::toString(*nnapi) : "another type") + ", the model as " +
+                   c10::toString(model));
+      }
+    }
+    if (ok) return c;
+  } catch (const ConvertError& e) {
+    auto it = origin.find(failed);
+    if (it != origin.end() && !constant_.count(it->second)) {
+      to_cpu(it->second, e.what());
+    } else {
+      spdlog::debug("--cpu-fallback: segment {} stays TorchScript whole: {}", index, e.what());
+      for (const Node* n : s.nodes) cpu_.insert(n);
+    }
+  }
+  return std::nullopt;
+}
+
+Conversion Planner::assemble(const std::vector<Segment>& segments, std::vector<Conversion> parts) {
+  GraphCopy copy = copy_graph(graph_);
+  std::shared_ptr<Graph> top = copy.graph;
+  for (size_t k = 0; k < segments.size(); ++k) {
+    const Segment& s = segments[k];
+    std::vector<Value*> ins;
+    for (const Value* v : s.inputs) ins.push_back(copy.values.at(v));
+    Node* call = top->create(c10::Symbol::fromQualString(kSegmentKind), ins, s.outputs.size());
+    call->i_(c10::Symbol::attr(kSegmentIndex), static_cast<int64_t>(k));
+    call->insertAfter(copy.nodes.at(s.nodes.back()));
+    std::set<const Node*> inside;
+    for (const Node* n : s.nodes) inside.insert(copy.nodes.at(n));
+    for (size_t i = 0; i < s.outputs.size(); ++i) {
+      Value* old = copy.values.at(s.outputs[i]);
+      call->output(i)->setType(old->type());
+      for (const torch::jit::Use& u : std::vector<torch::jit::Use>(old->uses())) {
+        if (!inside.count(u.user)) u.user->replaceInput(u.offset, call->output(i));
+      }
+      copy.values[s.outputs[i]] = call->output(i);  // for the segments after this one
+    }
+    for (auto it = s.nodes.rbegin(); it != s.nodes.rend(); ++it) copy.nodes.at(*it)->destroy();
+  }
+  if (top->inputs()[0]->hasUses()) {
+    const Node* user = top->inputs()[0]->uses()[0].user;
+    throw ConvertError(1, "model '" + options_.model_path + "': " + describe_node(user) +
+                              " reads the module itself, which --cpu-fallback cannot keep "
+                              "in the converted module; freeze the model so that it reads "
+                              "no attributes");
+  }
+  if (!options_.return_shapes.empty()) {
+    throw ConvertError(2, "model '" + options_.model_path +
+                              "': --return-shape sets the shapes of one NNAPI model's outputs, "
+                              "but --cpu-fallback split the model into " +
+                              std::to_string(parts.size()) +
+                              " NNAPI model(s) and TorchScript; leave out --return-shape");
+  }
+  Conversion c;
+  c.retval_count = graph_.outputs().at(0)->type()->kind() == c10::TypeKind::TupleType
+                       ? static_cast<int>(graph_.outputs().at(0)->node()->inputs().size())
+                       : -1;
+  for (const Conversion& p : parts) {
+    c.operand_count += p.operand_count;
+    c.operation_count += p.operation_count;
+    c.weight_bytes += p.weight_bytes;
+    for (const auto& [op, n] : p.operations) c.operations[op] += n;
+    c.feature_level = std::max(c.feature_level, p.feature_level);
+    c.android_api = std::max(c.android_api, p.android_api);
+    c.times.lower_ms += p.times.lower_ms;
+    c.times.serialize_ms += p.times.serialize_ms;
+  }
+  std::vector<const Node*> left;
+  for (const Node* n : graph_.nodes()) {
+    if (cpu_.count(n)) left.push_back(n);
+  }
+  c.cpu_kinds = census_of(left);
+  c.segments = std::move(parts);
+  auto fg = std::make_shared<FallbackGraph>();
+  fg->graph = top;
+  c.fallback = fg;
+  return c;
+}
+
+Conversion Planner::run() {
+  for (size_t i = 0; i < options_.inputs.size(); ++i) {
+    const InputSpec& spec = options_.inputs[i];
+    if (std::find(spec.dims.begin(), spec.dims.end(), 0) != spec.dims.end()) {
+      throw ConvertError(2, "input spec '" + spec.text +
+                                "' has a flexible (0) size, but --cpu-fallback needs fixed "
+                                "input sizes: it runs the model once to learn the sizes "
+                                "between its NNAPI and TorchScript parts. Give every size");
+    }
+  }
+  for (const Node* n : graph_.nodes()) {
+    if (constant_.count(n)) continue;
+    if (!handled_kind(n->kind())) to_cpu(n, "nnapi-convert has no lowering of this kind");
+    else if (!n->blocks().empty()) to_cpu(n, "it has blocks (control flow)");
+  }
+  if (cpu_.empty()) {
+    // The whole model may convert as one NNAPI model: the usual module.
+    const Node* failed = nullptr;
+    try {
+      return lower_graph(graph_, self_, options_, nullptr, &failed);
+    } catch (const ConvertError& e) {
+      if (e.exit_code() == 2 || !failed || failed == graph_.return_node()) throw;
+      to_cpu(failed, e.what());
+    }
+  }
+  const size_t limit = std::distance(graph_.nodes().begin(), graph_.nodes().end()) + 2;
+  for (size_t round = 0; round < limit; ++round) {
+    std::vector<Segment> segments = split(graph_, cpu_, constant_);
+    if (segments.empty()) {
+      throw ConvertError(1, "model '" + options_.model_path +
+                                "': with --cpu-fallback no part of the model is left to run on "
+                                "NNAPI (run with -v to see why each node stays TorchScript)");
+    }
+    if (apply_type_rules(segments)) continue;
+    if (apply_probe(segments)) continue;
+    std::vector<Conversion> parts;
+    for (size_t k = 0; k < segments.size(); ++k) {
+      std::optional<Conversion> c = convert_segment(segments[k], k);
+      if (!c) break;
+      parts.push_back(std::move(*c));
+    }
+    if (parts.size() == segments.size()) return assemble(segments, std::move(parts));
+  }
+  throw ConvertError(1, "model '" + options_.model_path +
+                            "': --cpu-fallback did not settle on a split of the model");
+}
+
+}  // namespace
+
+Conversion lower_with_fallback(const torch::jit::Module& module, const ConvertOptions& options) {
+  return Planner(module, options).run();
+}
+
+}  // namespace nnapi_convert

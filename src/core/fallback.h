@@ -1,0 +1,37 @@
+// --cpu-fallback: a model with nodes NNAPI cannot run becomes one TorchScript
+// module in which those nodes stay TorchScript and each run of the other
+// nodes between them (in graph order) is an NNAPI model of its own.
+#pragma once
+
+#include <torch/csrc/jit/api/module.h>
+
+#include <memory>
+#include <string>
+
+#include "core/trace.h"
+#include "nnapi_convert/conversion.h"
+#include "serialize/fallback_graph.h"
+
+namespace nnapi_convert {
+
+// Lowers what NNAPI can run of `module` (loaded and frozen) and leaves the
+// rest to TorchScript. A model that converts whole gives the usual one-model
+// Conversion. Throws ConvertError when no node can run on NNAPI.
+Conversion lower_with_fallback(const torch::jit::Module& module, const ConvertOptions& options);
+
+// converter.cpp: lowers `graph` (input 0 is `self`, bound to `self`). When a
+// node fails, `*failed` is set to it (the return node for the outputs) before
+// ConvertError is thrown.
+Conversion lower_graph(torch::jit::Graph& graph, const c10::IValue& self,
+                       const ConvertOptions& options, LoweringTrace* trace = nullptr,
+                       const torch::jit::Node** failed = nullptr);
+// Whether the lowering table or constant folding takes nodes of `kind`.
+bool handled_kind(c10::Symbol kind);
+// Whether constant folding takes nodes of `kind` (when their inputs are constant).
+bool is_foldable(c10::Symbol kind);
+// The kinds of `nodes`, in order of first use, with counts and places.
+std::vector<NodeKindCount> census_of(const std::vector<const torch::jit::Node*>& nodes);
+// "node aten::foo at model.py:12 (`...`)"
+std::string describe_node(const torch::jit::Node* node);
+
+}  // namespace nnapi_convert

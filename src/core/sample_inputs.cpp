@@ -1,0 +1,37 @@
+#include "core/sample_inputs.h"
+
+namespace nnapi_convert {
+
+at::Tensor sample_input(const InputSpec& spec, const std::vector<int64_t>& shape, bool nhwc_all) {
+  at::Tensor t;
+  switch (spec.dtype) {
+    case InputDType::Float32:
+      t = at::randn(shape, at::kFloat);
+      break;
+    case InputDType::QUInt8:
+      t = at::quantize_per_tensor(at::randn(shape, at::kFloat), spec.scale, spec.zero_point,
+                                  at::kQUInt8);
+      break;
+    case InputDType::Int32:
+      t = at::randint(0, 8, shape, at::kInt);
+      break;
+    case InputDType::Int16:
+      t = at::randint(-64, 64, shape, at::kShort);
+      break;
+  }
+  if (shape.size() == 4 && (spec.nhwc || nhwc_all)) t = t.contiguous(at::MemoryFormat::ChannelsLast);
+  return t;
+}
+
+std::vector<at::Tensor> sample_inputs(const std::vector<InputSpec>& specs,
+                                      const std::vector<std::vector<int64_t>>& shapes,
+                                      bool nhwc_all, uint64_t seed) {
+  at::manual_seed(seed);
+  std::vector<at::Tensor> inputs;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    inputs.push_back(sample_input(specs[i], shapes.at(i), nhwc_all));
+  }
+  return inputs;
+}
+
+}  // namespace nnapi_convert
