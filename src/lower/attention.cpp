@@ -1,13 +1,24 @@
 // aten::_native_multi_head_attention, the fused path nn.MultiheadAttention
 // takes in eval mode without gradients (ViT's encoder): decomposed into
 // FULLY_CONNECTED projections, BATCH_MATMULs and a SOFTMAX. Batch-first
-// (B, L, E) float32 inputs of fixed L and E (a flexible batch B needs
-// BATCH_MATMUL: --min-android-api 33), no mask, the attention weights unused.
+// (B, L, E) float32 inputs of fixed E; a flexible batch B or length L needs
+// BATCH_MATMUL (--min-android-api 33); the attention weights unused.
 // aten::_transformer_encoder_layer_fwd, nn.TransformerEncoderLayer's fused eval path: that
 // self-attention, layer norms and the feed-forward.
+//
+// Masks: PyTorch 1.13's modules hand these ops a key padding mask only
+// (mask_type 1, shape (B, L)); an attn_mask/src_mask makes them take the
+// unfused path. ATen turns a float mask into a bool one (non-zero = masked
+// out) and its masked softmax gives a masked key the weight 0, and a row
+// whose keys are all masked NaN. Here the mask becomes a (B, 1, 1, L)
+// float bias of 0 (kept) or -inf (masked) added to the scores before the
+// SOFTMAX, which computes exactly that. A bool model input (--input
+// ...,dtype=bool) arrives as int32 0/1.
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <limits>
+#include <optional>
 
 #include "lower/activation.h"
 #include "lower/matmul.h"
@@ -20,6 +31,8 @@ namespace {
 using nnapi::Fuse;
 using nnapi::Op;
 
+constexpr int kBatchMatmulLevel = 6;  // BATCH_MATMUL, Android 13
+
 // x (B, L, E) @ w.t() + b, with w (N, E) and b (N) constants.
 Tensor project(LoweringContext& cx, const Tensor& x, const at::Tensor& w, const at::Tensor& b,
                const Value* out) {
@@ -28,23 +41,84 @@ Tensor project(LoweringContext& cx, const Tensor& x, const at::Tensor& w, const 
   return emit_binary(cx, Op::Add, y, {bias, cx.operand(bias)}, Fuse::None, out);
 }
 
-// Self-attention of x (B, L, E), fixed L and E, no mask: q/k/v projections by
-// the packed (3E, E) weights, softmax(q k^T / sqrt(D)) v per head, the output
-// projection. The result is `out`'s operand when given.
+// The additive bias of a key padding mask `v` of shape (B, L) for scores of
+// (B, H, L, L): (B, 1, 1, L), 0 where a key is kept, -inf where it is masked
+// (non-zero). A constant mask folds; a computed one (float, or int32 0/1 from
+// a bool input) is CAST to float, mapped to 0/1 (MUL by 2^75 and MINIMUM with
+// 1, twice, sends every non-zero float to 1) and to LOG(1 - m).
+Tensor padding_mask_bias(LoweringContext& cx, const Value* v, const Tensor& x, const char* what) {
+  auto refuse = [&](const std::string& why) {
+    fail(std::string(what) + ": the key padding mask " + why +
+         "; give a bool or float (B, L) mask (True or non-zero = masked out) matching the input");
+  };
+  const SymInt batch = sym_shape(x)[0], len = sym_shape(x)[1];
+  if (!cx.has_operand(v)) {
+    at::Tensor m = cx.constant_tensor(v);
+    if (m.dim() != 2 || (x.op.shape[0] != 0 && m.size(0) != x.op.shape[0]) ||
+        (x.op.shape[1] != 0 && m.size(1) != x.op.shape[1])) {
+      refuse("is a constant of shape " + shape_str(m.sizes().vec()));
+    }
+    if (x.op.shape[0] == 0 || x.op.shape[1] == 0) {
+      refuse("is a constant, but the input's batch or length is flexible");
+    }
+    at::Tensor masked = m.scalar_type() == at::kBool ? m : m.ne(0);
+    at::Tensor bias = at::zeros(m.sizes(), at::kFloat)
+                          .masked_fill(masked, -std::numeric_limits<float>::infinity())
+                          .reshape({m.size(0), 1, 1, m.size(1)});
+    const int32_t id = cx.add_weight(bias.contiguous(), DimOrder::Contiguous);
+    return {id, cx.operand(id)};
+  }
+  Tensor m = cx.get_operand(v);
+  if (m.op.shape.size() != 2) refuse("has shape " + shape_str(m.op.shape));
+  const bool from_bool = m.op.type == nnapi::OperandType::TensorInt32;
+  if (!from_bool && m.op.type != nnapi::OperandType::TensorFloat32) {
+    refuse("is neither float32 nor a bool input (--input ...,dtype=bool)");
+  }
+  for (size_t d = 0; d < 2; ++d) {
+    if (m.op.shape[d] != 0 && x.op.shape[d] != 0 && m.op.shape[d] != x.op.shape[d]) {
+      refuse("has shape " + shape_str(m.op.shape) + ", not the input's (B, L)");
+    }
+  }
+  if (from_bool) {
+    Operand f = m.op;
+    f.type = nnapi::OperandType::TensorFloat32;
+    m = emit_unary_to(cx, Op::Cast, m, f);
+  } else {
+    m = emit_unary(cx, Op::Abs, m);
+    for (int i = 0; i < 2; ++i) {
+      m = emit_binary(cx, Op::Mul, m, float_scalar_tensor(cx, std::ldexp(1.0f, 75)));
+      m = emit_binary(cx, Op::Minimum, m, float_scalar_tensor(cx, 1.0f));
+    }
+  }
+  Tensor keep = emit_binary(cx, Op::Sub, float_scalar_tensor(cx, 1.0f), m);
+  Tensor bias = emit_unary(cx, Op::Log, keep);
+  return emit_reshape(cx, bias, {batch, SymInt{1, ""}, SymInt{1, ""}, len});
+}
+
+// Self-attention of x (B, L, E), fixed E: q/k/v projections by the packed
+// (3E, E) weights, softmax(q k^T / sqrt(D) + mask) v per head, the output
+// projection. `mask` is a (B, 1, 1, L) additive bias or null. The result is
+// `out`'s operand when given.
 Tensor self_attention(LoweringContext& cx, const Tensor& x, int64_t e, int64_t h,
                       const at::Tensor& qkv_w, const at::Tensor& qkv_b, const at::Tensor& proj_w,
-                      const at::Tensor& proj_b, const char* what, const Value* out) {
-  check(x.op.shape.size() == 3 && x.op.shape[1] != 0 && x.op.shape[2] == e, [&] {
+                      const at::Tensor& proj_b, const Tensor* mask, const char* what,
+                      const Value* out) {
+  check(x.op.shape.size() == 3 && x.op.shape[2] == e, [&] {
+    return std::string(what) + " needs a (B, L, E) input with a fixed width E of " +
+           std::to_string(e) + ": give it a fixed size in --input";
+  });
+  check(x.op.shape[1] != 0 || cx.allows_feature_level(kBatchMatmulLevel), [&] {
     return std::string(what) +
-           " needs a (B, L, E) input with a fixed length L and width E: give them fixed sizes "
-           "in --input";
+           ": a flexible sequence length needs BATCH_MATMUL (NNAPI feature level 6): convert "
+           "with --min-android-api 33, or give the length a fixed size in --input";
   });
   check(h > 0 && e % h == 0, [&] { return std::string(what) + ": bad number of heads"; });
-  const SymInt batch = sym_shape(x)[0];  // flexible: emit_batch_matmul needs API 33
-  const int64_t len = x.op.shape[1], d = e / h;
+  // flexible batch or length: emit_batch_matmul needs API 33
+  const SymInt batch = sym_shape(x)[0], len = sym_shape(x)[1];
+  const int64_t d = e / h;
   auto heads = [&](int part, std::vector<int64_t> perm) {
     Tensor p = project(cx, x, qkv_w.narrow(0, part * e, e), qkv_b.narrow(0, part * e, e), nullptr);
-    Tensor r = emit_reshape(cx, p, {batch, SymInt{len, ""}, SymInt{h, ""}, SymInt{d, ""}});
+    Tensor r = emit_reshape(cx, p, {batch, len, SymInt{h, ""}, SymInt{d, ""}});
     return emit_permute(cx, r, perm);
   };
   Tensor q = heads(0, {0, 2, 1, 3});  // (B, H, L, D)
@@ -52,14 +126,35 @@ Tensor self_attention(LoweringContext& cx, const Tensor& x, int64_t e, int64_t h
   Tensor v = heads(2, {0, 2, 1, 3});  // (B, H, L, D)
   q = emit_binary(cx, Op::Mul, q, float_scalar_tensor(cx, 1.0f / std::sqrt(float(d))));
   Tensor scores = emit_batch_matmul(cx, q, k, nullptr);
+  if (mask) scores = emit_binary(cx, Op::Add, scores, *mask);
   ModelBuilder& m = cx.model();
   const int32_t beta = m.add_float_scalar(1.0f), axis = m.add_int_scalar(3);
   const int32_t sm = make_output(cx, nullptr, scores.op, &scores);
   m.add_operation(Op::Softmax, {scores.id, beta, axis}, {sm});
   Tensor attn = emit_batch_matmul(cx, {sm, scores.op}, v, nullptr);  // (B, H, L, D)
   Tensor merged = emit_reshape(cx, emit_permute(cx, attn, {0, 2, 1, 3}),
-                               {batch, SymInt{len, ""}, SymInt{e, ""}});
+                               {batch, len, SymInt{e, ""}});
   return project(cx, merged, proj_w, proj_b, out);
+}
+
+// The mask argument `mask_at` of a fused op and its mask_type (at type_at):
+// the additive bias of a key padding mask, or none.
+std::optional<Tensor> fused_mask(LoweringContext& cx, const Node* node, size_t mask_at,
+                                 size_t type_at, const Tensor& x, const char* what) {
+  if (node->inputs().size() <= mask_at ||
+      (!cx.has_operand(node->input(mask_at)) && cx.constant_is_none(node->input(mask_at)))) {
+    return std::nullopt;
+  }
+  const bool padding = node->inputs().size() > type_at &&
+                       !cx.constant_is_none(node->input(type_at)) &&
+                       cx.constant_int(node->input(type_at)) == 1;
+  check(padding, [&] {
+    return std::string(what) +
+           " with a mask other than a key padding mask (mask_type 1) is not supported; "
+           "nn.MultiheadAttention and nn.TransformerEncoderLayer pass attn_mask/src_mask "
+           "through their unfused path, which converts";
+  });
+  return padding_mask_bias(cx, node->input(mask_at), x, what);
 }
 
 void lower_native_mha(LoweringContext& cx, const Node* node) {
@@ -67,14 +162,14 @@ void lower_native_mha(LoweringContext& cx, const Node* node) {
   const char* what = "_native_multi_head_attention";
   check(node->input(0) == node->input(1) && node->input(1) == node->input(2),
         "_native_multi_head_attention is supported for self-attention only (query = key = value)");
-  check(node->inputs().size() < 10 || cx.constant_is_none(node->input(9)),
-        "_native_multi_head_attention with a mask is not supported");
   check(node->outputs().size() < 2 || !node->output(1)->hasUses(),
         "_native_multi_head_attention's attention weights are not supported");
   const int64_t e = cx.constant_int(node->input(3)), h = cx.constant_int(node->input(4));
-  self_attention(cx, product_operand(cx, node->input(0), what, 3), e, h,
-                 cx.constant_tensor(node->input(5)), cx.constant_tensor(node->input(6)),
-                 cx.constant_tensor(node->input(7)), cx.constant_tensor(node->input(8)), what,
+  const Tensor x = product_operand(cx, node->input(0), what, 3);
+  const std::optional<Tensor> mask = fused_mask(cx, node, 9, 12, x, what);
+  self_attention(cx, x, e, h, cx.constant_tensor(node->input(5)),
+                 cx.constant_tensor(node->input(6)), cx.constant_tensor(node->input(7)),
+                 cx.constant_tensor(node->input(8)), mask ? &*mask : nullptr, what,
                  node->output(0));
 }
 
@@ -87,21 +182,20 @@ void lower_native_mha(LoweringContext& cx, const Node* node) {
 void lower_transformer_encoder_layer(LoweringContext& cx, const Node* node) {
   const char* what = "_transformer_encoder_layer_fwd";
   check(node->inputs().size() >= 18, "malformed aten::_transformer_encoder_layer_fwd");
-  check(node->inputs().size() < 19 || cx.constant_is_none(node->input(18)),
-        "_transformer_encoder_layer_fwd with a mask (src_mask or src_key_padding_mask) is not "
-        "supported");
   auto t = [&](size_t i) { return cx.constant_tensor(node->input(i)); };
   const int64_t e = cx.constant_int(node->input(1)), h = cx.constant_int(node->input(2));
   const bool use_gelu = cx.constant(node->input(7)).value.toBool();
   const bool norm_first = cx.constant(node->input(8)).value.toBool();
   const double eps = cx.constant_float(node->input(9));
   Tensor src = product_operand(cx, node->input(0), what, 3);
+  const std::optional<Tensor> mask = fused_mask(cx, node, 18, 19, src, what);
   auto ln = [&](const Tensor& y, size_t i, const Value* out) {  // over the last dim, E
     const at::Tensor w = t(i), b = t(i + 1);
     return emit_layer_norm(cx, y, {2}, eps, &w, &b, out);
   };
   auto attention = [&](const Tensor& y) {
-    return self_attention(cx, y, e, h, t(3), t(4), t(5), t(6), what, nullptr);
+    return self_attention(cx, y, e, h, t(3), t(4), t(5), t(6), mask ? &*mask : nullptr, what,
+                          nullptr);
   };
   auto ffn = [&](const Tensor& y) {
     Tensor hidden = project(cx, y, t(14), t(15), nullptr);
@@ -122,13 +216,14 @@ void lower_transformer_encoder_layer(LoweringContext& cx, const Node* node) {
 void register_attention_ops(LoweringTable& t) {
   t.add("aten::_native_multi_head_attention", lower_native_mha);
   t.note("aten::_native_multi_head_attention",
-         "self-attention, batch-first, fixed length and width (a flexible batch needs "
-         "--min-android-api 33), no mask, weights unused: FULLY_CONNECTED projections, "
-         "BATCH_MATMUL, SOFTMAX");
+         "self-attention, batch-first, fixed width (a flexible batch or length needs "
+         "--min-android-api 33), a key padding mask (bool or float, an input or a constant) "
+         "or none, weights unused: FULLY_CONNECTED projections, BATCH_MATMUL, SOFTMAX");
   t.add("aten::_transformer_encoder_layer_fwd", lower_transformer_encoder_layer);
   t.note("aten::_transformer_encoder_layer_fwd",
-         "nn.TransformerEncoderLayer's eval fast path (batch-first, no mask): the "
-         "self-attention above, layer norms (MEAN/SUB/MUL/RSQRT), relu or gelu feed-forward");
+         "nn.TransformerEncoderLayer's eval fast path (batch-first, a key padding mask or "
+         "none): the self-attention above, layer norms (MEAN/SUB/MUL/RSQRT), relu or gelu "
+         "feed-forward");
 }
 
 }  // namespace nnapi_convert
