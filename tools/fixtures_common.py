@@ -57,6 +57,7 @@ def is_nhwc(t):
 _SPEC_DTYPES = {
     torch.float32: None,
     torch.int32: "int32",
+    torch.bool: "bool",
     torch.quint8: "quint8",
 }
 

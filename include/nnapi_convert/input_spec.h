@@ -9,7 +9,10 @@
 
 namespace nnapi_convert {
 
-enum class InputDType { Float32, Int32, QUInt8, Int16 };
+// Bool: a model's bool input (a padding mask); NNAPI gets it as TENSOR_INT32
+// 0/1, which the converted module makes of it (PyTorch's NNAPI binding takes
+// no bool tensors).
+enum class InputDType { Float32, Int32, QUInt8, Int16, Bool };
 
 struct InputSpec {
   std::vector<int64_t> dims;  // PyTorch (NCHW) order; 0 marks a flexible dimension

@@ -80,7 +80,7 @@ int mistyped_command(int argc, char** argv) {
 // `check` take them after their name too).
 void add_conversion_options(CLI::App& app, Args& a, std::vector<CLI::Option*>& paths) {
   app.add_option("--input", a.input_specs,
-                 "One per model input, in order: DIMS[,dtype=float32|int32|quint8|int16]"
+                 "One per model input, in order: DIMS[,dtype=float32|int32|quint8|int16|bool]"
                  "[,scale=S][,zero_point=Z][,nhwc]; DIMS like 1x3x224x224, 0 = flexible")
       ->allow_extra_args(false);
   paths.push_back(app.add_option(

@@ -142,6 +142,7 @@ Operand operand_for_input(const InputSpec& spec, bool nhwc_all, bool use_int16) 
       o.type = nnapi::OperandType::TensorFloat32;
       break;
     case InputDType::Int32:
+    case InputDType::Bool:  // 0/1: the converted module passes bool inputs as int32
       o.type = nnapi::OperandType::TensorInt32;
       break;
     case InputDType::QUInt8:
@@ -506,7 +507,16 @@ torch::jit::Module trace_conversion(const ConvertOptions& options, LoweringTrace
 
 Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& options,
                         LoweringTrace* trace) {
-  if (options.cpu_fallback && !trace) return lower_with_fallback(module, options);
+  if (options.cpu_fallback && !trace) {
+    for (const InputSpec& spec : options.inputs) {
+      if (spec.dtype == InputDType::Bool) {
+        throw ConvertError(2, "input spec '" + spec.text +
+                                  "': bool inputs are not supported with --cpu-fallback; "
+                                  "convert without it, or pass the mask as float32");
+      }
+    }
+    return lower_with_fallback(module, options);
+  }
   return lower_graph(*module.get_method("forward").graph(), module._ivalue(), options, trace);
 }
 

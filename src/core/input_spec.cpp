@@ -15,7 +15,7 @@ constexpr int64_t kMaxElements = int64_t{1} << 31;
 
 [[noreturn]] void fail(const std::string& spec, const std::string& why) {
   throw SpecError("input spec '" + spec + "': " + why +
-                  ". Expected DIMS[,dtype=float32|int32|quint8|int16][,scale=S]"
+                  ". Expected DIMS[,dtype=float32|int32|quint8|int16|bool][,scale=S]"
                   "[,zero_point=Z][,nhwc], e.g. 1x3x224x224 or 1x3x0x0,dtype=quint8,scale=0.0625,"
                   "zero_point=128,nhwc (0 marks a flexible dimension)");
 }
@@ -68,6 +68,8 @@ const char* dtype_name(InputDType dtype) {
       return "quint8";
     case InputDType::Int16:
       return "int16";
+    case InputDType::Bool:
+      return "bool";
   }
   return "?";
 }
@@ -133,8 +135,10 @@ InputSpec parse_input_spec(const std::string& text) {
         spec.dtype = InputDType::QUInt8;
       } else if (value == "int16") {
         spec.dtype = InputDType::Int16;
+      } else if (value == "bool") {
+        spec.dtype = InputDType::Bool;
       } else {
-        fail(text, "unknown dtype '" + value + "' (float32, int32, quint8 or int16)");
+        fail(text, "unknown dtype '" + value + "' (float32, int32, quint8, int16 or bool)");
       }
     } else if (key == "scale") {
       if (spec.has_scale) fail(text, "scale is given twice");
@@ -171,6 +175,7 @@ InputSpec parse_input_spec(const std::string& text) {
       break;
     case InputDType::Float32:
     case InputDType::Int32:
+    case InputDType::Bool:
       if (spec.has_scale || spec.has_zero_point) {
         fail(text, std::string("scale and zero_point apply only to quint8 and int16, not ") +
                        dtype_name(spec.dtype));

@@ -18,6 +18,17 @@ at::Tensor sample_input(const InputSpec& spec, const std::vector<int64_t>& shape
     case InputDType::Int16:
       t = at::randint(-64, 64, shape, at::kShort);
       break;
+    case InputDType::Bool:
+      // A key padding mask: per row, True (padding) after a random number of
+      // leading False, at least one (a row of padding only is NaN in PyTorch).
+      if (shape.empty() || shape.back() == 0) {
+        t = at::zeros(shape, at::kBool);
+      } else {
+        const int64_t len = shape.back();
+        at::Tensor kept = at::randint(1, len + 1, shape, at::kLong).narrow(-1, 0, 1);
+        t = at::arange(len, at::kLong).ge(kept);
+      }
+      break;
   }
   if (shape.size() == 4 && (spec.nhwc || nhwc_all)) t = t.contiguous(at::MemoryFormat::ChannelsLast);
   return t;

@@ -100,16 +100,21 @@ std::string prepare_source(const Conversion& c, bool numeric_dtypes) {
   return src;
 }
 
-std::string wrapper_forward_source(size_t n_inputs, int retval_count) {
-  std::string args;
-  for (size_t i = 0; i < n_inputs; ++i) args += (i ? ", " : "") + ("arg_" + std::to_string(i));
+// Bool inputs (--input ...,dtype=bool) are handed to NNAPI as int32 0/1.
+std::string wrapper_forward_source(const std::vector<InputSpec>& inputs, int retval_count) {
+  std::string args, passed;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::string a = "arg_" + std::to_string(i);
+    args += (i ? ", " : "") + a;
+    passed += (i ? ", " : "") + a + (inputs[i].dtype == InputDType::Bool ? ".int()" : "");
+  }
   std::string ret;
   if (retval_count < 0) {
     ret = "retvals[0]";
   } else {
     for (int i = 0; i < retval_count; ++i) ret += "retvals[" + std::to_string(i) + "], ";
   }
-  return "def forward(self, " + args + "):\n    retvals = self.mod.forward([" + args +
+  return "def forward(self, " + args + "):\n    retvals = self.mod.forward([" + passed +
          "])\n    return " + ret + "\n";
 }
 
@@ -208,7 +213,7 @@ Module build_module(const Conversion& c, const ConvertOptions& options) {
   if (c.fallback) return fallback_module(scope, c, options);
   Module wrapper = scope.module_of(std::string(kPrefix) + "NnapiInterfaceWrapper");
   wrapper.register_module("mod", nnapi_module(scope, c, options));
-  wrapper.define(wrapper_forward_source(c.inp_mem_fmts.size(), c.retval_count), scope.resolver);
+  wrapper.define(wrapper_forward_source(options.inputs, c.retval_count), scope.resolver);
   return wrapper;
 }
 

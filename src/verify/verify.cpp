@@ -241,6 +241,7 @@ std::vector<at::Tensor> load_verify_inputs(const std::string& path,
     const at::ScalarType want = spec.dtype == InputDType::Float32  ? at::kFloat
                                 : spec.dtype == InputDType::QUInt8 ? at::kQUInt8
                                 : spec.dtype == InputDType::Int32  ? at::kInt
+                                : spec.dtype == InputDType::Bool   ? at::kBool
                                                                    : at::kShort;
     if (t.scalar_type() != want) {
       refuse("tensor " + std::to_string(i) + " is " + c10::toString(t.scalar_type()) +
