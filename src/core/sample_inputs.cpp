@@ -20,12 +20,15 @@ at::Tensor sample_input(const InputSpec& spec, const std::vector<int64_t>& shape
       break;
     case InputDType::Bool:
       // A key padding mask: per row, True (padding) after a random number of
-      // leading False, at least one (a row of padding only is NaN in PyTorch).
+      // leading False, at least one (a row of padding only is NaN in PyTorch);
+      // the first row has none, so nn.TransformerEncoder's nested fast path
+      // pads its output to the full length as the converted model does.
       if (shape.empty() || shape.back() == 0) {
         t = at::zeros(shape, at::kBool);
       } else {
         const int64_t len = shape.back();
         at::Tensor kept = at::randint(1, len + 1, shape, at::kLong).narrow(-1, 0, 1);
+        kept.view(-1).narrow(0, 0, 1).fill_(len);
         t = at::arange(len, at::kLong).ge(kept);
       }
       break;

@@ -41,6 +41,31 @@ Tensor project(LoweringContext& cx, const Tensor& x, const at::Tensor& w, const 
   return emit_binary(cx, Op::Add, y, {bias, cx.operand(bias)}, Fuse::None, out);
 }
 
+// A bool tensor the model computes: an int32 0/1 operand (bool inputs arrive
+// so, see InputDType::Bool), or a constant made one.
+Tensor bool_operand(LoweringContext& cx, const Value* v, const char* what) {
+  if (!cx.has_operand(v)) {
+    const int32_t id = cx.add_weight(cx.constant_tensor(v).ne(0).to(at::kInt).contiguous(),
+                                     DimOrder::Contiguous);
+    return {id, cx.operand(id)};
+  }
+  Tensor m = cx.get_operand(v);
+  check(m.op.type == nnapi::OperandType::TensorInt32 && m.op.dim_order == DimOrder::Contiguous,
+        [&] {
+          return std::string(what) + " needs a bool mask: a bool model input (--input " +
+                 "...,dtype=bool) or a tensor computed from one, got " +
+                 nnapi::operand_type_name(m.op.type);
+        });
+  return m;
+}
+
+// CAST of an int32 0/1 mask to float32 0/1.
+Tensor as_float(LoweringContext& cx, const Tensor& m) {
+  Operand f = m.op;
+  f.type = nnapi::OperandType::TensorFloat32;
+  return emit_unary_to(cx, Op::Cast, m, f);
+}
+
 // The additive bias of a key padding mask `v` of shape (B, L) for scores of
 // (B, H, L, L): (B, 1, 1, L), 0 where a key is kept, -inf where it is masked
 // (non-zero). A constant mask folds; a computed one (float, or int32 0/1 from
@@ -80,9 +105,7 @@ Tensor padding_mask_bias(LoweringContext& cx, const Value* v, const Tensor& x, c
     }
   }
   if (from_bool) {
-    Operand f = m.op;
-    f.type = nnapi::OperandType::TensorFloat32;
-    m = emit_unary_to(cx, Op::Cast, m, f);
+    m = as_float(cx, m);
   } else {
     m = emit_unary(cx, Op::Abs, m);
     for (int i = 0; i < 2; ++i) {
@@ -137,12 +160,42 @@ Tensor self_attention(LoweringContext& cx, const Tensor& x, int64_t e, int64_t h
   return project(cx, merged, proj_w, proj_b, out);
 }
 
+// The (B, 1, 1, L) bias of a `keep` mask (True = a token): LOG(keep) is 0 or -inf.
+Tensor keep_mask_bias(LoweringContext& cx, const Value* keep, const Tensor& x, const char* what) {
+  Tensor f = as_float(cx, bool_operand(cx, keep, what));
+  check(f.op.shape.size() == 2, [&] {
+    return std::string(what) + ": the nested tensor's mask has shape " + shape_str(f.op.shape) +
+           ", not (B, L)";
+  });
+  const SymInt batch = sym_shape(x)[0], len = sym_shape(x)[1];
+  return emit_reshape(cx, emit_unary(cx, Op::Log, f), {batch, SymInt{1, ""}, SymInt{1, ""}, len});
+}
+
+// nn.TransformerEncoder's sparsity fast path (PyTorch 1.13, a key padding
+// mask, batch-first, not norm_first, an even number of heads, no gradients):
+//   output = _nested_tensor_from_mask(src, mask.logical_not())
+//   output = _transformer_encoder_layer_fwd(output, ...)  per layer, no mask
+//   output = to_padded_tensor(output, 0.)
+// The nested tensor is src itself here, whose `keep` mask the layers and
+// to_padded_tensor find by walking back to _nested_tensor_from_mask: the
+// keep mask of nested value `v`, or null when `v` is not one.
+const Value* nested_keep_mask(const Value* v) {
+  static const c10::Symbol layer = c10::Symbol::fromQualString("aten::_transformer_encoder_layer_fwd");
+  static const c10::Symbol from_mask = c10::Symbol::fromQualString("aten::_nested_tensor_from_mask");
+  const Node* n = v->node();
+  while (n->kind() == layer) n = n->input(0)->node();
+  return n->kind() == from_mask ? n->input(1) : nullptr;
+}
+
 // The mask argument `mask_at` of a fused op and its mask_type (at type_at):
 // the additive bias of a key padding mask, or none.
 std::optional<Tensor> fused_mask(LoweringContext& cx, const Node* node, size_t mask_at,
                                  size_t type_at, const Tensor& x, const char* what) {
   if (node->inputs().size() <= mask_at ||
       (!cx.has_operand(node->input(mask_at)) && cx.constant_is_none(node->input(mask_at)))) {
+    if (const Value* keep = nested_keep_mask(node->input(0))) {
+      return keep_mask_bias(cx, keep, x, what);
+    }
     return std::nullopt;
   }
   const bool padding = node->inputs().size() > type_at &&
@@ -211,6 +264,79 @@ void lower_transformer_encoder_layer(LoweringContext& cx, const Node* node) {
   }
 }
 
+// The nested tensor is the padded tensor itself (see nested_keep_mask); the
+// mask must be a bool the model computes or a constant.
+void lower_nested_tensor_from_mask(LoweringContext& cx, const Node* node) {
+  const char* what = "_nested_tensor_from_mask";
+  Tensor x = product_operand(cx, node->input(0), what, 3);
+  check(x.op.shape.size() == 3, "_nested_tensor_from_mask is supported on (B, L, E) tensors only");
+  bool_operand(cx, node->input(1), what);
+  cx.alias(node->output(), node->input(0));
+}
+
+// Padded positions (keep False) become `padding`. PyTorch pads to the longest
+// sequence of the batch; the converted model always returns all L positions
+// (the same when some sequence of the batch has no padding).
+void lower_to_padded_tensor(LoweringContext& cx, const Node* node) {
+  const char* what = "to_padded_tensor";
+  const Value* keep = nested_keep_mask(node->input(0));
+  check(keep != nullptr,
+        "to_padded_tensor is supported on the nested tensors of nn.TransformerEncoder's fast "
+        "path only (_nested_tensor_from_mask, then _transformer_encoder_layer_fwd)");
+  check(node->inputs().size() < 3 || cx.constant_is_none(node->input(2)),
+        "to_padded_tensor with an output_size is not supported");
+  const double padding = cx.constant_number(node->input(1));
+  Tensor y = product_operand(cx, node->input(0), what, 3);
+  const std::vector<SymInt> dims = sym_shape(y);
+  Tensor f = emit_reshape(cx, as_float(cx, bool_operand(cx, keep, what)),
+                          {dims[0], dims[1], SymInt{1, ""}});
+  if (padding == 0) {
+    emit_binary(cx, Op::Mul, y, f, Fuse::None, node->output());
+    return;
+  }
+  Tensor kept = emit_binary(cx, Op::Mul, y, f);
+  Tensor pad = emit_binary(cx, Op::Mul, emit_binary(cx, Op::Sub, float_scalar_tensor(cx, 1.0f), f),
+                           float_scalar_tensor(cx, static_cast<float>(padding)));
+  emit_binary(cx, Op::Add, kept, pad, Fuse::None, node->output());
+}
+
+// logical_not of a bool (int32 0/1): 1 - m, through float32 (NNAPI's int32
+// SUB needs Android 11).
+void lower_logical_not(LoweringContext& cx, const Node* node) {
+  Tensor m = bool_operand(cx, node->input(0), "logical_not");
+  Tensor inv = emit_binary(cx, Op::Sub, float_scalar_tensor(cx, 1.0f), as_float(cx, m));
+  emit_unary_to(cx, Op::Cast, inv, m.op.with_shape(inv.op.shape), node->output());
+}
+
+// logical_or of two bools (int32 0/1): MAXIMUM, broadcasting.
+void lower_logical_or(LoweringContext& cx, const Node* node) {
+  Tensor a = bool_operand(cx, node->input(0), "logical_or");
+  Tensor b = bool_operand(cx, node->input(1), "logical_or");
+  emit_binary(cx, Op::Maximum, a, b, Fuse::None, node->output());
+}
+
+// masked_fill(x, mask, value) with a computed bool mask (a constant one folds
+// during conversion): with f the mask as float 0/1, -inf (what
+// F.multi_head_attention_forward fills) is x + LOG(1 - f), +inf x - LOG(1 - f),
+// a finite value x * (1 - f) + value * f; x float32, finite where masked.
+void lower_masked_fill(LoweringContext& cx, const Node* node) {
+  const char* what = "masked_fill";
+  const c10::IValue& v = cx.constant(node->input(2)).value;
+  check(v.isScalar() || (v.isTensor() && v.toTensor().dim() == 0),
+        "masked_fill needs a constant fill value");
+  const double value = v.isScalar() ? v.toScalar().toDouble() : v.toTensor().item<double>();
+  Tensor x = product_operand(cx, node->input(0), what, 1);
+  Tensor f = as_float(cx, bool_operand(cx, node->input(1), what));
+  Tensor keep = emit_binary(cx, Op::Sub, float_scalar_tensor(cx, 1.0f), f);
+  if (std::isinf(value)) {
+    Tensor bias = emit_unary(cx, Op::Log, keep);  // 0 or -inf
+    emit_binary(cx, value < 0 ? Op::Add : Op::Sub, x, bias, Fuse::None, node->output());
+    return;
+  }
+  Tensor fill = emit_binary(cx, Op::Mul, f, float_scalar_tensor(cx, static_cast<float>(value)));
+  emit_binary(cx, Op::Add, emit_binary(cx, Op::Mul, x, keep), fill, Fuse::None, node->output());
+}
+
 }  // namespace
 
 void register_attention_ops(LoweringTable& t) {
@@ -224,6 +350,22 @@ void register_attention_ops(LoweringTable& t) {
          "nn.TransformerEncoderLayer's eval fast path (batch-first, a key padding mask or "
          "none): the self-attention above, layer norms (MEAN/SUB/MUL/RSQRT), relu or gelu "
          "feed-forward");
+  t.add("aten::_nested_tensor_from_mask", lower_nested_tensor_from_mask);
+  t.note("aten::_nested_tensor_from_mask",
+         "nn.TransformerEncoder's fast path with a key padding mask: the padded tensor itself, "
+         "its mask applied by the encoder layers and to_padded_tensor");
+  t.add("aten::to_padded_tensor", lower_to_padded_tensor);
+  t.note("aten::to_padded_tensor",
+         "of that nested tensor: MUL by the mask (all L positions are returned; PyTorch pads "
+         "to the longest sequence of the batch)");
+  t.add("aten::logical_not", lower_logical_not);
+  t.note("aten::logical_not", "of a bool (int32 0/1): CAST, SUB from 1, CAST");
+  t.add("aten::logical_or", lower_logical_or);
+  t.note("aten::logical_or", "of bools (int32 0/1): MAXIMUM");
+  t.add("aten::masked_fill", lower_masked_fill);
+  t.note("aten::masked_fill",
+         "with a computed bool mask: x + LOG(1 - mask) for -inf, else x * (1 - mask) + value * "
+         "mask (a constant mask folds during conversion)");
 }
 
 }  // namespace nnapi_convert
