@@ -15,7 +15,53 @@ namespace {
 
 using nnapi::Op;
 
+// slice(x, dim, start, stop) with a load-time stop (x.size(1) of a flexible
+// input, e.g. a positional table cut to the sequence length): SLICE whose
+// size along `dim` is min(stop, size) - start, written when the model is
+// loaded; x (a constant, or computed) must have a fixed size along `dim`.
+void lower_slice_to_load_time_stop(LoweringContext& cx, const Node* node) {
+  Tensor x = cx.get_operand_or_constant(node->input(0), DimOrder::Contiguous);
+  check(x.op.dim_order == DimOrder::Contiguous,
+        "slice to a load-time size is supported on contiguous tensors only");
+  const auto rank = static_cast<int64_t>(x.op.shape.size());
+  const int64_t dim = py_index(cx.constant(node->input(1)).value.toInt(), rank);
+  const c10::IValue& start_v = cx.constant(node->input(2)).value;
+  const int64_t start = start_v.isNone() ? 0 : start_v.toInt();
+  const int64_t step = cx.constant(node->input(4)).value.toInt();
+  const int64_t size = x.op.shape[dim];
+  check(step == 1 && start >= 0 && size != 0, [&] {
+    return "slice to a size known only when the model is loaded needs step 1, a start from 0 "
+           "and a fixed size along dim " +
+           std::to_string(dim) + " of " + shape_str(x.op.shape);
+  });
+  const SymInt stop = cx.sym_int(node->input(3));
+  std::string len = "min(" + stop.expr + ", " + std::to_string(size) + ")";
+  if (start > 0) len = "max(" + len + " - " + std::to_string(start) + ", 0)";
+  std::vector<int64_t> begins(rank, 0), sizes(rank, -1);
+  begins[dim] = start;
+  sizes[dim] = 0;  // written when the model is loaded
+  Shape out_shape = x.op.shape;
+  out_shape[dim] = 0;
+  const int32_t id = cx.add_tensor_operand(node->output(), x.op.with_shape(out_shape));
+  for (int64_t i = 0; i < rank; ++i) {
+    if (i == dim) {
+      cx.compute_operand_shape(id, i, len);
+    } else if (out_shape[i] == 0) {
+      cx.forward_operand_shape(id, i, x.id, i);
+    }
+  }
+  ModelBuilder& m = cx.model();
+  m.add_operation(Op::Slice,
+                  {x.id, m.add_int_vector(begins),
+                   m.add_patched_int_vector(sizes, {{static_cast<size_t>(dim), len}})},
+                  {id});
+}
+
 void lower_slice(LoweringContext& cx, const Node* node) {
+  if (cx.has_symbolic(node->input(3)) && !cx.sym_int(node->input(3)).is_constant()) {
+    lower_slice_to_load_time_stop(cx, node);
+    return;
+  }
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   auto [in_id, in] = cx.get_operand(node->input(0));
   int64_t rank = static_cast<int64_t>(in.shape.size());
