@@ -1179,6 +1179,151 @@ beyond("attention-native-mha-flex-batch", lambda: Case(
     convert_args=[torch.zeros(0, 5, 8)], options=API_33))
 
 
+# Masks (issue 11, text models). PyTorch 1.13's modules hand the fused ops a
+# key padding mask only (mask_type 1); ATen makes a float mask bool (non-zero =
+# masked out). Padding masks here are left-aligned (padding at the end) and no
+# row is all padding (PyTorch's fast path gives NaN there).
+def _padding_mask(lengths, length):
+    return torch.arange(length) >= torch.tensor(lengths).unsqueeze(1)
+
+
+class FastMHAPadding(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mha = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+
+    def forward(self, x, mask):
+        return self.mha(x, x, x, key_padding_mask=mask, need_weights=False)[0]
+
+
+def _float_padding_mask():  # -inf, and a finite non-zero the fast path also masks
+    m = torch.zeros(3, 5)
+    m[0, 3:] = float("-inf")
+    m[1, 4] = -1.0
+    return m
+
+
+beyond("attention-native-mha-padding-bool", lambda: Case(
+    FastMHAPadding().eval().requires_grad_(False),
+    [torch.randn(3, 5, 8), _padding_mask([5, 2, 4], 5)]))
+beyond("attention-native-mha-padding-float", lambda: Case(
+    FastMHAPadding().eval().requires_grad_(False), [torch.randn(3, 5, 8), _float_padding_mask()]))
+# A flexible batch and sequence length (BATCH_MATMUL), run at 3x7.
+beyond("attention-native-mha-padding-flex-len", lambda: Case(
+    FastMHAPadding().eval().requires_grad_(False),
+    [torch.randn(3, 7, 8), _padding_mask([7, 3, 5], 7)],
+    convert_args=[torch.zeros(0, 0, 8), torch.zeros(0, 0, dtype=torch.bool)], options=API_33))
+
+
+class EncoderPadding(torch.nn.Module):
+    """nn.TransformerEncoder with src_key_padding_mask. With nested tensors
+    (the default) the graph is _nested_tensor_from_mask, the layers without a
+    mask and to_padded_tensor (not taken for norm_first); without, each
+    _transformer_encoder_layer_fwd gets the mask."""
+
+    def __init__(self, nested, norm_first=False, activation="relu"):
+        super().__init__()
+        self.enc = _fast_encoder(activation, norm_first)
+        self.enc.enable_nested_tensor = nested
+
+    def forward(self, x, mask):
+        return self.enc(x, src_key_padding_mask=mask)
+
+
+beyond("transformer-encoder-fast-padding-bool", lambda: Case(
+    EncoderPadding(False), [torch.randn(3, 5, 8), _padding_mask([5, 2, 4], 5)]))
+beyond("transformer-encoder-fast-padding-float-norm_first", lambda: Case(
+    EncoderPadding(False, True, "gelu"), [torch.randn(3, 5, 8), _float_padding_mask()]))
+# The first sequence is unpadded, so PyTorch pads the output to the full length.
+beyond("transformer-encoder-nested-padding", lambda: Case(
+    EncoderPadding(True), [torch.randn(3, 5, 8), _padding_mask([5, 2, 4], 5)]))
+beyond("transformer-encoder-nested-padding-flex-len", lambda: Case(
+    EncoderPadding(True, False, "gelu"), [torch.randn(2, 6, 8), _padding_mask([6, 3], 6)],
+    convert_args=[torch.zeros(0, 0, 8), torch.zeros(0, 0, dtype=torch.bool)], options=API_33))
+
+
+class MHAMasks(torch.nn.Module):
+    """nn.MultiheadAttention's unfused path: a constant attn_mask (bool or
+    float) and/or a key padding mask input (zeros_like, masked_fill,
+    logical_or, baddbmm)."""
+
+    def __init__(self, batch_first, attn_mask=None):
+        super().__init__()
+        self.mha = torch.nn.MultiheadAttention(8, 2, batch_first=batch_first)
+        self.register_buffer("attn_mask", attn_mask)
+
+    def forward(self, x, mask=None):
+        return self.mha(x, x, x, key_padding_mask=mask, attn_mask=self.attn_mask,
+                        need_weights=False)[0]
+
+
+def _causal_bool(n):
+    return torch.triu(torch.ones(n, n, dtype=torch.bool), 1)
+
+
+beyond("attention-mha-causal-bool", lambda: Case(
+    MHAMasks(True, _causal_bool(5)).eval().requires_grad_(False), torch.randn(2, 5, 8)))
+beyond("attention-mha-key-padding-bool", lambda: Case(
+    MHAMasks(False).eval(), [torch.randn(5, 3, 8), _padding_mask([5, 2, 4], 5)]))
+beyond("attention-mha-causal-key-padding", lambda: Case(
+    MHAMasks(True, _causal_bool(5)).eval().requires_grad_(False),
+    [torch.randn(3, 5, 8), _padding_mask([5, 2, 4], 5)]))
+beyond("attention-mha-causal-float-key-padding", lambda: Case(
+    MHAMasks(False, torch.triu(torch.full((5, 5), float("-inf")), 1)).eval(),
+    [torch.randn(5, 3, 8), _padding_mask([5, 2, 4], 5)]))
+
+
+class EncoderLayerSrcMask(torch.nn.Module):
+    """nn.TransformerEncoderLayer with a constant causal src_mask: the unfused path."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, batch_first=True)
+        self.register_buffer("mask", _causal_bool(5))
+
+    def forward(self, x):
+        return self.layer(x, src_mask=self.mask)
+
+
+beyond("attention-encoder-layer-src-mask-causal", lambda: Case(
+    EncoderLayerSrcMask().eval().requires_grad_(False), torch.randn(2, 5, 8)))
+
+
+class TinyTextEncoder(torch.nn.Module):
+    """A BERT-like classifier: token and learned position embeddings (cut to the
+    sequence length), layer norm, a 2-layer nn.TransformerEncoder with a key
+    padding mask (nested fast path), the first token's state, tanh pooler, linear."""
+
+    def __init__(self, vocab=50, d=16, heads=2, max_len=12, classes=3):
+        super().__init__()
+        self.emb = torch.nn.Embedding(vocab, d)
+        self.pos = torch.nn.Parameter(torch.randn(1, max_len, d) * 0.5)
+        self.norm = torch.nn.LayerNorm(d)
+        layer = torch.nn.TransformerEncoderLayer(d, heads, dim_feedforward=32, batch_first=True,
+                                                 activation="gelu")
+        self.encoder = torch.nn.TransformerEncoder(layer, 2)
+        self.pool = torch.nn.Linear(d, d)
+        self.fc = torch.nn.Linear(d, classes)
+
+    def forward(self, tokens, mask):
+        x = self.norm(self.emb(tokens) + self.pos[:, :tokens.size(1)])
+        h = self.encoder(x, src_key_padding_mask=mask)
+        return self.fc(torch.tanh(self.pool(h[:, 0])))
+
+
+def _text_args(lengths, length):
+    return [torch.randint(0, 50, (len(lengths), length), dtype=torch.int32),
+            _padding_mask(lengths, length)]
+
+
+beyond("text-encoder-padding", lambda: Case(
+    TinyTextEncoder().eval().requires_grad_(False), _text_args([8, 3], 8)))
+beyond("text-encoder-padding-flex-len", lambda: Case(
+    TinyTextEncoder().eval().requires_grad_(False), _text_args([10, 6, 2], 10),
+    convert_args=[torch.zeros(0, 0, dtype=torch.int32), torch.zeros(0, 0, dtype=torch.bool)],
+    options=API_33))
+
+
 class SumModule(torch.nn.Module):
     def __init__(self, dims, keepdim):
         super().__init__()

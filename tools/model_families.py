@@ -27,7 +27,7 @@ import torch.nn.functional as F
 class Family:
     def __init__(self, make, inputs, flex=None, options=(), flex_options=(), why_fixed=None):
         self.make = make
-        self.inputs = inputs  # [(shape, vocab or None)]
+        self.inputs = inputs  # [(shape, vocab, "mask" (bool padding mask) or None)]
         self.flex = flex  # [(spec shape with 0s, run shape)] or None
         self.options = list(options)
         self.flex_options = list(flex_options)  # more options for the flexible conversion
@@ -45,13 +45,17 @@ def make_inputs(inputs, shapes, seed):
     for (shape, vocab), run in zip(inputs, shapes or [s for s, _ in inputs]):
         if vocab is None:
             out.append(torch.randn(*run, generator=g))
+        elif vocab == "mask":  # a key padding mask: True after each row's random length
+            lengths = torch.randint(1, run[-1] + 1, (run[0], 1), generator=g)
+            out.append(torch.arange(run[-1]) >= lengths)
         else:
             out.append(torch.randint(0, vocab, run, generator=g, dtype=torch.int32))
     return tuple(out)
 
 
 def spec(shape, vocab):
-    return "x".join(map(str, shape)) + ("" if vocab is None else ",dtype=int32")
+    dtype = "" if vocab is None else ",dtype=bool" if vocab == "mask" else ",dtype=int32"
+    return "x".join(map(str, shape)) + dtype
 
 
 # --- audio -----------------------------------------------------------------
@@ -218,6 +222,31 @@ class TransformerText(nn.Module):
     def forward(self, tokens):
         x = self.emb(tokens) * self.scale + self.pos
         return self.fc(self.encoder(x).mean(dim=1))
+
+
+class TextEncoderPadding(nn.Module):
+    """A BERT-like classifier taking token ids and a key padding mask (True =
+    padding): token embedding plus a learned position embedding cut to the
+    sequence length, layer norm, a 2-layer batch-first nn.TransformerEncoder
+    given src_key_padding_mask (PyTorch 1.13's nested-tensor fast path when
+    traced without gradients), the first token's state through a tanh pooler,
+    linear."""
+
+    def __init__(self, vocab=1000, d=64, heads=4, max_len=32, classes=3):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.pos = nn.Parameter(torch.randn(1, max_len, d) * 0.5)
+        self.norm = nn.LayerNorm(d)
+        layer = nn.TransformerEncoderLayer(d, heads, dim_feedforward=128, batch_first=True,
+                                           activation="gelu")
+        self.encoder = nn.TransformerEncoder(layer, num_layers=2)
+        self.pool = nn.Linear(d, d)
+        self.fc = nn.Linear(d, classes)
+
+    def forward(self, tokens, padding_mask):
+        x = self.norm(self.emb(tokens) + self.pos[:, :tokens.size(1)])
+        h = self.encoder(x, src_key_padding_mask=padding_mask)
+        return self.fc(torch.tanh(self.pool(h[:, 0])))
 
 
 # --- super-resolution and style transfer -----------------------------------
@@ -391,6 +420,10 @@ FAMILIES = {
     # A flexible batch through the fused attention needs BATCH_MATMUL (Android 13).
     "transformer_text": Family(TransformerText, [((1, 16), 1000)], flex=[((0, 16), (2, 16))],
                                flex_options=["--min-android-api", "33"]),
+    # flexible batch and sequence length: BATCH_MATMUL
+    "text_encoder_padding": Family(TextEncoderPadding, [((1, 16), 1000), ((1, 16), "mask")],
+                                   flex=[((0, 0), (2, 12)), ((0, 0), (2, 12))],
+                                   flex_options=["--min-android-api", "33"]),
     "espcn_x3": Family(ESPCN, [((1, 1, 32, 32), None)], flex=[((0, 1, 32, 32), (2, 1, 32, 32))]),
     "unshuffle_sr": Family(UnshuffleSR, [((1, 3, 32, 32), None)],
                            flex=[((0, 3, 32, 32), (2, 3, 32, 32))]),

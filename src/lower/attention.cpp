@@ -45,8 +45,8 @@ Tensor project(LoweringContext& cx, const Tensor& x, const at::Tensor& w, const 
 // so, see InputDType::Bool), or a constant made one.
 Tensor bool_operand(LoweringContext& cx, const Value* v, const char* what) {
   if (!cx.has_operand(v)) {
-    const int32_t id = cx.add_weight(cx.constant_tensor(v).ne(0).to(at::kInt).contiguous(),
-                                     DimOrder::Contiguous);
+    const int32_t id =
+        cx.add_weight(cx.constant_tensor(v).ne(0).to(at::kInt).contiguous(), DimOrder::Contiguous);
     return {id, cx.operand(id)};
   }
   Tensor m = cx.get_operand(v);
@@ -155,8 +155,8 @@ Tensor self_attention(LoweringContext& cx, const Tensor& x, int64_t e, int64_t h
   const int32_t sm = make_output(cx, nullptr, scores.op, &scores);
   m.add_operation(Op::Softmax, {scores.id, beta, axis}, {sm});
   Tensor attn = emit_batch_matmul(cx, {sm, scores.op}, v, nullptr);  // (B, H, L, D)
-  Tensor merged = emit_reshape(cx, emit_permute(cx, attn, {0, 2, 1, 3}),
-                               {batch, len, SymInt{e, ""}});
+  Tensor merged =
+      emit_reshape(cx, emit_permute(cx, attn, {0, 2, 1, 3}), {batch, len, SymInt{e, ""}});
   return project(cx, merged, proj_w, proj_b, out);
 }
 
@@ -180,8 +180,10 @@ Tensor keep_mask_bias(LoweringContext& cx, const Value* keep, const Tensor& x, c
 // to_padded_tensor find by walking back to _nested_tensor_from_mask: the
 // keep mask of nested value `v`, or null when `v` is not one.
 const Value* nested_keep_mask(const Value* v) {
-  static const c10::Symbol layer = c10::Symbol::fromQualString("aten::_transformer_encoder_layer_fwd");
-  static const c10::Symbol from_mask = c10::Symbol::fromQualString("aten::_nested_tensor_from_mask");
+  static const c10::Symbol layer =
+      c10::Symbol::fromQualString("aten::_transformer_encoder_layer_fwd");
+  static const c10::Symbol from_mask =
+      c10::Symbol::fromQualString("aten::_nested_tensor_from_mask");
   const Node* n = v->node();
   while (n->kind() == layer) n = n->input(0)->node();
   return n->kind() == from_mask ? n->input(1) : nullptr;
