@@ -1273,6 +1273,30 @@ beyond("attention-mha-causal-float-key-padding", lambda: Case(
     [torch.randn(5, 3, 8), _padding_mask([5, 2, 4], 5)]))
 
 
+# A flexible batch: the mask made float (zeros_like, masked_fill) has load-time sizes.
+beyond("attention-mha-causal-key-padding-flex-batch", lambda: Case(
+    MHAMasks(True, _causal_bool(5)).eval().requires_grad_(False),
+    [torch.randn(3, 5, 8), _padding_mask([5, 2, 4], 5)],
+    convert_args=[torch.zeros(0, 5, 8), torch.zeros(0, 5, dtype=torch.bool)], options=API_33))
+
+
+class MHAAttnMaskInput(torch.nn.Module):
+    """attn_mask as a model input: bool (L, L) or float (B * heads, L, L)."""
+
+    def __init__(self):
+        super().__init__()
+        self.mha = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+
+    def forward(self, x, attn_mask):
+        return self.mha(x, x, x, attn_mask=attn_mask, need_weights=False)[0]
+
+
+beyond("attention-mha-attn-mask-input-bool", lambda: Case(
+    MHAAttnMaskInput().eval().requires_grad_(False), [torch.randn(3, 5, 8), _causal_bool(5)]))
+beyond("attention-mha-attn-mask-input-float-3d", lambda: Case(
+    MHAAttnMaskInput().eval().requires_grad_(False), [torch.randn(3, 5, 8), torch.randn(6, 5, 5)]))
+
+
 class EncoderLayerSrcMask(torch.nn.Module):
     """nn.TransformerEncoderLayer with a constant causal src_mask: the unfused path."""
 

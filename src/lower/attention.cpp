@@ -339,6 +339,20 @@ void lower_masked_fill(LoweringContext& cx, const Node* node) {
   emit_binary(cx, Op::Add, emit_binary(cx, Op::Mul, x, keep), fill, Fuse::None, node->output());
 }
 
+// zeros_like(mask, dtype=float32) of a computed bool mask (a constant one
+// folds during conversion), as F.multi_head_attention_forward makes a float
+// mask of a bool one: CAST and MUL by 0, of any (also load-time) shape.
+void lower_zeros_like_of_mask(LoweringContext& cx, const Node* node) {
+  const char* what = "zeros_like";
+  const Value* dtype = node->inputs().size() > 1 ? node->input(1) : nullptr;
+  check(dtype && !cx.constant_is_none(dtype) &&
+            static_cast<c10::ScalarType>(cx.constant_int(dtype)) == at::kFloat,
+        "zeros_like of a tensor the model computes is supported for a bool mask to float32 "
+        "only (dtype=torch.float32)");
+  Tensor f = as_float(cx, bool_operand(cx, node->input(0), what));
+  emit_binary(cx, Op::Mul, f, float_scalar_tensor(cx, 0.0f), Fuse::None, node->output());
+}
+
 }  // namespace
 
 void register_attention_ops(LoweringTable& t) {
@@ -365,6 +379,10 @@ void register_attention_ops(LoweringTable& t) {
   t.add("aten::logical_or", lower_logical_or);
   t.note("aten::logical_or", "of bools (int32 0/1): MAXIMUM");
   t.add("aten::masked_fill", lower_masked_fill);
+  t.add("aten::zeros_like", lower_zeros_like_of_mask);
+  t.note("aten::zeros_like",
+         "of a computed bool mask, dtype float32: CAST, MUL by 0 (constant inputs fold during "
+         "conversion)");
   t.note("aten::masked_fill",
          "with a computed bool mask: x + LOG(1 - mask) for -inf, else x * (1 - mask) + value * "
          "mask (a constant mask folds during conversion)");

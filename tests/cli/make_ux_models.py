@@ -91,3 +91,20 @@ for name, cls in (("write_weight", WriteWeight), ("write_computed", WriteCompute
     torch.jit.trace(cls().eval(), torch.randn(2, 4, 4)).save(os.path.join(out, name + ".pt"))
 torch.jit.trace(Product().eval(), (torch.randn(3, 4, 5), torch.randn(3, 5, 2))).save(
     os.path.join(out, "bmm.pt"))
+
+
+# A key padding mask (bool input) and a flexible sequence length: the fused
+# encoder layer needs BATCH_MATMUL for it (--min-android-api 33).
+class PaddedEncoder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        layer = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, batch_first=True)
+        self.enc = torch.nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
+
+    def forward(self, x, mask):
+        return self.enc(x, src_key_padding_mask=mask)
+
+
+torch.jit.trace(PaddedEncoder().eval().requires_grad_(False),
+                (torch.randn(2, 5, 8), torch.arange(5) >= torch.tensor([[5], [3]]))).save(
+    os.path.join(out, "padded_encoder.pt"))

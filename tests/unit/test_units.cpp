@@ -37,13 +37,15 @@ TEST(InputSpec, ParsesDimsDtypeQuantizationAndLayout) {
   EXPECT_FALSE(f.nhwc);
   // A scale written as Python's repr() round-trips exactly.
   EXPECT_EQ(parse_input_spec("4,dtype=quint8,scale=0.03,zero_point=0").scale, 0.03);
+  // A bool padding mask (TENSOR_INT32 0/1 for NNAPI).
+  EXPECT_EQ(parse_input_spec("1x0,dtype=bool").dtype, InputDType::Bool);
 }
 
 TEST(InputSpec, RejectsBadSpecsNamingThem) {
   for (const char* bad :
        {"", "x", "1x", "1xx2", "-1x3", "1x3.5", "1x3,dtype=float64", "1x3,dtype=quint8",
         "1x3,dtype=quint8,scale=0,zero_point=0", "1x3,dtype=quint8,scale=1,zero_point=256",
-        "1x3,scale=0.5", "1x3,nhwc", "1x3x4x5,nhwc,nhwc", "1x3,bogus",
+        "1x3,scale=0.5", "1x3,dtype=bool,scale=0.5", "1x3,nhwc", "1x3x4x5,nhwc,nhwc", "1x3,bogus",
         "1x3,dtype=quint8,"
         "scale=nan,zero_point=1",
         "99999999999x2", "2147483647x2147483647x2147483647"}) {
@@ -58,8 +60,8 @@ TEST(InputSpec, RejectsBadSpecsNamingThem) {
 }
 
 TEST(InputSpec, FormatRoundTrips) {
-  for (const char* text :
-       {"1x3x224x224", "1x3x0x0,nhwc", "2x32,dtype=quint8,scale=0.05,zero_point=130"}) {
+  for (const char* text : {"1x3x224x224", "1x3x0x0,nhwc",
+                           "2x32,dtype=quint8,scale=0.05,zero_point=130", "2x0,dtype=bool"}) {
     InputSpec s = parse_input_spec(text);
     InputSpec t = parse_input_spec(format_input_spec(s));
     EXPECT_EQ(s.dims, t.dims);
