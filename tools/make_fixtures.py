@@ -1373,6 +1373,18 @@ class Arith6dModule(torch.nn.Module):
 beyond("attn-mask-5d", lambda: Case(MaskedAttentionModule(4, 3, 5), torch.randn(8, 3, 5, 5)))
 beyond("arith-6d-merge", lambda: Case(Arith6dModule(), torch.randn(2, 12, 5, 6)))
 
+
+# exp, log, sqrt and rsqrt: NNAPI's EXP, LOG, SQRT and RSQRT (a detector's box
+# decoding, exp(dw) * anchor_w, is the common use).
+class UnaryMathModule(torch.nn.Module):
+    def forward(self, x):
+        a = x.abs() + 0.5
+        return torch.exp(x * 0.5) + torch.log(a) + torch.sqrt(a) * torch.rsqrt(a + 1.0)
+
+
+beyond("unary-math", lambda: Case(UnaryMathModule(), torch.randn(2, 3, 4, 5)))
+beyond("unary-math-nhwc", lambda: Case(UnaryMathModule(), nhwc(torch.randn(2, 3, 4, 5))))
+
 # A reduced torchvision SwinTransformer: two stages (the second after patch
 # merging: x[..., 0::2, 0::2, :] slices), shifted windows with the folded
 # mask, relative position bias. The head gets weights of order 1 (torchvision

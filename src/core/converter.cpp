@@ -477,6 +477,8 @@ CheckReport check_model(const ConvertOptions& options) {
     r.feature_level = c.feature_level;
     r.android_api = c.android_api;
     r.operations = c.operations;
+    r.nnapi_models = static_cast<int64_t>(c.segments.size());
+    r.torchscript_nodes = c.cpu_kinds;
     r.times.lower_ms = c.times.lower_ms;
   } catch (const ConvertError& e) {
     if (e.exit_code() == 2) throw;
