@@ -562,6 +562,7 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
     result.inp_mem_fmts.push_back(static_cast<int64_t>(cx.operand(id).dim_order));
   }
   const Node* current = nullptr;
+  const Node* offending = nullptr;  // the node of a returned value that is no operand
   Folder folder;
   try {
     for (const Node* node : graph->nodes()) {
@@ -623,9 +624,11 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
     // an output; PyTorch's converter writes such models without a word.
     std::vector<int32_t> output_ids;
     for (size_t i = 0; i < returns.size(); ++i) {
+      if (!cx.has_operand(returns[i])) offending = returns[i]->node();  // a constant here
       int32_t id = cx.get_operand(returns[i]).id;
       for (size_t k = 0; k < input_ids.size(); ++k) {
         if (input_ids[k] == id) {
+          offending = returns[i]->node();
           fail("output " + std::to_string(i) + " is input " + std::to_string(k) +
                " unchanged, and NNAPI cannot return a model input as an output (the device "
                "rejects such a model); return it outside the converted module, or compute "
@@ -634,6 +637,7 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
       }
       for (size_t k = 0; k < output_ids.size(); ++k) {
         if (output_ids[k] == id) {
+          offending = returns[i]->node();
           fail("outputs " + std::to_string(k) + " and " + std::to_string(i) +
                " are the same tensor, and NNAPI cannot list one operand as two outputs (the "
                "device rejects such a model); return it once and copy it outside the "
@@ -658,10 +662,10 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
       result.templates.push_back(std::move(t));
     }
   } catch (const LoweringError& e) {
-    if (failed) *failed = current;
+    if (failed) *failed = offending ? offending : current;
     throw node_error(path, graph->return_node(), current, e.what());
   } catch (const c10::Error& e) {
-    if (failed) *failed = current;
+    if (failed) *failed = offending ? offending : current;
     throw node_error(path, graph->return_node(), current, e.what_without_backtrace());
   }
   result.times.lower_ms = ms_since(t0);

@@ -248,6 +248,53 @@ try:
 except Exception as e:  # noqa: BLE001
     check("--lite: the split module runs in the lite interpreter", False, f"{rc} {text} {e}")
 
+# torchvision's SSDlite (control flow, lists, anchors, NMS in its
+# post-processing), scripted as torchvision documents and traced, with heads
+# of weights of order 1 so that scores and boxes vary. Nodes with blocks stay
+# TorchScript whole (the scripted heads loop over the feature maps): every
+# convolution outside them must run in NNAPI.
+
+
+class SSDFirstImage(nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, x):
+        detections = self.m([x[0]])
+        detections = detections[1][0] if isinstance(detections, tuple) else detections[0]
+        return detections["boxes"], detections["scores"], detections["labels"]
+
+
+torch.manual_seed(0)
+ssd = torchvision.models.detection.ssdlite320_mobilenet_v3_large(
+    weights=None, weights_backbone=None, num_classes=5).eval()
+with torch.no_grad():
+    for name, p in ssd.head.named_parameters():
+        if name.endswith("weight"):
+            p.normal_(0, 0.5)
+    ssd_forms = {"scripted": torch.jit.script(SSDFirstImage(ssd).eval()),
+                 "traced": torch.jit.trace(SSDFirstImage(ssd).eval(), torch.rand(1, 3, 320, 320),
+                                           check_trace=False)}
+for form, eager in ssd_forms.items():
+    eager.save(path(f"ssdlite-{form}.pt"))
+    out = path(f"ssdlite-{form}.nnapi.pt")
+    rc, text = run(path(f"ssdlite-{form}.pt"), "--input", "1x3x320x320", "--cpu-fallback",
+                   "--ops-library", torchvision_ops, "-o", out)
+    check(f"ssdlite ({form}): converts with --cpu-fallback", rc == 0, text)
+    if rc != 0:
+        continue
+    converted = torch.jit.load(out)
+    top_level = [line for line in converted.code.split("\n")
+                 if line.startswith("  ") and not line.startswith("   ")]
+    check(f"ssdlite ({form}): every convolution outside loops and branches runs in NNAPI",
+          not any("conv2d" in line or "_convolution" in line for line in top_level)
+          and "nnapi_0" in converted.code, top_level[:40])
+    torch.manual_seed(101)
+    for i in range(2):
+        compare(f"ssdlite ({form}): matches eager on input {i}", converted, eager,
+                [torch.rand(1, 3, 320, 320)])
+
 # --- a model that converts whole: the usual module, byte for byte -----------
 
 run(path("plain.pt"), "--input", "1x3x8x8", "-o", path("plain-a.nnapi.pt"))
