@@ -109,6 +109,8 @@ std::string node_text(const Node* node) {
   std::ostringstream text;
   node->print(text, 0, nullptr, /*print_source_locations=*/false);
   std::string t = text.str();
+  // A node with blocks (prim::If, prim::Loop) prints them too: its first line is enough.
+  if (!node->blocks().empty()) t = t.substr(0, t.find('\n')) + " ...";
   while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
   return "`" + t + "`";
 }
