@@ -382,8 +382,9 @@ constexpr int kResizeFlagsLevel = 4;
 // separable and linear: out = A_h x A_w^T per channel, where row j of A holds
 // the weights PyTorch interpolates output j with, got by upsampling unit
 // vectors with the same arguments. So one FULLY_CONNECTED over W, a TRANSPOSE,
-// one over H and a TRANSPOSE back (levels 1 and 2); each output is the same
-// two-term weighted sum eager PyTorch computes.
+// one over H and a TRANSPOSE back (levels 1 and 2; NHWC data is made NCHW
+// first and the result NHWC again); each output is the same two-term
+// weighted sum eager PyTorch computes.
 Tensor bilinear_by_products(LoweringContext& cx, const Tensor& x, int64_t out_h, int64_t out_w,
                             bool align_corners) {
   const int64_t h = x.op.shape[2], w = x.op.shape[3];
@@ -396,7 +397,12 @@ Tensor bilinear_by_products(LoweringContext& cx, const Tensor& x, int64_t out_h,
   y = product_with_constant(cx, y, weights(w, {1, w, 1, w}, {1, out_w}), nullptr);
   y = emit_permute(cx, y, {0, 1, 3, 2});  // (N, C, W', H)
   y = product_with_constant(cx, y, weights(h, {1, h, h, 1}, {out_h, 1}), nullptr);
-  return emit_permute(cx, y, {0, 1, 3, 2});  // (N, C, H', W')
+  if (x.op.dim_order != DimOrder::ChannelsLast) return emit_permute(cx, y, {0, 1, 3, 2});
+  // NHWC in, NHWC out: (N, C, W', H') to (N, H', W', C) data.
+  Tensor r = emit_permute(cx, y, {0, 3, 2, 1});
+  r.op.shape = {y.op.shape[0], y.op.shape[1], out_h, out_w};
+  r.op.dim_order = DimOrder::ChannelsLast;
+  return r;
 }
 
 // upsample_bilinear2d(input, output_size, align_corners, scale_factors) and
