@@ -861,6 +861,31 @@ for _kind in ["float", "float-nhwc"]:
         torch.nn.Upsample(scale_factor=2, mode="nearest"),
         float_and_quant_and_nhwc(torch.randn(3, 2, 4, 5))[k],
         convert_args=[float_and_quant_and_nhwc(torch.zeros(0, 2, 4, 5))[k]]))
+# Bilinear upsampling at the default target (Android 10, no RESIZE_BILINEAR
+# corner flags): FULLY_CONNECTED products with PyTorch's interpolation weights;
+# at API 30 RESIZE_BILINEAR with the flags.
+class BilinearModule(torch.nn.Module):
+    def __init__(self, align_corners, **kw):
+        super().__init__()
+        self.align_corners, self.kw = align_corners, kw
+
+    def forward(self, x):
+        return torch.nn.functional.interpolate(x, mode="bilinear", align_corners=self.align_corners,
+                                               **self.kw)
+
+
+for _kind in ["float", "float-nhwc"]:
+    for _ac in [False, True]:
+        for _name, _kw in [("size", {"size": (7, 9)}), ("scale", {"scale_factor": 2.0})]:
+            beyond(f"upsample_bilinear2d-{_name}-ac{int(_ac)}-{_kind}",
+                   lambda k=_kind, ac=_ac, kw=_kw: Case(
+                       BilinearModule(ac, **kw), float_and_quant_and_nhwc(torch.randn(2, 3, 4, 5))[k]))
+    beyond(f"upsample_bilinear2d-api30-{_kind}", lambda k=_kind: Case(
+        BilinearModule(False, size=(7, 9)), float_and_quant_and_nhwc(torch.randn(2, 3, 4, 5))[k],
+        options=["--min-android-api", "30"]))
+    beyond(f"upsample_bilinear2d-flex-batch-{_kind}", lambda k=_kind: Case(
+        BilinearModule(False, scale_factor=2.0), float_and_quant_and_nhwc(torch.randn(3, 2, 4, 5))[k],
+        convert_args=[float_and_quant_and_nhwc(torch.zeros(0, 2, 4, 5))[k]]))
 for _kind in ["float", "float-nhwc"]:
     beyond(f"adaptive_max_pool2d-{_kind}", lambda k=_kind: Case(
         torch.nn.AdaptiveMaxPool2d((2, 3)), float_and_quant_and_nhwc(torch.randn(2, 3, 4, 6))[k]))
@@ -1541,6 +1566,18 @@ class Arith6dModule(torch.nn.Module):
 
 beyond("attn-mask-5d", lambda: Case(MaskedAttentionModule(4, 3, 5), torch.randn(8, 3, 5, 5)))
 beyond("arith-6d-merge", lambda: Case(Arith6dModule(), torch.randn(2, 12, 5, 6)))
+
+
+# exp, log, sqrt and rsqrt: NNAPI's EXP, LOG, SQRT and RSQRT (a detector's box
+# decoding, exp(dw) * anchor_w, is the common use).
+class UnaryMathModule(torch.nn.Module):
+    def forward(self, x):
+        a = x.abs() + 0.5
+        return torch.exp(x * 0.5) + torch.log(a) + torch.sqrt(a) * torch.rsqrt(a + 1.0)
+
+
+beyond("unary-math", lambda: Case(UnaryMathModule(), torch.randn(2, 3, 4, 5)))
+beyond("unary-math-nhwc", lambda: Case(UnaryMathModule(), nhwc(torch.randn(2, 3, 4, 5))))
 
 # A reduced torchvision SwinTransformer: two stages (the second after patch
 # merging: x[..., 0::2, 0::2, :] slices), shifted windows with the folded

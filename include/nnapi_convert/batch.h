@@ -39,6 +39,10 @@ struct JobResult {
   int android_api = 0;    // the oldest Android API level that has it
   int64_t weight_bytes = 0;
   std::map<std::string, int> operations;
+  // --cpu-fallback split the model: its NNAPI models, and the nodes left to
+  // TorchScript by kind (0 and empty when the model is one NNAPI model).
+  int64_t nnapi_models = 0;
+  std::vector<NodeKindCount> torchscript_nodes;
   PhaseTimes times;
   double total_ms = 0;
   std::optional<VerifyReport> verify;

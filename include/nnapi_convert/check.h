@@ -19,6 +19,10 @@ struct CheckReport {
   int64_t operand_count = 0, operation_count = 0;
   int feature_level = 0, android_api = 0;
   std::map<std::string, int> operations;
+  // With --cpu-fallback, when the model is split: its NNAPI models and the
+  // nodes that stay TorchScript, by kind.
+  int64_t nnapi_models = 0;
+  std::vector<NodeKindCount> torchscript_nodes;
   PhaseTimes times;
 };
 

@@ -33,6 +33,10 @@ Json check_json(const CheckReport& r) {
     j["operations"] = r.operations;
     j["nnapi_feature_level"] = r.feature_level;
     j["android_api"] = r.android_api;
+    if (r.nnapi_models > 0) {
+      j["cpu_fallback"] = {{"nnapi_models", r.nnapi_models},
+                           {"torchscript_nodes", kinds_json(r.torchscript_nodes)}};
+    }
   } else {
     j["error"] = {{"message", r.error}, {"node", r.error_node}, {"source", r.error_location}};
   }
@@ -87,6 +91,13 @@ void print_text(const Json& j) {
     }
     os << ")\nneeds NNAPI feature level " << j["nnapi_feature_level"].get<int>()
        << ": Android API level " << j["android_api"].get<int>() << " or later\n";
+    if (j.contains("cpu_fallback")) {
+      const Json& f = j["cpu_fallback"];
+      int64_t nodes = 0;
+      for (const Json& k : f["torchscript_nodes"]) nodes += k["count"].get<int64_t>();
+      os << "--cpu-fallback: " << f["nnapi_models"].get<int64_t>() << " NNAPI model(s); "
+         << nodes << " node(s) stay TorchScript\n";
+    }
   } else {
     os << "does not convert: " << j["error"]["message"].get<std::string>() << "\n";
   }

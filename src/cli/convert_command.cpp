@@ -65,6 +65,21 @@ void print_verify(const Args& a, const JobResult& r) {
       a.rtol, r.output, why, v.divergence ? "\n" + format_divergence(*v.divergence) + "." : "");
 }
 
+// --cpu-fallback's split, on standard error: what stays TorchScript, where.
+void print_fallback(const JobResult& r) {
+  int64_t nodes = 0;
+  std::string kinds;
+  for (const NodeKindCount& k : r.torchscript_nodes) {
+    nodes += k.count;
+    if (k.kind.rfind("prim::", 0) == 0) continue;  // lists and tuples around them
+    kinds += std::string(kinds.empty() ? "" : "; ") + k.kind + " x" + std::to_string(k.count);
+    if (!k.locations.empty()) kinds += " at " + k.locations[0];
+    if (k.locations.size() > 1) kinds += " and " + std::to_string(k.locations.size() - 1) + " more";
+  }
+  spdlog::info("{}: --cpu-fallback: {} NNAPI model(s), {} node(s) stay TorchScript: {}", r.model,
+               r.nnapi_models, nodes, kinds);
+}
+
 // Progress on standard error: every error; per model a line on a terminal
 // (or with -v) and timings with --timings; on a terminal, with several
 // models, a status line kept at the bottom.
@@ -97,6 +112,7 @@ class Progress {
             "write {:.2f}",
             r.model, t.load_ms, t.freeze_ms, t.lower_ms, t.serialize_ms, t.write_ms);
       }
+      if (r.nnapi_models > 0 && r.ok && !a_.quiet) print_fallback(r);
       if (r.verify) print_verify(a_, r);
     }
     if (status_line_ && done_ < total_) {

@@ -202,6 +202,11 @@ int run(int argc, char** argv) {
   inspect->add_option("file", inspect_file, ".nnapi.pt module or raw ser_model.bin")->required();
   inspect->add_flag("--json", inspect_json, "Print one JSON object");
   inspect
+      ->add_option("--ops-library", a.ops_libraries,
+                   "A library of custom operators the module's TorchScript part uses (a "
+                   "--cpu-fallback module), loaded first")
+      ->allow_extra_args(false);
+  inspect
       ->add_option("--timeout", inspect_timeout,
                    "Seconds before giving up (default 1800; 0 = no limit)")
       ->check(CLI::NonNegativeNumber);
@@ -224,12 +229,6 @@ int run(int argc, char** argv) {
   spdlog::set_level(a.quiet     ? spdlog::level::err
                     : a.verbose ? spdlog::level::debug
                                 : spdlog::level::info);
-  if (inspect->parsed()) return run_inspect(inspect_file, inspect_json, inspect_timeout);
-  if (list_ops->parsed()) return run_list_ops(list_json);
-  a.models.insert(a.models.end(), command_models.begin(), command_models.end());
-  for (CLI::Option* o : paths) {
-    if (o->count() > 0) a.given_paths.emplace_back(o->get_name(), o->as<std::string>());
-  }
   for (const std::string& lib : a.ops_libraries) {
     // RTLD_GLOBAL, as torch.ops.load_library: the operators register themselves.
     if (!::dlopen(lib.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
@@ -239,6 +238,12 @@ int run(int argc, char** argv) {
                     lib, why ? why : "unknown error");
       return 2;
     }
+  }
+  if (inspect->parsed()) return run_inspect(inspect_file, inspect_json, inspect_timeout);
+  if (list_ops->parsed()) return run_list_ops(list_json);
+  a.models.insert(a.models.end(), command_models.begin(), command_models.end());
+  for (CLI::Option* o : paths) {
+    if (o->count() > 0) a.given_paths.emplace_back(o->get_name(), o->as<std::string>());
   }
   return check->parsed() ? run_check(a) : run_convert(a);
 }

@@ -75,6 +75,8 @@ JobResult run_job(const Job& job) {
     r.android_api = c.android_api;
     r.weight_bytes = c.weight_bytes;
     r.operations = c.operations;
+    r.nnapi_models = static_cast<int64_t>(c.segments.size());
+    r.torchscript_nodes = c.cpu_kinds;
     r.times = c.times;
     if (job.verify) {
       std::lock_guard<std::mutex> lock(verify_mutex);
@@ -246,6 +248,10 @@ nlohmann::ordered_json to_json(const JobResult& r) {
     j["android_api"] = r.android_api;
     j["weight_bytes"] = r.weight_bytes;
   }
+  if (r.nnapi_models > 0) {
+    j["cpu_fallback"] = {{"nnapi_models", r.nnapi_models},
+                         {"torchscript_nodes", kinds_json(r.torchscript_nodes)}};
+  }
   const PhaseTimes& t = r.times;
   j["times_ms"] = {{"load", t.load_ms},           {"freeze", t.freeze_ms}, {"lower", t.lower_ms},
                    {"serialize", t.serialize_ms}, {"write", t.write_ms},   {"total", r.total_ms}};
@@ -281,6 +287,10 @@ JobResult job_result_from(const nlohmann::ordered_json& j, const std::string& ou
     r.feature_level = j.at("nnapi_feature_level").get<int>();
     r.android_api = j.at("android_api").get<int>();
     r.weight_bytes = j.at("weight_bytes").get<int64_t>();
+  }
+  if (j.contains("cpu_fallback")) {
+    r.nnapi_models = j.at("cpu_fallback").at("nnapi_models").get<int64_t>();
+    r.torchscript_nodes = kinds_from(j.at("cpu_fallback").at("torchscript_nodes"));
   }
   const nlohmann::ordered_json& t = j.at("times_ms");
   r.times = {number(t.at("load")), number(t.at("freeze")), number(t.at("lower")),

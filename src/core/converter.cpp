@@ -109,6 +109,8 @@ std::string node_text(const Node* node) {
   std::ostringstream text;
   node->print(text, 0, nullptr, /*print_source_locations=*/false);
   std::string t = text.str();
+  // A node with blocks (prim::If, prim::Loop) prints them too: its first line is enough.
+  if (!node->blocks().empty()) t = t.substr(0, t.find('\n')) + " ...";
   while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
   return "`" + t + "`";
 }
@@ -478,6 +480,8 @@ CheckReport check_model(const ConvertOptions& options) {
     r.feature_level = c.feature_level;
     r.android_api = c.android_api;
     r.operations = c.operations;
+    r.nnapi_models = static_cast<int64_t>(c.segments.size());
+    r.torchscript_nodes = c.cpu_kinds;
     r.times.lower_ms = c.times.lower_ms;
   } catch (const ConvertError& e) {
     if (e.exit_code() == 2) throw;
@@ -570,6 +574,7 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
     result.inp_mem_fmts.push_back(static_cast<int64_t>(cx.operand(id).dim_order));
   }
   const Node* current = nullptr;
+  const Node* offending = nullptr;  // the node of a returned value that is no operand
   Folder folder;
   try {
     for (const Node* node : graph->nodes()) {
@@ -631,9 +636,11 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
     // an output; PyTorch's converter writes such models without a word.
     std::vector<int32_t> output_ids;
     for (size_t i = 0; i < returns.size(); ++i) {
+      if (!cx.has_operand(returns[i])) offending = returns[i]->node();  // a constant here
       int32_t id = cx.get_operand(returns[i]).id;
       for (size_t k = 0; k < input_ids.size(); ++k) {
         if (input_ids[k] == id) {
+          offending = returns[i]->node();
           fail("output " + std::to_string(i) + " is input " + std::to_string(k) +
                " unchanged, and NNAPI cannot return a model input as an output (the device "
                "rejects such a model); return it outside the converted module, or compute "
@@ -642,6 +649,7 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
       }
       for (size_t k = 0; k < output_ids.size(); ++k) {
         if (output_ids[k] == id) {
+          offending = returns[i]->node();
           fail("outputs " + std::to_string(k) + " and " + std::to_string(i) +
                " are the same tensor, and NNAPI cannot list one operand as two outputs (the "
                "device rejects such a model); return it once and copy it outside the "
@@ -666,10 +674,10 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
       result.templates.push_back(std::move(t));
     }
   } catch (const LoweringError& e) {
-    if (failed) *failed = current;
+    if (failed) *failed = offending ? offending : current;
     throw node_error(path, graph->return_node(), current, e.what());
   } catch (const c10::Error& e) {
-    if (failed) *failed = current;
+    if (failed) *failed = offending ? offending : current;
     throw node_error(path, graph->return_node(), current, e.what_without_backtrace());
   }
   result.times.lower_ms = ms_since(t0);

@@ -13,9 +13,9 @@
 //   inputs (kProbeRuns times); a tensor whose size differs between the runs (data-dependent, e.g. after NMS or a boolean mask) cannot be
 //   one, as the NNAPI module fixes its sizes when first run;
 // - a segment whose output comes back with another dtype than the model's
-//   (int32 for int64, ...) gives that output's node to TorchScript, and a
-//   segment that fails at its return (an output that is a constant or one
-//   of its inputs) goes to TorchScript whole.
+//   (int32 for int64, ...), or that cannot be an NNAPI output (a constant
+//   there, an input unchanged), gives that output's node to TorchScript; a
+//   segment that fails otherwise at its return goes to TorchScript whole.
 // Each change re-splits the graph, until every segment converts.
 #include "core/fallback.h"
 
@@ -27,6 +27,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <unordered_map>
 
 #include "core/sample_inputs.h"
@@ -43,6 +44,7 @@ using torch::jit::Value;
 struct Segment {
   std::vector<Node*> nodes;  // in graph order
   std::vector<Value*> inputs, outputs;
+  const Node* after = nullptr;  // the last CPU node it runs after (nullptr: none)
 };
 
 bool is_tensor(const Value* v) { return v->type()->kind() == c10::TypeKind::TensorType; }
@@ -65,20 +67,63 @@ std::set<const Node*> constant_nodes(const Graph& g) {
   return nodes;
 }
 
-// The runs of nodes between CPU nodes, with what each reads from outside and
-// what it gives to later nodes or the return.
+// Whether `n` (or a node in its blocks) writes into a tensor argument.
+bool writes_tensor(const Node* n) {
+  if (const c10::FunctionSchema* schema = n->maybeSchema()) {
+    for (const c10::Argument& a : schema->arguments()) {
+      if (a.alias_info() && a.alias_info()->isWrite() &&
+          a.type()->kind() == c10::TypeKind::TensorType) {
+        return true;
+      }
+    }
+  }
+  for (const torch::jit::Block* b : n->blocks()) {
+    for (const Node* m : b->nodes()) {
+      if (writes_tensor(m)) return true;
+    }
+  }
+  return false;
+}
+
+// The NNAPI parts: each node that is not a CPU node joins the earliest part
+// its inputs allow (part k runs after the CPU nodes that feed it, which run
+// after part k - 1), so a CPU node that only reads a part's result (a list
+// append, a size) does not cut the nodes after it into another part. CPU
+// nodes keep their order, and no node is moved before a CPU node that writes
+// into a tensor. With what each part reads from outside and gives to later
+// nodes or the return.
 std::vector<Segment> split(Graph& g, const std::set<const Node*>& cpu,
                            const std::set<const Node*>& constant) {
-  std::vector<Segment> segments(1);
+  // A part's index, or for a CPU node the last part it runs after (-1: none).
+  std::unordered_map<const Node*, int> level;
+  std::vector<std::pair<Node*, int>> cpu_nodes;
+  std::map<int, Segment> parts;
+  int cpu_floor = -1, barrier = 0;
   for (Node* n : g.nodes()) {
     if (constant.count(n)) continue;
-    if (cpu.count(n)) {
-      if (!segments.back().nodes.empty()) segments.emplace_back();
+    const bool on_cpu = cpu.count(n) != 0;
+    int l = on_cpu ? cpu_floor : barrier;
+    for (const Value* v : n->inputs()) {
+      auto it = level.find(v->node());
+      if (it == level.end()) continue;  // a graph input or a constant
+      l = std::max(l, it->second + (!on_cpu && cpu.count(v->node()) ? 1 : 0));
+    }
+    level[n] = l;
+    if (!on_cpu) {
+      parts[l].nodes.push_back(n);
       continue;
     }
-    segments.back().nodes.push_back(n);
+    cpu_floor = l;
+    cpu_nodes.emplace_back(n, l);
+    if (writes_tensor(n)) barrier = std::max(barrier, l + 1);
   }
-  if (segments.back().nodes.empty()) segments.pop_back();
+  std::vector<Segment> segments;
+  for (auto& [l, part] : parts) {
+    for (const auto& [n, c] : cpu_nodes) {
+      if (c < l) part.after = n;
+    }
+    segments.push_back(std::move(part));
+  }
   for (Segment& s : segments) {
     const std::set<const Node*> inside(s.nodes.begin(), s.nodes.end());
     std::set<const Value*> read;
@@ -232,6 +277,7 @@ class Planner {
   std::set<const Node*> constant_, cpu_;
   std::map<const Value*, InputSpec> specs_;  // segment inputs, from the probe
   std::map<const Value*, Seen> seen_;  // what the probe runs saw
+  std::map<std::string, Conversion> converted_;  // parts converted in earlier rounds
 };
 
 bool Planner::apply_type_rules(const std::vector<Segment>& segments) {
@@ -348,6 +394,12 @@ bool Planner::apply_probe(const std::vector<Segment>& segments) {
 // The segment lowered, or nullopt after giving the node it failed at (or the
 // whole segment) to TorchScript.
 std::optional<Conversion> Planner::convert_segment(const Segment& s, size_t index) {
+  // A part the split left as it was converts as it did.
+  std::ostringstream key;
+  for (const Node* n : s.nodes) key << n << ' ';
+  for (const Value* v : s.inputs) key << '|' << v << ' ' << specs_.at(v).text;
+  for (const Value* v : s.outputs) key << '>' << v;
+  if (auto it = converted_.find(key.str()); it != converted_.end()) return it->second;
   auto sg = std::make_shared<Graph>();
   std::unordered_map<const Value*, Value*> env;
   std::map<const Node*, const Node*> origin;
@@ -377,7 +429,7 @@ std::optional<Conversion> Planner::convert_segment(const Segment& s, size_t inde
   for (Value* v : s.outputs) outs.push_back(env.at(v));
   sg->registerOutput(outs.size() == 1 ? outs[0] : sg->insertNode(sg->createTuple(outs))->output());
 
-  const Node* failed = nullptr;
+  const Node* failed = nullptr;  // the node lowering failed at, or that gave a constant output
   try {
     Conversion c = lower_graph(*sg, self_, o, nullptr, &failed);
     bool ok = true;
@@ -394,7 +446,10 @@ std::optional<Conversion> Planner::convert_segment(const Segment& s, size_t inde
                    c10::toString(model));
       }
     }
-    if (ok) return c;
+    if (ok) {
+      converted_.emplace(key.str(), c);
+      return c;
+    }
   } catch (const ConvertError& e) {
     auto it = origin.find(failed);
     if (it != origin.end() && !constant_.count(it->second)) {
@@ -410,13 +465,19 @@ std::optional<Conversion> Planner::convert_segment(const Segment& s, size_t inde
 Conversion Planner::assemble(const std::vector<Segment>& segments, std::vector<Conversion> parts) {
   GraphCopy copy = copy_graph(graph_);
   std::shared_ptr<Graph> top = copy.graph;
+  Node* previous = nullptr;  // the call of the part before
   for (size_t k = 0; k < segments.size(); ++k) {
     const Segment& s = segments[k];
     std::vector<Value*> ins;
     for (const Value* v : s.inputs) ins.push_back(copy.values.at(v));
     Node* call = top->create(c10::Symbol::fromQualString(kSegmentKind), ins, s.outputs.size());
     call->i_(c10::Symbol::attr(kSegmentIndex), static_cast<int64_t>(k));
-    call->insertAfter(copy.nodes.at(s.nodes.back()));
+    Node* anchor = s.after ? copy.nodes.at(s.after) : top->block()->param_node();
+    if (previous && (anchor == top->block()->param_node() || previous->isAfter(anchor))) {
+      anchor = previous;
+    }
+    call->insertAfter(anchor);
+    previous = call;
     std::set<const Node*> inside;
     for (const Node* n : s.nodes) inside.insert(copy.nodes.at(n));
     for (size_t i = 0; i < s.outputs.size(); ++i) {
@@ -428,13 +489,6 @@ Conversion Planner::assemble(const std::vector<Segment>& segments, std::vector<C
       copy.values[s.outputs[i]] = call->output(i);  // for the segments after this one
     }
     for (auto it = s.nodes.rbegin(); it != s.nodes.rend(); ++it) copy.nodes.at(*it)->destroy();
-  }
-  if (top->inputs()[0]->hasUses()) {
-    const Node* user = top->inputs()[0]->uses()[0].user;
-    throw ConvertError(1, "model '" + options_.model_path + "': " + describe_node(user) +
-                              " reads the module itself, which --cpu-fallback cannot keep "
-                              "in the converted module; freeze the model so that it reads "
-                              "no attributes");
   }
   if (!options_.return_shapes.empty()) {
     throw ConvertError(2, "model '" + options_.model_path +
@@ -465,6 +519,7 @@ Conversion Planner::assemble(const std::vector<Segment>& segments, std::vector<C
   c.segments = std::move(parts);
   auto fg = std::make_shared<FallbackGraph>();
   fg->graph = top;
+  fg->self = self_;
   c.fallback = fg;
   return c;
 }
@@ -494,9 +549,19 @@ Conversion Planner::run() {
       to_cpu(failed, e.what());
     }
   }
+  // Every value any split could put at a part's boundary, in one go: the
+  // model then runs kProbeRuns times in all, not once more per round.
+  std::vector<const Value*> all(graph_.inputs().begin() + 1, graph_.inputs().end());
+  for (const Node* n : graph_.nodes()) {
+    if (constant_.count(n)) continue;
+    for (const Value* v : n->outputs()) all.push_back(v);
+  }
+  probe_values(all);
   const size_t limit = std::distance(graph_.nodes().begin(), graph_.nodes().end()) + 2;
   for (size_t round = 0; round < limit; ++round) {
     std::vector<Segment> segments = split(graph_, cpu_, constant_);
+    spdlog::debug("--cpu-fallback: round {}: {} NNAPI part(s), {} node(s) in TorchScript", round + 1,
+                  segments.size(), cpu_.size());
     if (segments.empty()) {
       throw ConvertError(1, "model '" + options_.model_path +
                                 "': with --cpu-fallback no part of the model is left to run on "
@@ -506,9 +571,10 @@ Conversion Planner::run() {
     if (apply_probe(segments)) continue;
     std::vector<Conversion> parts;
     for (size_t k = 0; k < segments.size(); ++k) {
+      // A failure re-splits the model, but the other parts' failures are
+      // found in the same round.
       std::optional<Conversion> c = convert_segment(segments[k], k);
-      if (!c) break;
-      parts.push_back(std::move(*c));
+      if (c) parts.push_back(std::move(*c));
     }
     if (parts.size() == segments.size()) return assemble(segments, std::move(parts));
   }

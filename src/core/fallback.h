@@ -20,8 +20,9 @@ namespace nnapi_convert {
 Conversion lower_with_fallback(const torch::jit::Module& module, const ConvertOptions& options);
 
 // converter.cpp: lowers `graph` (input 0 is `self`, bound to `self`). When a
-// node fails, `*failed` is set to it (the return node for the outputs) before
-// ConvertError is thrown.
+// node fails, `*failed` is set to it before ConvertError is thrown; when an
+// output cannot be one (a constant, an input unchanged, another output), to
+// the node that gives that output; else to the return node.
 Conversion lower_graph(torch::jit::Graph& graph, const c10::IValue& self,
                        const ConvertOptions& options, LoweringTrace* trace = nullptr,
                        const torch::jit::Node** failed = nullptr);

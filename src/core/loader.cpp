@@ -64,6 +64,26 @@ std::string plain_loader_message(std::string why) {
          (details.empty() ? "" : ": " + details);
 }
 
+// For TorchScript's "Unknown builtin op: ns::name": what to do about it.
+std::string unknown_op_hint(const std::string& message) {
+  const std::string marker = "Unknown builtin op: ";
+  const size_t at = message.find(marker);
+  if (at == std::string::npos) return "";
+  const size_t begin = at + marker.size();
+  const size_t end = message.find_first_of(". \n", message.find("::", begin));
+  const std::string op = message.substr(begin, end - begin);
+  const std::string ns = op.substr(0, op.find("::"));
+  return " The model uses the operator " + op +
+         ", which is registered by a library this process has not loaded: give that library "
+         "with --ops-library PATH (" +
+         (ns == "torchvision" ? std::string("torchvision's ops are in its _C.so, e.g. "
+                                            "/usr/lib/python3/dist-packages/torchvision/"
+                                            "_C.cpython-*.so")
+                              : std::string("the .so that torch.ops.load_library loads in "
+                                            "Python")) +
+         ").";
+}
+
 }  // namespace
 
 torch::jit::Module load_torchscript(const std::string& path, const std::string& what) {
@@ -80,7 +100,8 @@ torch::jit::Module load_torchscript(const std::string& path, const std::string& 
                               "rather than torch.jit.save, or damaged?): " +
                               plain_loader_message(e.what_without_backtrace()));
   } catch (const std::exception& e) {
-    throw ConvertError(1, file + "could not be loaded as TorchScript: " + e.what());
+    throw ConvertError(1, file + "could not be loaded as TorchScript: " + e.what() +
+                              unknown_op_hint(e.what()));
   }
 }
 

@@ -50,39 +50,38 @@ bool is_zip(const std::vector<uint8_t>& bytes) {
   return bytes.size() >= 4 && bytes[0] == 'P' && bytes[1] == 'K' && bytes[2] == 3 && bytes[3] == 4;
 }
 
-std::vector<int64_t> int_list(const torch::jit::Module& mod, const char* name) {
-  if (!mod.hasattr(name)) throw InspectError(std::string("submodule 'mod' has no '") + name + "'");
+std::vector<int64_t> int_list(const torch::jit::Module& mod, const std::string& sub,
+                              const char* name) {
+  if (!mod.hasattr(name)) throw InspectError("submodule '" + sub + "' has no '" + name + "'");
   const c10::IValue v = mod.attr(name);
-  if (!v.isIntList()) throw InspectError(std::string("'mod.") + name + "' is not a list of int");
+  if (!v.isIntList()) throw InspectError("'" + sub + "." + name + "' is not a list of int");
   return v.toIntVector();
 }
 
-// Loads a .nnapi.pt: the wrapper's submodule `mod` holds ser_model, weights and
-// the memory formats (torch/backends/_nnapi/prepare.py, NnapiModule).
-void read_module(Model& m) {
-  check_torchscript_archive(m.path, "");
-  torch::jit::Module wrapper = load_torchscript(m.path, "");
-  if (!wrapper.hasattr("mod"))
-    throw InspectError("not an NNAPI module written by convert_model_to_nnapi: no submodule 'mod'");
-  const c10::IValue mod_value = wrapper.attr("mod");
+// Reads one NnapiModule, the wrapper's submodule `sub` (`mod` in what
+// convert_model_to_nnapi writes, `nnapi_K` in a --cpu-fallback module): it
+// holds ser_model, weights and the memory formats
+// (torch/backends/_nnapi/prepare.py, NnapiModule).
+void read_module(Model& m, const torch::jit::Module& wrapper, const std::string& sub) {
+  const c10::IValue mod_value = wrapper.attr(sub);
   if (!mod_value.isModule())
-    throw InspectError("not an NNAPI module: attribute 'mod' is not a module");
+    throw InspectError("not an NNAPI module: attribute '" + sub + "' is not a module");
   const torch::jit::Module mod = mod_value.toModule();
   if (!mod.hasattr("ser_model"))
-    throw InspectError("not an NNAPI module: submodule 'mod' has no 'ser_model'");
+    throw InspectError("not an NNAPI module: submodule '" + sub + "' has no 'ser_model'");
   const c10::IValue ser_value = mod.attr("ser_model");
-  if (!ser_value.isTensor()) throw InspectError("'mod.ser_model' is not a tensor");
+  if (!ser_value.isTensor()) throw InspectError("'" + sub + ".ser_model' is not a tensor");
   // nnapi_bind.cpp accepts int32 (what the serializer writes) or uint8.
   const at::Tensor ser = ser_value.toTensor().contiguous();
   if (ser.scalar_type() != at::kInt && ser.scalar_type() != at::kByte)
-    throw InspectError(std::string("'mod.ser_model' has dtype ") +
+    throw InspectError(std::string("'" + sub + ".ser_model' has dtype ") +
                        std::string(c10::toString(ser.scalar_type())) + ", expected Int or Byte");
   const auto* begin = static_cast<const uint8_t*>(ser.data_ptr());
   const std::vector<uint8_t> bytes(begin, begin + ser.nbytes());
 
-  if (!mod.hasattr("weights")) throw InspectError("submodule 'mod' has no 'weights'");
+  if (!mod.hasattr("weights")) throw InspectError("submodule '" + sub + "' has no 'weights'");
   const c10::IValue weights = mod.attr("weights");
-  if (!weights.isTensorList()) throw InspectError("'mod.weights' is not a list of tensors");
+  if (!weights.isTensorList()) throw InspectError("'" + sub + ".weights' is not a list of tensors");
   std::vector<int64_t> sizes;
   for (const at::Tensor& t : weights.toTensorVector()) {
     WeightInfo w;
@@ -93,32 +92,32 @@ void read_module(Model& m) {
     sizes.push_back(w.bytes);
     m.weights.push_back(std::move(w));
   }
-  m.inp_mem_fmts = int_list(mod, "inp_mem_fmts");
-  m.out_mem_fmts = int_list(mod, "out_mem_fmts");
+  m.inp_mem_fmts = int_list(mod, sub, "inp_mem_fmts");
+  m.out_mem_fmts = int_list(mod, sub, "out_mem_fmts");
 
   m.blob_bytes = bytes.size();
   try {
     m.blob = parse_blob(bytes, &sizes);
   } catch (const BlobError& e) {
-    throw InspectError(std::string("invalid NNAPI model blob in 'mod.ser_model': ") + e.what());
+    throw InspectError(std::string("invalid NNAPI model blob in '" + sub + ".ser_model': ") + e.what());
   }
   // NnapiModule.forward accepts input formats 0 and 1, output formats 0, 1, 2.
   if (m.inp_mem_fmts.size() != m.blob.inputs.size())
-    throw InspectError("'mod.inp_mem_fmts' has " + std::to_string(m.inp_mem_fmts.size()) +
+    throw InspectError("'" + sub + ".inp_mem_fmts' has " + std::to_string(m.inp_mem_fmts.size()) +
                        " entries but the model has " + std::to_string(m.blob.inputs.size()) +
                        " inputs");
   if (m.out_mem_fmts.size() != m.blob.outputs.size())
-    throw InspectError("'mod.out_mem_fmts' has " + std::to_string(m.out_mem_fmts.size()) +
+    throw InspectError("'" + sub + ".out_mem_fmts' has " + std::to_string(m.out_mem_fmts.size()) +
                        " entries but the model has " + std::to_string(m.blob.outputs.size()) +
                        " outputs");
   for (size_t i = 0; i < m.inp_mem_fmts.size(); ++i)
     if (m.inp_mem_fmts[i] != 0 && m.inp_mem_fmts[i] != 1)
-      throw InspectError("'mod.inp_mem_fmts' entry " + std::to_string(i) + " is " +
+      throw InspectError("'" + sub + ".inp_mem_fmts' entry " + std::to_string(i) + " is " +
                          std::to_string(m.inp_mem_fmts[i]) +
                          ", expected 0 (contiguous) or 1 (channels-last)");
   for (size_t i = 0; i < m.out_mem_fmts.size(); ++i)
     if (m.out_mem_fmts[i] < 0 || m.out_mem_fmts[i] > 2)
-      throw InspectError("'mod.out_mem_fmts' entry " + std::to_string(i) + " is " +
+      throw InspectError("'" + sub + ".out_mem_fmts' entry " + std::to_string(i) + " is " +
                          std::to_string(m.out_mem_fmts[i]) + ", expected 0, 1 or 2");
 }
 
@@ -147,25 +146,70 @@ std::string one_paragraph(std::string s) {
   return r;
 }
 
+// The NnapiModules a .nnapi.pt holds: `mod`, or a --cpu-fallback module's
+// nnapi_0, nnapi_1, ...
+std::vector<std::string> nnapi_submodules(const torch::jit::Module& wrapper) {
+  if (wrapper.hasattr("mod")) return {"mod"};
+  std::vector<std::string> subs;
+  while (wrapper.hasattr("nnapi_" + std::to_string(subs.size()))) {
+    subs.push_back("nnapi_" + std::to_string(subs.size()));
+  }
+  if (subs.empty()) {
+    throw InspectError(
+        "not an NNAPI module written by convert_model_to_nnapi or nnapi-convert: no submodule "
+        "'mod' (nor 'nnapi_0', as --cpu-fallback writes)");
+  }
+  return subs;
+}
+
 }  // namespace
 
 int inspect_main(const std::string& path, bool json, std::ostream& out, std::ostream& err) {
-  Model m;
-  m.path = path;
   std::string problem;
   try {
+    std::vector<Model> models;
     const std::vector<uint8_t> bytes = read_file(path);
     if (is_zip(bytes)) {
-      m.torchscript = true;
-      read_module(m);
+      check_torchscript_archive(path, "");
+      const torch::jit::Module wrapper = load_torchscript(path, "");
+      const std::vector<std::string> subs = nnapi_submodules(wrapper);
+      for (const std::string& sub : subs) {
+        Model m;
+        m.path = subs.size() == 1 ? path : path + " (submodule " + sub + ")";
+        m.torchscript = true;
+        read_module(m, wrapper, sub);
+        models.push_back(std::move(m));
+      }
     } else {
+      Model m;
+      m.path = path;
       load_raw(m, bytes);
+      models.push_back(std::move(m));
     }
     std::ostringstream text;  // print only a complete report
-    if (json)
-      print_json(m, text);
-    else
-      print_text(m, text);
+    if (models.size() > 1) {
+      // --cpu-fallback: one report per NNAPI model (a JSON list of objects).
+      if (json) text << "[\n";
+      for (size_t i = 0; i < models.size(); ++i) {
+        if (json) {
+          if (i) text << ",\n";
+          std::ostringstream one;
+          print_json(models[i], one);
+          std::string s = one.str();
+          while (!s.empty() && s.back() == '\n') s.pop_back();
+          text << s;
+        } else {
+          text << (i ? "\n" : "") << "NNAPI model " << i + 1 << " of " << models.size()
+               << " (the rest of the module is TorchScript, --cpu-fallback):\n";
+          print_text(models[i], text);
+        }
+      }
+      if (json) text << "\n]\n";
+    } else if (json) {
+      print_json(models[0], text);
+    } else {
+      print_text(models[0], text);
+    }
     out << text.str();
     return 0;
   } catch (const InspectError& e) {

@@ -2,10 +2,13 @@
 // adaptive_avg_pool2d, adaptive_max_pool2d, their 1-D forms (max_pool1d,
 // avg_pool1d, adaptive_avg_pool1d, adaptive_max_pool1d), mean,
 // upsample_nearest2d, upsample_bilinear2d.
+#include <ATen/ATen.h>
+
 #include <cmath>
 
 #include "lower/conv_pool.h"
 #include "lower/emit.h"
+#include "lower/matmul.h"
 #include "lower/node_args.h"
 #include "lower/registry.h"
 #include "serialize/pyrepr.h"
@@ -370,10 +373,42 @@ void lower_upsample_nearest2d(LoweringContext& cx, const Node* node) {
   m.add_operation(Op::ResizeNearestNeighbor, {image_id, arg_w, arg_h, layout}, {out_id});
 }
 
+// RESIZE_BILINEAR's align_corners / half_pixel_centers flags came with NNAPI
+// feature level 4 (API level 30); without them its coordinate mapping is not
+// PyTorch's.
+constexpr int kResizeFlagsLevel = 4;
+
+// Float bilinear upsampling of `x` (N, C, H, W) below feature level 4. It is
+// separable and linear: out = A_h x A_w^T per channel, where row j of A holds
+// the weights PyTorch interpolates output j with, got by upsampling unit
+// vectors with the same arguments. So one FULLY_CONNECTED over W, a TRANSPOSE,
+// one over H and a TRANSPOSE back (levels 1 and 2; NHWC data is made NCHW
+// first and the result NHWC again); each output is the same two-term
+// weighted sum eager PyTorch computes.
+Tensor bilinear_by_products(LoweringContext& cx, const Tensor& x, int64_t out_h, int64_t out_w,
+                            bool align_corners) {
+  const int64_t h = x.op.shape[2], w = x.op.shape[3];
+  // (n, out): column j the weights of output j along an axis of n inputs.
+  auto weights = [&](int64_t n, const std::vector<int64_t>& basis, const std::vector<int64_t>& size) {
+    return at::upsample_bilinear2d(at::eye(n, at::kFloat).reshape(basis), size, align_corners)
+        .reshape({n, -1});
+  };
+  Tensor y = emit_relayout(cx, x, DimOrder::Contiguous);  // (N, C, H, W)
+  y = product_with_constant(cx, y, weights(w, {1, w, 1, w}, {1, out_w}), nullptr);
+  y = emit_permute(cx, y, {0, 1, 3, 2});  // (N, C, W', H)
+  y = product_with_constant(cx, y, weights(h, {1, h, h, 1}, {out_h, 1}), nullptr);
+  if (x.op.dim_order != DimOrder::ChannelsLast) return emit_permute(cx, y, {0, 1, 3, 2});
+  // NHWC in, NHWC out: (N, C, W', H') to (N, H', W', C) data.
+  Tensor r = emit_permute(cx, y, {0, 3, 2, 1});
+  r.op.shape = {y.op.shape[0], y.op.shape[1], out_h, out_w};
+  r.op.dim_order = DimOrder::ChannelsLast;
+  return r;
+}
+
 // upsample_bilinear2d(input, output_size, align_corners, scale_factors) and
 // (input, output_size, align_corners, scales_h, scales_w) -> RESIZE_BILINEAR
-// with NNAPI's align_corners / half_pixel_centers flags (NNAPI feature level 4, API level 30:
-// --min-android-api 30).
+// with NNAPI's align_corners / half_pixel_centers flags (feature level 4); a
+// float one below that (--min-android-api under 30) by bilinear_by_products.
 void lower_upsample_bilinear2d(LoweringContext& cx, const Node* node) {
   NodeArgs args(cx, node);
   const Tensor x = cx.get_operand(node->input(0));  // `self` or `input`, by overload
@@ -405,6 +440,12 @@ void lower_upsample_bilinear2d(LoweringContext& cx, const Node* node) {
           "upsample_bilinear2d with a scale factor that does not give a whole output size");
     out_h = static_cast<int64_t>(h);
     out_w = static_cast<int64_t>(w);
+  }
+  if (!cx.allows_feature_level(kResizeFlagsLevel) &&
+      image.type == nnapi::OperandType::TensorFloat32) {
+    const Tensor r = bilinear_by_products(cx, x, out_h, out_w, align_corners);
+    cx.reinterpret(node->output(), r.id, r.op);
+    return;
   }
   ModelBuilder& m = cx.model();
   std::vector<int32_t> inputs = {image_id,

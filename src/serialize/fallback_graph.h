@@ -1,6 +1,7 @@
 // --cpu-fallback's hand-over from the converter to the module writer.
 #pragma once
 
+#include <ATen/core/ivalue.h>
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <memory>
@@ -13,6 +14,10 @@ namespace nnapi_convert {
 // The module writer replaces it with a call of the k-th NNAPI module.
 struct FallbackGraph {
   std::shared_ptr<torch::jit::Graph> graph;
+  // The model's module object, input 0 of `graph`: the attributes the
+  // TorchScript part reads from it (what freezing kept: attributes the model
+  // writes, submodules whose methods it calls) become the converted module's.
+  c10::IValue self;
 };
 extern const char* const kSegmentKind;   // "nnapi_convert::segment"
 extern const char* const kSegmentIndex;  // "index"

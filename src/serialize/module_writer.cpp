@@ -182,6 +182,19 @@ Module fallback_module(const ModuleScope& scope, const Conversion& c,
   }
   std::shared_ptr<torch::jit::Graph> g = c.fallback->graph->copy();
   torch::jit::Value* self = g->inputs()[0];
+  const auto model = c.fallback->self.toObject();
+  for (const torch::jit::Use& u : self->uses()) {
+    const std::string name = u.user->kind() == c10::prim::GetAttr ? u.user->s(c10::attr::name) : "";
+    if (name.empty() || !model->type()->hasAttribute(name)) {
+      throw ConvertError(1, "--cpu-fallback: the model's TorchScript part uses the module "
+                            "itself other than by reading an attribute (" +
+                                std::string(u.user->kind().toQualString()) +
+                                "), which the converted module cannot give it");
+    }
+    if (!top.hasattr(name)) {
+      top.register_attribute(name, model->type()->getAttribute(name), model->getAttr(name));
+    }
+  }
   self->setType(top.type());
   const c10::Symbol segment = c10::Symbol::fromQualString(kSegmentKind);
   std::vector<torch::jit::Node*> calls;

@@ -45,11 +45,19 @@ print("made", sorted(os.listdir(out)))
 
 
 # --min-android-api: bilinear upsampling is RESIZE_BILINEAR with the corner
-# flags (NNAPI feature level 4, Android 11); a product of two computed tensors
-# is BATCH_MATMUL (feature level 6) or, below it, FULLY_CONNECTED per entry.
+# flags (NNAPI feature level 4, Android 11), below it FULLY_CONNECTED products
+# for float tensors and refused for quantized ones; a product of two computed
+# tensors is BATCH_MATMUL (feature level 6) or, below it, FULLY_CONNECTED per
+# entry.
 class Upsample(torch.nn.Module):
     def forward(self, x):
         return torch.nn.functional.interpolate(x, scale_factor=2, mode="bilinear")
+
+
+class QuantUpsample(torch.nn.Module):
+    def forward(self, x):
+        q = torch.quantize_per_tensor(x, 0.05, 128, torch.quint8)
+        return torch.nn.functional.interpolate(q, scale_factor=2, mode="bilinear").dequantize()
 
 
 class Product(torch.nn.Module):
@@ -58,6 +66,8 @@ class Product(torch.nn.Module):
 
 
 torch.jit.trace(Upsample().eval(), torch.randn(1, 3, 4, 4)).save(os.path.join(out, "upsample.pt"))
+torch.jit.trace(QuantUpsample().eval(), torch.randn(1, 3, 4, 4)).save(
+    os.path.join(out, "qupsample.pt"))
 
 # In-place slice assignments nnapi-convert cannot fold into a constant: into
 # a buffer of the model, into a computed tensor, into a constant already read.

@@ -1,0 +1,328 @@
+#!/usr/bin/env python3
+"""--cpu-fallback as README's "Nodes NNAPI cannot run" section states it.
+
+Usage: fallback_test.py BIN WORK (with libneuralnetworks.so, the host runtime,
+on LD_LIBRARY_PATH). Builds small models that each use an operator
+nnapi-convert does not lower, converts them with --cpu-fallback and checks:
+- the split the README's rules give: the unlowered node and what must follow
+  it stay TorchScript, every run of nodes between them is one NNAPI model
+  (submodules nnapi_0, nnapi_1, ...);
+- the converted module, run by PyTorch on the host NNAPI runtime, gives
+  eager PyTorch's outputs on inputs other than the ones the converter ran
+  (float: torch.testing's float32 tolerances; quantized: at most one
+  quantum);
+- a model that converts whole is written exactly as without the flag;
+- the refusals: flexible sizes and --parts (exit 2), nothing left for NNAPI
+  (exit 1), a bad --ops-library (exit 2), an operator library not loaded
+  (exit 1 naming --ops-library).
+Prints "fallback: all passed" when every check passed.
+"""
+import glob
+import os
+import subprocess
+import sys
+
+import torch
+import torch.nn as nn
+import torchvision
+
+BIN, WORK = sys.argv[1], sys.argv[2]
+os.makedirs(WORK, exist_ok=True)
+failures = []
+
+
+def check(name, ok, detail=""):
+    print(("ok: " if ok else "FAILED: ") + name + ("" if ok else " " + str(detail)))
+    if not ok:
+        failures.append(name)
+
+
+def run(*args):
+    p = subprocess.run([BIN, *args], capture_output=True, text=True)
+    return p.returncode, p.stderr + p.stdout
+
+
+def path(name):
+    return os.path.join(WORK, name)
+
+
+# --- models -------------------------------------------------------------
+
+
+class TopK(nn.Module):
+    """A classifier whose post-processing (topk) has no NNAPI lowering."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        p = torch.softmax(self.fc(torch.relu(self.conv(x)).mean([2, 3])), 1)
+        values, indices = torch.topk(p, 3)
+        return values * 2.0, indices
+
+
+class CumsumBetween(nn.Module):
+    """An unlowered operator (cumsum) between two convolutions."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(3, 8, 3, padding=1)
+        self.b = nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        return torch.sigmoid(self.b(torch.cumsum(torch.relu(self.a(x)), 1)))
+
+
+class MaskedSelect(nn.Module):
+    """A size that depends on the data (a boolean mask) before arithmetic."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x):
+        y = self.fc(x)
+        return y[y > 0.3] * 3.0 + 1.0, y
+
+
+class Detector(nn.Module):
+    """A tiny detector: convolutional head, box decoding, torchvision's NMS."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1), nn.ReLU(), nn.Conv2d(16, 16, 3, 2, 1),
+                                  nn.ReLU())
+        self.box = nn.Conv2d(16, 4, 1)
+        self.cls = nn.Conv2d(16, 1, 1)
+
+    def forward(self, x):
+        f = self.body(x)
+        b = self.box(f).permute(0, 2, 3, 1).reshape(-1, 4)
+        xy, wh = torch.sigmoid(b[:, :2]) * 32, torch.exp(b[:, 2:]) * 4
+        boxes = torch.cat([xy - wh / 2, xy + wh / 2], 1)
+        scores = torch.sigmoid(self.cls(f)).reshape(-1)
+        keep = torchvision.ops.nms(boxes, scores, 0.5)
+        return boxes[keep], scores[keep]
+
+
+class QuantFlip(nn.Module):
+    """Quantized convolutions around an unlowered quantized op (flip)."""
+
+    def __init__(self):
+        super().__init__()
+        self.quant = torch.ao.quantization.QuantStub()
+        self.a = nn.Conv2d(3, 8, 3, padding=1)
+        self.b = nn.Conv2d(8, 8, 1)
+        self.dequant = torch.ao.quantization.DeQuantStub()
+
+    def forward(self, x):
+        y = torch.relu(self.a(self.quant(x)))
+        return self.dequant(self.b(torch.flip(y, [3])))
+
+
+class SortOnly(nn.Module):
+    def forward(self, x):
+        return torch.sort(x, 1)[0]
+
+
+class Plain(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+
+def quantized(model, example):
+    torch.backends.quantized.engine = "qnnpack"
+    model.qconfig = torch.ao.quantization.get_default_qconfig("qnnpack")
+    torch.ao.quantization.prepare(model, inplace=True)
+    for _ in range(4):
+        model(torch.randn_like(example))
+    return torch.ao.quantization.convert(model)
+
+
+def save(name, model, example):
+    torch.manual_seed(0)
+    model.eval()
+    with torch.no_grad():
+        traced = torch.jit.trace(model, example, check_trace=False)
+    traced.save(path(name + ".pt"))
+    return traced
+
+
+torch.manual_seed(0)
+models = {
+    "topk": save("topk", TopK(), torch.randn(1, 3, 8, 8)),
+    "cumsum": save("cumsum", CumsumBetween(), torch.randn(1, 3, 8, 8)),
+    "masked": save("masked", MaskedSelect(), torch.randn(2, 16)),
+    "detector": save("detector", Detector(), torch.randn(1, 3, 32, 32)),
+    "sort": save("sort", SortOnly(), torch.randn(2, 5)),
+    "plain": save("plain", Plain(), torch.randn(1, 3, 8, 8)),
+}
+torch.manual_seed(0)
+models["qflip"] = save("qflip", quantized(QuantFlip().eval(), torch.randn(1, 3, 8, 8)),
+                       torch.randn(1, 3, 8, 8))
+torchvision_ops = glob.glob("/usr/lib/python3/dist-packages/torchvision/_C*.so")[0]
+
+# --- splits and numbers ---------------------------------------------------
+
+
+def outputs(result):
+    return list(result) if isinstance(result, (tuple, list)) else [result]
+
+
+def compare(name, converted, eager, inputs):
+    try:
+        got, want = outputs(converted(*inputs)), outputs(eager(*inputs))
+        assert len(got) == len(want), f"{len(got)} outputs, eager {len(want)}"
+        for g, w in zip(got, want):
+            assert g.shape == w.shape, f"shape {tuple(g.shape)}, eager {tuple(w.shape)}"
+            if w.is_quantized:
+                diff = (g.int_repr().int() - w.int_repr().int()).abs().max().item()
+                assert diff <= 1, f"{diff} quanta off"
+            elif w.dtype.is_floating_point:
+                torch.testing.assert_close(g, w)
+            else:
+                assert torch.equal(g, w), "integer outputs differ"
+        check(name, True)
+    except Exception as e:  # noqa: BLE001 - report and go on
+        check(name, False, e)
+
+
+# name, inputs, extra flags, NNAPI models the rules give, code TorchScript keeps
+cases = [
+    ("topk", [1, 3, 8, 8], [], 2, ["torch.topk"]),
+    ("cumsum", [1, 3, 8, 8], [], 2, ["torch.cumsum"]),
+    ("cumsum", [1, 3, 8, 8], ["--nhwc"], 2, ["torch.cumsum"]),
+    ("masked", [2, 16], [], 1, ["torch.index", "torch.mul", "torch.add"]),
+    ("detector", [1, 3, 32, 32], ["--ops-library", torchvision_ops], 1,
+     ["torchvision.nms", "torch.index"]),
+    ("qflip", [1, 3, 8, 8], [], 2, ["torch.flip"]),
+]
+for name, shape, flags, n_models, kept in cases:
+    label = name + (" --nhwc" if "--nhwc" in flags else "")
+    out = path(f"{name}{'-nhwc' if '--nhwc' in flags else ''}.nnapi.pt")
+    spec = "x".join(map(str, shape))
+    rc, text = run(path(name + ".pt"), "--input", spec, "--cpu-fallback", *flags, "-o", out)
+    check(f"{label}: converts with --cpu-fallback", rc == 0, text)
+    if rc != 0:
+        continue
+    check(f"{label}: the split states what stays TorchScript",
+          "--cpu-fallback:" in text and f"{n_models} NNAPI model(s)" in text, text)
+    converted = torch.jit.load(out)
+    subs = [n for n, _ in converted.named_children()]
+    check(f"{label}: {n_models} NNAPI model(s)",
+          subs == [f"nnapi_{k}" for k in range(n_models)], subs)
+    code = converted.code
+    check(f"{label}: TorchScript keeps {kept} and nothing NNAPI runs",
+          all(k in code for k in kept) and "_convolution" not in code and "linear" not in code,
+          code)
+    torch.manual_seed(100)  # not the seeds the converter ran the model with
+    for i in range(3):
+        compare(f"{label}: matches eager on input {i}", converted, models[name],
+                [torch.randn(*shape)])
+
+# The detector's NMS keeps a different number of boxes for different images:
+# the NNAPI part has fixed sizes, the data-dependent part stays TorchScript.
+det = torch.jit.load(path("detector.nnapi.pt"))
+torch.manual_seed(7)
+kept = {outputs(det(torch.randn(1, 3, 32, 32) * s))[0].shape[0] for s in (0.1, 1, 10)}
+check("detector: NMS keeps different box counts through one converted module", len(kept) > 1,
+      kept)
+
+rc, text = run(path("topk.pt"), "--input", "1x3x8x8", "--cpu-fallback", "--verify", "-o",
+               path("topk-verified.nnapi.pt"))
+check("--verify checks a split module", rc == 0 and "output 1: 1x3 Long" in text, text)
+
+rc, text = run(path("topk.pt"), "--input", "1x3x8x8", "--cpu-fallback", "--lite", "-o",
+               path("topk-lite.nnapi.pt"))
+try:
+    from torch.jit.mobile import _load_for_lite_interpreter
+    lite = _load_for_lite_interpreter(path("topk-lite.nnapi.ptl"))
+    compare("--lite: the split module runs in the lite interpreter", lambda x: lite(x),
+            models["topk"], [torch.randn(1, 3, 8, 8)])
+except Exception as e:  # noqa: BLE001
+    check("--lite: the split module runs in the lite interpreter", False, f"{rc} {text} {e}")
+
+# torchvision's SSDlite (control flow, lists, anchors, NMS in its
+# post-processing), scripted as torchvision documents and traced, with heads
+# of weights of order 1 so that scores and boxes vary. Nodes with blocks stay
+# TorchScript whole (the scripted heads loop over the feature maps): every
+# convolution outside them must run in NNAPI.
+
+
+class SSDFirstImage(nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, x):
+        detections = self.m([x[0]])
+        detections = detections[1][0] if isinstance(detections, tuple) else detections[0]
+        return detections["boxes"], detections["scores"], detections["labels"]
+
+
+torch.manual_seed(0)
+ssd = torchvision.models.detection.ssdlite320_mobilenet_v3_large(
+    weights=None, weights_backbone=None, num_classes=5).eval()
+with torch.no_grad():
+    for name, p in ssd.head.named_parameters():
+        if name.endswith("weight"):
+            p.normal_(0, 0.5)
+    ssd_forms = {"scripted": torch.jit.script(SSDFirstImage(ssd).eval()),
+                 "traced": torch.jit.trace(SSDFirstImage(ssd).eval(), torch.rand(1, 3, 320, 320),
+                                           check_trace=False)}
+for form, eager in ssd_forms.items():
+    eager.save(path(f"ssdlite-{form}.pt"))
+    out = path(f"ssdlite-{form}.nnapi.pt")
+    rc, text = run(path(f"ssdlite-{form}.pt"), "--input", "1x3x320x320", "--cpu-fallback",
+                   "--ops-library", torchvision_ops, "-o", out)
+    check(f"ssdlite ({form}): converts with --cpu-fallback", rc == 0, text)
+    if rc != 0:
+        continue
+    converted = torch.jit.load(out)
+    top_level = [line for line in converted.code.split("\n")
+                 if line.startswith("  ") and not line.startswith("   ")]
+    check(f"ssdlite ({form}): every convolution outside loops and branches runs in NNAPI",
+          not any("conv2d" in line or "_convolution" in line for line in top_level)
+          and "nnapi_0" in converted.code, top_level[:40])
+    torch.manual_seed(101)
+    for i in range(2):
+        compare(f"ssdlite ({form}): matches eager on input {i}", converted, eager,
+                [torch.rand(1, 3, 320, 320)])
+
+# --- a model that converts whole: the usual module, byte for byte -----------
+
+run(path("plain.pt"), "--input", "1x3x8x8", "-o", path("plain-a.nnapi.pt"))
+run(path("plain.pt"), "--input", "1x3x8x8", "--cpu-fallback", "-o", path("plain-b.nnapi.pt"))
+a, b = torch.jit.load(path("plain-a.nnapi.pt")), torch.jit.load(path("plain-b.nnapi.pt"))
+check("a model that converts whole is the usual module",
+      torch.equal(a.mod.ser_model, b.mod.ser_model) and len(a.mod.weights) == len(b.mod.weights)
+      and all(torch.equal(x, y) for x, y in zip(a.mod.weights, b.mod.weights)))
+
+# --- refusals ---------------------------------------------------------------
+
+rc, text = run(path("topk.pt"), "--input", "0x3x8x8", "--cpu-fallback", "-o", path("x.pt"))
+check("a flexible size is exit 2 naming the spec",
+      rc == 2 and "input spec '0x3x8x8'" in text and "fixed" in text, text)
+rc, text = run(path("topk.pt"), "--input", "1x3x8x8", "--cpu-fallback", "--parts", path("parts"),
+               "-o", path("x.pt"))
+check("--parts of a split model is exit 2", rc == 2 and "--parts" in text, text)
+rc, text = run(path("sort.pt"), "--input", "2x5", "--cpu-fallback", "-o", path("x.pt"))
+check("nothing left for NNAPI is exit 1", rc == 1 and "no part of the model" in text, text)
+rc, text = run(path("topk.pt"), "--input", "1x3x8x8", "--ops-library", path("nope.so"))
+check("a bad --ops-library is exit 2 naming it", rc == 2 and "nope.so" in text, text)
+rc, text = run(path("detector.pt"), "--input", "1x3x32x32", "--cpu-fallback", "-o", path("x.pt"))
+check("an operator library not loaded is exit 1 naming --ops-library",
+      rc == 1 and "torchvision::nms" in text and "--ops-library" in text, text)
+rc, text = run(path("topk.pt"), "--input", "1x3x8x8", "-o", path("x.pt"))
+check("without --cpu-fallback the unlowered node is refused", rc == 1 and "aten::topk" in text,
+      text)
+check("no output is left by the refusals", not os.path.exists(path("x.pt")))
+
+print("fallback: all passed" if not failures else f"fallback: {len(failures)} FAILED")
+sys.exit(1 if failures else 0)
