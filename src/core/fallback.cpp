@@ -10,8 +10,8 @@
 //   before it, and the TorchScript part keeps them;
 // - a segment's inputs are the tensors it reads from outside; their sizes,
 //   dtypes and quantization come from running the model on seeded random
-//   inputs (kProbeRuns times); a tensor whose size differs between the runs (data-dependent, e.g. after NMS or a boolean mask) cannot be
-//   one, as the NNAPI module fixes its sizes when first run;
+//   inputs (kProbeRuns times); a tensor whose size differs between the runs (data-dependent, e.g.
+//   after NMS or a boolean mask) cannot be one, as the NNAPI module fixes its sizes when first run;
 // - a segment whose output comes back with another dtype than the model's
 //   (int32 for int64, ...), or that cannot be an NNAPI output (a constant
 //   there, an input unchanged), gives that output's node to TorchScript; a
@@ -187,7 +187,7 @@ std::vector<c10::IValue> probe(Graph& g, const c10::IValue& self,
 // without data) and whether every run gave the same sizes.
 struct Seen {
   bool tensor = false;
-  at::Tensor first;  // sizes, dtype and quantization only
+  at::Tensor first;        // sizes, dtype and quantization only
   std::string sizes_seen;  // the runs' sizes when they differ, else empty
 };
 
@@ -275,8 +275,8 @@ class Planner {
   c10::IValue self_;
   const ConvertOptions& options_;
   std::set<const Node*> constant_, cpu_;
-  std::map<const Value*, InputSpec> specs_;  // segment inputs, from the probe
-  std::map<const Value*, Seen> seen_;  // what the probe runs saw
+  std::map<const Value*, InputSpec> specs_;      // segment inputs, from the probe
+  std::map<const Value*, Seen> seen_;            // what the probe runs saw
   std::map<std::string, Conversion> converted_;  // parts converted in earlier rounds
 };
 
@@ -319,7 +319,8 @@ void Planner::probe_values(const std::vector<const Value*>& values) {
   for (uint64_t seed = 0; seed < kProbeRuns; ++seed) {
     std::vector<c10::IValue> got;
     try {
-      got = probe(graph_, self_, sample_inputs(options_.inputs, shapes, options_.nhwc, seed), fresh);
+      got =
+          probe(graph_, self_, sample_inputs(options_.inputs, shapes, options_.nhwc, seed), fresh);
     } catch (const c10::Error& e) {
       throw ConvertError(1, "model '" + options_.model_path +
                                 "': --cpu-fallback runs the model on random inputs of the "
@@ -334,13 +335,10 @@ void Planner::probe_values(const std::vector<const Value*>& values) {
         if (s.tensor) {
           const at::Tensor& t = got[i].toTensor();
           s.first = t.is_quantized()
-                        ? at::_empty_affine_quantized(t.sizes(), t.options(),
-                                                      t.qscheme() == at::kPerTensorAffine
-                                                          ? t.q_scale()
-                                                          : 1.0,
-                                                      t.qscheme() == at::kPerTensorAffine
-                                                          ? t.q_zero_point()
-                                                          : 0)
+                        ? at::_empty_affine_quantized(
+                              t.sizes(), t.options(),
+                              t.qscheme() == at::kPerTensorAffine ? t.q_scale() : 1.0,
+                              t.qscheme() == at::kPerTensorAffine ? t.q_zero_point() : 0)
                         : at::empty(t.sizes(), t.options());
         }
       }
@@ -440,10 +438,9 @@ std::optional<Conversion> Planner::convert_segment(const Segment& s, size_t inde
       std::optional<at::ScalarType> nnapi = template_dtype(c.templates.at(i).type);
       if (nnapi != model) {
         ok = false;
-        to_cpu(s.outputs[i]->node(),
-               std::string("NNAPI computes its result as ") +
-                   (nnapi ? c10::toString(*nnapi) : "another type") + ", the model as " +
-                   c10::toString(model));
+        to_cpu(s.outputs[i]->node(), std::string("NNAPI computes its result as ") +
+                                         (nnapi ? c10::toString(*nnapi) : "another type") +
+                                         ", the model as " + c10::toString(model));
       }
     }
     if (ok) {
@@ -536,8 +533,10 @@ Conversion Planner::run() {
   }
   for (const Node* n : graph_.nodes()) {
     if (constant_.count(n)) continue;
-    if (!handled_kind(n->kind())) to_cpu(n, "nnapi-convert has no lowering of this kind");
-    else if (!n->blocks().empty()) to_cpu(n, "it has blocks (control flow)");
+    if (!handled_kind(n->kind()))
+      to_cpu(n, "nnapi-convert has no lowering of this kind");
+    else if (!n->blocks().empty())
+      to_cpu(n, "it has blocks (control flow)");
   }
   if (cpu_.empty()) {
     // The whole model may convert as one NNAPI model: the usual module.
@@ -560,8 +559,8 @@ Conversion Planner::run() {
   const size_t limit = std::distance(graph_.nodes().begin(), graph_.nodes().end()) + 2;
   for (size_t round = 0; round < limit; ++round) {
     std::vector<Segment> segments = split(graph_, cpu_, constant_);
-    spdlog::debug("--cpu-fallback: round {}: {} NNAPI part(s), {} node(s) in TorchScript", round + 1,
-                  segments.size(), cpu_.size());
+    spdlog::debug("--cpu-fallback: round {}: {} NNAPI part(s), {} node(s) in TorchScript",
+                  round + 1, segments.size(), cpu_.size());
     if (segments.empty()) {
       throw ConvertError(1, "model '" + options_.model_path +
                                 "': with --cpu-fallback no part of the model is left to run on "

@@ -33,7 +33,8 @@ at::Tensor sample_input(const InputSpec& spec, const std::vector<int64_t>& shape
       }
       break;
   }
-  if (shape.size() == 4 && (spec.nhwc || nhwc_all)) t = t.contiguous(at::MemoryFormat::ChannelsLast);
+  if (shape.size() == 4 && (spec.nhwc || nhwc_all))
+    t = t.contiguous(at::MemoryFormat::ChannelsLast);
   return t;
 }
 
