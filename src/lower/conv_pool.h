@@ -21,12 +21,9 @@ ConvPoolArgs make_conv_pool_args(const std::vector<int64_t>& kernel,
                                  const std::vector<int64_t>& paddings,
                                  const std::vector<int64_t>& dilations, int64_t group);
 
-// PyTorch (NCHW) output shape of a convolution or pool over `image`.
-Shape conv_pool_out_shape(const Shape& image, const ConvPoolArgs& a, int64_t out_ch,
-                          bool transpose);
-
-// Shape-compute lines for an output whose input image has flexible N, H or W.
-void conv_pool_flexible_input(LoweringContext& cx, int32_t out_id, const Tensor& image,
-                              const ConvPoolArgs& a, bool transpose);
+// The PyTorch (NCHW) output dims of a convolution or pool over `image`, with
+// `out_ch` channels: N as the image's, H and W by conv_out_dim (dims.h).
+std::vector<SymInt> conv_pool_out_dims(const Tensor& image, const ConvPoolArgs& a, int64_t out_ch,
+                                       bool transpose);
 
 }  // namespace nnapi_convert

@@ -56,13 +56,11 @@ Tensor emit_max_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, b
           "them fixed sizes in --input");
     apply_ceil_mode(s, &a);
   }
-  Shape out_shape = conv_pool_out_shape(s, a, s[1], false);
+  const std::vector<SymInt> dims = conv_pool_out_dims(image, a, s[1], false);
   std::vector<int32_t> inputs = pool_inputs(cx, image.id, image.op, a);
-  Operand o = image.op.with_shape(out_shape);
-  int32_t out_id = out ? cx.add_tensor_operand(out, o) : cx.add_anonymous_operand(o);
-  conv_pool_flexible_input(cx, out_id, image, a, false);
-  cx.model().add_operation(Op::MaxPool2d, inputs, {out_id});
-  return {out_id, o};
+  const Tensor y = cx.add_output(out, image.op, dims);
+  cx.model().add_operation(Op::MaxPool2d, inputs, {y.id});
+  return y;
 }
 
 // avg_pool2d with count_include_pad and no divisor_override, the only form
@@ -87,13 +85,11 @@ Tensor emit_avg_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, b
     x = emit_pad(cx, x, {0, 0, a.pad_t, a.pad_l}, {0, 0, a.pad_b, a.pad_r}, 0.0);
     a.pad_t = a.pad_b = a.pad_l = a.pad_r = 0;
   }
-  Shape out_shape = conv_pool_out_shape(x.op.shape, a, x.op.shape[1], false);
+  const std::vector<SymInt> dims = conv_pool_out_dims(x, a, x.op.shape[1], false);
   std::vector<int32_t> inputs = pool_inputs(cx, x.id, x.op, a);
-  Operand o = x.op.with_shape(out_shape);
-  int32_t out_id = out ? cx.add_tensor_operand(out, o) : cx.add_anonymous_operand(o);
-  conv_pool_flexible_input(cx, out_id, x, a, false);
-  cx.model().add_operation(Op::AveragePool2d, inputs, {out_id});
-  return {out_id, o};
+  const Tensor y = cx.add_output(out, x.op, dims);
+  cx.model().add_operation(Op::AveragePool2d, inputs, {y.id});
+  return y;
 }
 
 void check_avg_pool_count(LoweringContext& cx, const Value* count_include_pad,
