@@ -33,6 +33,16 @@ SymInt tiled_dim(const SymInt& in, int64_t m) {
   return {0, "(" + in.expr + " * " + num(m) + ")"};
 }
 
+SymInt depth_to_space_dim(const SymInt& in, int64_t r) {
+  if (in.is_constant()) return {in.value * r, ""};
+  return {0, in.expr + " * " + num(r)};
+}
+
+SymInt space_to_depth_dim(const SymInt& in, int64_t r) {
+  if (in.is_constant()) return {in.value / r, ""};
+  return {0, in.expr + " // " + num(r)};
+}
+
 SymInt concat_dim(const std::vector<SymInt>& parts) {
   int64_t sum = 0;
   for (const SymInt& p : parts) sum += p.value;

@@ -23,6 +23,10 @@ SymInt conv_out_dim(const SymInt& in, int64_t k, int64_t p0, int64_t p1, int64_t
 SymInt padded_dim(const SymInt& in, int64_t n);
 // in * m (TILE): "(in * m)" for a load-time size, `in` itself for m = 1.
 SymInt tiled_dim(const SymInt& in, int64_t m);
+// in * r and in // r (DEPTH_TO_SPACE's and SPACE_TO_DEPTH's height and
+// width for block size r): "in * r", "in // r" for a load-time size.
+SymInt depth_to_space_dim(const SymInt& in, int64_t r);
+SymInt space_to_depth_dim(const SymInt& in, int64_t r);
 // The sum of the parts' sizes along a concatenated dim. As the reference
 // computes it: the sum of the parts' numbers, load-time parts counting 0;
 // only when that is 0 (every part load-time) the text "a + b + ...".

@@ -294,23 +294,21 @@ void lower_reduce(LoweringContext& cx, const Node* node, Op op) {
           "mean over a channels-last tensor without keepdim must reduce H and W");
     out_order = DimOrder::Contiguous;
   }
-  Shape out_shape;
-  std::vector<std::pair<int64_t, int64_t>> kept_flexible;  // (out dim, in dim)
+  // Kept dims as they are, reduced ones 1 (keepdim) or dropped.
+  std::vector<SymInt> out_dims;
   for (int64_t i = 0; i < rank; ++i) {
     if (!collapsed[i]) {
-      if (in.shape[i] == 0) kept_flexible.emplace_back(out_shape.size(), i);
-      out_shape.push_back(in.shape[i]);
+      out_dims.push_back(sym_dim(in_id, in.shape, i));
     } else if (keep_dim) {
-      out_shape.push_back(1);
+      out_dims.push_back({1, ""});
     }
   }
-  Operand out = in.with_shape(out_shape);
+  Operand out = in;
   out.dim_order = out_order;
   int32_t dims_id = cx.model().add_int_vector(nnapi_dims);
   int32_t keep_id = op == Op::Mean ? cx.model().add_int_scalar(keep_dim ? 1 : 0)
                                    : cx.model().add_bool_scalar(keep_dim);
-  int32_t out_id = cx.add_tensor_operand(node->output(), out);
-  for (auto [o, i] : kept_flexible) cx.forward_operand_shape(out_id, o, in_id, i);
+  const int32_t out_id = cx.add_output(node->output(), out, out_dims).id;
   cx.model().add_operation(op, {in_id, dims_id, keep_id}, {out_id});
 }
 
