@@ -22,6 +22,17 @@ ConvPoolArgs make_conv_pool_args(const std::vector<int64_t>& kernel,
   return a;
 }
 
+void apply_ceil_mode(const Shape& image, ConvPoolArgs* a) {
+  auto extra = [](int64_t in, int64_t k, int64_t s, int64_t pad) {
+    int64_t floor_out = (in + 2 * pad - k) / s + 1;
+    int64_t ceil_out = (in + 2 * pad - k + s - 1) / s + 1;
+    if ((ceil_out - 1) * s >= in + pad) --ceil_out;
+    return ceil_out > floor_out ? (ceil_out - 1) * s + k - (in + 2 * pad) : int64_t{0};
+  };
+  a->pad_b += extra(image[2], a->kernel_h, a->stride_h, a->pad_t);
+  a->pad_r += extra(image[3], a->kernel_w, a->stride_w, a->pad_l);
+}
+
 namespace {
 
 // The output height (d = 2) or width (d = 3) for input size `in`.

@@ -126,6 +126,13 @@ Tensor emit_pad(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>
   return y;
 }
 
+std::vector<int64_t> split_sizes(int64_t n, int64_t split_size) {
+  check(split_size > 0, "split size must be positive");
+  std::vector<int64_t> sizes;
+  for (int64_t at = 0; at < n; at += split_size) sizes.push_back(std::min(split_size, n - at));
+  return sizes;
+}
+
 std::vector<int32_t> emit_split(LoweringContext& cx, const Tensor& in, int64_t dim,
                                 const std::vector<int64_t>& sizes) {
   const auto rank = static_cast<int64_t>(in.op.shape.size());

@@ -73,6 +73,9 @@ Tensor emit_reshape(LoweringContext& cx, const Tensor& x, const std::vector<SymI
 // shape-compute lines.
 Tensor emit_tile(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& multiples,
                  const Value* out = nullptr);
+// The sizes of the parts torch.split makes of a dim of `n` elements: parts of
+// `split_size`, the last one smaller when it does not divide `n`.
+std::vector<int64_t> split_sizes(int64_t n, int64_t split_size);
 // Splits `x` along PyTorch dim `dim` into consecutive parts of `sizes`: one
 // SPLIT when the parts are equal, else a SLICE per part. Returns the parts.
 std::vector<int32_t> emit_split(LoweringContext& cx, const Tensor& x, int64_t dim,

@@ -29,21 +29,6 @@ std::vector<int32_t> pool_inputs(LoweringContext& cx, int32_t image_id, const Op
   return in;
 }
 
-// ceil_mode: PyTorch rounds the output size up, but drops a last window that
-// would start in the bottom/right padding. NNAPI has no ceil mode: pad the
-// bottom/right edge so the floor formula gives the same size. Max pooling
-// ignores padded positions, so values are unchanged.
-void apply_ceil_mode(const Shape& image, ConvPoolArgs* a) {
-  auto extra = [](int64_t in, int64_t k, int64_t s, int64_t pad) {
-    int64_t floor_out = (in + 2 * pad - k) / s + 1;
-    int64_t ceil_out = (in + 2 * pad - k + s - 1) / s + 1;
-    if ((ceil_out - 1) * s >= in + pad) --ceil_out;
-    return ceil_out > floor_out ? (ceil_out - 1) * s + k - (in + 2 * pad) : int64_t{0};
-  };
-  a->pad_b += extra(image[2], a->kernel_h, a->stride_h, a->pad_t);
-  a->pad_r += extra(image[3], a->kernel_w, a->stride_w, a->pad_l);
-}
-
 // MAX_POOL_2D over a 4-D image; `out` may be null (an anonymous result).
 Tensor emit_max_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, bool ceil_mode,
                      const Value* out) {

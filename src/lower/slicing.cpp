@@ -188,14 +188,6 @@ void lower_cat(LoweringContext& cx, const Node* node) {
   cx.model().add_operation(Op::Concatenation, inputs, {out_id});
 }
 
-// Parts of at most `split_size` along a dim of `n` elements, as torch.split makes.
-std::vector<int64_t> split_sizes(int64_t n, int64_t split_size) {
-  check(split_size > 0, "split size must be positive");
-  std::vector<int64_t> sizes;
-  for (int64_t at = 0; at < n; at += split_size) sizes.push_back(std::min(split_size, n - at));
-  return sizes;
-}
-
 // aten::chunk(x, chunks, dim), aten::split(x, int split_size | int[] sizes, dim),
 // aten::split_with_sizes(x, sizes, dim).
 void lower_split(LoweringContext& cx, const Node* node) {

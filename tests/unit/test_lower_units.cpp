@@ -1,10 +1,12 @@
 // Unit tests of the pure helpers of src/lower/: layout maps, Python-style
-// indices, shape arithmetic over load-time sizes, broadcasting, and the
+// indices, shape arithmetic over load-time sizes, broadcasting, split sizes,
+// max_pool2d's ceil_mode padding, and the
 // output-shape formulas of dims.h (a number for a fixed size, the
 // shape-compute text for a load-time one).
 #include <gtest/gtest.h>
 
 #include "lower/check.h"
+#include "lower/conv_pool.h"
 #include "lower/dims.h"
 #include "lower/emit.h"
 #include "lower/operand.h"
@@ -116,4 +118,36 @@ TEST(Dims, BroadcastAndPermutedDimsForwardFlexibleSizes) {
   EXPECT_EQ(l[0].expr, "s_5_0");
   EXPECT_TRUE(l[1].is_constant());  // flexible in the shape, not in `like`: a plain 0
   EXPECT_EQ(l[1].value, 0);
+}
+
+// torch.split(x, 3) of 8 elements: 3, 3, 2; chunk(x, 4) of 8 is split(x, 2).
+TEST(SplitSizes, PartsOfSplitSizeTheLastOneSmaller) {
+  EXPECT_EQ(split_sizes(8, 3), (std::vector<int64_t>{3, 3, 2}));
+  EXPECT_EQ(split_sizes(8, 2), (std::vector<int64_t>{2, 2, 2, 2}));
+  EXPECT_EQ(split_sizes(8, 10), (std::vector<int64_t>{8}));
+  EXPECT_THROW(split_sizes(8, 0), LoweringError);
+}
+
+// PyTorch's ceil_mode size: ceil((in + 2 pad - k) / s) + 1, less one when the
+// last window would start in the padding (start >= in + pad). The extra
+// bottom/right padding makes NNAPI's floor formula give that size.
+TEST(ApplyCeilMode, PadsBottomRightSoTheFloorFormulaRoundsUp) {
+  ConvPoolArgs a = make_conv_pool_args({3, 3}, {2, 2}, {0, 0}, {1, 1}, 0);
+  // in 8, k 3, s 2: floor (8 - 3) / 2 + 1 = 3, ceil 4 (last window starts at
+  // 6 < 8): one more row, (4 - 1) * 2 + 3 - 8 = 1.
+  apply_ceil_mode({1, 1, 8, 8}, &a);
+  EXPECT_EQ(a.pad_b, 1);
+  EXPECT_EQ(a.pad_r, 1);
+  EXPECT_EQ(a.pad_t, 0);
+  // in 7: (7 - 3) / 2 + 1 = 3 either way, nothing added.
+  ConvPoolArgs b = make_conv_pool_args({3, 3}, {2, 2}, {0, 0}, {1, 1}, 0);
+  apply_ceil_mode({1, 1, 7, 7}, &b);
+  EXPECT_EQ(b.pad_b, 0);
+  // in 6, k 2, s 2, pad 1: floor (6 + 2 - 2) / 2 + 1 = 4, ceil 4: nothing.
+  // in 5, k 2, s 2, pad 1: floor (5 + 2 - 2) / 2 + 1 = 3, ceil 4, but the
+  // 4th window would start at 6 >= 5 + 1: dropped, nothing added.
+  ConvPoolArgs c = make_conv_pool_args({2, 2}, {2, 2}, {1, 1}, {1, 1}, 0);
+  apply_ceil_mode({1, 1, 6, 5}, &c);
+  EXPECT_EQ(c.pad_b, 1);
+  EXPECT_EQ(c.pad_r, 1);
 }
