@@ -261,6 +261,20 @@ const std::vector<const Value*>& LoweringContext::sequence(const Value* v) const
   return it->second;
 }
 
+Tensor LoweringContext::add_output(const Value* v, const Operand& rec,
+                                   const std::vector<SymInt>& dims,
+                                   const std::vector<std::string>& asserts) {
+  Operand o = rec;
+  o.shape.clear();
+  for (const SymInt& d : dims) o.shape.push_back(d.is_constant() ? d.value : 0);
+  const int32_t id = v ? add_tensor_operand(v, o) : add_anonymous_operand(o);
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (d < asserts.size() && !asserts[d].empty()) add_shape_line("assert " + asserts[d]);
+    if (!dims[d].is_constant()) compute_operand_shape(id, static_cast<int64_t>(d), dims[d].expr);
+  }
+  return {id, o};
+}
+
 void LoweringContext::compute_operand_shape(int32_t id, int64_t dim, const std::string& expr) {
   shape_lines_.push_back(flex_name(id, dim) + " = " + expr);
 }

@@ -46,6 +46,13 @@ class LoweringContext {
   Tensor get_operand_or_constant(const Value* v, DimOrder order = DimOrder::Contiguous);
   // A weight operand made from `v`'s constant tensor.
   Tensor get_weight_operand(const Value* v);
+  // The output operand of a lowering: record `rec` with PyTorch shape `dims`
+  // (e.g. from a formula of dims.h), bound to `v`, or anonymous when `v` is
+  // null. A fixed dim is its number in the NNAPI dims; a load-time one is 0
+  // there, and gets the shape-compute line `s_<id>_<d> = <text>`, in dim
+  // order, each after `asserts[d]` (an `assert` line) when that is given.
+  Tensor add_output(const Value* v, const Operand& rec, const std::vector<SymInt>& dims,
+                    const std::vector<std::string>& asserts = {});
   // `v` names the same operand as `source` (identity ops).
   void alias(const Value* v, const Value* source);
   // `v` names operand `id` with a different record: the same NNAPI buffer seen

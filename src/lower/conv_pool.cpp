@@ -22,25 +22,18 @@ ConvPoolArgs make_conv_pool_args(const std::vector<int64_t>& kernel,
   return a;
 }
 
-namespace {
-
-// The output size along one axis, written once: (in - k + p0 + p1) // s + 1,
-// or (in - 1) * s + k - p0 - p1 for a transposed convolution, with `k` the
-// window a dilated kernel spans. A number for a fixed `in`; for a load-time
-// size the shape-compute text, in the reference's unsimplified form.
-SymInt conv_out_dim(const SymInt& in, int64_t k, int64_t p0, int64_t p1, int64_t s,
-                    bool transpose) {
-  if (in.is_constant()) {
-    return {transpose ? (in.value - 1) * s + k - p0 - p1 : (in.value - k + p0 + p1) / s + 1, ""};
-  }
-  auto num = [](int64_t v) { return std::to_string(v); };
-  if (transpose) {
-    return {0, "(" + in.expr + " - 1) * " + num(s) + " + " + num(k) + " - " + num(p0) + " - " +
-                   num(p1)};
-  }
-  return {0, "(" + in.expr + " - " + num(k) + " + " + num(p0) + " + " + num(p1) + ") // " + num(s) +
-                 " + 1"};
+void apply_ceil_mode(const Shape& image, ConvPoolArgs* a) {
+  auto extra = [](int64_t in, int64_t k, int64_t s, int64_t pad) {
+    int64_t floor_out = (in + 2 * pad - k) / s + 1;
+    int64_t ceil_out = (in + 2 * pad - k + s - 1) / s + 1;
+    if ((ceil_out - 1) * s >= in + pad) --ceil_out;
+    return ceil_out > floor_out ? (ceil_out - 1) * s + k - (in + 2 * pad) : int64_t{0};
+  };
+  a->pad_b += extra(image[2], a->kernel_h, a->stride_h, a->pad_t);
+  a->pad_r += extra(image[3], a->kernel_w, a->stride_w, a->pad_l);
 }
+
+namespace {
 
 // The output height (d = 2) or width (d = 3) for input size `in`.
 SymInt conv_pool_out_dim(const SymInt& in, const ConvPoolArgs& a, int64_t d, bool transpose) {
@@ -54,37 +47,25 @@ SymInt conv_pool_out_dim(const SymInt& in, const ConvPoolArgs& a, int64_t d, boo
 
 }  // namespace
 
-Shape conv_pool_out_shape(const Shape& image, const ConvPoolArgs& a, int64_t out_ch,
-                          bool transpose) {
-  check(image.size() == 4, [&] { return "expected a 4-D image, got " + shape_str(image); });
-  int64_t in_h = image[2], in_w = image[3];
+std::vector<SymInt> conv_pool_out_dims(const Tensor& image, const ConvPoolArgs& a, int64_t out_ch,
+                                       bool transpose) {
+  const Shape& s = image.op.shape;
+  check(s.size() == 4, [&] { return "expected a 4-D image, got " + shape_str(s); });
   if (!transpose) {
     // The window a dilated kernel spans.
     int64_t kh = a.dilation_h * (a.kernel_h - 1) + 1, kw = a.dilation_w * (a.kernel_w - 1) + 1;
-    check(in_h <= 0 || in_h + a.pad_t + a.pad_b >= kh, [&] {
+    check(s[2] <= 0 || s[2] + a.pad_t + a.pad_b >= kh, [&] {
       return "the window (" + std::to_string(kh) + ") is larger than the padded input height";
     });
-    check(in_w <= 0 || in_w + a.pad_l + a.pad_r >= kw, [&] {
+    check(s[3] <= 0 || s[3] + a.pad_l + a.pad_r >= kw, [&] {
       return "the window (" + std::to_string(kw) + ") is larger than the padded input width";
     });
   }
-  // 0 (flexible) stays 0: its size is a shape-compute line (conv_pool_flexible_input).
-  auto out = [&](int64_t in, int64_t d) {
-    return in == 0 ? 0 : conv_pool_out_dim({in, ""}, a, d, transpose).value;
-  };
-  return {image[0], out_ch, out(in_h, 2), out(in_w, 3)};
-}
-
-void conv_pool_flexible_input(LoweringContext& cx, int32_t out_id, const Tensor& image,
-                              const ConvPoolArgs& a, bool transpose) {
-  const Shape& s = image.op.shape;
-  if (s[0] == 0) cx.forward_operand_shape(out_id, 0, image.id, 0);
   check(s[1] != 0, "input channels can't be flexible");
-  for (int64_t d : {2, 3}) {
-    if (s[d] != 0) continue;
-    cx.compute_operand_shape(out_id, d,
-                             conv_pool_out_dim(sym_dim(image.id, s, d), a, d, transpose).expr);
-  }
+  return {sym_dim(image.id, s, 0),
+          {out_ch, ""},
+          conv_pool_out_dim(sym_dim(image.id, s, 2), a, 2, transpose),
+          conv_pool_out_dim(sym_dim(image.id, s, 3), a, 3, transpose)};
 }
 
 }  // namespace nnapi_convert

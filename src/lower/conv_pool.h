@@ -21,12 +21,16 @@ ConvPoolArgs make_conv_pool_args(const std::vector<int64_t>& kernel,
                                  const std::vector<int64_t>& paddings,
                                  const std::vector<int64_t>& dilations, int64_t group);
 
-// PyTorch (NCHW) output shape of a convolution or pool over `image`.
-Shape conv_pool_out_shape(const Shape& image, const ConvPoolArgs& a, int64_t out_ch,
-                          bool transpose);
+// ceil_mode: PyTorch rounds the output size up, but drops a last window that
+// would start in the bottom/right padding. NNAPI has no ceil mode: pads the
+// bottom/right edge of `a` so the floor formula gives the same size over the
+// (fixed-size) `image`. Max pooling ignores padded positions, so values are
+// unchanged.
+void apply_ceil_mode(const Shape& image, ConvPoolArgs* a);
 
-// Shape-compute lines for an output whose input image has flexible N, H or W.
-void conv_pool_flexible_input(LoweringContext& cx, int32_t out_id, const Tensor& image,
-                              const ConvPoolArgs& a, bool transpose);
+// The PyTorch (NCHW) output dims of a convolution or pool over `image`, with
+// `out_ch` channels: N as the image's, H and W by conv_out_dim (dims.h).
+std::vector<SymInt> conv_pool_out_dims(const Tensor& image, const ConvPoolArgs& a, int64_t out_ch,
+                                       bool transpose);
 
 }  // namespace nnapi_convert

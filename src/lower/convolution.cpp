@@ -194,12 +194,11 @@ Tensor emit_conv2d(LoweringContext& cx, const Value* out, double out_scale, int6
     inputs.push_back(m.add_int_scalar(static_cast<int32_t>(args.dilation_w)));
     inputs.push_back(m.add_int_scalar(static_cast<int32_t>(args.dilation_h)));
   }
-  Shape out_shape = conv_pool_out_shape(image.shape, args, out_c, transpose);
-  Operand out_op = image.with_shape(out_shape);
-  out_op.scale = out_scale;
-  out_op.zero_point = out_zero_point;
-  int32_t out_id = make_output(cx, out, out_op);
-  conv_pool_flexible_input(cx, out_id, {image_id, image}, args, transpose);
+  Operand out_rec = image;
+  out_rec.scale = out_scale;
+  out_rec.zero_point = out_zero_point;
+  const auto [out_id, out_op] =
+      cx.add_output(out, out_rec, conv_pool_out_dims({image_id, image}, args, out_c, transpose));
   Op op = kind == Kind::Depthwise ? Op::DepthwiseConv2d
           : kind == Kind::Grouped ? Op::GroupedConv2d
           : transpose             ? Op::TransposeConv2d

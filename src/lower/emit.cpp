@@ -12,31 +12,7 @@ using nnapi::Op;
 using nnapi::OperandType;
 
 int32_t make_output(LoweringContext& cx, const Value* out, const Operand& o, const Tensor* like) {
-  int32_t id = out ? cx.add_tensor_operand(out, o) : cx.add_anonymous_operand(o);
-  if (like) {
-    for (size_t d = 0; d < o.shape.size() && d < like->op.shape.size(); ++d) {
-      if (o.shape[d] == 0 && like->op.shape[d] == 0) {
-        cx.forward_operand_shape(id, static_cast<int64_t>(d), like->id, static_cast<int64_t>(d));
-      }
-    }
-  }
-  return id;
-}
-
-void forward_broadcast_dims(LoweringContext& cx, int32_t id, const Shape& shape,
-                            std::initializer_list<const Tensor*> inputs) {
-  const size_t n = shape.size();
-  for (size_t i = 0; i < n; ++i) {
-    if (shape[i] != 0) continue;
-    for (const Tensor* in : inputs) {
-      const size_t rank = in->op.shape.size();
-      if (i + rank >= n && in->op.shape[i + rank - n] == 0) {
-        cx.forward_operand_shape(id, static_cast<int64_t>(i), in->id,
-                                 static_cast<int64_t>(i + rank - n));
-        break;
-      }
-    }
-  }
+  return cx.add_output(out, o, dims_like(o.shape, like)).id;
 }
 
 Tensor float_scalar_tensor(LoweringContext& cx, float v) {
@@ -70,7 +46,6 @@ Tensor emit_relayout(LoweringContext& cx, const Tensor& x, DimOrder to) {
 Tensor emit_reshape(LoweringContext& cx, const Tensor& x, const std::vector<SymInt>& dims,
                     const Value* out) {
   check(x.op.dim_order == DimOrder::Contiguous, "internal: reshape of a channels-last tensor");
-  Shape shape;
   std::vector<int64_t> values;
   std::vector<std::pair<size_t, std::string>> patches;
   bool inferred = false;
@@ -88,28 +63,23 @@ Tensor emit_reshape(LoweringContext& cx, const Tensor& x, const std::vector<SymI
       values.push_back(0);
       patches.emplace_back(i, dims[i].expr);
     }
-    shape.push_back(dims[i].is_constant() ? dims[i].value : 0);
   }
   ModelBuilder& m = cx.model();
   const int32_t shape_id =
       patches.empty() ? m.add_int_vector(values) : m.add_patched_int_vector(values, patches);
-  Operand o = x.op.with_shape(shape);
-  const int32_t id = out ? cx.add_tensor_operand(out, o) : cx.add_anonymous_operand(o);
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (!dims[i].is_constant()) cx.compute_operand_shape(id, static_cast<int64_t>(i), dims[i].expr);
-  }
-  m.add_operation(Op::Reshape, {x.id, shape_id}, {id});
-  return {id, o};
+  const Tensor y = cx.add_output(out, x.op, dims);
+  m.add_operation(Op::Reshape, {x.id, shape_id}, {y.id});
+  return y;
 }
 
 Tensor emit_tile(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& multiples,
                  const Value* out) {
   const size_t rank = x.op.shape.size();
   check(multiples.size() == rank, "internal: TILE needs one multiple per dim");
-  Shape shape = x.op.shape;
+  std::vector<SymInt> dims;
   for (size_t d = 0; d < rank; ++d) {
     check(multiples[d] > 0, "internal: TILE multiples must be positive");
-    if (shape[d] != 0) shape[d] *= multiples[d];
+    dims.push_back(tiled_dim(sym_dim(x.id, x.op.shape, static_cast<int64_t>(d)), multiples[d]));
   }
   // NNAPI axis a holds PyTorch dim torch_dim(a).
   std::vector<int64_t> nnapi_multiples;
@@ -118,30 +88,19 @@ Tensor emit_tile(LoweringContext& cx, const Tensor& x, const std::vector<int64_t
   }
   ModelBuilder& m = cx.model();
   const int32_t multiples_id = m.add_int_vector(nnapi_multiples);
-  Operand o = x.op.with_shape(shape);
-  const int32_t id = out ? cx.add_tensor_operand(out, o) : cx.add_anonymous_operand(o);
-  for (size_t d = 0; d < rank; ++d) {
-    if (shape[d] != 0) continue;
-    const auto dim = static_cast<int64_t>(d);
-    if (multiples[d] == 1) {
-      cx.forward_operand_shape(id, dim, x.id, dim);
-    } else {
-      cx.compute_operand_shape(
-          id, dim, "(" + flex_name(x.id, dim) + " * " + std::to_string(multiples[d]) + ")");
-    }
-  }
-  m.add_operation(Op::Tile, {x.id, multiples_id}, {id});
-  return {id, o};
+  const Tensor y = cx.add_output(out, x.op, dims);
+  m.add_operation(Op::Tile, {x.id, multiples_id}, {y.id});
+  return y;
 }
 
 Tensor emit_pad(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& before,
                 const std::vector<int64_t>& after, double value, const Value* out) {
   const auto rank = static_cast<int64_t>(x.op.shape.size());
-  Shape shape = x.op.shape;
+  std::vector<SymInt> dims;
   for (int64_t d = 0; d < rank; ++d) {
     check(before[d] >= 0 && after[d] >= 0,
           "negative padding (cropping) is not supported; slice the tensor instead");
-    if (shape[d] != 0) shape[d] += before[d] + after[d];
+    dims.push_back(padded_dim(sym_dim(x.id, x.op.shape, d), before[d] + after[d]));
   }
   // Rows [before, after] in the NNAPI operand's dim order.
   std::vector<int64_t> rows;
@@ -162,17 +121,16 @@ Tensor emit_pad(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>
       inputs.push_back(m.add_float_scalar(static_cast<float>(value)));
     }
   }
-  Operand o = x.op.with_shape(shape);
-  const int32_t id = out ? cx.add_tensor_operand(out, o) : cx.add_anonymous_operand(o);
-  for (int64_t d = 0; d < rank; ++d) {
-    if (shape[d] != 0) continue;
-    std::string size = flex_name(x.id, d);
-    if (before[d] + after[d] != 0)
-      size = "(" + size + " + " + std::to_string(before[d] + after[d]) + ")";
-    cx.compute_operand_shape(id, d, size);
-  }
-  m.add_operation(op, inputs, {id});
-  return {id, o};
+  const Tensor y = cx.add_output(out, x.op, dims);
+  m.add_operation(op, inputs, {y.id});
+  return y;
+}
+
+std::vector<int64_t> split_sizes(int64_t n, int64_t split_size) {
+  check(split_size > 0, "split size must be positive");
+  std::vector<int64_t> sizes;
+  for (int64_t at = 0; at < n; at += split_size) sizes.push_back(std::min(split_size, n - at));
+  return sizes;
 }
 
 std::vector<int32_t> emit_split(LoweringContext& cx, const Tensor& in, int64_t dim,
@@ -223,14 +181,6 @@ Tensor emit_concat(LoweringContext& cx, const std::vector<Tensor>& parts, int64_
   return {id, o};
 }
 
-std::vector<SymInt> sym_shape(const Tensor& x) {
-  std::vector<SymInt> dims;
-  for (size_t d = 0; d < x.op.shape.size(); ++d) {
-    dims.push_back(sym_dim(x.id, x.op.shape, static_cast<int64_t>(d)));
-  }
-  return dims;
-}
-
 Shape broadcast_shape(const Shape& a, const Shape& b) {
   size_t n = std::max(a.size(), b.size());
   Shape out(n);
@@ -258,8 +208,7 @@ Tensor emit_binary(LoweringContext& cx, Op op, const Tensor& a, const Tensor& b,
     o.scale = out_quant->scale;
     o.zero_point = out_quant->zero_point;
   }
-  int32_t id = make_output(cx, out, o);
-  forward_broadcast_dims(cx, id, o.shape, {&a, &b});
+  const int32_t id = cx.add_output(out, o, broadcast_dims(o.shape, {&a, &b})).id;
   // ADD, SUB, MUL and DIV take a fused activation; MAXIMUM, MINIMUM and the rest don't.
   if (op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Div) {
     int32_t fuse_id = cx.model().add_int_scalar(static_cast<int32_t>(fuse));
@@ -350,15 +299,10 @@ Tensor emit_permute(LoweringContext& cx, const Tensor& x, const std::vector<int6
   bool identity = true;
   for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == int64_t(i);
   if (identity) return x;
-  Shape shape;
-  for (int64_t p : perm) shape.push_back(x.op.shape[p]);
-  Operand o = x.op.with_shape(shape);
-  const int32_t id = make_output(cx, nullptr, o);
-  for (size_t i = 0; i < perm.size(); ++i) {  // flexible dims move with the data
-    if (shape[i] == 0) cx.forward_operand_shape(id, static_cast<int64_t>(i), x.id, perm[i]);
-  }
-  cx.model().add_operation(nnapi::Op::Transpose, {x.id, cx.model().add_int_vector(perm)}, {id});
-  return {id, o};
+  // Flexible dims move with the data.
+  const Tensor y = cx.add_output(nullptr, x.op, permuted_dims(x, perm));
+  cx.model().add_operation(nnapi::Op::Transpose, {x.id, cx.model().add_int_vector(perm)}, {y.id});
+  return y;
 }
 
 }  // namespace nnapi_convert

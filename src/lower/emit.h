@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lower/context.h"
+#include "lower/dims.h"
 
 namespace nnapi_convert {
 
@@ -17,11 +18,6 @@ namespace nnapi_convert {
 int32_t make_output(LoweringContext& cx, const Value* out, const Operand& o,
                     const Tensor* like = nullptr);
 
-// Shape-compute lines for the flexible dims of operand `id`, a broadcast result
-// of `shape`: each from the first input that has that dim flexible (dims
-// aligned from the end, as in broadcasting).
-void forward_broadcast_dims(LoweringContext& cx, int32_t id, const Shape& shape,
-                            std::initializer_list<const Tensor*> inputs);
 // A float32 constant of shape (1), broadcast by NNAPI against any tensor.
 Tensor float_scalar_tensor(LoweringContext& cx, float v);
 
@@ -77,6 +73,9 @@ Tensor emit_reshape(LoweringContext& cx, const Tensor& x, const std::vector<SymI
 // shape-compute lines.
 Tensor emit_tile(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& multiples,
                  const Value* out = nullptr);
+// The sizes of the parts torch.split makes of a dim of `n` elements: parts of
+// `split_size`, the last one smaller when it does not divide `n`.
+std::vector<int64_t> split_sizes(int64_t n, int64_t split_size);
 // Splits `x` along PyTorch dim `dim` into consecutive parts of `sizes`: one
 // SPLIT when the parts are equal, else a SLICE per part. Returns the parts.
 std::vector<int32_t> emit_split(LoweringContext& cx, const Tensor& x, int64_t dim,
@@ -84,8 +83,6 @@ std::vector<int32_t> emit_split(LoweringContext& cx, const Tensor& x, int64_t di
 // CONCATENATION of `parts` (same layout) along PyTorch dim d.
 Tensor emit_concat(LoweringContext& cx, const std::vector<Tensor>& parts, int64_t d,
                    const Value* out = nullptr);
-// The dims of `x` as constants or load-time sizes.
-std::vector<SymInt> sym_shape(const Tensor& x);
 // Pads `x` by before[d] / after[d] elements in each PyTorch dim d with
 // `value`: NNAPI PAD, which fills with the logical zero (a quantized tensor's
 // zero point), or PAD_V2 for another value (quantized for QUANT8 tensors).

@@ -44,13 +44,10 @@ void permute_value(LoweringContext& cx, const Value* out_value, const Value* in_
   // A real TRANSPOSE, in NNAPI dim order; the result is contiguous.
   std::vector<int64_t> perm = dims;
   for (int64_t& p : perm) p = nnapi_axis(in.dim_order, p);
-  Operand o = in.with_shape(out_shape);
+  Operand o = in;
   o.dim_order = DimOrder::Contiguous;
   int32_t perm_id = cx.model().add_int_vector(perm);
-  int32_t out_id = cx.add_tensor_operand(out_value, o);
-  for (int64_t i = 0; i < rank; ++i) {
-    if (out_shape[i] == 0) cx.forward_operand_shape(out_id, i, in_id, dims[i]);
-  }
+  const int32_t out_id = cx.add_output(out_value, o, permuted_dims({in_id, in}, dims)).id;
   cx.model().add_operation(Op::Transpose, {in_id, perm_id}, {out_id});
 }
 

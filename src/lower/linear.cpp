@@ -59,9 +59,10 @@ void add_fully_connected(LoweringContext& cx, const Node* node, bool transpose_w
   });
   check(b.shape[0] == w_nk.size(0), "fully connected bias does not match the weight");
   int32_t weight_id = cx.add_weight(w_nk.contiguous());
-  Shape out_shape = {in.shape[0], cx.operand(weight_id).shape[0]};
-  int32_t out_id = cx.add_tensor_operand(node->output(), in.with_shape(out_shape));
-  if (in.shape[0] == 0) cx.forward_operand_shape(out_id, 0, input_id, 0);
+  const int32_t out_id =
+      cx.add_output(node->output(), in,
+                    {sym_dim(input_id, in.shape, 0), {cx.operand(weight_id).shape[0], ""}})
+          .id;
   const Fuse activation = cx.fuse_following_activation(node->output());
   int32_t fuse = cx.model().add_int_scalar(static_cast<int32_t>(activation));
   cx.model().add_operation(Op::FullyConnected, {input_id, weight_id, bias_id, fuse}, {out_id});

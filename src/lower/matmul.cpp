@@ -176,20 +176,15 @@ Tensor emit_batch_matmul(LoweringContext& cx, const Tensor& a, const Tensor& b, 
     return products_by_fully_connected(cx, a, b, out);
   }
   const size_t r = a.op.shape.size();
-  Shape shape = a.op.shape;
-  shape[r - 1] = b.op.shape[r - 1];
+  // a's dims, but the last: b's.
+  std::vector<SymInt> dims = sym_shape(a);
+  dims[r - 1] = sym_dim(b.id, b.op.shape, static_cast<int64_t>(r - 1));
   ModelBuilder& m = cx.model();
   const int32_t adj_x = m.add_bool_scalar(false);
   const int32_t adj_y = m.add_bool_scalar(false);
-  const Operand o = a.op.with_shape(shape);
-  const int32_t id = out ? cx.add_tensor_operand(out, o) : cx.add_anonymous_operand(o);
-  for (size_t d = 0; d < r; ++d) {
-    if (shape[d] != 0) continue;
-    const auto dim = static_cast<int64_t>(d);
-    cx.forward_operand_shape(id, dim, d + 1 == r ? b.id : a.id, dim);
-  }
-  m.add_operation(Op::BatchMatmul, {a.id, b.id, adj_x, adj_y}, {id});
-  return {id, o};
+  const Tensor y = cx.add_output(out, a.op, dims);
+  m.add_operation(Op::BatchMatmul, {a.id, b.id, adj_x, adj_y}, {y.id});
+  return y;
 }
 
 namespace {
@@ -261,9 +256,10 @@ Tensor product_of(LoweringContext& cx, Tensor a, Tensor b, const char* what, con
       dims.back() = SymInt{b.op.shape[1], ""};
       return emit_reshape(cx, products_by_fully_connected(cx, flat, b, nullptr), dims, out);
     }
-    Shape shape = {flat.op.shape[0], b.op.shape[1]};
-    const int32_t id = make_output(cx, nullptr, a.op.with_shape(shape), &flat);
-    if (shape[1] == 0) cx.forward_operand_shape(id, 1, b.id, 1);
+    const int32_t id =
+        cx.add_output(nullptr, a.op,
+                      {sym_dim(flat.id, flat.op.shape, 0), sym_dim(b.id, b.op.shape, 1)})
+            .id;
     ModelBuilder& m = cx.model();
     const int32_t adj_x = m.add_bool_scalar(false);
     const int32_t adj_y = m.add_bool_scalar(false);
@@ -344,11 +340,7 @@ void lower_t(LoweringContext& cx, const Node* node) {
   check(o.shape.size() == 2, "aten::t needs a tensor of at most 2 dims");
   ModelBuilder& m = cx.model();
   const int32_t perm = m.add_int_vector({1, 0});
-  const int32_t out_id =
-      cx.add_tensor_operand(node->output(), o.with_shape({o.shape[1], o.shape[0]}));
-  for (int64_t d : {0, 1}) {
-    if (o.shape[1 - d] == 0) cx.forward_operand_shape(out_id, d, id, 1 - d);
-  }
+  const int32_t out_id = cx.add_output(node->output(), o, permuted_dims({id, o}, {1, 0})).id;
   m.add_operation(Op::Transpose, {id, perm}, {out_id});
 }
 

@@ -74,17 +74,15 @@ void lower_pixel_shuffle(LoweringContext& cx, const Node* node) {
   std::vector<int64_t> index(s[1]);
   for (int64_t k = 0; k < s[1]; ++k) index[nnapi_channel(k, r, c)] = k;
   Tensor g = gather_channels(cx, x, index, nullptr);
-  Shape out_shape = {s[0], c, s[2] == 0 ? 0 : s[2] * r, s[3] == 0 ? 0 : s[3] * r};
+  const Shape& gs = g.op.shape;
+  const std::vector<SymInt> dims = {sym_dim(g.id, gs, 0),
+                                    {c, ""},
+                                    depth_to_space_dim(sym_dim(g.id, gs, 2), r),
+                                    depth_to_space_dim(sym_dim(g.id, gs, 3), r)};
   ModelBuilder& m = cx.model();
   const int32_t block = m.add_int_scalar(static_cast<int32_t>(r));
   const int32_t layout = m.add_bool_scalar(g.op.use_nchw());
-  const int32_t id = cx.add_tensor_operand(node->output(), g.op.with_shape(out_shape));
-  if (s[0] == 0) cx.forward_operand_shape(id, 0, g.id, 0);
-  for (int64_t d : {2, 3}) {
-    if (s[d] == 0) {
-      cx.compute_operand_shape(id, d, flex_name(g.id, d) + " * " + std::to_string(r));
-    }
-  }
+  const int32_t id = cx.add_output(node->output(), g.op, dims).id;
   m.add_operation(Op::DepthToSpace, {g.id, block, layout}, {id});
 }
 
@@ -102,21 +100,17 @@ void lower_pixel_unshuffle(LoweringContext& cx, const Node* node) {
     return;
   }
   const int64_t c = s[1];
-  Shape out_shape = {s[0], c * r * r, s[2] == 0 ? 0 : s[2] / r, s[3] == 0 ? 0 : s[3] / r};
+  std::vector<SymInt> dims = {sym_dim(x.id, s, 0), {c * r * r, ""}};
+  std::vector<std::string> asserts(4);  // a load-time height or width must divide by r
+  for (int64_t d : {2, 3}) {
+    dims.push_back(space_to_depth_dim(sym_dim(x.id, s, d), r));
+    if (s[d] == 0) asserts[d] = flex_name(x.id, d) + " % " + std::to_string(r) + " == 0";
+  }
   ModelBuilder& m = cx.model();
   const int32_t block = m.add_int_scalar(static_cast<int32_t>(r));
   const int32_t layout = m.add_bool_scalar(x.op.use_nchw());
   const bool reorder = c > 1;
-  Operand o = x.op.with_shape(out_shape);
-  const int32_t id =
-      reorder ? cx.add_anonymous_operand(o) : cx.add_tensor_operand(node->output(), o);
-  if (s[0] == 0) cx.forward_operand_shape(id, 0, x.id, 0);
-  for (int64_t d : {2, 3}) {
-    if (s[d] != 0) continue;
-    const std::string size = flex_name(x.id, d);
-    cx.add_shape_line("assert " + size + " % " + std::to_string(r) + " == 0");
-    cx.compute_operand_shape(id, d, size + " // " + std::to_string(r));
-  }
+  const auto [id, o] = cx.add_output(reorder ? nullptr : node->output(), x.op, dims, asserts);
   m.add_operation(Op::SpaceToDepth, {x.id, block, layout}, {id});
   if (!reorder) return;
   // PyTorch channel k is NNAPI depth channel nnapi_channel(k).

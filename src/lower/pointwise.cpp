@@ -170,12 +170,10 @@ void lower_prelu(LoweringContext& cx, const Node* node) {
   check(w.shape[0] == 1 || !in.use_nchw(),
         "per-channel PReLU is only supported on channels-last (NHWC) inputs; add ,nhwc to the "
         "input spec or --nhwc");
-  int32_t out_id = cx.add_tensor_operand(node->output(), in);
-  for (size_t d = 0; d < in.shape.size(); ++d) {
-    if (in.shape[d] > 0) continue;
-    check(d > 1, "PReLU requires fixed size for dim 0 and dim 1");
-    cx.forward_operand_shape(out_id, d, in_id, d);
+  for (size_t d = 0; d < 2 && d < in.shape.size(); ++d) {
+    check(in.shape[d] > 0, "PReLU requires fixed size for dim 0 and dim 1");
   }
+  const int32_t out_id = cx.add_output(node->output(), in, sym_shape({in_id, in})).id;
   cx.model().add_operation(Op::Prelu, {in_id, w_id}, {out_id});
 }
 
@@ -289,18 +287,16 @@ void lower_binary_values(LoweringContext& cx, const Value* a, const Value* b,
     out.scale = qparams->first;
     out.zero_point = qparams->second;
   }
-  int32_t out_id = cx.add_tensor_operand(out_value, out);
+  // A flexible dim comes from the input that has it flexible (x on a tie,
+  // after the reference's assert that both sizes agree).
+  std::vector<std::string> asserts(o0.shape.size());
   for (size_t d = 0; d < o0.shape.size(); ++d) {
-    int64_t d0 = o0.shape[d], d1 = o1.shape[d];
-    if (d0 == 1 && d1 == 0) {
-      cx.forward_operand_shape(out_id, d, id1, d);
-    } else if (d0 == 0 && d1 == 1) {
-      cx.forward_operand_shape(out_id, d, id0, d);
-    } else if (d0 == 0 && d1 == 0) {
-      cx.add_shape_line("assert " + flex_name(id0, d) + " == " + flex_name(id1, d));
-      cx.forward_operand_shape(out_id, d, id0, d);
+    if (o0.shape[d] == 0 && o1.shape[d] == 0) {
+      asserts[d] = flex_name(id0, d) + " == " + flex_name(id1, d);
     }
   }
+  const int32_t out_id =
+      cx.add_output(out_value, out, broadcast_dims(out.shape, {&x, &y}), asserts).id;
   int32_t fuse_id = cx.model().add_int_scalar(static_cast<int32_t>(fuse));
   cx.model().add_operation(op, {id0, id1, fuse_id}, {out_id});
 }

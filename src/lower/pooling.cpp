@@ -32,21 +32,6 @@ std::vector<int32_t> pool_inputs(LoweringContext& cx, int32_t image_id, const Op
   return in;
 }
 
-// ceil_mode: PyTorch rounds the output size up, but drops a last window that
-// would start in the bottom/right padding. NNAPI has no ceil mode: pad the
-// bottom/right edge so the floor formula gives the same size. Max pooling
-// ignores padded positions, so values are unchanged.
-void apply_ceil_mode(const Shape& image, ConvPoolArgs* a) {
-  auto extra = [](int64_t in, int64_t k, int64_t s, int64_t pad) {
-    int64_t floor_out = (in + 2 * pad - k) / s + 1;
-    int64_t ceil_out = (in + 2 * pad - k + s - 1) / s + 1;
-    if ((ceil_out - 1) * s >= in + pad) --ceil_out;
-    return ceil_out > floor_out ? (ceil_out - 1) * s + k - (in + 2 * pad) : int64_t{0};
-  };
-  a->pad_b += extra(image[2], a->kernel_h, a->stride_h, a->pad_t);
-  a->pad_r += extra(image[3], a->kernel_w, a->stride_w, a->pad_l);
-}
-
 // MAX_POOL_2D over a 4-D image; `out` may be null (an anonymous result).
 Tensor emit_max_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, bool ceil_mode,
                      const Value* out) {
@@ -59,13 +44,11 @@ Tensor emit_max_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, b
           "them fixed sizes in --input");
     apply_ceil_mode(s, &a);
   }
-  Shape out_shape = conv_pool_out_shape(s, a, s[1], false);
+  const std::vector<SymInt> dims = conv_pool_out_dims(image, a, s[1], false);
   std::vector<int32_t> inputs = pool_inputs(cx, image.id, image.op, a);
-  Operand o = image.op.with_shape(out_shape);
-  int32_t out_id = out ? cx.add_tensor_operand(out, o) : cx.add_anonymous_operand(o);
-  conv_pool_flexible_input(cx, out_id, image, a, false);
-  cx.model().add_operation(Op::MaxPool2d, inputs, {out_id});
-  return {out_id, o};
+  const Tensor y = cx.add_output(out, image.op, dims);
+  cx.model().add_operation(Op::MaxPool2d, inputs, {y.id});
+  return y;
 }
 
 // avg_pool2d with count_include_pad and no divisor_override, the only form
@@ -90,13 +73,11 @@ Tensor emit_avg_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, b
     x = emit_pad(cx, x, {0, 0, a.pad_t, a.pad_l}, {0, 0, a.pad_b, a.pad_r}, 0.0);
     a.pad_t = a.pad_b = a.pad_l = a.pad_r = 0;
   }
-  Shape out_shape = conv_pool_out_shape(x.op.shape, a, x.op.shape[1], false);
+  const std::vector<SymInt> dims = conv_pool_out_dims(x, a, x.op.shape[1], false);
   std::vector<int32_t> inputs = pool_inputs(cx, x.id, x.op, a);
-  Operand o = x.op.with_shape(out_shape);
-  int32_t out_id = out ? cx.add_tensor_operand(out, o) : cx.add_anonymous_operand(o);
-  conv_pool_flexible_input(cx, out_id, x, a, false);
-  cx.model().add_operation(Op::AveragePool2d, inputs, {out_id});
-  return {out_id, o};
+  const Tensor y = cx.add_output(out, x.op, dims);
+  cx.model().add_operation(Op::AveragePool2d, inputs, {y.id});
+  return y;
 }
 
 void check_avg_pool_count(LoweringContext& cx, const Value* count_include_pad,
@@ -301,23 +282,21 @@ void lower_reduce(LoweringContext& cx, const Node* node, Op op) {
           "mean over a channels-last tensor without keepdim must reduce H and W");
     out_order = DimOrder::Contiguous;
   }
-  Shape out_shape;
-  std::vector<std::pair<int64_t, int64_t>> kept_flexible;  // (out dim, in dim)
+  // Kept dims as they are, reduced ones 1 (keepdim) or dropped.
+  std::vector<SymInt> out_dims;
   for (int64_t i = 0; i < rank; ++i) {
     if (!collapsed[i]) {
-      if (in.shape[i] == 0) kept_flexible.emplace_back(out_shape.size(), i);
-      out_shape.push_back(in.shape[i]);
+      out_dims.push_back(sym_dim(in_id, in.shape, i));
     } else if (keep_dim) {
-      out_shape.push_back(1);
+      out_dims.push_back({1, ""});
     }
   }
-  Operand out = in.with_shape(out_shape);
+  Operand out = in;
   out.dim_order = out_order;
   int32_t dims_id = cx.model().add_int_vector(nnapi_dims);
   int32_t keep_id = op == Op::Mean ? cx.model().add_int_scalar(keep_dim ? 1 : 0)
                                    : cx.model().add_bool_scalar(keep_dim);
-  int32_t out_id = cx.add_tensor_operand(node->output(), out);
-  for (auto [o, i] : kept_flexible) cx.forward_operand_shape(out_id, o, in_id, i);
+  const int32_t out_id = cx.add_output(node->output(), out, out_dims).id;
   cx.model().add_operation(op, {in_id, dims_id, keep_id}, {out_id});
 }
 

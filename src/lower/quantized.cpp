@@ -104,12 +104,14 @@ void lower_qlinear(LoweringContext& cx, const Node* node) {
   at::Tensor weight = unsigned_weight(raw_weight);
   int32_t bias_id = quantized_bias(cx, raw_bias, in.scale, weight.q_scale(), out_scale);
   int32_t weight_id = cx.add_weight(weight.contiguous());
-  Operand out = in.with_shape({in.shape[0], cx.operand(weight_id).shape[0]});
+  Operand out = in;
   out.scale = out_scale;
   out.zero_point = out_zero_point;
   int32_t fuse = cx.model().add_int_scalar(static_cast<int32_t>(Fuse::None));
-  int32_t out_id = cx.add_tensor_operand(node->output(), out);
-  if (in.shape[0] == 0) cx.forward_operand_shape(out_id, 0, input_id, 0);
+  const int32_t out_id =
+      cx.add_output(node->output(), out,
+                    {sym_dim(input_id, in.shape, 0), {cx.operand(weight_id).shape[0], ""}})
+          .id;
   cx.model().add_operation(Op::FullyConnected, {input_id, weight_id, bias_id, fuse}, {out_id});
 }
 

@@ -95,15 +95,13 @@ void lower_slice(LoweringContext& cx, const Node* node) {
   }
   check(start < stop, "slice start value should be less than stop value");
   check(step > 0, "slice step must be positive");
-  Shape out_shape = in.shape;
-  out_shape[dim] = (stop - start + step - 1) / step;
-  int32_t out_id = cx.add_tensor_operand(node->output(), in.with_shape(out_shape));
+  // The sliced dim is fixed (checked above); the others are the input's.
+  std::vector<SymInt> dims = sym_shape({in_id, in});
+  dims[dim] = {(stop - start + step - 1) / step, ""};
+  int32_t out_id = cx.add_output(node->output(), in, dims).id;
   int32_t end_mask = 0;
   for (int64_t i = 0; i < rank; ++i) {
-    if (out_shape[i] == 0) {
-      cx.forward_operand_shape(out_id, i, in_id, i);
-      end_mask |= 1 << i;
-    }
+    if (!dims[i].is_constant()) end_mask |= 1 << i;
   }
   std::vector<int64_t> begins(rank, 0), ends = in.shape, strides(rank, 1);
   begins[dim] = start;
@@ -156,14 +154,11 @@ void lower_select(LoweringContext& cx, const Node* node) {
   // The PyTorch dim each dim of the slice holds, and the slice as a
   // contiguous tensor of that shape.
   std::vector<int64_t> src;
-  Shape slice_shape;
   for (int64_t d = 0; d < rank; ++d) {
-    if (d == axis) continue;
-    src.push_back(torch_dim(in.dim_order, d));
-    slice_shape.push_back(in.shape[src.back()]);
+    if (d != axis) src.push_back(torch_dim(in.dim_order, d));
   }
   const bool in_order = std::is_sorted(src.begin(), src.end());
-  Operand sliced = in.with_shape(slice_shape);
+  Operand sliced = in;
   sliced.dim_order = DimOrder::Contiguous;
   ModelBuilder& m = cx.model();
   std::vector<int32_t> inputs = {in_id,
@@ -173,26 +168,18 @@ void lower_select(LoweringContext& cx, const Node* node) {
                                  m.add_int_scalar(0),
                                  m.add_int_scalar(end_mask),
                                  m.add_int_scalar(1 << axis)};
-  const int32_t slice_id =
-      in_order ? cx.add_tensor_operand(node->output(), sliced) : cx.add_anonymous_operand(sliced);
-  for (size_t j = 0; j < src.size(); ++j) {
-    if (slice_shape[j] == 0) cx.forward_operand_shape(slice_id, j, in_id, src[j]);
-  }
+  const Tensor slice =
+      cx.add_output(in_order ? node->output() : nullptr, sliced, permuted_dims({in_id, in}, src));
+  const int32_t slice_id = slice.id;
   m.add_operation(Op::StridedSlice, inputs, {slice_id});
   if (in_order) return;
   // Output dim k holds PyTorch dim k (< dim) or k + 1: the slice's dim with it.
   std::vector<int64_t> perm;
-  Shape out_shape;
   for (int64_t d = 0; d < rank; ++d) {
-    if (d == dim) continue;
-    perm.push_back(std::find(src.begin(), src.end(), d) - src.begin());
-    out_shape.push_back(in.shape[d]);
+    if (d != dim) perm.push_back(std::find(src.begin(), src.end(), d) - src.begin());
   }
   const int32_t perm_id = m.add_int_vector(perm);
-  const int32_t out_id = cx.add_tensor_operand(node->output(), sliced.with_shape(out_shape));
-  for (size_t k = 0; k < perm.size(); ++k) {
-    if (out_shape[k] == 0) cx.forward_operand_shape(out_id, k, slice_id, perm[k]);
-  }
+  const int32_t out_id = cx.add_output(node->output(), sliced, permuted_dims(slice, perm)).id;
   m.add_operation(Op::Transpose, {slice_id, perm_id}, {out_id});
 }
 
@@ -206,16 +193,18 @@ void lower_cat(LoweringContext& cx, const Node* node) {
   int64_t dim = cx.constant_int(node->input(1));
   check(!tensors.empty(), "cat of an empty list");
   std::vector<int32_t> in_ids;
+  std::vector<SymInt> parts;  // the inputs' sizes along the cat dim
   Operand out;
+  std::vector<SymInt> dims;
   int64_t rank = 0;
   int64_t d = 0;
-  int64_t out_dim_size = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     auto [id, op] = cx.get_operand_or_constant(tensors[i], DimOrder::Contiguous);
     if (i == 0) {
       out = op;
       rank = static_cast<int64_t>(op.shape.size());
       d = py_index(dim, rank);
+      dims = sym_shape({id, op});  // the other dims are the first input's
     }
     check(op.type == out.type, "cat inputs have different types");
     check(op.dim_order == out.dim_order, "cat inputs have different memory layouts");
@@ -227,9 +216,9 @@ void lower_cat(LoweringContext& cx, const Node* node) {
              shape_str(out.shape);
     });
     in_ids.push_back(id);
-    out_dim_size += op.shape[d];
+    parts.push_back(sym_dim(id, op.shape, d));
   }
-  out.shape[d] = out_dim_size;
+  dims[d] = concat_dim(parts);
   if (qparams) {
     out.scale = qparams->first;
     out.zero_point = qparams->second;
@@ -239,30 +228,10 @@ void lower_cat(LoweringContext& cx, const Node* node) {
     check(rank == 4, "channels-last cat needs 4 dims");
     nnapi_dim = nnapi_axis(out.dim_order, d);
   }
-  int32_t out_id = cx.add_tensor_operand(node->output(), out);
-  for (int64_t i = 0; i < rank; ++i) {
-    if (out.shape[i] != 0) continue;
-    if (i == d) {
-      std::string sum;
-      for (size_t k = 0; k < in_ids.size(); ++k) {
-        sum += (k ? " + " : "") + flex_name(in_ids[k], d);
-      }
-      cx.compute_operand_shape(out_id, i, sum);
-    } else {
-      cx.forward_operand_shape(out_id, i, in_ids[0], i);
-    }
-  }
+  const int32_t out_id = cx.add_output(node->output(), out, dims).id;
   std::vector<int32_t> inputs = in_ids;
   inputs.push_back(cx.model().add_int_scalar(static_cast<int32_t>(nnapi_dim)));
   cx.model().add_operation(Op::Concatenation, inputs, {out_id});
-}
-
-// Parts of at most `split_size` along a dim of `n` elements, as torch.split makes.
-std::vector<int64_t> split_sizes(int64_t n, int64_t split_size) {
-  check(split_size > 0, "split size must be positive");
-  std::vector<int64_t> sizes;
-  for (int64_t at = 0; at < n; at += split_size) sizes.push_back(std::min(split_size, n - at));
-  return sizes;
 }
 
 // aten::chunk(x, chunks, dim), aten::split(x, int split_size | int[] sizes, dim),

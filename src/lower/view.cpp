@@ -50,13 +50,10 @@ void lower_unsqueeze(LoweringContext& cx, const Node* node) {
   int64_t rank = static_cast<int64_t>(in.shape.size());
   int64_t real_dim = dim >= 0 ? dim : dim + rank + 1;
   check(real_dim >= 0 && real_dim <= rank, "unsqueeze dim out of range");
-  Shape out_shape = in.shape;
-  out_shape.insert(out_shape.begin() + real_dim, 1);
+  std::vector<SymInt> dims = sym_shape(x);
+  dims.insert(dims.begin() + real_dim, SymInt{1, ""});
   int32_t dim_id = cx.model().add_int_scalar(static_cast<int32_t>(dim));
-  int32_t out_id = cx.add_tensor_operand(node->output(), in.with_shape(out_shape));
-  for (int64_t d = 0; d < rank; ++d) {
-    if (in.shape[d] == 0) cx.forward_operand_shape(out_id, d < real_dim ? d : d + 1, in_id, d);
-  }
+  const int32_t out_id = cx.add_output(node->output(), in, dims).id;
   cx.model().add_operation(Op::ExpandDims, {in_id, dim_id}, {out_id});
 }
 
@@ -91,17 +88,13 @@ void lower_squeeze(LoweringContext& cx, const Node* node) {
   const auto& [in_id, in] = x;
   check(in.dim_order == DimOrder::Contiguous,
         "squeeze of a tensor with this memory layout is not supported");
-  Shape out_shape;
+  std::vector<SymInt> dims;
   for (int64_t d = 0; d < rank; ++d) {
-    if (std::find(axes.begin(), axes.end(), d) == axes.end()) out_shape.push_back(in.shape[d]);
+    if (std::find(axes.begin(), axes.end(), d) == axes.end())
+      dims.push_back(sym_dim(in_id, in.shape, d));
   }
   int32_t axes_id = cx.model().add_int_vector(axes);
-  int32_t out_id = cx.add_tensor_operand(node->output(), in.with_shape(out_shape));
-  for (int64_t d = 0, o = 0; d < rank; ++d) {
-    if (std::find(axes.begin(), axes.end(), d) != axes.end()) continue;
-    if (in.shape[d] == 0) cx.forward_operand_shape(out_id, o, in_id, d);
-    ++o;
-  }
+  const int32_t out_id = cx.add_output(node->output(), in, dims).id;
   cx.model().add_operation(Op::Squeeze, {in_id, axes_id}, {out_id});
 }
 
@@ -183,22 +176,19 @@ void lower_flatten(LoweringContext& cx, const Node* node) {
     check(s[d] != 0, "flattening flexible dims is not supported");
     product *= s[d];
   }
-  Shape out_shape(s.begin(), s.begin() + start);
-  out_shape.push_back(product);
-  out_shape.insert(out_shape.end(), s.begin() + end + 1, s.end());
   int flexible = 0;
   for (int64_t d = 0; d < rank; ++d) flexible += (d < start || d > end) && s[d] == 0;
   check(flexible <= 1, "only 1 dim can be flexible when flattening");
-  Operand out = in.with_shape(out_shape);
+  // The kept dims (the one flexible dim among them forwarded) around the product.
+  std::vector<SymInt> dims;
+  for (int64_t d = 0; d < start; ++d) dims.push_back(sym_dim(in_id, s, d));
+  dims.push_back({product, ""});
+  for (int64_t d = end + 1; d < rank; ++d) dims.push_back(sym_dim(in_id, s, d));
+  Operand out = in;
   out.dim_order = DimOrder::Contiguous;
-  int32_t out_id = cx.add_tensor_operand(node->output(), out);
-  int64_t first_flex = std::find(s.begin(), s.end(), 0) - s.begin();
+  const auto [out_id, out_op] = cx.add_output(node->output(), out, dims);
   std::vector<int64_t> target;
-  for (size_t i = 0; i < out_shape.size(); ++i) {
-    if (out_shape[i] == 0)
-      cx.forward_operand_shape(out_id, static_cast<int64_t>(i), in_id, first_flex);
-    target.push_back(out_shape[i] != 0 ? out_shape[i] : -1);
-  }
+  for (int64_t size : out_op.shape) target.push_back(size != 0 ? size : -1);
   int32_t target_id = cx.model().add_int_vector(target);
   cx.model().add_operation(Op::Reshape, {in_id, target_id}, {out_id});
 }

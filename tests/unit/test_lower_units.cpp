@@ -1,8 +1,13 @@
 // Unit tests of the pure helpers of src/lower/: layout maps, Python-style
-// indices, shape arithmetic over load-time sizes, broadcasting.
+// indices, shape arithmetic over load-time sizes, broadcasting, split sizes,
+// max_pool2d's ceil_mode padding, and the
+// output-shape formulas of dims.h (a number for a fixed size, the
+// shape-compute text for a load-time one).
 #include <gtest/gtest.h>
 
 #include "lower/check.h"
+#include "lower/conv_pool.h"
+#include "lower/dims.h"
 #include "lower/emit.h"
 #include "lower/operand.h"
 
@@ -59,4 +64,90 @@ TEST(BroadcastShape, AlignsTrailingDimsKeepsFlexibleAndRefusesMismatch) {
   EXPECT_EQ(broadcast_shape({1}, {0, 8}), (Shape{0, 8}));
   EXPECT_EQ(broadcast_shape({0, 8}, {0, 8}), (Shape{0, 8}));
   EXPECT_THROW(broadcast_shape({2, 3}, {4, 3}), LoweringError);
+}
+
+// The reference's texts, as torch/backends/_nnapi/serializer.py writes them
+// (_handle_conv_pool_flexible_input): unsimplified, even "+ 0" and "// 1".
+TEST(Dims, ConvOutDimIsTheReferenceFormula) {
+  const SymInt h = sym_dim(3, {1, 4, 0, 0}, 2);
+  EXPECT_EQ(conv_out_dim(h, 3, 1, 1, 1, false).expr, "(s_3_2 - 3 + 1 + 1) // 1 + 1");
+  EXPECT_EQ(conv_out_dim(h, 3, 0, 0, 2, true).expr, "(s_3_2 - 1) * 2 + 3 - 0 - 0");
+  EXPECT_EQ(conv_out_dim({16, ""}, 3, 1, 1, 2, false).value, 8);  // (16 - 3 + 2) // 2 + 1
+  EXPECT_EQ(conv_out_dim({7, ""}, 3, 1, 0, 2, true).value, 14);   // 6 * 2 + 3 - 1
+  EXPECT_TRUE(conv_out_dim({16, ""}, 3, 1, 1, 2, false).is_constant());
+}
+
+TEST(Dims, PadTileAndBlockSizes) {
+  const SymInt w = sym_dim(4, {1, 0}, 1);
+  EXPECT_EQ(padded_dim(w, 3).expr, "(s_4_1 + 3)");
+  EXPECT_EQ(padded_dim(w, 0).expr, "s_4_1");
+  EXPECT_EQ(padded_dim({5, ""}, 3).value, 8);
+  EXPECT_EQ(tiled_dim(w, 2).expr, "(s_4_1 * 2)");
+  EXPECT_EQ(tiled_dim(w, 1).expr, "s_4_1");
+  EXPECT_EQ(tiled_dim({5, ""}, 3).value, 15);
+  EXPECT_EQ(depth_to_space_dim(w, 2).expr, "s_4_1 * 2");
+  EXPECT_EQ(space_to_depth_dim(w, 2).expr, "s_4_1 // 2");
+  EXPECT_EQ(space_to_depth_dim({8, ""}, 2).value, 4);
+}
+
+// lower_cat's rule, the reference's: the parts' numbers summed; only when all
+// parts are load-time sizes the text of their sum.
+TEST(Dims, ConcatDimSumsAsTheReferenceDoes) {
+  const SymInt a = sym_dim(1, {0}, 0), b = sym_dim(2, {0}, 0);
+  EXPECT_EQ(concat_dim({a, b}).expr, "s_1_0 + s_2_0");
+  EXPECT_EQ(concat_dim({{3, ""}, {4, ""}}).value, 7);
+  EXPECT_EQ(concat_dim({a, {4, ""}}).value, 4);
+}
+
+TEST(Dims, BroadcastAndPermutedDimsForwardFlexibleSizes) {
+  const Tensor x{5, Operand{}.with_shape({0, 1, 8})};
+  const Tensor y{6, Operand{}.with_shape({3, 0})};
+  const std::vector<SymInt> d = broadcast_dims(broadcast_shape({0, 1, 8}, {3, 8}), {&x, &y});
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_EQ(d[0].expr, "s_5_0");
+  EXPECT_EQ(d[1].value, 3);
+  EXPECT_EQ(d[2].value, 8);
+  // The first input with the dim flexible wins (dims aligned from the end).
+  const std::vector<SymInt> e = broadcast_dims({3, 0}, {&y, &x});
+  EXPECT_EQ(e[1].expr, "s_6_1");
+  const std::vector<SymInt> p = permuted_dims(x, {2, 0, 1});
+  EXPECT_EQ(p[0].value, 8);
+  EXPECT_EQ(p[1].expr, "s_5_0");
+  EXPECT_EQ(p[2].value, 1);
+  const std::vector<SymInt> l = dims_like({0, 0, 8}, &x);
+  EXPECT_EQ(l[0].expr, "s_5_0");
+  EXPECT_TRUE(l[1].is_constant());  // flexible in the shape, not in `like`: a plain 0
+  EXPECT_EQ(l[1].value, 0);
+}
+
+// torch.split(x, 3) of 8 elements: 3, 3, 2; chunk(x, 4) of 8 is split(x, 2).
+TEST(SplitSizes, PartsOfSplitSizeTheLastOneSmaller) {
+  EXPECT_EQ(split_sizes(8, 3), (std::vector<int64_t>{3, 3, 2}));
+  EXPECT_EQ(split_sizes(8, 2), (std::vector<int64_t>{2, 2, 2, 2}));
+  EXPECT_EQ(split_sizes(8, 10), (std::vector<int64_t>{8}));
+  EXPECT_THROW(split_sizes(8, 0), LoweringError);
+}
+
+// PyTorch's ceil_mode size: ceil((in + 2 pad - k) / s) + 1, less one when the
+// last window would start in the padding (start >= in + pad). The extra
+// bottom/right padding makes NNAPI's floor formula give that size.
+TEST(ApplyCeilMode, PadsBottomRightSoTheFloorFormulaRoundsUp) {
+  ConvPoolArgs a = make_conv_pool_args({3, 3}, {2, 2}, {0, 0}, {1, 1}, 0);
+  // in 8, k 3, s 2: floor (8 - 3) / 2 + 1 = 3, ceil 4 (last window starts at
+  // 6 < 8): one more row, (4 - 1) * 2 + 3 - 8 = 1.
+  apply_ceil_mode({1, 1, 8, 8}, &a);
+  EXPECT_EQ(a.pad_b, 1);
+  EXPECT_EQ(a.pad_r, 1);
+  EXPECT_EQ(a.pad_t, 0);
+  // in 7: (7 - 3) / 2 + 1 = 3 either way, nothing added.
+  ConvPoolArgs b = make_conv_pool_args({3, 3}, {2, 2}, {0, 0}, {1, 1}, 0);
+  apply_ceil_mode({1, 1, 7, 7}, &b);
+  EXPECT_EQ(b.pad_b, 0);
+  // in 6, k 2, s 2, pad 1: floor (6 + 2 - 2) / 2 + 1 = 4, ceil 4: nothing.
+  // in 5, k 2, s 2, pad 1: floor (5 + 2 - 2) / 2 + 1 = 3, ceil 4, but the
+  // 4th window would start at 6 >= 5 + 1: dropped, nothing added.
+  ConvPoolArgs c = make_conv_pool_args({2, 2}, {2, 2}, {1, 1}, {1, 1}, 0);
+  apply_ceil_mode({1, 1, 6, 5}, &c);
+  EXPECT_EQ(c.pad_b, 1);
+  EXPECT_EQ(c.pad_r, 1);
 }

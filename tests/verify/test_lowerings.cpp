@@ -1,0 +1,204 @@
+// The lowerings PyTorch's converter does not have, pinned. The reference
+// tests cannot see them (the oracle refuses these ops), so each case here
+// converts a one-op TorchScript module and checks
+//   1. the NNAPI operation sequence against a list written by hand from the
+//      decomposition its lowering documents (the formula is stated next to
+//      each list; nothing here is produced by the code under test), so that
+//      a refactor cannot silently change or grow an expansion;
+//   2. the numbers: the converted module, run on the host NNAPI runtime
+//      (libneuralnetworks.so), against eager PyTorch on seeded random inputs,
+//      with --verify's default tolerances (what `nnapi-convert --verify` does).
+// The modules are compiled from the TorchScript source below, so `torch.x`
+// is the ATen operator aten::x.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/script.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "nnapi_convert/blob.h"
+#include "nnapi_convert/converter.h"
+#include "nnapi_convert/input_spec.h"
+#include "nnapi_convert/verify.h"
+#include "nnapi_convert/writer.h"
+
+namespace fs = std::filesystem;
+using namespace nnapi_convert;
+
+namespace {
+
+struct Case {
+  std::string name;  // also the file name stem
+  std::string
+      source;  // `forward`; buffers self.w, self.b (8), self.mean, self.var, self.cw, self.cb (4)
+  std::vector<std::string> inputs;  // --input specs
+  int min_android_api = 29;
+  std::vector<std::string> ops;  // the expected NNAPI operations, in model order
+};
+
+// Where the modules go: lowerings/ in the test's working directory (ctest's:
+// the build tree).
+fs::path work_dir() {
+  fs::path d = fs::current_path() / "lowerings";
+  fs::create_directories(d);
+  return d;
+}
+
+// A module with `source` as its code and a few buffers for the cases to read,
+// saved as TorchScript.
+std::string save_module(const Case& c) {
+  torch::jit::Module m("__torch__.Fixture");
+  m.register_attribute("training", c10::BoolType::get(), false);
+  m.register_buffer("w", at::linspace(0.5, 1.5, 8));
+  m.register_buffer("b", at::linspace(-1.0, 1.0, 8));
+  m.register_buffer("mean", at::linspace(-0.5, 0.5, 4));
+  m.register_buffer("var", at::linspace(0.5, 2.0, 4));
+  m.register_buffer("cw", at::linspace(0.8, 1.2, 4));
+  m.register_buffer("cb", at::linspace(-0.3, 0.3, 4));
+  m.define(c.source);
+  const std::string path = (work_dir() / (c.name + ".pt")).string();
+  m.save(path);
+  return path;
+}
+
+std::vector<std::string> op_names(const Conversion& conv) {
+  const auto* bytes = reinterpret_cast<const uint8_t*>(conv.ser_model.data());
+  const Blob blob = parse_blob(bytes, conv.ser_model.size() * sizeof(int32_t));
+  std::vector<std::string> names;
+  for (const BlobOperation& op : blob.operations) {
+    const char* name = nnapi::op_name_or_null(op.opcode);
+    names.push_back(name ? name : "?");
+  }
+  return names;
+}
+
+void check_case(const Case& c) {
+  ConvertOptions options;
+  options.model_path = save_module(c);
+  for (const std::string& spec : c.inputs) options.inputs.push_back(parse_input_spec(spec));
+  options.min_android_api = c.min_android_api;
+  const Conversion conv = convert(options);
+  EXPECT_EQ(op_names(conv), c.ops) << c.name;
+
+  const std::string module_path = (work_dir() / (c.name + ".nnapi.pt")).string();
+  write_nnapi_module(conv, options, module_path, false);
+  VerifyOptions verify;
+  verify.seed = 1;
+  const VerifyReport report = verify_conversion(options, module_path, verify);
+  ASSERT_FALSE(report.outputs.empty()) << c.name;
+  for (size_t i = 0; i < report.outputs.size(); ++i) {
+    EXPECT_TRUE(report.outputs[i].ok)
+        << c.name << " output " << i << ": " << report.outputs[i].problem;
+  }
+}
+
+const char* kForward = "def forward(self, x):\n    return ";
+
+Case unary(const std::string& name, const std::string& expr, std::vector<std::string> ops,
+           int api = 29, std::string input = "2x8") {
+  return {name, kForward + expr + "\n", {std::move(input)}, api, std::move(ops)};
+}
+
+}  // namespace
+
+// gelu(x) = x Phi(x) = 0.5 x + 0.5 |x| erf(|x| / sqrt 2) with, for z >= 0,
+// erf(z) = 1 - (a1 t + a2 t^2 + a3 t^3 + a4 t^4 + a5 t^5) exp(-z^2),
+// t = 1 / (1 + p z) (Abramowitz & Stegun 7.1.26), the polynomial by Horner:
+// ((((a5 t + a4) t + a3) t + a2) t + a1) t.
+TEST(Lowerings, GeluErf) {
+  check_case(unary("gelu", "torch.gelu(x)",
+                   {"ABS",                       // |x|
+                    "MUL",                       // z = |x| / sqrt 2
+                    "MUL", "ADD",                // 1 + p z
+                    "DIV",                       // t
+                    "MUL",                       // a5 t
+                    "ADD", "MUL", "ADD", "MUL",  // (+ a4) t, (+ a3) t
+                    "ADD", "MUL", "ADD", "MUL",  // (+ a2) t, (+ a1) t
+                    "MUL", "NEG", "EXP",         // exp(-z^2)
+                    "MUL", "SUB",                // erf = 1 - poly exp(-z^2)
+                    "MUL",                       // 0.5 x
+                    "MUL", "MUL",                // 0.5 |x| erf
+                    "ADD"}));                    // the sum
+}
+
+// gelu(x, approximate='tanh') = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+TEST(Lowerings, GeluTanh) {
+  check_case(unary("gelu_tanh", "torch.gelu(x, approximate='tanh')",
+                   {"MUL", "MUL",     // x^3
+                    "MUL", "ADD",     // x + 0.044715 x^3
+                    "MUL", "TANH",    // tanh(sqrt(2/pi) (...))
+                    "ADD",            // 1 + tanh
+                    "MUL", "MUL"}));  // 0.5 x, times (1 + tanh)
+}
+
+// hardsigmoid(x) = relu6(x + 3) / 6: an ADD with the fused RELU6, a MUL by 1/6.
+TEST(Lowerings, Hardsigmoid) {
+  check_case(unary("hardsigmoid", "torch.hardsigmoid(x)", {"ADD", "MUL"}));
+}
+
+// hardswish(x) = x relu6(x + 3) / 6 before Android 11 (API 30), HARD_SWISH after.
+TEST(Lowerings, Hardswish) {
+  check_case(unary("hardswish", "torch.hardswish(x)", {"ADD", "MUL", "MUL"}));
+  check_case(unary("hardswish_30", "torch.hardswish(x)", {"HARD_SWISH"}, 30));
+}
+
+// silu(x) = x sigmoid(x).
+TEST(Lowerings, Silu) { check_case(unary("silu", "torch.silu(x)", {"LOGISTIC", "MUL"})); }
+
+// layer_norm over the last dim: m = mean(x), c = x - m, v = mean(c c),
+// y = c rsqrt(v + eps), then y w + b.
+TEST(Lowerings, LayerNorm) {
+  check_case(unary("layer_norm", "torch.layer_norm(x, [8], self.w, self.b, 1e-5, False)",
+                   {"MEAN", "SUB",          // c = x - mean(x)
+                    "MUL", "MEAN",          // v = mean(c c)
+                    "ADD", "RSQRT", "MUL",  // y = c rsqrt(v + eps)
+                    "MUL", "ADD"},          // y w + b
+                   29, "2x3x8"));
+}
+
+// batch_norm with no convolution to fold into: x scale + shift per channel,
+// scale = w / sqrt(var + eps), shift = b - mean scale (constants).
+TEST(Lowerings, BatchNormAfterNonConv) {
+  check_case(unary("batch_norm",
+                   "torch.batch_norm(torch.relu(x), self.cw, self.cb, self.mean, self.var, "
+                   "False, 0.1, 1e-5, True)",
+                   {"RELU", "MUL", "ADD"}, 29, "2x4x5x5"));
+}
+
+// Bilinear upsampling: RESIZE_BILINEAR (NNAPI feature level 4: API 30).
+TEST(Lowerings, UpsampleBilinear) {
+  check_case(unary("upsample_bilinear", "torch.upsample_bilinear2d(x, None, False, [2.0, 2.0])",
+                   {"RESIZE_BILINEAR"}, 30, "1x3x4x6"));
+}
+
+// Constant padding: PAD fills with zero, PAD_V2 with another value.
+TEST(Lowerings, ConstantPad) {
+  check_case(
+      unary("pad_zero", "torch.constant_pad_nd(x, [1, 2, 3, 0], 0.0)", {"PAD"}, 29, "1x3x4x6"));
+  check_case(
+      unary("pad_value", "torch.constant_pad_nd(x, [1, 2], 1.5)", {"PAD_V2"}, 29, "1x3x4x6"));
+}
+
+// split: one SPLIT for equal parts, one SLICE per part otherwise.
+TEST(Lowerings, Split) {
+  check_case({"split_equal",
+              "def forward(self, x):\n    a, b = torch.split(x, 4, 1)\n    return a, b\n",
+              {"2x8"},
+              29,
+              {"SPLIT"}});
+  check_case({"split_unequal",
+              "def forward(self, x):\n    a, b, c = torch.split(x, 3, 1)\n    return a, b, c\n",
+              {"2x8"},
+              29,
+              {"SLICE", "SLICE", "SLICE"}});
+}
+
+// ShuffleNet's channel shuffle, view(N, g, C/g, H, W) -> transpose(1, 2) ->
+// contiguous -> view(N, C, H, W): one CHANNEL_SHUFFLE.
+TEST(Lowerings, ChannelShuffle) {
+  check_case(unary("channel_shuffle",
+                   "x.view(1, 2, 4, 5, 5).transpose(1, 2).contiguous().view(1, 8, 5, 5)",
+                   {"CHANNEL_SHUFFLE"}, 29, "1x8x5x5"));
+}
