@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -165,23 +166,30 @@ GraphCopy copy_graph(Graph& g) {
   return c;
 }
 
-// Runs the frozen graph on `inputs` and returns what each of `values` holds.
-std::vector<c10::IValue> probe(Graph& g, const c10::IValue& self,
-                               const std::vector<at::Tensor>& inputs,
-                               const std::vector<const Value*>& values) {
-  GraphCopy c = copy_graph(g);
-  std::shared_ptr<Graph> copy = c.graph;
-  std::vector<Value*> wanted;
-  for (const Value* v : values) wanted.push_back(c.values.at(v));
-  while (!copy->outputs().empty()) copy->eraseOutput(0);
-  copy->registerOutput(copy->insertNode(copy->createTuple(wanted))->output());
-  torch::jit::Code code(copy, "cpu_fallback_probe");
-  torch::jit::InterpreterState state(code);
-  torch::jit::Stack stack{self};
-  for (const at::Tensor& t : inputs) stack.emplace_back(t);
-  state.run(stack);
-  return stack.back().toTupleRef().elements().vec();
-}
+// The frozen graph made to return what each of `values` holds, compiled once
+// and run per set of inputs.
+class Probe {
+ public:
+  Probe(Graph& g, const std::vector<const Value*>& values) {
+    GraphCopy c = copy_graph(g);
+    std::vector<Value*> wanted;
+    for (const Value* v : values) wanted.push_back(c.values.at(v));
+    while (!c.graph->outputs().empty()) c.graph->eraseOutput(0);
+    c.graph->registerOutput(c.graph->insertNode(c.graph->createTuple(wanted))->output());
+    code_ = std::make_unique<torch::jit::Code>(c.graph, "cpu_fallback_probe");
+  }
+
+  std::vector<c10::IValue> run(const c10::IValue& self, const std::vector<at::Tensor>& inputs) {
+    torch::jit::InterpreterState state(*code_);
+    torch::jit::Stack stack{self};
+    for (const at::Tensor& t : inputs) stack.emplace_back(t);
+    state.run(stack);
+    return stack.back().toTupleRef().elements().vec();
+  }
+
+ private:
+  std::unique_ptr<torch::jit::Code> code_;
+};
 
 // What the probe runs saw in a value: its tensor in the first run (kept
 // without data) and whether every run gave the same sizes.
@@ -266,7 +274,7 @@ class Planner {
     return true;
   }
   bool apply_type_rules(const std::vector<Segment>& segments);
-  void probe_values(const std::vector<const Value*>& values);
+  void probe_all();
   bool apply_probe(const std::vector<Segment>& segments);
   std::optional<Conversion> convert_segment(const Segment& s, size_t index);
   Conversion assemble(const std::vector<Segment>& segments, std::vector<Conversion> parts);
@@ -304,48 +312,44 @@ bool Planner::apply_type_rules(const std::vector<Segment>& segments) {
 }
 
 // Runs the model kProbeRuns times on seeded random inputs of the --input
-// sizes, recording what the values not seen yet hold.
-void Planner::probe_values(const std::vector<const Value*>& values) {
-  std::vector<const Value*> fresh;
-  for (const Value* v : values) {
-    if (!seen_.count(v) && std::find(fresh.begin(), fresh.end(), v) == fresh.end()) {
-      fresh.push_back(v);
-    }
+// sizes, recording what each value any split could put at a part's boundary
+// holds: the graph's inputs and the outputs of its non-constant nodes.
+void Planner::probe_all() {
+  std::vector<const Value*> values(graph_.inputs().begin() + 1, graph_.inputs().end());
+  for (const Node* n : graph_.nodes()) {
+    if (constant_.count(n)) continue;
+    for (const Value* v : n->outputs()) values.push_back(v);
   }
-  if (fresh.empty()) return;
   std::vector<std::vector<int64_t>> shapes;
   for (const InputSpec& spec : options_.inputs) shapes.push_back(spec.dims);
-  std::vector<std::vector<std::vector<int64_t>>> sizes(fresh.size());
-  for (uint64_t seed = 0; seed < kProbeRuns; ++seed) {
-    std::vector<c10::IValue> got;
-    try {
-      got =
-          probe(graph_, self_, sample_inputs(options_.inputs, shapes, options_.nhwc, seed), fresh);
-    } catch (const c10::Error& e) {
-      throw ConvertError(1, "model '" + options_.model_path +
-                                "': --cpu-fallback runs the model on random inputs of the "
-                                "--input sizes to learn the sizes between its NNAPI and "
-                                "TorchScript parts, and the model failed: " +
-                                e.what_without_backtrace());
-    }
-    for (size_t i = 0; i < fresh.size(); ++i) {
-      Seen& s = seen_[fresh[i]];
-      if (seed == 0) {
-        s.tensor = got[i].isTensor();
-        if (s.tensor) {
-          const at::Tensor& t = got[i].toTensor();
-          s.first = t.is_quantized()
-                        ? at::_empty_affine_quantized(
-                              t.sizes(), t.options(),
-                              t.qscheme() == at::kPerTensorAffine ? t.q_scale() : 1.0,
-                              t.qscheme() == at::kPerTensorAffine ? t.q_zero_point() : 0)
-                        : at::empty(t.sizes(), t.options());
-        }
+  std::vector<std::vector<std::vector<int64_t>>> sizes(values.size());
+  try {
+    Probe probe(graph_, values);
+    for (uint64_t seed = 0; seed < kProbeRuns; ++seed) {
+      const std::vector<c10::IValue> got =
+          probe.run(self_, sample_inputs(options_.inputs, shapes, options_.nhwc, seed));
+      for (size_t i = 0; i < values.size(); ++i) {
+        Seen& s = seen_[values[i]];  // not a tensor unless the first run says so
+        if (!got[i].isTensor()) continue;
+        const at::Tensor& t = got[i].toTensor();
+        sizes[i].push_back(t.sizes().vec());
+        if (seed > 0) continue;
+        s.tensor = true;
+        s.first = t.is_quantized() ? at::_empty_affine_quantized(
+                                         t.sizes(), t.options(),
+                                         t.qscheme() == at::kPerTensorAffine ? t.q_scale() : 1.0,
+                                         t.qscheme() == at::kPerTensorAffine ? t.q_zero_point() : 0)
+                                   : at::empty(t.sizes(), t.options());
       }
-      if (got[i].isTensor()) sizes[i].push_back(got[i].toTensor().sizes().vec());
     }
+  } catch (const c10::Error& e) {
+    throw ConvertError(1, "model '" + options_.model_path +
+                              "': --cpu-fallback runs the model on random inputs of the "
+                              "--input sizes to learn the sizes between its NNAPI and "
+                              "TorchScript parts, and the model failed: " +
+                              e.what_without_backtrace());
   }
-  for (size_t i = 0; i < fresh.size(); ++i) {
+  for (size_t i = 0; i < values.size(); ++i) {
     const auto& runs = sizes[i];
     if (std::all_of(runs.begin(), runs.end(), [&](const auto& r) { return r == runs[0]; })) {
       continue;
@@ -356,17 +360,11 @@ void Planner::probe_values(const std::vector<const Value*>& values) {
       for (int64_t d : r) one += (one.empty() ? "" : "x") + std::to_string(d);
       text += (text.empty() ? "" : ", ") + one;
     }
-    seen_[fresh[i]].sizes_seen = text;
+    seen_[values[i]].sizes_seen = text;
   }
 }
 
 bool Planner::apply_probe(const std::vector<Segment>& segments) {
-  std::vector<const Value*> values;
-  for (const Segment& s : segments) {
-    values.insert(values.end(), s.inputs.begin(), s.inputs.end());
-    values.insert(values.end(), s.outputs.begin(), s.outputs.end());
-  }
-  probe_values(values);
   bool changed = false;
   specs_.clear();
   for (const Segment& s : segments) {
@@ -548,14 +546,7 @@ Conversion Planner::run() {
       to_cpu(failed, e.what());
     }
   }
-  // Every value any split could put at a part's boundary, in one go: the
-  // model then runs kProbeRuns times in all, not once more per round.
-  std::vector<const Value*> all(graph_.inputs().begin() + 1, graph_.inputs().end());
-  for (const Node* n : graph_.nodes()) {
-    if (constant_.count(n)) continue;
-    for (const Value* v : n->outputs()) all.push_back(v);
-  }
-  probe_values(all);
+  probe_all();  // once: a re-split costs a lowering, not a run of the model
   const size_t limit = std::distance(graph_.nodes().begin(), graph_.nodes().end()) + 2;
   for (size_t round = 0; round < limit; ++round) {
     std::vector<Segment> segments = split(graph_, cpu_, constant_);
