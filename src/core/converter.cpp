@@ -10,6 +10,7 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <initializer_list>
 #include <set>
 #include <sstream>
 
@@ -168,22 +169,22 @@ Operand operand_for_input(const InputSpec& spec, bool nhwc_all, bool use_int16) 
   return o;
 }
 
+std::set<c10::Symbol> symbols(std::initializer_list<const char*> names) {
+  std::set<c10::Symbol> out;
+  for (const char* name : names) out.insert(c10::Symbol::fromQualString(name));
+  return out;
+}
+
 // Scalar and shape arithmetic that traced models carry (x.size(0) // 2, ...).
 // With fixed input sizes every input is a constant, so it runs once here.
 const std::set<c10::Symbol>& foldable_kinds() {
-  static const std::set<c10::Symbol> kinds = [] {
-    std::set<c10::Symbol> out;
-    for (const char* name : {
-             "prim::NumToTensor",  "aten::Int",      "aten::Float",      "aten::ScalarImplicit",
-             "aten::floor_divide", "aten::floordiv", "aten::div",        "aten::mul",
-             "aten::add",          "aten::sub",      "aten::remainder",  "aten::neg",
-             "aten::__getitem__",  "aten::len",      "prim::ListUnpack", "prim::TupleUnpack",
-             "prim::TupleIndex",   "aten::size",     "aten::floor",      "aten::ceil",
-         }) {
-      out.insert(c10::Symbol::fromQualString(name));
-    }
-    return out;
-  }();
+  static const std::set<c10::Symbol> kinds = symbols({
+      "prim::NumToTensor",  "aten::Int",      "aten::Float",      "aten::ScalarImplicit",
+      "aten::floor_divide", "aten::floordiv", "aten::div",        "aten::mul",
+      "aten::add",          "aten::sub",      "aten::remainder",  "aten::neg",
+      "aten::__getitem__",  "aten::len",      "prim::ListUnpack", "prim::TupleUnpack",
+      "prim::TupleIndex",   "aten::size",     "aten::floor",      "aten::ceil",
+  });
   return kinds;
 }
 
@@ -193,23 +194,17 @@ const std::set<c10::Symbol>& foldable_kinds() {
 // masked_fill). The new_* and *_like factories read only the dtype of their
 // first input (and the *_like ones its shape), so that may be computed.
 const std::set<c10::Symbol>& tensor_foldable_kinds() {
-  static const std::set<c10::Symbol> kinds = [] {
-    std::set<c10::Symbol> out;
-    for (const char* name : {
-             "aten::zeros",        "aten::ones",     "aten::full",       "aten::new_zeros",
-             "aten::new_ones",     "aten::new_full", "aten::zeros_like", "aten::ones_like",
-             "aten::full_like",    "aten::arange",   "aten::slice",      "aten::select",
-             "aten::view",         "aten::reshape",  "aten::permute",    "aten::transpose",
-             "aten::unsqueeze",    "aten::squeeze",  "aten::flatten",    "aten::contiguous",
-             "aten::index",        "aten::eq",       "aten::ne",         "aten::lt",
-             "aten::le",           "aten::gt",       "aten::ge",         "aten::masked_fill",
-             "aten::where",        "aten::fill_",    "aten::zero_",      "aten::copy_",
-             "aten::masked_fill_", "aten::pow",      "aten::rsub",       "aten::clone",
-         }) {
-      out.insert(c10::Symbol::fromQualString(name));
-    }
-    return out;
-  }();
+  static const std::set<c10::Symbol> kinds = symbols({
+      "aten::zeros",        "aten::ones",     "aten::full",       "aten::new_zeros",
+      "aten::new_ones",     "aten::new_full", "aten::zeros_like", "aten::ones_like",
+      "aten::full_like",    "aten::arange",   "aten::slice",      "aten::select",
+      "aten::view",         "aten::reshape",  "aten::permute",    "aten::transpose",
+      "aten::unsqueeze",    "aten::squeeze",  "aten::flatten",    "aten::contiguous",
+      "aten::index",        "aten::eq",       "aten::ne",         "aten::lt",
+      "aten::le",           "aten::gt",       "aten::ge",         "aten::masked_fill",
+      "aten::where",        "aten::fill_",    "aten::zero_",      "aten::copy_",
+      "aten::masked_fill_", "aten::pow",      "aten::rsub",       "aten::clone",
+  });
   return kinds;
 }
 

@@ -259,6 +259,21 @@ Tensor emit_quantize(LoweringContext& cx, const Tensor& a, double scale, int64_t
   return emit_unary_to(cx, Op::Quantize, a, o, out);
 }
 
+std::vector<int32_t> strided_slice_inputs(LoweringContext& cx, int32_t x,
+                                          const std::vector<int64_t>& begins,
+                                          const std::vector<int64_t>& ends,
+                                          const std::vector<int64_t>& strides, int32_t end_mask,
+                                          int32_t shrink_mask) {
+  ModelBuilder& m = cx.model();
+  return {x,
+          m.add_int_vector(begins),
+          m.add_int_vector(ends),
+          m.add_int_vector(strides),
+          m.add_int_scalar(0),
+          m.add_int_scalar(end_mask),
+          m.add_int_scalar(shrink_mask)};
+}
+
 // `count` elements of x along PyTorch dim d, from `begin` in steps of `step`
 // (1 or -1): a STRIDED_SLICE taking the other dims whole.
 Tensor emit_take(LoweringContext& cx, const Tensor& x, int64_t d, int64_t begin, int64_t count,
@@ -280,17 +295,11 @@ Tensor emit_take(LoweringContext& cx, const Tensor& x, int64_t d, int64_t begin,
   strides[axis] = step;
   Shape shape = x.op.shape;
   shape[d] = count;
-  ModelBuilder& m = cx.model();
-  std::vector<int32_t> inputs = {x.id,
-                                 m.add_int_vector(begins),
-                                 m.add_int_vector(ends),
-                                 m.add_int_vector(strides),
-                                 m.add_int_scalar(0),
-                                 m.add_int_scalar(end_mask),
-                                 m.add_int_scalar(0)};
+  const std::vector<int32_t> inputs =
+      strided_slice_inputs(cx, x.id, begins, ends, strides, end_mask, 0);
   Operand o = x.op.with_shape(shape);
   const int32_t id = make_output(cx, nullptr, o, &x);
-  m.add_operation(nnapi::Op::StridedSlice, inputs, {id});
+  cx.model().add_operation(nnapi::Op::StridedSlice, inputs, {id});
   return {id, o};
 }
 

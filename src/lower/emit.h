@@ -92,6 +92,14 @@ Tensor emit_pad(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>
 // Broadcast output shape per PyTorch's rules (trailing alignment); 0 = flexible.
 Shape broadcast_shape(const Shape& a, const Shape& b);
 
+// The inputs of a STRIDED_SLICE of operand `x`: begins, ends and strides per
+// NNAPI axis, begin mask 0, `end_mask` and `shrink_mask` (operands made in
+// that order).
+std::vector<int32_t> strided_slice_inputs(LoweringContext& cx, int32_t x,
+                                          const std::vector<int64_t>& begins,
+                                          const std::vector<int64_t>& ends,
+                                          const std::vector<int64_t>& strides, int32_t end_mask,
+                                          int32_t shrink_mask);
 // `count` elements of x along PyTorch dim d, from `begin` in steps of `step`
 // (1 or -1): a STRIDED_SLICE taking the other dims whole.
 Tensor emit_take(LoweringContext& cx, const Tensor& x, int64_t d, int64_t begin, int64_t count,

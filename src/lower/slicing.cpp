@@ -107,15 +107,9 @@ void lower_slice(LoweringContext& cx, const Node* node) {
   begins[dim] = start;
   ends[dim] = stop;
   strides[dim] = step;
-  ModelBuilder& m = cx.model();
-  std::vector<int32_t> inputs = {in_id,
-                                 m.add_int_vector(begins),
-                                 m.add_int_vector(ends),
-                                 m.add_int_vector(strides),
-                                 m.add_int_scalar(0),
-                                 m.add_int_scalar(end_mask),
-                                 m.add_int_scalar(0)};
-  m.add_operation(Op::StridedSlice, inputs, {out_id});
+  cx.model().add_operation(
+      Op::StridedSlice, strided_slice_inputs(cx, in_id, begins, ends, strides, end_mask, 0),
+      {out_id});
 }
 
 // select(x, dim, index): x[..., index, ...], one dim fewer. STRIDED_SLICE
@@ -160,17 +154,12 @@ void lower_select(LoweringContext& cx, const Node* node) {
   const bool in_order = std::is_sorted(src.begin(), src.end());
   Operand sliced = in;
   sliced.dim_order = DimOrder::Contiguous;
-  ModelBuilder& m = cx.model();
-  std::vector<int32_t> inputs = {in_id,
-                                 m.add_int_vector(begins),
-                                 m.add_int_vector(ends),
-                                 m.add_int_vector(strides),
-                                 m.add_int_scalar(0),
-                                 m.add_int_scalar(end_mask),
-                                 m.add_int_scalar(1 << axis)};
+  const std::vector<int32_t> inputs =
+      strided_slice_inputs(cx, in_id, begins, ends, strides, end_mask, 1 << axis);
   const Tensor slice =
       cx.add_output(in_order ? node->output() : nullptr, sliced, permuted_dims({in_id, in}, src));
   const int32_t slice_id = slice.id;
+  ModelBuilder& m = cx.model();
   m.add_operation(Op::StridedSlice, inputs, {slice_id});
   if (in_order) return;
   // Output dim k holds PyTorch dim k (< dim) or k + 1: the slice's dim with it.
