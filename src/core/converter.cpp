@@ -506,16 +506,7 @@ torch::jit::Module trace_conversion(const ConvertOptions& options, LoweringTrace
 
 Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& options,
                         LoweringTrace* trace) {
-  if (options.cpu_fallback && !trace) {
-    for (const InputSpec& spec : options.inputs) {
-      if (spec.dtype == InputDType::Bool) {
-        throw ConvertError(2, "input spec '" + spec.text +
-                                  "': bool inputs are not supported with --cpu-fallback; "
-                                  "convert without it, or pass the mask as float32");
-      }
-    }
-    return lower_with_fallback(module, options);
-  }
+  if (options.cpu_fallback && !trace) return lower_with_fallback(module, options);
   return lower_graph(*module.get_method("forward").graph(), module._ivalue(), options, trace);
 }
 

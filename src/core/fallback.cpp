@@ -520,8 +520,14 @@ Conversion Planner::assemble(const std::vector<Segment>& segments, std::vector<C
 }
 
 Conversion Planner::run() {
-  for (size_t i = 0; i < options_.inputs.size(); ++i) {
-    const InputSpec& spec = options_.inputs[i];
+  for (const InputSpec& spec : options_.inputs) {
+    if (spec.dtype == InputDType::Bool) {
+      throw ConvertError(2, "input spec '" + spec.text +
+                                "': bool inputs are not supported with --cpu-fallback; "
+                                "convert without it, or pass the mask as float32");
+    }
+  }
+  for (const InputSpec& spec : options_.inputs) {
     if (std::find(spec.dims.begin(), spec.dims.end(), 0) != spec.dims.end()) {
       throw ConvertError(2, "input spec '" + spec.text +
                                 "' has a flexible (0) size, but --cpu-fallback needs fixed "

@@ -127,6 +127,11 @@ class SortOnly(nn.Module):
         return torch.sort(x, 1)[0]
 
 
+class MaskFill(nn.Module):
+    def forward(self, x, mask):
+        return x.masked_fill(mask, 0.0)
+
+
 class Plain(nn.Module):
     def __init__(self):
         super().__init__()
@@ -162,6 +167,7 @@ models = {
     "detector": save("detector", Detector(), torch.randn(1, 3, 32, 32)),
     "sort": save("sort", SortOnly(), torch.randn(2, 5)),
     "plain": save("plain", Plain(), torch.randn(1, 3, 8, 8)),
+    "maskfill": save("maskfill", MaskFill(), (torch.randn(2, 3), torch.zeros(2, 3, dtype=torch.bool))),
 }
 torch.manual_seed(0)
 models["qflip"] = save("qflip", quantized(QuantFlip().eval(), torch.randn(1, 3, 8, 8)),
@@ -309,6 +315,10 @@ check("a model that converts whole is the usual module",
 rc, text = run(path("topk.pt"), "--input", "0x3x8x8", "--cpu-fallback", "-o", path("x.pt"))
 check("a flexible size is exit 2 naming the spec",
       rc == 2 and "input spec '0x3x8x8'" in text and "fixed" in text, text)
+rc, text = run(path("maskfill.pt"), "--input", "2x3", "--input", "2x3,dtype=bool", "--cpu-fallback",
+               "-o", path("x.pt"))
+check("a bool input is exit 2 naming the spec",
+      rc == 2 and "input spec '2x3,dtype=bool'" in text and "--cpu-fallback" in text, text)
 rc, text = run(path("topk.pt"), "--input", "1x3x8x8", "--cpu-fallback", "--parts", path("parts"),
                "-o", path("x.pt"))
 check("--parts of a split model is exit 2", rc == 2 and "--parts" in text, text)
