@@ -31,6 +31,8 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "core/diagnostics.h"
+#include "core/folding.h"
 #include "core/sample_inputs.h"
 #include "nnapi_convert/nnapi_types.h"
 

@@ -26,13 +26,5 @@ Conversion lower_with_fallback(const torch::jit::Module& module, const ConvertOp
 Conversion lower_graph(torch::jit::Graph& graph, const c10::IValue& self,
                        const ConvertOptions& options, LoweringTrace* trace = nullptr,
                        const torch::jit::Node** failed = nullptr);
-// Whether the lowering table or constant folding takes nodes of `kind`.
-bool handled_kind(c10::Symbol kind);
-// Whether constant folding takes nodes of `kind` (when their inputs are constant).
-bool is_foldable(c10::Symbol kind);
-// The kinds of `nodes`, in order of first use, with counts and places.
-std::vector<NodeKindCount> census_of(const std::vector<const torch::jit::Node*>& nodes);
-// "node aten::foo at model.py:12 (`...`)"
-std::string describe_node(const torch::jit::Node* node);
 
 }  // namespace nnapi_convert

@@ -44,4 +44,9 @@ struct NodePlace {
 };
 NodePlace node_place(const torch::jit::Node* node);
 
+class LoweringContext;
+// Fills trace->values from the lowered graph: per operand, the last node
+// output in graph order that names it.
+void record_values(const LoweringContext& cx, const torch::jit::Graph& graph, LoweringTrace* trace);
+
 }  // namespace nnapi_convert

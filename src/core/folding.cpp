@@ -1,0 +1,180 @@
+// Constant folding during conversion.
+#include "core/folding.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/jit/runtime/operator.h>
+
+#include <algorithm>
+#include <initializer_list>
+#include <optional>
+
+#include "lower/check.h"
+#include "lower/registry.h"
+#include "nnapi_convert/converter.h"
+
+namespace nnapi_convert {
+
+namespace {
+
+std::set<c10::Symbol> symbols(std::initializer_list<const char*> names) {
+  std::set<c10::Symbol> out;
+  for (const char* name : names) out.insert(c10::Symbol::fromQualString(name));
+  return out;
+}
+
+}  // namespace
+
+// Scalar and shape arithmetic that traced models carry (x.size(0) // 2, ...).
+// With fixed input sizes every input is a constant, so it runs once here.
+const std::set<c10::Symbol>& foldable_kinds() {
+  static const std::set<c10::Symbol> kinds = symbols({
+      "prim::NumToTensor",  "aten::Int",      "aten::Float",      "aten::ScalarImplicit",
+      "aten::floor_divide", "aten::floordiv", "aten::div",        "aten::mul",
+      "aten::add",          "aten::sub",      "aten::remainder",  "aten::neg",
+      "aten::__getitem__",  "aten::len",      "prim::ListUnpack", "prim::TupleUnpack",
+      "prim::TupleIndex",   "aten::size",     "aten::floor",      "aten::ceil",
+  });
+  return kinds;
+}
+
+// Tensor operations that run during conversion when their inputs are
+// constant: masks and index tables a model builds from its (fixed) sizes,
+// e.g. Swin's shifted-window attention mask (new_zeros, slice assignments,
+// masked_fill). The new_* and *_like factories read only the dtype of their
+// first input (and the *_like ones its shape), so that may be computed.
+const std::set<c10::Symbol>& tensor_foldable_kinds() {
+  static const std::set<c10::Symbol> kinds = symbols({
+      "aten::zeros",        "aten::ones",     "aten::full",       "aten::new_zeros",
+      "aten::new_ones",     "aten::new_full", "aten::zeros_like", "aten::ones_like",
+      "aten::full_like",    "aten::arange",   "aten::slice",      "aten::select",
+      "aten::view",         "aten::reshape",  "aten::permute",    "aten::transpose",
+      "aten::unsqueeze",    "aten::squeeze",  "aten::flatten",    "aten::contiguous",
+      "aten::index",        "aten::eq",       "aten::ne",         "aten::lt",
+      "aten::le",           "aten::gt",       "aten::ge",         "aten::masked_fill",
+      "aten::where",        "aten::fill_",    "aten::zero_",      "aten::copy_",
+      "aten::masked_fill_", "aten::pow",      "aten::rsub",       "aten::clone",
+  });
+  return kinds;
+}
+
+bool is_foldable(c10::Symbol kind) {
+  return foldable_kinds().count(kind) != 0 || tensor_foldable_kinds().count(kind) != 0;
+}
+
+bool handled_kind(c10::Symbol kind) { return lowering_table().find(kind) || is_foldable(kind); }
+
+namespace {
+
+// The in-place operations among the foldable kinds: they write their first input.
+bool writes_input(c10::Symbol kind) {
+  const std::string name = kind.toUnqualString();
+  return !name.empty() && name.back() == '_';
+}
+
+// Whether the first input only gives the dtype (new_*) or dtype and shape (*_like).
+bool reads_only_dtype(c10::Symbol kind) {
+  const std::string name = kind.toUnqualString();
+  return name.rfind("new_", 0) == 0 || (name.size() > 5 && name.substr(name.size() - 5) == "_like");
+}
+
+const c10::StorageImpl* storage_of(const c10::IValue& v) {
+  return v.isTensor() ? v.toTensor().storage().unsafeGetStorageImpl() : nullptr;
+}
+
+// A stand-in for a computed first input of new_* (its dtype) or *_like (its
+// dtype and shape). None when its type or a flexible size doesn't allow one.
+std::optional<c10::IValue> dtype_stand_in(const LoweringContext& cx, const Node* node) {
+  const Value* v = node->input(0);
+  if (!cx.has_operand(v)) return std::nullopt;
+  const Operand o = cx.get_operand(v).op;
+  const bool like = node->kind().toUnqualString()[0] != 'n';  // not new_*
+  if (like && std::find(o.shape.begin(), o.shape.end(), 0) != o.shape.end()) return std::nullopt;
+  const Shape shape = like ? o.shape : Shape{0};
+  switch (o.type) {
+    case nnapi::OperandType::TensorFloat32:
+      return c10::IValue(at::zeros(shape, at::kFloat));
+    case nnapi::OperandType::TensorInt32:
+      return c10::IValue(at::zeros(shape, at::kInt));
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace
+
+bool Folder::try_fold(LoweringContext& cx, const Node* node) {
+  if (!is_foldable(node->kind())) return false;
+  torch::jit::Stack stack;
+  for (const Value* in : node->inputs()) {
+    if (cx.has_constant(in)) {
+      stack.push_back(cx.constant(in).value);
+    } else if (stack.empty() && reads_only_dtype(node->kind())) {
+      auto stand_in = dtype_stand_in(cx, node);
+      if (!stand_in) return false;
+      stack.push_back(*stand_in);
+    } else {
+      return false;
+    }
+  }
+  const c10::StorageImpl* written = nullptr;
+  if (writes_input(node->kind())) {
+    written = storage_of(stack.at(0));
+    check(made_.count(written) != 0,
+          "this in-place operation writes into a constant of the model (a weight or a tensor "
+          "that shares its storage); nnapi-convert folds in-place writes only into tensors the "
+          "model builds itself from constants (zeros, new_zeros, ...). Write into a copy "
+          "(.clone()) instead");
+    check(read_.count(written) == 0,
+          "this in-place operation writes into a tensor that an NNAPI operation has already "
+          "read as a constant; build the tensor completely before the model uses it");
+  }
+  std::vector<const c10::StorageImpl*> inputs;
+  for (const c10::IValue& v : stack) inputs.push_back(storage_of(v));
+  torch::jit::Operation op = node->getOperation();
+  op(stack);
+  check(stack.size() == node->outputs().size(), "constant folding gave the wrong output count");
+  for (size_t i = 0; i < stack.size(); ++i) {
+    const c10::StorageImpl* s = storage_of(stack[i]);
+    if (s && std::find(inputs.begin(), inputs.end(), s) == inputs.end()) made_.insert(s);
+    cx.add_constant(node->output(i), node->output(i)->type(), stack[i]);
+  }
+  return true;
+}
+
+void Folder::note_lowered(const LoweringContext& cx, const Node* node) {
+  for (const Value* in : node->inputs()) {
+    if (!cx.has_constant(in)) continue;
+    const c10::IValue& v = cx.constant(in).value;
+    if (v.isTensor()) read_.insert(storage_of(v));
+    if (v.isList()) {
+      for (const c10::IValue& item : v.toListRef()) read_.insert(storage_of(item));
+    }
+  }
+}
+
+std::vector<SupportedKind> supported_node_kinds() {
+  std::vector<SupportedKind> out;
+  for (const LoweringTable::Entry& e : lowering_table().entries()) {
+    out.push_back({e.kind, e.family, e.note});
+  }
+  std::vector<SupportedKind> folded;
+  for (c10::Symbol kind : foldable_kinds()) {
+    if (lowering_table().find(kind)) continue;
+    folded.push_back({kind.toQualString(), "folded",
+                      "computed during conversion when its inputs are constant (shape "
+                      "arithmetic); on flexible sizes only where the shape-compute script can"});
+  }
+  for (c10::Symbol kind : tensor_foldable_kinds()) {
+    if (lowering_table().find(kind) || foldable_kinds().count(kind)) continue;
+    folded.push_back({kind.toQualString(), "folded",
+                      "computed during conversion when its inputs are constant (masks and "
+                      "index tables built from fixed sizes; in-place writes only into such "
+                      "tensors)"});
+  }
+  std::sort(folded.begin(), folded.end(),
+            [](const SupportedKind& a, const SupportedKind& b) { return a.kind < b.kind; });
+  out.insert(out.end(), folded.begin(), folded.end());
+  return out;
+}
+
+}  // namespace nnapi_convert

@@ -1,0 +1,41 @@
+// Constant folding: node kinds that run during conversion when their inputs
+// are constant (shape arithmetic of traced models; masks and index tables a
+// model builds from its fixed sizes), and the folder that runs them in graph
+// order.
+#pragma once
+
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <set>
+
+#include "lower/context.h"
+
+namespace nnapi_convert {
+
+// Scalar and shape arithmetic (x.size(0) // 2, ...).
+const std::set<c10::Symbol>& foldable_kinds();
+// Tensor operations folded when all their inputs are constant.
+const std::set<c10::Symbol>& tensor_foldable_kinds();
+// Whether constant folding takes nodes of `kind` (when their inputs are constant).
+bool is_foldable(c10::Symbol kind);
+// Whether the lowering table or constant folding takes nodes of `kind`.
+bool handled_kind(c10::Symbol kind);
+
+// Runs nodes on their constant inputs, in graph order, so in-place writes
+// into folded tensors (`mask[a:b, c:d] = k` is a slice and a fill_ of that
+// view) happen where eager PyTorch does them. A write is folded only into
+// storage that folding made (zeros, new_zeros, a computed result, ...: not a
+// weight of the model) and that no NNAPI operation has read.
+class Folder {
+ public:
+  // Runs `node` on its constant inputs and records its outputs as constants.
+  // Returns false when the node is not foldable or an input is not constant.
+  bool try_fold(LoweringContext& cx, const torch::jit::Node* node);
+  // `node` is lowered to NNAPI: constant tensors it reads become weights.
+  void note_lowered(const LoweringContext& cx, const torch::jit::Node* node);
+
+ private:
+  std::set<const c10::StorageImpl*> made_, read_;
+};
+
+}  // namespace nnapi_convert
