@@ -84,7 +84,9 @@ JobResult run_job(const Job& job) {
       if (!r.verify->ok) {
         r.exit_code = 1;
         r.error = "model '" + r.model + "': the converted module does not match the model on " +
-                  "seeded random inputs; '" + r.output + "' was not written";
+                  (job.verify_options.input_file.empty() ? "seeded random inputs"
+                                                         : "the --verify-input tensors") +
+                  "; '" + r.output + "' was not written";
       }
     }
     if (r.exit_code == 0) {

@@ -244,6 +244,35 @@ rc, text = run(path("topk.pt"), "--input", "1x3x8x8", "--cpu-fallback", "--verif
                path("topk-verified.nnapi.pt"))
 check("--verify checks a split module", rc == 0 and "output 1: 1x3 Long" in text, text)
 
+# A dynamic-quantized model (quantize_dynamic on Linear and LSTM): those
+# nodes stay TorchScript, and their kernels differ between PyTorch's
+# quantized engines (on x86 the default is not QNNPACK). --verify runs the
+# eager model with QNNPACK, the mobile engine; the module's TorchScript parts
+# must run with it too, giving the eager model's numbers exactly (the NNAPI
+# part is a float convolution, within the float tolerance).
+
+
+class DynamicQuant(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = nn.Linear(8, 16)
+        self.lstm = nn.LSTM(16, 16)
+
+    def forward(self, x):
+        y = self.fc(torch.relu(self.conv(x)).mean([2, 3]))
+        return self.lstm(y.unsqueeze(0))[0]
+
+
+torch.manual_seed(0)
+save("dynq", torch.quantization.quantize_dynamic(DynamicQuant().eval(), {nn.Linear, nn.LSTM},
+                                                  dtype=torch.qint8), torch.randn(1, 3, 8, 8))
+rc, text = run(path("dynq.pt"), "--input", "1x3x8x8", "--cpu-fallback", "--verify", "-o",
+               path("dynq.nnapi.pt"))
+check("--verify of a dynamic-quantized split module runs both sides with QNNPACK",
+      rc == 0 and "quantized::linear_dynamic" in text and "output 0: 1x1x16 Float" in text
+      and ", ok" in text, text)
+
 rc, text = run(path("topk.pt"), "--input", "1x3x8x8", "--cpu-fallback", "--lite", "-o",
                path("topk-lite.nnapi.pt"))
 try:
