@@ -45,7 +45,8 @@ void print_verify(const Args& a, const JobResult& r) {
   const std::string shapes = shapes_text(v);
   if (!a.quiet) {
     // Standard output may carry the module (-o -) or the report (--report -).
-    std::ostream& out = a.output == "-" || a.report == "-" ? std::cerr : std::cout;
+    std::ostream& out =
+        names_standard_output(a.output) || names_standard_output(a.report) ? std::cerr : std::cout;
     if (a.verify_input.empty()) {
       out << r.model << ": verify on inputs " << shapes << "\n";
     } else {

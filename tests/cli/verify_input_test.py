@@ -18,25 +18,13 @@ too, and the output's shape.
 Prints "verify-input: all passed" when every check passed.
 """
 import os
-import subprocess
 import sys
 
 import torch
 import torch.nn as nn
 
-BIN, WORK = sys.argv[1], sys.argv[2]
-os.makedirs(WORK, exist_ok=True)
-failures = []
-
-
-def check(name, ok, detail=""):
-    print(("ok: " if ok else "FAILED: ") + name + ("" if ok else " " + str(detail)))
-    if not ok:
-        failures.append(name)
-
-
-def path(name):
-    return os.path.join(WORK, name)
+sys.dont_write_bytecode = True  # importing cli_checks writes no __pycache__ into the sources
+from cli_checks import check, finish, path, run  # noqa: E402
 
 
 class One(nn.Module):
@@ -64,11 +52,10 @@ CONSTANT = "every element of the model's output is 0"
 
 
 def verify(model, n_inputs, data_file, out):
-    args = [BIN, path(model), "-o", path(out), "--verify"] + ["--input", "2x5"] * n_inputs
+    args = [path(model), "-o", path(out), "--verify"] + ["--input", "2x5"] * n_inputs
     if data_file:
         args += ["--verify-input", path(data_file)]
-    p = subprocess.run(args, capture_output=True, text=True)
-    return p.returncode, p.stdout + p.stderr
+    return run(*args)
 
 
 # The control: without a file, random inputs, and the constant warning shows.
@@ -103,5 +90,4 @@ rc, text = verify("two.pt", 2, "tensor.in.pt", "short.nnapi.pt")
 check("one tensor for two inputs is exit 2",
       rc == 2 and "holds 1 tensor(s), but the model has 2" in text, text)
 
-print("verify-input: all passed" if not failures else f"verify-input: {len(failures)} FAILED")
-sys.exit(1 if failures else 0)
+finish("verify-input")
