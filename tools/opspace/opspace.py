@@ -73,8 +73,8 @@ def form_options(form):
         opts["nhwc"] = True
     if form.startswith("fuse"):
         opts["fuse_activations"] = True
-    if form.startswith("api"):
-        opts["min_android_api"] = int(form[3:])
+    if "api" in form:
+        opts["min_android_api"] = int(form.split("api")[1])
     return nhwc, "flex" in form, form.startswith("quant"), opts
 
 
@@ -163,10 +163,16 @@ def generate_sample(sample, sid, work, forms, bin_path):
             runs = []
             gen = torch.Generator().manual_seed(2)
             for batch in (FLEX_BATCHES if flex else (None,)):
-                xs = [i.make(gen, batch if i.batched else None, channels_last=nhwc) for i in inputs]
+                xs = [i.make(gen, batch if i.batched else None) for i in inputs]
+                # Eager runs on contiguous inputs: PyTorch 1.13's quantized
+                # relu6 computes wrong values on channels-last quint8 tensors
+                # (up to 42 quanta off). The converted module gets the
+                # channels-last tensors an app passes with --nhwc.
                 with torch.no_grad(), warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     outs = flat_outputs(loaded(*xs))
+                if nhwc:
+                    xs = [x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x for x in xs]
                 if any(o.is_floating_point() and not torch.isfinite(o).all() for o in outs):
                     raise ValueError("eager output is not finite")
                 runs.append((xs, [o.clone() for o in outs]))
@@ -464,7 +470,8 @@ def main():
 
     conversions, skipped, seen = [], [], {}
     for s in samples:
-        base = sanitize(f"{s.kind.split('::')[-1]}-{getattr(s, 'source', 'own')}-{s.label}")
+        ns, name = s.kind.split("::")
+        base = sanitize(f"{name if ns == 'aten' else ns + '.' + name}-{getattr(s, 'source', 'own')}-{s.label}")
         seen[base] = seen.get(base, 0) + 1
         sid = base if seen[base] == 1 else f"{base}-{seen[base]}"
         try:
@@ -473,10 +480,15 @@ def main():
             skipped.append({"sample": sid, "form": "*", "why": traceback.format_exc(limit=2)[-300:]})
             continue
         for c in convs:
-            if s.kind not in c["graph_kinds"]:
+            if s.kind not in c["graph_kinds"] and c["form"].startswith("quant"):
+                # A float module quantized: the row of its quantized kind.
+                qkinds = [k for k in c["graph_kinds"] if k.startswith("quantized::")]
+                c["kind"] = qkinds[0] if len(qkinds) == 1 else c["kind"]
+            if c["kind"] in c["graph_kinds"]:
+                conversions.append(c)
+            else:
                 skipped.append({"sample": sid, "form": c["form"],
-                                "why": f"{s.kind} is not in the frozen graph: {c['graph_kinds']}"})
-        conversions += [c for c in convs if s.kind in c["graph_kinds"]]
+                                "why": f"{c['kind']} is not in the frozen graph: {c['graph_kinds']}"})
         skipped += [{"sample": sid, "form": f, "why": why} for f, why in skip]
     t_gen = time.time()
     log(f"opspace: {len(samples)} samples, {len(conversions)} conversions "

@@ -282,12 +282,12 @@ for _a, _b in ((1, -1), (0, 0), (2, 3), (-4, -1), (1, 2)):
 add(Sample("aten::flatten", fn(lambda x: x.flatten()), [In((3, 5))], "rank2-all"))
 for _d in (0, 1, -1, -2, 3):
     add(Sample("aten::squeeze", fn(lambda x, d=_d: x.squeeze(d) + 1), [In((1, 3, 1, 5) if _d != 3 else (2, 3, 4, 1))],
-               f"dim{_d}", qmake=True if _d == 2 else None, flex=_d != 0))
+               f"dim{_d}", qmake=fn(lambda x, d=_d: x.squeeze(d)) if _d == 2 else None, flex=_d != 0))
 add(Sample("aten::squeeze", fn(lambda x: x.squeeze() + 1), [In((1, 3, 1, 5))], "all", flex=False))
 add(Sample("aten::squeeze", fn(lambda x: x.squeeze() + 1), [In((1, 1, 1, 1))], "all-to-rank0", flex=False))
 for _d in (0, 1, 2, -1, -3, 4):
     add(Sample("aten::unsqueeze", fn(lambda x, d=_d: x.unsqueeze(d) + 1), [In((2, 3, 5, 7) if _d == 4 else (2, 3, 5))],
-               f"dim{_d}", qmake=True if _d == 1 else None))
+               f"dim{_d}", qmake=fn(lambda x, d=_d: x.unsqueeze(d)) if _d == 1 else None))
 add(Sample("aten::unsqueeze", fn(lambda x: x.unsqueeze(0) + 1), [In((7,))], "rank1"))
 for _p in ((0, 2, 3, 1), (0, 3, 1, 2), (3, 2, 1, 0), (1, 0, 2, 3)):
     add(Sample("aten::permute", fn(lambda x, p=_p: x.permute(p)), [In((2, 3, 5, 7))], "p" + "".join(map(str, _p)),
@@ -470,7 +470,9 @@ add(Sample("quantized::linear", None, [In((3, 8))], "rank2",
 add(Sample("quantized::linear", None, [In((2, 3, 8))], "rank3",
            qmake=qmodule(lambda: seeded(torch.nn.Linear(8, 5)), [In((2, 3, 8))])))
 add(Sample("quantized::hardswish", None, [In((2, 3, 5, 7))], "rank4",
-           qmake=lambda: torch.ao.nn.quantized.Hardswish(0.03, 64).eval()))
+           qmake=lambda: torch.ao.nn.quantized.Hardswish(0.03, 64).eval(), extra_forms=("quant_api30",)))
+add(Sample("quantized::hardswish", None, [In((2, 3, 5, 7))], "scale-0.05",
+           qmake=lambda: torch.ao.nn.quantized.Hardswish(0.05, 128).eval(), extra_forms=("quant_api30",)))
 add(Sample("quantized::relu6", None, [In((2, 3, 5, 7))], "rank4",
            qmake=lambda: torch.ao.nn.quantized.ReLU6().eval()))
 add(Sample("aten::dequantize", None, [In((2, 3, 5, 7))], "rank4", qmake=fn(lambda x: x.dequantize() * 1.0),
@@ -552,8 +554,8 @@ for _cls, _kind in ((torch.nn.LSTM, "aten::lstm"), (torch.nn.GRU, "aten::gru")):
     add(Sample(_kind, lambda c=_cls: _RNN(c(4, 6, num_layers=2)), [In((5, 2, 4))], "2-layers"))
     add(Sample(_kind, lambda c=_cls: _RNN(c(4, 3, bidirectional=True, batch_first=True)), [In((2, 5, 4))],
                "bidirectional"))
-    add(Sample("aten::zeros", lambda c=_cls: _RNNZeros(c(4, 6, batch_first=True)), [In((2, 5, 4))],
-               _kind[6:] + "-zeros-state", script=True, flex=False))
+add(Sample("aten::zeros", lambda: _LSTMZeros(), [In((2, 5, 4))], "lstm-zeros-state", flex=False))
+add(Sample("aten::zeros", lambda: _GRUZeros(), [In((2, 5, 4))], "gru-zeros-state", flex=False))
 
 
 class _RNN(torch.nn.Module):
@@ -565,19 +567,25 @@ class _RNN(torch.nn.Module):
         return self.rnn(x)[0]
 
 
-class _RNNZeros(torch.nn.Module):
-    """The initial state made inside the model, as scripted models do."""
+class _LSTMZeros(torch.nn.Module):
+    """The initial state made inside the model, sized by the input."""
 
-    def __init__(self, rnn):
+    def __init__(self):
         super().__init__()
-        self.rnn = seeded(rnn, scale=0.4)
-        self.is_lstm = isinstance(rnn, torch.nn.LSTM)
+        self.rnn = seeded(torch.nn.LSTM(4, 6, batch_first=True), scale=0.4)
 
     def forward(self, x):
-        h = torch.zeros(1, 2, 6)
-        if self.is_lstm:
-            return self.rnn(x, (h, torch.zeros(1, 2, 6)))[0]
-        return self.rnn(x, h)[0]
+        h = torch.zeros(1, x.size(0), 6)
+        return self.rnn(x, (h, torch.zeros(1, x.size(0), 6)))[0]
+
+
+class _GRUZeros(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = seeded(torch.nn.GRU(4, 6, batch_first=True), scale=0.4)
+
+    def forward(self, x):
+        return self.rnn(x, torch.zeros(1, x.size(0), 6))[0]
 
 
 # --------------------------------------------------------------- attention
@@ -633,3 +641,10 @@ add(Sample("aten::masked_fill", fn(lambda x, m: x.masked_fill(m.unsqueeze(-1), -
            "input-mask"))
 add(Sample("aten::masked_fill", fn(lambda m, x: x.masked_fill(m.mask, 2.0), mask=torch.tensor(True)),
            [In((3, 5))], "0-dim-mask"))
+
+# ------------------------------------------------------- graph and plumbing
+add(Sample("prim::Constant", fn(lambda m, x: x * m.c, c=torch.linspace(-1, 1, 7)), [In((2, 3, 5, 7))],
+           "const-tensor"))
+add(Sample("aten::to", fn(lambda x: x.to(torch.float32) + 1), [In((2, 3, 5, 7))], "float-to-float"))
+add(Sample("aten::baddbmm", fn(torch.baddbmm), [In((2, 3, 4)), In((2, 3, 5)), In((2, 5, 4))], "plain",
+           extra_forms=("api33",), subset=True))

@@ -17,11 +17,12 @@ conversions it gets. The forms are:
     fuse_nhwc   --fuse-activations --nhwc
     api30       --min-android-api 30
     api33       --min-android-api 33
+    quant_api30 quint8 inputs and --min-android-api 30
 """
 import torch
 
 FORMS = ["nchw", "nhwc", "flex", "flex_nhwc", "quant", "quant_nhwc", "quant_flex", "fuse",
-         "fuse_nhwc", "api30", "api33"]
+         "fuse_nhwc", "api30", "api33", "quant_api30"]
 FLEX_BATCHES = (1, 3)
 
 # Quantization of quantized inputs: randn inputs fit [-6.4, 6.35].
@@ -52,7 +53,7 @@ class In:
         return In(self.shape, "quint8", batched=self.batched, scale=self.scale,
                   zero_point=self.zero_point, positive=self.positive)
 
-    def make(self, gen, batch=None, channels_last=False):
+    def make(self, gen, batch=None):
         shape = self.shape if batch is None else (batch,) + self.shape[1:]
         if self.values is not None:
             t = self.values
@@ -69,9 +70,7 @@ class In:
                 t = torch.rand(shape, generator=gen) * 2 + 0.5
             if self.dtype == "quint8":
                 t = torch.quantize_per_tensor(t, self.scale, self.zero_point, torch.quint8)
-        if channels_last and t.dim() == 4 and self.dtype in ("float32", "quint8"):
-            t = t.contiguous(memory_format=torch.channels_last)
-        return t
+        return t.clone()
 
     def spec(self, flex=False, nhwc=False):
         dims = list(self.shape)
