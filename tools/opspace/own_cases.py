@@ -648,3 +648,7 @@ add(Sample("prim::Constant", fn(lambda m, x: x * m.c, c=torch.linspace(-1, 1, 7)
 add(Sample("aten::to", fn(lambda x: x.to(torch.float32) + 1), [In((2, 3, 5, 7))], "float-to-float"))
 add(Sample("aten::baddbmm", fn(torch.baddbmm), [In((2, 3, 4)), In((2, 3, 5)), In((2, 5, 4))], "plain",
            extra_forms=("api33",), subset=True))
+add(Sample("aten::slice", fn(lambda x: x[:, :, 1::2].reshape(x.shape[0], -1)), [In((2, 3, 5, 7, 2))], "rank5-step2"))
+add(Sample("aten::slice", fn(lambda x: torch.sigmoid(x[..., 4:]).flatten(1)), [In((1, 3, 4, 4, 7))], "rank5-head"))
+add(Sample("aten::select", fn(lambda x: x[:, :, 1].flatten(1)), [In((2, 3, 4, 5, 2))], "rank5"))
+add(Sample("aten::select", fn(lambda x: x.select(-1, -2)), [In((2, 3, 4, 5, 2))], "rank5-out"))
