@@ -652,3 +652,5 @@ add(Sample("aten::slice", fn(lambda x: x[:, :, 1::2].reshape(x.shape[0], -1)), [
 add(Sample("aten::slice", fn(lambda x: torch.sigmoid(x[..., 4:]).flatten(1)), [In((1, 3, 4, 4, 7))], "rank5-head"))
 add(Sample("aten::select", fn(lambda x: x[:, :, 1].flatten(1)), [In((2, 3, 4, 5, 2))], "rank5"))
 add(Sample("aten::select", fn(lambda x: x.select(-1, -2)), [In((2, 3, 4, 5, 2))], "rank5-out"))
+add(Sample("aten::slice", fn(lambda x: x[..., -9:] * 2), [In((2, 3, 5, 7))], "start-before-first"))
+add(Sample("aten::slice", fn(lambda x: x[:, -5:2]), [In((2, 3, 5))], "neg-start-clamped"))
