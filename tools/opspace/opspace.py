@@ -99,12 +99,8 @@ def frozen_kinds(module):
         frozen = torch.jit.freeze(module.eval() if not hasattr(module, "_c") else module)
     except Exception:  # freezing needs eval mode and a forward; keep what we can
         return kinds
-    def walk(block):
-        for n in block.nodes():
-            kinds.add(n.kind())
-            for b in n.blocks():
-                walk(b)
-    walk(frozen.graph)
+    for n in frozen.graph.nodes():  # the top level: what the converter's census lists
+        kinds.add(n.kind())
     return kinds
 
 
@@ -188,7 +184,7 @@ def generate_sample(sample, sid, work, forms, bin_path):
             "id": cid, "sample": sid, "kind": sample.kind, "label": sample.label, "form": form,
             "source": getattr(sample, "source", "own"), "model": path, "specs": specs,
             "options": opts, "output": out, "runs": runs_path, "graph_kinds": kinds,
-            "quantum": sample.quantum,
+            "quantum": sample.quantum, "must_name": sample.must_name,
             "command": cli_line(bin_path, path, specs, opts, out),
         })
     return conversions, skipped
@@ -218,8 +214,10 @@ TRACEBACK_MARKS = ("Traceback (most recent call last)", "Exception raised from",
                    "C++ CapturedTraceback", "terminate called", "Aborted", "core dumped")
 
 
-def refusal_outcome(conv, entry):
-    """refused / unclean / crash for a failed conversion."""
+def refusal_outcome(conv, entry, all_kinds):
+    """refused / unclean / crash for a failed conversion. `all_kinds`: every
+    kind list-ops names (lowered or folded); a refusal of a model with other
+    kinds must name each of them (the census lists every unsupported kind)."""
     err = entry.get("error") or {}
     msg = err.get("message") or ""
     code = entry.get("exit_code")
@@ -238,6 +236,13 @@ def refusal_outcome(conv, entry):
         r"\b(aten|prim|quantized)::\w+|`%|input \d|--input|output \d", msg)
     if not named:
         problems.append("names no node")
+    # (An in-place kind whose functional twin is lowered is not checked: the
+    # converter's freeze may make it functional where Python's did not.)
+    unlisted = [k for k in conv["graph_kinds"]
+                if k not in all_kinds and k not in msg and k.rstrip("_") not in all_kinds]
+    unlisted += [k for k in conv.get("must_name", ()) if k not in msg]
+    if unlisted:
+        problems.append("does not name the unsupported " + ", ".join(unlisted))
     if problems:
         return "unclean", "; ".join(problems) + ": " + msg
     return "refused", msg
@@ -502,7 +507,7 @@ def main():
         if entry["status"] == "ok":
             ok.append(c)
         else:
-            c["outcome"], c["detail"] = refusal_outcome(c, entry)
+            c["outcome"], c["detail"] = refusal_outcome(c, entry, {e["kind"] for e in table})
     results = run_all(args, ok, work)
     for c in ok:
         r = results[c["id"]]

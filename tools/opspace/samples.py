@@ -101,7 +101,8 @@ class Sample:
     """
 
     def __init__(self, kind, make, inputs, label, qmake=None, script=False, forms=None,
-                 extra_forms=(), flex=True, qinputs=None, subset=False, quantum=None):
+                 extra_forms=(), flex=True, qinputs=None, subset=False, quantum=None,
+                 must_name=()):
         self.kind = kind
         self.make = make
         self.inputs = [i if isinstance(i, In) else In(i) for i in inputs]
@@ -121,6 +122,9 @@ class Sample:
         # A float output of a quantized form (DEQUANTIZE) is compared in
         # quanta of this scale.
         self.quantum = quantum
+        # What a refusal must name besides the kinds no lowering takes (a
+        # lowered kind whose arguments NNAPI cannot take, in a larger model).
+        self.must_name = list(must_name)
 
     def has_4d(self):
         return any(len(i.shape) == 4 for i in self.inputs)
