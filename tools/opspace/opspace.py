@@ -92,18 +92,6 @@ def cli_line(bin_path, model, specs, opts, out):
     return " ".join(cmd)
 
 
-def frozen_kinds(module):
-    import torch
-    kinds = set()
-    try:
-        frozen = torch.jit.freeze(module.eval() if not hasattr(module, "_c") else module)
-    except Exception:  # freezing needs eval mode and a forward; keep what we can
-        return kinds
-    for n in frozen.graph.nodes():  # the top level: what the converter's census lists
-        kinds.add(n.kind())
-    return kinds
-
-
 def to_script(sample, module, example):
     import torch
     module = module.eval()
@@ -126,7 +114,7 @@ def generate_sample(sample, sid, work, forms, bin_path):
     """Writes the sample's model(s) and run inputs; returns its conversions
     (dicts for the manifest and the runner) and the forms that do not apply."""
     import torch
-    from samples import FLEX_BATCHES
+    from samples import FLEX_BATCHES, frozen_kinds
     d = os.path.join(work, "cases", sid)
     os.makedirs(d, exist_ok=True)
     conversions, skipped = [], []
@@ -154,7 +142,7 @@ def generate_sample(sample, sid, work, forms, bin_path):
                     loaded = torch.jit.load(path)
                     with torch.no_grad():
                         flat_outputs(loaded(*example))
-                built[key] = (path, loaded, sorted(frozen_kinds(torch.jit.load(path))))
+                built[key] = (path, loaded, frozen_kinds(loaded))
             path, loaded, kinds = built[key]
             runs = []
             gen = torch.Generator().manual_seed(2)
@@ -178,11 +166,11 @@ def generate_sample(sample, sid, work, forms, bin_path):
         cid = f"{sid}:{form}"
         runs_path = os.path.join(d, f"runs-{form}.pt")
         torch.save(runs, runs_path)
-        specs = [i.spec(flex=flex) for i in inputs]
+        specs = [i.spec(flex) for i in inputs]
         out = os.path.join(work, "converted", sanitize(cid) + ".nnapi.pt")
         conversions.append({
             "id": cid, "sample": sid, "kind": sample.kind, "label": sample.label, "form": form,
-            "source": getattr(sample, "source", "own"), "model": path, "specs": specs,
+            "source": sample.source, "model": path, "specs": specs,
             "options": opts, "output": out, "runs": runs_path, "graph_kinds": kinds,
             "quantum": sample.quantum, "must_name": sample.must_name,
             "command": cli_line(bin_path, path, specs, opts, out),
@@ -379,7 +367,7 @@ def subset(samples):
     from collections import defaultdict
     by_kind = defaultdict(list)
     for s in samples:
-        if getattr(s, "source", "own") == "own":
+        if s.source == "own":
             by_kind[s.kind].append(s)
     chosen = {id(s) for s in samples if s.subset}
     for group in by_kind.values():
@@ -476,7 +464,7 @@ def main():
     conversions, skipped, seen = [], [], {}
     for s in samples:
         ns, name = s.kind.split("::")
-        base = sanitize(f"{name if ns == 'aten' else ns + '.' + name}-{getattr(s, 'source', 'own')}-{s.label}")
+        base = sanitize(f"{name if ns == 'aten' else ns + '.' + name}-{s.source}-{s.label}")
         seen[base] = seen.get(base, 0) + 1
         sid = base if seen[base] == 1 else f"{base}-{seen[base]}"
         try:

@@ -129,12 +129,10 @@ BINARY_SHAPES = {
 }
 
 
-def binary(kind, f, qmake=None, positive_rhs=False, labels=tuple(BINARY_SHAPES), fuse=None):
+def binary(kind, f, positive_rhs=False, labels=tuple(BINARY_SHAPES)):
     for label in labels:
         a, b = BINARY_SHAPES[label]
-        inputs = [In(a), In(b, positive=positive_rhs)]
-        q = qmake if qmake is not None and label in ("same4", "bcast4", "rank1") else None
-        add(Sample(kind, fn(f), inputs, label, qmake=q))
+        add(Sample(kind, fn(f), [In(a), In(b, positive=positive_rhs)], label))
     # A scalar operand and a constant tensor operand.
     add(Sample(kind, fn(lambda x: f(x, torch.tensor(2.5) if positive_rhs else 0.75)),
                [In((2, 3, 5, 7))], "scalar"))
@@ -168,8 +166,7 @@ binary("aten::pow", torch.pow, labels=("same4", "bcast4"), positive_rhs=True)
 binary("aten::rsub", torch.rsub, labels=("same4", "bcast4", "rank1"))
 for _label in ("same4", "bcast4", "rank1", "rank3"):
     _a, _b = BINARY_SHAPES[_label]
-    add(Sample("quantized::add", None, [In(_a), In(_b)], _label, forms=None,
-               qmake=qfunctional("add")))
+    add(Sample("quantized::add", None, [In(_a), In(_b)], _label, qmake=qfunctional("add")))
     add(Sample("quantized::add_relu", None, [In(_a), In(_b)], _label,
                qmake=qfunctional("add_relu")))
     add(Sample("quantized::mul", None, [In(_a), In(_b)], _label, qmake=qfunctional("mul", 0.2, 100)))
@@ -224,8 +221,7 @@ add(Sample("aten::sum", fn(lambda x: x.sum(1, dtype=torch.float64)), [In((2, 3, 
 for _r, _shape in ((4, (2, 4, 6, 5)), (3, (3, 4, 5)), (2, (3, 6)), (1, (7,))):
     for _d in dims(_r):
         n = _shape[_d]
-        add(Sample("aten::slice", fn(lambda x, d=_d: x.narrow(d, 1, 2) if False else
-                                     x[(slice(None),) * (d % x.dim()) + (slice(1, None),)]),
+        add(Sample("aten::slice", fn(lambda x, d=_d: x[(slice(None),) * (d % x.dim()) + (slice(1, None),)]),
                    [In(_shape)], f"rank{_r}-dim{_d}-start", qmake=True if _r == 4 else None,
                    flex=(_d % _r) != 0))
         add(Sample("aten::slice", fn(lambda x, d=_d: x[(slice(None),) * (d % x.dim()) + (slice(None, -1, 2),)]),

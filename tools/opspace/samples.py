@@ -29,6 +29,13 @@ FLEX_BATCHES = (1, 3)
 IN_SCALE, IN_ZP = 0.05, 128
 
 
+def frozen_kinds(script):
+    """The node kinds of a script module's frozen graph, top level, in graph
+    order (what the converter's census lists; its own freeze may still differ
+    in details)."""
+    return list(dict.fromkeys(n.kind() for n in torch.jit.freeze(script).graph.nodes()))
+
+
 class In:
     """One tensor input: its shape, dtype and values.
 
@@ -72,7 +79,8 @@ class In:
                 t = torch.quantize_per_tensor(t, self.scale, self.zero_point, torch.quint8)
         return t.clone()
 
-    def spec(self, flex=False, nhwc=False):
+    def spec(self, flex=False):
+        """The --input spec (layout options are command-line options)."""
         dims = list(self.shape)
         if flex and self.batched:
             dims[0] = 0
@@ -102,8 +110,9 @@ class Sample:
 
     def __init__(self, kind, make, inputs, label, qmake=None, script=False, forms=None,
                  extra_forms=(), flex=True, qinputs=None, subset=False, quantum=None,
-                 must_name=()):
+                 must_name=(), source="own"):
         self.kind = kind
+        self.source = source  # own, opinfo or moduleinfo
         self.make = make
         self.inputs = [i if isinstance(i, In) else In(i) for i in inputs]
         first = self.inputs[0].shape[:1] if self.inputs and self.inputs[0].shape else None

@@ -20,7 +20,7 @@ import warnings
 
 import torch
 
-from samples import In, Sample
+from samples import In, Sample, frozen_kinds
 
 STAND_IN = "import unittest\nACCEPT = False\n\n\nclass TestCase(unittest.TestCase):\n    pass\n"
 
@@ -90,8 +90,7 @@ def graph_kinds(module, xs):
         warnings.simplefilter("ignore")
         with torch.no_grad():
             traced = torch.jit.trace(module, tuple(xs), check_trace=False)
-        frozen = torch.jit.freeze(traced.eval())
-    return [n.kind() for n in frozen.graph.nodes()]
+        return frozen_kinds(traced.eval())
 
 
 def row(source, name, k, module, tensors, table_kinds):
@@ -106,9 +105,7 @@ def row(source, name, k, module, tensors, table_kinds):
     inputs = [In(tuple(t.shape), values=t.detach().clone()) for t in tensors]
     first = tensors[0].shape[0]
     flex = all(t.dim() >= 2 and t.shape[0] == first for t in tensors)
-    s = Sample(lowered[0], lambda m=module: m, inputs, f"{name}-{k}", flex=flex)
-    s.source = source
-    return s
+    return Sample(lowered[0], lambda m=module: m, inputs, f"{name}-{k}", flex=flex, source=source)
 
 
 def opinfo_samples(op_db, per_op, table_kinds):
