@@ -96,6 +96,11 @@ struct Options {
 // first. Empty when the model is valid.
 std::vector<Finding> validate_model(const Model& model, const Options& options = {});
 
+// Operation indices in an order where producers come before consumers;
+// empty when the operations form a
+// cycle or an operand index is out of range.
+std::vector<size_t> execution_order(const Model& model);
+
 // The checks of one operation that need no constant value: counts, operand
 // types, declared ranks and quantization parameters. What the runtime's
 // addOperation runs (values may be set later, before finish).

@@ -5,6 +5,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 #include <new>
 
 #include "execution.h"
@@ -48,9 +50,14 @@ bool verbose() {
   return on;
 }
 
+thread_local std::string g_last_error;
+
 void report(const char* fn, Result r, const char* msg) {
-  // Execution failures are always worth a line; API misuse only on request.
-  if (verbose() || r == Result::OpFailed) std::fprintf(stderr, "nnrt: %s: %s\n", fn, msg);
+  g_last_error = std::string(fn) + ": " + msg;
+  // Execution failures and models the validator refuses are always worth a
+  // line; other API misuse only on request.
+  const bool finish = std::strcmp(fn, "ANeuralNetworksModel_finish") == 0;
+  if (verbose() || r == Result::OpFailed || finish) std::fprintf(stderr, "nnrt: %s: %s\n", fn, msg);
 }
 
 template <class F>
@@ -433,5 +440,7 @@ void ANeuralNetworksHost_setOperationObserver(ANeuralNetworksHostOperationObserv
                                               void* context) {
   nnrt::set_operation_observer(observer, context);
 }
+
+const char* ANeuralNetworksHost_getLastError(void) { return g_last_error.c_str(); }
 
 }  // extern "C"

@@ -125,4 +125,10 @@ typedef void (*ANeuralNetworksHostOperationObserver)(void* context, int32_t oper
 NNRT_EXPORT void ANeuralNetworksHost_setOperationObserver(
     ANeuralNetworksHostOperationObserver observer, void* context);
 
+// Not NNAPI: the message of the last call on this thread that returned an
+// error (e.g. the validator's finding that made ANeuralNetworksModel_finish
+// return BAD_DATA), or "" when none has. Valid until the thread's next failing
+// call. nnapi-convert --verify shows it when the converted module fails.
+NNRT_EXPORT const char* ANeuralNetworksHost_getLastError(void);
+
 }  // extern "C"

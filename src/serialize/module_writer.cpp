@@ -172,6 +172,20 @@ Module nnapi_module(const ModuleScope& scope, const Conversion& c, const Convert
   return nnapi;
 }
 
+}  // namespace
+
+std::vector<int32_t> prepared_ser_model(const Conversion& c, const std::vector<at::Tensor>& args) {
+  ModuleScope scope;
+  Module shape = scope.module_of(std::string(kPrefix) + "ShapeComputeModule");
+  shape.define(prepare_source(c, /*numeric_dtypes=*/true), scope.resolver);
+  at::Tensor ser = ser_model_tensor(c);
+  shape.run_method("prepare", ser, c10::List<at::Tensor>(args));
+  const int32_t* words = ser.data_ptr<int32_t>();
+  return std::vector<int32_t>(words, words + ser.numel());
+}
+
+namespace {
+
 // --cpu-fallback: the model's forward calling NnapiModule `nnapi_K` where the
 // fallback graph has segment K: forward([inputs]) gives a list of its outputs.
 Module fallback_module(const ModuleScope& scope, const Conversion& c,

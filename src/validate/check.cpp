@@ -63,6 +63,7 @@ Check::Check(int64_t index, int32_t code, const std::vector<const Operand*>& ins
       options_(options),
       out_shapes_(outs.size()) {
   level_ = nnapi::operation_feature_level(code, static_cast<int>(ins.size()));
+  level_reason_ = name_;
 }
 
 void Check::fail(Rule rule, const std::string& what) const {
@@ -229,24 +230,6 @@ std::optional<int32_t> Check::i32(size_t i) const {
   return v;
 }
 
-namespace {
-
-float half_to_float(uint16_t h) {
-  const int exponent = (h >> 10) & 0x1f;
-  const int mantissa = h & 0x3ff;
-  float v;
-  if (exponent == 0) {
-    v = std::ldexp(static_cast<float>(mantissa), -24);
-  } else if (exponent == 31) {
-    v = mantissa ? NAN : INFINITY;
-  } else {
-    v = std::ldexp(static_cast<float>(mantissa + 1024), exponent - 25);
-  }
-  return (h & 0x8000) ? -v : v;
-}
-
-}  // namespace
-
 std::optional<float> Check::f32(size_t i) const {
   if (!values() || omitted(i)) return std::nullopt;
   if (type(i) == T::Float32 && readable(in(i), 4)) {
@@ -257,7 +240,7 @@ std::optional<float> Check::f32(size_t i) const {
   if (type(i) == T::Float16 && readable(in(i), 2)) {
     uint16_t h;
     std::memcpy(&h, in(i).data, 2);
-    return half_to_float(h);
+    return nnapi::half_to_float(h);
   }
   return std::nullopt;
 }

@@ -36,9 +36,10 @@ Shape image_shape(int64_t n, int64_t h, int64_t w, int64_t ch, bool nchw) {
   return nchw ? Shape::of({n, ch, h, w}) : Shape::of({n, h, w, ch});
 }
 
-bool layout_nchw(const Check& c, const Layout& l) {
+// The layout flag's value (false when there is none); nullopt when unknown.
+std::optional<bool> layout_nchw(const Check& c, const Layout& l) {
   if (l.nchw == 0 || l.nchw >= c.n_in()) return false;
-  return c.flag(l.nchw).value_or(false);
+  return c.flag(l.nchw);
 }
 
 // Scalar parameter types of a windowed operation: INT32 everywhere, BOOL at
@@ -162,7 +163,9 @@ void conv2d_rule(Check& c) {
   if (!c.full()) return;
   const Window w = read_window(c, l);
   if (!c.shapes()) return;
-  const bool nchw = layout_nchw(c, l);
+  const std::optional<bool> layout = layout_nchw(c, l);
+  if (!layout) return c.set_output(0, Shape::unknown_of_rank(4));
+  const bool nchw = *layout;
   const Image im = image_of(c, nchw);
   check_bias(c);
   c.equal_dims(im.c, c.dim(1, 3), "the input depth differs from the filter's input depth");
@@ -191,7 +194,9 @@ void depthwise_rule(Check& c) {
   const Window w = read_window(c, l);
   c.at_least(l.extra, 1, "depth multiplier");
   if (!c.shapes()) return;
-  const bool nchw = layout_nchw(c, l);
+  const std::optional<bool> layout = layout_nchw(c, l);
+  if (!layout) return c.set_output(0, Shape::unknown_of_rank(4));
+  const bool nchw = *layout;
   const Image im = image_of(c, nchw);
   c.equal_dims(c.dim(1, 0), 1, "the depthwise filter's first dim must be 1");
   const int64_t depth_out = c.dim(1, 3);
@@ -216,7 +221,9 @@ void grouped_rule(Check& c) {
   const Window w = read_window(c, l);
   c.at_least(l.extra, 1, "number of groups");
   if (!c.shapes()) return;
-  const bool nchw = layout_nchw(c, l);
+  const std::optional<bool> layout = layout_nchw(c, l);
+  if (!layout) return c.set_output(0, Shape::unknown_of_rank(4));
+  const bool nchw = *layout;
   const Image im = image_of(c, nchw);
   check_bias(c);
   const int64_t depth_out = c.dim(1, 0);
@@ -251,7 +258,9 @@ void transpose_conv_rule(Check& c) {
   if (!c.full()) return;
   const Window w = read_window(c, l);
   if (!c.shapes()) return;
-  const bool nchw = layout_nchw(c, l);
+  const std::optional<bool> layout = layout_nchw(c, l);
+  if (!layout) return c.set_output(0, Shape::unknown_of_rank(4));
+  const bool nchw = *layout;
   const Image im = image_of(c, nchw);
   check_bias(c);
   c.equal_dims(im.c, c.dim(1, 3), "the input depth differs from the filter's input depth");
@@ -337,14 +346,16 @@ void batch_matmul_rule(Check& c) {
     c.fail(Rule::Shape, "inputs of ranks " + std::to_string(x.rank()) + " and " +
                             std::to_string(y.rank()) + "; NNAPI needs the same rank");
   const size_t r = x.rank();
-  const bool adj_x = c.flag(2).value_or(false), adj_y = c.flag(3).value_or(false);
+  const std::optional<bool> adj_x = c.n_in() > 2 ? c.flag(2) : std::optional<bool>(false);
+  const std::optional<bool> adj_y = c.n_in() > 3 ? c.flag(3) : std::optional<bool>(false);
+  if (!adj_x || !adj_y) return c.set_output(0, Shape::unknown_of_rank(x.rank()));
   Shape out = Shape::unknown_of_rank(r);
   for (size_t k = 0; k + 2 < r; ++k) {
     c.equal_dims(x[k], y[k], "the batch dims of the inputs differ");
     out.d[k] = x[k] >= 0 ? x[k] : y[k];
   }
-  const int64_t xr = adj_x ? x[r - 1] : x[r - 2], xc = adj_x ? x[r - 2] : x[r - 1];
-  const int64_t yr = adj_y ? y[r - 1] : y[r - 2], yc = adj_y ? y[r - 2] : y[r - 1];
+  const int64_t xr = *adj_x ? x[r - 1] : x[r - 2], xc = *adj_x ? x[r - 2] : x[r - 1];
+  const int64_t yr = *adj_y ? y[r - 1] : y[r - 2], yc = *adj_y ? y[r - 2] : y[r - 1];
   c.equal_dims(xc, yr, "the inner dims of the product differ");
   out.d[r - 2] = xr;
   out.d[r - 1] = yc;
@@ -380,7 +391,9 @@ void pool(Check& c, bool quantized) {
   c.at_least(l.extra, 1, "filter width");
   c.at_least(l.extra + 1, 1, "filter height");
   if (!c.shapes()) return;
-  const bool nchw = layout_nchw(c, l);
+  const std::optional<bool> layout = layout_nchw(c, l);
+  if (!layout) return c.set_output(0, Shape::unknown_of_rank(4));
+  const bool nchw = *layout;
   const Image im = image_of(c, nchw);
   const int64_t fw = c.i32(l.extra).value_or(-1), fh = c.i32(l.extra + 1).value_or(-1);
   auto [oh, ow] = window_hw(c, w, im, fh, fw);
@@ -413,7 +426,9 @@ void resize_rule(Check& c) {
     c.fail(Rule::Parameter,
            "align_corners and half_pixel_centers are both true; NNAPI allows "
            "at most one");
-  const bool nchw = c.n_in() > 3 && c.flag(3).value_or(false);
+  const std::optional<bool> layout = c.n_in() > 3 ? c.flag(3) : std::optional<bool>(false);
+  if (!layout) return c.set_output(0, Shape::unknown_of_rank(4));
+  const bool nchw = *layout;
   const Image im = image_of(c, nchw);
   int64_t oh = -1, ow = -1;
   if (c.type(1) == T::Int32) {

@@ -413,7 +413,12 @@ void depth_space(Check& c, bool to_space) {
   }
   if (!c.full()) return;
   c.at_least(1, 1, "block size");
-  const bool nchw = c.n_in() == 3 && c.flag(2).value_or(false);
+  const std::optional<bool> layout = c.n_in() == 3 ? c.flag(2) : std::optional<bool>(false);
+  if (!layout) {
+    if (c.shapes()) c.set_output(0, Shape::unknown_of_rank(4));
+    return;
+  }
+  const bool nchw = *layout;
   const int64_t b = c.i32(1).value_or(-1);
   const int64_t n = c.dim(0, 0), h = c.dim(0, nchw ? 2 : 1), w = c.dim(0, nchw ? 3 : 2),
                 d = c.dim(0, nchw ? 1 : 3);
@@ -503,12 +508,15 @@ void reduce(Check& c, bool keep_is_bool) {
   if (!c.full()) return;
   const Shape& x = c.shape(0);
   auto axes = c.ints(1);
-  std::optional<bool> keep = keep_is_bool ? c.flag(2) : std::optional<bool>();
-  if (!keep_is_bool) {
-    if (auto k = c.i32(2)) keep = *k != 0;
+  // -1: unknown, else 0 or 1.
+  int keep = -1;
+  if (keep_is_bool) {
+    if (auto k = c.flag(2)) keep = *k ? 1 : 0;
+  } else if (auto k = c.i32(2)) {
+    keep = *k != 0 ? 1 : 0;
   }
   if (!x.known || !axes) {
-    if (c.shapes() && x.known && keep.value_or(false))
+    if (c.shapes() && x.known && keep == 1)
       c.set_output(0, Shape::unknown_of_rank(x.rank()));
     return;
   }
@@ -520,12 +528,12 @@ void reduce(Check& c, bool keep_is_bool) {
                                   " NNAPI takes " + str(-r) + " to " + str(r - 1));
     reduced[static_cast<size_t>(a < 0 ? a + r : a)] = true;
   }
-  if (!c.shapes() || !keep) return;
+  if (!c.shapes() || keep < 0) return;
   Shape out = Shape::of({});
   for (size_t k = 0; k < x.rank(); ++k) {
     if (!reduced[k]) {
       out.d.push_back(x.d[k]);
-    } else if (*keep) {
+    } else if (keep == 1) {
       out.d.push_back(1);
     }
   }

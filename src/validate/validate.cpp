@@ -100,6 +100,33 @@ std::optional<std::string> operand_problem(const Operand& o) {
   return std::nullopt;
 }
 
+// Kahn's algorithm: producers before consumers.
+std::vector<size_t> order_of(const Model& m, const std::vector<int64_t>& producer) {
+  const size_t ops = m.operations.size();
+  std::vector<size_t> pending(ops, 0), order;
+  std::vector<std::vector<size_t>> consumers(ops);
+  for (size_t k = 0; k < ops; ++k) {
+    for (uint32_t i : m.operations[k].inputs) {
+      const int64_t p = i < producer.size() ? producer[i] : -1;
+      if (p >= 0) {
+        ++pending[k];
+        consumers[static_cast<size_t>(p)].push_back(k);
+      }
+    }
+  }
+  std::vector<size_t> ready;
+  for (size_t k = ops; k-- > 0;)
+    if (pending[k] == 0) ready.push_back(k);
+  while (!ready.empty()) {
+    const size_t k = ready.back();
+    ready.pop_back();
+    order.push_back(k);
+    for (size_t c : consumers[k])
+      if (--pending[c] == 0) ready.push_back(c);
+  }
+  return order;
+}
+
 struct Graph {
   std::vector<int64_t> producer;  // per operand: the operation writing it, or -1
   std::vector<size_t> order;      // operations, producers first
@@ -208,33 +235,10 @@ bool check_graph(const Model& m, Graph& g, std::vector<Finding>& out) {
       break;
     }
   }
-  // Producers first (Kahn's algorithm, smallest index first among the ready).
-  const size_t ops = m.operations.size();
-  std::vector<size_t> pending(ops, 0);
-  std::vector<std::vector<size_t>> consumers(ops);
-  for (size_t k = 0; k < ops; ++k) {
-    for (uint32_t i : m.operations[k].inputs) {
-      const int64_t p = g.producer[i];
-      if (p >= 0) {
-        ++pending[k];
-        consumers[static_cast<size_t>(p)].push_back(k);
-      }
-    }
-  }
-  std::vector<size_t> ready;
-  for (size_t k = ops; k-- > 0;)
-    if (pending[k] == 0) ready.push_back(k);
-  while (!ready.empty()) {
-    const size_t k = ready.back();
-    ready.pop_back();
-    g.order.push_back(k);
-    for (size_t c : consumers[k])
-      if (--pending[c] == 0) ready.push_back(c);
-  }
-  if (g.order.size() != ops) {
-    out.push_back(model_finding(Rule::Graph,
-                                "the operations form a cycle (an operation reads, "
-                                "through others, its own output)"));
+  g.order = order_of(m, g.producer);
+  if (g.order.size() != m.operations.size()) {
+    out.push_back(model_finding(Rule::Graph, "the operations form a cycle (an operation reads, "
+                                             "through others, its own output)"));
     return false;
   }
   return true;
@@ -277,6 +281,22 @@ void operand_levels(Check& c, const std::vector<const Operand*>& ins,
 }
 
 }  // namespace
+
+std::vector<size_t> execution_order(const Model& m) {
+  std::vector<int64_t> producer(m.operands.size(), -1);
+  for (size_t k = 0; k < m.operations.size(); ++k) {
+    for (uint32_t o : m.operations[k].outputs) {
+      if (o >= producer.size()) return {};
+      if (producer[o] < 0) producer[o] = static_cast<int64_t>(k);
+    }
+  }
+  for (const Operation& op : m.operations)
+    for (uint32_t i : op.inputs)
+      if (i >= producer.size()) return {};
+  std::vector<size_t> order = order_of(m, producer);
+  if (order.size() != m.operations.size()) order.clear();
+  return order;
+}
 
 std::optional<Finding> validate_operation_types(int64_t index, int32_t code,
                                                 const std::vector<const Operand*>& inputs,

@@ -488,6 +488,19 @@ OutputCheck compare_output(const at::Tensor& nnapi, const at::Tensor& eager, dou
   return c;
 }
 
+// "; the NNAPI runtime says: ..." with the runtime's message of its last
+// failing call (e.g. the validator's finding at ANeuralNetworksModel_finish),
+// or "" when the runtime has none or cannot tell.
+std::string runtime_last_error() {
+  void* handle = loaded_runtime().handle;
+  using LastError = const char* (*)();
+  auto last = handle ? reinterpret_cast<LastError>(dlsym(handle, "ANeuralNetworksHost_getLastError"))
+                     : nullptr;
+  const char* msg = last ? last() : nullptr;
+  if (!msg || !*msg) return "";
+  return std::string("; the NNAPI runtime says: ") + msg;
+}
+
 std::vector<at::Tensor> run_converted(const std::string& module_path,
                                       const std::vector<at::Tensor>& inputs,
                                       const std::string& runtime_library) {
@@ -504,7 +517,8 @@ std::vector<at::Tensor> run_converted(const std::string& module_path,
   } catch (const c10::Error& e) {
     throw ConvertError(1, "the converted module '" + module_path +
                               "' failed on the NNAPI runtime with inputs of shape " +
-                              shapes_text(inputs) + ": " + torch_message(e));
+                              shapes_text(inputs) + ": " + torch_message(e) +
+                              runtime_last_error());
   }
 }
 
