@@ -208,15 +208,22 @@ void Model::add_operation(int32_t code, std::vector<uint32_t> inputs,
   std::vector<nnapi_validate::Operand> views;
   views.reserve(inputs.size() + outputs.size());
   for (uint32_t i : inputs) views.push_back(validation_view(operand_at(i)));
-  for (uint32_t o : outputs) views.push_back(validation_view(operand_at(o)));
+  for (uint32_t o : outputs) {
+    // What can be told now of the graph (finish's validator checks it all).
+    const Operand& op = operand_at(o);
+    require(op.lifetime != Lifetime::Constant && op.lifetime != Lifetime::NoValue,
+            "operation output " + std::to_string(o) + " is a constant");
+    require(op.lifetime != Lifetime::ModelInput, "operation output is a model input");
+    require(op.producer < 0, "operand " + std::to_string(o) + " is written twice");
+    views.push_back(validation_view(op));
+  }
   std::vector<const nnapi_validate::Operand*> ins, outs;
   for (size_t k = 0; k < views.size(); ++k) (k < inputs.size() ? ins : outs).push_back(&views[k]);
   // Types, counts, declared ranks and quantization; values and shapes at finish.
   const int64_t index = static_cast<int64_t>(operations_.size());
   if (auto finding = nnapi_validate::validate_operation_types(index, code, ins, outs))
     fail(Result::BadData, finding->message);
-  for (uint32_t o : outputs)
-    if (operands_[o].producer < 0) operands_[o].producer = static_cast<int>(index);
+  for (uint32_t o : outputs) operands_[o].producer = static_cast<int>(index);
   operations_.push_back(Operation{code, std::move(inputs), std::move(outputs), kernel});
 }
 
