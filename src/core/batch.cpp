@@ -253,9 +253,9 @@ nlohmann::ordered_json to_json(const JobResult& r) {
                          {"torchscript_nodes", kinds_json(r.torchscript_nodes)}};
   }
   const PhaseTimes& t = r.times;
-  j["times_ms"] = {{"load", t.load_ms},           {"freeze", t.freeze_ms},
-                   {"lower", t.lower_ms},         {"serialize", t.serialize_ms},
-                   {"validate", t.validate_ms},   {"write", t.write_ms},
+  j["times_ms"] = {{"load", t.load_ms},         {"freeze", t.freeze_ms},
+                   {"lower", t.lower_ms},       {"serialize", t.serialize_ms},
+                   {"validate", t.validate_ms}, {"write", t.write_ms},
                    {"total", r.total_ms}};
   if (r.verify) {
     nlohmann::ordered_json outputs = nlohmann::ordered_json::array();

@@ -49,8 +49,8 @@ void validate_conversion(const Conversion& c, const std::vector<int32_t>& patche
   std::vector<int64_t> sizes;
   for (const at::Tensor& w : c.weights) {
     const size_t bytes = static_cast<size_t>(w.numel()) * w.element_size();
-    buffers.emplace_back(
-        w.is_contiguous() ? static_cast<const uint8_t*>(w.data_ptr()) : nullptr, bytes);
+    buffers.emplace_back(w.is_contiguous() ? static_cast<const uint8_t*>(w.data_ptr()) : nullptr,
+                         bytes);
     sizes.push_back(static_cast<int64_t>(bytes));
   }
   const int level = nnapi::feature_level_of_android_api(options.min_android_api);
@@ -58,9 +58,11 @@ void validate_conversion(const Conversion& c, const std::vector<int32_t>& patche
   try {
     blob = parse(c.ser_model, sizes);
   } catch (const BlobError& e) {
-    throw ConvertError(1, "model '" + path + "': nnapi-convert wrote an NNAPI model blob that "
-                          "PyTorch's loader would reject (" + std::string(e.what()) +
-                          "); this is a bug in nnapi-convert, please report it with the model");
+    throw ConvertError(1, "model '" + path +
+                              "': nnapi-convert wrote an NNAPI model blob that "
+                              "PyTorch's loader would reject (" +
+                              std::string(e.what()) +
+                              "); this is a bug in nnapi-convert, please report it with the model");
   }
   std::vector<nnapi_validate::Finding> findings = findings_of(blob, buffers, patched, level);
   // Sizes fixed when the model loads: the device sees the blob after the
@@ -73,10 +75,12 @@ void validate_conversion(const Conversion& c, const std::vector<int32_t>& patche
     try {
       words = prepared_ser_model(c, sample_inputs(options.inputs, shapes, options.nhwc, 0));
     } catch (const c10::Error& e) {
-      throw ConvertError(1, "model '" + path + "': the shape-compute script of the converted "
-                            "model fails at the sample input sizes (" +
-                            std::string(e.what_without_backtrace()) +
-                            "); this is a bug in nnapi-convert, please report it with the model");
+      throw ConvertError(1,
+                         "model '" + path +
+                             "': the shape-compute script of the converted "
+                             "model fails at the sample input sizes (" +
+                             std::string(e.what_without_backtrace()) +
+                             "); this is a bug in nnapi-convert, please report it with the model");
     }
     blob = parse(words, sizes);
     findings = findings_of(blob, buffers, {}, level);

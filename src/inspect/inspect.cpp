@@ -92,9 +92,8 @@ void read_module(Model& m, const torch::jit::Module& wrapper, const std::string&
     w.dtype = std::string(c10::toString(t.scalar_type()));
     w.shape = t.sizes().vec();
     sizes.push_back(w.bytes);
-    buffers.emplace_back(
-        t.is_contiguous() ? static_cast<const uint8_t*>(t.data_ptr()) : nullptr,
-        static_cast<size_t>(w.bytes));
+    buffers.emplace_back(t.is_contiguous() ? static_cast<const uint8_t*>(t.data_ptr()) : nullptr,
+                         static_cast<size_t>(w.bytes));
     m.weights.push_back(std::move(w));
   }
   m.inp_mem_fmts = int_list(mod, sub, "inp_mem_fmts");
@@ -104,7 +103,8 @@ void read_module(Model& m, const torch::jit::Module& wrapper, const std::string&
   try {
     m.blob = parse_blob(bytes, &sizes);
   } catch (const BlobError& e) {
-    throw InspectError(std::string("invalid NNAPI model blob in '" + sub + ".ser_model': ") + e.what());
+    throw InspectError(std::string("invalid NNAPI model blob in '" + sub + ".ser_model': ") +
+                       e.what());
   }
   validate(m, buffers);
   // NnapiModule.forward accepts input formats 0 and 1, output formats 0, 1, 2.

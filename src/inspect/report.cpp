@@ -431,10 +431,11 @@ void print_json(const Model& m, std::ostream& out) {
   j["outputs"] = b.outputs;
   Json findings = Json::array();
   for (const nnapi_validate::Finding& f : m.findings) {
-    findings.push_back({{"operation", f.operation >= 0 ? Json(f.operation) : Json(nullptr)},
-                        {"operation_name", f.operation >= 0 ? Json(f.operation_name) : Json(nullptr)},
-                        {"rule", nnapi_validate::rule_name(f.rule)},
-                        {"message", f.message}});
+    findings.push_back(
+        {{"operation", f.operation >= 0 ? Json(f.operation) : Json(nullptr)},
+         {"operation_name", f.operation >= 0 ? Json(f.operation_name) : Json(nullptr)},
+         {"rule", nnapi_validate::rule_name(f.rule)},
+         {"message", f.message}});
   }
   j["findings"] = findings;
   auto fmts = [&](const std::vector<int64_t>& v) {

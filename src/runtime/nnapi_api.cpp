@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <string>
 #include <new>
+#include <string>
 
 #include "execution.h"
 #include "kernel.h"
@@ -56,8 +56,9 @@ void report(const char* fn, Result r, const char* msg) {
   g_last_error = std::string(fn) + ": " + msg;
   // Execution failures and models the validator refuses are always worth a
   // line; other API misuse only on request.
-  const bool finish = std::strcmp(fn, "ANeuralNetworksModel_finish") == 0;
-  if (verbose() || r == Result::OpFailed || finish) std::fprintf(stderr, "nnrt: %s: %s\n", fn, msg);
+  const bool refused = r == Result::BadData && std::strcmp(fn, "ANeuralNetworksModel_finish") == 0;
+  if (verbose() || r == Result::OpFailed || refused)
+    std::fprintf(stderr, "nnrt: %s: %s\n", fn, msg);
 }
 
 template <class F>

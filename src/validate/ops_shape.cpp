@@ -516,8 +516,7 @@ void reduce(Check& c, bool keep_is_bool) {
     keep = *k != 0 ? 1 : 0;
   }
   if (!x.known || !axes) {
-    if (c.shapes() && x.known && keep == 1)
-      c.set_output(0, Shape::unknown_of_rank(x.rank()));
+    if (c.shapes() && x.known && keep == 1) c.set_output(0, Shape::unknown_of_rank(x.rank()));
     return;
   }
   const int64_t r = static_cast<int64_t>(x.rank());

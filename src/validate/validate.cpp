@@ -237,8 +237,9 @@ bool check_graph(const Model& m, Graph& g, std::vector<Finding>& out) {
   }
   g.order = order_of(m, g.producer);
   if (g.order.size() != m.operations.size()) {
-    out.push_back(model_finding(Rule::Graph, "the operations form a cycle (an operation reads, "
-                                             "through others, its own output)"));
+    out.push_back(model_finding(Rule::Graph,
+                                "the operations form a cycle (an operation reads, "
+                                "through others, its own output)"));
     return false;
   }
   return true;

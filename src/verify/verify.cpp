@@ -494,8 +494,9 @@ OutputCheck compare_output(const at::Tensor& nnapi, const at::Tensor& eager, dou
 std::string runtime_last_error() {
   void* handle = loaded_runtime().handle;
   using LastError = const char* (*)();
-  auto last = handle ? reinterpret_cast<LastError>(dlsym(handle, "ANeuralNetworksHost_getLastError"))
-                     : nullptr;
+  auto last = handle
+                  ? reinterpret_cast<LastError>(dlsym(handle, "ANeuralNetworksHost_getLastError"))
+                  : nullptr;
   const char* msg = last ? last() : nullptr;
   if (!msg || !*msg) return "";
   return std::string("; the NNAPI runtime says: ") + msg;
@@ -517,8 +518,7 @@ std::vector<at::Tensor> run_converted(const std::string& module_path,
   } catch (const c10::Error& e) {
     throw ConvertError(1, "the converted module '" + module_path +
                               "' failed on the NNAPI runtime with inputs of shape " +
-                              shapes_text(inputs) + ": " + torch_message(e) +
-                              runtime_last_error());
+                              shapes_text(inputs) + ": " + torch_message(e) + runtime_last_error());
   }
 }
 

@@ -179,8 +179,8 @@ TEST_F(Validate, ModelOutputOfRank0IsRefused) {
   Converted c = load("pointwise_unary-relu");
   Blob b = c.blob;
   b.operands[b.outputs[0]].dims = {};
-  expect_one(validate(c, b), -1, Rule::Rank, "model output " + std::to_string(b.outputs[0]) +
-                                                 " is a tensor of rank 0");
+  expect_one(validate(c, b), -1, Rule::Rank,
+             "model output " + std::to_string(b.outputs[0]) + " is a tensor of rank 0");
 }
 
 // ---- counts and types
@@ -389,8 +389,7 @@ TEST_F(Validate, ConvolutionOutputSizeIsRecomputed) {
   Blob b = c.blob;
   const size_t k = first_op(b, Op::Conv2d);
   b.operations[k].inputs[7] = add_int(b, 1);  // stride (width) 1 instead of 2
-  expect_one(validate(c, b), static_cast<int64_t>(k), Rule::Shape,
-             "but NNAPI's CONV_2D computes");
+  expect_one(validate(c, b), static_cast<int64_t>(k), Rule::Shape, "but NNAPI's CONV_2D computes");
 }
 
 TEST_F(Validate, InputsThatDoNotBroadcastAreRefused) {
@@ -498,6 +497,41 @@ TEST_F(Validate, ConverterNamesOperationNodeAndSourceLine) {
   }
 }
 
+TEST_F(Validate, FlexibleModelIsCheckedAtSampleSizes) {
+  // Load-time sizes are 0 in the stored blob: the stride's effect on the
+  // output shows only once the shape-compute script has filled them in, at
+  // the sample sizes (--verify's), as the device loads the module.
+  const ConvertOptions options = options_for("conv2d-float-3x3-flex");
+  Converted c = load("conv2d-float-3x3-flex");
+  ASSERT_FALSE(c.conversion.shape_lines.empty());
+  Blob b = c.blob;
+  const size_t k = first_op(b, Op::Conv2d);
+  // The stride immediate changed in place (same size: the script's word
+  // offsets stay right), from 1 to 2.
+  const uint32_t stride = b.operations[k].inputs[7];
+  BlobValue& value = b.values.at(static_cast<size_t>(b.operands[stride].value));
+  ASSERT_EQ(value.immediate.size(), 4u);
+  const int32_t two = 2;
+  std::memcpy(value.immediate.data(), &two, 4);
+  EXPECT_EQ(all_text(validate(c, b)), "") << "the stored blob cannot tell";
+  const std::vector<uint8_t> bytes = nnapi_convert::testing::write_blob(b);
+  Conversion broken = c.conversion;
+  broken.ser_model.assign(reinterpret_cast<const int32_t*>(bytes.data()),
+                          reinterpret_cast<const int32_t*>(bytes.data()) + bytes.size() / 4);
+  try {
+    validate_conversion(broken, {}, {}, options, nullptr);
+    FAIL() << "the broken model was not refused";
+  } catch (const ConvertError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("when loaded with inputs of sizes"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("operation " + std::to_string(k) +
+                       " CONV_2D: output 0 is declared with "
+                       "dims"),
+              std::string::npos)
+        << msg;
+  }
+}
+
 }  // namespace
 
 // ---- PyTorch's converter output: every reference fixture's blob (and, for
@@ -523,8 +557,7 @@ class ReferenceBlob : public ::testing::Test {
     for (const char* file : {"ser_model.bin", "prepared_ser_model.bin"}) {
       if (!fs::exists(ref / file)) continue;
       const std::vector<char> bytes = fixtures::read_bytes(ref / file);
-      const Blob blob =
-          parse_blob(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+      const Blob blob = parse_blob(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
       nnapi_validate::Model m = nnapi_validate::model_of_blob(blob, buffers);
       nnapi_validate::Options o;
       // The stored blob of a model with load-time sizes holds placeholders

@@ -134,8 +134,7 @@ void add_activation_kernels(std::vector<OpKernel>& table) {
   table.push_back({Op::Relu6, "RELU6", execute_unary<relu6>});
   table.push_back({Op::Logistic, "LOGISTIC", execute_unary<logistic>});
   table.push_back({Op::Tanh, "TANH", execute_unary<tanh_fn>});
-  table.push_back(
-      {static_cast<Op>(kHardSwishCode), "HARD_SWISH", execute_hard_swish});
+  table.push_back({static_cast<Op>(kHardSwishCode), "HARD_SWISH", execute_hard_swish});
   table.push_back({Op::Exp, "EXP", execute_unary<exp_fn>});
   table.push_back({Op::Sqrt, "SQRT", execute_unary<sqrt_fn>});
   table.push_back({Op::Rsqrt, "RSQRT", execute_unary<rsqrt_fn>});

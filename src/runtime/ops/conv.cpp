@@ -298,11 +298,9 @@ void execute_batch_matmul(ExecContext& ctx) {
 
 void add_conv_kernels(std::vector<OpKernel>& table) {
   table.push_back({Op::Conv2d, "CONV_2D", execute_conv2d});
-  table.push_back(
-      {Op::DepthwiseConv2d, "DEPTHWISE_CONV_2D", execute_depthwise});
+  table.push_back({Op::DepthwiseConv2d, "DEPTHWISE_CONV_2D", execute_depthwise});
   table.push_back({Op::GroupedConv2d, "GROUPED_CONV_2D", execute_grouped});
-  table.push_back(
-      {Op::TransposeConv2d, "TRANSPOSE_CONV_2D", execute_transpose_conv});
+  table.push_back({Op::TransposeConv2d, "TRANSPOSE_CONV_2D", execute_transpose_conv});
   table.push_back({Op::FullyConnected, "FULLY_CONNECTED", execute_fc});
   table.push_back({Op::BatchMatmul, "BATCH_MATMUL", execute_batch_matmul});
 }

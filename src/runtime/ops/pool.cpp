@@ -174,8 +174,7 @@ void execute_reduce_sum(ExecContext& ctx) {
 }  // namespace
 
 void add_pool_kernels(std::vector<OpKernel>& table) {
-  table.push_back(
-      {Op::AveragePool2d, "AVERAGE_POOL_2D", execute_pool<Pool::Average>});
+  table.push_back({Op::AveragePool2d, "AVERAGE_POOL_2D", execute_pool<Pool::Average>});
   table.push_back({Op::MaxPool2d, "MAX_POOL_2D", execute_pool<Pool::Max>});
   table.push_back({Op::L2Pool2d, "L2_POOL_2D", execute_pool<Pool::L2>});
   table.push_back({Op::Mean, "MEAN", execute_mean});

@@ -138,8 +138,7 @@ void execute_bilinear(ExecContext& ctx) {
 }  // namespace
 
 void add_resize_kernels(std::vector<OpKernel>& table) {
-  table.push_back(
-      {Op::ResizeNearestNeighbor, "RESIZE_NEAREST_NEIGHBOR", execute_nearest});
+  table.push_back({Op::ResizeNearestNeighbor, "RESIZE_NEAREST_NEIGHBOR", execute_nearest});
   table.push_back({Op::ResizeBilinear, "RESIZE_BILINEAR", execute_bilinear});
 }
 

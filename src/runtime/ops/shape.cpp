@@ -302,18 +302,14 @@ void execute_tile(ExecContext& ctx) {
 }  // namespace
 
 void add_shape_kernels(std::vector<OpKernel>& table) {
-  table.push_back(
-      {Op::DepthToSpace, "DEPTH_TO_SPACE", execute_depth_to_space});
-  table.push_back(
-      {Op::SpaceToDepth, "SPACE_TO_DEPTH", execute_space_to_depth});
+  table.push_back({Op::DepthToSpace, "DEPTH_TO_SPACE", execute_depth_to_space});
+  table.push_back({Op::SpaceToDepth, "SPACE_TO_DEPTH", execute_space_to_depth});
   table.push_back({Op::Gather, "GATHER", execute_gather});
-  table.push_back(
-      {Op::ChannelShuffle, "CHANNEL_SHUFFLE", execute_channel_shuffle});
+  table.push_back({Op::ChannelShuffle, "CHANNEL_SHUFFLE", execute_channel_shuffle});
   table.push_back({Op::Reshape, "RESHAPE", execute_reshape});
   table.push_back({Op::ExpandDims, "EXPAND_DIMS", execute_expand_dims});
   table.push_back({Op::Squeeze, "SQUEEZE", execute_squeeze});
-  table.push_back(
-      {Op::StridedSlice, "STRIDED_SLICE", execute_strided_slice});
+  table.push_back({Op::StridedSlice, "STRIDED_SLICE", execute_strided_slice});
   table.push_back({Op::Slice, "SLICE", execute_slice});
   table.push_back({Op::Concatenation, "CONCATENATION", execute_concat});
   table.push_back({Op::Transpose, "TRANSPOSE", execute_transpose});
