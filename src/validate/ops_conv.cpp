@@ -117,6 +117,20 @@ std::pair<int64_t, int64_t> window_hw(const Check& c, const Window& w, const Ima
   return {oh, ow};
 }
 
+// The input image for shape inference: false (the output left unknown) when
+// shapes are not checked or the layout flag's value is unknown.
+bool image_for_shapes(Check& c, const Layout& l, bool* nchw, Image* im) {
+  if (!c.shapes()) return false;
+  const std::optional<bool> layout = layout_nchw(c, l);
+  if (!layout) {
+    c.set_output(0, Shape::unknown_of_rank(4));
+    return false;
+  }
+  *nchw = *layout;
+  *im = image_of(c, *nchw);
+  return true;
+}
+
 // ---- the convolutions: input, filter, bias, ...
 
 void conv_operands(Check& c) {
@@ -155,21 +169,25 @@ Layout conv2d_layout(const Check& c) {
   return l;
 }
 
+// Operand and parameter types (parameters from input `first`); then, when
+// values are checked, the window's values.
+std::optional<Window> conv_prologue(Check& c, const Layout& l, size_t first) {
+  conv_operands(c);
+  parameter_types(c, l, first);
+  if (!c.full()) return std::nullopt;
+  return read_window(c, l);
+}
+
 void conv2d_rule(Check& c) {
   c.input_count({7, 8, 10, 11, 13});
-  conv_operands(c);
   const Layout l = conv2d_layout(c);
-  parameter_types(c, l, 3);
-  if (!c.full()) return;
-  const Window w = read_window(c, l);
-  if (!c.shapes()) return;
-  const std::optional<bool> layout = layout_nchw(c, l);
-  if (!layout) return c.set_output(0, Shape::unknown_of_rank(4));
-  const bool nchw = *layout;
-  const Image im = image_of(c, nchw);
+  const std::optional<Window> w = conv_prologue(c, l, 3);
+  bool nchw;
+  Image im;
+  if (!w || !image_for_shapes(c, l, &nchw, &im)) return;
   check_bias(c);
   c.equal_dims(im.c, c.dim(1, 3), "the input depth differs from the filter's input depth");
-  auto [oh, ow] = window_hw(c, w, im, c.dim(1, 1), c.dim(1, 2));
+  auto [oh, ow] = window_hw(c, *w, im, c.dim(1, 1), c.dim(1, 2));
   c.set_output(0, image_shape(im.n, oh, ow, c.dim(1, 0), nchw));
 }
 
@@ -187,44 +205,36 @@ Layout depthwise_layout(const Check& c) {
 
 void depthwise_rule(Check& c) {
   c.input_count({8, 9, 11, 12, 14});
-  conv_operands(c);
   const Layout l = depthwise_layout(c);
-  parameter_types(c, l, 3);
-  if (!c.full()) return;
-  const Window w = read_window(c, l);
+  const std::optional<Window> w = conv_prologue(c, l, 3);
+  if (!w) return;
   c.at_least(l.extra, 1, "depth multiplier");
-  if (!c.shapes()) return;
-  const std::optional<bool> layout = layout_nchw(c, l);
-  if (!layout) return c.set_output(0, Shape::unknown_of_rank(4));
-  const bool nchw = *layout;
-  const Image im = image_of(c, nchw);
+  bool nchw;
+  Image im;
+  if (!image_for_shapes(c, l, &nchw, &im)) return;
   c.equal_dims(c.dim(1, 0), 1, "the depthwise filter's first dim must be 1");
   const int64_t depth_out = c.dim(1, 3);
   c.equal_dims(c.dim(2, 0), depth_out, "the bias length differs from the filter's output depth");
   if (auto m = c.i32(l.extra); m && im.c >= 0)
     c.equal_dims(depth_out, im.c * *m, "the filter depth differs from input depth x multiplier");
-  auto [oh, ow] = window_hw(c, w, im, c.dim(1, 1), c.dim(1, 2));
+  auto [oh, ow] = window_hw(c, *w, im, c.dim(1, 1), c.dim(1, 2));
   c.set_output(0, image_shape(im.n, oh, ow, depth_out, nchw));
 }
 
 void grouped_rule(Check& c) {
   c.input_count({9, 12});
-  conv_operands(c);
   Layout l;
   l.implicit = c.n_in() == 9;
   l.strides = l.implicit ? 4 : 7;
   l.extra = l.strides + 2;  // groups
   l.fuse = l.extra + 1;
   l.nchw = l.fuse + 1;
-  parameter_types(c, l, 3);
-  if (!c.full()) return;
-  const Window w = read_window(c, l);
+  const std::optional<Window> w = conv_prologue(c, l, 3);
+  if (!w) return;
   c.at_least(l.extra, 1, "number of groups");
-  if (!c.shapes()) return;
-  const std::optional<bool> layout = layout_nchw(c, l);
-  if (!layout) return c.set_output(0, Shape::unknown_of_rank(4));
-  const bool nchw = *layout;
-  const Image im = image_of(c, nchw);
+  bool nchw;
+  Image im;
+  if (!image_for_shapes(c, l, &nchw, &im)) return;
   check_bias(c);
   const int64_t depth_out = c.dim(1, 0);
   if (auto g = c.i32(l.extra); g && *g > 0) {
@@ -234,7 +244,7 @@ void grouped_rule(Check& c) {
       c.fail(Rule::Shape, "the output depth " + std::to_string(depth_out) +
                               " is not a multiple of the " + std::to_string(*g) + " groups");
   }
-  auto [oh, ow] = window_hw(c, w, im, c.dim(1, 1), c.dim(1, 2));
+  auto [oh, ow] = window_hw(c, *w, im, c.dim(1, 1), c.dim(1, 2));
   c.set_output(0, image_shape(im.n, oh, ow, depth_out, nchw));
 }
 
@@ -243,7 +253,6 @@ void grouped_rule(Check& c) {
 // (TENSOR_INT32), scheme, strides, fuse, layout.
 void transpose_conv_rule(Check& c) {
   c.input_count({9, 11});
-  conv_operands(c);
   Layout l;
   l.implicit = c.n_in() == 9;
   l.pads = l.implicit ? 4 : 3;
@@ -254,14 +263,10 @@ void transpose_conv_rule(Check& c) {
     c.input_type(3, {T::TensorInt32});
     c.input_rank(3, 1, 1);
   }
-  parameter_types(c, l, l.implicit ? 4 : 3);
-  if (!c.full()) return;
-  const Window w = read_window(c, l);
-  if (!c.shapes()) return;
-  const std::optional<bool> layout = layout_nchw(c, l);
-  if (!layout) return c.set_output(0, Shape::unknown_of_rank(4));
-  const bool nchw = *layout;
-  const Image im = image_of(c, nchw);
+  const std::optional<Window> w = conv_prologue(c, l, l.implicit ? 4 : 3);
+  bool nchw;
+  Image im;
+  if (!w || !image_for_shapes(c, l, &nchw, &im)) return;
   check_bias(c);
   c.equal_dims(im.c, c.dim(1, 3), "the input depth differs from the filter's input depth");
   const int64_t depth_out = c.dim(1, 0);
@@ -277,14 +282,14 @@ void transpose_conv_rule(Check& c) {
     return c.set_output(0, s);
   }
   auto out = [&](int64_t in, int64_t f, int64_t stride, int64_t before, int64_t after) -> int64_t {
-    if (in < 0 || f < 0 || stride < 1 || !w.known) return -1;
+    if (in < 0 || f < 0 || stride < 1 || !w->known) return -1;
     const int64_t o = (in - 1) * stride + f - before - after;
     if (o < 1)
       c.fail(Rule::Shape, "the paddings leave no output (" + std::to_string(o) + " along an axis)");
     return o;
   };
-  const int64_t oh = out(im.h, c.dim(1, 1), w.stride_h, w.pad[2], w.pad[3]);
-  const int64_t ow = out(im.w, c.dim(1, 2), w.stride_w, w.pad[0], w.pad[1]);
+  const int64_t oh = out(im.h, c.dim(1, 1), w->stride_h, w->pad[2], w->pad[3]);
+  const int64_t ow = out(im.w, c.dim(1, 2), w->stride_w, w->pad[0], w->pad[1]);
   c.set_output(0, image_shape(im.n, oh, ow, depth_out, nchw));
 }
 
@@ -390,11 +395,9 @@ void pool(Check& c, bool quantized) {
   const Window w = read_window(c, l);
   c.at_least(l.extra, 1, "filter width");
   c.at_least(l.extra + 1, 1, "filter height");
-  if (!c.shapes()) return;
-  const std::optional<bool> layout = layout_nchw(c, l);
-  if (!layout) return c.set_output(0, Shape::unknown_of_rank(4));
-  const bool nchw = *layout;
-  const Image im = image_of(c, nchw);
+  bool nchw;
+  Image im;
+  if (!image_for_shapes(c, l, &nchw, &im)) return;
   const int64_t fw = c.i32(l.extra).value_or(-1), fh = c.i32(l.extra + 1).value_or(-1);
   auto [oh, ow] = window_hw(c, w, im, fh, fw);
   c.set_output(0, image_shape(im.n, oh, ow, im.c, nchw));

@@ -154,12 +154,7 @@ void expect_runs_like_eager(const fs::path& dir, const std::string& module_path,
 }
 
 ConvertOptions options_for(const fs::path& dir, const nlohmann::json& cs) {
-  ConvertOptions o;
-  o.model_path = (dir / "model.pt").string();
-  for (const std::string& s : cs.at("inputs").get<std::vector<std::string>>())
-    o.inputs.push_back(parse_input_spec(s));
-  o.min_android_api = fixtures::min_android_api_of(cs);
-  return o;
+  return fixtures::convert_options(dir, cs);
 }
 
 void check_refused(const fs::path& dir, const nlohmann::json& cs) {
@@ -309,7 +304,7 @@ class ReferenceCase : public testing::Test {
   explicit ReferenceCase(fs::path dir) : dir_(std::move(dir)) {}
   void TestBody() override {
     nlohmann::json cs = read_json(dir_ / "case.json");
-    if (cs.value("validator_refuses", nlohmann::json()).is_string()) {
+    if (!fixtures::validator_refuses(dir_).empty()) {
       check_refused_by_validator(dir_, cs);
     } else if (cs.at("expect").get<std::string>() == "refused") {
       check_refused(dir_, cs);
