@@ -15,36 +15,6 @@ namespace {
 
 using T = OperandType;
 
-void validate_arith(const ValidationContext& v) {
-  v.input_count({3});
-  v.output_count(1);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorInt32, T::TensorQuant8Asymm});
-  v.same_type(1, 0);
-  v.input_type(2, {T::Int32});
-  v.output_same_type_as_input(0, 0);
-}
-
-// SUB, MUL, DIV: "up to 4" in NeuralNetworks.h. (So are ADD, RESHAPE and
-// TRANSPOSE, but Swin with a flexible batch still gives them rank 5 and 6:
-// not enforced.)
-void validate_arith_rank4(const ValidationContext& v) {
-  validate_arith(v);
-  v.max_rank(4);
-}
-
-void validate_div(const ValidationContext& v) {
-  validate_arith_rank4(v);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorInt32});
-}
-
-void validate_minmax(const ValidationContext& v) {
-  v.input_count({2});
-  v.output_count(1);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorInt32, T::TensorQuant8Asymm});
-  v.same_type(1, 0);
-  v.output_same_type_as_input(0, 0);
-}
-
 enum class Binary { Add, Sub, Mul, Div, Max, Min };
 
 at::Tensor apply(Binary kind, const at::Tensor& a, const at::Tensor& b, bool integer) {
@@ -137,14 +107,6 @@ void execute(ExecContext& ctx) {
 
 // ---- POW: base, exponent (same float type, broadcast numpy-style).
 
-void validate_pow(const ValidationContext& v) {
-  v.input_count({2});
-  v.output_count(1);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16});
-  v.same_type(1, 0);
-  v.output_same_type_as_input(0, 0);
-}
-
 void execute_pow(ExecContext& ctx) {
   const at::Tensor& base = ctx.in(0).t;
   const at::Tensor& exponent = ctx.in(1).t;
@@ -155,13 +117,13 @@ void execute_pow(ExecContext& ctx) {
 }  // namespace
 
 void add_elementwise_kernels(std::vector<OpKernel>& table) {
-  table.push_back({Op::Pow, "POW", validate_pow, execute_pow});
-  table.push_back({Op::Add, "ADD", validate_arith, execute<Binary::Add>});
-  table.push_back({Op::Sub, "SUB", validate_arith_rank4, execute<Binary::Sub>});
-  table.push_back({Op::Mul, "MUL", validate_arith_rank4, execute<Binary::Mul>});
-  table.push_back({Op::Div, "DIV", validate_div, execute<Binary::Div>});
-  table.push_back({Op::Maximum, "MAXIMUM", validate_minmax, execute<Binary::Max>});
-  table.push_back({Op::Minimum, "MINIMUM", validate_minmax, execute<Binary::Min>});
+  table.push_back({Op::Pow, "POW", execute_pow});
+  table.push_back({Op::Add, "ADD", execute<Binary::Add>});
+  table.push_back({Op::Sub, "SUB", execute<Binary::Sub>});
+  table.push_back({Op::Mul, "MUL", execute<Binary::Mul>});
+  table.push_back({Op::Div, "DIV", execute<Binary::Div>});
+  table.push_back({Op::Maximum, "MAXIMUM", execute<Binary::Max>});
+  table.push_back({Op::Minimum, "MINIMUM", execute<Binary::Min>});
 }
 
 }  // namespace nnrt
