@@ -12,6 +12,7 @@
 #include "core/folding.h"
 #include "core/loader.h"
 #include "core/trace.h"
+#include "lower/emit.h"
 #include "lower/fusion.h"
 #include "nnapi_convert/check.h"
 #include "util/timing.h"
@@ -55,6 +56,41 @@ Operand operand_for_input(const InputSpec& spec, bool nhwc_all, bool use_int16) 
       break;
   }
   return o;
+}
+
+// The converted module returns each output with the dtype of its NNAPI
+// operand; where the model's graph says it returns another (a float64
+// softmax, a bool mask computed as int32 0/1), the conversion is refused
+// rather than written with a silently changed dtype.
+void check_output_dtype(const Value* v, const Operand& op, size_t i, const Node** offending) {
+  const auto type = v->type()->cast<c10::TensorType>();
+  const auto model = type ? type->scalarType() : c10::nullopt;
+  const c10::ScalarType nnapi = torch_dtype(op.type);
+  if (!model || nnapi == at::ScalarType::Undefined || *model == nnapi) return;
+  *offending = v->node();
+  fail("output " + std::to_string(i) + ", computed by " + describe_node(v->node()) + ", is " +
+       c10::toString(*model) +
+       " in the model, but NNAPI computes it as " + c10::toString(nnapi) +
+       ", so the converted module would return another dtype; make the model return " +
+       c10::toString(nnapi) + " (convert the dtype outside the NNAPI model)");
+}
+
+// NNAPI's operations take tensors of rank 4 at most (NeuralNetworks.h: "up
+// to 4" for ADD, RESHAPE, TRANSPOSE, STRIDED_SLICE, CONCATENATION, ...): an
+// operand of higher rank made by the node just lowered would have the device
+// reject the model. (Rank 0 cannot occur: fix_shape makes it [1].)
+void check_operand_ranks(const ModelBuilder& m, size_t first) {
+  for (size_t i = first; i < m.operand_count(); ++i) {
+    const std::vector<int64_t>& dims = m.operand(static_cast<int32_t>(i)).dims;
+    check(dims.size() <= 4, [&] {
+      return "this node needs an NNAPI tensor of rank " + std::to_string(dims.size()) + " (" +
+             shape_str(dims) +
+             "), but NNAPI operations take tensors of rank 4 at most. nnapi-convert merges "
+             "dims for views, permutes, selects, slices, cat and elementwise operations of "
+             "rank > 4 at fixed sizes, but not here: reshape the tensor to rank 4 or less "
+             "before this operation (or give fixed sizes in --input)";
+    });
+  }
 }
 
 }  // namespace
@@ -148,6 +184,13 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
   std::vector<int32_t> input_ids;
   for (size_t i = 0; i < n_args; ++i) {
     Operand o = operand_for_input(options.inputs[i], options.nhwc, options.use_int16_for_qint16);
+    if (o.shape.size() > 4) {
+      throw ConvertError(1, "model '" + path + "': input " + std::to_string(i) + " (spec '" +
+                                options.inputs[i].text + "') has " +
+                                std::to_string(o.shape.size()) +
+                                " dims, but NNAPI model inputs have at most 4; reshape the "
+                                "input to rank 4 or less outside the model");
+    }
     int32_t id = cx.add_input(static_cast<int>(i), graph_inputs[i + 1], o);
     input_ids.push_back(id);
     result.inp_mem_fmts.push_back(static_cast<int64_t>(cx.operand(id).dim_order));
@@ -180,11 +223,13 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
       }
       check_quantized_inputs(cx, node, input_ids);
       folder.note_lowered(cx, node);
+      const size_t operands_before = m.operand_count();
       if (group) {
         group->lower(cx, *group);
       } else {
         (*fn)(cx, node);
       }
+      check_operand_ranks(m, operands_before);
       if (const auto& over = m.first_over_limit()) fail_above_target(*over, options);
     }
     if (trace) {
@@ -239,9 +284,26 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
     }
     for (size_t i = 0; i < returns.size(); ++i) {
       auto [id, op] = cx.get_operand(returns[i]);
+      check_output_dtype(returns[i], op, i, &offending);
       m.add_output(id);
       result.out_mem_fmts.push_back(static_cast<int64_t>(op.dim_order));
       OutputTemplate t{id, static_cast<int32_t>(op.type), op.shape, op.scale, op.zero_point};
+      // A result NNAPI holds with another shape (a 0-dim result as (1), a
+      // rank > 4 one as a rank <= 4 buffer): the module reshapes it.
+      const Operand& real = cx.operand(id);
+      const Shape nnapi_shape = fix_shape(real.shape, real.dim_order);
+      if (op.shape.empty() || nnapi_shape != fix_shape(op.shape, op.dim_order)) {
+        check(op.dim_order == DimOrder::Contiguous && real.dim_order == DimOrder::Contiguous &&
+                  std::find(op.shape.begin(), op.shape.end(), 0) == op.shape.end(),
+              [&] {
+                return "output " + std::to_string(i) + " of shape " + shape_str(op.shape) +
+                       " is held by NNAPI as " + shape_str(nnapi_shape) +
+                       ", and the converted module can reshape it only at fixed sizes; give "
+                       "fixed sizes in --input";
+              });
+        t.shape = nnapi_shape;
+        result.output_reshapes[static_cast<int>(i)] = op.shape;
+      }
       if (!options.return_shapes.empty()) {
         if (options.return_shapes[i].size() != op.shape.size()) {
           throw ConvertError(2, "--return-shape for output " + std::to_string(i) + " has " +

@@ -541,6 +541,8 @@ Conversion Planner::run() {
     if (constant_.count(n)) continue;
     if (!handled_kind(n->kind()))
       to_cpu(n, "nnapi-convert has no lowering of this kind");
+    else if (!handled_node(n))
+      to_cpu(n, "its lowering does not take these arguments (" + unsupported_node_reason(n) + ")");
     else if (!n->blocks().empty())
       to_cpu(n, "it has blocks (control flow)");
   }

@@ -13,6 +13,16 @@
 
 namespace nnapi_convert {
 
+// The dtype of the tensor PyTorch's NNAPI binding hands back for an operand
+// of `type` (float32, int32, quint8), or Undefined for types it has no such
+// tensor for.
+c10::ScalarType torch_dtype(nnapi::OperandType type);
+// A `dtype` argument (softmax's, sum's, ...): None, or the dtype NNAPI
+// computes `x` in (float32 for float32 data); any other is refused, since the
+// converted module would return another dtype than the model.
+void check_dtype_argument(LoweringContext& cx, const Value* dtype, const Tensor& x,
+                          const char* what);
+
 // Creates the output operand: bound to `out` when given, anonymous otherwise.
 // Load-time flexible dims are forwarded from `like` (same shape).
 int32_t make_output(LoweringContext& cx, const Value* out, const Operand& o,

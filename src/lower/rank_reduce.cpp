@@ -47,19 +47,55 @@ const std::map<c10::Symbol, nnapi::Op>& arithmetic() {
   return ops;
 }
 
-// Whether every use of `v` only reshapes, permutes, selects from it or is an
-// operand of arithmetic: then `v` may stay a buffer read with its rank > 4
-// shape. (A view whose use is a transpose may be ShuffleNet's channel
-// shuffle, a FusionPlan group of layout.cpp.)
+// The elementwise operations of one tensor lowered below for rank > 4, by kind.
+const std::map<c10::Symbol, nnapi::Op>& unary_elementwise() {
+  static const std::map<c10::Symbol, nnapi::Op> ops = {
+      {c10::Symbol::fromQualString("aten::sigmoid"), nnapi::Op::Logistic},
+      {c10::Symbol::fromQualString("aten::relu"), nnapi::Op::Relu},
+      {c10::Symbol::fromQualString("aten::exp"), nnapi::Op::Exp},
+      {c10::Symbol::fromQualString("aten::log"), nnapi::Op::Log},
+      {c10::Symbol::fromQualString("aten::sqrt"), nnapi::Op::Sqrt},
+      {c10::Symbol::fromQualString("aten::rsqrt"), nnapi::Op::Rsqrt},
+      {c10::Symbol::fromQualString("aten::neg"), nnapi::Op::Neg},
+      {c10::Symbol::fromQualString("aten::abs"), nnapi::Op::Abs}};
+  return ops;
+}
+
+// The identity ops: their result is their input (view.cpp, layout.cpp).
+bool is_identity(c10::Symbol k) {
+  static const std::set<c10::Symbol> kinds = {
+      c10::Symbol::fromQualString("aten::contiguous"), c10::Symbol::fromQualString("aten::detach"),
+      c10::Symbol::fromQualString("aten::dropout"), c10::Symbol::fromQualString("aten::to")};
+  return kinds.count(k) != 0;
+}
+
+// Whether every use of `v` only reshapes, permutes, selects from or slices it,
+// is an operand of arithmetic or of an elementwise operation lowered below,
+// or is a part of a cat (through its list), or an identity op whose result is
+// used so: then `v` may stay a buffer read with its rank > 4 shape. (A view
+// whose use is a transpose may be ShuffleNet's channel shuffle, a FusionPlan
+// group of layout.cpp.)
 bool only_reshaped(const Value* v, bool transposes) {
   static const std::set<c10::Symbol> kinds = {
       c10::Symbol::fromQualString("aten::view"), c10::Symbol::fromQualString("aten::reshape"),
-      c10::Symbol::fromQualString("aten::permute"), c10::Symbol::fromQualString("aten::select")};
+      c10::Symbol::fromQualString("aten::permute"), c10::Symbol::fromQualString("aten::select"),
+      c10::Symbol::fromQualString("aten::slice"), c10::Symbol::fromQualString("aten::pow")};
   static const c10::Symbol transpose = c10::Symbol::fromQualString("aten::transpose");
+  static const c10::Symbol cat = c10::Symbol::fromQualString("aten::cat");
   for (const torch::jit::Use& u : v->uses()) {
     const c10::Symbol k = u.user->kind();
     if (arithmetic().count(k) && u.offset < 2) continue;
-    const bool ok = kinds.count(k) || (transposes && k == transpose);
+    if (is_identity(k) && u.offset == 0 && only_reshaped(u.user->output(), transposes)) continue;
+    if (k == c10::prim::ListConstruct) {
+      const auto& list_uses = u.user->output()->uses();
+      const bool to_cat = std::all_of(list_uses.begin(), list_uses.end(), [&](const auto& l) {
+        return l.user->kind() == cat && l.offset == 0;
+      });
+      if (to_cat && !list_uses.empty()) continue;
+      return false;
+    }
+    const bool ok =
+        kinds.count(k) || unary_elementwise().count(k) || (transposes && k == transpose);
     if (!ok || u.offset != 0) return false;
   }
   return v->hasUses();
@@ -100,7 +136,7 @@ bool lower_high_rank_view(LoweringContext& cx, const Node* node) {
   Shape shape = cx.constant_int_list(node->input(1));
   if (shape.size() <= 4) return false;
   try {
-    shape = at::zeros({1}).expand(in.shape).reshape(shape).sizes().vec();
+    shape = at::scalar_tensor(0).expand(in.shape).reshape(shape).sizes().vec();
   } catch (const c10::Error& e) {
     fail("can't reshape " + shape_str(in.shape) + " to " + shape_str(shape) + ": " +
          e.what_without_backtrace());
@@ -282,6 +318,118 @@ bool lower_high_rank_arithmetic(LoweringContext& cx, const Node* node, nnapi::Op
   return true;
 }
 
+// A fixed-size operand of rank > 4 as its contiguous data read as `shape`.
+std::optional<Tensor> high_rank_operand(LoweringContext& cx, const Value* v) {
+  if (!cx.has_operand(v)) return std::nullopt;
+  const Tensor x = cx.get_operand(v);
+  if (x.op.shape.size() <= 4 || has_flexible(x.op.shape)) return std::nullopt;
+  return x;
+}
+
+// The rank > 4 tensor `x` read as 3-D: (dims before d, dim d, dims after d).
+Tensor as_3d(LoweringContext& cx, const Tensor& x, int64_t d) {
+  const Shape& s = x.op.shape;
+  return side_as(cx, Side{x, {}, s},
+                 {product(s, 0, d), s[d], product(s, d + 1, s.size())});
+}
+
+// sigmoid, relu, ... of rank > 4: the operation on the data as 1-D.
+bool lower_high_rank_unary(LoweringContext& cx, const Node* node, nnapi::Op op) {
+  const std::optional<Tensor> x = high_rank_operand(cx, node->input(0));
+  if (!x) return false;
+  const Shape& s = x->op.shape;
+  const Tensor flat = side_as(cx, Side{*x, {}, s}, {product(s, 0, s.size())});
+  bind_as(cx, emit_unary(cx, op, flat), s, node->output());
+  return true;
+}
+
+// pow(x, 2) of rank > 4 (YOLO's `(xy * 2) ** 2`): x * x on the data as 1-D;
+// other exponents go to pointwise.cpp, as an elementwise op of the 1-D data.
+bool lower_high_rank_pow(LoweringContext& cx, const Node* node) {
+  const std::optional<Tensor> x = high_rank_operand(cx, node->input(0));
+  if (!x || node->inputs().size() != 2 || !cx.has_constant(node->input(1))) return false;
+  const c10::IValue& e = cx.constant(node->input(1)).value;
+  if (!e.isScalar() && !(e.isTensor() && e.toTensor().dim() == 0)) return false;
+  const double exponent = e.isScalar() ? e.toScalar().toDouble() : e.toTensor().item<double>();
+  check(x->op.type == nnapi::OperandType::TensorFloat32,
+        "pow of a non-float tensor is not supported");
+  const Shape& s = x->op.shape;
+  const Tensor flat = side_as(cx, Side{*x, {}, s}, {product(s, 0, s.size())});
+  Tensor r;
+  if (exponent == 1) {
+    r = flat;
+  } else if (exponent == 2) {
+    r = emit_binary(cx, nnapi::Op::Mul, flat, flat);
+  } else if (exponent == 0.5) {
+    r = emit_unary(cx, nnapi::Op::Sqrt, flat);
+  } else if (exponent == -0.5) {
+    r = emit_unary(cx, nnapi::Op::Rsqrt, flat);
+  } else {
+    r = emit_binary(cx, nnapi::Op::Pow, flat,
+                    float_scalar_tensor(cx, static_cast<float>(exponent)));
+  }
+  bind_as(cx, r, s, node->output());
+  return true;
+}
+
+// slice(x, d, start, stop, step) of rank > 4 (YOLO's y[..., 0:2]): a
+// STRIDED_SLICE of the middle dim of x read as 3-D.
+bool lower_high_rank_slice(LoweringContext& cx, const Node* node) {
+  const std::optional<Tensor> x = high_rank_operand(cx, node->input(0));
+  if (!x) return false;
+  const Shape& s = x->op.shape;
+  const int64_t d = py_index(cx.constant_int(node->input(1)), static_cast<int64_t>(s.size()));
+  auto bound = [&](const Value* v, int64_t none) {
+    const c10::IValue& c = cx.constant(v).value;
+    if (c.isNone()) return none;
+    const int64_t i = c.toInt();
+    return std::clamp<int64_t>(i < 0 ? i + s[d] : i, 0, s[d]);
+  };
+  const int64_t start = bound(node->input(2), 0), stop = bound(node->input(3), s[d]);
+  const int64_t step = cx.constant_int(node->input(4));
+  check(step > 0, "slice step must be positive");
+  check(start < stop, "slice start value should be less than stop value");
+  const int64_t count = (stop - start + step - 1) / step;
+  Shape out_shape = s;
+  out_shape[d] = count;
+  bind_as(cx, emit_take(cx, as_3d(cx, *x, d), 1, start, count, step), out_shape,
+          node->output());
+  return true;
+}
+
+// cat of rank > 4 tensors along d (YOLO's torch.cat((xy, wh, conf), -1)): a
+// CONCATENATION of the middle dims of the parts read as 3-D.
+bool lower_high_rank_cat(LoweringContext& cx, const Node* node) {
+  if (!cx.has_sequence(node->input(0))) return false;
+  const std::vector<const Value*>& values = cx.sequence(node->input(0));
+  std::vector<Tensor> parts;
+  for (const Value* v : values) {
+    const std::optional<Tensor> x = high_rank_operand(cx, v);
+    if (!x) return false;
+    parts.push_back(*x);
+  }
+  if (parts.empty()) return false;
+  const auto rank = static_cast<int64_t>(parts[0].op.shape.size());
+  const int64_t d = py_index(cx.constant_int(node->input(1)), rank);
+  Shape out_shape = parts[0].op.shape;
+  out_shape[d] = 0;
+  for (Tensor& p : parts) {
+    Shape a = p.op.shape, b = parts[0].op.shape;
+    check(static_cast<int64_t>(a.size()) == rank && p.op.type == parts[0].op.type, [&] {
+      return "cat inputs have different ranks or types: " + shape_str(a) + ", " + shape_str(b);
+    });
+    out_shape[d] += a[d];
+    a[d] = b[d] = -1;
+    check(a == b, [&] {
+      return "cat inputs differ outside the cat dim: " + shape_str(p.op.shape) + " vs " +
+             shape_str(parts[0].op.shape);
+    });
+    p = as_3d(cx, p, d);
+  }
+  bind_as(cx, emit_concat(cx, parts, 1), out_shape, node->output());
+  return true;
+}
+
 // `fallback`, the lowering registered before, for what the above leave.
 void chain(LoweringTable& t, const char* kind,
            std::function<bool(LoweringContext& cx, const Node* node)> lower) {
@@ -320,6 +468,14 @@ void register_rank_reduce_arithmetic(LoweringTable& t) {
       return lower_high_rank_arithmetic(cx, node, op);
     });
   }
+  for (const auto& [kind, op] : unary_elementwise()) {
+    chain(t, kind.toQualString(), [op = op](LoweringContext& cx, const Node* node) {
+      return lower_high_rank_unary(cx, node, op);
+    });
+  }
+  chain(t, "aten::pow", lower_high_rank_pow);
+  chain(t, "aten::slice", lower_high_rank_slice);
+  chain(t, "aten::cat", lower_high_rank_cat);
 }
 
 }  // namespace nnapi_convert

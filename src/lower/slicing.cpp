@@ -99,14 +99,19 @@ void lower_slice(LoweringContext& cx, const Node* node) {
   std::vector<SymInt> dims = sym_shape({in_id, in});
   dims[dim] = {(stop - start + step - 1) / step, ""};
   int32_t out_id = cx.add_output(node->output(), in, dims).id;
+  // STRIDED_SLICE's vectors and mask are per NNAPI axis: for NHWC data, axis
+  // a holds PyTorch dim torch_dim(a) (the reference indexes them by PyTorch
+  // dim, which slices the wrong axes of NHWC data).
+  const int64_t axis = nnapi_axis(in, dim);
+  std::vector<int64_t> begins(rank, 0), ends = fix_shape(in.shape, in.dim_order),
+                                        strides(rank, 1);
   int32_t end_mask = 0;
-  for (int64_t i = 0; i < rank; ++i) {
-    if (!dims[i].is_constant()) end_mask |= 1 << i;
+  for (int64_t a = 0; a < rank; ++a) {
+    if (ends[a] == 0) end_mask |= 1 << a;  // a whole flexible dim
   }
-  std::vector<int64_t> begins(rank, 0), ends = in.shape, strides(rank, 1);
-  begins[dim] = start;
-  ends[dim] = stop;
-  strides[dim] = step;
+  begins[axis] = start;
+  ends[axis] = stop;
+  strides[axis] = step;
   cx.model().add_operation(
       Op::StridedSlice, strided_slice_inputs(cx, in_id, begins, ends, strides, end_mask, 0),
       {out_id});
@@ -122,7 +127,17 @@ void lower_slice(LoweringContext& cx, const Node* node) {
 void lower_select(LoweringContext& cx, const Node* node) {
   auto [in_id, in] = cx.get_operand(node->input(0));
   const auto rank = static_cast<int64_t>(in.shape.size());
-  check(rank >= 2, "select of a 1-D tensor gives a 0-dim tensor, which NNAPI does not support");
+  if (rank == 1) {
+    // A 0-dim result: NNAPI shape [1] (fix_shape), the slice [index, index + 1).
+    check(in.shape[0] != 0, "select from a flexible 1-D tensor is not supported; give it a "
+                            "fixed size in --input");
+    check(cx.constant_int(node->input(1)) == 0 || cx.constant_int(node->input(1)) == -1,
+          "select dim out of range");
+    const int64_t index = py_index(cx.constant_int(node->input(2)), in.shape[0]);
+    const Tensor one = emit_take(cx, {in_id, in}, 0, index, 1, 1);
+    cx.reinterpret(node->output(), one.id, one.op.with_shape({}));
+    return;
+  }
   check(in.dim_order == DimOrder::Contiguous || in.dim_order == DimOrder::ChannelsLast,
         "select of a tensor with this memory layout is not supported");
   const int64_t dim = py_index(cx.constant_int(node->input(1)), rank);
