@@ -231,7 +231,7 @@ std::string convolution_support(const Node* node) {
     const auto v = torch::jit::toIValue(node->input(i));
     return v && v->isInt() ? v->toInt() : 1;
   };
-  const auto transposed = full ? torch::jit::toIValue(node->input(6)) : std::nullopt;
+  const auto transposed = full ? torch::jit::toIValue(node->input(6)) : c10::nullopt;
   const bool transpose = transposed && transposed->isBool() && transposed->toBool();
   const int64_t groups = integer(full ? 8 : 6);
   const std::vector<int64_t> dilation = ints(5);

@@ -234,6 +234,12 @@ void lower_binary_number(LoweringContext& cx, const Value* a, const Value* b,
   check(x.op.type == OperandType::TensorFloat32 && !quantized_op,
         "a binary op between a number and a non-float tensor is not supported");
   Tensor k = float_scalar_tensor(cx, static_cast<float>(number));
+  if (x.op.shape.empty()) {
+    // A 0-dim tensor and a number give a 0-dim tensor (both NNAPI shape [1]).
+    const Tensor r = emit_binary(cx, op, number_first ? k : x, number_first ? x : k, fuse);
+    cx.reinterpret(out_value, r.id, x.op);
+    return;
+  }
   emit_binary(cx, op, number_first ? k : x, number_first ? x : k, fuse, out_value);
 }
 

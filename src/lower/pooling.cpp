@@ -327,8 +327,10 @@ std::vector<int64_t> torch_nearest_index(int64_t h, int64_t w, int64_t d,
                         .reshape(d == 2 ? at::IntArrayRef{1, 1, n, 1} : at::IntArrayRef{1, 1, 1, n})
                         .expand({1, 1, h, w})
                         .contiguous();
-  at::Tensor out = sizes.empty() ? at::upsample_nearest2d(ramp, c10::nullopt, scales)
-                                 : at::upsample_nearest2d(ramp, sizes, c10::nullopt);
+  using Scales = c10::optional<at::ArrayRef<double>>;
+  at::Tensor out = sizes.empty()
+                       ? at::upsample_nearest2d(ramp, at::OptionalIntArrayRef(), Scales(scales))
+                       : at::upsample_nearest2d(ramp, at::OptionalIntArrayRef(sizes), Scales());
   out = d == 2 ? out[0][0].select(1, 0) : out[0][0][0];
   const at::Tensor index = out.to(at::kLong).contiguous();
   return {index.data_ptr<int64_t>(), index.data_ptr<int64_t>() + index.numel()};

@@ -81,15 +81,14 @@ bool only_reshaped(const Value* v, bool transposes) {
       c10::Symbol::fromQualString("aten::permute"), c10::Symbol::fromQualString("aten::select"),
       c10::Symbol::fromQualString("aten::slice"), c10::Symbol::fromQualString("aten::pow")};
   static const c10::Symbol transpose = c10::Symbol::fromQualString("aten::transpose");
-  static const c10::Symbol cat = c10::Symbol::fromQualString("aten::cat");
   for (const torch::jit::Use& u : v->uses()) {
     const c10::Symbol k = u.user->kind();
     if (arithmetic().count(k) && u.offset < 2) continue;
     if (is_identity(k) && u.offset == 0 && only_reshaped(u.user->output(), transposes)) continue;
     if (k == c10::prim::ListConstruct) {
       const auto& list_uses = u.user->output()->uses();
-      const bool to_cat = std::all_of(list_uses.begin(), list_uses.end(), [&](const auto& l) {
-        return l.user->kind() == cat && l.offset == 0;
+      const bool to_cat = std::all_of(list_uses.begin(), list_uses.end(), [](const auto& l) {
+        return l.user->kind() == c10::Symbol::fromQualString("aten::cat") && l.offset == 0;
       });
       if (to_cat && !list_uses.empty()) continue;
       return false;
@@ -411,10 +410,12 @@ bool lower_high_rank_cat(LoweringContext& cx, const Node* node) {
   if (parts.empty()) return false;
   const auto rank = static_cast<int64_t>(parts[0].op.shape.size());
   const int64_t d = py_index(cx.constant_int(node->input(1)), rank);
-  Shape out_shape = parts[0].op.shape;
+  const Shape first = parts[0].op.shape;
+  Shape out_shape = first;
   out_shape[d] = 0;
-  for (Tensor& p : parts) {
-    Shape a = p.op.shape, b = parts[0].op.shape;
+  std::vector<Tensor> parts_3d;
+  for (const Tensor& p : parts) {
+    Shape a = p.op.shape, b = first;
     check(static_cast<int64_t>(a.size()) == rank && p.op.type == parts[0].op.type, [&] {
       return "cat inputs have different ranks or types: " + shape_str(a) + ", " + shape_str(b);
     });
@@ -422,11 +423,11 @@ bool lower_high_rank_cat(LoweringContext& cx, const Node* node) {
     a[d] = b[d] = -1;
     check(a == b, [&] {
       return "cat inputs differ outside the cat dim: " + shape_str(p.op.shape) + " vs " +
-             shape_str(parts[0].op.shape);
+             shape_str(first);
     });
-    p = as_3d(cx, p, d);
+    parts_3d.push_back(as_3d(cx, p, d));
   }
-  bind_as(cx, emit_concat(cx, parts, 1), out_shape, node->output());
+  bind_as(cx, emit_concat(cx, parts_3d, 1), out_shape, node->output());
   return true;
 }
 

@@ -1,5 +1,5 @@
-// Slicing and joining: slice, select, cat, chunk/split and the ListUnpack
-// of their parts.
+// Slicing and joining: slice, select, narrow, cat, chunk/split and the
+// ListUnpack of their parts.
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -187,6 +187,29 @@ void lower_select(LoweringContext& cx, const Node* node) {
   m.add_operation(Op::Transpose, {slice_id, perm_id}, {out_id});
 }
 
+// narrow(x, dim, start, length): x[..., start:start + length, ...], a
+// STRIDED_SLICE along the NNAPI axis that holds `dim` (fixed size there).
+void lower_narrow(LoweringContext& cx, const Node* node) {
+  const Tensor x = cx.get_operand(node->input(0));
+  const auto rank = static_cast<int64_t>(x.op.shape.size());
+  const int64_t dim = py_index(cx.constant_int(node->input(1)), rank);
+  const int64_t size = x.op.shape[dim];
+  check(size != 0, [&] {
+    return "narrow of the flexible dimension " + std::to_string(dim) +
+           " is not supported; give it a fixed size in --input";
+  });
+  int64_t start = cx.sym_int(node->input(2)).value;
+  check(cx.sym_int(node->input(2)).is_constant(), "narrow needs a constant start");
+  if (start < 0) start += size;
+  const int64_t length = cx.constant_int(node->input(3));
+  check(start >= 0 && length >= 0 && start + length <= size, [&] {
+    return "narrow of " + std::to_string(length) + " elements from " + std::to_string(start) +
+           " is out of range for dim " + std::to_string(dim) + " of size " + std::to_string(size);
+  });
+  const Tensor y = emit_take(cx, x, dim, start, length, 1);
+  cx.reinterpret(node->output(), y.id, y.op);
+}
+
 void lower_cat(LoweringContext& cx, const Node* node) {
   std::optional<std::pair<double, int64_t>> qparams;
   if (node->kind() == c10::Symbol::fromQualString("quantized::cat")) {
@@ -288,6 +311,7 @@ void lower_list_unpack(LoweringContext& cx, const Node* node) {
 void register_slicing_ops(LoweringTable& t) {
   t.add("aten::slice", lower_slice);
   t.add("aten::select", lower_select);
+  t.add("aten::narrow", lower_narrow);
   t.add("aten::cat", lower_cat);
   t.add("quantized::cat", lower_cat);
   t.add("aten::chunk", lower_split);

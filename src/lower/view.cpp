@@ -19,9 +19,9 @@ void lower_identity(LoweringContext& cx, const Node* node) {
   cx.alias(node->output(), node->input(0));
 }
 
-// aten::to: a device move is free; to a dtype (to.dtype, to.device,
-// to.dtype_layout) or to another tensor's dtype (to.other, what type_as
-// becomes) only when it is the dtype NNAPI computes x in already.
+// aten::to and aten::type_as: a device move is free; to a dtype (to.dtype,
+// to.device, to.dtype_layout) or to another tensor's dtype (to.other,
+// type_as) only when it is the dtype NNAPI computes x in already.
 void lower_to(LoweringContext& cx, const Node* node) {
   const Tensor x = cx.get_operand(node->input(0));
   NodeArgs args(cx, node);
@@ -253,6 +253,7 @@ void lower_size(LoweringContext& cx, const Node* node) {
 
 void register_view_ops(LoweringTable& t) {
   t.add("aten::to", lower_to);
+  t.add("aten::type_as", lower_to);
   t.add("aten::detach", lower_identity);
   t.add("aten::unsqueeze", lower_unsqueeze);
   t.add("aten::squeeze", lower_squeeze);

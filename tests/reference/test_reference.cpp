@@ -90,6 +90,19 @@ const std::map<std::string, std::string> kKnownReferenceBugPrefixes = {
     {"beyond-conv_transpose2d-output_padding-",
      "the reference ignores a transposed convolution's output_padding: its output is smaller "
      "than PyTorch's"},
+    {"beyond-dims-slice-",
+     "the reference indexes STRIDED_SLICE's begins, ends, strides and masks by PyTorch dim, "
+     "which slices other axes of NHWC data"},
+    {"beyond-ghost-slice-float-nhwc", "as beyond-dims-slice-"},
+    {"beyond-ghost-slice-flex-batch-nhwc", "as beyond-dims-slice-"},
+    {"beyond-dims-softmax-", "as beyond-softmax-4d-nhwc"},
+    {"beyond-rank0-",
+     "the reference declares a rank-0 output operand, whose dimensions PyTorch's NNAPI binding "
+     "cannot read back (Execution_getOutputOperandDimensions fails)"},
+    {"beyond-upsample_nearest-1.7-",
+     "the reference maps output pixels as NNAPI's RESIZE_NEAREST_NEIGHBOR does, by in / out, "
+     "where PyTorch maps them by 1 / scale_factor"},
+    {"beyond-upsample_nearest-0.6-", "as beyond-upsample_nearest-1.7-"},
 };
 
 // Converted cases in which no NNAPI operand may have rank > 4 (NeuralNetworks.h:
@@ -125,7 +138,13 @@ std::string difference_from_eager(const fs::path& dir, const std::string& module
   torch::jit::Module m = torch::jit::load(module_path);
   std::vector<c10::IValue> inputs;
   for (const at::Tensor& t : load_tensors(dir / "args.pt")) inputs.push_back(t);
-  c10::IValue out = m.forward(inputs);
+  c10::IValue out;
+  try {
+    out = m.forward(inputs);
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    return "the module fails to run: " + what.substr(0, what.find('\n'));
+  }
   std::vector<at::Tensor> outs;
   if (out.isTuple()) {
     for (const c10::IValue& v : out.toTupleRef().elements()) outs.push_back(v.toTensor());
@@ -137,6 +156,7 @@ std::string difference_from_eager(const fs::path& dir, const std::string& module
   for (size_t i = 0; i < outs.size(); ++i) {
     const std::string o = "output " + std::to_string(i);
     if (outs[i].sizes() != eager[i].sizes()) return o + ": shape differs";
+    if (outs[i].scalar_type() != eager[i].scalar_type()) return o + ": dtype differs";
     if (eager[i].is_quantized()) {
       at::Tensor diff = (outs[i].int_repr().to(at::kInt) - eager[i].int_repr().to(at::kInt)).abs();
       if (diff.max().item<int>() > 1) return o + " is off by more than a quantum";
@@ -284,12 +304,32 @@ void check_converted(const fs::path& dir, const nlohmann::json& cs) {
   fs::remove_all(out);
 }
 
+// A case nnapi-convert must refuse whatever the reference does (it converts
+// some of them into modules that return wrong values or dtypes): exit 1, the
+// node named, the message matching the case's regex.
+void check_must_refuse(const fs::path& dir, const nlohmann::json& cs) {
+  ConvertOptions o = options_for(dir, cs);
+  try {
+    convert(o);
+    ADD_FAILURE() << "converted a model nnapi-convert must refuse";
+  } catch (const ConvertError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(e.exit_code(), 1) << msg;
+    EXPECT_NE(msg.find("node "), std::string::npos) << "message does not name the node: " << msg;
+    std::regex re(cs.at("error_regex").get<std::string>());
+    EXPECT_TRUE(std::regex_search(msg, re))
+        << "message does not match /" << cs.at("error_regex").get<std::string>() << "/: " << msg;
+  }
+}
+
 class ReferenceCase : public testing::Test {
  public:
   explicit ReferenceCase(fs::path dir) : dir_(std::move(dir)) {}
   void TestBody() override {
     nlohmann::json cs = read_json(dir_ / "case.json");
-    if (cs.at("expect").get<std::string>() == "refused") {
+    if (cs.value("must_refuse", false)) {
+      check_must_refuse(dir_, cs);
+    } else if (cs.at("expect").get<std::string>() == "refused") {
       check_refused(dir_, cs);
     } else {
       check_converted(dir_, cs);
