@@ -184,12 +184,23 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
   std::vector<int32_t> input_ids;
   for (size_t i = 0; i < n_args; ++i) {
     Operand o = operand_for_input(options.inputs[i], options.nhwc, options.use_int16_for_qint16);
-    if (o.shape.size() > 4) {
-      throw ConvertError(1, "model '" + path + "': input " + std::to_string(i) + " (spec '" +
-                                options.inputs[i].text + "') has " +
-                                std::to_string(o.shape.size()) +
-                                " dims, but NNAPI model inputs have at most 4; reshape the "
-                                "input to rank 4 or less outside the model");
+    // NNAPI operations take rank <= 4: an input of rank r > 4 reaches NNAPI
+    // with its first r - 3 dims merged (the converted module's forward
+    // flattens it, nnapi_input_dims) and is read as its full shape here.
+    const Shape dims = nnapi_input_dims(options.inputs[i].dims);
+    if (dims != o.shape) {
+      if (std::find(o.shape.begin(), o.shape.end(), 0) != o.shape.end()) {
+        throw ConvertError(1, "model '" + path + "': input " + std::to_string(i) + " (spec '" +
+                                  options.inputs[i].text + "') has " +
+                                  std::to_string(o.shape.size()) +
+                                  " dims, which NNAPI takes merged to 4 at fixed sizes only; "
+                                  "give every size in --input");
+      }
+      const int32_t id = cx.add_input(static_cast<int>(i), graph_inputs[i + 1], o.with_shape(dims));
+      cx.rebind(graph_inputs[i + 1], id, o);
+      input_ids.push_back(id);
+      result.inp_mem_fmts.push_back(static_cast<int64_t>(DimOrder::Contiguous));
+      continue;
     }
     int32_t id = cx.add_input(static_cast<int>(i), graph_inputs[i + 1], o);
     input_ids.push_back(id);
@@ -294,15 +305,18 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
       const Shape nnapi_shape = fix_shape(real.shape, real.dim_order);
       if (op.shape.empty() || nnapi_shape != fix_shape(op.shape, op.dim_order)) {
         check(op.dim_order == DimOrder::Contiguous && real.dim_order == DimOrder::Contiguous &&
-                  std::find(op.shape.begin(), op.shape.end(), 0) == op.shape.end(),
+                  std::count(op.shape.begin(), op.shape.end(), 0) <= 1,
               [&] {
                 return "output " + std::to_string(i) + " of shape " + shape_str(op.shape) +
                        " is held by NNAPI as " + shape_str(nnapi_shape) +
-                       ", and the converted module can reshape it only at fixed sizes; give "
-                       "fixed sizes in --input";
+                       ", and the converted module can reshape it back with one flexible size "
+                       "at most; give fixed sizes in --input";
               });
-        t.shape = nnapi_shape;
-        result.output_reshapes[static_cast<int>(i)] = op.shape;
+        t.shape = real.shape.empty() ? Shape{1} : real.shape;
+        // A flexible size (at most one) is what remains: -1 in the reshape.
+        Shape back = op.shape;
+        std::replace(back.begin(), back.end(), int64_t{0}, int64_t{-1});
+        result.output_reshapes[static_cast<int>(i)] = back;
       }
       if (!options.return_shapes.empty()) {
         if (options.return_shapes[i].size() != op.shape.size()) {

@@ -88,6 +88,34 @@ bool writes_tensor(const Node* n) {
   return false;
 }
 
+// Whether node `m` is `n` or inside one of its blocks.
+bool within(const Node* m, const Node* n) {
+  for (; m; m = m->owningBlock()->owningNode()) {
+    if (m == n) return true;
+  }
+  return false;
+}
+
+// The values `n` reads: its inputs, and those its blocks read from outside it
+// (a prim::If whose branches reshape a tensor computed before it).
+std::vector<const Value*> reads(const Node* n) {
+  std::vector<const Value*> out(n->inputs().begin(), n->inputs().end());
+  std::vector<const torch::jit::Block*> blocks(n->blocks().begin(), n->blocks().end());
+  while (!blocks.empty()) {
+    const torch::jit::Block* b = blocks.back();
+    blocks.pop_back();
+    std::vector<const Node*> inner(b->nodes().begin(), b->nodes().end());
+    inner.push_back(b->return_node());
+    for (const Node* m : inner) {
+      for (const Value* v : m->inputs()) {
+        if (!within(v->node(), n)) out.push_back(v);
+      }
+      blocks.insert(blocks.end(), m->blocks().begin(), m->blocks().end());
+    }
+  }
+  return out;
+}
+
 // The NNAPI parts: each node that is not a CPU node joins the earliest part
 // its inputs allow (part k runs after the CPU nodes that feed it, which run
 // after part k - 1), so a CPU node that only reads a part's result (a list
@@ -106,7 +134,7 @@ std::vector<Segment> split(Graph& g, const std::set<const Node*>& cpu,
     if (constant.count(n)) continue;
     const bool on_cpu = cpu.count(n) != 0;
     int l = on_cpu ? cpu_floor : barrier;
-    for (const Value* v : n->inputs()) {
+    for (const Value* v : reads(n)) {
       auto it = level.find(v->node());
       if (it == level.end()) continue;  // a graph input or a constant
       l = std::max(l, it->second + (!on_cpu && cpu.count(v->node()) ? 1 : 0));
@@ -228,8 +256,8 @@ std::optional<InputSpec> boundary_spec(const Seen& seen, std::string* why) {
            " tensor (NNAPI inputs are float32, int32 or quint8)";
     return std::nullopt;
   }
-  if (a.dim() == 0) {
-    *why = "a 0-dim tensor";
+  if (a.dim() == 0 || a.dim() > 4) {
+    *why = a.dim() ? "a tensor of rank > 4" : "a 0-dim tensor";
     return std::nullopt;
   }
   if (!seen.sizes_seen.empty()) {

@@ -114,6 +114,16 @@ std::vector<int32_t> strided_slice_inputs(LoweringContext& cx, int32_t x,
 // (1 or -1): a STRIDED_SLICE taking the other dims whole.
 Tensor emit_take(LoweringContext& cx, const Tensor& x, int64_t d, int64_t begin, int64_t count,
                  int64_t step);
+// permute of a fixed-size tensor of any rank by `perm` in operations of rank
+// <= 4 (rank_reduce.cpp: adjacent dims merged): the result's record has the
+// permuted shape, which may have rank > 4 (its operand then holds the same
+// elements with fewer dims; bind it with bind_reshaped).
+Tensor permute_merged(LoweringContext& cx, const Tensor& x, std::vector<int64_t> perm);
+// `x`'s contiguous data read as `shape` (same element count), bound to
+// `out`: for rank > 4 no operation when every use of `out` reads it so (the
+// rank > 4 views, permutes, selects, slices, cat and elementwise operations
+// of rank_reduce.cpp, or the model's return), else a RESHAPE.
+void bind_reshaped(LoweringContext& cx, const Tensor& x, const Shape& shape, const Value* out);
 // TRANSPOSE of `x` (in PyTorch's element order, fixed sizes) by `perm`; `x`
 // itself for the identity.
 Tensor emit_permute(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& perm);

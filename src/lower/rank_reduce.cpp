@@ -75,7 +75,21 @@ bool is_identity(c10::Symbol k) {
 // used so: then `v` may stay a buffer read with its rank > 4 shape. (A view
 // whose use is a transpose may be ShuffleNet's channel shuffle, a FusionPlan
 // group of layout.cpp.)
+// Whether `v` is only returned by the graph (itself or in the returned
+// tuple): the converted module reshapes such outputs (converter.cpp).
+bool only_returned(const Value* v) {
+  for (const torch::jit::Use& u : v->uses()) {
+    const Node* n = u.user;
+    if (n->kind() == c10::prim::TupleConstruct && n->output()->uses().size() == 1) {
+      n = n->output()->uses()[0].user;
+    }
+    if (n->kind() != c10::prim::Return) return false;
+  }
+  return v->hasUses();
+}
+
 bool only_reshaped(const Value* v, bool transposes) {
+  if (only_returned(v)) return true;
   static const std::set<c10::Symbol> kinds = {
       c10::Symbol::fromQualString("aten::view"), c10::Symbol::fromQualString("aten::reshape"),
       c10::Symbol::fromQualString("aten::permute"), c10::Symbol::fromQualString("aten::select"),
@@ -145,12 +159,14 @@ bool lower_high_rank_view(LoweringContext& cx, const Node* node) {
   return true;
 }
 
-// permute (or transpose) by `dims` of a fixed-size tensor of rank > 4.
-bool lower_high_rank_permute(LoweringContext& cx, const Node* node, std::vector<int64_t> dims) {
-  if (!cx.has_operand(node->input(0))) return false;
-  auto [id, in] = cx.get_operand(node->input(0));
+}  // namespace
+
+// permute by `dims` of a fixed-size contiguous tensor of rank > 4: the input
+// dims that stay adjacent merged (size-1 dims dropped), one RESHAPE and one
+// TRANSPOSE of rank <= 4, or more where more than 4 groups remain.
+Tensor permute_merged(LoweringContext& cx, const Tensor& in_tensor, std::vector<int64_t> dims) {
+  const Operand& in = in_tensor.op;
   const auto rank = static_cast<int64_t>(in.shape.size());
-  if (rank <= 4 || has_flexible(in.shape)) return false;
   check(static_cast<int64_t>(dims.size()) == rank, "permute needs one dim per input dim");
   for (int64_t& d : dims) d = py_index(d, rank);
   Shape out_shape;
@@ -176,8 +192,9 @@ bool lower_high_rank_permute(LoweringContext& cx, const Node* node, std::vector<
   }
   Shape merged;
   for (size_t g : order) merged.push_back(size[g]);
-  Tensor x = reshape_to(cx, emit_relayout(cx, {id, in}, DimOrder::Contiguous), merged);
+  Tensor x = emit_relayout(cx, in_tensor, DimOrder::Contiguous);
   if (groups.size() <= 4) {
+    x = reshape_to(cx, x, merged);
     std::vector<int64_t> perm(groups.size());
     for (size_t i = 0; i < groups.size(); ++i) {
       perm[i] = std::find(order.begin(), order.end(), i) - order.begin();
@@ -197,7 +214,22 @@ bool lower_high_rank_permute(LoweringContext& cx, const Node* node, std::vector<
       std::rotate(cur.begin() + i, cur.begin() + j, cur.begin() + j + 1);
     }
   }
-  bind_as(cx, x, out_shape, node->output());
+  return {x.id, x.op.with_shape(out_shape)};
+}
+
+void bind_reshaped(LoweringContext& cx, const Tensor& x, const Shape& shape, const Value* out) {
+  bind_as(cx, x, shape, out);
+}
+
+namespace {
+
+// permute (or transpose) by `dims` of a fixed-size tensor of rank > 4.
+bool lower_high_rank_permute(LoweringContext& cx, const Node* node, std::vector<int64_t> dims) {
+  if (!cx.has_operand(node->input(0))) return false;
+  const Tensor in = cx.get_operand(node->input(0));
+  if (in.op.shape.size() <= 4 || has_flexible(in.op.shape)) return false;
+  const Tensor r = permute_merged(cx, in, std::move(dims));
+  bind_as(cx, {r.id, cx.operand(r.id)}, r.op.shape, node->output());
   return true;
 }
 
@@ -431,6 +463,26 @@ bool lower_high_rank_cat(LoweringContext& cx, const Node* node) {
   return true;
 }
 
+// unsqueeze to rank > 4: the same buffer read with a 1 inserted, no
+// operation, when its uses read it so (bind_as); a flexible size only when
+// it is returned (the module reshapes it, with -1 for that size).
+bool lower_high_rank_unsqueeze(LoweringContext& cx, const Node* node) {
+  if (!cx.has_operand(node->input(0))) return false;
+  const Tensor x = cx.get_operand(node->input(0));
+  const auto rank = static_cast<int64_t>(x.op.shape.size());
+  if (rank < 4) return false;
+  int64_t dim = cx.constant_int(node->input(1));
+  if (dim < 0) dim += rank + 1;
+  check(dim >= 0 && dim <= rank, "unsqueeze dim out of range");
+  Shape shape = x.op.shape;
+  shape.insert(shape.begin() + dim, 1);
+  if (has_flexible(shape) && !only_returned(node->output())) return false;
+  if (!only_reshaped(node->output(), true)) return false;
+  const Tensor c = emit_relayout(cx, x, DimOrder::Contiguous);
+  cx.reinterpret(node->output(), c.id, c.op.with_shape(shape));
+  return true;
+}
+
 // `fallback`, the lowering registered before, for what the above leave.
 void chain(LoweringTable& t, const char* kind,
            std::function<bool(LoweringContext& cx, const Node* node)> lower) {
@@ -451,6 +503,7 @@ void register_rank_reduce_ops(LoweringTable& t) {
     return lower_high_rank_permute(cx, node, cx.constant_int_list(node->input(1)));
   });
   chain(t, "aten::select", lower_high_rank_select);
+  chain(t, "aten::unsqueeze", lower_high_rank_unsqueeze);
   chain(t, "aten::transpose", [](LoweringContext& cx, const Node* node) {
     if (!cx.has_operand(node->input(0))) return false;
     const auto rank = static_cast<int64_t>(cx.get_operand(node->input(0)).op.shape.size());

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "serialize/fallback_graph.h"
+#include "serialize/prepare_script.h"
 #include "nnapi_convert/writer.h"
 #include "util/output_file.h"
 
@@ -100,14 +101,18 @@ std::string prepare_source(const Conversion& c, bool numeric_dtypes) {
   return src;
 }
 
-// Bool inputs (--input ...,dtype=bool) are handed to NNAPI as int32 0/1;
-// 0-dim outputs come back from NNAPI with shape (1) and are reshaped.
+// Bool inputs (--input ...,dtype=bool) are handed to NNAPI as int32 0/1,
+// inputs of rank > 4 with their leading dims merged (nnapi_input_dims);
+// outputs NNAPI holds with another shape (output_reshapes) are reshaped.
 std::string wrapper_forward_source(const std::vector<InputSpec>& inputs, const Conversion& c) {
   std::string args, passed;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::string a = "arg_" + std::to_string(i);
     args += (i ? ", " : "") + a;
     passed += (i ? ", " : "") + a + (inputs[i].dtype == InputDType::Bool ? ".int()" : "");
+    if (inputs[i].dims.size() > 4) {  // as nnapi_input_dims merges them
+      passed += ".flatten(0, " + std::to_string(inputs[i].dims.size() - 4) + ")";
+    }
   }
   auto retval = [&](int i) {
     std::string r = "retvals[" + std::to_string(i) + "]";
