@@ -69,8 +69,7 @@ void check_output_dtype(const Value* v, const Operand& op, size_t i, const Node*
   if (!model || nnapi == at::ScalarType::Undefined || *model == nnapi) return;
   *offending = v->node();
   fail("output " + std::to_string(i) + ", computed by " + describe_node(v->node()) + ", is " +
-       c10::toString(*model) +
-       " in the model, but NNAPI computes it as " + c10::toString(nnapi) +
+       c10::toString(*model) + " in the model, but NNAPI computes it as " + c10::toString(nnapi) +
        ", so the converted module would return another dtype; make the model return " +
        c10::toString(nnapi) + " (convert the dtype outside the NNAPI model)");
 }

@@ -34,6 +34,7 @@
 #include "core/diagnostics.h"
 #include "core/folding.h"
 #include "core/sample_inputs.h"
+#include "lower/emit.h"
 #include "nnapi_convert/nnapi_types.h"
 
 namespace nnapi_convert {
@@ -269,20 +270,6 @@ std::optional<InputSpec> boundary_spec(const Seen& seen, std::string* why) {
   return s;
 }
 
-// The dtype NNAPI gives a segment output of `type`, to compare with the model's.
-std::optional<at::ScalarType> template_dtype(int32_t type) {
-  switch (static_cast<nnapi::OperandType>(type)) {
-    case nnapi::OperandType::TensorFloat32:
-      return at::kFloat;
-    case nnapi::OperandType::TensorInt32:
-      return at::kInt;
-    case nnapi::OperandType::TensorQuant8Asymm:
-      return at::kQUInt8;
-    default:
-      return std::nullopt;
-  }
-}
-
 // How often the model runs to learn the sizes at segment boundaries.
 constexpr uint64_t kProbeRuns = 4;
 
@@ -463,12 +450,15 @@ std::optional<Conversion> Planner::convert_segment(const Segment& s, size_t inde
       const Seen& seen = seen_.at(s.outputs[i]);
       if (!seen.tensor) continue;
       const at::ScalarType model = seen.first.scalar_type();
-      std::optional<at::ScalarType> nnapi = template_dtype(c.templates.at(i).type);
+      // The dtype NNAPI gives the segment output (torch_dtype, lower/emit.h).
+      const at::ScalarType nnapi =
+          torch_dtype(static_cast<nnapi::OperandType>(c.templates.at(i).type));
       if (nnapi != model) {
         ok = false;
-        to_cpu(s.outputs[i]->node(), std::string("NNAPI computes its result as ") +
-                                         (nnapi ? c10::toString(*nnapi) : "another type") +
-                                         ", the model as " + c10::toString(model));
+        to_cpu(s.outputs[i]->node(),
+               std::string("NNAPI computes its result as ") +
+                   (nnapi != at::ScalarType::Undefined ? c10::toString(nnapi) : "another type") +
+                   ", the model as " + c10::toString(model));
       }
     }
     if (ok) {

@@ -117,8 +117,7 @@ void pad_any_rank(LoweringContext& cx, const Tensor& x, const std::vector<int64_
   while (first < rank && !before[first] && !after[first]) ++first;
   first = std::min(first, rank - 1);
   check(rank - first <= 3, [&] {
-    return "padding " + std::to_string(rank - first) + " dims of a rank-" +
-           std::to_string(rank) +
+    return "padding " + std::to_string(rank - first) + " dims of a rank-" + std::to_string(rank) +
            " tensor: NNAPI's operations take rank 4 at most, and the unpadded leading dims "
            "merged leave more; pad 3 dims at most";
   });
@@ -132,15 +131,15 @@ void pad_any_rank(LoweringContext& cx, const Tensor& x, const std::vector<int64_
     a.push_back(after[d]);
     padded[d] += before[d] + after[d];
   }
-  const Tensor y = pad(emit_reshape(cx, emit_relayout(cx, x, DimOrder::Contiguous), merged), b, a,
-                       nullptr);
+  const Tensor y =
+      pad(emit_reshape(cx, emit_relayout(cx, x, DimOrder::Contiguous), merged), b, a, nullptr);
   bind_reshaped(cx, y, padded, out);
 }
 
 // emit_edge_pad of a tensor of any rank (pad_any_rank).
 void lower_edge_pad_values(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& before,
-                           const std::vector<int64_t>& after, EdgeMode mode,
-                           const char* mode_name, const Value* out) {
+                           const std::vector<int64_t>& after, EdgeMode mode, const char* mode_name,
+                           const Value* out) {
   pad_any_rank(cx, x, before, after, out,
                [&](const Tensor& y, const std::vector<int64_t>& b, const std::vector<int64_t>& a,
                    const Value* o) { return emit_edge_pad(cx, y, b, a, mode, mode_name, o); });
@@ -159,10 +158,8 @@ void lower_pad(LoweringContext& cx, const Node* node) {
   if (mode == "constant") {
     const double value = pad_value(cx, node);
     pad_any_rank(cx, {in_id, in}, before, after, node->output(),
-                 [&](const Tensor& x, const std::vector<int64_t>& b,
-                     const std::vector<int64_t>& a, const Value* out) {
-                   return emit_pad(cx, x, b, a, value, out);
-                 });
+                 [&](const Tensor& x, const std::vector<int64_t>& b, const std::vector<int64_t>& a,
+                     const Value* out) { return emit_pad(cx, x, b, a, value, out); });
     return;
   }
   EdgeMode edge;

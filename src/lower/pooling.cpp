@@ -380,10 +380,9 @@ void lower_upsample_nearest2d(LoweringContext& cx, const Node* node) {
   std::vector<int64_t> tables[2];
   if (fixed_hw) {
     for (int64_t d : {2, 3}) {
-      tables[d - 2] =
-          torch_nearest_index(image.shape[2], image.shape[3], d, sizes, scales);
-      same_maps = same_maps && tables[d - 2] == nnapi_nearest_index(image.shape[d],
-                                                                     d == 2 ? out_h : out_w);
+      tables[d - 2] = torch_nearest_index(image.shape[2], image.shape[3], d, sizes, scales);
+      same_maps =
+          same_maps && tables[d - 2] == nnapi_nearest_index(image.shape[d], d == 2 ? out_h : out_w);
     }
   } else {
     // Over a flexible size, only maps that agree for every size: an output
@@ -408,8 +407,7 @@ void lower_upsample_nearest2d(LoweringContext& cx, const Node* node) {
       std::vector<SymInt> dims = sym_shape(y);
       dims[d] = {static_cast<int64_t>(table.size()), ""};
       ModelBuilder& m = cx.model();
-      const int32_t index_id =
-          cx.add_weight(at::tensor(table, at::kInt), DimOrder::Contiguous);
+      const int32_t index_id = cx.add_weight(at::tensor(table, at::kInt), DimOrder::Contiguous);
       const int32_t axis_id = m.add_int_scalar(static_cast<int32_t>(nnapi_axis(y.op, d)));
       const Tensor g = cx.add_output(nullptr, y.op, dims);
       m.add_operation(Op::Gather, {y.id, axis_id, index_id}, {g.id});
@@ -459,7 +457,8 @@ Tensor bilinear_by_products(LoweringContext& cx, const Tensor& x, int64_t out_h,
                             bool align_corners) {
   const int64_t h = x.op.shape[2], w = x.op.shape[3];
   // (n, out): column j the weights of output j along an axis of n inputs.
-  auto weights = [&](int64_t n, const std::vector<int64_t>& basis, const std::vector<int64_t>& size) {
+  auto weights = [&](int64_t n, const std::vector<int64_t>& basis,
+                     const std::vector<int64_t>& size) {
     return at::upsample_bilinear2d(at::eye(n, at::kFloat).reshape(basis), size, align_corners)
         .reshape({n, -1});
   };

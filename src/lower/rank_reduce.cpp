@@ -91,9 +91,9 @@ bool only_returned(const Value* v) {
 bool only_reshaped(const Value* v, bool transposes) {
   if (only_returned(v)) return true;
   static const std::set<c10::Symbol> kinds = {
-      c10::Symbol::fromQualString("aten::view"), c10::Symbol::fromQualString("aten::reshape"),
+      c10::Symbol::fromQualString("aten::view"),    c10::Symbol::fromQualString("aten::reshape"),
       c10::Symbol::fromQualString("aten::permute"), c10::Symbol::fromQualString("aten::select"),
-      c10::Symbol::fromQualString("aten::slice"), c10::Symbol::fromQualString("aten::pow")};
+      c10::Symbol::fromQualString("aten::slice"),   c10::Symbol::fromQualString("aten::pow")};
   static const c10::Symbol transpose = c10::Symbol::fromQualString("aten::transpose");
   for (const torch::jit::Use& u : v->uses()) {
     const c10::Symbol k = u.user->kind();
@@ -360,8 +360,7 @@ std::optional<Tensor> high_rank_operand(LoweringContext& cx, const Value* v) {
 // The rank > 4 tensor `x` read as 3-D: (dims before d, dim d, dims after d).
 Tensor as_3d(LoweringContext& cx, const Tensor& x, int64_t d) {
   const Shape& s = x.op.shape;
-  return side_as(cx, Side{x, {}, s},
-                 {product(s, 0, d), s[d], product(s, d + 1, s.size())});
+  return side_as(cx, Side{x, {}, s}, {product(s, 0, d), s[d], product(s, d + 1, s.size())});
 }
 
 // sigmoid, relu, ... of rank > 4: the operation on the data as 1-D.
@@ -423,8 +422,7 @@ bool lower_high_rank_slice(LoweringContext& cx, const Node* node) {
   const int64_t count = (stop - start + step - 1) / step;
   Shape out_shape = s;
   out_shape[d] = count;
-  bind_as(cx, emit_take(cx, as_3d(cx, *x, d), 1, start, count, step), out_shape,
-          node->output());
+  bind_as(cx, emit_take(cx, as_3d(cx, *x, d), 1, start, count, step), out_shape, node->output());
   return true;
 }
 

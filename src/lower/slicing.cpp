@@ -103,8 +103,7 @@ void lower_slice(LoweringContext& cx, const Node* node) {
   // a holds PyTorch dim torch_dim(a) (the reference indexes them by PyTorch
   // dim, which slices the wrong axes of NHWC data).
   const int64_t axis = nnapi_axis(in, dim);
-  std::vector<int64_t> begins(rank, 0), ends = fix_shape(in.shape, in.dim_order),
-                                        strides(rank, 1);
+  std::vector<int64_t> begins(rank, 0), ends = fix_shape(in.shape, in.dim_order), strides(rank, 1);
   int32_t end_mask = 0;
   for (int64_t a = 0; a < rank; ++a) {
     if (ends[a] == 0) end_mask |= 1 << a;  // a whole flexible dim
@@ -112,9 +111,9 @@ void lower_slice(LoweringContext& cx, const Node* node) {
   begins[axis] = start;
   ends[axis] = stop;
   strides[axis] = step;
-  cx.model().add_operation(
-      Op::StridedSlice, strided_slice_inputs(cx, in_id, begins, ends, strides, end_mask, 0),
-      {out_id});
+  cx.model().add_operation(Op::StridedSlice,
+                           strided_slice_inputs(cx, in_id, begins, ends, strides, end_mask, 0),
+                           {out_id});
 }
 
 // select(x, dim, index): x[..., index, ...], one dim fewer. STRIDED_SLICE
@@ -129,8 +128,9 @@ void lower_select(LoweringContext& cx, const Node* node) {
   const auto rank = static_cast<int64_t>(in.shape.size());
   if (rank == 1) {
     // A 0-dim result: NNAPI shape [1] (fix_shape), the slice [index, index + 1).
-    check(in.shape[0] != 0, "select from a flexible 1-D tensor is not supported; give it a "
-                            "fixed size in --input");
+    check(in.shape[0] != 0,
+          "select from a flexible 1-D tensor is not supported; give it a "
+          "fixed size in --input");
     check(cx.constant_int(node->input(1)) == 0 || cx.constant_int(node->input(1)) == -1,
           "select dim out of range");
     const int64_t index = py_index(cx.constant_int(node->input(2)), in.shape[0]);

@@ -15,9 +15,9 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "nnapi_convert/writer.h"
 #include "serialize/fallback_graph.h"
 #include "serialize/prepare_script.h"
-#include "nnapi_convert/writer.h"
 #include "util/output_file.h"
 
 namespace nnapi_convert {
@@ -202,10 +202,11 @@ Module fallback_module(const ModuleScope& scope, const Conversion& c,
   for (const torch::jit::Use& u : self->uses()) {
     const std::string name = u.user->kind() == c10::prim::GetAttr ? u.user->s(c10::attr::name) : "";
     if (name.empty() || !model->type()->hasAttribute(name)) {
-      throw ConvertError(1, "--cpu-fallback: the model's TorchScript part uses the module "
-                            "itself other than by reading an attribute (" +
-                                std::string(u.user->kind().toQualString()) +
-                                "), which the converted module cannot give it");
+      throw ConvertError(1,
+                         "--cpu-fallback: the model's TorchScript part uses the module "
+                         "itself other than by reading an attribute (" +
+                             std::string(u.user->kind().toQualString()) +
+                             "), which the converted module cannot give it");
     }
     if (!top.hasattr(name)) {
       top.register_attribute(name, model->type()->getAttribute(name), model->getAttr(name));
@@ -226,7 +227,8 @@ Module fallback_module(const ModuleScope& scope, const Conversion& c,
     torch::jit::Node* call = g->insertNode(g->create(c10::prim::CallMethod, {mod, args}));
     call->s_(c10::attr::name, "forward");
     call->output()->setType(c10::ListType::ofTensors());
-    torch::jit::Node* outs = g->insertNode(g->createListUnpack(call->output(), n->outputs().size()));
+    torch::jit::Node* outs =
+        g->insertNode(g->createListUnpack(call->output(), n->outputs().size()));
     const auto& reshapes = c.segments[k].output_reshapes;
     for (size_t i = 0; i < n->outputs().size(); ++i) {
       torch::jit::Value* out = outs->output(i);

@@ -112,9 +112,9 @@ const std::map<std::string, std::string> kKnownReferenceBugPrefixes = {
 // Converted cases in which no NNAPI operand may have rank > 4 (NeuralNetworks.h:
 // ADD, RESHAPE, TRANSPOSE and the like take "up to 4"). Not yet Swin with a
 // flexible batch.
-const std::set<std::string> kRankAtMost4 = {"beyond-tiny-swin", "beyond-tiny-swin-nhwc",
+const std::set<std::string> kRankAtMost4 = {"beyond-tiny-swin",    "beyond-tiny-swin-nhwc",
                                             "beyond-attn-mask-5d", "beyond-arith-6d-merge",
-                                            "beyond-yolo-detect", "beyond-yolo-detect-nhwc"};
+                                            "beyond-yolo-detect",  "beyond-yolo-detect-nhwc"};
 
 // The highest rank of a tensor operand of a serialized model.
 size_t max_rank(const uint8_t* bytes, size_t size) {
@@ -239,9 +239,9 @@ void check_converted(const fs::path& dir, const nlohmann::json& cs) {
     const size_t ref_rank =
         max_rank(reinterpret_cast<const uint8_t*>(ref_bytes.data()), ref_bytes.size());
     if (ref_rank > 4) {
-      EXPECT_LE(max_rank(reinterpret_cast<const uint8_t*>(c.ser_model.data()),
-                         c.ser_model.size() * 4),
-                4u);
+      EXPECT_LE(
+          max_rank(reinterpret_cast<const uint8_t*>(c.ser_model.data()), c.ser_model.size() * 4),
+          4u);
     } else if (fs::exists(ref / "converted.pt")) {
       EXPECT_NE(difference_from_eager(dir, (ref / "converted.pt").string(), 1e-3, 1e-3), "")
           << "the reference's module matches eager, though " << *bug;
