@@ -176,7 +176,7 @@ std::vector<NodeKindCount> census(const torch::jit::Graph& graph) {
 
 void check_supported(const torch::jit::Graph& graph, const std::string& path) {
   if (std::all_of(graph.nodes().begin(), graph.nodes().end(),
-                  [](const torch::jit::Node* n) { return handled_kind(n->kind()); }))
+                  [](const torch::jit::Node* n) { return handled_node(n); }))
     return;
   std::vector<NodeKindCount> missing;
   int64_t nodes = 0;
