@@ -303,7 +303,7 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
       const Operand& real = cx.operand(id);
       const Shape nnapi_shape = fix_shape(real.shape, real.dim_order);
       if (op.shape.empty() || nnapi_shape != fix_shape(op.shape, op.dim_order)) {
-        check(op.dim_order == DimOrder::Contiguous && real.dim_order == DimOrder::Contiguous &&
+        check(op.dim_order != DimOrder::ChannelsLast && real.dim_order != DimOrder::ChannelsLast &&
                   std::count(op.shape.begin(), op.shape.end(), 0) <= 1,
               [&] {
                 return "output " + std::to_string(i) + " of shape " + shape_str(op.shape) +
