@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace nnapi {
 
@@ -164,6 +165,8 @@ const char* op_name(Op op);
 // Returns nullptr for a code outside the table.
 const char* op_name_or_null(int32_t code);
 const char* operand_type_name_or_null(int32_t code);
+// "ANEURALNETWORKS_BAD_DATA", or "result code N" for a code outside the table.
+std::string result_name(int code);
 
 // Bytes per element of a tensor operand type; 0 for scalar or unknown types.
 int element_size(OperandType t);

@@ -45,8 +45,14 @@ void print_verify(const Args& a, const JobResult& r) {
   const std::string shapes = shapes_text(v);
   if (!a.quiet) {
     // Standard output may carry the module (-o -) or the report (--report -).
-    std::ostream& out = a.output == "-" || a.report == "-" ? std::cerr : std::cout;
-    out << r.model << ": verify on inputs " << shapes << "\n";
+    std::ostream& out =
+        names_standard_output(a.output) || names_standard_output(a.report) ? std::cerr : std::cout;
+    if (a.verify_input.empty()) {
+      out << r.model << ": verify on inputs " << shapes << "\n";
+    } else {
+      out << r.model << ": verify on the --verify-input tensors '" << a.verify_input << "' ("
+          << shapes << ")\n";
+    }
     for (size_t i = 0; i < v.outputs.size(); ++i) {
       out << "  " << format_output_check(i, v.outputs[i]) << "\n";
     }

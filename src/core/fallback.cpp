@@ -359,12 +359,14 @@ void Planner::probe_all() {
                                    : at::empty(t.sizes(), t.options());
       }
     }
-  } catch (const c10::Error& e) {
+  } catch (const ConvertError&) {
+    throw;
+  } catch (const std::exception& e) {
     throw ConvertError(1, "model '" + options_.model_path +
                               "': --cpu-fallback runs the model on random inputs of the "
                               "--input sizes to learn the sizes between its NNAPI and "
                               "TorchScript parts, and the model failed: " +
-                              e.what_without_backtrace());
+                              script_error_text(e));
   }
   for (size_t i = 0; i < values.size(); ++i) {
     const auto& runs = sizes[i];

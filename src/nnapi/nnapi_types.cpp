@@ -125,12 +125,31 @@ const char* const kOperandTypeNames[] = {
     "TENSOR_QUANT16_ASYMM",            // 12
 };
 
+// NeuralNetworks.h's ResultCode names, by value.
+const char* const kResultNames[] = {
+    "ANEURALNETWORKS_NO_ERROR",                  // 0
+    "ANEURALNETWORKS_OUT_OF_MEMORY",             // 1
+    "ANEURALNETWORKS_INCOMPLETE",                // 2
+    "ANEURALNETWORKS_UNEXPECTED_NULL",           // 3
+    "ANEURALNETWORKS_BAD_DATA",                  // 4
+    "ANEURALNETWORKS_OP_FAILED",                 // 5
+    "ANEURALNETWORKS_BAD_STATE",                 // 6
+    "ANEURALNETWORKS_UNMAPPABLE",                // 7
+    "ANEURALNETWORKS_OUTPUT_INSUFFICIENT_SIZE",  // 8
+    "ANEURALNETWORKS_UNAVAILABLE_DEVICE",        // 9
+};
+
 template <typename T, int N>
 constexpr int count(T (&)[N]) {
   return N;
 }
 
 }  // namespace
+
+std::string result_name(int code) {
+  return code >= 0 && code < count(kResultNames) ? kResultNames[code]
+                                                 : "result code " + std::to_string(code);
+}
 
 const char* op_name_or_null(int32_t code) {
   return code >= 0 && code < count(kOpNames) ? kOpNames[code] : nullptr;

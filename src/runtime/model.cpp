@@ -12,6 +12,10 @@ namespace nnrt {
 
 void fail(Result code, const std::string& msg) { throw NnError(code, msg); }
 
+void fail_at(size_t operation, const NnError& e) {
+  throw NnError(e.code(), e.what(), static_cast<int64_t>(operation));
+}
+
 void require(bool cond, const std::string& msg) {
   if (!cond) fail(Result::BadData, msg);
 }
@@ -169,24 +173,28 @@ void Model::set_value_from_memory(int32_t index, std::shared_ptr<Memory> memory,
 void Model::add_operation(int32_t code, std::vector<uint32_t> inputs,
                           std::vector<uint32_t> outputs) {
   require_not_finished();
-  const OpKernel* kernel = find_kernel(code);
-  require(kernel != nullptr, "unsupported operation type " + std::to_string(code));
-  std::vector<const Operand*> ins, outs;
-  for (uint32_t i : inputs) ins.push_back(&operand_at(i));
-  for (uint32_t o : outputs) {
-    Operand& op = operand_at(o);
-    require(op.lifetime != Lifetime::Constant && op.lifetime != Lifetime::NoValue,
-            "operation output " + std::to_string(o) + " is a constant");
-    require(op.lifetime != Lifetime::ModelInput, "operation output is a model input");
-    require(op.producer < 0, "operand " + std::to_string(o) + " is written twice");
-    require(op.is_tensor(), "operation output must be a tensor");
-    outs.push_back(&op);
-  }
-  for (size_t a = 0; a < outputs.size(); ++a)
-    for (size_t b = a + 1; b < outputs.size(); ++b)
-      require(outputs[a] != outputs[b], "duplicate operation output");
-  kernel->validate(ValidationContext(kernel->name, ins, outs));
   const int index = static_cast<int>(operations_.size());
+  const OpKernel* kernel = find_kernel(code);
+  try {
+    require(kernel != nullptr, "unsupported operation type " + std::to_string(code));
+    std::vector<const Operand*> ins, outs;
+    for (uint32_t i : inputs) ins.push_back(&operand_at(i));
+    for (uint32_t o : outputs) {
+      Operand& op = operand_at(o);
+      require(op.lifetime != Lifetime::Constant && op.lifetime != Lifetime::NoValue,
+              "operation output " + std::to_string(o) + " is a constant");
+      require(op.lifetime != Lifetime::ModelInput, "operation output is a model input");
+      require(op.producer < 0, "operand " + std::to_string(o) + " is written twice");
+      require(op.is_tensor(), "operation output must be a tensor");
+      outs.push_back(&op);
+    }
+    for (size_t a = 0; a < outputs.size(); ++a)
+      for (size_t b = a + 1; b < outputs.size(); ++b)
+        require(outputs[a] != outputs[b], "duplicate operation output");
+    kernel->validate(ValidationContext(kernel->name, ins, outs));
+  } catch (const NnError& e) {
+    fail_at(static_cast<size_t>(index), e);
+  }
   for (uint32_t o : outputs) operands_[o].producer = index;
   operations_.push_back(Operation{code, std::move(inputs), std::move(outputs), kernel});
 }
@@ -229,12 +237,15 @@ void Model::finish() {
     require(operands_[o].producer >= 0, "model output " + std::to_string(o) + " is never written");
   // Every operand an operation reads must be available: constant, omitted,
   // a model input or written by some operation.
-  for (const Operation& op : operations_) {
-    for (uint32_t i : op.inputs) {
+  for (size_t k = 0; k < operations_.size(); ++k) {
+    for (uint32_t i : operations_[k].inputs) {
       const Operand& in = operands_[i];
       bool available = in.lifetime == Lifetime::Constant || in.lifetime == Lifetime::NoValue ||
                        in.lifetime == Lifetime::ModelInput || in.producer >= 0;
-      require(available, "operand " + std::to_string(i) + " is read but never written");
+      if (!available) {
+        fail_at(k, NnError(Result::BadData,
+                           "operand " + std::to_string(i) + " is read but never written"));
+      }
     }
   }
   // Topological order (Kahn), so callers may add operations in any order.

@@ -15,16 +15,23 @@ using nnapi::OperandType;
 using nnapi::Result;
 
 // Thrown inside the runtime, turned into a ResultCode at the C boundary.
+// `operation`: the index of the operation it concerns (the one being added,
+// checked or computed), or -1.
 class NnError : public std::runtime_error {
  public:
-  NnError(Result code, const std::string& msg) : std::runtime_error(msg), code_(code) {}
+  NnError(Result code, const std::string& msg, int64_t operation = -1)
+      : std::runtime_error(msg), code_(code), operation_(operation) {}
   Result code() const { return code_; }
+  int64_t operation() const { return operation_; }
 
  private:
   Result code_;
+  int64_t operation_;
 };
 
 [[noreturn]] void fail(Result code, const std::string& msg);
+// Throws `e` again as concerning operation `operation`.
+[[noreturn]] void fail_at(size_t operation, const NnError& e);
 // Throws BAD_DATA with `msg` unless `cond`.
 void require(bool cond, const std::string& msg);
 

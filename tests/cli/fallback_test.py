@@ -19,31 +19,14 @@ Prints "fallback: all passed" when every check passed.
 """
 import glob
 import os
-import subprocess
 import sys
 
 import torch
 import torch.nn as nn
 import torchvision
 
-BIN, WORK = sys.argv[1], sys.argv[2]
-os.makedirs(WORK, exist_ok=True)
-failures = []
-
-
-def check(name, ok, detail=""):
-    print(("ok: " if ok else "FAILED: ") + name + ("" if ok else " " + str(detail)))
-    if not ok:
-        failures.append(name)
-
-
-def run(*args):
-    p = subprocess.run([BIN, *args], capture_output=True, text=True)
-    return p.returncode, p.stderr + p.stdout
-
-
-def path(name):
-    return os.path.join(WORK, name)
+sys.dont_write_bytecode = True  # importing cli_checks writes no __pycache__ into the sources
+from cli_checks import check, finish, path, run  # noqa: E402
 
 
 # --- models -------------------------------------------------------------
@@ -244,6 +227,35 @@ rc, text = run(path("topk.pt"), "--input", "1x3x8x8", "--cpu-fallback", "--verif
                path("topk-verified.nnapi.pt"))
 check("--verify checks a split module", rc == 0 and "output 1: 1x3 Long" in text, text)
 
+# A dynamic-quantized model (quantize_dynamic on Linear and LSTM): those
+# nodes stay TorchScript, and their kernels differ between PyTorch's
+# quantized engines (on x86 the default is not QNNPACK). --verify runs the
+# eager model with QNNPACK, the mobile engine; the module's TorchScript parts
+# must run with it too, giving the eager model's numbers exactly (the NNAPI
+# part is a float convolution, within the float tolerance).
+
+
+class DynamicQuant(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = nn.Linear(8, 16)
+        self.lstm = nn.LSTM(16, 16)
+
+    def forward(self, x):
+        y = self.fc(torch.relu(self.conv(x)).mean([2, 3]))
+        return self.lstm(y.unsqueeze(0))[0]
+
+
+torch.manual_seed(0)
+save("dynq", torch.quantization.quantize_dynamic(DynamicQuant().eval(), {nn.Linear, nn.LSTM},
+                                                  dtype=torch.qint8), torch.randn(1, 3, 8, 8))
+rc, text = run(path("dynq.pt"), "--input", "1x3x8x8", "--cpu-fallback", "--verify", "-o",
+               path("dynq.nnapi.pt"))
+check("--verify of a dynamic-quantized split module runs both sides with QNNPACK",
+      rc == 0 and "quantized::linear_dynamic" in text and "output 0: 1x1x16 Float" in text
+      and ", ok" in text, text)
+
 rc, text = run(path("topk.pt"), "--input", "1x3x8x8", "--cpu-fallback", "--lite", "-o",
                path("topk-lite.nnapi.pt"))
 try:
@@ -356,10 +368,30 @@ check("a bad --ops-library is exit 2 naming it", rc == 2 and "nope.so" in text, 
 rc, text = run(path("detector.pt"), "--input", "1x3x32x32", "--cpu-fallback", "-o", path("x.pt"))
 check("an operator library not loaded is exit 1 naming --ops-library",
       rc == 1 and "torchvision::nms" in text and "--ops-library" in text, text)
+# A model that fails when --cpu-fallback's probe runs it (the 5 largest of 3
+# elements: "selected index k out of range"): the error itself, one line,
+# not the TorchScript interpreter's traceback; the same from `check`.
+
+
+class TopFive(nn.Module):
+    def forward(self, x):
+        return torch.topk(torch.relu(x) * 2.0, 5)[0]
+
+
+save("top5", TopFive(), torch.randn(2, 8))
+failed = "the model failed: RuntimeError: selected index k out of range"
+rc, text = run(path("top5.pt"), "--input", "2x3", "--cpu-fallback", "-o", path("x.pt"))
+check("a model that fails in --cpu-fallback's probe is one line",
+      rc == 1 and failed in text and "Traceback" not in text and text.strip().count("\n") == 0,
+      text)
+rc, text = run("check", path("top5.pt"), "--input", "2x3", "--cpu-fallback")
+check("...and check says so on its 'does not convert' line",
+      rc == 1 and any(line.startswith("does not convert: ") and failed in line
+                      for line in text.splitlines()) and "Traceback" not in text, text)
+
 rc, text = run(path("topk.pt"), "--input", "1x3x8x8", "-o", path("x.pt"))
 check("without --cpu-fallback the unlowered node is refused", rc == 1 and "aten::topk" in text,
       text)
 check("no output is left by the refusals", not os.path.exists(path("x.pt")))
 
-print("fallback: all passed" if not failures else f"fallback: {len(failures)} FAILED")
-sys.exit(1 if failures else 0)
+finish("fallback")
