@@ -1408,7 +1408,7 @@ beyond("attention-api33", lambda: Case(SelfAttention(), torch.randn(2, 5, 8), op
 
 
 # hardswish: HARD_SWISH from Android 11 (API 30); at the default target,
-# Android 10, x * relu6(x + 3) / 6 (and through float32 when quantized).
+# Android 10, x * relu6(x + 3) / 6 (quantized: a lookup table, GATHER).
 for _kind in KINDS:
     beyond(f"hardswish-{_kind}", lambda k=_kind: Case(
         torch.nn.Hardswish() if k.startswith("float") else torch.nn.quantized.Hardswish(0.05, 128),

@@ -233,10 +233,12 @@ at::Tensor requantize_accumulator(const at::Tensor& acc, float in_scale, float w
   return (at::round(scaled) + out.zero_point).clamp(lo, hi).to(at::kByte);
 }
 
-at::Tensor quantize_like_pytorch(const at::Tensor& real, const Operand& out) {
+at::Tensor quantize_like_pytorch(const at::Tensor& real, const Operand& out, int32_t fuse) {
+  check_fuse_code(fuse);
   const float inverse_scale = 1.0f / out.scale;
+  auto [lo, hi] = quant_activation_range(fuse, out.scale, out.zero_point);
   at::Tensor scaled = real.to(at::kFloat) * at::scalar_tensor(inverse_scale, at::kFloat);
-  return (at::round(scaled) + out.zero_point).clamp(0, 255).to(at::kByte);
+  return (at::round(scaled) + out.zero_point).clamp(lo, hi).to(at::kByte);
 }
 
 at::Tensor to_operand(const at::Tensor& real, const Operand& out, int32_t fuse) {

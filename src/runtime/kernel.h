@@ -136,8 +136,9 @@ at::Tensor requantize_accumulator(const at::Tensor& acc, float in_scale, float w
 // the values as float32 times float32(1 / scale), rounded half to even, plus
 // the zero point, saturated to [0, 255]. QUANTIZE, and CONCATENATION of
 // inputs with other parameters (PyTorch's quantized cat dequantizes and
-// quantizes so), round this way.
-at::Tensor quantize_like_pytorch(const at::Tensor& real, const Operand& out);
+// quantizes so), and a broadcasting quantized ADD round this way. A fused
+// activation clamps the result to its range.
+at::Tensor quantize_like_pytorch(const at::Tensor& real, const Operand& out, int32_t fuse = 0);
 // Quantizes with the given parameters (no activation).
 at::Tensor quantize_u8(const at::Tensor& real, float scale, int32_t zero_point, int32_t lo = 0,
                        int32_t hi = 255);

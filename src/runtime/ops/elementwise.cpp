@@ -1,8 +1,9 @@
 // Broadcasting binary arithmetic: ADD, SUB, MUL, DIV (with a fused
 // activation), MAXIMUM, MINIMUM, POW. Quantized operands are computed on real
 // values in double precision and requantized into the output's parameters,
-// except a quantized ADD of two tensors of the same shape, which follows
-// PyTorch's QNNPACK add (fixed-point multipliers, see qnnpack_add), and a
+// except a quantized ADD, which follows PyTorch's QNNPACK add for two tensors
+// of the same shape (fixed-point multipliers, see qnnpack_add) and its generic
+// float32 kernel for broadcasting ones, and a
 // quantized MUL, which follows PyTorch's quantized mul (float32 multiplier,
 // ties to even), so that converted models reproduce eager PyTorch exactly.
 #include <cmath>
@@ -116,6 +117,13 @@ void execute(ExecContext& ctx) {
     // (1 / out_scale), half to even (as a convolution's accumulator).
     at::Tensor product = (a.t.to(at::kLong) - a.zero_point) * (b.t.to(at::kLong) - b.zero_point);
     ctx.set_output(0, requantize_accumulator(product, a.scale, b.scale, out, fuse));
+  } else if (kind == Binary::Add && is_quant8(a.type)) {
+    // PyTorch's quantized add of other shapes (broadcasting; its generic
+    // kernel): both inputs dequantized in float32, added in float32 and
+    // quantized as torch.quantize_per_tensor does. In double, about one
+    // output in ten of a broadcasting add rounded the other way.
+    at::Tensor r = real_values(a, at::kFloat) + real_values(b, at::kFloat);
+    ctx.set_output(0, quantize_like_pytorch(r, out, fuse));
   } else if (is_quant8(a.type)) {
     at::Tensor r = apply(kind, real_values(a, at::kDouble), real_values(b, at::kDouble), false);
     ctx.set_output(0, to_operand(r, out, fuse));
