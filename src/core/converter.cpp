@@ -14,6 +14,7 @@
 #include "core/trace.h"
 #include "lower/emit.h"
 #include "lower/fusion.h"
+#include "lower/registry.h"
 #include "nnapi_convert/check.h"
 #include "util/timing.h"
 
@@ -88,6 +89,25 @@ void check_operand_ranks(const ModelBuilder& m, size_t first) {
              "dims for views, permutes, selects, slices, cat and elementwise operations of "
              "rank > 4 at fixed sizes, but not here: reshape the tensor to rank 4 or less "
              "before this operation (or give fixed sizes in --input)";
+    });
+  }
+}
+
+// A tensor of rank > 4 is held by NNAPI as a rank <= 4 operand of the same
+// elements (a model input, a view, a permute): only the lowerings that know
+// this may read it (takes_rank_above_4); any other node is refused here,
+// before it would compute on the operand's dims as if they were the tensor's.
+void check_input_ranks(const LoweringContext& cx, const Node* node) {
+  if (takes_rank_above_4(node->kind())) return;
+  for (const Value* v : node->inputs()) {
+    if (!cx.has_operand(v)) continue;
+    const Shape& shape = cx.get_operand(v).op.shape;
+    check(shape.size() <= 4, [&] {
+      return "this node reads " + value_name(v) + " of rank " + std::to_string(shape.size()) + " " +
+             shape_str(shape) +
+             ", but NNAPI operations take tensors of rank 4 at most, and nnapi-convert merges "
+             "dims for views, permutes, selects, slices, cat, einsum, padding and elementwise "
+             "operations only: reshape the tensor to rank 4 or less before this operation";
     });
   }
 }
@@ -231,6 +251,7 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
             "this node computes with values known only when the model runs (sizes of "
             "flexible dims?); nnapi-convert folds it only when all its inputs are constant");
       }
+      check_input_ranks(cx, node);
       check_quantized_inputs(cx, node, input_ids);
       folder.note_lowered(cx, node);
       const size_t operands_before = m.operand_count();

@@ -526,6 +526,37 @@ void register_rank_reduce_ops(LoweringTable& t) {
   });
 }
 
+bool takes_rank_above_4(c10::Symbol kind) {
+  static const std::set<c10::Symbol> kinds = [] {
+    std::set<c10::Symbol> k;
+    for (const char* name : {"aten::view",
+                             "aten::reshape",
+                             "aten::flatten",
+                             "aten::permute",
+                             "aten::transpose",
+                             "aten::select",
+                             "aten::slice",
+                             "aten::unsqueeze",
+                             "aten::pow",
+                             "aten::size",
+                             "aten::einsum",
+                             "aten::pad",
+                             "aten::constant_pad_nd",
+                             "aten::reflection_pad3d",
+                             "aten::replication_pad3d",
+                             "aten::feature_dropout",
+                             "aten::alpha_dropout",
+                             "aten::feature_alpha_dropout",
+                             "prim::ListConstruct",
+                             "prim::TupleConstruct"}) {
+      k.insert(c10::Symbol::fromQualString(name));
+    }
+    return k;
+  }();
+  return kinds.count(kind) || arithmetic().count(kind) || unary_elementwise().count(kind) ||
+         is_identity(kind);
+}
+
 void register_rank_reduce_arithmetic(LoweringTable& t) {
   for (const auto& [kind, op] : arithmetic()) {
     chain(t, kind.toQualString(), [op = op](LoweringContext& cx, const Node* node) {

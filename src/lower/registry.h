@@ -73,6 +73,11 @@ const LoweringTable& lowering_table();
 
 // rank_reduce.cpp: add/sub/mul/div of rank > 4, registered after pointwise.cpp.
 void register_rank_reduce_arithmetic(LoweringTable& t);
+// Whether the lowering of `kind` takes a tensor of rank > 4, which NNAPI
+// holds as a rank <= 4 operand of the same elements (views, permutes,
+// selects, slices, cat, elementwise operations, einsum, padding, sizes: see
+// rank_reduce.cpp). The driver refuses any other node reading one.
+bool takes_rank_above_4(c10::Symbol kind);
 
 // One per file in src/lower/.
 void register_graph_ops(LoweringTable& t);          // graph.cpp: constants, attributes, lists
