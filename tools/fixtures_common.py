@@ -207,7 +207,7 @@ def shapes_mismatch(templates, eager_outputs):
 
 def write_case(out_dir, *, name, source, traced, convert_args, run_args,
                eager_outputs, ref, error_regex, options=(), must_convert=False,
-               validator_refuses=None):
+               validator_refuses=None, must_refuse=False):
     case_dir = os.path.join(out_dir, name)
     if os.path.isdir(case_dir):
         shutil.rmtree(case_dir)
@@ -253,9 +253,11 @@ def write_case(out_dir, *, name, source, traced, convert_args, run_args,
         "reference_error": None if ref.ok else ref.error,
         "error_regex": error_regex,
         "must_convert": must_convert,
-        # Why nnapi-convert's validator refuses the case (see VALIDATOR_REFUSES
-        # in make_fixtures.py), or null.
+        # Why PyTorch's converter's model breaks NeuralNetworks.h, so that
+        # nnapi-convert's validator refuses it (VALIDATOR_REFUSES in
+        # make_fixtures.py), or null.
         "validator_refuses": validator_refuses,
+        "must_refuse": must_refuse,
         "remove_mutation_changed": bool(ref.remove_mutation_changed),
         "reference_shape_mismatch": bool(mismatch),
     }

@@ -98,6 +98,12 @@ struct Conversion {
   std::vector<std::string> shape_lines;
   std::vector<OutputTemplate> templates;
   int retval_count = -1;  // -1: a single tensor is returned
+  // The outputs whose NNAPI operand has another shape than the model's
+  // result, by output index: a 0-dim result is NNAPI shape (1) (NNAPI has no
+  // rank-0 tensors), a result of rank > 4 a rank <= 4 buffer of the same
+  // elements (NNAPI operations take rank <= 4). The converted module's
+  // forward reshapes them to these (fixed) shapes.
+  std::map<int, std::vector<int64_t>> output_reshapes;
   int64_t operand_count = 0;
   int64_t operation_count = 0;
   std::map<std::string, int> operations;  // NNAPI operation name -> count

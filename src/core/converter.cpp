@@ -13,7 +13,9 @@
 #include "core/loader.h"
 #include "core/trace.h"
 #include "core/validation.h"
+#include "lower/emit.h"
 #include "lower/fusion.h"
+#include "lower/registry.h"
 #include "nnapi_convert/check.h"
 #include "util/timing.h"
 
@@ -56,6 +58,59 @@ Operand operand_for_input(const InputSpec& spec, bool nhwc_all, bool use_int16) 
       break;
   }
   return o;
+}
+
+// The converted module returns each output with the dtype of its NNAPI
+// operand; where the model's graph says it returns another (a float64
+// softmax, a bool mask computed as int32 0/1), the conversion is refused
+// rather than written with a silently changed dtype.
+void check_output_dtype(const Value* v, const Operand& op, size_t i, const Node** offending) {
+  const auto type = v->type()->cast<c10::TensorType>();
+  const auto model = type ? type->scalarType() : c10::nullopt;
+  const c10::ScalarType nnapi = torch_dtype(op.type);
+  if (!model || nnapi == at::ScalarType::Undefined || *model == nnapi) return;
+  *offending = v->node();
+  fail("output " + std::to_string(i) + ", computed by " + describe_node(v->node()) + ", is " +
+       c10::toString(*model) + " in the model, but NNAPI computes it as " + c10::toString(nnapi) +
+       ", so the converted module would return another dtype; make the model return " +
+       c10::toString(nnapi) + " (convert the dtype outside the NNAPI model)");
+}
+
+// NNAPI's operations take tensors of rank 4 at most (NeuralNetworks.h: "up
+// to 4" for ADD, RESHAPE, TRANSPOSE, STRIDED_SLICE, CONCATENATION, ...): an
+// operand of higher rank made by the node just lowered would have the device
+// reject the model. (Rank 0 cannot occur: fix_shape makes it [1].)
+void check_operand_ranks(const ModelBuilder& m, size_t first) {
+  for (size_t i = first; i < m.operand_count(); ++i) {
+    const std::vector<int64_t>& dims = m.operand(static_cast<int32_t>(i)).dims;
+    check(dims.size() <= 4, [&] {
+      return "this node needs an NNAPI tensor of rank " + std::to_string(dims.size()) + " (" +
+             shape_str(dims) +
+             "), but NNAPI operations take tensors of rank 4 at most. nnapi-convert merges "
+             "dims for views, permutes, selects, slices, cat and elementwise operations of "
+             "rank > 4 at fixed sizes, but not here: reshape the tensor to rank 4 or less "
+             "before this operation (or give fixed sizes in --input)";
+    });
+  }
+}
+
+// A tensor of rank > 4 is held by NNAPI as a rank <= 4 operand of the same
+// elements (a model input, a view, a permute): only the lowerings that know
+// this may read it (takes_rank_above_4); any other node is refused here,
+// before it would compute on the operand's dims as if they were the tensor's.
+void check_input_ranks(const LoweringContext& cx, const Node* node) {
+  if (takes_rank_above_4(node->kind())) return;
+  for (const Value* v : node->inputs()) {
+    if (!cx.has_operand(v)) continue;
+    const Shape& shape = cx.get_operand(v).op.shape;
+    check(shape.size() <= 4, [&] {
+      return "this node reads " + value_name(v) + " of rank " + std::to_string(shape.size()) + " " +
+             shape_str(shape) +
+             ", but NNAPI operations take tensors of rank 4 at most, and nnapi-convert merges "
+             "dims for views, permutes, selects, slices, cat, einsum, padding and elementwise "
+             "operations only: reshape the tensor to rank 4 or less before this operation";
+    });
+  }
 }
 
 }  // namespace
@@ -149,6 +204,24 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
   std::vector<int32_t> input_ids;
   for (size_t i = 0; i < n_args; ++i) {
     Operand o = operand_for_input(options.inputs[i], options.nhwc, options.use_int16_for_qint16);
+    // NNAPI operations take rank <= 4: an input of rank r > 4 reaches NNAPI
+    // with its first r - 3 dims merged (the converted module's forward
+    // flattens it, nnapi_input_dims) and is read as its full shape here.
+    const Shape dims = nnapi_input_dims(options.inputs[i].dims);
+    if (dims != o.shape) {
+      if (std::find(o.shape.begin(), o.shape.end(), 0) != o.shape.end()) {
+        throw ConvertError(1, "model '" + path + "': input " + std::to_string(i) + " (spec '" +
+                                  options.inputs[i].text + "') has " +
+                                  std::to_string(o.shape.size()) +
+                                  " dims, which NNAPI takes merged to 4 at fixed sizes only; "
+                                  "give every size in --input");
+      }
+      const int32_t id = cx.add_input(static_cast<int>(i), graph_inputs[i + 1], o.with_shape(dims));
+      cx.rebind(graph_inputs[i + 1], id, o);
+      input_ids.push_back(id);
+      result.inp_mem_fmts.push_back(static_cast<int64_t>(DimOrder::Contiguous));
+      continue;
+    }
     int32_t id = cx.add_input(static_cast<int>(i), graph_inputs[i + 1], o);
     input_ids.push_back(id);
     result.inp_mem_fmts.push_back(static_cast<int64_t>(cx.operand(id).dim_order));
@@ -182,13 +255,16 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
             "this node computes with values known only when the model runs (sizes of "
             "flexible dims?); nnapi-convert folds it only when all its inputs are constant");
       }
+      check_input_ranks(cx, node);
       check_quantized_inputs(cx, node, input_ids);
       folder.note_lowered(cx, node);
+      const size_t operands_before = m.operand_count();
       if (group) {
         group->lower(cx, *group);
       } else {
         (*fn)(cx, node);
       }
+      check_operand_ranks(m, operands_before);
       if (const auto& over = m.first_over_limit()) fail_above_target(*over, options);
     }
     op_nodes.resize(m.operation_count(), current);
@@ -244,9 +320,29 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
     }
     for (size_t i = 0; i < returns.size(); ++i) {
       auto [id, op] = cx.get_operand(returns[i]);
+      check_output_dtype(returns[i], op, i, &offending);
       m.add_output(id);
       result.out_mem_fmts.push_back(static_cast<int64_t>(op.dim_order));
       OutputTemplate t{id, static_cast<int32_t>(op.type), op.shape, op.scale, op.zero_point};
+      // A result NNAPI holds with another shape (a 0-dim result as (1), a
+      // rank > 4 one as a rank <= 4 buffer): the module reshapes it.
+      const Operand& real = cx.operand(id);
+      const Shape nnapi_shape = fix_shape(real.shape, real.dim_order);
+      if (op.shape.empty() || nnapi_shape != fix_shape(op.shape, op.dim_order)) {
+        check(op.dim_order != DimOrder::ChannelsLast && real.dim_order != DimOrder::ChannelsLast &&
+                  std::count(op.shape.begin(), op.shape.end(), 0) <= 1,
+              [&] {
+                return "output " + std::to_string(i) + " of shape " + shape_str(op.shape) +
+                       " is held by NNAPI as " + shape_str(nnapi_shape) +
+                       ", and the converted module can reshape it back with one flexible size "
+                       "at most; give fixed sizes in --input";
+              });
+        t.shape = real.shape.empty() ? Shape{1} : real.shape;
+        // A flexible size (at most one) is what remains: -1 in the reshape.
+        Shape back = op.shape;
+        std::replace(back.begin(), back.end(), int64_t{0}, int64_t{-1});
+        result.output_reshapes[static_cast<int>(i)] = back;
+      }
       if (!options.return_shapes.empty()) {
         if (options.return_shapes[i].size() != op.shape.size()) {
           throw ConvertError(2, "--return-shape for output " + std::to_string(i) + " has " +

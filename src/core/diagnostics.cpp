@@ -142,13 +142,18 @@ void check_quantized_inputs(const LoweringContext& cx, const Node* node,
 
 std::vector<NodeKindCount> census_of(const std::vector<const Node*>& nodes) {
   std::vector<NodeKindCount> kinds;
-  std::map<c10::Symbol, size_t> index;
+  std::map<std::string, size_t> index;
   for (const Node* node : nodes) {
-    auto [it, fresh] = index.emplace(node->kind(), kinds.size());
+    // A kind the table lowers, but not with this node's arguments, is a kind
+    // of its own: "aten::_convolution (3-D)".
+    const std::string why = unsupported_node_reason(node);
+    std::string kind = node->kind().toQualString();
+    if (!why.empty()) kind += " (" + why + ")";
+    auto [it, fresh] = index.emplace(kind, kinds.size());
     if (fresh) {
       NodeKindCount k;
-      k.kind = node->kind().toQualString();
-      k.supported = handled_kind(node->kind());
+      k.kind = kind;
+      k.supported = why.empty() && handled_kind(node->kind());
       k.first_node = node_text(node);
       kinds.push_back(std::move(k));
     }
@@ -172,7 +177,7 @@ std::vector<NodeKindCount> census(const torch::jit::Graph& graph) {
 
 void check_supported(const torch::jit::Graph& graph, const std::string& path) {
   if (std::all_of(graph.nodes().begin(), graph.nodes().end(),
-                  [](const torch::jit::Node* n) { return handled_kind(n->kind()); }))
+                  [](const torch::jit::Node* n) { return handled_node(n); }))
     return;
   std::vector<NodeKindCount> missing;
   int64_t nodes = 0;

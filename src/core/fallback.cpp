@@ -34,6 +34,7 @@
 #include "core/diagnostics.h"
 #include "core/folding.h"
 #include "core/sample_inputs.h"
+#include "lower/emit.h"
 #include "nnapi_convert/nnapi_types.h"
 
 namespace nnapi_convert {
@@ -88,6 +89,34 @@ bool writes_tensor(const Node* n) {
   return false;
 }
 
+// Whether node `m` is `n` or inside one of its blocks.
+bool within(const Node* m, const Node* n) {
+  for (; m; m = m->owningBlock()->owningNode()) {
+    if (m == n) return true;
+  }
+  return false;
+}
+
+// The values `n` reads: its inputs, and those its blocks read from outside it
+// (a prim::If whose branches reshape a tensor computed before it).
+std::vector<const Value*> reads(const Node* n) {
+  std::vector<const Value*> out(n->inputs().begin(), n->inputs().end());
+  std::vector<const torch::jit::Block*> blocks(n->blocks().begin(), n->blocks().end());
+  while (!blocks.empty()) {
+    const torch::jit::Block* b = blocks.back();
+    blocks.pop_back();
+    std::vector<const Node*> inner(b->nodes().begin(), b->nodes().end());
+    inner.push_back(b->return_node());
+    for (const Node* m : inner) {
+      for (const Value* v : m->inputs()) {
+        if (!within(v->node(), n)) out.push_back(v);
+      }
+      blocks.insert(blocks.end(), m->blocks().begin(), m->blocks().end());
+    }
+  }
+  return out;
+}
+
 // The NNAPI parts: each node that is not a CPU node joins the earliest part
 // its inputs allow (part k runs after the CPU nodes that feed it, which run
 // after part k - 1), so a CPU node that only reads a part's result (a list
@@ -106,7 +135,7 @@ std::vector<Segment> split(Graph& g, const std::set<const Node*>& cpu,
     if (constant.count(n)) continue;
     const bool on_cpu = cpu.count(n) != 0;
     int l = on_cpu ? cpu_floor : barrier;
-    for (const Value* v : n->inputs()) {
+    for (const Value* v : reads(n)) {
       auto it = level.find(v->node());
       if (it == level.end()) continue;  // a graph input or a constant
       l = std::max(l, it->second + (!on_cpu && cpu.count(v->node()) ? 1 : 0));
@@ -228,8 +257,8 @@ std::optional<InputSpec> boundary_spec(const Seen& seen, std::string* why) {
            " tensor (NNAPI inputs are float32, int32 or quint8)";
     return std::nullopt;
   }
-  if (a.dim() == 0) {
-    *why = "a 0-dim tensor";
+  if (a.dim() == 0 || a.dim() > 4) {
+    *why = a.dim() ? "a tensor of rank > 4" : "a 0-dim tensor";
     return std::nullopt;
   }
   if (!seen.sizes_seen.empty()) {
@@ -239,20 +268,6 @@ std::optional<InputSpec> boundary_spec(const Seen& seen, std::string* why) {
   }
   s.dims = a.sizes().vec();
   return s;
-}
-
-// The dtype NNAPI gives a segment output of `type`, to compare with the model's.
-std::optional<at::ScalarType> template_dtype(int32_t type) {
-  switch (static_cast<nnapi::OperandType>(type)) {
-    case nnapi::OperandType::TensorFloat32:
-      return at::kFloat;
-    case nnapi::OperandType::TensorInt32:
-      return at::kInt;
-    case nnapi::OperandType::TensorQuant8Asymm:
-      return at::kQUInt8;
-    default:
-      return std::nullopt;
-  }
 }
 
 // How often the model runs to learn the sizes at segment boundaries.
@@ -437,12 +452,15 @@ std::optional<Conversion> Planner::convert_segment(const Segment& s, size_t inde
       const Seen& seen = seen_.at(s.outputs[i]);
       if (!seen.tensor) continue;
       const at::ScalarType model = seen.first.scalar_type();
-      std::optional<at::ScalarType> nnapi = template_dtype(c.templates.at(i).type);
+      // The dtype NNAPI gives the segment output (torch_dtype, lower/emit.h).
+      const at::ScalarType nnapi =
+          torch_dtype(static_cast<nnapi::OperandType>(c.templates.at(i).type));
       if (nnapi != model) {
         ok = false;
-        to_cpu(s.outputs[i]->node(), std::string("NNAPI computes its result as ") +
-                                         (nnapi ? c10::toString(*nnapi) : "another type") +
-                                         ", the model as " + c10::toString(model));
+        to_cpu(s.outputs[i]->node(),
+               std::string("NNAPI computes its result as ") +
+                   (nnapi != at::ScalarType::Undefined ? c10::toString(nnapi) : "another type") +
+                   ", the model as " + c10::toString(model));
       }
     }
     if (ok) {
@@ -544,6 +562,8 @@ Conversion Planner::run() {
     if (constant_.count(n)) continue;
     if (!handled_kind(n->kind()))
       to_cpu(n, "nnapi-convert has no lowering of this kind");
+    else if (!handled_node(n))
+      to_cpu(n, "its lowering does not take these arguments (" + unsupported_node_reason(n) + ")");
     else if (!n->blocks().empty())
       to_cpu(n, "it has blocks (control flow)");
   }

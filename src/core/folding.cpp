@@ -63,6 +63,20 @@ bool is_foldable(c10::Symbol kind) {
 
 bool handled_kind(c10::Symbol kind) { return lowering_table().find(kind) || is_foldable(kind); }
 
+std::string unsupported_node_reason(const Node* node) {
+  // A node of constants alone is folded, whatever its arguments.
+  const auto inputs = node->inputs();
+  const bool constant = std::all_of(inputs.begin(), inputs.end(), [](const torch::jit::Value* v) {
+    return v->node()->kind() == c10::prim::Constant;
+  });
+  if (constant || !lowering_table().find(node->kind())) return "";
+  return lowering_table().unsupported_because(node);
+}
+
+bool handled_node(const Node* node) {
+  return handled_kind(node->kind()) && unsupported_node_reason(node).empty();
+}
+
 namespace {
 
 // The in-place operations among the foldable kinds: they write their first input.

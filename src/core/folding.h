@@ -20,6 +20,11 @@ const std::set<c10::Symbol>& tensor_foldable_kinds();
 bool is_foldable(c10::Symbol kind);
 // Whether the lowering table or constant folding takes nodes of `kind`.
 bool handled_kind(c10::Symbol kind);
+// What makes a node of a kind the table lowers unsupported with its
+// arguments ("3-D" for a Conv3d's aten::_convolution; see SupportFn), or "".
+std::string unsupported_node_reason(const torch::jit::Node* node);
+// handled_kind, and no support check refuses the node.
+bool handled_node(const torch::jit::Node* node);
 
 // Runs nodes on their constant inputs, in graph order, so in-place writes
 // into folded tensors (`mask[a:b, c:d] = k` is a slice and a fill_ of that

@@ -59,6 +59,12 @@ class LoweringContext {
   // with another PyTorch shape or dim order (e.g. NHWC data read as a
   // contiguous (N, H, W, C) tensor after a permute).
   void reinterpret(const Value* v, int32_t id, const Operand& o);
+  // Same for a `v` already bound: it now names operand `id` with record `o`
+  // (a model input of rank > 4 that NNAPI takes as rank 4, converter.cpp).
+  void rebind(const Value* v, int32_t id, const Operand& o) {
+    operand_of_[v] = id;
+    reinterpreted_[v] = o;
+  }
 
   // Multi-output operations (SPLIT) whose outputs a list value stands for.
   void add_split_outputs(const Value* list, std::vector<int32_t> ids) {

@@ -5,7 +5,9 @@
 #include "lower/convolution.h"
 
 #include <ATen/ATen.h>
+#include <torch/csrc/jit/ir/constants.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "lower/emit.h"
@@ -207,9 +209,54 @@ Tensor emit_conv2d(LoweringContext& cx, const Value* out, double out_scale, int6
   return {out_id, out_op};
 }
 
+namespace {
+
+// What emit_conv2d and the lowerings above refuse, read off the node's
+// constant arguments before anything is lowered (see SupportFn): "" when
+// they may convert it. conv2d(x, w, b, stride, padding, dilation, groups);
+// _convolution(x, w, b, stride, padding, dilation, transposed, output_padding,
+// groups, ...).
+std::string convolution_support(const Node* node) {
+  const bool full = node->kind() == c10::Symbol::fromQualString("aten::_convolution");
+  if (node->inputs().size() != (full ? 13u : 7u)) return "";
+  const auto weight = torch::jit::toIValue(node->input(1));
+  if (!weight || !weight->isTensor()) return "";
+  const at::Tensor& w = weight->toTensor();
+  if (w.dim() != 3 && w.dim() != 4) return std::to_string(w.dim() - 2) + "-D";
+  auto ints = [&](size_t i) -> std::vector<int64_t> {
+    const auto v = torch::jit::toIValue(node->input(i));
+    return v && v->isIntList() ? v->toIntVector() : std::vector<int64_t>{};
+  };
+  auto integer = [&](size_t i) -> int64_t {
+    const auto v = torch::jit::toIValue(node->input(i));
+    return v && v->isInt() ? v->toInt() : 1;
+  };
+  const auto transposed = full ? torch::jit::toIValue(node->input(6)) : c10::nullopt;
+  const bool transpose = transposed && transposed->isBool() && transposed->toBool();
+  const int64_t groups = integer(full ? 8 : 6);
+  const std::vector<int64_t> dilation = ints(5);
+  const bool dilated =
+      std::any_of(dilation.begin(), dilation.end(), [](int64_t d) { return d != 1; });
+  if (transpose && groups != 1) return "grouped transposed";
+  if (transpose && dilated) return "dilated transposed";
+  if (transpose) {
+    const std::vector<int64_t> padding = ints(4), output_padding = ints(7);
+    for (size_t i = 0; i < output_padding.size() && i < padding.size(); ++i) {
+      if (output_padding[i] > padding[i]) return "transposed, output_padding over padding";
+    }
+  }
+  // (out, in / groups, kh, kw): depthwise when each group has one input channel.
+  if (!transpose && groups != 1 && w.size(1) != 1 && dilated) return "dilated grouped";
+  return "";
+}
+
+}  // namespace
+
 void register_convolution_ops(LoweringTable& t) {
   t.add("aten::conv2d", lower_conv2d);
   t.add("aten::_convolution", lower_convolution);
+  t.add_support_check("aten::conv2d", convolution_support);
+  t.add_support_check("aten::_convolution", convolution_support);
 }
 
 }  // namespace nnapi_convert

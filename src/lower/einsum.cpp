@@ -74,8 +74,9 @@ Tensor arrange(LoweringContext& cx, const Tensor& x, const std::string& have,
     }
     if (!g.empty()) dims.push_back(SymInt{size, ""});
   }
-  Tensor p = emit_permute(cx, x, perm);
-  if (dims.size() == p.op.shape.size()) return p;
+  // (Of rank > 4, the permute is done on merged dims.)
+  Tensor p = x.op.shape.size() > 4 ? permute_merged(cx, x, perm) : emit_permute(cx, x, perm);
+  if (dims.size() == p.op.shape.size() && p.op.shape.size() <= 4) return p;
   return emit_reshape(cx, p, dims);
 }
 
@@ -158,8 +159,15 @@ void lower_einsum(LoweringContext& cx, const Node* node) {
   for (char c : e.out) perm.push_back(static_cast<int64_t>(out_letters.find(c)));
   bool identity = true;
   for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == int64_t(i);
+  Shape out_shape;
+  for (const SymInt& d : out_dims) out_shape.push_back(d.value);
   if (identity) {
-    emit_reshape(cx, r, out_dims, node->output());
+    bind_reshaped(cx, r, out_shape, node->output());
+    return;
+  }
+  if (out_shape.size() > 4) {
+    const Tensor p = permute_merged(cx, {r.id, r.op.with_shape(out_shape)}, perm);
+    bind_reshaped(cx, {p.id, cx.operand(p.id)}, p.op.shape, node->output());
     return;
   }
   Tensor shaped = emit_reshape(cx, r, out_dims);

@@ -11,6 +11,34 @@ using nnapi::Fuse;
 using nnapi::Op;
 using nnapi::OperandType;
 
+c10::ScalarType torch_dtype(OperandType type) {
+  switch (type) {
+    case OperandType::TensorFloat32:
+      return at::kFloat;
+    case OperandType::TensorInt32:
+      return at::kInt;
+    case OperandType::TensorQuant8Asymm:
+      return at::kQUInt8;
+    default:
+      return at::ScalarType::Undefined;
+  }
+}
+
+void check_dtype_argument(LoweringContext& cx, const Value* dtype, const Tensor& x,
+                          const char* what) {
+  if (cx.constant_is_none(dtype)) return;
+  const auto wanted = static_cast<c10::ScalarType>(cx.constant_int(dtype));
+  const c10::ScalarType computed = torch_dtype(x.op.type);
+  check(wanted == computed, [&] {
+    return std::string(what) + " with dtype=" + c10::toString(wanted) + " of a " +
+           c10::toString(computed) +
+           " tensor: NNAPI computes it in the input's dtype, so the converted module would "
+           "return " +
+           c10::toString(computed) + " where the model returns " + c10::toString(wanted) +
+           "; drop the dtype argument (or convert the result outside the NNAPI model)";
+  });
+}
+
 int32_t make_output(LoweringContext& cx, const Value* out, const Operand& o, const Tensor* like) {
   return cx.add_output(out, o, dims_like(o.shape, like)).id;
 }
@@ -64,6 +92,7 @@ Tensor emit_reshape(LoweringContext& cx, const Tensor& x, const std::vector<SymI
       patches.emplace_back(i, dims[i].expr);
     }
   }
+  if (values.empty()) values.push_back(1);  // a 0-dim result is NNAPI shape [1] (fix_shape)
   ModelBuilder& m = cx.model();
   const int32_t shape_id =
       patches.empty() ? m.add_int_vector(values) : m.add_patched_int_vector(values, patches);

@@ -13,6 +13,16 @@
 
 namespace nnapi_convert {
 
+// The dtype of the tensor PyTorch's NNAPI binding hands back for an operand
+// of `type` (float32, int32, quint8), or Undefined for types it has no such
+// tensor for.
+c10::ScalarType torch_dtype(nnapi::OperandType type);
+// A `dtype` argument (softmax's, sum's, ...): None, or the dtype NNAPI
+// computes `x` in (float32 for float32 data); any other is refused, since the
+// converted module would return another dtype than the model.
+void check_dtype_argument(LoweringContext& cx, const Value* dtype, const Tensor& x,
+                          const char* what);
+
 // Creates the output operand: bound to `out` when given, anonymous otherwise.
 // Load-time flexible dims are forwarded from `like` (same shape).
 int32_t make_output(LoweringContext& cx, const Value* out, const Operand& o,
@@ -104,6 +114,16 @@ std::vector<int32_t> strided_slice_inputs(LoweringContext& cx, int32_t x,
 // (-1, or 1 and more): a STRIDED_SLICE taking the other dims whole.
 Tensor emit_take(LoweringContext& cx, const Tensor& x, int64_t d, int64_t begin, int64_t count,
                  int64_t step);
+// permute of a fixed-size tensor of any rank by `perm` in operations of rank
+// <= 4 (rank_reduce.cpp: adjacent dims merged): the result's record has the
+// permuted shape, which may have rank > 4 (its operand then holds the same
+// elements with fewer dims; bind it with bind_reshaped).
+Tensor permute_merged(LoweringContext& cx, const Tensor& x, std::vector<int64_t> perm);
+// `x`'s contiguous data read as `shape` (same element count), bound to
+// `out`: for rank > 4 no operation when every use of `out` reads it so (the
+// rank > 4 views, permutes, selects, slices, cat and elementwise operations
+// of rank_reduce.cpp, or the model's return), else a RESHAPE.
+void bind_reshaped(LoweringContext& cx, const Tensor& x, const Shape& shape, const Value* out);
 // TRANSPOSE of `x` (in PyTorch's element order, fixed sizes) by `perm`; `x`
 // itself for the identity.
 Tensor emit_permute(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& perm);

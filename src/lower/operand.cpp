@@ -13,6 +13,9 @@ bool Operand::use_nchw() const {
 }
 
 Shape fix_shape(const Shape& shape, DimOrder order) {
+  // NNAPI has no rank-0 tensors; its own scalar results (MEAN or SQUEEZE of
+  // every dim) have shape [1], which broadcasts as a 0-dim tensor does.
+  if (shape.empty()) return {1};
   if (order == DimOrder::ChannelsLast) {
     check(shape.size() == 4,
           [&] { return "a channels-last operand must have 4 dims, got " + shape_str(shape); });

@@ -75,7 +75,8 @@ inline std::vector<int64_t> perm_vector(const std::array<int64_t, 4>& p) {
   return {p.begin(), p.end()};
 }
 
-// NNAPI-order dims for a PyTorch shape in `order`.
+// NNAPI-order dims for a PyTorch shape in `order`; [1] for a 0-dim tensor
+// (NNAPI has no rank-0 tensor operands).
 Shape fix_shape(const Shape& shape, DimOrder order);
 // The NNAPI axis that holds PyTorch dim `torch_dim` in `order` (kToNchw for
 // ChannelsLast, the identity otherwise).

@@ -5,6 +5,7 @@
 // reversed for reflect) concatenated around it.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "lower/emit.h"
 #include "lower/registry.h"
@@ -46,9 +47,9 @@ enum class EdgeMode { Reflect, Replicate, Circular };
 // reflected about the edge element (reflect), the edge element repeated
 // (replicate), or the other end's elements (circular). The padded dims need
 // fixed sizes; the others may be flexible.
-void emit_edge_pad(LoweringContext& cx, Tensor x, const std::vector<int64_t>& before,
-                   const std::vector<int64_t>& after, EdgeMode mode, const char* mode_name,
-                   const Value* out) {
+Tensor emit_edge_pad(LoweringContext& cx, Tensor x, const std::vector<int64_t>& before,
+                     const std::vector<int64_t>& after, EdgeMode mode, const char* mode_name,
+                     const Value* out) {
   const auto rank = static_cast<int64_t>(x.op.shape.size());
   int64_t last = -1;
   for (int64_t d = 0; d < rank; ++d) {
@@ -57,8 +58,8 @@ void emit_edge_pad(LoweringContext& cx, Tensor x, const std::vector<int64_t>& be
     if (before[d] || after[d]) last = d;
   }
   if (last < 0) {
-    cx.reinterpret(out, x.id, x.op);
-    return;
+    if (out) cx.reinterpret(out, x.id, x.op);
+    return x;
   }
   for (int64_t d = 0; d <= last; ++d) {
     const int64_t b = before[d], a = after[d], n = x.op.shape[d];
@@ -95,6 +96,53 @@ void emit_edge_pad(LoweringContext& cx, Tensor x, const std::vector<int64_t>& be
     }
     x = emit_concat(cx, parts, d, d == last ? out : nullptr);
   }
+  return x;
+}
+
+// Pads `x` by before / after with `pad`, bound to `out`. A fixed-size tensor
+// of rank > 4 padded in its last 3 dims at most (replication_pad3d of (N, C,
+// D, H, W)) has its unpadded leading dims merged into one first, as NNAPI's
+// operations take rank <= 4, and the result is read with its full shape.
+using PadFn = std::function<Tensor(const Tensor&, const std::vector<int64_t>&,
+                                   const std::vector<int64_t>&, const Value*)>;
+void pad_any_rank(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& before,
+                  const std::vector<int64_t>& after, const Value* out, const PadFn& pad) {
+  const auto rank = static_cast<int64_t>(x.op.shape.size());
+  const Shape& s = x.op.shape;
+  if (rank <= 4 || std::find(s.begin(), s.end(), 0) != s.end()) {
+    pad(x, before, after, out);
+    return;
+  }
+  int64_t first = 0;  // the first padded dim
+  while (first < rank && !before[first] && !after[first]) ++first;
+  first = std::min(first, rank - 1);
+  check(rank - first <= 3, [&] {
+    return "padding " + std::to_string(rank - first) + " dims of a rank-" + std::to_string(rank) +
+           " tensor: NNAPI's operations take rank 4 at most, and the unpadded leading dims "
+           "merged leave more; pad 3 dims at most";
+  });
+  std::vector<SymInt> merged = {{1, ""}};
+  for (int64_t d = 0; d < first; ++d) merged[0].value *= s[d];
+  Shape padded = s;
+  std::vector<int64_t> b = {0}, a = {0};
+  for (int64_t d = first; d < rank; ++d) {
+    merged.push_back({s[d], ""});
+    b.push_back(before[d]);
+    a.push_back(after[d]);
+    padded[d] += before[d] + after[d];
+  }
+  const Tensor y =
+      pad(emit_reshape(cx, emit_relayout(cx, x, DimOrder::Contiguous), merged), b, a, nullptr);
+  bind_reshaped(cx, y, padded, out);
+}
+
+// emit_edge_pad of a tensor of any rank (pad_any_rank).
+void lower_edge_pad_values(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& before,
+                           const std::vector<int64_t>& after, EdgeMode mode, const char* mode_name,
+                           const Value* out) {
+  pad_any_rank(cx, x, before, after, out,
+               [&](const Tensor& y, const std::vector<int64_t>& b, const std::vector<int64_t>& a,
+                   const Value* o) { return emit_edge_pad(cx, y, b, a, mode, mode_name, o); });
 }
 
 void lower_pad(LoweringContext& cx, const Node* node) {
@@ -108,7 +156,10 @@ void lower_pad(LoweringContext& cx, const Node* node) {
   std::vector<int64_t> before, after;
   pad_amounts(pad, rank, &before, &after);
   if (mode == "constant") {
-    emit_pad(cx, {in_id, in}, before, after, pad_value(cx, node), node->output());
+    const double value = pad_value(cx, node);
+    pad_any_rank(cx, {in_id, in}, before, after, node->output(),
+                 [&](const Tensor& x, const std::vector<int64_t>& b, const std::vector<int64_t>& a,
+                     const Value* out) { return emit_pad(cx, x, b, a, value, out); });
     return;
   }
   EdgeMode edge;
@@ -121,7 +172,7 @@ void lower_pad(LoweringContext& cx, const Node* node) {
   } else {
     fail("padding mode '" + mode + "' is not supported");
   }
-  emit_edge_pad(cx, {in_id, in}, before, after, edge, mode.c_str(), node->output());
+  lower_edge_pad_values(cx, {in_id, in}, before, after, edge, mode.c_str(), node->output());
 }
 
 // aten::reflection_padNd / replication_padNd(x, padding).
@@ -130,7 +181,7 @@ void lower_edge_pad(LoweringContext& cx, const Node* node, EdgeMode mode, const 
   std::vector<int64_t> before, after;
   pad_amounts(cx.constant_int_list(node->input(1)), static_cast<int64_t>(in.shape.size()), &before,
               &after);
-  emit_edge_pad(cx, {in_id, in}, before, after, mode, name, node->output());
+  lower_edge_pad_values(cx, {in_id, in}, before, after, mode, name, node->output());
 }
 
 }  // namespace

@@ -18,7 +18,6 @@ namespace {
 // The reference's rule for tensors of equal rank: broadcast_shape (emit.h),
 // except that a flexible dim broadcasts only against 1 or a flexible dim.
 Shape broadcast_equal_ranks(const Shape& a, const Shape& b) {
-  check(!a.empty() && !b.empty(), "broadcast of a 0-dim tensor");
   check(a.size() == b.size(), [&] {
     return "non-equal-rank broadcast is not supported yet: " + shape_str(a) + " and " +
            shape_str(b);
@@ -142,6 +141,9 @@ void lower_mul_div(LoweringContext& cx, const Node* node, Op op) {
 void lower_softmax_like(LoweringContext& cx, const Node* node, Op op) {
   bool is_log = op == Op::LogSoftmax;
   const Tensor x = cx.get_operand(node->input(0));
+  if (node->inputs().size() > 2) {
+    check_dtype_argument(cx, node->input(2), x, node->kind().toQualString());
+  }
   int64_t dim = cx.constant_int(node->input(1));
   if (x.op.dim_order == DimOrder::ChannelsLast) {
     // The NNAPI axis that holds PyTorch dim `dim` (the reference passes `dim`
@@ -232,6 +234,12 @@ void lower_binary_number(LoweringContext& cx, const Value* a, const Value* b,
   check(x.op.type == OperandType::TensorFloat32 && !quantized_op,
         "a binary op between a number and a non-float tensor is not supported");
   Tensor k = float_scalar_tensor(cx, static_cast<float>(number));
+  if (x.op.shape.empty()) {
+    // A 0-dim tensor and a number give a 0-dim tensor (both NNAPI shape [1]).
+    const Tensor r = emit_binary(cx, op, number_first ? k : x, number_first ? x : k, fuse);
+    cx.reinterpret(out_value, r.id, x.op);
+    return;
+  }
   emit_binary(cx, op, number_first ? k : x, number_first ? x : k, fuse, out_value);
 }
 

@@ -4,7 +4,9 @@
 // upsample_nearest2d, upsample_bilinear2d.
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "lower/conv_pool.h"
 #include "lower/emit.h"
@@ -264,8 +266,7 @@ void lower_reduce(LoweringContext& cx, const Node* node, Op op) {
   auto [in_id, in] = cx.get_operand(node->input(0));
   std::vector<int64_t> dims = cx.constant_int_list(node->input(1));
   bool keep_dim = cx.constant_bool(node->input(2));
-  check(cx.constant_is_none(node->input(3)),
-        [&] { return std::string(what) + " with a dtype argument is not supported"; });
+  check_dtype_argument(cx, node->input(3), {in_id, in}, node->kind().toQualString());
   check(op == Op::Mean || in.type == nnapi::OperandType::TensorFloat32,
         "sum is supported on float32 tensors only (NNAPI's REDUCE_SUM)");
   int64_t rank = static_cast<int64_t>(in.shape.size());
@@ -300,6 +301,49 @@ void lower_reduce(LoweringContext& cx, const Node* node, Op op) {
   cx.model().add_operation(op, {in_id, dims_id, keep_id}, {out_id});
 }
 
+// The input row (or column) NNAPI's RESIZE_NEAREST_NEIGHBOR reads for each
+// of `out` outputs from `in` (no align_corners or half_pixel_centers):
+// min(floor(o * (in / out)), in - 1), in float32, as NeuralNetworks.h's
+// reference computes it.
+std::vector<int64_t> nnapi_nearest_index(int64_t in, int64_t out) {
+  const float scale = static_cast<float>(in) / static_cast<float>(out);
+  std::vector<int64_t> index;
+  for (int64_t o = 0; o < out; ++o) {
+    const auto i = static_cast<int64_t>(std::floor(static_cast<float>(o) * scale));
+    index.push_back(std::min(i, in - 1));
+  }
+  return index;
+}
+
+// The input row (d = 2) or column (d = 3) PyTorch's upsample_nearest2d reads
+// for each output with these arguments: its own kernel run on a ramp. (With a
+// scale factor it maps by 1 / scale, not by in / out: UpSample.h's
+// compute_scales_value and nearest_idx.)
+std::vector<int64_t> torch_nearest_index(int64_t h, int64_t w, int64_t d,
+                                         const std::vector<int64_t>& sizes,
+                                         const std::vector<double>& scales) {
+  const int64_t n = d == 2 ? h : w;
+  at::Tensor ramp = at::arange(n, at::kFloat)
+                        .reshape(d == 2 ? at::IntArrayRef{1, 1, n, 1} : at::IntArrayRef{1, 1, 1, n})
+                        .expand({1, 1, h, w})
+                        .contiguous();
+  using Scales = c10::optional<at::ArrayRef<double>>;
+  at::Tensor out = sizes.empty()
+                       ? at::upsample_nearest2d(ramp, at::OptionalIntArrayRef(), Scales(scales))
+                       : at::upsample_nearest2d(ramp, at::OptionalIntArrayRef(sizes), Scales());
+  out = d == 2 ? out[0][0].select(1, 0) : out[0][0][0];
+  const at::Tensor index = out.to(at::kLong).contiguous();
+  return {index.data_ptr<int64_t>(), index.data_ptr<int64_t>() + index.numel()};
+}
+
+// upsample_nearest2d(input, output_size, scale_factors) and (input,
+// output_size, scales_h, scales_w). RESIZE_NEAREST_NEIGHBOR where its index
+// map is PyTorch's: always for an output size (both map by in / out) and for
+// whole scale factors; for another scale factor (PyTorch maps by 1 / scale,
+// e.g. 1.7 on 4 rows reads rows 0 0 1 1 2 2, NNAPI 0 0 1 2 2 3) when the maps
+// still agree at these fixed sizes, else a GATHER along H and one along W
+// with PyTorch's index tables (NNAPI feature level 3; fixed height and
+// width).
 void lower_upsample_nearest2d(LoweringContext& cx, const Node* node) {
   NodeArgs args(cx, node);
   const c10::IValue& size_iv = args.constant("output_size");
@@ -307,15 +351,15 @@ void lower_upsample_nearest2d(LoweringContext& cx, const Node* node) {
     check(args.is_none("scales_h") && args.is_none("scales_w"),
           "upsample_nearest2d with separate scales_h/scales_w is not supported");
   }
-  auto [image_id, image] = cx.get_operand(node->input(0));  // `self` or `input`, by overload
+  const Tensor x = cx.get_operand(node->input(0));  // `self` or `input`, by overload
+  const auto& [image_id, image] = x;
   check(image.shape.size() == 4, "upsample_nearest2d needs a 4-D input");
   bool has_size = !size_iv.isNone();
   bool has_scale = !args.is_none("scale_factors");
   check(!(has_size && has_scale), "size and scale cannot both be given");
   check(has_size || has_scale, "size and scale cannot both be None");
-  ModelBuilder& m = cx.model();
+  check(image.shape[1] != 0, "flexible channels are not supported for upsampling");
   int64_t out_h, out_w;
-  int32_t arg_h, arg_w;
   std::vector<int64_t> sizes;
   std::vector<double> scales;
   if (has_size) {
@@ -324,20 +368,65 @@ void lower_upsample_nearest2d(LoweringContext& cx, const Node* node) {
     check(sizes.size() == 2, "upsample size must have 2 values");
     out_h = sizes[0];
     out_w = sizes[1];
-    arg_h = m.add_int_scalar(static_cast<int32_t>(out_h));
-    arg_w = m.add_int_scalar(static_cast<int32_t>(out_w));
   } else {
     scales = args.constant("scale_factors").toDoubleVector();
     if (scales.size() == 1) scales.push_back(scales[0]);
     check(scales.size() == 2, "upsample scale must have 2 values");
     out_h = static_cast<int64_t>(scales[0] * image.shape[2]);
     out_w = static_cast<int64_t>(scales[1] * image.shape[3]);
+  }
+  const bool fixed_hw = image.shape[2] != 0 && image.shape[3] != 0;
+  bool same_maps = true;
+  std::vector<int64_t> tables[2];
+  if (fixed_hw) {
+    for (int64_t d : {2, 3}) {
+      tables[d - 2] = torch_nearest_index(image.shape[2], image.shape[3], d, sizes, scales);
+      same_maps =
+          same_maps && tables[d - 2] == nnapi_nearest_index(image.shape[d], d == 2 ? out_h : out_w);
+    }
+  } else {
+    // Over a flexible size, only maps that agree for every size: an output
+    // size, or whole scale factors (1 / s and in / (s in) are the same float).
+    for (double s : scales) same_maps = same_maps && s == std::floor(s) && s >= 1;
+    check(same_maps, [&] {
+      return "nearest upsampling by scale factor " + py_float_repr(scales[0]) + ", " +
+             py_float_repr(scales[1]) +
+             " over a flexible height or width: PyTorch maps output pixels by 1 / scale, "
+             "NNAPI's RESIZE_NEAREST_NEIGHBOR by the size ratio, and they differ for some "
+             "sizes; give height and width fixed sizes in --input (or use whole scale factors)";
+    });
+  }
+  if (!same_maps) {
+    // GATHER of PyTorch's rows, then of its columns (a whole-size identity is skipped).
+    Tensor y = x;
+    for (int64_t d : {2, 3}) {
+      const std::vector<int64_t>& table = tables[d - 2];
+      std::vector<int64_t> identity(static_cast<size_t>(image.shape[d]));
+      std::iota(identity.begin(), identity.end(), 0);
+      if (table == identity) continue;
+      std::vector<SymInt> dims = sym_shape(y);
+      dims[d] = {static_cast<int64_t>(table.size()), ""};
+      ModelBuilder& m = cx.model();
+      const int32_t index_id = cx.add_weight(at::tensor(table, at::kInt), DimOrder::Contiguous);
+      const int32_t axis_id = m.add_int_scalar(static_cast<int32_t>(nnapi_axis(y.op, d)));
+      const Tensor g = cx.add_output(nullptr, y.op, dims);
+      m.add_operation(Op::Gather, {y.id, axis_id, index_id}, {g.id});
+      y = g;
+    }
+    cx.reinterpret(node->output(), y.id, y.op);
+    return;
+  }
+  ModelBuilder& m = cx.model();
+  int32_t arg_h, arg_w;
+  if (has_size) {
+    arg_h = m.add_int_scalar(static_cast<int32_t>(out_h));
+    arg_w = m.add_int_scalar(static_cast<int32_t>(out_w));
+  } else {
     arg_h = m.add_float_scalar(static_cast<float>(scales[0]));
     arg_w = m.add_float_scalar(static_cast<float>(scales[1]));
   }
   Shape out_shape = {image.shape[0], image.shape[1], out_h, out_w};
   int32_t out_id = cx.add_tensor_operand(node->output(), image.with_shape(out_shape));
-  check(image.shape[1] != 0, "flexible channels are not supported for upsampling");
   if (image.shape[0] == 0) cx.forward_operand_shape(out_id, 0, image_id, 0);
   for (int64_t d : {2, 3}) {
     if (image.shape[d] != 0) continue;
@@ -368,7 +457,8 @@ Tensor bilinear_by_products(LoweringContext& cx, const Tensor& x, int64_t out_h,
                             bool align_corners) {
   const int64_t h = x.op.shape[2], w = x.op.shape[3];
   // (n, out): column j the weights of output j along an axis of n inputs.
-  auto weights = [&](int64_t n, const std::vector<int64_t>& basis, const std::vector<int64_t>& size) {
+  auto weights = [&](int64_t n, const std::vector<int64_t>& basis,
+                     const std::vector<int64_t>& size) {
     return at::upsample_bilinear2d(at::eye(n, at::kFloat).reshape(basis), size, align_corners)
         .reshape({n, -1});
   };

@@ -48,19 +48,68 @@ const std::map<c10::Symbol, nnapi::Op>& arithmetic() {
   return ops;
 }
 
-// Whether every use of `v` only reshapes, permutes, selects from it or is an
-// operand of arithmetic: then `v` may stay a buffer read with its rank > 4
-// shape. (A view whose use is a transpose may be ShuffleNet's channel
-// shuffle, a FusionPlan group of layout.cpp.)
-bool only_reshaped(const Value* v, bool transposes) {
+// The elementwise operations of one tensor lowered below for rank > 4, by kind.
+const std::map<c10::Symbol, nnapi::Op>& unary_elementwise() {
+  static const std::map<c10::Symbol, nnapi::Op> ops = {
+      {c10::Symbol::fromQualString("aten::sigmoid"), nnapi::Op::Logistic},
+      {c10::Symbol::fromQualString("aten::relu"), nnapi::Op::Relu},
+      {c10::Symbol::fromQualString("aten::exp"), nnapi::Op::Exp},
+      {c10::Symbol::fromQualString("aten::log"), nnapi::Op::Log},
+      {c10::Symbol::fromQualString("aten::sqrt"), nnapi::Op::Sqrt},
+      {c10::Symbol::fromQualString("aten::rsqrt"), nnapi::Op::Rsqrt},
+      {c10::Symbol::fromQualString("aten::neg"), nnapi::Op::Neg},
+      {c10::Symbol::fromQualString("aten::abs"), nnapi::Op::Abs}};
+  return ops;
+}
+
+// The identity ops: their result is their input (view.cpp, layout.cpp).
+bool is_identity(c10::Symbol k) {
   static const std::set<c10::Symbol> kinds = {
-      c10::Symbol::fromQualString("aten::view"), c10::Symbol::fromQualString("aten::reshape"),
-      c10::Symbol::fromQualString("aten::permute"), c10::Symbol::fromQualString("aten::select")};
+      c10::Symbol::fromQualString("aten::contiguous"), c10::Symbol::fromQualString("aten::detach"),
+      c10::Symbol::fromQualString("aten::dropout"), c10::Symbol::fromQualString("aten::to")};
+  return kinds.count(k) != 0;
+}
+
+// Whether every use of `v` only reshapes, permutes, selects from or slices it,
+// is an operand of arithmetic or of an elementwise operation lowered below,
+// or is a part of a cat (through its list), or an identity op whose result is
+// used so: then `v` may stay a buffer read with its rank > 4 shape. (A view
+// whose use is a transpose may be ShuffleNet's channel shuffle, a FusionPlan
+// group of layout.cpp.)
+// Whether `v` is only returned by the graph (itself or in the returned
+// tuple): the converted module reshapes such outputs (converter.cpp).
+bool only_returned(const Value* v) {
+  for (const torch::jit::Use& u : v->uses()) {
+    const Node* n = u.user;
+    if (n->kind() == c10::prim::TupleConstruct && n->output()->uses().size() == 1) {
+      n = n->output()->uses()[0].user;
+    }
+    if (n->kind() != c10::prim::Return) return false;
+  }
+  return v->hasUses();
+}
+
+bool only_reshaped(const Value* v, bool transposes) {
+  if (only_returned(v)) return true;
+  static const std::set<c10::Symbol> kinds = {
+      c10::Symbol::fromQualString("aten::view"),    c10::Symbol::fromQualString("aten::reshape"),
+      c10::Symbol::fromQualString("aten::permute"), c10::Symbol::fromQualString("aten::select"),
+      c10::Symbol::fromQualString("aten::slice"),   c10::Symbol::fromQualString("aten::pow")};
   static const c10::Symbol transpose = c10::Symbol::fromQualString("aten::transpose");
   for (const torch::jit::Use& u : v->uses()) {
     const c10::Symbol k = u.user->kind();
     if (arithmetic().count(k) && u.offset < 2) continue;
-    const bool ok = kinds.count(k) || (transposes && k == transpose);
+    if (is_identity(k) && u.offset == 0 && only_reshaped(u.user->output(), transposes)) continue;
+    if (k == c10::prim::ListConstruct) {
+      const auto& list_uses = u.user->output()->uses();
+      const bool to_cat = std::all_of(list_uses.begin(), list_uses.end(), [](const auto& l) {
+        return l.user->kind() == c10::Symbol::fromQualString("aten::cat") && l.offset == 0;
+      });
+      if (to_cat && !list_uses.empty()) continue;
+      return false;
+    }
+    const bool ok =
+        kinds.count(k) || unary_elementwise().count(k) || (transposes && k == transpose);
     if (!ok || u.offset != 0) return false;
   }
   return v->hasUses();
@@ -101,7 +150,7 @@ bool lower_high_rank_view(LoweringContext& cx, const Node* node) {
   Shape shape = cx.constant_int_list(node->input(1));
   if (shape.size() <= 4) return false;
   try {
-    shape = at::zeros({1}).expand(in.shape).reshape(shape).sizes().vec();
+    shape = at::scalar_tensor(0).expand(in.shape).reshape(shape).sizes().vec();
   } catch (const c10::Error& e) {
     fail("can't reshape " + shape_str(in.shape) + " to " + shape_str(shape) + ": " +
          e.what_without_backtrace());
@@ -111,12 +160,14 @@ bool lower_high_rank_view(LoweringContext& cx, const Node* node) {
   return true;
 }
 
-// permute (or transpose) by `dims` of a fixed-size tensor of rank > 4.
-bool lower_high_rank_permute(LoweringContext& cx, const Node* node, std::vector<int64_t> dims) {
-  if (!cx.has_operand(node->input(0))) return false;
-  auto [id, in] = cx.get_operand(node->input(0));
+}  // namespace
+
+// permute by `dims` of a fixed-size contiguous tensor of rank > 4: the input
+// dims that stay adjacent merged (size-1 dims dropped), one RESHAPE and one
+// TRANSPOSE of rank <= 4, or more where more than 4 groups remain.
+Tensor permute_merged(LoweringContext& cx, const Tensor& in_tensor, std::vector<int64_t> dims) {
+  const Operand& in = in_tensor.op;
   const auto rank = static_cast<int64_t>(in.shape.size());
-  if (rank <= 4 || has_flexible(in.shape)) return false;
   check(static_cast<int64_t>(dims.size()) == rank, "permute needs one dim per input dim");
   for (int64_t& d : dims) d = py_index(d, rank);
   Shape out_shape;
@@ -142,8 +193,9 @@ bool lower_high_rank_permute(LoweringContext& cx, const Node* node, std::vector<
   }
   Shape merged;
   for (size_t g : order) merged.push_back(size[g]);
-  Tensor x = reshape_to(cx, emit_relayout(cx, {id, in}, DimOrder::Contiguous), merged);
+  Tensor x = emit_relayout(cx, in_tensor, DimOrder::Contiguous);
   if (groups.size() <= 4) {
+    x = reshape_to(cx, x, merged);
     std::vector<int64_t> perm(groups.size());
     for (size_t i = 0; i < groups.size(); ++i) {
       perm[i] = std::find(order.begin(), order.end(), i) - order.begin();
@@ -163,7 +215,22 @@ bool lower_high_rank_permute(LoweringContext& cx, const Node* node, std::vector<
       std::rotate(cur.begin() + i, cur.begin() + j, cur.begin() + j + 1);
     }
   }
-  bind_as(cx, x, out_shape, node->output());
+  return {x.id, x.op.with_shape(out_shape)};
+}
+
+void bind_reshaped(LoweringContext& cx, const Tensor& x, const Shape& shape, const Value* out) {
+  bind_as(cx, x, shape, out);
+}
+
+namespace {
+
+// permute (or transpose) by `dims` of a fixed-size tensor of rank > 4.
+bool lower_high_rank_permute(LoweringContext& cx, const Node* node, std::vector<int64_t> dims) {
+  if (!cx.has_operand(node->input(0))) return false;
+  const Tensor in = cx.get_operand(node->input(0));
+  if (in.op.shape.size() <= 4 || has_flexible(in.op.shape)) return false;
+  const Tensor r = permute_merged(cx, in, std::move(dims));
+  bind_as(cx, {r.id, cx.operand(r.id)}, r.op.shape, node->output());
   return true;
 }
 
@@ -317,6 +384,114 @@ bool lower_high_rank_arithmetic(LoweringContext& cx, const Node* node, nnapi::Op
   return true;
 }
 
+// A fixed-size operand of rank > 4 as its contiguous data read as `shape`.
+std::optional<Tensor> high_rank_operand(LoweringContext& cx, const Value* v) {
+  if (!cx.has_operand(v)) return std::nullopt;
+  const Tensor x = cx.get_operand(v);
+  if (x.op.shape.size() <= 4 || has_flexible(x.op.shape)) return std::nullopt;
+  return x;
+}
+
+// The rank > 4 tensor `x` read as 3-D: (dims before d, dim d, dims after d).
+Tensor as_3d(LoweringContext& cx, const Tensor& x, int64_t d) {
+  const Shape& s = x.op.shape;
+  return side_as(cx, Side{x, {}, s}, {product(s, 0, d), s[d], product(s, d + 1, s.size())});
+}
+
+// sigmoid, relu, ... of rank > 4: the operation on the data as 1-D.
+bool lower_high_rank_unary(LoweringContext& cx, const Node* node, nnapi::Op op) {
+  const std::optional<Tensor> x = high_rank_operand(cx, node->input(0));
+  if (!x) return false;
+  const Shape& s = x->op.shape;
+  const Tensor flat = side_as(cx, Side{*x, {}, s}, {product(s, 0, s.size())});
+  bind_as(cx, emit_unary(cx, op, flat), s, node->output());
+  return true;
+}
+
+// pow(x, 2) of rank > 4 (YOLO's `(xy * 2) ** 2`): x * x on the data as 1-D;
+// other exponents go to pointwise.cpp, as an elementwise op of the 1-D data.
+bool lower_high_rank_pow(LoweringContext& cx, const Node* node) {
+  const std::optional<Tensor> x = high_rank_operand(cx, node->input(0));
+  if (!x || node->inputs().size() != 2 || !cx.has_constant(node->input(1))) return false;
+  const c10::IValue& e = cx.constant(node->input(1)).value;
+  if (!e.isScalar() && !(e.isTensor() && e.toTensor().dim() == 0)) return false;
+  const double exponent = e.isScalar() ? e.toScalar().toDouble() : e.toTensor().item<double>();
+  check(x->op.type == nnapi::OperandType::TensorFloat32,
+        "pow of a non-float tensor is not supported");
+  const Shape& s = x->op.shape;
+  const Tensor flat = side_as(cx, Side{*x, {}, s}, {product(s, 0, s.size())});
+  Tensor r;
+  if (exponent == 1) {
+    r = flat;
+  } else if (exponent == 2) {
+    r = emit_binary(cx, nnapi::Op::Mul, flat, flat);
+  } else if (exponent == 0.5) {
+    r = emit_unary(cx, nnapi::Op::Sqrt, flat);
+  } else if (exponent == -0.5) {
+    r = emit_unary(cx, nnapi::Op::Rsqrt, flat);
+  } else {
+    r = emit_binary(cx, nnapi::Op::Pow, flat,
+                    float_scalar_tensor(cx, static_cast<float>(exponent)));
+  }
+  bind_as(cx, r, s, node->output());
+  return true;
+}
+
+// cat of rank > 4 tensors along d (YOLO's torch.cat((xy, wh, conf), -1)): a
+// CONCATENATION of the middle dims of the parts read as 3-D.
+bool lower_high_rank_cat(LoweringContext& cx, const Node* node) {
+  if (!cx.has_sequence(node->input(0))) return false;
+  const std::vector<const Value*>& values = cx.sequence(node->input(0));
+  std::vector<Tensor> parts;
+  for (const Value* v : values) {
+    const std::optional<Tensor> x = high_rank_operand(cx, v);
+    if (!x) return false;
+    parts.push_back(*x);
+  }
+  if (parts.empty()) return false;
+  const auto rank = static_cast<int64_t>(parts[0].op.shape.size());
+  const int64_t d = py_index(cx.constant_int(node->input(1)), rank);
+  const Shape first = parts[0].op.shape;
+  Shape out_shape = first;
+  out_shape[d] = 0;
+  std::vector<Tensor> parts_3d;
+  for (const Tensor& p : parts) {
+    Shape a = p.op.shape, b = first;
+    check(static_cast<int64_t>(a.size()) == rank && p.op.type == parts[0].op.type, [&] {
+      return "cat inputs have different ranks or types: " + shape_str(a) + ", " + shape_str(b);
+    });
+    out_shape[d] += a[d];
+    a[d] = b[d] = -1;
+    check(a == b, [&] {
+      return "cat inputs differ outside the cat dim: " + shape_str(p.op.shape) + " vs " +
+             shape_str(first);
+    });
+    parts_3d.push_back(as_3d(cx, p, d));
+  }
+  bind_as(cx, emit_concat(cx, parts_3d, 1), out_shape, node->output());
+  return true;
+}
+
+// unsqueeze to rank > 4: the same buffer read with a 1 inserted, no
+// operation, when its uses read it so (bind_as); a flexible size only when
+// it is returned (the module reshapes it, with -1 for that size).
+bool lower_high_rank_unsqueeze(LoweringContext& cx, const Node* node) {
+  if (!cx.has_operand(node->input(0))) return false;
+  const Tensor x = cx.get_operand(node->input(0));
+  const auto rank = static_cast<int64_t>(x.op.shape.size());
+  if (rank < 4) return false;
+  int64_t dim = cx.constant_int(node->input(1));
+  if (dim < 0) dim += rank + 1;
+  check(dim >= 0 && dim <= rank, "unsqueeze dim out of range");
+  Shape shape = x.op.shape;
+  shape.insert(shape.begin() + dim, 1);
+  if (has_flexible(shape) && !only_returned(node->output())) return false;
+  if (!only_reshaped(node->output(), true)) return false;
+  const Tensor c = emit_relayout(cx, x, DimOrder::Contiguous);
+  cx.reinterpret(node->output(), c.id, c.op.with_shape(shape));
+  return true;
+}
+
 // `fallback`, the lowering registered before, for what the above leave.
 void chain(LoweringTable& t, const char* kind,
            std::function<bool(LoweringContext& cx, const Node* node)> lower) {
@@ -338,6 +513,7 @@ void register_rank_reduce_ops(LoweringTable& t) {
   });
   chain(t, "aten::select", lower_high_rank_select);
   chain(t, "aten::slice", lower_high_rank_slice);
+  chain(t, "aten::unsqueeze", lower_high_rank_unsqueeze);
   chain(t, "aten::transpose", [](LoweringContext& cx, const Node* node) {
     if (!cx.has_operand(node->input(0))) return false;
     const auto rank = static_cast<int64_t>(cx.get_operand(node->input(0)).op.shape.size());
@@ -350,12 +526,50 @@ void register_rank_reduce_ops(LoweringTable& t) {
   });
 }
 
+bool takes_rank_above_4(c10::Symbol kind) {
+  static const std::set<c10::Symbol> kinds = [] {
+    std::set<c10::Symbol> k;
+    for (const char* name : {"aten::view",
+                             "aten::reshape",
+                             "aten::flatten",
+                             "aten::permute",
+                             "aten::transpose",
+                             "aten::select",
+                             "aten::slice",
+                             "aten::unsqueeze",
+                             "aten::pow",
+                             "aten::size",
+                             "aten::einsum",
+                             "aten::pad",
+                             "aten::constant_pad_nd",
+                             "aten::reflection_pad3d",
+                             "aten::replication_pad3d",
+                             "aten::feature_dropout",
+                             "aten::alpha_dropout",
+                             "aten::feature_alpha_dropout",
+                             "prim::ListConstruct",
+                             "prim::TupleConstruct"}) {
+      k.insert(c10::Symbol::fromQualString(name));
+    }
+    return k;
+  }();
+  return kinds.count(kind) || arithmetic().count(kind) || unary_elementwise().count(kind) ||
+         is_identity(kind);
+}
+
 void register_rank_reduce_arithmetic(LoweringTable& t) {
   for (const auto& [kind, op] : arithmetic()) {
     chain(t, kind.toQualString(), [op = op](LoweringContext& cx, const Node* node) {
       return lower_high_rank_arithmetic(cx, node, op);
     });
   }
+  for (const auto& [kind, op] : unary_elementwise()) {
+    chain(t, kind.toQualString(), [op = op](LoweringContext& cx, const Node* node) {
+      return lower_high_rank_unary(cx, node, op);
+    });
+  }
+  chain(t, "aten::pow", lower_high_rank_pow);
+  chain(t, "aten::cat", lower_high_rank_cat);
 }
 
 }  // namespace nnapi_convert

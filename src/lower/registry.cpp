@@ -37,6 +37,20 @@ const std::vector<GroupMatcher>& LoweringTable::group_matchers(c10::Symbol kind)
   return it == matchers_.end() ? kNone : it->second;
 }
 
+void LoweringTable::add_support_check(const std::string& kind, SupportFn fn) {
+  support_[c10::Symbol::fromQualString(kind)].push_back(std::move(fn));
+}
+
+std::string LoweringTable::unsupported_because(const Node* node) const {
+  auto it = support_.find(node->kind());
+  if (it == support_.end()) return "";
+  for (const SupportFn& check_node : it->second) {
+    std::string why = check_node(node);
+    if (!why.empty()) return why;
+  }
+  return "";
+}
+
 const LowerFn* LoweringTable::find(c10::Symbol kind) const {
   auto it = fns_.find(kind);
   return it == fns_.end() ? nullptr : &it->second;

@@ -13,6 +13,12 @@
 namespace nnapi_convert {
 
 using LowerFn = std::function<void(LoweringContext&, const Node*)>;
+// Whether the lowering of a node's kind takes this node, from the graph alone
+// (its constant arguments and types), before anything is lowered: "" when it
+// may, else what makes it unsupported ("3-D", "dilated transposed"), named in
+// the up-front census beside the kind. Kept apart from the lowering, as ONNX
+// Runtime's NNAPI op builders keep IsOpSupported apart from AddToModelBuilder.
+using SupportFn = std::function<std::string(const Node*)>;
 
 // Nodes lowered together as one pattern (ShuffleNet's view/transpose/view as
 // CHANNEL_SHUFFLE): the driver skips all but the last, and there calls `lower`.
@@ -31,6 +37,11 @@ class LoweringTable {
   void add(const std::string& kind, LowerFn fn);
   // A remark for list-ops on a kind already added (a limit, a decomposition).
   void note(const std::string& kind, std::string text);
+  // A support check for nodes of `kind` (see SupportFn); several add up.
+  void add_support_check(const std::string& kind, SupportFn fn);
+  // What makes `node` unsupported by its kind's lowering ("" when nothing
+  // known up front does; the lowering may still refuse it).
+  std::string unsupported_because(const Node* node) const;
   // A pattern that starts at a node of `first_kind` (see NodeGroup).
   void add_group(const std::string& first_kind, GroupMatcher match);
   // By interned symbol: no string is built per node.
@@ -47,6 +58,7 @@ class LoweringTable {
  private:
   std::unordered_map<c10::Symbol, LowerFn> fns_;
   std::unordered_map<c10::Symbol, std::vector<GroupMatcher>> matchers_;
+  std::unordered_map<c10::Symbol, std::vector<SupportFn>> support_;
   std::unordered_map<std::string, Entry> entries_;
   std::string family_;
 };
@@ -61,6 +73,11 @@ const LoweringTable& lowering_table();
 
 // rank_reduce.cpp: add/sub/mul/div of rank > 4, registered after pointwise.cpp.
 void register_rank_reduce_arithmetic(LoweringTable& t);
+// Whether the lowering of `kind` takes a tensor of rank > 4, which NNAPI
+// holds as a rank <= 4 operand of the same elements (views, permutes,
+// selects, slices, cat, elementwise operations, einsum, padding, sizes: see
+// rank_reduce.cpp). The driver refuses any other node reading one.
+bool takes_rank_above_4(c10::Symbol kind);
 
 // One per file in src/lower/.
 void register_graph_ops(LoweringTable& t);          // graph.cpp: constants, attributes, lists

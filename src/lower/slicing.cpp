@@ -1,5 +1,5 @@
-// Slicing and joining: slice, select, cat, chunk/split and the ListUnpack
-// of their parts.
+// Slicing and joining: slice, select, narrow, cat, chunk/split and the
+// ListUnpack of their parts.
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -101,14 +101,18 @@ void lower_slice(LoweringContext& cx, const Node* node) {
   std::vector<SymInt> dims = sym_shape({in_id, in});
   dims[dim] = {(stop - start + step - 1) / step, ""};
   int32_t out_id = cx.add_output(node->output(), in, dims).id;
+  // STRIDED_SLICE's vectors and mask are per NNAPI axis: for NHWC data, axis
+  // a holds PyTorch dim torch_dim(a) (the reference indexes them by PyTorch
+  // dim, which slices the wrong axes of NHWC data).
+  const int64_t axis = nnapi_axis(in, dim);
+  std::vector<int64_t> begins(rank, 0), ends = fix_shape(in.shape, in.dim_order), strides(rank, 1);
   int32_t end_mask = 0;
-  for (int64_t i = 0; i < rank; ++i) {
-    if (!dims[i].is_constant()) end_mask |= 1 << i;
+  for (int64_t a = 0; a < rank; ++a) {
+    if (ends[a] == 0) end_mask |= 1 << a;  // a whole flexible dim
   }
-  std::vector<int64_t> begins(rank, 0), ends = in.shape, strides(rank, 1);
-  begins[dim] = start;
-  ends[dim] = stop;
-  strides[dim] = step;
+  begins[axis] = start;
+  ends[axis] = stop;
+  strides[axis] = step;
   cx.model().add_operation(Op::StridedSlice,
                            strided_slice_inputs(cx, in_id, begins, ends, strides, end_mask, 0),
                            {out_id});
@@ -124,7 +128,18 @@ void lower_slice(LoweringContext& cx, const Node* node) {
 void lower_select(LoweringContext& cx, const Node* node) {
   auto [in_id, in] = cx.get_operand(node->input(0));
   const auto rank = static_cast<int64_t>(in.shape.size());
-  check(rank >= 2, "select of a 1-D tensor gives a 0-dim tensor, which NNAPI does not support");
+  if (rank == 1) {
+    // A 0-dim result: NNAPI shape [1] (fix_shape), the slice [index, index + 1).
+    check(in.shape[0] != 0,
+          "select from a flexible 1-D tensor is not supported; give it a "
+          "fixed size in --input");
+    check(cx.constant_int(node->input(1)) == 0 || cx.constant_int(node->input(1)) == -1,
+          "select dim out of range");
+    const int64_t index = py_index(cx.constant_int(node->input(2)), in.shape[0]);
+    const Tensor one = emit_take(cx, {in_id, in}, 0, index, 1, 1);
+    cx.reinterpret(node->output(), one.id, one.op.with_shape({}));
+    return;
+  }
   check(in.dim_order == DimOrder::Contiguous || in.dim_order == DimOrder::ChannelsLast,
         "select of a tensor with this memory layout is not supported");
   const int64_t dim = py_index(cx.constant_int(node->input(1)), rank);
@@ -174,6 +189,29 @@ void lower_select(LoweringContext& cx, const Node* node) {
   m.add_operation(Op::Transpose, {slice_id, perm_id}, {out_id});
 }
 
+// narrow(x, dim, start, length): x[..., start:start + length, ...], a
+// STRIDED_SLICE along the NNAPI axis that holds `dim` (fixed size there).
+void lower_narrow(LoweringContext& cx, const Node* node) {
+  const Tensor x = cx.get_operand(node->input(0));
+  const auto rank = static_cast<int64_t>(x.op.shape.size());
+  const int64_t dim = py_index(cx.constant_int(node->input(1)), rank);
+  const int64_t size = x.op.shape[dim];
+  check(size != 0, [&] {
+    return "narrow of the flexible dimension " + std::to_string(dim) +
+           " is not supported; give it a fixed size in --input";
+  });
+  int64_t start = cx.sym_int(node->input(2)).value;
+  check(cx.sym_int(node->input(2)).is_constant(), "narrow needs a constant start");
+  if (start < 0) start += size;
+  const int64_t length = cx.constant_int(node->input(3));
+  check(start >= 0 && length >= 0 && start + length <= size, [&] {
+    return "narrow of " + std::to_string(length) + " elements from " + std::to_string(start) +
+           " is out of range for dim " + std::to_string(dim) + " of size " + std::to_string(size);
+  });
+  const Tensor y = emit_take(cx, x, dim, start, length, 1);
+  cx.reinterpret(node->output(), y.id, y.op);
+}
+
 void lower_cat(LoweringContext& cx, const Node* node) {
   std::optional<std::pair<double, int64_t>> qparams;
   if (node->kind() == c10::Symbol::fromQualString("quantized::cat")) {
@@ -214,7 +252,9 @@ void lower_cat(LoweringContext& cx, const Node* node) {
     out.scale = qparams->first;
     out.zero_point = qparams->second;
   }
-  int64_t nnapi_dim = dim;
+  // NeuralNetworks.h's CONCATENATION takes an axis in [0, rank): the
+  // reference passes a negative dim through as it is.
+  int64_t nnapi_dim = d;
   if (out.dim_order == DimOrder::ChannelsLast) {
     check(rank == 4, "channels-last cat needs 4 dims");
     nnapi_dim = nnapi_axis(out.dim_order, d);
@@ -275,6 +315,7 @@ void lower_list_unpack(LoweringContext& cx, const Node* node) {
 void register_slicing_ops(LoweringTable& t) {
   t.add("aten::slice", lower_slice);
   t.add("aten::select", lower_select);
+  t.add("aten::narrow", lower_narrow);
   t.add("aten::cat", lower_cat);
   t.add("quantized::cat", lower_cat);
   t.add("aten::chunk", lower_split);

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "lower/emit.h"
+#include "lower/node_args.h"
 #include "lower/registry.h"
 
 namespace nnapi_convert {
@@ -18,23 +19,25 @@ void lower_identity(LoweringContext& cx, const Node* node) {
   cx.alias(node->output(), node->input(0));
 }
 
-// aten::to(Tensor, ...): a device move is free; a dtype change is not supported.
+// aten::to and aten::type_as: a device move is free; to a dtype (to.dtype,
+// to.device, to.dtype_layout) or to another tensor's dtype (to.other,
+// type_as) only when it is the dtype NNAPI computes x in already.
 void lower_to(LoweringContext& cx, const Node* node) {
-  for (size_t i = 1; i < node->inputs().size(); ++i) {
-    const Value* in = node->input(i);
-    if (in->type()->kind() != c10::TypeKind::IntType || !cx.has_constant(in)) continue;
-    // The ScalarType argument of aten::to.
-    auto dtype = static_cast<c10::ScalarType>(cx.constant_int(in));
-    auto [id, op] = cx.get_operand(node->input(0));
-    (void)id;
-    bool same = (dtype == at::kFloat && op.type == nnapi::OperandType::TensorFloat32) ||
-                (dtype == at::kInt && op.type == nnapi::OperandType::TensorInt32) ||
-                (dtype == at::kQUInt8 && op.type == nnapi::OperandType::TensorQuant8Asymm);
-    check(same, [&] {
-      return std::string("aten::to changes the dtype to ") + c10::toString(dtype) +
+  const Tensor x = cx.get_operand(node->input(0));
+  NodeArgs args(cx, node);
+  if (args.has("dtype")) {
+    check_dtype_argument(cx, args.value("dtype"), x, "aten::to");
+  } else if (args.has("other")) {
+    const Value* other = args.value("other");
+    const c10::ScalarType wanted = cx.has_operand(other)
+                                       ? torch_dtype(cx.get_operand(other).op.type)
+                                       : cx.constant_tensor(other).scalar_type();
+    const c10::ScalarType computed = torch_dtype(x.op.type);
+    check(wanted == computed, [&] {
+      return std::string("aten::to changes the dtype to ") + c10::toString(wanted) + " from " +
+             c10::toString(computed) +
              ", which NNAPI conversion does not support; only device moves are free";
     });
-    break;
   }
   lower_identity(cx, node);
 }
@@ -42,6 +45,12 @@ void lower_to(LoweringContext& cx, const Node* node) {
 void lower_unsqueeze(LoweringContext& cx, const Node* node) {
   Tensor x = cx.get_operand(node->input(0));
   int64_t dim = cx.constant_int(node->input(1));
+  if (x.op.shape.empty()) {
+    // A 0-dim tensor is NNAPI shape [1] already (fix_shape): the same buffer.
+    check(dim == 0 || dim == -1, "unsqueeze dim out of range");
+    cx.reinterpret(node->output(), x.id, x.op.with_shape({1}));
+    return;
+  }
   // A rank-5 result has no channels-last layout: make the data NCHW first.
   if (x.op.dim_order == DimOrder::ChannelsLast) x = emit_relayout(cx, x, DimOrder::Contiguous);
   const auto& [in_id, in] = x;
@@ -142,14 +151,15 @@ void lower_reshape(LoweringContext& cx, const Node* node) {
   const auto& [in_id, in] = x;
   Shape out_shape;
   try {
-    out_shape = at::zeros({1}).expand(in.shape).reshape(shape).sizes().vec();
+    out_shape = at::scalar_tensor(0).expand(in.shape).reshape(shape).sizes().vec();
   } catch (const c10::Error& e) {
     fail("can't reshape " + shape_str(in.shape) + " to " + shape_str(shape) + ": " +
          e.what_without_backtrace());
   }
   Operand out = in.with_shape(out_shape);
   out.dim_order = DimOrder::Contiguous;
-  int32_t shape_id = cx.model().add_int_vector(shape);
+  // A 0-dim result is NNAPI shape [1] (fix_shape).
+  int32_t shape_id = cx.model().add_int_vector(shape.empty() ? Shape{1} : shape);
   int32_t out_id = cx.add_tensor_operand(node->output(), out);
   cx.model().add_operation(Op::Reshape, {in_id, shape_id}, {out_id});
 }
@@ -243,6 +253,7 @@ void lower_size(LoweringContext& cx, const Node* node) {
 
 void register_view_ops(LoweringTable& t) {
   t.add("aten::to", lower_to);
+  t.add("aten::type_as", lower_to);
   t.add("aten::detach", lower_identity);
   t.add("aten::unsqueeze", lower_unsqueeze);
   t.add("aten::squeeze", lower_squeeze);

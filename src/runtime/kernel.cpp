@@ -49,6 +49,10 @@ const Operand& ExecContext::out_operand(size_t i) const {
 
 void ExecContext::set_output(size_t i, at::Tensor t) {
   const Operand& decl = out_operand(i);
+  // NNAPI has no rank-0 tensors: a reduction over every dim without
+  // keep_dims, or a SQUEEZE of every dim, gives shape [1] (NeuralNetworks.h,
+  // MEAN, REDUCE_* and SQUEEZE), where LibTorch's kernels give 0-dim.
+  if (t.dim() == 0) t = t.reshape({1});
   if (t.scalar_type() != dtype_for(decl.type))
     fail(Result::OpFailed,
          "kernel produced the wrong element type for output " + std::to_string(i));

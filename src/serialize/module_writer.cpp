@@ -17,6 +17,7 @@
 
 #include "nnapi_convert/writer.h"
 #include "serialize/fallback_graph.h"
+#include "serialize/prepare_script.h"
 #include "util/output_file.h"
 
 namespace nnapi_convert {
@@ -100,19 +101,34 @@ std::string prepare_source(const Conversion& c, bool numeric_dtypes) {
   return src;
 }
 
-// Bool inputs (--input ...,dtype=bool) are handed to NNAPI as int32 0/1.
-std::string wrapper_forward_source(const std::vector<InputSpec>& inputs, int retval_count) {
+// Bool inputs (--input ...,dtype=bool) are handed to NNAPI as int32 0/1,
+// inputs of rank > 4 with their leading dims merged (nnapi_input_dims);
+// outputs NNAPI holds with another shape (output_reshapes) are reshaped.
+std::string wrapper_forward_source(const std::vector<InputSpec>& inputs, const Conversion& c) {
   std::string args, passed;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::string a = "arg_" + std::to_string(i);
     args += (i ? ", " : "") + a;
     passed += (i ? ", " : "") + a + (inputs[i].dtype == InputDType::Bool ? ".int()" : "");
+    if (inputs[i].dims.size() > 4) {  // as nnapi_input_dims merges them
+      passed += ".flatten(0, " + std::to_string(inputs[i].dims.size() - 4) + ")";
+    }
   }
+  auto retval = [&](int i) {
+    std::string r = "retvals[" + std::to_string(i) + "]";
+    auto reshape = c.output_reshapes.find(i);
+    if (reshape == c.output_reshapes.end()) return r;
+    r += ".reshape([";
+    for (size_t d = 0; d < reshape->second.size(); ++d) {
+      r += (d ? ", " : "") + std::to_string(reshape->second[d]);
+    }
+    return r + "])";
+  };
   std::string ret;
-  if (retval_count < 0) {
-    ret = "retvals[0]";
+  if (c.retval_count < 0) {
+    ret = retval(0);
   } else {
-    for (int i = 0; i < retval_count; ++i) ret += "retvals[" + std::to_string(i) + "], ";
+    for (int i = 0; i < c.retval_count; ++i) ret += retval(i) + ", ";
   }
   return "def forward(self, " + args + "):\n    retvals = self.mod.forward([" + passed +
          "])\n    return " + ret + "\n";
@@ -227,8 +243,16 @@ Module fallback_module(const ModuleScope& scope, const Conversion& c,
     call->output()->setType(c10::ListType::ofTensors());
     torch::jit::Node* outs =
         g->insertNode(g->createListUnpack(call->output(), n->outputs().size()));
+    const auto& reshapes = c.segments[k].output_reshapes;
     for (size_t i = 0; i < n->outputs().size(); ++i) {
-      n->output(i)->replaceAllUsesWith(outs->output(i));
+      torch::jit::Value* out = outs->output(i);
+      auto reshape = reshapes.find(static_cast<int>(i));
+      if (reshape != reshapes.end()) {
+        // NNAPI returns it with another shape (a 0-dim result as (1)).
+        out = g->insert(c10::aten::reshape,
+                        {out, g->insertConstant(c10::IValue(c10::List<int64_t>(reshape->second)))});
+      }
+      n->output(i)->replaceAllUsesWith(out);
     }
     n->destroy();
   }
@@ -242,7 +266,7 @@ Module build_module(const Conversion& c, const ConvertOptions& options) {
   if (c.fallback) return fallback_module(scope, c, options);
   Module wrapper = scope.module_of(std::string(kPrefix) + "NnapiInterfaceWrapper");
   wrapper.register_module("mod", nnapi_module(scope, c, options));
-  wrapper.define(wrapper_forward_source(options.inputs, c.retval_count), scope.resolver);
+  wrapper.define(wrapper_forward_source(options.inputs, c), scope.resolver);
   return wrapper;
 }
 

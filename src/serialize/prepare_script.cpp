@@ -8,6 +8,14 @@
 
 namespace nnapi_convert {
 
+std::vector<int64_t> nnapi_input_dims(const std::vector<int64_t>& dims) {
+  if (dims.size() <= 4) return dims;
+  std::vector<int64_t> out = {1};
+  for (size_t d = 0; d + 3 < dims.size(); ++d) out[0] *= dims[d];
+  out.insert(out.end(), dims.end() - 3, dims.end());
+  return out;
+}
+
 std::string flex_name(int32_t id, int64_t dim) {
   return "s_" + std::to_string(id) + "_" + std::to_string(dim);
 }

@@ -273,7 +273,7 @@ except Exception as e:  # noqa: BLE001
 # convolution outside them must run in NNAPI.
 
 
-class SSDFirstImage(nn.Module):
+class SSDFirstImage(nn.Module):  # any torchvision detector: its detections of one image
     def __init__(self, m):
         super().__init__()
         self.m = m
@@ -312,6 +312,33 @@ for form, eager in ssd_forms.items():
     for i in range(2):
         compare(f"ssdlite ({form}): matches eager on input {i}", converted, eager,
                 [torch.rand(1, 3, 320, 320)])
+
+# torchvision's Faster R-CNN (fasterrcnn_mobilenet_v3_large_320_fpn), scripted,
+# with 3 classes and RPN and box-predictor weights of order 1 so that boxes
+# come out. Its box decoding reads, inside the branches of a prim::If, a
+# tensor an NNAPI part computes: the part's call must come before the If
+# (writing the module once failed with "Graph::copy() encountered a use of a
+# value ... not in scope"). One 320x320 image against eager.
+torch.manual_seed(0)
+frcnn = torchvision.models.detection.fasterrcnn_mobilenet_v3_large_320_fpn(
+    weights=None, weights_backbone=None, num_classes=3).eval()
+with torch.no_grad():
+    for name, p in (list(frcnn.rpn.head.named_parameters())
+                    + list(frcnn.roi_heads.box_predictor.named_parameters())):
+        if name.endswith("weight"):
+            p.normal_(0, 0.5)
+frcnn_eager = torch.jit.script(SSDFirstImage(frcnn).eval())
+frcnn_eager.save(path("frcnn-scripted.pt"))
+rc, text = run(path("frcnn-scripted.pt"), "--input", "1x3x320x320", "--cpu-fallback",
+               "--ops-library", torchvision_ops, "-o", path("frcnn-scripted.nnapi.pt"))
+check("faster r-cnn (scripted): converts with --cpu-fallback", rc == 0, text)
+if rc == 0:
+    torch.manual_seed(102)
+    image = torch.rand(1, 3, 320, 320)
+    n_boxes = outputs(frcnn_eager(image))[0].shape[0]
+    check("faster r-cnn (scripted): the image gives boxes", n_boxes > 0, n_boxes)
+    compare("faster r-cnn (scripted): matches eager", torch.jit.load(path("frcnn-scripted.nnapi.pt")),
+            frcnn_eager, [image])
 
 # --- a model that converts whole: the usual module, byte for byte -----------
 

@@ -238,6 +238,8 @@ for _r, _shape in ((4, (2, 4, 6, 5)), (3, (3, 4, 5)), (2, (3, 6)), (1, (7,))):
         _s2[_d] = 2
         add(Sample("aten::cat", fn(lambda x, y, d=_d: torch.cat([x, y, x], d)), [In(_shape), In(_s2)],
                    f"rank{_r}-dim{_d}", qmake=True if _r == 4 else None, flex=(_d % _r) != 0))
+        add(Sample("aten::narrow", fn(lambda x, d=_d, n=n: x.narrow(d, 1, n - 1) * 2), [In(_shape)],
+                   f"rank{_r}-dim{_d}", qmake=None, flex=(_d % _r) != 0))
 add(Sample("aten::slice", fn(lambda x: x[:, :, 1:-1, 2:]), [In((1, 3, 6, 7))], "crop-hw"))
 add(Sample("aten::slice", fn(lambda x: x[:, :2]), [In((1, 5, 4, 4))], "channels"))
 add(Sample("aten::slice", fn(lambda x, y: torch.cat([x, y], 1)[:, :4]), [In((1, 3, 4, 4)), In((1, 3, 4, 4))],
@@ -300,6 +302,10 @@ add(Sample("aten::t", fn(lambda x: x.t() + 1), [In((5,))], "rank1"))
 add(Sample("aten::to", fn(lambda x: x.to(torch.float32) * 0.5), [In((2, 5), "int32")], "int-to-float"))
 add(Sample("aten::to", fn(lambda x: (x * 3).to(torch.int32)), [In((2, 5))], "float-to-int"))
 add(Sample("aten::to", fn(lambda x: x.to(torch.float64)), [In((2, 5))], "float-to-double"))
+add(Sample("aten::type_as", fn(lambda m, x: torch.relu(x).type_as(m.like), like=torch.zeros(1)),
+           [In((2, 5))], "float"))
+add(Sample("aten::type_as", fn(lambda m, x: x.type_as(m.like), like=torch.zeros(1, dtype=torch.float64)),
+           [In((2, 5))], "float-to-double"))
 add(Sample("aten::alpha_dropout", fn(lambda x: F.alpha_dropout(x, 0.3, False) + 1), [In((2, 3))], "eval"))
 add(Sample("aten::feature_alpha_dropout", fn(lambda x: F.feature_alpha_dropout(x, 0.3, False) + 1),
            [In((2, 3, 4, 4))], "eval"))
