@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <climits>
@@ -323,7 +324,18 @@ std::string PendingFile::named() const {
 }
 
 void PendingFile::write_nothrow(const void* data, size_t size) noexcept {
-  if (error_ == 0 && fd_ >= 0) error_ = write_all(fd_, data, size);
+  if (error_ != 0 || fd_ < 0) return;
+  error_ = write_all(fd_, data, size);
+  written_ += size;
+  // Start writing what is complete to the disk, without waiting for it: the
+  // disk works while the rest is produced. Advice only: where the kernel or
+  // file system does not take it, finish()'s fsync writes it all.
+  constexpr size_t kWritebackChunk = size_t{8} << 20;
+  if (error_ == 0 && written_ - writeback_start_ >= kWritebackChunk) {
+    ::sync_file_range(fd_, static_cast<off_t>(writeback_start_),
+                      static_cast<off_t>(written_ - writeback_start_), SYNC_FILE_RANGE_WRITE);
+    writeback_start_ = written_;
+  }
 }
 
 void PendingFile::write(const void* data, size_t size) {
@@ -389,15 +401,39 @@ void PendingFile::commit() {
   slot_ = -1;
 }
 
+std::string PendingFile::directory_to_sync() const {
+  if (target_.kind != OutputTarget::Kind::File) return "";
+  const fs::path dir = fs::path(target_.path).parent_path();
+  return dir.empty() ? "." : dir.string();
+}
+
 void commit_all(const std::vector<PendingFile*>& files) {
   for (PendingFile* f : files) f->commit();
+  // The renames reach the disk with their directories, each synced once.
+  std::vector<std::string> synced;
+  for (PendingFile* f : files) {
+    const std::string dir = f->directory_to_sync();
+    if (dir.empty() || std::find(synced.begin(), synced.end(), dir) != synced.end()) continue;
+    synced.push_back(dir);
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int err = fd < 0 ? errno : 0;
+    if (fd >= 0 && ::fsync(fd) != 0 && errno != EINVAL) err = errno;
+    if (fd >= 0) ::close(fd);
+    if (err != 0) {
+      throw OutputError("'" + f->path() + "' was written, but its directory '" + dir +
+                            "' could not be synced to the disk (" + errno_text(err) +
+                            "), so the new file may not survive a crash or power loss; check "
+                            "the file system",
+                        false);
+    }
+  }
 }
 
 void write_output_file(const std::string& path, const std::string& what, const std::string& data) {
   PendingFile f(path, what);
   f.write(data.data(), data.size());
   f.finish();
-  f.commit();
+  commit_all({&f});
 }
 
 void install_output_signal_handlers() {

@@ -64,8 +64,13 @@ class PendingFile {
   // For writers that must not throw (LibTorch's zip writer): records the
   // first error, which finish() then throws.
   void write_nothrow(const void* data, size_t size) noexcept;
+  // Writeback to the disk is started every few MiB while the file is written,
+  // so that finish()'s fsync waits only for the last of it.
   void finish();  // flush, fsync and close; throws OutputError
   void commit();  // rename over the target (or copy to standard output)
+
+  // The directory a committed file was renamed in ("" where none was).
+  std::string directory_to_sync() const;
 
   const std::string& path() const { return path_; }       // as the user named it
   const std::string& temp_path() const { return temp_; }  // complete after finish()
@@ -78,12 +83,16 @@ class PendingFile {
   std::string temp_;
   int fd_ = -1;
   int slot_ = -1;
-  int error_ = 0;  // errno of the first failed write
+  int error_ = 0;               // errno of the first failed write
+  size_t written_ = 0;          // bytes written so far
+  size_t writeback_start_ = 0;  // where the writeback not yet started begins
   bool committed_ = false;
 };
 
 // Commits every file (after each has been finished): the renames follow one
-// another with no I/O between them.
+// another with no I/O between them; then each directory renamed in is
+// fsynced once (throws OutputError if that fails: the files are in place,
+// but may not be on the disk).
 void commit_all(const std::vector<PendingFile*>& files);
 
 // Writes `data` to `path` atomically (one PendingFile).
