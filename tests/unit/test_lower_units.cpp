@@ -6,12 +6,16 @@
 // rewrite (src/verify/torch_save.h).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "lower/check.h"
 #include "lower/conv_pool.h"
 #include "lower/dims.h"
 #include "lower/emit.h"
 #include "lower/operand.h"
 #include "lower/relayout.h"
+#include "nnapi_convert/batch.h"
 #include "verify/torch_save.h"
 
 using namespace nnapi_convert;
@@ -300,4 +304,27 @@ TEST(Relayout, GatherStridedWalksAnyStridesAndElementSizes) {
       EXPECT_TRUE(dst.equal(view.contiguous())) << c10::toString(t) << " " << shape_str(shape);
     }
   }
+}
+
+// --- batch scheduling (include/nnapi_convert/batch.h; this binary links the
+// library): largest model file first when jobs outnumber workers.
+
+TEST(ScheduleOrder, LargestFileFirstWithMoreJobsThanWorkers) {
+  const std::string dir = ::testing::TempDir() + "schedule_order";
+  std::filesystem::create_directories(dir);
+  std::vector<Job> jobs;
+  for (size_t bytes : {10, 300, 20, 300, 5000}) {
+    Job j;
+    j.options.model_path = dir + "/m" + std::to_string(jobs.size()) + ".pt";
+    std::ofstream(j.options.model_path) << std::string(bytes, 'x');
+    jobs.push_back(j);
+  }
+  Job missing;
+  missing.options.model_path = dir + "/does-not-exist.pt";
+  jobs.push_back(missing);
+  // Sizes 10, 300, 20, 300, 5000, none: 5000 first, the two 300s in their
+  // order, then 20, 10 and the unreadable one last.
+  EXPECT_EQ(schedule_order(jobs, 2), (std::vector<size_t>{4, 1, 3, 2, 0, 5}));
+  EXPECT_TRUE(schedule_order(jobs, 1).empty());  // one worker: the order given
+  EXPECT_TRUE(schedule_order(jobs, 6).empty());  // a worker per job: all start at once
 }

@@ -1,17 +1,35 @@
-// The floor program of issue 6: what any LibTorch-based converter must do at
-// least -- load a TorchScript model, freeze it, save it. Nothing else.
+// The floor programs of issues 6 and 24: what any LibTorch-based converter
+// must do at least -- load a TorchScript model, freeze it, save it. Nothing
+// else.
 //
-//   floor MODEL.pt OUT.pt
+//   floor MODEL.pt OUT.pt              load, freeze, save
+//   floor --save-only MODULE.pt OUT.pt load, then time Module::save alone
+//                                      ("save N ms" on standard output)
+//
+// --save-only gives the write phase's floor: LibTorch saving the bytes
+// nnapi-convert wrote (load its output, save it again).
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/passes/freeze_module.h>
 #include <torch/csrc/jit/serialization/import.h>
 
+#include <chrono>
 #include <cstdio>
+#include <cstring>
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: %s MODEL.pt OUT.pt\n", argv[0]);
+  const bool save_only = argc == 4 && std::strcmp(argv[1], "--save-only") == 0;
+  if (argc != 3 && !save_only) {
+    std::fprintf(stderr, "usage: %s [--save-only] MODEL.pt OUT.pt\n", argv[0]);
     return 2;
+  }
+  if (save_only) {
+    torch::jit::Module module = torch::jit::load(argv[2]);
+    const auto t0 = std::chrono::steady_clock::now();
+    module.save(argv[3]);
+    std::printf(
+        "save %.3f ms\n",
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    return 0;
   }
   torch::jit::Module module = torch::jit::load(argv[1]);
   torch::jit::Module frozen = torch::jit::freeze(module);
