@@ -410,7 +410,7 @@ def main():
         lines.append(f"  {n:16} {w[n]:8.3f} {c[n]:11.3f} {m[n]:13.1f}")
     lines.append(f"  ratios: wall {r_floor:.2f}x floor, {r_py:.2f}x python; "
                  f"user+sys {r_floor_cpu:.2f}x floor, {r_py_cpu:.2f}x python")
-    lines.append(f"  nnapi-convert --timings (ms): " +
+    lines.append("  nnapi-convert --timings (ms): " +
                  ", ".join(f"{k} {v:.3f}" for k, v in phase.items()))
     lines.append(f"(b) lower + serialize: {SINGLE} {lower_ser:.3f} ms "
                  f"(Python's _NnapiSerializer.serialize_model: {py_ser:.1f} ms); "
@@ -435,8 +435,8 @@ def main():
         lines.append(f"  {n:28} {sz:8.1f} {nn:13.1f} {fl:7.1f} {lim:7.1f}  "
                      f"{'PASS' if nn <= lim else 'MISS'} ({(nn - fl) / sz:+.2f} x file size)")
     lines.append("")
-    lines.append(f"| goal | measured | target | |")
-    lines.append(f"|---|---|---|---|")
+    lines.append("| goal | measured | target | |")
+    lines.append("|---|---|---|---|")
     for g in goals:
         lines.append(f"| {g[0]} | {g[1]} | {g[2]} | {g[3]} |")
     print("\n".join(lines))
