@@ -64,8 +64,6 @@ class PendingFile {
   // For writers that must not throw (LibTorch's zip writer): records the
   // first error, which finish() then throws.
   void write_nothrow(const void* data, size_t size) noexcept;
-  // Writeback to the disk is started every few MiB while the file is written,
-  // so that finish()'s fsync waits only for the last of it.
   void finish();  // flush, fsync and close; throws OutputError
   void commit();  // rename over the target (or copy to standard output)
 
@@ -83,9 +81,7 @@ class PendingFile {
   std::string temp_;
   int fd_ = -1;
   int slot_ = -1;
-  int error_ = 0;               // errno of the first failed write
-  size_t written_ = 0;          // bytes written so far
-  size_t writeback_start_ = 0;  // where the writeback not yet started begins
+  int error_ = 0;  // errno of the first failed write
   bool committed_ = false;
 };
 
