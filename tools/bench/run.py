@@ -23,7 +23,8 @@ the kernel reports it to wait4() (what GNU time's %M prints).
       of (a)) and ResNet18 NHWC (runs of its own)
   (c) the write phase: nnapi-convert --timings' write ms of ViT-B/16 (346 MB
       of weights) vs floor --save-only's Module::save of the module it wrote
-      (the same bytes), paired; and the whole ViT conversion vs the floor
+      (the same bytes), paired, and vs the same save followed by nnapi-convert's
+      fsyncs (--durable); and the whole ViT conversion vs the floor
   (d) a batch of 8 models: nnapi-convert --jobs 2 vs floor_batch on 2 threads
       (the parallel floor; given the models largest file first, the order
       nnapi-convert hands them out in) vs py_convert.py converting all 8 in
@@ -277,6 +278,9 @@ def main():
             # Saves what nnapi-convert wrote in the round before (the warm-up
             # round writes it first).
             "save": [floor, "--save-only", vit_out, os.path.join(out, "vit.saved.pt")],
+            # The same with nnapi-convert's durability: fsync of file and directory.
+            "durable save": [floor, "--save-only", "--durable", vit_out,
+                             os.path.join(out, "vit.durable.pt")],
             "floor": [floor, vit, os.path.join(out, "vit.frozen.pt")],
         }, a.vit_rounds, a.seed + 3)
 
@@ -362,11 +366,11 @@ def main():
         vt = [timings(r.stderr)[0] for r in vit_runs["nnapi-convert"]]
         vphase = {k: med([t[k] for t in vt]) for k in vt[0]}
         writes = [t["write"] for t in vt]
-        saves = []
-        for r in vit_runs["save"]:
-            mm = re.search(r"save ([0-9.]+) ms", r.stdout)
-            saves.append(float(mm.group(1)))
+        def save_times(runs):
+            return [float(re.search(r"save ([0-9.]+) ms", r.stdout).group(1)) for r in runs]
+        saves = save_times(vit_runs["save"])
         save_ms = med(saves)
+        durable_ms = med(save_times(vit_runs["durable save"]))
         # Ratio of medians; every save is of the bytes the converter wrote.
         r_write = vphase["write"] / save_ms
         vw = {n: med([r.wall for r in rs]) for n, rs in vit_runs.items()}
@@ -379,6 +383,8 @@ def main():
             f"  Module::save of nnapi-convert's output (floor --save-only): {save_ms:.1f} ms "
             f"(rounds: {', '.join(f'{x:.0f}' for x in saves)}; write: "
             f"{', '.join(f'{x:.0f}' for x in writes)})",
+            f"  Module::save + fsync of file and directory (floor --save-only --durable): "
+            f"{durable_ms:.1f} ms; write / durable save {vphase['write'] / durable_ms:.2f}x",
             f"  whole conversion {vw['nnapi-convert']:.3f} s wall vs floor (load + freeze + "
             f"save) {vw['floor']:.3f} s: {vw['nnapi-convert'] / vw['floor']:.2f}x",
         ]
