@@ -206,7 +206,8 @@ def shapes_mismatch(templates, eager_outputs):
 # Writing one case directory.
 
 def write_case(out_dir, *, name, source, traced, convert_args, run_args,
-               eager_outputs, ref, error_regex, options=(), must_convert=False):
+               eager_outputs, ref, error_regex, options=(), must_convert=False,
+               validator_refuses=None):
     case_dir = os.path.join(out_dir, name)
     if os.path.isdir(case_dir):
         shutil.rmtree(case_dir)
@@ -252,6 +253,9 @@ def write_case(out_dir, *, name, source, traced, convert_args, run_args,
         "reference_error": None if ref.ok else ref.error,
         "error_regex": error_regex,
         "must_convert": must_convert,
+        # Why nnapi-convert's validator refuses the case (see VALIDATOR_REFUSES
+        # in make_fixtures.py), or null.
+        "validator_refuses": validator_refuses,
         "remove_mutation_changed": bool(ref.remove_mutation_changed),
         "reference_shape_mismatch": bool(mismatch),
     }

@@ -115,8 +115,8 @@ class Progress {
         const PhaseTimes& t = r.times;
         spdlog::info(
             "{}: timings (ms): load {:.2f}, freeze {:.2f}, lower {:.3f}, serialize {:.3f}, "
-            "write {:.2f}",
-            r.model, t.load_ms, t.freeze_ms, t.lower_ms, t.serialize_ms, t.write_ms);
+            "validate {:.3f}, write {:.2f}",
+            r.model, t.load_ms, t.freeze_ms, t.lower_ms, t.serialize_ms, t.validate_ms, t.write_ms);
       }
       if (r.nnapi_models > 0 && r.ok && !a_.quiet) print_fallback(r);
       if (r.verify) print_verify(a_, r);

@@ -258,8 +258,10 @@ nlohmann::ordered_json to_json(const JobResult& r) {
                          {"torchscript_nodes", kinds_json(r.torchscript_nodes)}};
   }
   const PhaseTimes& t = r.times;
-  j["times_ms"] = {{"load", t.load_ms},           {"freeze", t.freeze_ms}, {"lower", t.lower_ms},
-                   {"serialize", t.serialize_ms}, {"write", t.write_ms},   {"total", r.total_ms}};
+  j["times_ms"] = {{"load", t.load_ms},         {"freeze", t.freeze_ms},
+                   {"lower", t.lower_ms},       {"serialize", t.serialize_ms},
+                   {"validate", t.validate_ms}, {"write", t.write_ms},
+                   {"total", r.total_ms}};
   if (r.verify) {
     nlohmann::ordered_json outputs = nlohmann::ordered_json::array();
     for (const OutputCheck& o : r.verify->outputs) outputs.push_back(to_json(o));
@@ -298,8 +300,8 @@ JobResult job_result_from(const nlohmann::ordered_json& j, const std::string& ou
     r.torchscript_nodes = kinds_from(j.at("cpu_fallback").at("torchscript_nodes"));
   }
   const nlohmann::ordered_json& t = j.at("times_ms");
-  r.times = {number(t.at("load")), number(t.at("freeze")), number(t.at("lower")),
-             number(t.at("serialize")), number(t.at("write"))};
+  r.times = {number(t.at("load")),      number(t.at("freeze")),   number(t.at("lower")),
+             number(t.at("serialize")), number(t.at("validate")), number(t.at("write"))};
   r.total_ms = number(t.at("total"));
   if (j.contains("verify")) {
     const nlohmann::ordered_json& v = j.at("verify");

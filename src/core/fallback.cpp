@@ -509,6 +509,7 @@ Conversion Planner::assemble(const std::vector<Segment>& segments, std::vector<C
     c.android_api = std::max(c.android_api, p.android_api);
     c.times.lower_ms += p.times.lower_ms;
     c.times.serialize_ms += p.times.serialize_ms;
+    c.times.validate_ms += p.times.validate_ms;
   }
   std::vector<const Node*> left;
   for (const Node* n : graph_.nodes()) {

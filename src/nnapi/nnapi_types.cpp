@@ -1,5 +1,8 @@
 #include "nnapi_convert/nnapi_types.h"
 
+#include <cmath>
+#include <limits>
+
 namespace nnapi {
 
 namespace {
@@ -167,6 +170,20 @@ const char* op_name(Op op) {
 const char* operand_type_name(OperandType t) {
   const char* name = operand_type_name_or_null(static_cast<int32_t>(t));
   return name ? name : "UNKNOWN_OPERAND_TYPE";
+}
+
+float half_to_float(uint16_t h) {
+  const int exponent = (h >> 10) & 0x1f;
+  const int mantissa = h & 0x3ff;
+  float v;
+  if (exponent == 0) {
+    v = std::ldexp(static_cast<float>(mantissa), -24);
+  } else if (exponent == 31) {
+    v = mantissa ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  } else {
+    v = std::ldexp(static_cast<float>(mantissa + 1024), exponent - 25);
+  }
+  return (h & 0x8000) ? -v : v;
 }
 
 int element_size(OperandType t) {

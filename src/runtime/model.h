@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "nnapi_convert/nnapi_types.h"
+#include "nnapi_convert/validate.h"
 
 namespace nnrt {
 
@@ -94,6 +95,8 @@ class Model {
   const std::vector<uint32_t>& outputs() const { return outputs_; }
   // Operation indices in an order where producers come before consumers.
   const std::vector<size_t>& schedule() const { return schedule_; }
+  // The model as the validator sees it (views into this model's values).
+  nnapi_validate::Model validation_model() const;
 
  private:
   void require_not_finished() const;
@@ -113,6 +116,9 @@ struct Compilation {
   int32_t preference = static_cast<int32_t>(nnapi::Preference::FastSingleAnswer);
   bool finished = false;
 };
+
+// The operand as the validator sees it (a view of a constant's bytes).
+nnapi_validate::Operand validation_view(const Operand& operand);
 
 // Checks an operand-type record handed to addOperand or to setInput.
 Operand operand_from_type(int32_t type, uint32_t dimension_count, const uint32_t* dimensions,

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <string>
 
@@ -65,7 +66,9 @@ void report(const char* fn, Result r, const char* msg, int64_t operation = -1) {
   t_last_error = {r, fn, msg, operation};
   // Execution failures are worth a line unless the host reports them; API
   // misuse only on request.
-  if (verbose() || (r == Result::OpFailed && !g_host_reports.load())) {
+  // A model the validator refuses at finish is worth a line too.
+  const bool refused = r == Result::BadData && std::strcmp(fn, "ANeuralNetworksModel_finish") == 0;
+  if (verbose() || ((r == Result::OpFailed || refused) && !g_host_reports.load())) {
     std::fprintf(stderr, "nnrt: %s: %s\n", fn, msg);
   }
 }

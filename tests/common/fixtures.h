@@ -14,6 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "nnapi_convert/conversion.h"
+#include "nnapi_convert/input_spec.h"
+
 namespace fixtures {
 
 inline std::vector<char> read_bytes(const std::filesystem::path& p) {
@@ -35,6 +38,26 @@ inline int min_android_api_of(const nlohmann::json& cs) {
   if (options.size() != 2 || options[0] != "--min-android-api")
     throw std::runtime_error("case options not handled by the tests: " + cs.at("options").dump());
   return std::stoi(options[1]);
+}
+
+// Why nnapi-convert's validator refuses the case (case.json's
+// "validator_refuses": its NNAPI model breaks NeuralNetworks.h), or "".
+inline std::string validator_refuses(const std::filesystem::path& dir) {
+  const nlohmann::json why =
+      read_json(dir / "case.json").value("validator_refuses", nlohmann::json());
+  return why.is_string() ? why.get<std::string>() : "";
+}
+
+// The options nnapi-convert converts a case with: its model, its --input
+// specs and target Android API level.
+inline nnapi_convert::ConvertOptions convert_options(const std::filesystem::path& dir,
+                                                     const nlohmann::json& cs) {
+  nnapi_convert::ConvertOptions o;
+  o.model_path = (dir / "model.pt").string();
+  for (const std::string& s : cs.at("inputs").get<std::vector<std::string>>())
+    o.inputs.push_back(nnapi_convert::parse_input_spec(s));
+  o.min_android_api = min_android_api_of(cs);
+  return o;
 }
 
 // A torch.save'd tuple (the fixtures: see save_tensors in

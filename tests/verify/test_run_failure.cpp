@@ -73,7 +73,9 @@ TEST(RunFailure, RefusedModelNamesOperationAndNode) {
   EXPECT_NE(message.find("make_fixtures.py:"), std::string::npos) << message;
   EXPECT_NE(message.find("was refused when the NNAPI model was built: "
                          "ANeuralNetworksModel_addOperation returned ANEURALNETWORKS_BAD_DATA: "
-                         "CONV_2D"),
+                         "operation " +
+                         std::to_string(conv) +
+                         " CONV_2D: input 2 is TENSOR_INT32 but input 0 is TENSOR_FLOAT32"),
             std::string::npos)
       << message;
   EXPECT_NE(message.find("fault of nnapi-convert"), std::string::npos) << message;
