@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "core/isolation.h"
+#include "lower/registry.h"
 #include "nnapi_convert/converter.h"
 #include "nnapi_convert/nnapi_types.h"
 #include "util/output_file.h"
@@ -368,6 +369,9 @@ std::vector<JobResult> run_jobs(
     }
     return results;
   }
+  // The lowering table is the same for every model: built once here, before
+  // the workers are forked, rather than in each worker's first lowering.
+  lowering_table();
   IsolationOptions iso;
   iso.parallel = parallel;
   iso.timeout_s = timeout_s;
