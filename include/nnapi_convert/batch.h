@@ -51,12 +51,19 @@ struct JobResult {
 // Runs one job; never throws.
 JobResult run_job(const Job& job);
 
+// The order run_jobs hands `jobs` to `parallel` workers in: with more jobs
+// than workers, largest model file first (so no large model starts last
+// while the other workers run dry), ties and unreadable files in the order
+// given; else the order given (an empty vector).
+std::vector<size_t> schedule_order(const std::vector<Job>& jobs, int parallel);
+
 // Runs `jobs`, `parallel` (>= 1) at a time, each in a worker process (see
 // core/isolation.h: a crash or a hang fails that job only; `timeout_s` > 0
-// bounds each job). `progress` is called in this process as each job ends,
-// with how many have ended. Results are in job order. Call it from a process
-// that runs no other threads (it forks). NNAPI_CONVERT_IN_PROCESS=1 runs the
-// jobs here instead, one after another, for debuggers.
+// bounds each job; schedule_order says which starts when; with several
+// workers each converts on cpus/workers intra-op threads). `progress` is called in this process as
+// each job ends, with how many have ended. Results are in job order. Call it from a process that
+// runs no other threads (it forks). NNAPI_CONVERT_IN_PROCESS=1 runs the jobs here instead, one
+// after another, for debuggers.
 std::vector<JobResult> run_jobs(
     const std::vector<Job>& jobs, int parallel, double timeout_s,
     const std::function<void(size_t, size_t, const JobResult&)>& progress);

@@ -204,9 +204,10 @@ std::vector<std::string> run_isolated(
     ++finished;
     if (done) done(task, results[task]);
   };
+  auto task_at = [&](size_t k) { return options.order.empty() ? k : options.order.at(k); };
   auto assign = [&](Worker& w) {
     if (next >= n) return;
-    w.task = static_cast<long>(next++);
+    w.task = static_cast<long>(task_at(next++));
     w.started = Clock::now();
     send_frame(w.sock, 'T', std::to_string(w.task));  // a dead worker shows as end of file
   };
@@ -252,7 +253,7 @@ std::vector<std::string> run_isolated(
       TaskFailure how;
       how.start_error = spawn_error;
       while (next < n) {
-        size_t task = next++;
+        size_t task = task_at(next++);
         finish(task, failed(task, how));
       }
       break;

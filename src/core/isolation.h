@@ -6,12 +6,16 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace nnapi_convert {
 
 struct IsolationOptions {
   int parallel = 1;      // worker processes at a time
   double timeout_s = 0;  // per task; 0 = none
+  // The order tasks are handed to workers in (a permutation of 0..n-1);
+  // empty: 0, 1, 2, ...
+  std::vector<size_t> order;
 };
 
 // How a worker ended a task it did not finish.

@@ -12,6 +12,7 @@
 
 #include "lower/emit.h"
 #include "lower/registry.h"
+#include "lower/relayout.h"
 
 namespace nnapi_convert {
 
@@ -152,7 +153,7 @@ Tensor emit_conv2d(LoweringContext& cx, const Value* out, double out_scale, int6
   check(!(transpose && dilated), "dilated transposed convolution is not supported");
   check(!(kind == Kind::Grouped && dilated),
         "NNAPI's GROUPED_CONV_2D has no dilation: dilated grouped convolution is not supported");
-  int32_t weight_id = cx.add_weight(weight.permute(perm).contiguous());
+  int32_t weight_id = cx.add_weight(permuted_contiguous(weight, perm));
   const Operand w = cx.operand(weight_id);
   const Operand bias = cx.operand(bias_id);
   if (image.type == OperandType::TensorFloat32) {

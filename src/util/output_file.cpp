@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <climits>
@@ -126,6 +127,20 @@ void test_signal_after_temp(const std::string& temp) {
   if (colon != nullptr && temp.find(colon + 1) == std::string::npos) return;
   const int sig = std::atoi(env);
   if (sig > 0) ::raise(sig);
+}
+
+// Asks the kernel to drop the page cache of the file `path` is about to be
+// replaced by: its clean pages are freed before the new file's are needed,
+// as they are when a file is truncated and rewritten in place, rather than
+// after the rename. The file itself is untouched (dirty pages are written
+// first); this is advice only. (ViT-B/16's 346 MB output: the write phase
+// took 295-780 ms when the new pages came from elsewhere, 238-248 ms with
+// the old file's freed first, on the 2-CPU VM of tools/bench/run.py.)
+void drop_cached_pages(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return;
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
 }
 
 // Six characters of [A-Za-z0-9] from the kernel's random source.
@@ -303,9 +318,9 @@ PendingFile::PendingFile(const std::string& path, const std::string& what)
   }
   if (target_.kind == OutputTarget::Kind::File) {
     struct stat st;
-    mode_t mode =
-        ::stat(target_.path.c_str(), &st) == 0 ? (st.st_mode & 07777) : (0666 & ~process_umask());
-    ::fchmod(fd_, mode);
+    const bool exists = ::stat(target_.path.c_str(), &st) == 0;
+    ::fchmod(fd_, exists ? (st.st_mode & 07777) : (0666 & ~process_umask()));
+    if (exists && S_ISREG(st.st_mode)) drop_cached_pages(target_.path);
   }
 }
 
@@ -389,15 +404,39 @@ void PendingFile::commit() {
   slot_ = -1;
 }
 
+std::string PendingFile::directory_to_sync() const {
+  if (target_.kind != OutputTarget::Kind::File) return "";
+  const fs::path dir = fs::path(target_.path).parent_path();
+  return dir.empty() ? "." : dir.string();
+}
+
 void commit_all(const std::vector<PendingFile*>& files) {
   for (PendingFile* f : files) f->commit();
+  // The renames reach the disk with their directories, each synced once.
+  std::vector<std::string> synced;
+  for (PendingFile* f : files) {
+    const std::string dir = f->directory_to_sync();
+    if (dir.empty() || std::find(synced.begin(), synced.end(), dir) != synced.end()) continue;
+    synced.push_back(dir);
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int err = fd < 0 ? errno : 0;
+    if (fd >= 0 && ::fsync(fd) != 0 && errno != EINVAL) err = errno;
+    if (fd >= 0) ::close(fd);
+    if (err != 0) {
+      throw OutputError("'" + f->path() + "' was written, but its directory '" + dir +
+                            "' could not be synced to the disk (" + errno_text(err) +
+                            "), so the new file may not survive a crash or power loss; check "
+                            "the file system",
+                        false);
+    }
+  }
 }
 
 void write_output_file(const std::string& path, const std::string& what, const std::string& data) {
   PendingFile f(path, what);
   f.write(data.data(), data.size());
   f.finish();
-  f.commit();
+  commit_all({&f});
 }
 
 void install_output_signal_handlers() {

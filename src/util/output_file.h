@@ -67,6 +67,9 @@ class PendingFile {
   void finish();  // flush, fsync and close; throws OutputError
   void commit();  // rename over the target (or copy to standard output)
 
+  // The directory a committed file was renamed in ("" where none was).
+  std::string directory_to_sync() const;
+
   const std::string& path() const { return path_; }       // as the user named it
   const std::string& temp_path() const { return temp_; }  // complete after finish()
 
@@ -83,7 +86,9 @@ class PendingFile {
 };
 
 // Commits every file (after each has been finished): the renames follow one
-// another with no I/O between them.
+// another with no I/O between them; then each directory renamed in is
+// fsynced once (throws OutputError if that fails: the files are in place,
+// but may not be on the disk).
 void commit_all(const std::vector<PendingFile*>& files);
 
 // Writes `data` to `path` atomically (one PendingFile).

@@ -6,11 +6,16 @@
 // rewrite (src/verify/torch_save.h).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "lower/check.h"
 #include "lower/conv_pool.h"
 #include "lower/dims.h"
 #include "lower/emit.h"
 #include "lower/operand.h"
+#include "lower/relayout.h"
+#include "nnapi_convert/batch.h"
 #include "verify/torch_save.h"
 
 using namespace nnapi_convert;
@@ -185,4 +190,141 @@ TEST(TorchSave, OtherPicklesAreUnchanged) {
   same(bytes("\x80\2]q\0K\1"));        // truncated: no STOP
   same(bytes("\x80\2]q\0\xffK\1a."));  // not an opcode
   same(bytes("K\1a."));                // APPEND with nothing to append to
+}
+
+// --- weight relayout (src/lower/relayout.h): eager PyTorch's
+// permute(perm).contiguous() is the oracle.
+
+namespace {
+
+// w.permute(perm).contiguous() by ATen, taken before permuted_contiguous runs.
+at::Tensor aten_permuted(const at::Tensor& w, const std::vector<int64_t>& perm) {
+  return w.clone().permute(perm).contiguous();
+}
+
+}  // namespace
+
+TEST(Relayout, ConvWeightInPlaceKeepsItsValueAndAllocatesNothing) {
+  for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{
+           {8, 16, 3, 3}, {5, 7, 3, 3}, {6, 3, 7, 7}, {4, 9, 1, 5}, {3, 2, 2, 2}}) {
+    at::Tensor w = at::randn(shape);
+    const at::Tensor before = w.clone();
+    const at::Tensor expected = aten_permuted(w, perm_vector(kToNhwc));
+    const void* data = w.data_ptr();
+    at::Tensor out = permuted_contiguous(w, perm_vector(kToNhwc));
+    EXPECT_TRUE(out.is_contiguous());
+    EXPECT_EQ(out.sizes(), expected.sizes());
+    EXPECT_TRUE(out.equal(expected)) << "shape " << shape_str(shape);
+    EXPECT_EQ(out.data_ptr(), data) << "not relaid in place";
+    EXPECT_TRUE(w.equal(before)) << "the weight changed value";
+    EXPECT_FALSE(w.is_contiguous());
+    // Relaid again (a weight two convolutions share): the same view, no copy.
+    at::Tensor again = permuted_contiguous(w, perm_vector(kToNhwc));
+    EXPECT_EQ(again.data_ptr(), data);
+    EXPECT_TRUE(again.equal(expected));
+  }
+}
+
+TEST(Relayout, QuantizedAndIntegerWeightsInPlace) {
+  at::Tensor q = at::quantize_per_tensor(at::randn({6, 5, 3, 3}), 0.05, 128, at::kQUInt8);
+  const at::Tensor q_expected = aten_permuted(q, perm_vector(kToNhwc));
+  const at::Tensor q_before = q.int_repr().clone();
+  const void* q_data = q.data_ptr();
+  at::Tensor q_out = permuted_contiguous(q, perm_vector(kToNhwc));
+  EXPECT_EQ(q_out.data_ptr(), q_data) << "not relaid in place";
+  EXPECT_TRUE(q_out.is_contiguous());
+  EXPECT_TRUE(q_out.int_repr().equal(q_expected.int_repr()));
+  EXPECT_EQ(q_out.q_scale(), 0.05);
+  EXPECT_EQ(q_out.q_zero_point(), 128);
+  EXPECT_TRUE(q.int_repr().equal(q_before));
+
+  for (at::ScalarType t : {at::kInt, at::kShort, at::kDouble, at::kByte}) {
+    at::Tensor w = at::randint(0, 100, {7, 6, 2, 5}, at::TensorOptions().dtype(t));
+    const at::Tensor expected = aten_permuted(w, perm_vector(kToNhwc));
+    const void* data = w.data_ptr();
+    at::Tensor out = permuted_contiguous(w, perm_vector(kToNhwc));
+    EXPECT_TRUE(out.equal(expected)) << c10::toString(t);
+    EXPECT_EQ(out.data_ptr(), data) << c10::toString(t);
+  }
+}
+
+TEST(Relayout, SharedStorageIsCopiedAndLeftAlone) {
+  at::Tensor w = at::randn({4, 6, 3, 3});
+  at::Tensor alias = w.view({4, 54});  // another tensor on the same bytes
+  const at::Tensor alias_before = alias.clone();
+  const at::Tensor expected = aten_permuted(w, perm_vector(kToNhwc));
+  at::Tensor out = permuted_contiguous(w, perm_vector(kToNhwc));
+  EXPECT_TRUE(out.equal(expected));
+  EXPECT_NE(out.data_ptr(), w.data_ptr());
+  EXPECT_TRUE(w.is_contiguous());
+  EXPECT_TRUE(alias.equal(alias_before));
+
+  // A slice (storage larger than the tensor) and a non-contiguous weight.
+  at::Tensor big = at::randn({10, 6, 3, 3});
+  at::Tensor slice = big.slice(0, 2, 7);
+  EXPECT_TRUE(permuted_contiguous(slice, perm_vector(kToNhwc))
+                  .equal(aten_permuted(slice, perm_vector(kToNhwc))));
+  at::Tensor strided = at::randn({6, 4, 3, 3}).transpose(0, 1);
+  EXPECT_TRUE(permuted_contiguous(strided, perm_vector(kToNhwc))
+                  .equal(aten_permuted(strided, perm_vector(kToNhwc))));
+}
+
+TEST(Relayout, OtherPermutationsAndOneByOneKernels) {
+  // Depthwise (O, 1, kh, kw) and transposed (I, O, kh, kw) weights: (1, 2, 3, 0).
+  for (const std::vector<int64_t>& shape :
+       std::vector<std::vector<int64_t>>{{32, 1, 3, 3}, {5, 7, 3, 2}, {3, 9, 4, 4}}) {
+    at::Tensor w = at::randn(shape);
+    const at::Tensor before = w.clone();
+    const at::Tensor expected = aten_permuted(w, {1, 2, 3, 0});
+    at::Tensor out = permuted_contiguous(w, {1, 2, 3, 0});
+    EXPECT_TRUE(out.is_contiguous());
+    EXPECT_TRUE(out.equal(expected)) << "shape " << shape_str(shape);
+    EXPECT_TRUE(w.equal(before));
+  }
+  // A pointwise convolution's OIHW and OHWI are the same bytes: a view.
+  at::Tensor pw = at::randn({16, 24, 1, 1});
+  at::Tensor out = permuted_contiguous(pw, perm_vector(kToNhwc));
+  EXPECT_EQ(out.data_ptr(), pw.data_ptr());
+  EXPECT_TRUE(pw.is_contiguous());
+  EXPECT_TRUE(out.equal(aten_permuted(pw, perm_vector(kToNhwc))));
+}
+
+TEST(Relayout, GatherStridedWalksAnyStridesAndElementSizes) {
+  // Odd sizes exercise the 4x4 blocks' edges; 1-, 2-, 4- and 8-byte elements.
+  for (at::ScalarType t : {at::kByte, at::kShort, at::kFloat, at::kDouble}) {
+    for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{
+             {13, 11}, {4, 4}, {3, 17}, {2, 5, 7}, {2, 3, 5, 7, 2}, {1}, {9}}) {
+      at::Tensor src = at::randint(0, 120, shape, at::TensorOptions().dtype(t));
+      std::vector<int64_t> perm(shape.size());
+      for (size_t d = 0; d < perm.size(); ++d) perm[d] = static_cast<int64_t>(perm.size() - 1 - d);
+      const at::Tensor view = src.permute(perm);
+      at::Tensor dst = at::empty(view.sizes(), src.options());
+      gather_strided(view.data_ptr(), dst.data_ptr(), view.sizes().vec(), view.strides().vec(),
+                     src.element_size());
+      EXPECT_TRUE(dst.equal(view.contiguous())) << c10::toString(t) << " " << shape_str(shape);
+    }
+  }
+}
+
+// --- batch scheduling (include/nnapi_convert/batch.h; this binary links the
+// library): largest model file first when jobs outnumber workers.
+
+TEST(ScheduleOrder, LargestFileFirstWithMoreJobsThanWorkers) {
+  const std::string dir = ::testing::TempDir() + "schedule_order";
+  std::filesystem::create_directories(dir);
+  std::vector<Job> jobs;
+  for (size_t bytes : {10, 300, 20, 300, 5000}) {
+    Job j;
+    j.options.model_path = dir + "/m" + std::to_string(jobs.size()) + ".pt";
+    std::ofstream(j.options.model_path) << std::string(bytes, 'x');
+    jobs.push_back(j);
+  }
+  Job missing;
+  missing.options.model_path = dir + "/does-not-exist.pt";
+  jobs.push_back(missing);
+  // Sizes 10, 300, 20, 300, 5000, none: 5000 first, the two 300s in their
+  // order, then 20, 10 and the unreadable one last.
+  EXPECT_EQ(schedule_order(jobs, 2), (std::vector<size_t>{4, 1, 3, 2, 0, 5}));
+  EXPECT_TRUE(schedule_order(jobs, 1).empty());  // one worker: the order given
+  EXPECT_TRUE(schedule_order(jobs, 6).empty());  // a worker per job: all start at once
 }
