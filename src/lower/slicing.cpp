@@ -174,6 +174,24 @@ void lower_select(LoweringContext& cx, const Node* node) {
   m.add_operation(Op::Transpose, {slice_id, perm_id}, {out_id});
 }
 
+// The layout a cat's inputs are brought to: the first input's, unless the
+// inputs mix NCHW and NHWC 4-D tensors (PyTorch's converter refuses that);
+// then NHWC, each NCHW input relaid by a TRANSPOSE.
+DimOrder cat_layout(LoweringContext& cx, const std::vector<const Value*>& tensors) {
+  bool nchw = false, nhwc = false;
+  for (const Value* v : tensors) {
+    if (!cx.has_operand(v)) continue;
+    const Operand& o = cx.get_operand(v).op;
+    if (o.shape.size() != 4) return DimOrder::Contiguous;
+    nchw = nchw || o.dim_order == DimOrder::Contiguous;
+    nhwc = nhwc || o.dim_order == DimOrder::ChannelsLast;
+  }
+  if (nchw && nhwc) return DimOrder::ChannelsLast;
+  // No mix: each input as it is (emit_relayout returns it unchanged).
+  return tensors.empty() || !cx.has_operand(tensors[0]) ? DimOrder::Contiguous
+                                                        : cx.get_operand(tensors[0]).op.dim_order;
+}
+
 void lower_cat(LoweringContext& cx, const Node* node) {
   std::optional<std::pair<double, int64_t>> qparams;
   if (node->kind() == c10::Symbol::fromQualString("quantized::cat")) {
@@ -189,8 +207,11 @@ void lower_cat(LoweringContext& cx, const Node* node) {
   std::vector<SymInt> dims;
   int64_t rank = 0;
   int64_t d = 0;
+  const DimOrder order = cat_layout(cx, tensors);
   for (size_t i = 0; i < tensors.size(); ++i) {
-    auto [id, op] = cx.get_operand_or_constant(tensors[i], DimOrder::Contiguous);
+    const Tensor part =
+        emit_relayout(cx, cx.get_operand_or_constant(tensors[i], DimOrder::Contiguous), order);
+    const auto& [id, op] = part;
     if (i == 0) {
       out = op;
       rank = static_cast<int64_t>(op.shape.size());
