@@ -762,9 +762,11 @@ add(Sample("aten::baddbmm", fn(lambda x, y, z: torch.baddbmm(x, y, z, beta=0.0))
 # Negative padding crops; cat of NCHW and NHWC inputs.
 for _pad, _label in (((-1, 2, -2, 0), "crop-pad-hw"), ((-1, -2), "crop-last"), ((0, 0, -1, -1, 1, 0), "crop-c"),
                      ((-2, -1, -1, -3), "crop-hw")):
-    add(Sample("aten::constant_pad_nd", fn(lambda x, p=_pad: F.pad(x, p, value=0.5)), [In((2, 3, 5, 7))], _label,
+    add(Sample("aten::pad", fn(lambda x, p=_pad: F.pad(x, p, value=0.5)), [In((2, 3, 5, 7))], _label,
                qmake=True if _label == "crop-hw" else None))
-add(Sample("aten::constant_pad_nd", fn(lambda x: F.pad(x, (-1, 1))), [In((3, 5))], "rank2-crop"))
+    add(Sample("aten::constant_pad_nd", fn(lambda x, p=_pad: torch.constant_pad_nd(x, p)), [In((2, 3, 5, 7))],
+               _label))
+add(Sample("aten::pad", fn(lambda x: F.pad(x, (-1, 1))), [In((3, 5))], "rank2-crop"))
 add(Sample("aten::cat", fn(lambda x, y: torch.cat([x, y.view(y.size(0), 3, 5, 7)], 1)),
            [In((2, 3, 5, 7)), In((2, 105))], "mixed-layouts"))
 add(Sample("aten::cat", fn(lambda x, y: torch.cat([y.reshape(y.size(0), 2, 5, 7), x], 2)),
