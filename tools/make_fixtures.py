@@ -2174,6 +2174,76 @@ beyond("upsample_bilinear-1.5", lambda: Case(BilinearScaleModule(), torch.randn(
 beyond("upsample_bilinear-1.5-api30", lambda: Case(
     BilinearScaleModule(), torch.randn(2, 3, 4, 6), options=["--min-android-api", "30"]))
 
+# --------------------------------------- issue 20: everyday node kinds
+class ConformerConv(torch.nn.Module):
+    """A Conformer block's convolution module on (B, T, C): LayerNorm,
+    pointwise Conv1d, GLU over channels, depthwise Conv1d with padding='same'
+    (an even kernel: ATen pads the odd element on the right), BatchNorm, SiLU,
+    pointwise Conv1d, residual; then a feed-forward half with mish and a
+    softplus gate."""
+
+    def __init__(self, c=8, k=4):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(c)
+        self.pw1 = torch.nn.Conv1d(c, 2 * c, 1)
+        self.dw = torch.nn.Conv1d(c, c, k, padding="same", groups=c)
+        self.bn = torch.nn.BatchNorm1d(c)
+        self.pw2 = torch.nn.Conv1d(c, c, 1)
+        self.ff = torch.nn.Linear(c, c)
+
+    def forward(self, x):
+        y = self.norm(x).transpose(1, 2)
+        y = torch.nn.functional.glu(self.pw1(y), dim=1)
+        y = torch.nn.functional.silu(self.bn(self.dw(y)))
+        x = x + self.pw2(y).transpose(1, 2)
+        return x + torch.nn.functional.mish(self.ff(x)) * torch.nn.functional.softplus(x, beta=2.0)
+
+
+class RestorationCrop(torch.nn.Module):
+    """A restoration net's decoder step: a transposed convolution with
+    output_padding upsamples, the encoder's skip is cropped by negative
+    padding to its size, both are concatenated; ELU and a clamp to [0, 1]."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = torch.nn.Conv2d(3, 6, 3, stride=2)
+        self.up = torch.nn.ConvTranspose2d(6, 4, 3, stride=2, output_padding=1)
+        self.skip = torch.nn.Conv2d(3, 4, 3, padding=2)
+        self.out = torch.nn.Conv2d(8, 3, 3, padding="same")
+
+    def forward(self, x):
+        s = self.skip(x)
+        u = torch.nn.functional.elu(self.up(self.enc(x)))
+        s = torch.nn.functional.pad(s, (-1, 0, 0, -1))
+        return torch.clamp(self.out(torch.cat([u, s], 1)), 0.0, 1.0)
+
+
+class PositionalTable(torch.nn.Module):
+    """A small transformer input: token features plus a learned positional
+    embedding read at arange(sequence length) (folded to a constant), and a
+    feed-forward with erf-based gelu parts and a cumulative sum over time."""
+
+    def __init__(self, t=12, c=8):
+        super().__init__()
+        self.pos = torch.nn.Embedding(t, c)
+        self.fc = torch.nn.Linear(c, c)
+
+    def forward(self, x):
+        x = x + self.pos(torch.arange(x.size(1)))
+        y = self.fc(x)
+        return torch.cumsum(y * 0.5 * (1.0 + torch.erf(y / 1.4142135)), dim=1) + x.flip(1)
+
+
+beyond("everyday-conformer-conv", lambda: Case(ConformerConv().eval(), torch.randn(2, 10, 8)))
+beyond("everyday-conformer-conv-flex", lambda: Case(
+    ConformerConv().eval(), torch.randn(3, 10, 8), convert_args=[torch.zeros(0, 10, 8)]))
+beyond("everyday-restoration-crop", lambda: Case(RestorationCrop().eval(), torch.randn(1, 3, 13, 13)))
+beyond("everyday-restoration-crop-nhwc", lambda: Case(
+    RestorationCrop().eval(), nhwc(torch.randn(1, 3, 13, 13))))
+beyond("everyday-positional-table", lambda: Case(PositionalTable().eval(), torch.randn(2, 7, 8)))
+beyond("everyday-positional-table-flex", lambda: Case(
+    PositionalTable().eval(), torch.randn(3, 7, 8), convert_args=[torch.zeros(0, 7, 8)]))
+
 
 # ------------------------------------------------------------- torchvision
 TV_INPUT = (1, 3, 224, 224)

@@ -40,19 +40,21 @@ const std::set<c10::Symbol>& foldable_kinds() {
 // Tensor operations that run during conversion when their inputs are
 // constant: masks and index tables a model builds from its (fixed) sizes,
 // e.g. Swin's shifted-window attention mask (new_zeros, slice assignments,
-// masked_fill). The new_* and *_like factories read only the dtype of their
-// first input (and the *_like ones its shape), so that may be computed.
+// masked_fill), or a positional embedding read at arange(sequence length)
+// (embedding, index_select of constant tables). The new_* and *_like factories read only the dtype
+// of their first input (and the *_like ones its shape), so that may be computed.
 const std::set<c10::Symbol>& tensor_foldable_kinds() {
   static const std::set<c10::Symbol> kinds = symbols({
-      "aten::zeros",        "aten::ones",     "aten::full",       "aten::new_zeros",
-      "aten::new_ones",     "aten::new_full", "aten::zeros_like", "aten::ones_like",
-      "aten::full_like",    "aten::arange",   "aten::slice",      "aten::select",
-      "aten::view",         "aten::reshape",  "aten::permute",    "aten::transpose",
-      "aten::unsqueeze",    "aten::squeeze",  "aten::flatten",    "aten::contiguous",
-      "aten::index",        "aten::eq",       "aten::ne",         "aten::lt",
-      "aten::le",           "aten::gt",       "aten::ge",         "aten::masked_fill",
-      "aten::where",        "aten::fill_",    "aten::zero_",      "aten::copy_",
-      "aten::masked_fill_", "aten::pow",      "aten::rsub",       "aten::clone",
+      "aten::zeros",        "aten::ones",         "aten::full",       "aten::new_zeros",
+      "aten::new_ones",     "aten::new_full",     "aten::zeros_like", "aten::ones_like",
+      "aten::full_like",    "aten::arange",       "aten::slice",      "aten::select",
+      "aten::view",         "aten::reshape",      "aten::permute",    "aten::transpose",
+      "aten::unsqueeze",    "aten::squeeze",      "aten::flatten",    "aten::contiguous",
+      "aten::index",        "aten::eq",           "aten::ne",         "aten::lt",
+      "aten::le",           "aten::gt",           "aten::ge",         "aten::masked_fill",
+      "aten::where",        "aten::fill_",        "aten::zero_",      "aten::copy_",
+      "aten::masked_fill_", "aten::pow",          "aten::rsub",       "aten::clone",
+      "aten::embedding",    "aten::index_select",
   });
   return kinds;
 }

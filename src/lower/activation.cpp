@@ -1,7 +1,11 @@
 // Activations PyTorch's converter does not handle: hardswish, hardsigmoid,
-// silu, gelu, tanh, relu6, clamp (and hardtanh with any bounds), leaky_relu,
-// and the quantized hardswish. Where NNAPI has no single operation, a short
-// sequence with the same semantics.
+// silu, gelu, tanh, relu6, clamp (number or tensor bounds; clamp_min,
+// clamp_max, hardtanh with any bounds), leaky_relu, the quantized hardswish,
+// and by decomposition into NNAPI feature level 1 to 3 operations glu,
+// softplus, mish, elu, celu, selu (and quantized::elu), log_sigmoid,
+// hardshrink and erf. Where NNAPI has no single operation, a short sequence
+// with the same semantics; a select (NNAPI's SELECT and comparisons are newer
+// than the default target) is a 0/1 mask made with FLOOR (step_above).
 #include "lower/activation.h"
 
 #include <ATen/ATen.h>
@@ -11,6 +15,8 @@
 #include <cmath>
 
 #include "lower/emit.h"
+#include "lower/node_args.h"
+#include "lower/pointwise.h"
 #include "lower/registry.h"
 
 namespace nnapi_convert {
@@ -121,15 +127,14 @@ void lower_tanh(LoweringContext& cx, const Node* node) {
 
 }  // namespace
 
-// gelu(x) = x * Phi(x) = 0.5 x + 0.5 |x| erf(|x| / sqrt 2), with erf on z >= 0
-// by Abramowitz & Stegun 7.1.26 (|error| <= 1.5e-7):
+namespace {
+
+// erf(z) for z >= 0 by Abramowitz & Stegun 7.1.26 (|error| <= 1.5e-7):
 // erf(z) = 1 - (a1 t + a2 t^2 + a3 t^3 + a4 t^4 + a5 t^5) exp(-z^2), t = 1 / (1 + p z).
-Tensor gelu_erf(LoweringContext& cx, const Tensor& x, const Value* out) {
+Tensor erf_nonnegative(LoweringContext& cx, const Tensor& z) {
   const float p = 0.3275911f;
   const float a[5] = {0.254829592f, -0.284496736f, 1.421413741f, -1.453152027f, 1.061405429f};
   auto k = [&](float v) { return float_scalar_tensor(cx, v); };
-  Tensor ax = emit_unary(cx, Op::Abs, x);
-  Tensor z = emit_binary(cx, Op::Mul, ax, k(static_cast<float>(M_SQRT1_2)));
   Tensor den = emit_binary(cx, Op::Add, emit_binary(cx, Op::Mul, z, k(p)), k(1.0f));
   Tensor t = emit_binary(cx, Op::Div, k(1.0f), den);
   Tensor poly = emit_binary(cx, Op::Mul, t, k(a[4]));
@@ -137,7 +142,16 @@ Tensor gelu_erf(LoweringContext& cx, const Tensor& x, const Value* out) {
     poly = emit_binary(cx, Op::Mul, emit_binary(cx, Op::Add, poly, k(a[i])), t);
   }
   Tensor e = emit_unary(cx, Op::Exp, emit_unary(cx, Op::Neg, emit_binary(cx, Op::Mul, z, z)));
-  Tensor erf = emit_binary(cx, Op::Sub, k(1.0f), emit_binary(cx, Op::Mul, poly, e));
+  return emit_binary(cx, Op::Sub, k(1.0f), emit_binary(cx, Op::Mul, poly, e));
+}
+
+}  // namespace
+
+// gelu(x) = x * Phi(x) = 0.5 x + 0.5 |x| erf(|x| / sqrt 2).
+Tensor gelu_erf(LoweringContext& cx, const Tensor& x, const Value* out) {
+  auto k = [&](float v) { return float_scalar_tensor(cx, v); };
+  Tensor ax = emit_unary(cx, Op::Abs, x);
+  Tensor erf = erf_nonnegative(cx, emit_binary(cx, Op::Mul, ax, k(static_cast<float>(M_SQRT1_2))));
   Tensor half_x = emit_binary(cx, Op::Mul, x, k(0.5f));
   Tensor half_ax_erf = emit_binary(cx, Op::Mul, emit_binary(cx, Op::Mul, ax, k(0.5f)), erf);
   return emit_binary(cx, Op::Add, half_x, half_ax_erf, Fuse::None, out);
@@ -217,9 +231,47 @@ void lower_clamp_bounds(LoweringContext& cx, const Node* node, std::optional<dou
   }
 }
 
+// Whether a clamp bound is given (not None).
+bool has_bound(LoweringContext& cx, const Value* v) {
+  return cx.has_operand(v) || !cx.constant_is_none(v);
+}
+
+// A bound given as a tensor (clamp.Tensor, clamp_min.Tensor, ...), computed
+// or constant; a number is not one.
+bool is_tensor_bound(LoweringContext& cx, const Value* v) {
+  return cx.has_operand(v) || (cx.has_constant(v) && cx.constant(v).value.isTensor());
+}
+
+// clamp(x, min, max) with tensor bounds (either may be None): MAXIMUM with min,
+// then MINIMUM with max (PyTorch's order: where min > max the result is max),
+// with PyTorch's broadcasting.
+void lower_clamp_tensors(LoweringContext& cx, const Node* node, const Value* lo, const Value* hi) {
+  check(lo || hi, "clamp needs at least one bound");
+  Tensor y = cx.get_operand(node->input(0));
+  if (lo) {
+    const auto [a, b] = elementwise_operands(cx, y, lo);
+    y = emit_binary(cx, Op::Maximum, a, b, Fuse::None, hi ? nullptr : node->output());
+  }
+  if (hi) {
+    const auto [a, b] = elementwise_operands(cx, y, hi);
+    emit_binary(cx, Op::Minimum, a, b, Fuse::None, node->output());
+  }
+}
+
+// clamp(x, min, max), clamp_min(x, min), clamp_max(x, max): numbers (RELU,
+// RELU1, RELU6 or MAXIMUM/MINIMUM with constants) or tensors.
 void lower_clamp(LoweringContext& cx, const Node* node) {
-  lower_clamp_bounds(cx, node, optional_number(cx, node->input(1)),
-                     optional_number(cx, node->input(2)));
+  const std::string kind = node->kind().toUnqualString();
+  const Value* lo = kind == "clamp_max" ? nullptr : node->input(1);
+  const Value* hi = kind == "clamp_min" ? nullptr : node->input(kind == "clamp" ? 2 : 1);
+  if (lo && !has_bound(cx, lo)) lo = nullptr;
+  if (hi && !has_bound(cx, hi)) hi = nullptr;
+  if ((lo && is_tensor_bound(cx, lo)) || (hi && is_tensor_bound(cx, hi))) {
+    lower_clamp_tensors(cx, node, lo, hi);
+    return;
+  }
+  lower_clamp_bounds(cx, node, lo ? optional_number(cx, lo) : std::nullopt,
+                     hi ? optional_number(cx, hi) : std::nullopt);
 }
 
 // hardtanh(x, lo, hi): clamp with both bounds (RELU1 and RELU6 where they fit).
@@ -265,6 +317,171 @@ void lower_leaky_relu(LoweringContext& cx, const Node* node) {
   cx.model().add_operation(Op::Prelu, {x.id, alpha.id}, {id});
 }
 
+// --- decompositions into feature level 1 to 3 operations --------------------
+
+Tensor k_float(LoweringContext& cx, double v) {
+  return float_scalar_tensor(cx, static_cast<float>(v));
+}
+
+// 1 where v > 0, else 0: ceil(v) = -floor(-v) is >= 1 for v > 0 and <= 0
+// otherwise, so min(relu(ceil(v)), 1) (NEG, FLOOR, NEG, RELU, MINIMUM).
+// Exact, and what stands for a comparison and SELECT below feature level 4.
+Tensor step_above(LoweringContext& cx, const Tensor& v) {
+  Tensor ceil = emit_unary(cx, Op::Neg, emit_unary(cx, Op::Floor, emit_unary(cx, Op::Neg, v)));
+  return emit_binary(cx, Op::Minimum, emit_unary(cx, Op::Relu, ceil), k_float(cx, 1.0));
+}
+
+// m * a + (1 - m) * b for a 0/1 mask m: a where m is 1, b where it is 0,
+// exactly (both finite).
+Tensor select_by_mask(LoweringContext& cx, const Tensor& m, const Tensor& a, const Tensor& b,
+                      const Value* out) {
+  Tensor not_m = emit_binary(cx, Op::Sub, k_float(cx, 1.0), m);
+  return emit_binary(cx, Op::Add, emit_binary(cx, Op::Mul, m, a),
+                     emit_binary(cx, Op::Mul, not_m, b), Fuse::None, out);
+}
+
+// log(1 + exp(-|z|)): never overflows (EXP of a value <= 0).
+Tensor log1p_exp_neg_abs(LoweringContext& cx, const Tensor& z) {
+  Tensor e = emit_unary(cx, Op::Exp, emit_unary(cx, Op::Neg, emit_unary(cx, Op::Abs, z)));
+  return emit_unary(cx, Op::Log, emit_binary(cx, Op::Add, e, k_float(cx, 1.0)));
+}
+
+// log(1 + exp(z)) in the stable form max(z, 0) + log(1 + exp(-|z|)); where
+// exp(-|z|) is below float32's epsilon the log term is lost (an absolute
+// error under 1.2e-7 against log1p).
+Tensor softplus_stable(LoweringContext& cx, const Tensor& z) {
+  return emit_binary(cx, Op::Add, emit_unary(cx, Op::Relu, z), log1p_exp_neg_abs(cx, z));
+}
+
+Tensor float_input(LoweringContext& cx, const Node* node) {
+  Tensor x = cx.get_operand(node->input(0));
+  check(x.op.type == OperandType::TensorFloat32, [&] {
+    return std::string(node->kind().toQualString()) + " of a " +
+           nnapi::operand_type_name(x.op.type) + " tensor is not supported (float32 only)";
+  });
+  return x;
+}
+
+// softplus(x, beta, threshold) = x where x * beta > threshold, else
+// log1p(exp(x * beta)) / beta (PyTorch's kernel): z = x * beta, the stable
+// log(1 + exp(z)) divided by beta, and the threshold as a mask
+// step_above(z - threshold) selecting x exactly.
+void lower_softplus(LoweringContext& cx, const Node* node) {
+  NodeArgs args(cx, node);
+  const Tensor x = float_input(cx, node);
+  const double beta = cx.constant_number(args.value("beta"));
+  const double threshold = cx.constant_number(args.value("threshold"));
+  Tensor z = beta == 1 ? x : emit_binary(cx, Op::Mul, x, k_float(cx, beta));
+  Tensor sp = softplus_stable(cx, z);
+  if (beta != 1) sp = emit_binary(cx, Op::Div, sp, k_float(cx, beta));
+  Tensor m = step_above(cx, emit_binary(cx, Op::Sub, z, k_float(cx, threshold)));
+  select_by_mask(cx, m, x, sp, node->output());
+}
+
+// mish(x) = x * tanh(log1p(exp(x))), the softplus in the stable form.
+void lower_mish(LoweringContext& cx, const Node* node) {
+  const Tensor x = float_input(cx, node);
+  Tensor t = emit_unary(cx, Op::Tanh, softplus_stable(cx, x));
+  emit_binary(cx, Op::Mul, x, t, Fuse::None, node->output());
+}
+
+// elu(x, alpha, scale, input_scale) = x * scale for x > 0, else
+// (exp(x * input_scale) - 1) * alpha * scale (PyTorch's kernel). Without a
+// select: relu(x) * scale + (exp(min(x, 0) * input_scale) - 1) * (alpha *
+// scale), whose second term is exactly 0 for x > 0 and first for x <= 0.
+Tensor emit_elu(LoweringContext& cx, const Tensor& x, double alpha, double scale,
+                double input_scale, const Value* out) {
+  Tensor pos = emit_unary(cx, Op::Relu, x);
+  if (scale != 1) pos = emit_binary(cx, Op::Mul, pos, k_float(cx, scale));
+  Tensor neg = emit_binary(cx, Op::Minimum, x, k_float(cx, 0.0));
+  if (input_scale != 1) neg = emit_binary(cx, Op::Mul, neg, k_float(cx, input_scale));
+  Tensor em1 = emit_binary(cx, Op::Sub, emit_unary(cx, Op::Exp, neg), k_float(cx, 1.0));
+  // PyTorch's negcoef = alpha * scale in float32.
+  const float negcoef = static_cast<float>(alpha) * static_cast<float>(scale);
+  em1 = emit_binary(cx, Op::Mul, em1, float_scalar_tensor(cx, negcoef));
+  return emit_binary(cx, Op::Add, pos, em1, Fuse::None, out);
+}
+
+// SELU's constants (torch.nn.functional.selu).
+constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
+constexpr double kSeluScale = 1.0507009873554804934193349852946;
+
+void lower_elu(LoweringContext& cx, const Node* node) {
+  NodeArgs args(cx, node);
+  const Tensor x = float_input(cx, node);
+  const std::string kind = node->kind().toUnqualString();
+  if (kind == "selu") {
+    emit_elu(cx, x, kSeluAlpha, kSeluScale, 1.0, node->output());
+  } else if (kind == "celu") {
+    // celu(x, alpha) = elu(x, alpha, 1, 1 / alpha), as PyTorch computes it.
+    const double alpha = cx.constant_number(args.value("alpha"));
+    check(alpha != 0, "celu with alpha 0");
+    emit_elu(cx, x, alpha, 1.0, 1.0 / alpha, node->output());
+  } else {
+    emit_elu(cx, x, cx.constant_number(args.value("alpha")),
+             cx.constant_number(args.value("scale")), cx.constant_number(args.value("input_scale")),
+             node->output());
+  }
+}
+
+// quantized::elu(x, output_scale, output_zero_point, alpha, scale,
+// input_scale): DEQUANTIZE, the float elu, QUANTIZE (PyTorch's kernel computes
+// in float on the dequantized values too).
+void lower_quantized_elu(LoweringContext& cx, const Node* node) {
+  NodeArgs args(cx, node);
+  const Tensor x = args.tensor("self");
+  check(is_quant(x.op), "quantized::elu of a float tensor");
+  Tensor y = emit_elu(cx, emit_dequantize(cx, x), cx.constant_number(args.value("alpha")),
+                      cx.constant_number(args.value("scale")),
+                      cx.constant_number(args.value("input_scale")), nullptr);
+  emit_quantize(cx, y, cx.constant_float(args.value("output_scale")),
+                cx.constant_int(args.value("output_zero_point")), node->output());
+}
+
+// log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|)), PyTorch's stable form.
+void lower_log_sigmoid(LoweringContext& cx, const Node* node) {
+  const Tensor x = float_input(cx, node);
+  Tensor lo = emit_binary(cx, Op::Minimum, x, k_float(cx, 0.0));
+  emit_binary(cx, Op::Sub, lo, log1p_exp_neg_abs(cx, x), Fuse::None, node->output());
+}
+
+// hardshrink(x, lambd) = x where |x| > lambd, else 0: x times the mask
+// step_above(|x| - lambd).
+void lower_hardshrink(LoweringContext& cx, const Node* node) {
+  const Tensor x = float_input(cx, node);
+  const double lambd = cx.constant_number(node->input(1));
+  Tensor m =
+      step_above(cx, emit_binary(cx, Op::Sub, emit_unary(cx, Op::Abs, x), k_float(cx, lambd)));
+  emit_binary(cx, Op::Mul, x, m, Fuse::None, node->output());
+}
+
+// erf(x) = sign(x) erf(|x|), erf(|x|) by gelu's polynomial (|error| <=
+// 1.5e-7) and sign(x) = x / max(|x|, 1e-30) (where |x| < 1e-30 the product
+// is below 1e-36 either way).
+void lower_erf(LoweringContext& cx, const Node* node) {
+  const Tensor x = float_input(cx, node);
+  Tensor ax = emit_unary(cx, Op::Abs, x);
+  Tensor sign = emit_binary(cx, Op::Div, x, emit_binary(cx, Op::Maximum, ax, k_float(cx, 1e-30)));
+  emit_binary(cx, Op::Mul, sign, erf_nonnegative(cx, ax), Fuse::None, node->output());
+}
+
+// glu(x, dim) = a * sigmoid(b) for the halves a, b of x along dim (SPLIT,
+// LOGISTIC, MUL).
+void lower_glu(LoweringContext& cx, const Node* node) {
+  const Tensor x = float_input(cx, node);
+  const auto rank = static_cast<int64_t>(x.op.shape.size());
+  const int64_t dim = py_index(cx.constant_int(node->input(1)), rank);
+  const int64_t n = x.op.shape[dim];
+  check(n != 0, "glu over a flexible dimension is not supported; give it a fixed size in --input");
+  check(n % 2 == 0, [&] {
+    return "glu halves dimension " + std::to_string(dim) + ", whose size " + std::to_string(n) +
+           " is odd";
+  });
+  const std::vector<int32_t> halves = emit_split(cx, x, dim, {n / 2, n / 2});
+  const Tensor a{halves[0], cx.operand(halves[0])}, b{halves[1], cx.operand(halves[1])};
+  emit_binary(cx, Op::Mul, a, emit_unary(cx, Op::Logistic, b), Fuse::None, node->output());
+}
+
 }  // namespace
 
 void register_activation_ops(LoweringTable& t) {
@@ -283,9 +500,19 @@ void register_activation_ops(LoweringTable& t) {
           "quantized::relu6 of a non-quantized tensor");
     lower_relu6(cx, node);
   });
-  t.add("aten::clamp", lower_clamp);
+  for (const char* kind : {"aten::clamp", "aten::clamp_min", "aten::clamp_max"}) {
+    t.add(kind, lower_clamp);
+  }
   t.add("aten::hardtanh", lower_hardtanh);
   t.add("aten::leaky_relu", lower_leaky_relu);
+  t.add("aten::softplus", lower_softplus);
+  t.add("aten::mish", lower_mish);
+  for (const char* kind : {"aten::elu", "aten::celu", "aten::selu"}) t.add(kind, lower_elu);
+  t.add("quantized::elu", lower_quantized_elu);
+  t.add("aten::log_sigmoid", lower_log_sigmoid);
+  t.add("aten::hardshrink", lower_hardshrink);
+  t.add("aten::erf", lower_erf);
+  t.add("aten::glu", lower_glu);
 }
 
 }  // namespace nnapi_convert

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "lower/emit.h"
 #include "lower/registry.h"
@@ -37,58 +38,126 @@ std::vector<int64_t> kernel_of(const at::Tensor& weight) {
   return {weight.size(2), weight.size(3)};
 }
 
-void lower_conv2d(LoweringContext& cx, const Node* node) {
-  check(node->inputs().size() == 7, "malformed aten::conv2d");
-  at::Tensor weight = cx.constant_tensor(node->input(1));
-  int32_t bias_id = optional_bias(cx, node->input(2), weight, false);
-  ConvPoolArgs a = make_conv_pool_args(
-      kernel_of(weight), cx.constant_int_list(node->input(3)), cx.constant_int_list(node->input(4)),
-      cx.constant_int_list(node->input(5)), cx.constant_int(node->input(6)));
-  add_conv2d_common(cx, node->output(), 0.0, 0, node->input(0), weight, bias_id, a, false,
-                    cx.fuse_following_activation(node->output()));
-}
-
-// A transposed convolution's output_padding adds rows and columns at the
-// bottom and right of PyTorch's output: they are rows of the full product
-// that the padding would crop, so the bottom/right padding shrinks by it
-// (refused when the padding is smaller).
-void apply_output_padding(ConvPoolArgs& a, const std::vector<int64_t>& output_padding) {
-  check(output_padding.size() == 2, "malformed output_padding");
-  check(output_padding[0] <= a.pad_b && output_padding[1] <= a.pad_r,
-        "transposed convolution with output_padding larger than its padding is not supported");
-  a.pad_b -= output_padding[0];
-  a.pad_r -= output_padding[1];
-}
-
-// A one-element list of a 1-D convolution argument, as the 2-D pair {first, v}.
-std::vector<int64_t> pair_1d(const std::vector<int64_t>& v, int64_t first, const char* what) {
+// A convolution argument as the 2-D pair: as given for a 2-D convolution, {first, v}
+// for a 1-D one (over (N, C, 1, L)).
+std::vector<int64_t> pair_of(const std::vector<int64_t>& v, int64_t first, bool one_d,
+                             const char* what) {
+  if (!one_d) return v;
   check(v.size() == 1, [&] { return std::string("1-D convolution needs one ") + what; });
   return {first, v[0]};
 }
 
-// nn.Conv1d / ConvTranspose1d: the (N, C, L) input reshaped to (N, C, 1, L),
-// the 2-D convolution with the weight's (O, I, 1, K) view, reshaped back.
-void lower_convolution_1d(LoweringContext& cx, const Node* node, at::Tensor weight, bool transpose,
-                          int32_t bias_id) {
-  auto [in_id, in] = cx.get_operand(node->input(0));
-  check(in.shape.size() == 3 && in.dim_order == DimOrder::Contiguous,
-        [&] { return "1-D convolution needs a 3-D (N, C, L) input, got " + shape_str(in.shape); });
-  ConvPoolArgs a = make_conv_pool_args({1, weight.size(2)},
-                                       pair_1d(cx.constant_int_list(node->input(3)), 1, "stride"),
-                                       pair_1d(cx.constant_int_list(node->input(4)), 0, "padding"),
-                                       pair_1d(cx.constant_int_list(node->input(5)), 1, "dilation"),
-                                       cx.constant_int(node->input(8)));
-  if (transpose) {
-    apply_output_padding(a, pair_1d(cx.constant_int_list(node->input(7)), 0, "output_padding"));
+// The window of a 1-D (3-D weight) or 2-D convolution; padding is an int list,
+// or the string 'valid' or 'same' (conv1d/conv2d.padding, _convolution_mode).
+// 'same' pads dilation * (kernel - 1) in all, the odd element after (bottom,
+// right), as ATen's _convolution_mode does; PyTorch allows it with stride 1 only.
+ConvPoolArgs conv_args(LoweringContext& cx, const at::Tensor& weight, const Value* stride,
+                       const Value* padding, const Value* dilation, const Value* groups) {
+  const bool one_d = weight.dim() == 3;
+  const std::vector<int64_t> kernel =
+      one_d ? std::vector<int64_t>{1, weight.size(2)} : kernel_of(weight);
+  const c10::IValue& pad = cx.constant(padding).value;
+  std::vector<int64_t> pads = {0, 0};
+  if (!pad.isString()) pads = pair_of(cx.constant_int_list(padding), 0, one_d, "padding");
+  ConvPoolArgs a = make_conv_pool_args(
+      kernel, pair_of(cx.constant_int_list(stride), 1, one_d, "stride"), pads,
+      pair_of(cx.constant_int_list(dilation), 1, one_d, "dilation"), cx.constant_int(groups));
+  if (pad.isString() && pad.toStringRef() == "same") {
+    check(a.stride_h == 1 && a.stride_w == 1,
+          "padding='same' needs stride 1 (PyTorch refuses strided 'same' convolutions)");
+    const int64_t th = a.dilation_h * (a.kernel_h - 1), tw = a.dilation_w * (a.kernel_w - 1);
+    a.pad_t = th / 2;
+    a.pad_b = th - a.pad_t;
+    a.pad_l = tw / 2;
+    a.pad_r = tw - a.pad_l;
+  } else if (pad.isString()) {
+    check(pad.toStringRef() == "valid",
+          [&] { return "unknown convolution padding '" + pad.toStringRef() + "'"; });
   }
-  std::vector<SymInt> dims = sym_shape({in_id, in});
-  dims.insert(dims.begin() + 2, SymInt{1, ""});
-  Tensor conv =
-      emit_conv2d(cx, nullptr, 0.0, 0, emit_reshape(cx, {in_id, in}, dims), weight.unsqueeze(2),
-                  bias_id, a, transpose, cx.fuse_following_activation(node->output()));
-  std::vector<SymInt> out_dims = sym_shape(conv);
+  return a;
+}
+
+// A transposed convolution's output_padding adds rows and columns at the
+// bottom and right of PyTorch's output. Within the padding they are rows of
+// the full product that the padding would crop, so the bottom/right padding
+// shrinks by it; beyond it they hold the bias alone (no input reaches them):
+// returned as (extra rows, extra columns) for emit_transposed_extra.
+std::pair<int64_t, int64_t> apply_output_padding(ConvPoolArgs& a,
+                                                 const std::vector<int64_t>& output_padding) {
+  check(output_padding.size() == 2, "malformed output_padding");
+  const int64_t extra_h = std::max<int64_t>(0, output_padding[0] - a.pad_b);
+  const int64_t extra_w = std::max<int64_t>(0, output_padding[1] - a.pad_r);
+  a.pad_b = std::max<int64_t>(0, a.pad_b - output_padding[0]);
+  a.pad_r = std::max<int64_t>(0, a.pad_r - output_padding[1]);
+  return {extra_h, extra_w};
+}
+
+// A float transposed convolution whose output_padding exceeds its padding:
+// TRANSPOSE_CONV_2D with a zero bias, PAD of the extra rows and columns with
+// zeros, and ADD of the bias per channel (the extra cells are bias only).
+Tensor emit_transposed_extra(LoweringContext& cx, const Value* out, const Tensor& image,
+                             const at::Tensor& weight, const Value* bias_value,
+                             const ConvPoolArgs& a, std::pair<int64_t, int64_t> extra) {
+  check(image.op.type == OperandType::TensorFloat32,
+        "quantized transposed convolution with output_padding larger than its padding is not "
+        "supported");
+  const at::Tensor bias = cx.constant_is_none(bias_value)
+                              ? at::zeros({weight.size(1) * a.group}, at::kFloat)
+                              : cx.constant_tensor(bias_value).to(at::kFloat);
+  const int32_t zero_bias = cx.add_weight(at::zeros_like(bias));
+  Tensor y = emit_conv2d(cx, nullptr, 0.0, 0, image, weight, zero_bias, a, true, Fuse::None);
+  y = emit_pad(cx, y, {0, 0, 0, 0}, {0, 0, extra.first, extra.second}, 0.0);
+  const Tensor b = float_weight_like(cx, bias.reshape({1, -1, 1, 1}), y.op);
+  return emit_binary(cx, Op::Add, y, b, Fuse::None, out);
+}
+
+// The convolution of `x` (4-D, or 3-D (N, C, L) for a 1-D convolution, whose
+// weight is 3-D: the 2-D convolution over (N, C, 1, L) with the weight's
+// (O, I, 1, K) view, reshaped back). `output_padding` only when transposed.
+void lower_conv_any(LoweringContext& cx, const Node* node, const Value* input, at::Tensor weight,
+                    const Value* bias_value, int32_t bias_id, ConvPoolArgs a, bool transpose,
+                    const std::vector<int64_t>& output_padding) {
+  Tensor x = cx.get_operand(input);
+  const bool one_d = weight.dim() == 3;
+  std::pair<int64_t, int64_t> extra{0, 0};
+  if (transpose)
+    extra = apply_output_padding(a, pair_of(output_padding, 0, one_d, "output_padding"));
+  if (one_d) {
+    check(x.op.shape.size() == 3 && x.op.dim_order == DimOrder::Contiguous, [&] {
+      return "1-D convolution needs a 3-D (N, C, L) input, got " + shape_str(x.op.shape);
+    });
+    std::vector<SymInt> dims = sym_shape(x);
+    dims.insert(dims.begin() + 2, SymInt{1, ""});
+    x = emit_reshape(cx, x, dims);
+    weight = weight.unsqueeze(2);
+  }
+  const Value* out = one_d ? nullptr : node->output();
+  Tensor y;
+  if (extra.first || extra.second) {
+    y = emit_transposed_extra(cx, out, x, weight, bias_value, a, extra);
+  } else {
+    y = emit_conv2d(cx, out, 0.0, 0, x, weight, bias_id, a, transpose,
+                    cx.fuse_following_activation(node->output()));
+  }
+  if (!one_d) return;
+  std::vector<SymInt> out_dims = sym_shape(y);
   out_dims.erase(out_dims.begin() + 2);
-  emit_reshape(cx, conv, out_dims, node->output());
+  emit_reshape(cx, y, out_dims, node->output());
+}
+
+// conv1d / conv2d(input, weight, bias, stride, padding, dilation, groups),
+// padding an int list or 'same'/'valid' (also aten::_convolution_mode, what
+// tracing records for string padding).
+void lower_conv(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 7,
+        [&] { return std::string("malformed ") + node->kind().toQualString(); });
+  at::Tensor weight = cx.constant_tensor(node->input(1));
+  const bool conv1d = node->kind() == c10::Symbol::fromQualString("aten::conv1d");
+  check(!conv1d || weight.dim() == 3, "aten::conv1d needs a 3-D weight");
+  int32_t bias_id = optional_bias(cx, node->input(2), weight, false);
+  ConvPoolArgs a =
+      conv_args(cx, weight, node->input(3), node->input(4), node->input(5), node->input(6));
+  lower_conv_any(cx, node, node->input(0), weight, node->input(2), bias_id, a, false, {});
 }
 
 void lower_convolution(LoweringContext& cx, const Node* node) {
@@ -96,16 +165,43 @@ void lower_convolution(LoweringContext& cx, const Node* node) {
   at::Tensor weight = cx.constant_tensor(node->input(1));
   bool transpose = cx.constant(node->input(6)).value.toBool();
   int32_t bias_id = optional_bias(cx, node->input(2), weight, transpose);
-  if (weight.dim() == 3) {
-    lower_convolution_1d(cx, node, weight, transpose, bias_id);
-    return;
+  ConvPoolArgs a =
+      conv_args(cx, weight, node->input(3), node->input(4), node->input(5), node->input(8));
+  lower_conv_any(cx, node, node->input(0), weight, node->input(2), bias_id, a, transpose,
+                 transpose ? cx.constant_int_list(node->input(7)) : std::vector<int64_t>{});
+}
+
+// A float transposed convolution that TRANSPOSE_CONV_2D cannot take as it is,
+// made one it can: groups as one dense convolution whose (in, out) weight is
+// block diagonal, dilation as a kernel with dilation - 1 zeros between taps.
+// Both add only products with zero weights (exact); a grouped one costs
+// `groups` times the multiplications.
+void densify_transposed_weight(at::Tensor* weight, ConvPoolArgs* a) {
+  at::Tensor w = *weight;  // (in, out / groups, kh, kw)
+  if (a->group > 1) {
+    const int64_t in = w.size(0), per_out = w.size(1), g = a->group;
+    check(in % g == 0, "transposed convolution input channels are not a multiple of groups");
+    at::Tensor dense = at::zeros({in, per_out * g, w.size(2), w.size(3)}, w.options());
+    const int64_t per_in = in / g;
+    for (int64_t k = 0; k < g; ++k) {
+      dense.slice(0, k * per_in, (k + 1) * per_in)
+          .slice(1, k * per_out, (k + 1) * per_out)
+          .copy_(w.slice(0, k * per_in, (k + 1) * per_in));
+    }
+    w = dense;
+    a->group = 1;
   }
-  ConvPoolArgs a = make_conv_pool_args(
-      kernel_of(weight), cx.constant_int_list(node->input(3)), cx.constant_int_list(node->input(4)),
-      cx.constant_int_list(node->input(5)), cx.constant_int(node->input(8)));
-  if (transpose) apply_output_padding(a, cx.constant_int_list(node->input(7)));
-  add_conv2d_common(cx, node->output(), 0.0, 0, node->input(0), weight, bias_id, a, transpose,
-                    cx.fuse_following_activation(node->output()));
+  if (a->dilation_h != 1 || a->dilation_w != 1) {
+    const int64_t kh = a->dilation_h * (w.size(2) - 1) + 1,
+                  kw = a->dilation_w * (w.size(3) - 1) + 1;
+    at::Tensor dilated = at::zeros({w.size(0), w.size(1), kh, kw}, w.options());
+    dilated.slice(2, 0, kh, a->dilation_h).slice(3, 0, kw, a->dilation_w).copy_(w);
+    w = dilated;
+    a->kernel_h = kh;
+    a->kernel_w = kw;
+    a->dilation_h = a->dilation_w = 1;
+  }
+  *weight = w;
 }
 
 bool approx_equal(double a, double b) { return std::abs(a - b) <= 1e-6 * std::min(a, b); }
@@ -122,10 +218,19 @@ void add_conv2d_common(LoweringContext& cx, const Value* out, double out_scale,
 
 Tensor emit_conv2d(LoweringContext& cx, const Value* out, double out_scale, int64_t out_zero_point,
                    const Tensor& image_operand, const at::Tensor& weight, int32_t bias_id,
-                   const ConvPoolArgs& args, bool transpose, Fuse fuse) {
+                   const ConvPoolArgs& args_in, bool transpose, Fuse fuse) {
   const auto& [image_id, image] = image_operand;
   check(image.shape.size() == 4,
         [&] { return "convolution needs a 4-D input, got " + shape_str(image.shape); });
+  if (transpose && weight.scalar_type() == at::kFloat &&
+      (args_in.group > 1 || args_in.dilation_h != 1 || args_in.dilation_w != 1)) {
+    at::Tensor dense = weight;
+    ConvPoolArgs a = args_in;
+    densify_transposed_weight(&dense, &a);
+    return emit_conv2d(cx, out, out_scale, out_zero_point, image_operand, dense, bias_id, a, true,
+                       fuse);
+  }
+  const ConvPoolArgs& args = args_in;
   int64_t in_c = image.shape[1];
   check(args.group >= 1, "convolution groups must be positive");
   // Which NNAPI convolution, and how the PyTorch weight is permuted for it.
@@ -254,7 +359,9 @@ std::string convolution_support(const Node* node) {
 }  // namespace
 
 void register_convolution_ops(LoweringTable& t) {
-  t.add("aten::conv2d", lower_conv2d);
+  for (const char* kind : {"aten::conv1d", "aten::conv2d", "aten::_convolution_mode"}) {
+    t.add(kind, lower_conv);
+  }
   t.add("aten::_convolution", lower_convolution);
   t.add_support_check("aten::conv2d", convolution_support);
   t.add_support_check("aten::_convolution", convolution_support);

@@ -122,13 +122,53 @@ Tensor emit_tile(LoweringContext& cx, const Tensor& x, const std::vector<int64_t
   return y;
 }
 
-Tensor emit_pad(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& before,
-                const std::vector<int64_t>& after, double value, const Value* out) {
+Tensor emit_crop(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& before,
+                 const std::vector<int64_t>& after, const Value* out) {
   const auto rank = static_cast<int64_t>(x.op.shape.size());
   std::vector<SymInt> dims;
+  std::vector<int64_t> begins(rank, 0), ends(rank, 0), strides(rank, 1);
+  int32_t end_mask = 0;
   for (int64_t d = 0; d < rank; ++d) {
-    check(before[d] >= 0 && after[d] >= 0,
-          "negative padding (cropping) is not supported; slice the tensor instead");
+    const int64_t n = x.op.shape[d], cut = before[d] + after[d];
+    check(before[d] >= 0 && after[d] >= 0 && (n == 0 || cut < n), [&] {
+      return "cropping " + std::to_string(cut) + " elements off dimension " + std::to_string(d) +
+             " of " + shape_str(x.op.shape) + " leaves nothing";
+    });
+    dims.push_back(padded_dim(sym_dim(x.id, x.op.shape, d), -cut));
+    // NNAPI axis a holds PyTorch dim d; a negative end counts from the end.
+    const int64_t a = nnapi_axis(x.op, d);
+    begins[a] = before[d];
+    ends[a] = -after[d];
+    if (after[d] == 0) end_mask |= 1 << a;
+  }
+  const std::vector<int32_t> inputs =
+      strided_slice_inputs(cx, x.id, begins, ends, strides, end_mask, 0);
+  const Tensor y = cx.add_output(out, x.op, dims);
+  cx.model().add_operation(Op::StridedSlice, inputs, {y.id});
+  return y;
+}
+
+Tensor emit_pad(LoweringContext& cx, const Tensor& x_in, const std::vector<int64_t>& before_in,
+                const std::vector<int64_t>& after_in, double value, const Value* out) {
+  const auto rank = static_cast<int64_t>(x_in.op.shape.size());
+  // Negative amounts crop (PyTorch's constant padding by -k removes k
+  // elements): a STRIDED_SLICE first, then PAD by the positive amounts.
+  std::vector<int64_t> before = before_in, after = after_in, crop_before(rank, 0),
+                       crop_after(rank, 0);
+  bool crops = false, pads = false;
+  for (int64_t d = 0; d < rank; ++d) {
+    crop_before[d] = std::max<int64_t>(0, -before[d]);
+    crop_after[d] = std::max<int64_t>(0, -after[d]);
+    before[d] = std::max<int64_t>(0, before[d]);
+    after[d] = std::max<int64_t>(0, after[d]);
+    crops = crops || crop_before[d] || crop_after[d];
+    pads = pads || before[d] || after[d];
+  }
+  const Tensor x =
+      crops ? emit_crop(cx, x_in, crop_before, crop_after, pads ? nullptr : out) : x_in;
+  if (crops && !pads) return x;
+  std::vector<SymInt> dims;
+  for (int64_t d = 0; d < rank; ++d) {
     dims.push_back(padded_dim(sym_dim(x.id, x.op.shape, d), before[d] + after[d]));
   }
   // Rows [before, after] in the NNAPI operand's dim order.

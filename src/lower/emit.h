@@ -96,9 +96,15 @@ Tensor emit_concat(LoweringContext& cx, const std::vector<Tensor>& parts, int64_
 // Pads `x` by before[d] / after[d] elements in each PyTorch dim d with
 // `value`: NNAPI PAD, which fills with the logical zero (a quantized tensor's
 // zero point), or PAD_V2 for another value (quantized for QUANT8 tensors).
-// Padded flexible dims get shape-compute lines.
+// Negative amounts crop that many elements first (emit_crop), as PyTorch's
+// constant padding does. Padded flexible dims get shape-compute lines.
 Tensor emit_pad(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& before,
                 const std::vector<int64_t>& after, double value, const Value* out = nullptr);
+// Removes before[d] elements from the start and after[d] from the end of each
+// PyTorch dim d (all >= 0): one STRIDED_SLICE (a negative end counts from the
+// end, so flexible dims can be cropped too).
+Tensor emit_crop(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& before,
+                 const std::vector<int64_t>& after, const Value* out = nullptr);
 // Broadcast output shape per PyTorch's rules (trailing alignment); 0 = flexible.
 Shape broadcast_shape(const Shape& a, const Shape& b);
 

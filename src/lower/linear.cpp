@@ -1,4 +1,6 @@
 // Fully connected layers: aten::linear and aten::addmm.
+#include <ATen/ATen.h>
+
 #include "lower/emit.h"
 #include "lower/matmul.h"
 #include "lower/registry.h"
@@ -79,14 +81,34 @@ void lower_linear(LoweringContext& cx, const Node* node) {
   add_fully_connected(cx, node, false, node->input(0), node->input(1), node->input(2));
 }
 
+// addmm(bias, x, w, beta, alpha) = beta * bias + alpha * (x @ w). With alpha
+// and beta 1 (PyTorch's converter's only form) FULLY_CONNECTED as linear; else
+// the constant weight and bias are scaled at conversion (float32; alpha * w
+// rounds before the product, where PyTorch rounds alpha * (x @ w)), and beta
+// 0 drops the bias.
 void lower_addmm(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 5, "malformed aten::addmm");
-  for (const Value* v : {node->input(3), node->input(4)}) {
-    const c10::IValue& s = cx.constant(v).value;
+  double scale[2];
+  for (int i = 0; i < 2; ++i) {
+    const c10::IValue& s = cx.constant(node->input(3 + i)).value;
     check(s.isInt() || s.isDouble(), "addmm alpha and beta must be numbers");
-    check(s.toScalar().toDouble() == 1.0, "NNAPI fully connected does not support alpha and beta");
+    scale[i] = s.toScalar().toDouble();
   }
-  add_fully_connected(cx, node, true, node->input(1), node->input(2), node->input(0));
+  const double beta = scale[0], alpha = scale[1];
+  if (beta == 1 && alpha == 1) {
+    add_fully_connected(cx, node, true, node->input(1), node->input(2), node->input(0));
+    return;
+  }
+  check(cx.has_constant(node->input(0)) && !cx.has_operand(node->input(0)) &&
+            cx.has_constant(node->input(2)) && !cx.has_operand(node->input(2)),
+        "addmm with alpha or beta needs a constant weight and bias");
+  const at::Tensor w = cx.constant_tensor(node->input(2)).to(at::kFloat);
+  at::Tensor b = cx.constant_tensor(node->input(0)).to(at::kFloat);
+  check(b.dim() <= 1, "addmm with alpha or beta needs a 1-D bias");
+  b = beta == 0 ? at::zeros({w.size(1)}, at::kFloat)
+                : (b.expand({w.size(1)}) * static_cast<float>(beta)).contiguous();
+  product_with_constant(cx, product_operand(cx, node->input(1), "addmm", 2),
+                        w * static_cast<float>(alpha), node->output(), &b);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 // Matrix products of float32 tensors: aten::matmul, aten::bmm, aten::baddbmm,
+// aten::cumsum (a product with a triangular matrix of ones),
 // aten::t.
 //
 // A product with a constant 2-D right operand (x @ w, x @ w.t() once frozen)
@@ -44,7 +45,7 @@ Tensor product_operand(LoweringContext& cx, const Value* v, const char* what, si
 // x (..., K) @ w (K, N) with w constant: FULLY_CONNECTED with weight w.t()
 // and a zero bias on x flattened to (M, K), reshaped back to (..., N).
 Tensor product_with_constant(LoweringContext& cx, const Tensor& x, const at::Tensor& w,
-                             const Value* out) {
+                             const Value* out, const at::Tensor* bias) {
   std::vector<SymInt> dims = sym_shape(x);
   check(dims.back().is_constant(), "matmul over a flexible inner dimension is not supported");
   check(w.size(0) == dims.back().value, [&] {
@@ -60,7 +61,8 @@ Tensor product_with_constant(LoweringContext& cx, const Tensor& x, const at::Ten
   }
   ModelBuilder& m = cx.model();
   const int32_t weight_id = cx.add_weight(w.t().contiguous(), DimOrder::Contiguous);
-  const int32_t bias_id = cx.add_weight(at::zeros({w.size(1)}, at::kFloat), DimOrder::Contiguous);
+  const int32_t bias_id =
+      cx.add_weight(bias ? *bias : at::zeros({w.size(1)}, at::kFloat), DimOrder::Contiguous);
   const int32_t fuse = m.add_int_scalar(static_cast<int32_t>(Fuse::None));
   Operand fc = x.op.with_shape({flat.op.shape[0], w.size(1)});
   const int32_t fc_id = make_output(cx, flat_input ? out : nullptr, fc, &flat);
@@ -309,18 +311,60 @@ void lower_product(LoweringContext& cx, const Node* node, const char* what) {
 
 // baddbmm(input, batch1, batch2, beta, alpha) = beta * input + alpha * (batch1
 // @ batch2), what nn.MultiheadAttention computes with an attention mask: the
-// product, then an ADD of input (broadcast, e.g. a constant mask). beta and
-// alpha must be 1.
+// product, then an ADD of input (broadcast, e.g. a constant mask). An alpha or
+// beta other than 1 is a MUL by it (float32) of the product or of input; with
+// beta 0 input is not read (as PyTorch ignores it, NaNs included).
 void lower_baddbmm(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 5, "malformed aten::baddbmm");
-  for (const Value* v : {node->input(3), node->input(4)}) {
-    check(cx.constant_number(v) == 1.0, "baddbmm with beta or alpha other than 1 is not supported");
+  const double beta = cx.constant_number(node->input(3));
+  const double alpha = cx.constant_number(node->input(4));
+  Tensor prod = product(cx, node->input(1), node->input(2), "baddbmm",
+                        beta == 0 && alpha == 1 ? node->output() : nullptr);
+  if (alpha != 1) {
+    prod = emit_binary(cx, Op::Mul, prod, float_scalar_tensor(cx, static_cast<float>(alpha)),
+                       Fuse::None, beta == 0 ? node->output() : nullptr);
   }
-  Tensor prod = product(cx, node->input(1), node->input(2), "baddbmm", nullptr);
+  if (beta == 0) return;
   auto [id, o] = cx.get_operand_or_constant(node->input(0), DimOrder::Contiguous);
   check(o.type == OperandType::TensorFloat32 && o.dim_order == DimOrder::Contiguous,
         "baddbmm needs a float32 input in PyTorch's element order");
-  emit_binary(cx, Op::Add, prod, {id, o}, Fuse::None, node->output());
+  Tensor input{id, o};
+  if (beta != 1) {
+    input = emit_binary(cx, Op::Mul, input, float_scalar_tensor(cx, static_cast<float>(beta)));
+  }
+  emit_binary(cx, Op::Add, prod, input, Fuse::None, node->output());
+}
+
+// cumsum(x, dim, dtype) = x @ U along dim, U the upper triangular (n, n)
+// matrix of ones: the dim moved last (TRANSPOSE; NHWC data made NCHW first),
+// FULLY_CONNECTED (product_with_constant) and moved back. Each output is a sum
+// of the same terms as PyTorch's running sum, added in another order (float32
+// rounding of that order).
+void lower_cumsum(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 3, "malformed aten::cumsum");
+  check(cx.constant_is_none(node->input(2)) ||
+            static_cast<c10::ScalarType>(cx.constant_int(node->input(2))) == at::kFloat,
+        "cumsum with a dtype other than float32 is not supported");
+  Tensor x = product_operand(cx, node->input(0), "cumsum", 1);
+  const auto rank = static_cast<int64_t>(x.op.shape.size());
+  const int64_t d = py_index(cx.constant_int(node->input(1)), rank);
+  const int64_t n = x.op.shape[d];
+  check(n > 0, "cumsum along a flexible dimension is not supported; give it a fixed size");
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (i != d) perm.push_back(i);
+  }
+  perm.push_back(d);
+  std::vector<int64_t> back(rank);
+  for (int64_t i = 0; i < rank; ++i) back[perm[i]] = i;
+  const bool moved = d != rank - 1;
+  Tensor y = emit_permute(cx, x, perm);
+  y = product_with_constant(cx, y, at::ones({n, n}, at::kFloat).triu(),
+                            moved ? nullptr : node->output());
+  if (moved) {
+    y = emit_permute(cx, y, back);
+    cx.reinterpret(node->output(), y.id, y.op);
+  }
 }
 
 // t(x): the transpose of a 2-D tensor; 0-D and 1-D tensors are returned as is.
@@ -357,6 +401,7 @@ void register_matmul_ops(LoweringTable& t) {
     lower_product(cx, n, "bmm");
   });
   t.add("aten::baddbmm", lower_baddbmm);
+  t.add("aten::cumsum", lower_cumsum);
   t.add("aten::t", lower_t);
 }
 

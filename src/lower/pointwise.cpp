@@ -4,6 +4,10 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <string>
+#include <tuple>
+
 #include "lower/emit.h"
 #include "lower/registry.h"
 
@@ -95,8 +99,14 @@ void lower_pow(LoweringContext& cx, const Node* node) {
   };
   const std::optional<double> base = number(node->input(0));
   const std::optional<double> exponent = number(node->input(1));
-  check(base.has_value() != exponent.has_value(),
-        "pow needs one tensor and one number (a constant exponent or base)");
+  check(!(base && exponent), "pow of two numbers");
+  if (!base && !exponent) {
+    // Two tensors (computed or constant): POW with PyTorch's broadcasting.
+    const auto [x, y] = elementwise_operands(cx, node->input(0), node->input(1));
+    check(x.op.type == OperandType::TensorFloat32, "pow of a non-float tensor is not supported");
+    emit_binary(cx, Op::Pow, x, y, Fuse::None, node->output());
+    return;
+  }
   const Tensor x = cx.get_operand(node->input(base ? 1 : 0));
   check(x.op.type == OperandType::TensorFloat32, "pow of a non-float tensor is not supported");
   if (base) {
@@ -119,20 +129,42 @@ void lower_pow(LoweringContext& cx, const Node* node) {
   }
 }
 
+void lower_alpha_add_sub(LoweringContext& cx, const Node* node, Op op, const Value* a,
+                         const Value* b, double alpha);
+
 void lower_add_sub(LoweringContext& cx, const Node* node, Op op) {
-  check(cx.constant_number(node->input(2)) == 1, "NNAPI does not support add/sub with alpha");
+  const double alpha = cx.constant_number(node->input(2));
+  if (alpha != 1) {
+    lower_alpha_add_sub(cx, node, op, node->input(0), node->input(1), alpha);
+    return;
+  }
   lower_binary(cx, node, op, cx.fuse_following_activation(node->output()));
 }
 
 // rsub(x, y, alpha) = y - alpha * x: what `1 - x` becomes.
 void lower_rsub(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 3, "malformed aten::rsub");
-  check(cx.constant_number(node->input(2)) == 1, "NNAPI does not support rsub with alpha");
+  const double alpha = cx.constant_number(node->input(2));
+  if (alpha != 1) {
+    lower_alpha_add_sub(cx, node, Op::Sub, node->input(1), node->input(0), alpha);
+    return;
+  }
   lower_binary_values(cx, node->input(1), node->input(0), node->output(), Op::Sub,
                       cx.fuse_following_activation(node->output()));
 }
 
+void lower_div_mode(LoweringContext& cx, const Node* node, const Value* a, const Value* b,
+                    const std::string& mode);
+
 void lower_mul_div(LoweringContext& cx, const Node* node, Op op) {
+  if (op == Op::Div && node->inputs().size() == 3 &&
+      node->input(2)->type()->kind() != c10::TypeKind::TensorType) {
+    // div.Tensor_mode / div.Scalar_mode(self, other, rounding_mode)
+    const c10::IValue& mode = cx.constant(node->input(2)).value;
+    lower_div_mode(cx, node, node->input(0), node->input(1),
+                   mode.isNone() ? std::string("none") : mode.toStringRef());
+    return;
+  }
   check(node->inputs().size() == 2,
         "only plain tensor-by-tensor mul and div convert (no rounding_mode or out= arguments)");
   lower_binary(cx, node, op, cx.fuse_following_activation(node->output()));
@@ -309,6 +341,176 @@ void lower_binary_values(LoweringContext& cx, const Value* a, const Value* b,
   cx.model().add_operation(op, {id0, id1, fuse_id}, {out_id});
 }
 
+namespace {
+
+// A constant tensor as an operand beside `other`: its dtype, leading 1s up to
+// its rank, and its layout when both are 4-D.
+Tensor constant_beside(LoweringContext& cx, const Value* v, const Tensor& other) {
+  at::Tensor t = cx.constant_tensor(v);
+  check(!t.is_quantized() && !t.is_complex(),
+        "elementwise operation with a quantized or complex "
+        "constant is not supported");
+  switch (other.op.type) {
+    case OperandType::TensorFloat32:
+      t = t.to(at::kFloat);
+      break;
+    case OperandType::TensorInt32:
+      t = t.to(at::kInt);
+      break;
+    default:
+      fail("an elementwise operation between a constant and a quantized tensor is not supported");
+  }
+  const auto rank = static_cast<int64_t>(other.op.shape.size());
+  if (t.dim() == 0) {
+    t = t.reshape({1});
+  } else if (t.dim() < rank) {
+    std::vector<int64_t> shape(rank - t.dim(), 1);
+    for (int64_t d : t.sizes()) shape.push_back(d);
+    t = t.reshape(shape);
+  }
+  const DimOrder order = t.dim() == 4 && rank == 4 ? other.op.dim_order : DimOrder::Contiguous;
+  const int32_t id = cx.add_weight(t.contiguous(), order);
+  return {id, cx.operand(id)};
+}
+
+}  // namespace
+
+namespace {
+
+// `v` as an operand beside `other`: its own operand when computed, else a
+// float32 (1) constant for a number, else constant_beside.
+Tensor operand_beside(LoweringContext& cx, const Value* v, const Tensor& other) {
+  if (cx.has_operand(v)) return cx.get_operand(v);
+  if (const std::optional<double> n = number_operand(cx, v)) {
+    check(other.op.type == OperandType::TensorFloat32,
+          "an elementwise operation between a number and a non-float tensor is not supported");
+    return float_scalar_tensor(cx, static_cast<float>(*n));
+  }
+  return constant_beside(cx, v, other);
+}
+
+// x and y laid out alike (see elementwise_operands in pointwise.h).
+std::pair<Tensor, Tensor> align_layouts(LoweringContext& cx, Tensor x, Tensor y) {
+  check(x.op.type == y.op.type, [&] {
+    return std::string("elementwise operation on tensors of different types (") +
+           nnapi::operand_type_name(x.op.type) + " and " + nnapi::operand_type_name(y.op.type) +
+           ")";
+  });
+  const bool x_nhwc = x.op.dim_order == DimOrder::ChannelsLast;
+  const bool y_nhwc = y.op.dim_order == DimOrder::ChannelsLast;
+  auto single = [](const Tensor& t) {
+    return std::all_of(t.op.shape.begin(), t.op.shape.end(), [](int64_t n) { return n == 1; });
+  };
+  if (x_nhwc != y_nhwc && !single(x) && !single(y)) {
+    Tensor& nchw = x_nhwc ? y : x;
+    Tensor& nhwc = x_nhwc ? x : y;
+    if (x.op.shape.size() == y.op.shape.size()) {
+      nchw = emit_relayout(cx, nchw, DimOrder::ChannelsLast);
+    } else {
+      nhwc = emit_relayout(cx, nhwc, DimOrder::Contiguous);
+    }
+  }
+  return {x, y};
+}
+
+}  // namespace
+
+std::pair<Tensor, Tensor> elementwise_operands(LoweringContext& cx, const Value* a,
+                                               const Value* b) {
+  check(cx.has_operand(a) || cx.has_operand(b),
+        "can't do an NNAPI elementwise operation on two constants");
+  if (!cx.has_operand(a)) {
+    const Tensor y = cx.get_operand(b);
+    return align_layouts(cx, operand_beside(cx, a, y), y);
+  }
+  return elementwise_operands(cx, cx.get_operand(a), b);
+}
+
+std::pair<Tensor, Tensor> elementwise_operands(LoweringContext& cx, const Tensor& x,
+                                               const Value* v) {
+  return align_layouts(cx, x, operand_beside(cx, v, x));
+}
+
+namespace {
+
+// Refuses a non-float32 operand of a decomposition that NNAPI computes in float.
+void check_float(const Tensor& t, const Node* node) {
+  check(t.op.type == OperandType::TensorFloat32, [&] {
+    return std::string(node->kind().toQualString()) + " of a " +
+           nnapi::operand_type_name(t.op.type) + " tensor is not supported (float32 only)";
+  });
+}
+
+// a + alpha * b, a - alpha * b, and rsub's b - alpha * a, for alpha != 1:
+// MUL of the scaled side by alpha (float32, as PyTorch rounds alpha * b), then
+// ADD or SUB. A number side is scaled in float32 here.
+void lower_alpha_add_sub(LoweringContext& cx, const Node* node, Op op, const Value* a,
+                         const Value* b, double alpha) {
+  const float k = static_cast<float>(alpha);
+  Tensor x, y;
+  if (const std::optional<double> n = number_operand(cx, b)) {
+    x = cx.get_operand(a);
+    check_float(x, node);
+    y = float_scalar_tensor(cx, k * static_cast<float>(*n));
+  } else {
+    std::tie(x, y) = elementwise_operands(cx, a, b);
+    check_float(x, node);
+    y = emit_binary(cx, Op::Mul, y, float_scalar_tensor(cx, k));
+  }
+  emit_binary(cx, op, x, y, cx.fuse_following_activation(node->output()), node->output());
+}
+
+// trunc(q) = floor(relu(q)) - floor(relu(-q)): floor(q) for q >= 0, -floor(-q)
+// below (FLOOR is NNAPI feature level 1, no select needed).
+Tensor emit_trunc(LoweringContext& cx, const Tensor& q, const Value* out) {
+  Tensor up = emit_unary(cx, Op::Floor, emit_unary(cx, Op::Relu, q));
+  Tensor down = emit_unary(cx, Op::Floor, emit_unary(cx, Op::Relu, emit_unary(cx, Op::Neg, q)));
+  return emit_binary(cx, Op::Sub, up, down, Fuse::None, out);
+}
+
+// div(a, b, rounding_mode): None is DIV; 'trunc' is trunc(a / b), 'floor'
+// FLOOR(a / b) (float32). PyTorch's floor mode derives the quotient from fmod
+// (Python's `//`), which differs from floor(a / b) only where a / b rounds up
+// to a whole number (1 // 0.1 is 9 there, 10 here).
+void lower_div_mode(LoweringContext& cx, const Node* node, const Value* a, const Value* b,
+                    const std::string& mode) {
+  const auto [x, y] = elementwise_operands(cx, a, b);
+  check_float(x, node);
+  if (mode == "none") {
+    emit_binary(cx, Op::Div, x, y, Fuse::None, node->output());
+    return;
+  }
+  Tensor q = emit_binary(cx, Op::Div, x, y);
+  if (mode == "floor") {
+    emit_unary(cx, Op::Floor, q, node->output());
+  } else {
+    check(mode == "trunc",
+          [&] { return "div with unknown rounding_mode '" + mode + "' (trunc or floor)"; });
+    emit_trunc(cx, q, node->output());
+  }
+}
+
+// remainder(a, b) = a - floor(a / b) * b (float32): PyTorch's fmod with the
+// divisor's sign, to the rounding of those three operations.
+void lower_remainder(LoweringContext& cx, const Node* node) {
+  const auto [x, y] = elementwise_operands(cx, node->input(0), node->input(1));
+  check_float(x, node);
+  Tensor f = emit_unary(cx, Op::Floor, emit_binary(cx, Op::Div, x, y));
+  emit_binary(cx, Op::Sub, x, emit_binary(cx, Op::Mul, f, y), Fuse::None, node->output());
+}
+
+void lower_max_min(LoweringContext& cx, const Node* node, Op op) {
+  check(node->inputs().size() == 2, "malformed elementwise maximum/minimum");
+  const auto [x, y] = elementwise_operands(cx, node->input(0), node->input(1));
+  check(x.op.type != OperandType::TensorQuant8Asymm ||
+            (x.op.scale == y.op.scale && x.op.zero_point == y.op.zero_point),
+        "quantized maximum/minimum of tensors with different scales or zero points is not "
+        "supported");
+  emit_binary(cx, op, x, y, Fuse::None, node->output());
+}
+
+}  // namespace
+
 void register_pointwise_ops(LoweringTable& t) {
   t.add("aten::relu", [](LoweringContext& cx, const Node* n) { lower_unary(cx, n, Op::Relu); });
   t.add("aten::sigmoid",
@@ -332,6 +534,14 @@ void register_pointwise_ops(LoweringTable& t) {
   t.add("aten::log_softmax",
         [](LoweringContext& cx, const Node* n) { lower_softmax_like(cx, n, Op::LogSoftmax); });
   t.add("aten::prelu", lower_prelu);
+  t.add("aten::floor_divide", [](LoweringContext& cx, const Node* n) {
+    lower_div_mode(cx, n, n->input(0), n->input(1), "floor");
+  });
+  t.add("aten::remainder", lower_remainder);
+  t.add("aten::maximum",
+        [](LoweringContext& cx, const Node* n) { lower_max_min(cx, n, Op::Maximum); });
+  t.add("aten::minimum",
+        [](LoweringContext& cx, const Node* n) { lower_max_min(cx, n, Op::Minimum); });
 }
 
 }  // namespace nnapi_convert

@@ -17,4 +17,17 @@ void lower_binary_values(LoweringContext& cx, const Value* a, const Value* b,
                          const Value* out_value, nnapi::Op op, nnapi::Fuse fuse,
                          std::optional<std::pair<double, int64_t>> qparams = std::nullopt);
 
+// The two operands of an elementwise operation PyTorch's converter does not
+// lower (MAXIMUM, MINIMUM, POW of two tensors, add with alpha, ...): each a
+// computed tensor, a constant tensor or a Python number (a float32 (1)
+// constant, which NNAPI broadcasts), for PyTorch's broadcasting. They are laid
+// out alike: against a 4-D channels-last operand a 4-D NCHW one is made NHWC
+// (any shape: a TRANSPOSE); against an operand of another rank a channels-last
+// one is made NCHW. A constant takes the other side's dtype and layout.
+std::pair<Tensor, Tensor> elementwise_operands(LoweringContext& cx, const Value* a, const Value* b);
+// The same for an operand already made (`x`, e.g. an intermediate result) and
+// a value `v`: v's operand beside x, both laid out alike.
+std::pair<Tensor, Tensor> elementwise_operands(LoweringContext& cx, const Tensor& x,
+                                               const Value* v);
+
 }  // namespace nnapi_convert

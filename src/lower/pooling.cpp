@@ -1,5 +1,6 @@
-// Pooling, reductions and resizing: max_pool2d, avg_pool2d,
-// adaptive_avg_pool2d, adaptive_max_pool2d, their 1-D forms (max_pool1d,
+// Pooling, reductions and resizing: max_pool2d, avg_pool2d (every
+// count_include_pad, divisor_override, ceil_mode and padding),
+// adaptive_avg_pool2d (any output size, float), adaptive_max_pool2d, their 1-D forms (max_pool1d,
 // avg_pool1d, adaptive_avg_pool1d, adaptive_max_pool1d), mean,
 // upsample_nearest2d, upsample_bilinear2d.
 #include <ATen/ATen.h>
@@ -20,6 +21,9 @@ namespace {
 
 using nnapi::Fuse;
 using nnapi::Op;
+
+Tensor separable_by_products(LoweringContext& cx, const Tensor& x, const at::Tensor& a_h,
+                             const at::Tensor& a_w);
 
 // The 11 inputs of NNAPI's explicit-padding pooling form.
 std::vector<int32_t> pool_inputs(LoweringContext& cx, int32_t image_id, const Operand& image,
@@ -53,46 +57,104 @@ Tensor emit_max_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, b
   return y;
 }
 
-// avg_pool2d with count_include_pad and no divisor_override, the only form
-// NNAPI can express.
+// How PyTorch divides an average pool's window sums.
+struct AvgDivisor {
+  bool count_include_pad = true;
+  int64_t divisor_override = 0;  // 0: none
+};
+
+// avg_pool2d, each form PyTorch has. PyTorch sums window (i, j) clamped to the
+// input and divides by divisor_override, or by the window's cells within the
+// padded input (count_include_pad; ceil_mode's extra windows stop at the
+// padding) or within the input. NNAPI's AVERAGE_POOL_2D with explicit padding
+// (ceil_mode's extra windows as more bottom/right padding, apply_ceil_mode)
+// divides by the cells within the input, so:
+// - count_include_pad=False (or no padding and no ceil_mode overhang), no
+//   divisor_override: AVERAGE_POOL_2D alone (any height and width);
+// - count_include_pad with padding and nothing else: PAD with zeros, then the
+//   pool (as before; quantized too);
+// - otherwise: AVERAGE_POOL_2D, then MUL by the constant map of (cells within
+//   the input) / (PyTorch's divisor) per output position (float32, fixed
+//   height and width; exact up to the rounding of that product).
 Tensor emit_avg_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, bool ceil_mode,
-                     const Value* out) {
-  check(image.op.shape.size() == 4, "avg_pool2d needs a 4-D input");
-  if (ceil_mode) {
-    check(image.op.shape[2] != 0 && image.op.shape[3] != 0,
-          "avg_pool2d with ceil_mode over a flexible height or width is not supported; give "
-          "them fixed sizes in --input");
-    ConvPoolArgs c = a;
-    apply_ceil_mode(image.op.shape, &c);
-    check(c.pad_b == a.pad_b && c.pad_r == a.pad_r,
-          "avg_pool2d with ceil_mode=True that changes the output size is not supported");
-  }
+                     const Value* out, AvgDivisor div = {}) {
+  const Shape& s = image.op.shape;
+  check(s.size() == 4, "avg_pool2d needs a 4-D input");
+  check(!ceil_mode || (s[2] != 0 && s[3] != 0),
+        "avg_pool2d with ceil_mode over a flexible height or width is not supported; give "
+        "them fixed sizes in --input");
+  ConvPoolArgs c = a;
+  if (ceil_mode) apply_ceil_mode(s, &c);
+  const bool overhang = c.pad_b != a.pad_b || c.pad_r != a.pad_r;
+  const bool padded = a.pad_t || a.pad_b || a.pad_l || a.pad_r;
+  check(image.op.type != nnapi::OperandType::TensorQuant8Asymm || div.count_include_pad ||
+            (!padded && !overhang),
+        "quantized avg_pool2d with count_include_pad=False over padding or a ceil_mode window "
+        "past the input is not supported (the host runtime's quantized AVERAGE_POOL_2D does not "
+        "round those windows as PyTorch's kernel does)");
   Tensor x = image;
-  if (a.pad_t || a.pad_b || a.pad_l || a.pad_r) {
+  if (div.count_include_pad && !div.divisor_override && !overhang && padded) {
     // count_include_pad: PyTorch divides by the whole window, padded cells
     // included, where NNAPI's AVERAGE_POOL_2D leaves them out of the count.
     // Pad with zeros (a quantized tensor's zero point) first, then pool.
     x = emit_pad(cx, x, {0, 0, a.pad_t, a.pad_l}, {0, 0, a.pad_b, a.pad_r}, 0.0);
-    a.pad_t = a.pad_b = a.pad_l = a.pad_r = 0;
+    c.pad_t = c.pad_b = c.pad_l = c.pad_r = 0;
   }
-  const std::vector<SymInt> dims = conv_pool_out_dims(x, a, x.op.shape[1], false);
-  std::vector<int32_t> inputs = pool_inputs(cx, x.id, x.op, a);
-  const Tensor y = cx.add_output(out, x.op, dims);
+  const bool scaled = div.divisor_override || (div.count_include_pad && overhang && padded);
+  const std::vector<SymInt> dims = conv_pool_out_dims(x, c, x.op.shape[1], false);
+  std::vector<int32_t> inputs = pool_inputs(cx, x.id, x.op, c);
+  const Tensor y = cx.add_output(scaled ? nullptr : out, x.op, dims);
   cx.model().add_operation(Op::AveragePool2d, inputs, {y.id});
-  return y;
+  if (!scaled) return y;
+  check(x.op.type == nnapi::OperandType::TensorFloat32,
+        "quantized avg_pool2d with divisor_override, or with count_include_pad, padding and a "
+        "ceil_mode window past the padding, is not supported");
+  check(s[2] != 0 && s[3] != 0,
+        "avg_pool2d with divisor_override over a flexible height or width is not supported");
+  const int64_t out_h = dims[2].value, out_w = dims[3].value;
+  // Per axis: the cells of window i within the input, and within the padded input.
+  auto counts = [](int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t n,
+                   bool padded_count) {
+    std::vector<double> v(n);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t start = i * stride - pad, end = std::min(start + k, in + pad);
+      if (!padded_count) {
+        start = std::max<int64_t>(start, 0);
+        end = std::min(end, in);
+      }
+      v[i] = static_cast<double>(end - start);
+    }
+    return v;
+  };
+  const auto inside_h = counts(s[2], a.kernel_h, a.stride_h, a.pad_t, out_h, false);
+  const auto inside_w = counts(s[3], a.kernel_w, a.stride_w, a.pad_l, out_w, false);
+  const auto pad_h = counts(s[2], a.kernel_h, a.stride_h, a.pad_t, out_h, true);
+  const auto pad_w = counts(s[3], a.kernel_w, a.stride_w, a.pad_l, out_w, true);
+  at::Tensor map = at::empty({1, 1, out_h, out_w}, at::kFloat);
+  auto m = map.accessor<float, 4>();
+  for (int64_t i = 0; i < out_h; ++i) {
+    for (int64_t j = 0; j < out_w; ++j) {
+      const double divisor = div.divisor_override    ? static_cast<double>(div.divisor_override)
+                             : div.count_include_pad ? pad_h[i] * pad_w[j]
+                                                     : inside_h[i] * inside_w[j];
+      m[0][0][i][j] = static_cast<float>(inside_h[i] * inside_w[j] / divisor);
+    }
+  }
+  return emit_binary(cx, Op::Mul, y, float_weight_like(cx, map, y.op), Fuse::None, out);
 }
 
-void check_avg_pool_count(LoweringContext& cx, const Value* count_include_pad,
-                          const Value* divisor_override) {
+// avg_pool's count_include_pad and divisor_override (null for avg_pool1d).
+AvgDivisor avg_divisor(LoweringContext& cx, const Value* count_include_pad,
+                       const Value* divisor_override) {
   const c10::IValue& cip = cx.constant(count_include_pad).value;
-  bool cip_true = cip.isBool() ? cip.toBool() : (cip.isInt() && cip.toInt() != 0);
-  bool div_set = false;
+  AvgDivisor d;
+  d.count_include_pad = cip.isBool() ? cip.toBool() : (cip.isInt() && cip.toInt() != 0);
   if (divisor_override) {
     const c10::IValue& div = cx.constant(divisor_override).value;
-    div_set = !div.isNone() && !(div.isInt() && div.toInt() == 0);
+    if (div.isInt()) d.divisor_override = div.toInt();
+    check(d.divisor_override >= 0, "avg_pool2d divisor_override must be positive");
   }
-  check(cip_true && !div_set,
-        "NNAPI doesn't support avg_pool2d with count_include_pad=False or divisor_override");
+  return d;
 }
 
 void lower_max_pool2d(LoweringContext& cx, const Node* node) {
@@ -107,12 +169,13 @@ void lower_max_pool2d(LoweringContext& cx, const Node* node) {
 
 void lower_avg_pool2d(LoweringContext& cx, const Node* node) {
   NodeArgs args(cx, node);
-  check_avg_pool_count(cx, args.value("count_include_pad"), args.value("divisor_override"));
+  const AvgDivisor div =
+      avg_divisor(cx, args.value("count_include_pad"), args.value("divisor_override"));
   std::vector<int64_t> kernel = args.ints("kernel_size");
   std::vector<int64_t> stride = args.ints("stride");
   if (stride.empty()) stride = kernel;
   ConvPoolArgs a = make_conv_pool_args(kernel, stride, args.ints("padding"), {1, 1}, 0);
-  emit_avg_pool(cx, args.tensor("self"), a, args.flag("ceil_mode"), node->output());
+  emit_avg_pool(cx, args.tensor("self"), a, args.flag("ceil_mode"), node->output(), div);
 }
 
 // adaptive_avg_pool2d / adaptive_max_pool2d to `size`: one window over the
@@ -132,7 +195,26 @@ Tensor emit_adaptive_pool(LoweringContext& cx, Op op, const Tensor& image,
   if (size != std::vector<int64_t>({1, 1})) {
     // Output sizes that divide the input: a plain pool.
     int64_t h = s[2], w = s[3];
-    check(size[0] > 0 && size[1] > 0 && h % size[0] == 0 && w % size[1] == 0, [&] {
+    check(size[0] > 0 && size[1] > 0, "adaptive pooling needs positive output sizes");
+    if (op == Op::AveragePool2d && image.op.type == nnapi::OperandType::TensorFloat32 &&
+        (h % size[0] != 0 || w % size[1] != 0)) {
+      // Other sizes (interpolate(mode='area')): PyTorch's windows
+      // [floor(i n / out), ceil((i + 1) n / out)) overlap and differ in size,
+      // but the mean over them is separable and linear: column i of each
+      // axis's matrix is 1 / (window size) over window i.
+      auto windows = [](int64_t n, int64_t o) {
+        at::Tensor a = at::zeros({n, o}, at::kFloat);
+        for (int64_t i = 0; i < o; ++i) {
+          const int64_t start = i * n / o, end = ((i + 1) * n + o - 1) / o;
+          a.slice(0, start, end).select(1, i).fill_(1.0 / static_cast<double>(end - start));
+        }
+        return a;
+      };
+      const Tensor r = separable_by_products(cx, image, windows(h, size[0]), windows(w, size[1]));
+      if (out) cx.reinterpret(out, r.id, r.op);
+      return r;
+    }
+    check(h % size[0] == 0 && w % size[1] == 0, [&] {
       return std::string(what) + " to " + shape_str(size) + " from " + std::to_string(h) + "x" +
              std::to_string(w) +
              ": NNAPI conversion supports output sizes that divide the "
@@ -233,7 +315,7 @@ void lower_max_pool1d(LoweringContext& cx, const Node* node) {
 // avg_pool1d(x, kernel, stride, padding, ceil_mode, count_include_pad).
 void lower_avg_pool1d(LoweringContext& cx, const Node* node) {
   NodeArgs args(cx, node);
-  check_avg_pool_count(cx, args.value("count_include_pad"), nullptr);
+  const AvgDivisor div = avg_divisor(cx, args.value("count_include_pad"), nullptr);
   std::vector<int64_t> kernel = args.ints("kernel_size");
   std::vector<int64_t> stride = args.ints("stride");
   if (stride.empty()) stride = kernel;
@@ -242,7 +324,7 @@ void lower_avg_pool1d(LoweringContext& cx, const Node* node) {
                           pair_1d(args.ints("padding"), 0, "padding"), {1, 1}, 0);
   const bool ceil_mode = args.flag("ceil_mode");
   lower_pool1d(cx, node, "avg_pool1d", [&](const Tensor& image) {
-    return emit_avg_pool(cx, image, a, ceil_mode, nullptr);
+    return emit_avg_pool(cx, image, a, ceil_mode, nullptr, div);
   });
 }
 
@@ -446,13 +528,31 @@ void lower_upsample_nearest2d(LoweringContext& cx, const Node* node) {
 // PyTorch's.
 constexpr int kResizeFlagsLevel = 4;
 
+// A separable linear map of float `x` (N, C, H, W) to (N, C, out_h, out_w):
+// out = A_h^T x A_w per channel with constant `a_h` (H, out_h) and `a_w` (W,
+// out_w). One FULLY_CONNECTED over W, a TRANSPOSE, one over H and a TRANSPOSE
+// back (levels 1 and 2; NHWC data is made NCHW first and the result NHWC
+// again).
+Tensor separable_by_products(LoweringContext& cx, const Tensor& x, const at::Tensor& a_h,
+                             const at::Tensor& a_w) {
+  const int64_t out_h = a_h.size(1), out_w = a_w.size(1);
+  Tensor y = emit_relayout(cx, x, DimOrder::Contiguous);  // (N, C, H, W)
+  y = product_with_constant(cx, y, a_w, nullptr);
+  y = emit_permute(cx, y, {0, 1, 3, 2});  // (N, C, W', H)
+  y = product_with_constant(cx, y, a_h, nullptr);
+  if (x.op.dim_order != DimOrder::ChannelsLast) return emit_permute(cx, y, {0, 1, 3, 2});
+  // NHWC in, NHWC out: (N, C, W', H') to (N, H', W', C) data.
+  Tensor r = emit_permute(cx, y, {0, 3, 2, 1});
+  r.op.shape = {y.op.shape[0], y.op.shape[1], out_h, out_w};
+  r.op.dim_order = DimOrder::ChannelsLast;
+  return r;
+}
+
 // Float bilinear upsampling of `x` (N, C, H, W) below feature level 4. It is
-// separable and linear: out = A_h x A_w^T per channel, where row j of A holds
-// the weights PyTorch interpolates output j with, got by upsampling unit
-// vectors with the same arguments. So one FULLY_CONNECTED over W, a TRANSPOSE,
-// one over H and a TRANSPOSE back (levels 1 and 2; NHWC data is made NCHW
-// first and the result NHWC again); each output is the same two-term
-// weighted sum eager PyTorch computes.
+// separable and linear: row j of each axis's matrix holds the weights PyTorch
+// interpolates output j with, got by upsampling unit vectors with the same
+// arguments; each output is the same two-term weighted sum eager PyTorch
+// computes.
 Tensor bilinear_by_products(LoweringContext& cx, const Tensor& x, int64_t out_h, int64_t out_w,
                             bool align_corners) {
   const int64_t h = x.op.shape[2], w = x.op.shape[3];
@@ -462,16 +562,8 @@ Tensor bilinear_by_products(LoweringContext& cx, const Tensor& x, int64_t out_h,
     return at::upsample_bilinear2d(at::eye(n, at::kFloat).reshape(basis), size, align_corners)
         .reshape({n, -1});
   };
-  Tensor y = emit_relayout(cx, x, DimOrder::Contiguous);  // (N, C, H, W)
-  y = product_with_constant(cx, y, weights(w, {1, w, 1, w}, {1, out_w}), nullptr);
-  y = emit_permute(cx, y, {0, 1, 3, 2});  // (N, C, W', H)
-  y = product_with_constant(cx, y, weights(h, {1, h, h, 1}, {out_h, 1}), nullptr);
-  if (x.op.dim_order != DimOrder::ChannelsLast) return emit_permute(cx, y, {0, 1, 3, 2});
-  // NHWC in, NHWC out: (N, C, W', H') to (N, H', W', C) data.
-  Tensor r = emit_permute(cx, y, {0, 3, 2, 1});
-  r.op.shape = {y.op.shape[0], y.op.shape[1], out_h, out_w};
-  r.op.dim_order = DimOrder::ChannelsLast;
-  return r;
+  return separable_by_products(cx, x, weights(h, {1, h, h, 1}, {out_h, 1}),
+                               weights(w, {1, w, 1, w}, {1, out_w}));
 }
 
 // upsample_bilinear2d(input, output_size, align_corners, scale_factors) and

@@ -82,20 +82,16 @@ const LoweringTable& lowering_table() {
         {"roll", register_roll_ops},
         {"einsum", register_einsum_ops},
         {"attention", register_attention_ops},
+        {"indexing", register_indexing_ops},
     };
     for (const auto& [family, register_family] : families) {
       t.set_family(family);
       register_family(t);
     }
     // What a user of list-ops should know beyond "supported".
-    t.note("aten::avg_pool2d",
-           "padding with count_include_pad becomes PAD then AVERAGE_POOL_2D (PyTorch's converter "
-           "passes the padding to AVERAGE_POOL_2D, which does not count padded cells)");
     t.note("aten::upsample_bilinear2d",
            "flexible height or width is refused; needs --min-android-api 30 (RESIZE_BILINEAR's "
            "corner flags are NNAPI feature level 4)");
-    t.note("aten::adaptive_avg_pool2d",
-           "output size must divide the input size; flexible height or width is refused");
     t.note("aten::linear", "needs a bias");
     t.note("aten::matmul",
            "float32; with a constant 2-D right side it is FULLY_CONNECTED; a product of two "
@@ -110,6 +106,38 @@ const LoweringTable& lowering_table() {
            "unrolled per time step (FULLY_CONNECTED, SPLIT, LOGISTIC, TANH, MUL, ADD, SUB, "
            "CONCATENATION); fixed sizes, no packed sequences");
     t.note("aten::zeros", "constant sizes only: a constant tensor (an RNN's zero initial state)");
+    // Issue 20: decompositions into NNAPI feature level 1 to 3 operations.
+    t.note("aten::_convolution_mode",
+           "padding='same' pads dilation*(kernel-1), the odd element at the bottom/right as ATen "
+           "does (stride 1); 'valid' pads nothing. Also aten::conv1d/conv2d with string padding");
+    t.note("aten::_convolution",
+           "transposed: output_padding beyond the padding is TRANSPOSE_CONV_2D with a zero bias, "
+           "PAD and ADD of the bias; groups and dilation (float) a dense block-diagonal or "
+           "zero-dilated kernel (groups times the multiplications)");
+    t.note("aten::avg_pool2d",
+           "count_include_pad=False: AVERAGE_POOL_2D with explicit padding; padding with "
+           "count_include_pad: PAD then AVERAGE_POOL_2D (PyTorch's converter passes the padding "
+           "to AVERAGE_POOL_2D, which does not count padded cells); divisor_override, or ceil_mode "
+           "past the padding with count_include_pad: MUL by a constant map of divisors (float32, "
+           "fixed height and width)");
+    t.note("aten::adaptive_avg_pool2d",
+           "output sizes that divide the input: AVERAGE_POOL_2D; others (interpolate "
+           "mode='area'): float32, FULLY_CONNECTED over W and H with PyTorch's window weights; "
+           "flexible height or width is refused");
+    t.note("aten::cumsum",
+           "float32: FULLY_CONNECTED with a triangular matrix of ones along the dim (fixed size)");
+    t.note("aten::softplus",
+           "stable max(z,0)+log(1+exp(-|z|)), z = beta*x; threshold as an exact FLOOR-made mask");
+    t.note("aten::erf", "A&S 7.1.26 polynomial, |error| <= 1.5e-7");
+    t.note("aten::div",
+           "rounding_mode='trunc': trunc(a/b) exactly; 'floor': FLOOR(a/b), which differs from "
+           "PyTorch's fmod-based quotient where a/b rounds up to a whole number");
+    t.note("aten::floor_divide", "FLOOR(a/b) (float32), see aten::div");
+    t.note("aten::remainder", "a - FLOOR(a/b)*b (float32)");
+    t.note("aten::addmm", "alpha/beta other than 1: constant weight and bias scaled at conversion");
+    t.note("aten::flip", "STRIDED_SLICE with stride -1 per flipped dim (fixed sizes)");
+    t.note("aten::index_select", "GATHER by constant or int32 indices");
+    t.note("aten::hardshrink", "x times an exact FLOOR-made mask |x| > lambd");
     return t;
   }();
   return table;

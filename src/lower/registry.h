@@ -101,5 +101,6 @@ void register_recurrent_ops(LoweringTable& t);      // recurrent.cpp
 void register_roll_ops(LoweringTable& t);           // roll.cpp
 void register_einsum_ops(LoweringTable& t);         // einsum.cpp
 void register_attention_ops(LoweringTable& t);      // attention.cpp
+void register_indexing_ops(LoweringTable& t);       // indexing.cpp
 
 }  // namespace nnapi_convert

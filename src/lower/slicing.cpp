@@ -1,4 +1,4 @@
-// Slicing and joining: slice, select, narrow, cat, chunk/split and the
+// Slicing and joining: slice, select, cat, chunk/split and the
 // ListUnpack of their parts.
 #include <ATen/ATen.h>
 
@@ -189,27 +189,22 @@ void lower_select(LoweringContext& cx, const Node* node) {
   m.add_operation(Op::Transpose, {slice_id, perm_id}, {out_id});
 }
 
-// narrow(x, dim, start, length): x[..., start:start + length, ...], a
-// STRIDED_SLICE along the NNAPI axis that holds `dim` (fixed size there).
-void lower_narrow(LoweringContext& cx, const Node* node) {
-  const Tensor x = cx.get_operand(node->input(0));
-  const auto rank = static_cast<int64_t>(x.op.shape.size());
-  const int64_t dim = py_index(cx.constant_int(node->input(1)), rank);
-  const int64_t size = x.op.shape[dim];
-  check(size != 0, [&] {
-    return "narrow of the flexible dimension " + std::to_string(dim) +
-           " is not supported; give it a fixed size in --input";
-  });
-  int64_t start = cx.sym_int(node->input(2)).value;
-  check(cx.sym_int(node->input(2)).is_constant(), "narrow needs a constant start");
-  if (start < 0) start += size;
-  const int64_t length = cx.constant_int(node->input(3));
-  check(start >= 0 && length >= 0 && start + length <= size, [&] {
-    return "narrow of " + std::to_string(length) + " elements from " + std::to_string(start) +
-           " is out of range for dim " + std::to_string(dim) + " of size " + std::to_string(size);
-  });
-  const Tensor y = emit_take(cx, x, dim, start, length, 1);
-  cx.reinterpret(node->output(), y.id, y.op);
+// The layout a cat's inputs are brought to: the first input's, unless the
+// inputs mix NCHW and NHWC 4-D tensors (PyTorch's converter refuses that);
+// then NHWC, each NCHW input relaid by a TRANSPOSE.
+DimOrder cat_layout(LoweringContext& cx, const std::vector<const Value*>& tensors) {
+  bool nchw = false, nhwc = false;
+  for (const Value* v : tensors) {
+    if (!cx.has_operand(v)) continue;
+    const Operand& o = cx.get_operand(v).op;
+    if (o.shape.size() != 4) return DimOrder::Contiguous;
+    nchw = nchw || o.dim_order == DimOrder::Contiguous;
+    nhwc = nhwc || o.dim_order == DimOrder::ChannelsLast;
+  }
+  if (nchw && nhwc) return DimOrder::ChannelsLast;
+  // No mix: each input as it is (emit_relayout returns it unchanged).
+  return tensors.empty() || !cx.has_operand(tensors[0]) ? DimOrder::Contiguous
+                                                        : cx.get_operand(tensors[0]).op.dim_order;
 }
 
 void lower_cat(LoweringContext& cx, const Node* node) {
@@ -227,8 +222,11 @@ void lower_cat(LoweringContext& cx, const Node* node) {
   std::vector<SymInt> dims;
   int64_t rank = 0;
   int64_t d = 0;
+  const DimOrder order = cat_layout(cx, tensors);
   for (size_t i = 0; i < tensors.size(); ++i) {
-    auto [id, op] = cx.get_operand_or_constant(tensors[i], DimOrder::Contiguous);
+    const Tensor part =
+        emit_relayout(cx, cx.get_operand_or_constant(tensors[i], DimOrder::Contiguous), order);
+    const auto& [id, op] = part;
     if (i == 0) {
       out = op;
       rank = static_cast<int64_t>(op.shape.size());
@@ -315,7 +313,6 @@ void lower_list_unpack(LoweringContext& cx, const Node* node) {
 void register_slicing_ops(LoweringTable& t) {
   t.add("aten::slice", lower_slice);
   t.add("aten::select", lower_select);
-  t.add("aten::narrow", lower_narrow);
   t.add("aten::cat", lower_cat);
   t.add("quantized::cat", lower_cat);
   t.add("aten::chunk", lower_split);

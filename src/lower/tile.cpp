@@ -36,16 +36,19 @@ void tile_to(LoweringContext& cx, const Node* node, Tensor x,
   emit_tile(cx, x, multiples, node->output());
 }
 
-// expand(x, size, implicit): dims of size 1 repeated to size[d]; -1 keeps a
-// dim; new dims are added in front.
-void lower_expand(LoweringContext& cx, const Node* node) {
-  check(node->inputs().size() == 3, "malformed aten::expand");
+// x expanded to `size`: dims of size 1 repeated to size[d]; -1 keeps a dim;
+// new dims are added in front.
+void expand_to(LoweringContext& cx, const Node* node, const std::vector<SymInt>& size) {
   const Value* in = node->input(0);
   if (is_constant_tensor(cx, in)) {
-    at::Tensor t = cx.constant_tensor(in);
+    std::vector<int64_t> fixed;
+    for (const SymInt& s : size) {
+      check(s.is_constant(), "expand of a constant to a size known only when the model is loaded");
+      fixed.push_back(s.value);
+    }
     at::Tensor e;
     try {
-      e = t.expand(cx.constant_int_list(node->input(1))).contiguous();
+      e = cx.constant_tensor(in).expand(fixed).contiguous();
     } catch (const c10::Error& err) {
       fail(std::string("can't expand the constant: ") + err.what_without_backtrace());
     }
@@ -53,7 +56,6 @@ void lower_expand(LoweringContext& cx, const Node* node) {
     return;
   }
   auto [id, o] = cx.get_operand(in);
-  const std::vector<SymInt> size = cx.sym_int_list(node->input(1));
   const size_t rank = size.size(), extra = rank - o.shape.size();
   check(rank >= o.shape.size() && rank <= 4, [&] {
     return "expand to " + std::to_string(rank) + " dims of a " + std::to_string(o.shape.size()) +
@@ -79,6 +81,26 @@ void lower_expand(LoweringContext& cx, const Node* node) {
          "times)");
   }
   tile_to(cx, node, {id, o}, multiples);
+}
+
+// expand(x, size, implicit).
+void lower_expand(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 3, "malformed aten::expand");
+  expand_to(cx, node, cx.sym_int_list(node->input(1)));
+}
+
+// expand_as(x, other): expand to other's sizes (flexible ones as load-time
+// sizes).
+void lower_expand_as(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 2, "malformed aten::expand_as");
+  const Value* other = node->input(1);
+  std::vector<SymInt> size;
+  if (cx.has_operand(other)) {
+    size = sym_shape(cx.get_operand(other));
+  } else {
+    for (int64_t s : cx.constant_tensor(other).sizes()) size.push_back({s, ""});
+  }
+  expand_to(cx, node, size);
 }
 
 // repeat(x, repeats): x tiled repeats[d] times along each dim, with
@@ -107,6 +129,7 @@ void lower_repeat(LoweringContext& cx, const Node* node) {
 
 void register_tile_ops(LoweringTable& t) {
   t.add("aten::expand", lower_expand);
+  t.add("aten::expand_as", lower_expand_as);
   t.add("aten::repeat", lower_repeat);
 }
 

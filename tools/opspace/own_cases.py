@@ -660,3 +660,182 @@ add(Sample("aten::select", fn(lambda x: x[:, :, 1].flatten(1)), [In((2, 3, 4, 5,
 add(Sample("aten::select", fn(lambda x: x.select(-1, -2)), [In((2, 3, 4, 5, 2))], "rank5-out"))
 add(Sample("aten::slice", fn(lambda x: x[..., -9:] * 2), [In((2, 3, 5, 7))], "start-before-first"))
 add(Sample("aten::slice", fn(lambda x: x[:, -5:2]), [In((2, 3, 5))], "neg-start-clamped"))
+
+# ------------------------------------------- issue 20: everyday node kinds
+_ACT_LABELS = ("rank4", "rank2", "size1", "rank3")
+unary("aten::softplus", F.softplus, labels=_ACT_LABELS)
+unary("aten::softplus", lambda x: F.softplus(x, beta=2.0, threshold=1.0), labels=("rank4", "rank2"))
+unary("aten::softplus", lambda x: F.softplus(x * 40, beta=0.5, threshold=10.0), labels=("rank3",))
+unary("aten::mish", F.mish, labels=_ACT_LABELS)
+unary("aten::mish", lambda x: F.mish(x * 50), labels=("rank2",))
+unary("aten::elu", F.elu, labels=_ACT_LABELS)
+unary("aten::elu", lambda x: F.elu(x, 0.5), labels=("rank4",))
+unary("aten::elu", lambda x: torch.ops.aten.elu(x, 0.7, 1.3, 0.6), labels=("rank2",))
+unary("aten::celu", lambda x: F.celu(x, 1.5), labels=_ACT_LABELS)
+unary("aten::selu", F.selu, labels=_ACT_LABELS)
+unary("aten::log_sigmoid", F.logsigmoid, labels=_ACT_LABELS)
+unary("aten::log_sigmoid", lambda x: F.logsigmoid(x * 60), labels=("rank2",))
+unary("aten::hardshrink", F.hardshrink, labels=_ACT_LABELS)
+unary("aten::hardshrink", lambda x: F.hardshrink(x, 1.25), labels=("rank4",))
+unary("aten::erf", torch.erf, labels=_ACT_LABELS)
+unary("aten::erf", lambda x: torch.erf(x * 3), labels=("rank2",))
+for _label in ("rank4", "rank2"):
+    add(Sample("quantized::elu", None, [In(RANKS[_label])], _label,
+               qmake=qmodule(lambda: torch.nn.ELU(0.8), [In(RANKS[_label])])))
+for _shape, _d in (((2, 4, 5, 6), 1), ((2, 4, 5, 6), -1), ((2, 3, 6), 2), ((6,), 0), ((4, 3, 2, 5), 0)):
+    add(Sample("aten::glu", fn(lambda x, d=_d: F.glu(x, d)), [In(_shape)], f"rank{len(_shape)}-dim{_d}",
+               flex=(_d % len(_shape)) != 0))
+for _shape in ((2, 3, 5, 7), (3, 5), (7,), (1, 3, 1, 7)):
+    for _d in dims(len(_shape)):
+        add(Sample("aten::cumsum", fn(lambda x, d=_d: torch.cumsum(x, d)), [In(_shape)],
+                   f"rank{len(_shape)}-dim{_d}" + ("-size1" if _shape[0] == 1 else ""),
+                   flex=(_d % len(_shape)) != 0))
+
+# Indexing and stacking with constant indices.
+for _shape in ((2, 3, 5, 7), (3, 5), (2, 3, 5)):
+    _r = len(_shape)
+    for _d in (0, 1, -1, _r):
+        add(Sample("aten::stack", fn(lambda x, y, d=_d: torch.stack([x, y, x], d)), [In(_shape), In(_shape)],
+                   f"rank{_r}-dim{_d}", flex=_d not in (0, -_r - 1)))
+    for _d in dims(_r):
+        add(Sample("aten::unbind", fn(lambda x, d=_d: tuple(t * 2 for t in x.unbind(d))), [In(_shape)],
+                   f"rank{_r}-dim{_d}", flex=(_d % _r) != 0))
+        add(Sample("aten::narrow", fn(lambda x, d=_d: x.narrow(d, 1, 2)), [In(_shape)], f"rank{_r}-dim{_d}",
+                   qmake=True if _r == 4 else None, flex=(_d % _r) != 0))
+        add(Sample("aten::narrow", fn(lambda x, d=_d: x.narrow(d, -2, 1) + 1), [In(_shape)],
+                   f"rank{_r}-dim{_d}-negstart", flex=(_d % _r) != 0))
+        add(Sample("aten::flip", fn(lambda x, d=_d: x.flip(d)), [In(_shape)], f"rank{_r}-dim{_d}",
+                   qmake=True if _r == 4 else None, flex=(_d % _r) != 0))
+        add(Sample("aten::index_select",
+                   fn(lambda m, x, d=_d: x.index_select(d, m.idx), idx=torch.tensor([1, 0, 1])),
+                   [In(_shape)], f"rank{_r}-dim{_d}", qmake=True if _r == 4 else None, flex=(_d % _r) != 0))
+add(Sample("aten::flip", fn(lambda x: x.flip(1, 2, 3)), [In((2, 3, 5, 7))], "three-dims"))
+add(Sample("aten::flip", fn(lambda x: x.flip(-1)), [In((7,))], "rank1", flex=False))
+add(Sample("aten::unbind", fn(lambda x: x.unbind(1)[2] * 2), [In((1, 3, 1, 7))], "size1"))
+add(Sample("aten::index_select", fn(lambda x, i: x.index_select(1, i)),
+           [In((2, 5, 3)), In((4,), "int32", 0, 5, batched=False)], "computed-index"))
+add(Sample("aten::expand_as", fn(lambda x, y: x.expand_as(y)), [In((2, 1, 5, 1)), In((2, 3, 5, 7))], "rank4"))
+add(Sample("aten::expand_as", fn(lambda x, y: x.expand_as(y) * 2), [In((1, 5)), In((3, 4, 5))], "new-dims",
+           flex=False))
+add(Sample("aten::expand_as", fn(lambda x, y: x.expand_as(y) + y), [In((2, 1, 5)), In((2, 3, 5))], "rank3"))
+
+
+class _PositionalEmbedding(torch.nn.Module):
+    """A learned positional table read at arange(sequence length): folded."""
+
+    def __init__(self):
+        super().__init__()
+        self.pos = seeded(torch.nn.Embedding(16, 8), scale=1.0)
+
+    def forward(self, x):
+        return x + self.pos(torch.arange(x.size(1)))
+
+
+add(Sample("aten::embedding", lambda: _PositionalEmbedding(), [In((2, 5, 8))], "arange-positions"))
+
+# Elementwise arguments and kinds PyTorch's converter refuses.
+binary("aten::maximum", torch.maximum, labels=("same4", "bcast4", "bcast2", "rank1", "rank3"))
+binary("aten::minimum", torch.minimum, labels=("same4", "bcast4r", "bcast_last", "rank3"))
+binary("aten::floor_divide", torch.floor_divide, labels=("same4", "bcast4", "rank3"))
+binary("aten::remainder", torch.remainder, labels=("same4", "bcast4", "bcast2"))
+binary("aten::div", lambda x, y: torch.div(x, y, rounding_mode="trunc"), labels=("same4", "bcast4", "rank1"))
+binary("aten::div", lambda x, y: torch.div(x, y, rounding_mode="floor"), labels=("same4", "bcast_last"))
+binary("aten::pow", torch.pow, labels=("bcast2", "rank3"), positive_rhs=True)
+add(Sample("aten::pow", fn(lambda x, y: torch.pow(x.abs() + 0.5, y)), [In((2, 3, 5, 7)), In((1, 3, 1, 1))],
+           "two-tensors"))
+binary("aten::add", lambda x, y: torch.add(x, y, alpha=-1.5), labels=("bcast4", "rank3"))
+binary("aten::sub", lambda x, y: torch.sub(x, y, alpha=3), labels=("same4", "rank1"))
+unary("aten::rsub", lambda x: torch.rsub(x, 2.0, alpha=3), labels=("rank4", "rank2"))
+add(Sample("aten::rsub", fn(lambda x, y: torch.rsub(x, y, alpha=0.25)), [In((2, 3, 5, 7)), In((2, 3, 5, 7))],
+           "tensors-alpha"))
+add(Sample("aten::clamp", fn(lambda x, lo, hi: torch.clamp(x, lo, hi)),
+           [In((2, 3, 5, 7)), In((1, 3, 1, 1)), In((2, 3, 5, 7))], "tensors"))
+add(Sample("aten::clamp", fn(lambda m, x: torch.clamp(x, min=m.lo), lo=torch.linspace(-1, 1, 7)),
+           [In((2, 3, 5, 7))], "const-min"))
+add(Sample("aten::clamp", fn(lambda x, hi: torch.clamp(x, max=hi)), [In((3, 5)), In((3, 5))], "tensor-max"))
+add(Sample("aten::clamp_min", fn(lambda x, lo: torch.clamp_min(x, lo)), [In((2, 3, 5, 7)), In((2, 3, 5, 7))],
+           "tensor"))
+add(Sample("aten::clamp_max", fn(lambda x: torch.clamp_max(x, 0.3)), [In((2, 3, 5, 7))], "number", qmake=True))
+add(Sample("aten::addmm", fn(lambda m, x: torch.addmm(m.b, x, m.w, beta=0.5, alpha=2.0),
+                             b=torch.randn(4), w=torch.randn(5, 4)), [In((3, 5))], "alpha-beta"))
+add(Sample("aten::addmm", fn(lambda m, x: torch.addmm(m.b, x, m.w, beta=0.0),
+                             b=torch.randn(4), w=torch.randn(5, 4)), [In((3, 5))], "beta0"))
+add(Sample("aten::baddbmm", fn(lambda x, y, z: torch.baddbmm(x, y, z, beta=0.5, alpha=-2.0)),
+           [In((2, 3, 4)), In((2, 3, 5)), In((2, 5, 4))], "alpha-beta", flex=False))
+add(Sample("aten::baddbmm", fn(lambda x, y, z: torch.baddbmm(x, y, z, beta=0.0)),
+           [In((2, 3, 4)), In((2, 3, 5)), In((2, 5, 4))], "beta0", flex=False))
+
+# Negative padding crops; cat of NCHW and NHWC inputs.
+for _pad, _label in (((-1, 2, -2, 0), "crop-pad-hw"), ((-1, -2), "crop-last"), ((0, 0, -1, -1, 1, 0), "crop-c"),
+                     ((-2, -1, -1, -3), "crop-hw")):
+    add(Sample("aten::pad", fn(lambda x, p=_pad: F.pad(x, p, value=0.5)), [In((2, 3, 5, 7))], _label,
+               qmake=True if _label == "crop-hw" else None))
+    add(Sample("aten::constant_pad_nd", fn(lambda x, p=_pad: torch.constant_pad_nd(x, p)), [In((2, 3, 5, 7))],
+               _label))
+add(Sample("aten::pad", fn(lambda x: F.pad(x, (-1, 1))), [In((3, 5))], "rank2-crop"))
+add(Sample("aten::cat", fn(lambda x, y: torch.cat([x, y.view(y.size(0), 3, 5, 7)], 1)),
+           [In((2, 3, 5, 7)), In((2, 105))], "mixed-layouts"))
+add(Sample("aten::cat", fn(lambda x, y: torch.cat([y.reshape(y.size(0), 2, 5, 7), x], 2)),
+           [In((2, 3, 5, 7)), In((2, 70))], "mixed-layouts-dim2", flex=False))
+
+# Pooling: every avg_pool2d argument; area interpolation.
+for _args, _label in ((dict(kernel_size=3, stride=2, padding=1, ceil_mode=True), "pad-ceil"),
+                      (dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+                       "pad-ceil-exclude"),
+                      (dict(kernel_size=3, stride=2, padding=1, divisor_override=5), "pad-divisor"),
+                      (dict(kernel_size=2, stride=2, padding=1, ceil_mode=True, divisor_override=3),
+                       "pad-ceil-divisor"),
+                      (dict(kernel_size=(3, 2), stride=(2, 1), padding=(1, 0), count_include_pad=False),
+                       "rect-exclude")):
+    add(Sample("aten::avg_pool2d", fn(lambda x, a=_args: F.avg_pool2d(x, **a)), [In((2, 3, 8, 7))], _label))
+add(Sample("aten::avg_pool1d", fn(lambda x: F.avg_pool1d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False)),
+           [In((2, 3, 8))], "pad-ceil-exclude"))
+for _size, _label in (((4, 4), "area-4x4"), ((5, 2), "area-5x2"), ((7, 9), "area-up")):
+    add(Sample("aten::adaptive_avg_pool2d", fn(lambda x, s=_size: F.interpolate(x, size=s, mode="area")),
+               [In((2, 3, 6, 9))], _label))
+
+# Convolutions with string padding and transposed forms NNAPI has no
+# argument for.
+for _kind, _script in (("aten::_convolution_mode", False), ("aten::conv2d", True)):
+    for _args, _shape, _label in (
+            (dict(in_channels=3, out_channels=4, kernel_size=3, padding="same"), (2, 3, 7, 9), "same-k3"),
+            (dict(in_channels=3, out_channels=4, kernel_size=(2, 4), padding="same"), (2, 3, 7, 9), "same-even"),
+            (dict(in_channels=3, out_channels=4, kernel_size=(2, 3), padding="same", dilation=(3, 2)),
+             (2, 3, 8, 9), "same-dilated"),
+            (dict(in_channels=4, out_channels=4, kernel_size=4, padding="same", groups=4), (1, 4, 6, 5),
+             "same-depthwise"),
+            (dict(in_channels=3, out_channels=4, kernel_size=3, padding="valid", stride=2), (2, 3, 7, 9),
+             "valid")):
+        conv(_kind, lambda a=_args: seeded(torch.nn.Conv2d(**a)), _shape, _label, quant=False, script=_script)
+for _kind, _script in (("aten::_convolution_mode", False), ("aten::conv1d", True)):
+    for _args, _label in ((dict(in_channels=4, out_channels=6, kernel_size=4, padding="same"), "1d-same-even"),
+                          (dict(in_channels=4, out_channels=4, kernel_size=5, padding="same", groups=4),
+                           "1d-same-depthwise"),
+                          (dict(in_channels=4, out_channels=6, kernel_size=3, padding="valid"), "1d-valid")):
+        conv(_kind, lambda a=_args: seeded(torch.nn.Conv1d(**a)), (2, 4, 9), _label, quant=False, script=_script)
+conv("aten::conv1d", lambda: seeded(torch.nn.Conv1d(4, 6, 3, padding=1, stride=2)), (2, 4, 9), "1d-int",
+     quant=False, script=True)
+for _args, _shape, _label in (
+        (dict(in_channels=3, out_channels=4, kernel_size=3, stride=2, output_padding=1), (2, 3, 4, 5),
+         "output-padding"),
+        (dict(in_channels=3, out_channels=4, kernel_size=3, stride=3, padding=1, output_padding=2), (2, 3, 4, 5),
+         "output-padding-gt-pad"),
+        (dict(in_channels=4, out_channels=6, kernel_size=3, stride=2, padding=1, groups=2), (2, 4, 4, 5),
+         "groups"),
+        (dict(in_channels=4, out_channels=4, kernel_size=3, stride=2, groups=4), (1, 4, 3, 3), "depthwise"),
+        (dict(in_channels=3, out_channels=4, kernel_size=3, stride=2, dilation=2, padding=1), (2, 3, 4, 5),
+         "dilated"),
+        (dict(in_channels=4, out_channels=2, kernel_size=(2, 3), stride=(2, 1), dilation=(1, 2), groups=2,
+              output_padding=(1, 0)), (1, 4, 3, 4), "all")):
+    conv("aten::_convolution", lambda a=_args: seeded(torch.nn.ConvTranspose2d(**a)), _shape,
+         "transposed-" + _label, quant=False)
+conv("aten::_convolution", lambda: seeded(torch.nn.ConvTranspose1d(4, 3, 3, stride=2, output_padding=1)),
+     (2, 4, 6), "transposed-1d-output-padding", quant=False)
+
+# General reshapes of 4-D data (NHWC under --nhwc: PyTorch's element order first).
+for _f, _label in ((lambda x: x.view(x.size(0), 3, -1).transpose(1, 2) * 2, "tokens"),
+                   (lambda x: x.reshape(x.size(0), 5, 3, 7) + 1, "scramble4"),
+                   (lambda x: x.view(x.size(0), 3, 5, 7, 1).flatten(3) + 1, "via-rank5"),
+                   (lambda x: x.reshape(x.size(0), 15, 7).sum(1), "merge-ch")):
+    add(Sample("aten::view" if _label != "scramble4" else "aten::reshape", fn(_f), [In((2, 3, 5, 7))],
+               "nhwc-" + _label, qmake=True if _label == "scramble4" else None))
