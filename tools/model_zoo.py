@@ -329,9 +329,16 @@ def make(out_dir, only, transformers=False, families=False):
         print(f"made {case} ({time.time() - t0:.1f} s{note})", flush=True)
 
 
+def inputs_suffix(suffix):
+    """Which args/eager files a run's module is checked on: the fused
+    conversion (batch 1) on batch 1's."""
+    return "" if suffix == "_fused" else suffix
+
+
 def run_converted(module_path, case_dir, suffix):
     """In a child process with the runtime on LD_LIBRARY_PATH: max errors on
-    args{suffix}.pt against eager{suffix}.pt."""
+    args{suffix}.pt against eager{suffix}.pt (see inputs_suffix)."""
+    suffix = inputs_suffix(suffix)
     import torch
     m = torch.jit.load(module_path)
     xs = torch.load(os.path.join(case_dir, f"args{suffix}.pt"))
@@ -387,7 +394,7 @@ def convert(args, d, info, specs, suffix, options=()):
 
 def convert_and_run(args, d, info, runs):
     """Converts model.pt once per (--input specs, suffix, options) of `runs` and runs
-    each result on args{suffix}.pt, all in one child process (one PyTorch
+    each result on args{suffix}.pt (inputs_suffix), all in one child process (one PyTorch
     start-up per model). Returns per run (verdict, NNAPI operation count,
     error text)."""
     converted = [convert(args, d, info, *run) for run in runs]

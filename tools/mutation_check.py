@@ -71,6 +71,12 @@ MUTATIONS = [
      "convolutions and pools pad one column more on the right than PyTorch does",
      [("src/lower/conv_pool.cpp", "  a.pad_l = a.pad_r = paddings[1];",
        "  a.pad_l = paddings[1];\n  a.pad_r = paddings[1] + (paddings[1] > 0 ? 1 : 0);")]),
+    ("ceil-mode-ignored",
+     "max_pool2d's ceil_mode is ignored (the reference's googlenet bug: 55x55 instead of 56x56)",
+     [("src/lower/conv_pool.cpp",
+       "  a->pad_b += extra(image[2], a->kernel_h, a->stride_h, a->pad_t);\n"
+       "  a->pad_r += extra(image[3], a->kernel_w, a->stride_w, a->pad_l);",
+       "  (void)image;\n  (void)extra;")]),
     ("quant-hardswish-scale",
      "quantized::hardswish (API 30) declares an output scale 0.4% off the model's",
      [("src/lower/activation.cpp",

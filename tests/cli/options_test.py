@@ -22,6 +22,7 @@ Prints "options: all passed" when every check passed.
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -31,7 +32,8 @@ import torch
 import torch.nn as nn
 
 BIN, WORK = sys.argv[1], sys.argv[2]
-os.makedirs(WORK, exist_ok=True)
+shutil.rmtree(WORK, ignore_errors=True)  # nothing a previous run wrote may pass a check
+os.makedirs(WORK)
 failures = []
 
 
@@ -230,6 +232,13 @@ def children(pid):
     return kids
 
 
+def kill_group(p):
+    try:
+        os.killpg(p.pid, 9)
+    except ProcessLookupError:  # it ended already
+        pass
+
+
 def start_loops(in_process):
     env = dict(os.environ)
     env.pop("NNAPI_CONVERT_IN_PROCESS", None)
@@ -248,7 +257,7 @@ while p.poll() is None and time.monotonic() - t0 < 120:
     time.sleep(0.02)
 default_seconds = time.monotonic() - t0
 if p.poll() is None:
-    os.killpg(p.pid, 9)
+    kill_group(p)
 out = p.communicate()[0]
 check("by default a worker process loads the model, and --timeout 2 ends it (exit 1)",
       p.returncode == 1 and most_children == 1 and "time limit" in out,
@@ -258,7 +267,7 @@ try:
     time.sleep(max(2 * default_seconds, default_seconds + 3))
     status, kids = p.poll(), children(p.pid)
 finally:
-    os.killpg(p.pid, 9)
+    kill_group(p)
     p.wait()
 check("NNAPI_CONVERT_IN_PROCESS=1: the process loads the model itself, with no time limit "
       f"(still running, childless, after {max(2 * default_seconds, default_seconds + 3):.1f} s)",
@@ -286,50 +295,60 @@ with open(path("man/manifest.json"), "w") as f:
     json.dump(manifest, f)
 rc, text = run("--manifest", path("man/manifest.json"), "--report", path("man/report.json"), "-q")
 check("the manifest converts", rc == 0, text)
+report = {}
 try:
-    report = {os.path.basename(m["output"]): m
-              for m in json.load(open(path("man/report.json")))["models"]}
+    for m in json.load(open(path("man/report.json")))["models"]:
+        if m.get("output"):
+            report[os.path.basename(m["output"])] = m
 except Exception as e:  # noqa: BLE001
-    report = {}
     check("the manifest's report reads", False, e)
 
 
 def entry(name):
-    return module(path(f"man/{name}.nnapi.pt"))
+    p = path(f"man/{name}.nnapi.pt")
+    return module(p) if os.path.exists(p) else None
+
+
+def attr(name, what):
+    m = entry(name)
+    return getattr(m.mod, what) if m is not None else None
 
 
 def ops(name):
     return report.get(f"{name}.nnapi.pt", {}).get("operations", {})
 
 
-if rc == 0:
-    check("manifest nhwc: the input is NHWC (memory format 1)",
-          list(entry("nhwc").mod.inp_mem_fmts) == [1] and list(entry("plain").mod.inp_mem_fmts) == [0])
-    check("manifest preference: compilation_preference 1",
-          entry("preference").mod.compilation_preference == 1
-          and entry("plain").mod.compilation_preference == 2)
-    check("manifest relax_f32_to_f16: True", entry("relax").mod.relax_f32_to_f16
-          and not entry("plain").mod.relax_f32_to_f16)
-    check("manifest int16_for_qint16: an int16 input converts",
-          os.path.exists(path("man/int16.nnapi.pt")))
-    check("manifest fuse_activations: both ReLUs folded (4 operations -> 2, no RELU)",
-          report["plain.nnapi.pt"]["operation_count"] == 4
-          and report["fuse.nnapi.pt"]["operation_count"] == 2 and "RELU" not in ops("fuse"),
-          (ops("plain"), ops("fuse")))
-    check("manifest cpu_fallback: topk stays TorchScript around an NNAPI model",
-          [n for n, _ in entry("fallback").named_children()] == ["nnapi_0"]
-          and "topk" in entry("fallback").code)
-    check("manifest min_android_api 30: RESIZE_BILINEAR instead of FULLY_CONNECTED",
-          "RESIZE_BILINEAR" in ops("api30") and "RESIZE_BILINEAR" not in ops("api29")
-          and report["api30.nnapi.pt"]["android_api"] == 30
-          and report["api29.nnapi.pt"]["android_api"] == 29, (ops("api29"), ops("api30")))
-    check("manifest parts: the four files, relative to the manifest",
-          sorted(os.listdir(path("man/parts.d"))) ==
-          ["manifest.json", "ser_model.bin", "shape_compute.py", "weights.pt"])
-    check("manifest return_shapes: the template has the given shape",
-          template_shape(path("man/ret.nnapi.pt"), x9) == [(1, 8, 5, 5)])
-    check("manifest lite: the .ptl is written", os.path.exists(path("man/lite.nnapi.ptl"))
-          and not os.path.exists(path("man/plain.nnapi.ptl")))
+def op_count(name):
+    return report.get(f"{name}.nnapi.pt", {}).get("operation_count")
+
+
+# Each entry's option, against the entry without options ("plain").
+check("manifest nhwc: the input is NHWC (memory format 1)",
+      attr("nhwc", "inp_mem_fmts") == [1] and attr("plain", "inp_mem_fmts") == [0])
+check("manifest preference: compilation_preference 1",
+      attr("preference", "compilation_preference") == 1
+      and attr("plain", "compilation_preference") == 2)
+check("manifest relax_f32_to_f16: True", attr("relax", "relax_f32_to_f16") is True
+      and attr("plain", "relax_f32_to_f16") is False)
+check("manifest int16_for_qint16: an int16 input converts", entry("int16") is not None)
+check("manifest fuse_activations: both ReLUs folded (4 operations -> 2, no RELU)",
+      op_count("plain") == 4 and op_count("fuse") == 2 and "RELU" not in ops("fuse"),
+      (ops("plain"), ops("fuse")))
+fallback = entry("fallback")
+check("manifest cpu_fallback: topk stays TorchScript around an NNAPI model",
+      fallback is not None and [n for n, _ in fallback.named_children()] == ["nnapi_0"]
+      and "topk" in fallback.code)
+check("manifest min_android_api 30: RESIZE_BILINEAR instead of FULLY_CONNECTED",
+      "RESIZE_BILINEAR" in ops("api30") and "RESIZE_BILINEAR" not in ops("api29")
+      and report.get("api30.nnapi.pt", {}).get("android_api") == 30
+      and report.get("api29.nnapi.pt", {}).get("android_api") == 29, (ops("api29"), ops("api30")))
+check("manifest parts: the four files, relative to the manifest",
+      os.path.isdir(path("man/parts.d")) and sorted(os.listdir(path("man/parts.d"))) ==
+      ["manifest.json", "ser_model.bin", "shape_compute.py", "weights.pt"])
+check("manifest return_shapes: the template has the given shape",
+      entry("ret") is not None and template_shape(path("man/ret.nnapi.pt"), x9) == [(1, 8, 5, 5)])
+check("manifest lite: the .ptl is written", os.path.exists(path("man/lite.nnapi.ptl"))
+      and not os.path.exists(path("man/plain.nnapi.ptl")))
 
 # --- report fields -----------------------------------------------------------------
 rc, text = run(conv, sorts, topk, "--input", "1x4x9x9", "--out-dir", path("rep"), "--report",
