@@ -5,7 +5,7 @@ the tree, rebuilds what changed, runs the part of the suite that covers the
 planted code, and prints which tests caught each bug. Not run by ctest.
 
     /usr/bin/python3 tools/mutation_check.py [--build build] [--only REGEX]
-        [--jobs 2] [--table FILE] [--keep-going]
+        [--jobs 2] [--table FILE] [--keep-going] [--rev REV]
 
 --build names the project's build tree after a ctest run: its generated
 fixtures (BUILD/fixtures: test_nnapi, torchvision) are reused, not made again.
@@ -14,6 +14,9 @@ tree, copied where they differ, so only what a bug touches is rebuilt; it
 sits beside the build tree with the same layout, so ccache with
 CCACHE_BASEDIR=/work shares the objects), built in BUILD-mutation/tree/build.
 First the unmutated copy must pass every selected test, else the check stops.
+--rev REV checks the suite of git revision REV instead of the working tree's
+(with a build tree of that revision for --build: its fixtures are the ones
+its tests expect), e.g. to see which planted bugs an older suite missed.
 
 The tests run for every bug (TESTS below) are the suites that check what the
 converter, the runtime and --verify compute: the byte-exact reference suites
@@ -113,29 +116,56 @@ def sh(cmd, cwd=None, env=None, quiet=True):
     return p.returncode, p.stdout
 
 
-def sync_tree(tree):
-    """Copies the working tree's tracked files into `tree` where they differ."""
-    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True,
-                           stdout=subprocess.PIPE).stdout.decode().split("\0")
+def git(*args):
+    return subprocess.run(["git", *args], cwd=ROOT, check=True, stdout=subprocess.PIPE).stdout
+
+
+def sync_tree(tree, rev=None):
+    """Copies the working tree's tracked files (or revision `rev`'s) into
+    `tree` where they differ, and removes tracked files `rev` lacks."""
+    executable = set()
+    if rev:
+        files = []
+        for entry in filter(None, git("ls-tree", "-r", "-z", rev).decode().split("\0")):
+            meta, f = entry.split("\t", 1)
+            files.append(f)
+            if meta.startswith("100755"):
+                executable.add(f)
+        for f in git("ls-files", "-z").decode().split("\0"):
+            if f and f not in files and os.path.exists(os.path.join(tree, f)):
+                os.remove(os.path.join(tree, f))
+    else:
+        files = git("ls-files", "-z").decode().split("\0")
     copied = 0
     for f in filter(None, files):
         src, dst = os.path.join(ROOT, f), os.path.join(tree, f)
-        if not os.path.isfile(src):
+        if rev:
+            data = git("show", f"{rev}:{f}")
+        elif not os.path.isfile(src):
             continue
-        with open(src, "rb") as a:
-            data = a.read()
+        else:
+            with open(src, "rb") as a:
+                data = a.read()
         if os.path.exists(dst):
             with open(dst, "rb") as b:
                 if b.read() == data:
                     continue
         os.makedirs(os.path.dirname(dst), exist_ok=True)
-        shutil.copy2(src, dst)
+        with open(dst, "wb") as b:
+            b.write(data)
+        if not rev:
+            shutil.copymode(src, dst)
+        else:
+            os.chmod(dst, 0o755 if f in executable else 0o644)
         copied += 1
     return copied
 
 
 def build(bdir, jobs):
-    status, out = sh(["cmake", "--build", bdir, "-j", str(jobs), "--target"] + TARGETS)
+    _, listing = sh(["cmake", "--build", bdir, "--target", "help"])
+    known = set(re.findall(r"^\.\.\. (\S+)", listing, re.M))
+    targets = [t for t in TARGETS if t in known]  # an older revision lacks some
+    status, out = sh(["cmake", "--build", bdir, "-j", str(jobs), "--target"] + targets)
     if status != 0:
         tail = "\n".join(out.splitlines()[-30:])
         return False, tail
@@ -183,6 +213,7 @@ def main():
     ap.add_argument("--table", help="also write the Markdown table here")
     ap.add_argument("--keep-going", action="store_true",
                     help="go on when the unmutated tree fails a test")
+    ap.add_argument("--rev", help="check this git revision's suite instead of the working tree's")
     a = ap.parse_args()
     build_dir = os.path.abspath(a.build)
     fixtures = os.path.join(build_dir, "fixtures")
@@ -194,13 +225,16 @@ def main():
     os.makedirs(tree, exist_ok=True)
     env = dict(os.environ, CCACHE_BASEDIR=os.environ.get("CCACHE_BASEDIR", "/work"))
     os.environ.update(env)
-    log(f"scratch tree {tree}: {sync_tree(tree)} file(s) copied")
+    log(f"scratch tree {tree}: {sync_tree(tree, a.rev)} file(s) copied"
+        + (f" from {a.rev}" if a.rev else ""))
     if not os.path.exists(os.path.join(bdir, "CMakeCache.txt")):
         status, out = sh(["cmake", "-S", tree, "-B", bdir, "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
                           "-DNNAPI_CONVERT_BUILD_TESTS=ON"])
         if status:
             raise SystemExit(out)
     link = os.path.join(bdir, "fixtures")
+    if os.path.islink(link) and os.readlink(link) != fixtures:
+        os.remove(link)
     if not os.path.islink(link):
         if os.path.exists(link):
             shutil.rmtree(link)

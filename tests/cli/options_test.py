@@ -26,7 +26,6 @@ import shutil
 import subprocess
 import sys
 import time
-from typing import Tuple
 
 import torch
 import torch.nn as nn
@@ -197,28 +196,11 @@ check("`nnapi-convert convert m.pt ...` writes the module `nnapi-convert m.pt ..
 # run had ended.
 
 
-class Loops(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.w = torch.ones(1)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "hostile"))
+sys.dont_write_bytecode = True
+import make_hostile  # noqa: E402
 
-    def forward(self, x):
-        return x * self.w
-
-    @torch.jit.export
-    def __getstate__(self) -> Tuple[torch.Tensor, bool]:
-        return (self.w, self.training)
-
-    @torch.jit.export
-    def __setstate__(self, state: Tuple[torch.Tensor, bool]) -> None:
-        i = 0
-        while True:
-            i = i + 1
-        self.w = state[0]
-        self.training = state[1]
-
-
-torch.jit.script(Loops().eval()).save(path("loops.pt"))
+make_hostile.save_setstate_models(WORK)  # setstate_loop.pt: its __setstate__ never returns
 
 
 def children(pid):
@@ -244,8 +226,8 @@ def start_loops(in_process):
     env.pop("NNAPI_CONVERT_IN_PROCESS", None)
     if in_process:
         env["NNAPI_CONVERT_IN_PROCESS"] = "1"
-    return subprocess.Popen([BIN, path("loops.pt"), "--input", "1x1", "--timeout", "2", "-o",
-                             path("loops.nnapi.pt")], stdout=subprocess.PIPE,
+    return subprocess.Popen([BIN, path("setstate_loop.pt"), "--input", "1x4", "--timeout", "2",
+                             "-o", path("loop.nnapi.pt")], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
 
 
