@@ -4,7 +4,8 @@
 #   lib/nnapi-convert/libneuralnetworks.so      host runtime for --verify, off the
 #                                               loader's path (it must not shadow a
 #                                               real libneuralnetworks.so)
-#   include/nnapi_convert/*.h, lib/libnnapi_convert.a, lib/libnnapi_convert_types.a
+#   include/nnapi_convert/*.h, lib/libnnapi_convert.a, lib/libnnapi_convert_types.a,
+#   lib/libnnapi_convert_validate.a
 #   lib/cmake/nnapi_convert/                    find_package(nnapi_convert)
 #   share/man/man1/nnapi-convert.1.gz           when help2man is installed
 #
@@ -30,7 +31,9 @@ set_target_properties(nnapi_convert_lib PROPERTIES
   EXPORT_NAME nnapi_convert OUTPUT_NAME nnapi_convert)
 set_target_properties(nnapi_types PROPERTIES
   EXPORT_NAME nnapi_types OUTPUT_NAME nnapi_convert_types)
-install(TARGETS nnapi_convert_lib nnapi_types EXPORT nnapi_convertTargets
+set_target_properties(nnapi_validate PROPERTIES
+  EXPORT_NAME nnapi_validate OUTPUT_NAME nnapi_convert_validate)
+install(TARGETS nnapi_convert_lib nnapi_types nnapi_validate EXPORT nnapi_convertTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/nnapi_convert

@@ -221,7 +221,7 @@ def shapes_mismatch(templates, eager_outputs):
 
 def write_case(out_dir, *, name, source, traced, convert_args, run_args,
                eager_outputs, ref, error_regex, options=(), must_convert=False, fold=None,
-               not_runnable=None):
+               not_runnable=None, validator_refuses=None):
     case_dir = os.path.join(out_dir, name)
     if os.path.isdir(case_dir):
         shutil.rmtree(case_dir)
@@ -269,6 +269,9 @@ def write_case(out_dir, *, name, source, traced, convert_args, run_args,
         "must_convert": must_convert,
         "fold": None if fold is None else [list(p) for p in fold],
         "not_runnable": not_runnable,
+        # Why nnapi-convert's validator refuses the case (see VALIDATOR_REFUSES
+        # in make_fixtures.py), or null.
+        "validator_refuses": validator_refuses,
         "remove_mutation_changed": bool(ref.remove_mutation_changed),
         "reference_shape_mismatch": bool(mismatch),
     }

@@ -48,7 +48,9 @@ TARGETS = ["nnapi-convert", "neuralnetworks", "test_reference", "test_verify",
            "test_verify_rules"]
 
 # Each planted bug: (name, what it does, [(file, text, replacement), ...]).
-# The text must occur exactly once in the file.
+# The text must occur exactly once in the file; where revisions differ, text
+# and replacement may be lists of alternatives (the first that occurs is
+# planted).
 MUTATIONS = [
     ("fuse-relu6-as-relu",
      "--fuse-activations folds hardtanh(0, 6) (nn.ReLU6) as RELU: the clamp at 6 is lost",
@@ -83,8 +85,11 @@ MUTATIONS = [
     ("quant-hardswish-scale",
      "quantized::hardswish (API 30) declares an output scale 0.4% off the model's",
      [("src/lower/activation.cpp",
-       "QuantParams{cx.constant_float(node->input(1)), cx.constant_int(node->input(2))}",
-       "QuantParams{cx.constant_float(node->input(1)) * 1.004, cx.constant_int(node->input(2))}")]),
+       ["emit_unary(cx, Op::HardSwish, x, node->output(), out_quant);",
+        "QuantParams{cx.constant_float(node->input(1)), cx.constant_int(node->input(2))}"],
+       ["emit_unary(cx, Op::HardSwish, x, node->output(),\n"
+        "             QuantParams{out_quant.scale * 1.004, out_quant.zero_point});",
+        "QuantParams{cx.constant_float(node->input(1)) * 1.004, cx.constant_int(node->input(2))}"])]),
     ("channel-shuffle-shared-misreading",
      "converter and runtime both read CHANNEL_SHUFFLE's num_groups as the group size "
      "(their results agree with eager; NeuralNetworks.h disagrees)",
@@ -187,13 +192,18 @@ def run_tests(bdir, jobs):
 def apply(tree, edits):
     """Plants `edits`; returns the original contents to restore."""
     saved = {}
-    for f, old, new in edits:
+    for f, olds, news in edits:
         p = os.path.join(tree, f)
         text = saved.get(p) or open(p).read()
         saved.setdefault(p, text)
         current = open(p).read()
-        if current.count(old) != 1:
-            raise SystemExit(f"{f}: the text to mutate occurs {current.count(old)} times:\n{old}")
+        pairs = list(zip(olds, news)) if isinstance(olds, list) else [(olds, news)]
+        for old, new in pairs:
+            if current.count(old) == 1:
+                break
+        else:
+            restore(saved)
+            raise SystemExit(f"{f}: no text to mutate occurs exactly once: {olds}")
         with open(p, "w") as fh:
             fh.write(current.replace(old, new))
     return saved

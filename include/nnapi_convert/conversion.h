@@ -73,7 +73,9 @@ struct ConvertOptions {
 };
 
 struct PhaseTimes {
-  double load_ms = 0, freeze_ms = 0, lower_ms = 0, serialize_ms = 0, write_ms = 0;
+  // validate: NeuralNetworks.h's rules checked on the serialized model (and,
+  // for a model with load-time sizes, on its blob at sample sizes).
+  double load_ms = 0, freeze_ms = 0, lower_ms = 0, serialize_ms = 0, validate_ms = 0, write_ms = 0;
 };
 
 // One return value's template: what `prepare` builds for it.

@@ -9,10 +9,13 @@
 namespace nnapi_convert {
 
 // Prints operands, operations, model inputs/outputs and memory formats of the
-// model in `path` to `out` (as one JSON object when `json` is set). The file
-// is validated strictly (see blob.h); problems go to `err` as one paragraph
-// naming the file. Returns the process exit status: 0 when the model was
-// printed, 1 when the file is unreadable or invalid.
+// model in `path` to `out` (as one JSON object when `json` is set), with what
+// the NNAPI model validator finds (nnapi_convert/validate.h: the rules of
+// NeuralNetworks.h the device applies when it loads the model). The file is
+// read strictly (see blob.h); problems go to `err` as one paragraph naming the
+// file. Returns the process exit status: 0 when the model was printed and has
+// no finding; 1 when the file is unreadable or invalid, or when the model was
+// printed with findings (a model the device would refuse; `err` says so).
 int inspect_main(const std::string& path, bool json, std::ostream& out, std::ostream& err);
 
 }  // namespace nnapi_convert

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace nnapi {
 
@@ -164,6 +165,11 @@ const char* op_name(Op op);
 // Returns nullptr for a code outside the table.
 const char* op_name_or_null(int32_t code);
 const char* operand_type_name_or_null(int32_t code);
+// "ANEURALNETWORKS_BAD_DATA", or "result code N" for a code outside the table.
+std::string result_name(int code);
+
+// The value of an IEEE 754 half-precision number (FLOAT16 operands).
+float half_to_float(uint16_t h);
 
 // Bytes per element of a tensor operand type; 0 for scalar or unknown types.
 int element_size(OperandType t);

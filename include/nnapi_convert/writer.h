@@ -39,6 +39,11 @@ ConversionFiles write_conversion(const Conversion& c, const ConvertOptions& opti
 void write_nnapi_module(const Conversion& c, const ConvertOptions& options, const std::string& path,
                         bool lite);
 void write_parts(const Conversion& c, const ConvertOptions& options, const std::string& dir);
+// ser_model as the device holds it once the module is loaded with `args`
+// (one tensor per model input, in the model's layout): the shape-compute
+// script `prepare` run on it, as NnapiModule.init runs it, filling in the
+// sizes fixed at load time.
+std::vector<int32_t> prepared_ser_model(const Conversion& c, const std::vector<at::Tensor>& args);
 // out.nnapi.pt -> out.nnapi.ptl
 std::string lite_output_path(const std::string& path);
 // The four files --parts writes in `dir`.

@@ -45,8 +45,14 @@ void print_verify(const Args& a, const JobResult& r) {
   const std::string shapes = shapes_text(v);
   if (!a.quiet) {
     // Standard output may carry the module (-o -) or the report (--report -).
-    std::ostream& out = a.output == "-" || a.report == "-" ? std::cerr : std::cout;
-    out << r.model << ": verify on inputs " << shapes << "\n";
+    std::ostream& out =
+        names_standard_output(a.output) || names_standard_output(a.report) ? std::cerr : std::cout;
+    if (a.verify_input.empty()) {
+      out << r.model << ": verify on inputs " << shapes << "\n";
+    } else {
+      out << r.model << ": verify on the --verify-input tensors '" << a.verify_input << "' ("
+          << shapes << ")\n";
+    }
     for (size_t i = 0; i < v.outputs.size(); ++i) {
       out << "  " << format_output_check(i, v.outputs[i]) << "\n";
     }
@@ -109,8 +115,8 @@ class Progress {
         const PhaseTimes& t = r.times;
         spdlog::info(
             "{}: timings (ms): load {:.2f}, freeze {:.2f}, lower {:.3f}, serialize {:.3f}, "
-            "write {:.2f}",
-            r.model, t.load_ms, t.freeze_ms, t.lower_ms, t.serialize_ms, t.write_ms);
+            "validate {:.3f}, write {:.2f}",
+            r.model, t.load_ms, t.freeze_ms, t.lower_ms, t.serialize_ms, t.validate_ms, t.write_ms);
       }
       if (r.nnapi_models > 0 && r.ok && !a_.quiet) print_fallback(r);
       if (r.verify) print_verify(a_, r);

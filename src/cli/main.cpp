@@ -103,7 +103,8 @@ void add_conversion_options(CLI::App& app, Args& a, std::vector<CLI::Option*>& p
   app.add_flag("--nhwc", a.nhwc, "Every 4-D input is channels-last (NHWC)");
   paths.push_back(
       app.add_option("-o,--output", a.output,
-                     "Output file (default: <model>.nnapi.pt beside it; - for standard output)"));
+                     "Output file (default: <model>.nnapi.pt beside it; - or /dev/stdout for "
+                     "standard output; a FIFO or character device is written through)"));
   paths.push_back(app.add_option("--out-dir", a.out_dir, "Directory for outputs (several models)"));
   paths.push_back(
       app.add_option("--parts", a.parts,

@@ -84,7 +84,9 @@ JobResult run_job(const Job& job) {
       if (!r.verify->ok) {
         r.exit_code = 1;
         r.error = "model '" + r.model + "': the converted module does not match the model on " +
-                  "seeded random inputs; '" + r.output + "' was not written";
+                  (job.verify_options.input_file.empty() ? "seeded random inputs"
+                                                         : "the --verify-input tensors") +
+                  "; '" + r.output + "' was not written";
       }
     }
     if (r.exit_code == 0) {
@@ -253,8 +255,10 @@ nlohmann::ordered_json to_json(const JobResult& r) {
                          {"torchscript_nodes", kinds_json(r.torchscript_nodes)}};
   }
   const PhaseTimes& t = r.times;
-  j["times_ms"] = {{"load", t.load_ms},           {"freeze", t.freeze_ms}, {"lower", t.lower_ms},
-                   {"serialize", t.serialize_ms}, {"write", t.write_ms},   {"total", r.total_ms}};
+  j["times_ms"] = {{"load", t.load_ms},         {"freeze", t.freeze_ms},
+                   {"lower", t.lower_ms},       {"serialize", t.serialize_ms},
+                   {"validate", t.validate_ms}, {"write", t.write_ms},
+                   {"total", r.total_ms}};
   if (r.verify) {
     nlohmann::ordered_json outputs = nlohmann::ordered_json::array();
     for (const OutputCheck& o : r.verify->outputs) outputs.push_back(to_json(o));
@@ -293,8 +297,8 @@ JobResult job_result_from(const nlohmann::ordered_json& j, const std::string& ou
     r.torchscript_nodes = kinds_from(j.at("cpu_fallback").at("torchscript_nodes"));
   }
   const nlohmann::ordered_json& t = j.at("times_ms");
-  r.times = {number(t.at("load")), number(t.at("freeze")), number(t.at("lower")),
-             number(t.at("serialize")), number(t.at("write"))};
+  r.times = {number(t.at("load")),      number(t.at("freeze")),   number(t.at("lower")),
+             number(t.at("serialize")), number(t.at("validate")), number(t.at("write"))};
   r.total_ms = number(t.at("total"));
   if (j.contains("verify")) {
     const nlohmann::ordered_json& v = j.at("verify");
@@ -511,9 +515,11 @@ std::vector<Job> read_manifest(const std::string& path, const Job& defaults,
 namespace {
 
 // One file, however it is named: its inode when it exists (hard links and
-// symlinks compare equal), else its absolute path; "-" is standard output.
+// symlinks compare equal), else its absolute path; "-", /dev/stdout and
+// /dev/fd/N name descriptors.
 std::string file_key(const std::string& path) {
-  if (path == "-") return "stdout";
+  const int fd = output_descriptor(path);
+  if (fd >= 0) return "descriptor " + std::to_string(fd);
   struct stat st;
   if (::stat(path.c_str(), &st) == 0) {
     return "inode " + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
@@ -534,8 +540,12 @@ void check_output_plan(const std::vector<Job>& jobs,
     inputs.emplace(file_key(job.options.model_path), "the model '" + job.options.model_path + "'");
   }
   auto plan = [&](const std::string& path, const std::string& what, const std::string& model) {
+    bool device = false;
     try {
-      resolve_output_target(path, what);
+      const OutputTarget target = resolve_output_target(path, what);
+      struct stat st;
+      device = target.kind == OutputTarget::Kind::Node && ::stat(path.c_str(), &st) == 0 &&
+               S_ISCHR(st.st_mode);
     } catch (const OutputError& e) {
       throw ConvertError(2, e.what());
     }
@@ -547,6 +557,9 @@ void check_output_plan(const std::vector<Job>& jobs,
       throw ConvertError(
           2, desc + " would overwrite " + in->second + ", which is read: write it somewhere else");
     }
+    // Several outputs may go to one character device (/dev/null): each is
+    // written through, none replaces another.
+    if (device) return;
     auto [it, fresh] = outputs.emplace(key, desc);
     if (!fresh) {
       throw ConvertError(

@@ -12,6 +12,7 @@
 #include "core/folding.h"
 #include "core/loader.h"
 #include "core/trace.h"
+#include "core/validation.h"
 #include "lower/fusion.h"
 #include "nnapi_convert/check.h"
 #include "util/timing.h"
@@ -154,10 +155,13 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
   }
   const Node* current = nullptr;
   const Node* offending = nullptr;  // the node of a returned value that is no operand
+  // Per NNAPI operation: the node it was lowered from (for the validator's
+  // messages, and the trace).
+  std::vector<const Node*> op_nodes;
   Folder folder;
   try {
     for (const Node* node : graph->nodes()) {
-      if (trace) trace->operations.resize(m.operation_count(), current);
+      op_nodes.resize(m.operation_count(), current);
       current = node;
       if (folder.try_fold(cx, node) || lower_symbolic_arithmetic(cx, node)) continue;
       if (plan.claimed(node)) continue;  // lowered with its group, at the group's last node
@@ -187,8 +191,9 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
       }
       if (const auto& over = m.first_over_limit()) fail_above_target(*over, options);
     }
+    op_nodes.resize(m.operation_count(), current);
     if (trace) {
-      trace->operations.resize(m.operation_count(), current);
+      trace->operations = op_nodes;
       record_values(cx, *graph, trace);
     }
     current = graph->return_node();
@@ -281,6 +286,10 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
   result.weights = m.take_weights();
   for (const at::Tensor& w : result.weights) result.weight_bytes += w.numel() * w.element_size();
   result.times.serialize_ms = ms_since(t0);
+
+  t0 = std::chrono::steady_clock::now();
+  validate_conversion(result, m.patched_operands(), op_nodes, options, failed);
+  result.times.validate_ms = ms_since(t0);
   return result;
 }
 

@@ -1,6 +1,7 @@
 // Where graph nodes come from in the user's code, and the messages naming them.
 #include "core/diagnostics.h"
 
+#include <c10/util/Exception.h>
 #include <torch/csrc/jit/frontend/source_range.h>
 
 #include <algorithm>
@@ -170,6 +171,9 @@ std::vector<NodeKindCount> census(const torch::jit::Graph& graph) {
 }
 
 void check_supported(const torch::jit::Graph& graph, const std::string& path) {
+  if (std::all_of(graph.nodes().begin(), graph.nodes().end(),
+                  [](const torch::jit::Node* n) { return handled_kind(n->kind()); }))
+    return;
   std::vector<NodeKindCount> missing;
   int64_t nodes = 0;
   for (NodeKindCount& k : census(graph)) {
@@ -206,6 +210,42 @@ NodePlace node_place(const Node* node) {
     place.code = text.substr(1, text.size() - 2);
   }
   return place;
+}
+
+}  // namespace nnapi_convert
+
+namespace nnapi_convert {
+
+std::string script_error_text(const std::exception& e) {
+  const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+  std::string m = c10_error ? c10_error->what_without_backtrace() : e.what();
+  // The interpreter's report: a header, the TorchScript tracebacks, then the
+  // error itself (its first line names its type: "RuntimeError: ...").
+  if (m.find("The following operation failed in the TorchScript interpreter") !=
+      std::string::npos) {
+    size_t start = std::string::npos;
+    for (size_t at = 0; at < m.size();) {
+      size_t end = m.find('\n', at);
+      if (end == std::string::npos) end = m.size();
+      const std::string line = m.substr(at, end - at);
+      const size_t colon = line.find(": ");
+      if (colon != std::string::npos && colon >= 5 && line.find_first_of(" ()<>/") > colon &&
+          line.compare(colon - 5, 5, "Error") == 0) {
+        start = at;  // the last such line: nested failures print each
+      }
+      at = end + 1;
+    }
+    if (start != std::string::npos) m = m.substr(start);
+  }
+  // One paragraph: lines joined, surrounding space trimmed.
+  std::string out;
+  std::istringstream lines(m);
+  for (std::string line; std::getline(lines, line);) {
+    size_t b = line.find_first_not_of(" \t"), e2 = line.find_last_not_of(" \t\r");
+    if (b == std::string::npos) continue;
+    out += (out.empty() ? "" : " ") + line.substr(b, e2 - b + 1);
+  }
+  return out;
 }
 
 }  // namespace nnapi_convert

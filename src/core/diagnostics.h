@@ -6,6 +6,7 @@
 
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,11 @@ std::vector<NodeKindCount> census(const torch::jit::Graph& graph);
 // Throws ConvertError (exit 1) naming every node kind of `graph` that nothing
 // lowers or folds, each with its count and places.
 void check_supported(const torch::jit::Graph& graph, const std::string& path);
+
+// The error TorchScript code raised, as one paragraph: a c10::Error without
+// its C++ backtrace; for the interpreter's report of a failed operation (a
+// std::runtime_error with TorchScript tracebacks), the error at its end.
+std::string script_error_text(const std::exception& e);
 
 // A node lowered to an operation newer than --min-android-api allows.
 [[noreturn]] void fail_above_target(const ModelBuilder::OverLimit& over,

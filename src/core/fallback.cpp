@@ -344,12 +344,14 @@ void Planner::probe_all() {
                                    : at::empty(t.sizes(), t.options());
       }
     }
-  } catch (const c10::Error& e) {
+  } catch (const ConvertError&) {
+    throw;
+  } catch (const std::exception& e) {
     throw ConvertError(1, "model '" + options_.model_path +
                               "': --cpu-fallback runs the model on random inputs of the "
                               "--input sizes to learn the sizes between its NNAPI and "
                               "TorchScript parts, and the model failed: " +
-                              e.what_without_backtrace());
+                              script_error_text(e));
   }
   for (size_t i = 0; i < values.size(); ++i) {
     const auto& runs = sizes[i];
@@ -507,6 +509,7 @@ Conversion Planner::assemble(const std::vector<Segment>& segments, std::vector<C
     c.android_api = std::max(c.android_api, p.android_api);
     c.times.lower_ms += p.times.lower_ms;
     c.times.serialize_ms += p.times.serialize_ms;
+    c.times.validate_ms += p.times.validate_ms;
   }
   std::vector<const Node*> left;
   for (const Node* n : graph_.nodes()) {

@@ -83,13 +83,17 @@ void read_module(Model& m, const torch::jit::Module& wrapper, const std::string&
   const c10::IValue weights = mod.attr("weights");
   if (!weights.isTensorList()) throw InspectError("'" + sub + ".weights' is not a list of tensors");
   std::vector<int64_t> sizes;
-  for (const at::Tensor& t : weights.toTensorVector()) {
+  std::vector<std::pair<const uint8_t*, size_t>> buffers;
+  const std::vector<at::Tensor> tensors = weights.toTensorVector();
+  for (const at::Tensor& t : tensors) {
     WeightInfo w;
     // nnapi_bind.cpp passes t.nbytes() of the contiguous weight.
     w.bytes = static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size());
     w.dtype = std::string(c10::toString(t.scalar_type()));
     w.shape = t.sizes().vec();
     sizes.push_back(w.bytes);
+    buffers.emplace_back(t.is_contiguous() ? static_cast<const uint8_t*>(t.data_ptr()) : nullptr,
+                         static_cast<size_t>(w.bytes));
     m.weights.push_back(std::move(w));
   }
   m.inp_mem_fmts = int_list(mod, sub, "inp_mem_fmts");
@@ -99,8 +103,10 @@ void read_module(Model& m, const torch::jit::Module& wrapper, const std::string&
   try {
     m.blob = parse_blob(bytes, &sizes);
   } catch (const BlobError& e) {
-    throw InspectError(std::string("invalid NNAPI model blob in '" + sub + ".ser_model': ") + e.what());
+    throw InspectError(std::string("invalid NNAPI model blob in '" + sub + ".ser_model': ") +
+                       e.what());
   }
+  validate(m, buffers);
   // NnapiModule.forward accepts input formats 0 and 1, output formats 0, 1, 2.
   if (m.inp_mem_fmts.size() != m.blob.inputs.size())
     throw InspectError("'" + sub + ".inp_mem_fmts' has " + std::to_string(m.inp_mem_fmts.size()) +
@@ -131,6 +137,7 @@ void load_raw(Model& m, const std::vector<uint8_t>& bytes) {
                     "archive): ") +
         e.what());
   }
+  validate(m, {});  // numbered-buffer values are not in a raw blob
 }
 
 // Joins a multi-line message into one paragraph.
@@ -211,7 +218,13 @@ int inspect_main(const std::string& path, bool json, std::ostream& out, std::ost
       print_text(models[0], text);
     }
     out << text.str();
-    return 0;
+    size_t findings = 0;
+    for (const Model& m : models) findings += m.findings.size();
+    if (findings == 0) return 0;
+    err << "nnapi-convert inspect: " << path << ": the model breaks NeuralNetworks.h's rules ("
+        << findings << " finding" << (findings > 1 ? "s" : "")
+        << ", listed in the report), so the device would refuse it\n";
+    return 1;
   } catch (const InspectError& e) {
     problem = e.what();
   } catch (const c10::Error& e) {

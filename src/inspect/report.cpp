@@ -78,20 +78,6 @@ uint32_t le32(const uint8_t* p) {
          (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
 }
 
-float half_to_float(uint16_t h) {
-  const int sign = (h >> 15) & 1;
-  const int exp = (h >> 10) & 0x1f;
-  const int mant = h & 0x3ff;
-  float v;
-  if (exp == 0)
-    v = std::ldexp(static_cast<float>(mant), -24);
-  else if (exp == 31)
-    v = mant ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
-  else
-    v = std::ldexp(static_cast<float>(mant + 1024), exp - 25);
-  return sign ? -v : v;
-}
-
 // One decoded element of an immediate value.
 struct Scalar {
   enum Kind { Int, Float, Bool } kind = Int;
@@ -141,7 +127,7 @@ bool decode_immediate(const BlobOperand& op, const std::vector<uint8_t>& bytes,
       case nnapi::OperandType::Float16:
       case nnapi::OperandType::TensorFloat16:
         s.kind = Scalar::Float;
-        s.f = half_to_float(static_cast<uint16_t>(p[0] | (p[1] << 8)));
+        s.f = nnapi::half_to_float(static_cast<uint16_t>(p[0] | (p[1] << 8)));
         break;
       case nnapi::OperandType::TensorQuant16Symm:
         s.i = static_cast<int16_t>(static_cast<uint16_t>(p[0] | (p[1] << 8)));
@@ -291,6 +277,10 @@ int oldest_android_api(int level) {
 
 // --- text output -----------------------------------------------------------------
 
+void validate(Model& m, const std::vector<std::pair<const uint8_t*, size_t>>& buffers) {
+  m.findings = nnapi_validate::validate_model(nnapi_validate::model_of_blob(m.blob, buffers));
+}
+
 void print_text(const Model& m, std::ostream& out) {
   const Blob& b = m.blob;
   out << m.path << ": "
@@ -337,6 +327,14 @@ void print_text(const Model& m, std::ostream& out) {
   }
   out << "model inputs: " << list_text(b.inputs) << "\n";
   out << "model outputs: " << list_text(b.outputs) << "\n";
+  if (m.findings.empty()) {
+    out << "NeuralNetworks.h rules: no finding\n";
+  } else {
+    out << "NeuralNetworks.h rules: " << m.findings.size() << " finding"
+        << (m.findings.size() > 1 ? "s" : "") << " (the device would refuse this model):\n";
+    for (const nnapi_validate::Finding& f : m.findings)
+      out << "  " << nnapi_validate::describe(f) << "\n";
+  }
   if (m.torchscript) {
     auto fmts = [](const std::vector<int64_t>& v) {
       std::string s = "[";
@@ -431,6 +429,15 @@ void print_json(const Model& m, std::ostream& out) {
   j["operations"] = operations;
   j["inputs"] = b.inputs;
   j["outputs"] = b.outputs;
+  Json findings = Json::array();
+  for (const nnapi_validate::Finding& f : m.findings) {
+    findings.push_back(
+        {{"operation", f.operation >= 0 ? Json(f.operation) : Json(nullptr)},
+         {"operation_name", f.operation >= 0 ? Json(f.operation_name) : Json(nullptr)},
+         {"rule", nnapi_validate::rule_name(f.rule)},
+         {"message", f.message}});
+  }
+  j["findings"] = findings;
   auto fmts = [&](const std::vector<int64_t>& v) {
     if (!m.torchscript) return Json(nullptr);  // a raw blob does not record memory formats
     Json names = Json::array();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "nnapi_convert/blob.h"
+#include "nnapi_convert/validate.h"
 
 namespace nnapi_convert::inspect_detail {
 
@@ -25,7 +26,13 @@ struct Model {
   Blob blob;
   std::vector<WeightInfo> weights;  // only for a .nnapi.pt
   std::vector<int64_t> inp_mem_fmts, out_mem_fmts;
+  // What the validator finds (NeuralNetworks.h's rules), see validate().
+  std::vector<nnapi_validate::Finding> findings;
 };
+
+// Runs the validator on m.blob with the weight buffers (data, bytes; data
+// nullptr where unknown) and keeps its findings in m.findings.
+void validate(Model& m, const std::vector<std::pair<const uint8_t*, size_t>>& buffers);
 
 // "contiguous", "channels_last", "scalar_or_vector" or "invalid".
 const char* mem_fmt_name(int64_t f);

@@ -5,7 +5,9 @@
 #include "lower/activation.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "lower/emit.h"
@@ -56,18 +58,52 @@ void lower_hardswish(LoweringContext& cx, const Node* node) {
   emit_unary(cx, Op::HardSwish, x, node->output());
 }
 
+// PyTorch's own quantized hardswish of each of the 256 values a quint8 tensor
+// of x's parameters can hold, on the QNNPACK engine (as on Android): a (256)
+// quint8 tensor with the output's scale and zero point.
+at::Tensor quantized_hardswish_table(const Operand& x, double scale, int64_t zero_point) {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("quantized::hardswish", "")
+                             .typed<at::Tensor(const at::Tensor&, double, int64_t)>();
+  at::Context& ctx = at::globalContext();
+  const at::QEngine engine = ctx.qEngine();
+  const auto& engines = ctx.supportedQEngines();
+  if (std::find(engines.begin(), engines.end(), at::QEngine::QNNPACK) != engines.end())
+    ctx.setQEngine(at::QEngine::QNNPACK);
+  at::Tensor all =
+      at::_make_per_tensor_quantized_tensor(at::arange(256, at::kByte), x.scale, x.zero_point);
+  at::Tensor table = op.call(all, scale, zero_point);
+  ctx.setQEngine(engine);
+  return table;
+}
+
 void lower_quantized_hardswish(LoweringContext& cx, const Node* node) {
   Tensor x = cx.get_operand(node->input(0));
   check(is_quant(x.op), "quantized::hardswish of a float tensor");
+  const QuantParams out_quant{cx.constant_float(node->input(1)), cx.constant_int(node->input(2))};
   if (!cx.allows_feature_level(kHardSwishLevel)) {
-    // Below Android 11: through float32, as PyTorch's kernel computes it.
-    Tensor f = float_hardswish(cx, emit_dequantize(cx, x), nullptr);
-    emit_quantize(cx, f, cx.constant_float(node->input(1)), cx.constant_int(node->input(2)),
-                  node->output());
+    // Below Android 11: a lookup table. An input holds one of 256 stored
+    // values, so the output is GATHER (feature level 3) from the table of
+    // PyTorch's results by the stored value (CAST to TENSOR_INT32 keeps stored
+    // values). Exact, where DEQUANTIZE, float arithmetic and QUANTIZE rounded
+    // ties otherwise than QNNPACK's table (up to 5% of outputs one quantum off).
+    const int32_t table_id =
+        cx.add_weight(quantized_hardswish_table(x.op, out_quant.scale, out_quant.zero_point));
+    Operand index = x.op;
+    index.type = OperandType::TensorInt32;
+    index.scale = 0.0;
+    index.zero_point = 0;
+    const Tensor indices = emit_unary_to(cx, Op::Cast, x, index);
+    Operand out = x.op;
+    out.scale = out_quant.scale;
+    out.zero_point = out_quant.zero_point;
+    ModelBuilder& m = cx.model();
+    const int32_t axis = m.add_int_scalar(0);
+    const int32_t out_id = make_output(cx, node->output(), out, &indices);
+    m.add_operation(Op::Gather, {table_id, axis, indices.id}, {out_id});
     return;
   }
-  emit_unary(cx, Op::HardSwish, x, node->output(),
-             QuantParams{cx.constant_float(node->input(1)), cx.constant_int(node->input(2))});
+  emit_unary(cx, Op::HardSwish, x, node->output(), out_quant);
 }
 
 void lower_silu(LoweringContext& cx, const Node* node) {

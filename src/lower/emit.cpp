@@ -285,7 +285,8 @@ Tensor emit_take(LoweringContext& cx, const Tensor& x, int64_t d, int64_t begin,
   for (int64_t i = 0; i < rank; ++i) {
     if (i != axis) end_mask |= 1 << i;
   }
-  int64_t end = begin + count * step;
+  // One past the last element taken (not past the dim's end for steps > 1).
+  int64_t end = step > 1 ? begin + (count - 1) * step + 1 : begin + count * step;
   if (end < 0) {  // a reversed slice down to element 0: NNAPI would read -1 as the last
     end_mask |= 1 << axis;
     end = 0;

@@ -101,7 +101,7 @@ std::vector<int32_t> strided_slice_inputs(LoweringContext& cx, int32_t x,
                                           const std::vector<int64_t>& strides, int32_t end_mask,
                                           int32_t shrink_mask);
 // `count` elements of x along PyTorch dim d, from `begin` in steps of `step`
-// (1 or -1): a STRIDED_SLICE taking the other dims whole.
+// (-1, or 1 and more): a STRIDED_SLICE taking the other dims whole.
 Tensor emit_take(LoweringContext& cx, const Tensor& x, int64_t d, int64_t begin, int64_t count,
                  int64_t step);
 // TRANSPOSE of `x` (in PyTorch's element order, fixed sizes) by `perm`; `x`

@@ -9,7 +9,7 @@
 //   over (8, 7, 8, 7*C). Where more than 4 groups remain, each output group in
 //   turn is moved in front of the ones not placed yet, a 4-D (0, 2, 1, 3)
 //   TRANSPOSE of (placed, skipped, moved, rest).
-// - a select of rank > 4 is a STRIDED_SLICE of the tensor read as 3-D.
+// - a select or slice of rank > 4 is a STRIDED_SLICE of the tensor read as 3-D.
 // - add, sub, mul and div of rank > 4 (Swin's attention mask,
 //   `attn.view(B, nW, heads, N, N) + mask`) drop the dims that are 1 in both
 //   operands and, if more than 4 remain, merge adjacent dims that broadcast
@@ -19,11 +19,12 @@
 // A result is again read with its full shape when its uses only reshape,
 // permute, select from or do such arithmetic on it, else RESHAPEd to it.
 // Registered after view.cpp, layout.cpp, slicing.cpp and pointwise.cpp: other
-// views, permutes, selects and arithmetic go to their lowerings.
+// views, permutes, selects, slices and arithmetic go to their lowerings.
 #include <ATen/ATen.h>
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -184,6 +185,40 @@ bool lower_high_rank_select(LoweringContext& cx, const Node* node) {
   return true;
 }
 
+// slice(x, d, start, stop, step) of a fixed-size tensor of rank > 4 (a
+// detection head's `p[..., 4:]`): x read as (dims before d, dim d, dims after
+// d), a STRIDED_SLICE along the middle (NNAPI's takes rank <= 4).
+bool lower_high_rank_slice(LoweringContext& cx, const Node* node) {
+  if (!cx.has_operand(node->input(0)) || cx.has_symbolic(node->input(3))) return false;
+  auto [id, in] = cx.get_operand(node->input(0));
+  const auto rank = static_cast<int64_t>(in.shape.size());
+  if (rank <= 4 || has_flexible(in.shape)) return false;
+  const int64_t d = py_index(cx.constant_int(node->input(1)), rank);
+  const int64_t size = in.shape[d];
+  auto bound = [&](const Value* v, int64_t none_value) {  // Python's slice bounds
+    const c10::IValue& iv = cx.constant(v).value;
+    int64_t i = iv.isNone() ? none_value : iv.toInt();
+    if (i < 0) i += size;
+    return std::clamp<int64_t>(i, 0, size);
+  };
+  const int64_t start = bound(node->input(2), 0), stop = bound(node->input(3), size);
+  const int64_t step = cx.constant_int(node->input(4));
+  // The slicing lowering refuses empty slices and takes the whole dim (x[:, :])
+  // as the identity.
+  const c10::IValue& raw_stop = cx.constant(node->input(3)).value;
+  const bool whole = start == 0 && step == 1 &&
+                     (raw_stop.isNone() || raw_stop.toInt() == std::numeric_limits<int64_t>::max());
+  if (step <= 0 || stop <= start || whole) return false;
+  const int64_t count = (stop - start + step - 1) / step;
+  const Tensor x =
+      reshape_to(cx, emit_relayout(cx, {id, in}, DimOrder::Contiguous),
+                 {product(in.shape, 0, d), size, product(in.shape, d + 1, in.shape.size())});
+  Shape out_shape = in.shape;
+  out_shape[d] = count;
+  bind_as(cx, emit_take(cx, x, 1, start, count, step), out_shape, node->output());
+  return true;
+}
+
 // One side of arithmetic of rank > 4: an operand, or a constant tensor or
 // number (float32 when the other side is).
 struct Side {
@@ -302,6 +337,7 @@ void register_rank_reduce_ops(LoweringTable& t) {
     return lower_high_rank_permute(cx, node, cx.constant_int_list(node->input(1)));
   });
   chain(t, "aten::select", lower_high_rank_select);
+  chain(t, "aten::slice", lower_high_rank_slice);
   chain(t, "aten::transpose", [](LoweringContext& cx, const Node* node) {
     if (!cx.has_operand(node->input(0))) return false;
     const auto rank = static_cast<int64_t>(cx.get_operand(node->input(0)).op.shape.size());

@@ -75,7 +75,9 @@ void lower_slice(LoweringContext& cx, const Node* node) {
   int64_t step = cx.constant(node->input(4)).value.toInt();
   int64_t size = in.shape[dim];
   if (start < 0) {
-    start += size;
+    // Python clamps a start before the first element to 0 (x[..., -9:] of 7
+    // elements is all 7); NNAPI would read a negative begin from the end.
+    start = std::max<int64_t>(start + size, 0);
   } else if (start == kMax) {
     start = 0;
   }
@@ -89,7 +91,7 @@ void lower_slice(LoweringContext& cx, const Node* node) {
            shape_str(in.shape) + ")";
   });
   if (stop < 0) {
-    stop += size;
+    stop = std::max<int64_t>(stop + size, 0);
   } else if (stop > size) {
     stop = size;  // Python slicing clamps; so does PyTorch
   }
@@ -107,9 +109,9 @@ void lower_slice(LoweringContext& cx, const Node* node) {
   begins[dim] = start;
   ends[dim] = stop;
   strides[dim] = step;
-  cx.model().add_operation(
-      Op::StridedSlice, strided_slice_inputs(cx, in_id, begins, ends, strides, end_mask, 0),
-      {out_id});
+  cx.model().add_operation(Op::StridedSlice,
+                           strided_slice_inputs(cx, in_id, begins, ends, strides, end_mask, 0),
+                           {out_id});
 }
 
 // select(x, dim, index): x[..., index, ...], one dim fewer. STRIDED_SLICE

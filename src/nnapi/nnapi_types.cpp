@@ -1,5 +1,8 @@
 #include "nnapi_convert/nnapi_types.h"
 
+#include <cmath>
+#include <limits>
+
 namespace nnapi {
 
 namespace {
@@ -125,12 +128,31 @@ const char* const kOperandTypeNames[] = {
     "TENSOR_QUANT16_ASYMM",            // 12
 };
 
+// NeuralNetworks.h's ResultCode names, by value.
+const char* const kResultNames[] = {
+    "ANEURALNETWORKS_NO_ERROR",                  // 0
+    "ANEURALNETWORKS_OUT_OF_MEMORY",             // 1
+    "ANEURALNETWORKS_INCOMPLETE",                // 2
+    "ANEURALNETWORKS_UNEXPECTED_NULL",           // 3
+    "ANEURALNETWORKS_BAD_DATA",                  // 4
+    "ANEURALNETWORKS_OP_FAILED",                 // 5
+    "ANEURALNETWORKS_BAD_STATE",                 // 6
+    "ANEURALNETWORKS_UNMAPPABLE",                // 7
+    "ANEURALNETWORKS_OUTPUT_INSUFFICIENT_SIZE",  // 8
+    "ANEURALNETWORKS_UNAVAILABLE_DEVICE",        // 9
+};
+
 template <typename T, int N>
 constexpr int count(T (&)[N]) {
   return N;
 }
 
 }  // namespace
+
+std::string result_name(int code) {
+  return code >= 0 && code < count(kResultNames) ? kResultNames[code]
+                                                 : "result code " + std::to_string(code);
+}
 
 const char* op_name_or_null(int32_t code) {
   return code >= 0 && code < count(kOpNames) ? kOpNames[code] : nullptr;
@@ -148,6 +170,20 @@ const char* op_name(Op op) {
 const char* operand_type_name(OperandType t) {
   const char* name = operand_type_name_or_null(static_cast<int32_t>(t));
   return name ? name : "UNKNOWN_OPERAND_TYPE";
+}
+
+float half_to_float(uint16_t h) {
+  const int exponent = (h >> 10) & 0x1f;
+  const int mantissa = h & 0x3ff;
+  float v;
+  if (exponent == 0) {
+    v = std::ldexp(static_cast<float>(mantissa), -24);
+  } else if (exponent == 31) {
+    v = mantissa ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  } else {
+    v = std::ldexp(static_cast<float>(mantissa + 1024), exponent - 25);
+  }
+  return (h & 0x8000) ? -v : v;
 }
 
 int element_size(OperandType t) {

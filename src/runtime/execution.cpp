@@ -118,6 +118,15 @@ struct Observer {
 };
 Observer g_observer;
 
+// An operation index from the environment variable `name`; -1 when unset.
+int64_t operation_from_env(const char* name) {
+  const char* env = std::getenv(name);
+  if (env == nullptr || *env == '\0') return int64_t{-1};
+  char* end = nullptr;
+  long long v = std::strtoll(env, &end, 10);
+  return *end == '\0' && v >= 0 ? static_cast<int64_t>(v) : int64_t{-1};
+}
+
 // A test hook: NNAPI_HOST_FAULT_OPERATION=K[:ADD[:SHARE]] makes operation K's
 // outputs wrong (see README.md), so that tests can check how a diverging
 // conversion is reported and which differences --verify tolerates. Read once.
@@ -146,6 +155,13 @@ const Fault& fault() {
     return r;
   }();
   return f;
+}
+
+// The test hook NNAPI_HOST_FAIL_OPERATION=<index>: that operation fails (OP_FAILED) in
+// every execution, so that tests can check how a run-time failure is reported.
+int64_t fail_operation() {
+  static const int64_t index = operation_from_env("NNAPI_HOST_FAIL_OPERATION");
+  return index;
 }
 
 // A wrong value of the same type and shape.
@@ -232,18 +248,23 @@ Result Execution::compute() {
   for (size_t k : model_.schedule()) {
     const Operation& op = model_.operations()[k];
     ExecContext ctx(op, model_, values);
+    auto failed = [&](const std::string& why) {
+      fail_at(k, NnError(Result::OpFailed, std::string(op.kernel->name) + " (operation " +
+                                               std::to_string(k) + "): " + why));
+    };
     try {
+      if (static_cast<int64_t>(k) == fail_operation()) {
+        failed("failed on purpose (the test hook NNAPI_HOST_FAIL_OPERATION is set)");
+      }
       op.kernel->execute(ctx);
     } catch (const NnError& e) {
-      fail(Result::OpFailed,
-           std::string(op.kernel->name) + " (operation " + std::to_string(k) + "): " + e.what());
+      if (e.operation() >= 0) throw;
+      failed(e.what());
     } catch (const c10::Error& e) {
-      fail(Result::OpFailed, std::string(op.kernel->name) + " (operation " + std::to_string(k) +
-                                 "): " + e.what_without_backtrace());
+      failed(e.what_without_backtrace());
     }
     for (uint32_t o : op.outputs)
-      if (!values[o].present)
-        fail(Result::OpFailed, std::string(op.kernel->name) + " left an output unset");
+      if (!values[o].present) failed("left an output unset");
     if (static_cast<int64_t>(k) == fault().operation) {
       for (uint32_t o : op.outputs) values[o].t = perturbed(values[o].t, fault());
     }

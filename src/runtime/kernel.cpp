@@ -1,4 +1,4 @@
-// Validation/execution contexts, shared tensor helpers and the registry.
+// The execution context, shared tensor helpers and the registry.
 #include "kernel.h"
 
 #include <algorithm>
@@ -6,73 +6,6 @@
 #include <sstream>
 
 namespace nnrt {
-
-// ---------------------------------------------------------------- validation
-
-void ValidationContext::error(const std::string& msg) const {
-  fail(Result::BadData, std::string(name_) + ": " + msg);
-}
-
-void ValidationContext::input_count(std::initializer_list<size_t> allowed) const {
-  if (std::find(allowed.begin(), allowed.end(), ins_.size()) != allowed.end()) return;
-  std::ostringstream os;
-  os << "got " << ins_.size() << " inputs, expected one of {";
-  for (size_t n : allowed) os << " " << n;
-  os << " }";
-  error(os.str());
-}
-
-void ValidationContext::input_count_at_least(size_t n) const {
-  if (ins_.size() < n) error("needs at least " + std::to_string(n) + " inputs");
-}
-
-void ValidationContext::output_count(size_t n) const {
-  if (outs_.size() != n)
-    error("got " + std::to_string(outs_.size()) + " outputs, expected " + std::to_string(n));
-}
-
-static void check_type(const ValidationContext& ctx, const char* what, size_t i, OperandType t,
-                       std::initializer_list<OperandType> allowed) {
-  if (std::find(allowed.begin(), allowed.end(), t) != allowed.end()) return;
-  ctx.error(std::string(what) + " " + std::to_string(i) + " has type " +
-            nnapi::operand_type_name(t));
-}
-
-void ValidationContext::input_type(size_t i, std::initializer_list<OperandType> allowed) const {
-  check_type(*this, "input", i, in(i).type, allowed);
-}
-
-void ValidationContext::output_type(size_t i, std::initializer_list<OperandType> allowed) const {
-  check_type(*this, "output", i, out(i).type, allowed);
-}
-
-void ValidationContext::same_type(size_t i, size_t j) const {
-  if (in(i).type != in(j).type)
-    error("inputs " + std::to_string(i) + " and " + std::to_string(j) + " differ in type");
-}
-
-void ValidationContext::output_same_type_as_input(size_t o, size_t i) const {
-  if (out(o).type != in(i).type)
-    error("output " + std::to_string(o) + " type differs from input " + std::to_string(i));
-}
-
-void ValidationContext::input_rank(size_t i, std::initializer_list<size_t> ranks) const {
-  const auto& dims = in(i).dims;
-  if (dims.empty()) return;  // unknown rank: checked at execution
-  if (std::find(ranks.begin(), ranks.end(), dims.size()) == ranks.end())
-    error("input " + std::to_string(i) + " has unsupported rank " + std::to_string(dims.size()));
-}
-
-void ValidationContext::max_rank(size_t n) const {
-  auto check = [&](const Operand& o, const std::string& what) {
-    if (o.is_tensor() && o.dims.size() > n) {
-      error(what + " has rank " + std::to_string(o.dims.size()) + ", more than the " +
-            std::to_string(n) + " supported");
-    }
-  };
-  for (size_t i = 0; i < ins_.size(); ++i) check(in(i), "input " + std::to_string(i));
-  for (size_t i = 0; i < outs_.size(); ++i) check(out(i), "output " + std::to_string(i));
-}
 
 // ---------------------------------------------------------------- execution
 
@@ -229,10 +162,12 @@ at::Tensor requantize_accumulator(const at::Tensor& acc, float in_scale, float w
   return (at::round(scaled) + out.zero_point).clamp(lo, hi).to(at::kByte);
 }
 
-at::Tensor quantize_like_pytorch(const at::Tensor& real, const Operand& out) {
+at::Tensor quantize_like_pytorch(const at::Tensor& real, const Operand& out, int32_t fuse) {
+  check_fuse_code(fuse);
   const float inverse_scale = 1.0f / out.scale;
+  auto [lo, hi] = quant_activation_range(fuse, out.scale, out.zero_point);
   at::Tensor scaled = real.to(at::kFloat) * at::scalar_tensor(inverse_scale, at::kFloat);
-  return (at::round(scaled) + out.zero_point).clamp(0, 255).to(at::kByte);
+  return (at::round(scaled) + out.zero_point).clamp(lo, hi).to(at::kByte);
 }
 
 at::Tensor to_operand(const at::Tensor& real, const Operand& out, int32_t fuse) {

@@ -1,12 +1,12 @@
 // The contract between the runtime core and the per-family operation files:
-// each NNAPI operation code maps to a validator (run by addOperation, on
-// declared operand types) and an executor (run by compute, on ATen tensors).
+// each NNAPI operation code maps to an executor (run by compute, on ATen
+// tensors). The rules a model must follow are the validator's
+// (nnapi_convert/validate.h), which addOperation and finish run.
 #pragma once
 
 #include <ATen/ATen.h>
 
 #include <cstdint>
-#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -16,39 +16,6 @@ namespace nnrt {
 
 using nnapi::Fuse;
 using nnapi::Op;
-
-// Declared operands of one addOperation call.
-class ValidationContext {
- public:
-  ValidationContext(const char* op_name, std::vector<const Operand*> ins,
-                    std::vector<const Operand*> outs)
-      : name_(op_name), ins_(std::move(ins)), outs_(std::move(outs)) {}
-
-  size_t num_inputs() const { return ins_.size(); }
-  size_t num_outputs() const { return outs_.size(); }
-  const Operand& in(size_t i) const { return *ins_.at(i); }
-  const Operand& out(size_t i) const { return *outs_.at(i); }
-
-  // Each throws BAD_DATA with a message naming the operation.
-  void input_count(std::initializer_list<size_t> allowed) const;
-  void input_count_at_least(size_t n) const;
-  void output_count(size_t n) const;
-  void input_type(size_t i, std::initializer_list<OperandType> allowed) const;
-  void output_type(size_t i, std::initializer_list<OperandType> allowed) const;
-  // Input i has the same type as input 0 (tensor element type).
-  void same_type(size_t i, size_t j) const;
-  void output_same_type_as_input(size_t out, size_t in) const;
-  // Declared rank of input i, when declared, is one of `ranks`.
-  void input_rank(size_t i, std::initializer_list<size_t> ranks) const;
-  // Every input and output tensor of declared rank has rank <= `n`
-  // (NeuralNetworks.h: "Supported tensor rank: up to 4").
-  void max_rank(size_t n) const;
-  [[noreturn]] void error(const std::string& msg) const;
-
- private:
-  const char* name_;
-  std::vector<const Operand*> ins_, outs_;
-};
 
 // A tensor flowing between operations during one execution. Element types:
 // float for TENSOR_FLOAT32/FLOAT32, int for TENSOR_INT32/INT32/UINT32,
@@ -92,7 +59,6 @@ class ExecContext {
 struct OpKernel {
   Op code;
   const char* name;
-  void (*validate)(const ValidationContext&);
   void (*execute)(ExecContext&);
 };
 
@@ -136,8 +102,9 @@ at::Tensor requantize_accumulator(const at::Tensor& acc, float in_scale, float w
 // the values as float32 times float32(1 / scale), rounded half to even, plus
 // the zero point, saturated to [0, 255]. QUANTIZE, and CONCATENATION of
 // inputs with other parameters (PyTorch's quantized cat dequantizes and
-// quantizes so), round this way.
-at::Tensor quantize_like_pytorch(const at::Tensor& real, const Operand& out);
+// quantizes so), and a broadcasting quantized ADD round this way. A fused
+// activation clamps the result to its range.
+at::Tensor quantize_like_pytorch(const at::Tensor& real, const Operand& out, int32_t fuse = 0);
 // Quantizes with the given parameters (no activation).
 at::Tensor quantize_u8(const at::Tensor& real, float scale, int32_t zero_point, int32_t lo = 0,
                        int32_t hi = 255);

@@ -7,10 +7,15 @@
 #include <limits>
 
 #include "kernel.h"
+#include "nnapi_convert/validate.h"
 
 namespace nnrt {
 
 void fail(Result code, const std::string& msg) { throw NnError(code, msg); }
+
+void fail_at(size_t operation, const NnError& e) {
+  throw NnError(e.code(), e.what(), static_cast<int64_t>(operation));
+}
 
 void require(bool cond, const std::string& msg) {
   if (!cond) fail(Result::BadData, msg);
@@ -50,6 +55,34 @@ size_t scalar_size(OperandType t) {
 bool known_type(int32_t code) { return nnapi::operand_type_name_or_null(code) != nullptr; }
 
 }  // namespace
+
+nnapi_validate::Operand validation_view(const Operand& o) {
+  nnapi_validate::Operand v;
+  v.type = o.type;
+  v.dims = o.dims;
+  v.scale = o.scale;
+  v.zero_point = o.zero_point;
+  switch (o.lifetime) {
+    case Lifetime::Temporary:
+      v.lifetime = nnapi_validate::Lifetime::Temporary;
+      break;
+    case Lifetime::ModelInput:
+      v.lifetime = nnapi_validate::Lifetime::ModelInput;
+      break;
+    case Lifetime::ModelOutput:
+      v.lifetime = nnapi_validate::Lifetime::ModelOutput;
+      break;
+    case Lifetime::Constant:
+      v.lifetime = nnapi_validate::Lifetime::Constant;
+      v.data = o.value_data();
+      v.length = o.length;
+      break;
+    case Lifetime::NoValue:
+      v.lifetime = nnapi_validate::Lifetime::Omitted;
+      break;
+  }
+  return v;
+}
 
 bool Operand::fully_specified() const {
   if (!is_tensor()) return true;
@@ -169,25 +202,36 @@ void Model::set_value_from_memory(int32_t index, std::shared_ptr<Memory> memory,
 void Model::add_operation(int32_t code, std::vector<uint32_t> inputs,
                           std::vector<uint32_t> outputs) {
   require_not_finished();
+  const int64_t index = static_cast<int64_t>(operations_.size());
   const OpKernel* kernel = find_kernel(code);
-  require(kernel != nullptr, "unsupported operation type " + std::to_string(code));
-  std::vector<const Operand*> ins, outs;
-  for (uint32_t i : inputs) ins.push_back(&operand_at(i));
-  for (uint32_t o : outputs) {
-    Operand& op = operand_at(o);
-    require(op.lifetime != Lifetime::Constant && op.lifetime != Lifetime::NoValue,
-            "operation output " + std::to_string(o) + " is a constant");
-    require(op.lifetime != Lifetime::ModelInput, "operation output is a model input");
-    require(op.producer < 0, "operand " + std::to_string(o) + " is written twice");
-    require(op.is_tensor(), "operation output must be a tensor");
-    outs.push_back(&op);
+  try {
+    if (kernel == nullptr) {
+      const char* name = nnapi::op_name_or_null(code);
+      fail(Result::BadData, name ? std::string("operation ") + name + " (" + std::to_string(code) +
+                                       ") is not implemented by this runtime"
+                                 : "unknown operation type " + std::to_string(code));
+    }
+    std::vector<nnapi_validate::Operand> views;
+    views.reserve(inputs.size() + outputs.size());
+    for (uint32_t i : inputs) views.push_back(validation_view(operand_at(i)));
+    for (uint32_t o : outputs) {
+      // What can be told now of the graph (finish's validator checks it all).
+      const Operand& op = operand_at(o);
+      require(op.lifetime != Lifetime::Constant && op.lifetime != Lifetime::NoValue,
+              "operation output " + std::to_string(o) + " is a constant");
+      require(op.lifetime != Lifetime::ModelInput, "operation output is a model input");
+      require(op.producer < 0, "operand " + std::to_string(o) + " is written twice");
+      views.push_back(validation_view(op));
+    }
+    std::vector<const nnapi_validate::Operand*> ins, outs;
+    for (size_t k = 0; k < views.size(); ++k) (k < inputs.size() ? ins : outs).push_back(&views[k]);
+    // Types, counts, declared ranks and quantization; values and shapes at finish.
+    if (auto finding = nnapi_validate::validate_operation_types(index, code, ins, outs))
+      fail(Result::BadData, finding->message);
+  } catch (const NnError& e) {
+    fail_at(static_cast<size_t>(index), e);
   }
-  for (size_t a = 0; a < outputs.size(); ++a)
-    for (size_t b = a + 1; b < outputs.size(); ++b)
-      require(outputs[a] != outputs[b], "duplicate operation output");
-  kernel->validate(ValidationContext(kernel->name, ins, outs));
-  const int index = static_cast<int>(operations_.size());
-  for (uint32_t o : outputs) operands_[o].producer = index;
+  for (uint32_t o : outputs) operands_[o].producer = static_cast<int>(index);
   operations_.push_back(Operation{code, std::move(inputs), std::move(outputs), kernel});
 }
 
@@ -221,46 +265,37 @@ void Model::relax_float32_to_float16(bool allow) {
   relaxed_ = allow;
 }
 
+nnapi_validate::Model Model::validation_model() const {
+  nnapi_validate::Model m;
+  m.operands.reserve(operands_.size());
+  for (const Operand& o : operands_) m.operands.push_back(validation_view(o));
+  for (const Operation& op : operations_)
+    m.operations.push_back(nnapi_validate::Operation{op.code, op.inputs, op.outputs});
+  m.inputs = inputs_;
+  m.outputs = outputs_;
+  m.relaxed = relaxed_;
+  return m;
+}
+
 void Model::finish() {
   require_not_finished();
   require(identified_, "identifyInputsAndOutputs was not called");
-  require(!operations_.empty(), "model has no operations");
-  for (uint32_t o : outputs_)
-    require(operands_[o].producer >= 0, "model output " + std::to_string(o) + " is never written");
-  // Every operand an operation reads must be available: constant, omitted,
-  // a model input or written by some operation.
-  for (const Operation& op : operations_) {
-    for (uint32_t i : op.inputs) {
-      const Operand& in = operands_[i];
-      bool available = in.lifetime == Lifetime::Constant || in.lifetime == Lifetime::NoValue ||
-                       in.lifetime == Lifetime::ModelInput || in.producer >= 0;
-      require(available, "operand " + std::to_string(i) + " is read but never written");
-    }
+  // NeuralNetworks.h's rules, as the converter checks them before writing a
+  // model: the graph, every operation's operands and parameters, and the
+  // output shapes recomputed from the inputs'.
+  const nnapi_validate::Model view = validation_model();
+  const std::vector<nnapi_validate::Finding> findings = nnapi_validate::validate_model(view);
+  if (!findings.empty()) {
+    std::string msg = findings.front().message;
+    if (findings.size() > 1)
+      msg += " (and " + std::to_string(findings.size() - 1) + " more finding" +
+             (findings.size() > 2 ? "s" : "") + ")";
+    const NnError e(Result::BadData, msg);
+    if (findings.front().operation >= 0)
+      fail_at(static_cast<size_t>(findings.front().operation), e);
+    throw e;
   }
-  // Topological order (Kahn), so callers may add operations in any order.
-  std::vector<size_t> pending(operations_.size(), 0);
-  std::vector<std::vector<size_t>> consumers(operations_.size());
-  for (size_t k = 0; k < operations_.size(); ++k) {
-    for (uint32_t i : operations_[k].inputs) {
-      int p = operands_[i].producer;
-      if (p >= 0) {
-        ++pending[k];
-        consumers[static_cast<size_t>(p)].push_back(k);
-      }
-    }
-  }
-  schedule_.clear();
-  std::vector<size_t> ready;
-  for (size_t k = 0; k < operations_.size(); ++k)
-    if (pending[k] == 0) ready.push_back(k);
-  while (!ready.empty()) {
-    size_t k = ready.front();
-    ready.erase(ready.begin());
-    schedule_.push_back(k);
-    for (size_t c : consumers[k])
-      if (--pending[c] == 0) ready.push_back(c);
-  }
-  require(schedule_.size() == operations_.size(), "model graph has a cycle");
+  schedule_ = nnapi_validate::execution_order(view);
   finished_ = true;
 }
 

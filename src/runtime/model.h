@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "nnapi_convert/nnapi_types.h"
+#include "nnapi_convert/validate.h"
 
 namespace nnrt {
 
@@ -15,16 +16,23 @@ using nnapi::OperandType;
 using nnapi::Result;
 
 // Thrown inside the runtime, turned into a ResultCode at the C boundary.
+// `operation`: the index of the operation it concerns (the one being added,
+// checked or computed), or -1.
 class NnError : public std::runtime_error {
  public:
-  NnError(Result code, const std::string& msg) : std::runtime_error(msg), code_(code) {}
+  NnError(Result code, const std::string& msg, int64_t operation = -1)
+      : std::runtime_error(msg), code_(code), operation_(operation) {}
   Result code() const { return code_; }
+  int64_t operation() const { return operation_; }
 
  private:
   Result code_;
+  int64_t operation_;
 };
 
 [[noreturn]] void fail(Result code, const std::string& msg);
+// Throws `e` again as concerning operation `operation`.
+[[noreturn]] void fail_at(size_t operation, const NnError& e);
 // Throws BAD_DATA with `msg` unless `cond`.
 void require(bool cond, const std::string& msg);
 
@@ -87,6 +95,8 @@ class Model {
   const std::vector<uint32_t>& outputs() const { return outputs_; }
   // Operation indices in an order where producers come before consumers.
   const std::vector<size_t>& schedule() const { return schedule_; }
+  // The model as the validator sees it (views into this model's values).
+  nnapi_validate::Model validation_model() const;
 
  private:
   void require_not_finished() const;
@@ -106,6 +116,9 @@ struct Compilation {
   int32_t preference = static_cast<int32_t>(nnapi::Preference::FastSingleAnswer);
   bool finished = false;
 };
+
+// The operand as the validator sees it (a view of a constant's bytes).
+nnapi_validate::Operand validation_view(const Operand& operand);
 
 // Checks an operand-type record handed to addOperand or to setInput.
 Operand operand_from_type(int32_t type, uint32_t dimension_count, const uint32_t* dimensions,

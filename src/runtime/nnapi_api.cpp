@@ -3,9 +3,12 @@
 #include <c10/util/Exception.h>
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <new>
+#include <string>
 
 #include "execution.h"
 #include "kernel.h"
@@ -48,9 +51,26 @@ bool verbose() {
   return on;
 }
 
-void report(const char* fn, Result r, const char* msg) {
-  // Execution failures are always worth a line; API misuse only on request.
-  if (verbose() || r == Result::OpFailed) std::fprintf(stderr, "nnrt: %s: %s\n", fn, msg);
+// The last failed call of this thread (ANeuralNetworksHost_getLastError).
+struct LastError {
+  Result code = Result::NoError;
+  std::string function, message;
+  int64_t operation = -1;
+};
+thread_local LastError t_last_error;
+// Set once a host reads the failures (nnapi-convert --verify): it reports
+// them itself, so they are printed only with NNRT_VERBOSE.
+std::atomic<bool> g_host_reports{false};
+
+void report(const char* fn, Result r, const char* msg, int64_t operation = -1) {
+  t_last_error = {r, fn, msg, operation};
+  // Execution failures are worth a line unless the host reports them; API
+  // misuse only on request.
+  // A model the validator refuses at finish is worth a line too.
+  const bool refused = r == Result::BadData && std::strcmp(fn, "ANeuralNetworksModel_finish") == 0;
+  if (verbose() || ((r == Result::OpFailed || refused) && !g_host_reports.load())) {
+    std::fprintf(stderr, "nnrt: %s: %s\n", fn, msg);
+  }
 }
 
 template <class F>
@@ -59,7 +79,7 @@ int guarded(const char* fn, F&& body) {
     body();
     return code(Result::NoError);
   } catch (const NnError& e) {
-    report(fn, e.code(), e.what());
+    report(fn, e.code(), e.what(), e.operation());
     return code(e.code());
   } catch (const std::bad_alloc&) {
     report(fn, Result::OutOfMemory, "out of memory");
@@ -432,6 +452,21 @@ void ANeuralNetworksEvent_free(ANeuralNetworksEvent* event) { delete event; }
 void ANeuralNetworksHost_setOperationObserver(ANeuralNetworksHostOperationObserver observer,
                                               void* context) {
   nnrt::set_operation_observer(observer, context);
+}
+
+int ANeuralNetworksHost_getLastError(const char** function, const char** message,
+                                     int32_t* operation) {
+  g_host_reports.store(true);
+  const LastError& e = t_last_error;
+  if (function != nullptr) *function = e.function.c_str();
+  if (message != nullptr) *message = e.message.c_str();
+  if (operation != nullptr) *operation = static_cast<int32_t>(e.operation);
+  return code(e.code);
+}
+
+void ANeuralNetworksHost_clearLastError() {
+  g_host_reports.store(true);
+  t_last_error = LastError();
 }
 
 }  // extern "C"

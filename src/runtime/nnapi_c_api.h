@@ -125,4 +125,19 @@ typedef void (*ANeuralNetworksHostOperationObserver)(void* context, int32_t oper
 NNRT_EXPORT void ANeuralNetworksHost_setOperationObserver(
     ANeuralNetworksHostOperationObserver observer, void* context);
 
+// Not NNAPI: why the last ANeuralNetworks* call of this thread that failed
+// did (since ANeuralNetworksHost_clearLastError). Returns its result code
+// (0, ANEURALNETWORKS_NO_ERROR, when none failed) and sets `function` (its
+// name, e.g. "ANeuralNetworksModel_addOperation"), `message` (what the
+// runtime rejected and why; both valid until the thread's next failing call
+// or clear) and `operation` (the index of the operation it concerns, in the
+// order the model's operations were added, or -1). Any pointer may be null.
+// Once a host calls either function, the runtime stops printing execution
+// failures to standard error (NNRT_VERBOSE still prints every failure):
+// nnapi-convert --verify reports them itself, naming the node the operation
+// was lowered from.
+NNRT_EXPORT int ANeuralNetworksHost_getLastError(const char** function, const char** message,
+                                                 int32_t* operation);
+NNRT_EXPORT void ANeuralNetworksHost_clearLastError();
+
 }  // extern "C"

@@ -103,6 +103,13 @@ int32_t ModelBuilder::add_patched_int_vector(
   return id;
 }
 
+std::vector<int32_t> ModelBuilder::patched_operands() const {
+  std::vector<int32_t> ids;
+  for (const Value& v : values_)
+    if (!v.patches.empty()) ids.push_back(v.operand);
+  return ids;
+}
+
 int32_t ModelBuilder::add_int_tensor(const std::vector<int64_t>& v, std::vector<int64_t> dims) {
   return add_immediate(nnapi::OperandType::TensorInt32, int32_bytes(v), std::move(dims));
 }

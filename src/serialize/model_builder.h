@@ -79,6 +79,10 @@ class ModelBuilder {
   // The first operation that needed more than the limit, if any.
   const std::optional<OverLimit>& first_over_limit() const { return over_limit_; }
 
+  // The operands whose values the shape-compute script patches when the model
+  // loads (add_patched_int_vector): their bytes in the blob are placeholders.
+  std::vector<int32_t> patched_operands() const;
+
   std::vector<at::Tensor> take_weights() { return std::move(weights_); }
   // Operation counts by NNAPI operation name, for reports.
   std::map<std::string, int> operation_histogram() const;

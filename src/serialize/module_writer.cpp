@@ -15,8 +15,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "serialize/fallback_graph.h"
 #include "nnapi_convert/writer.h"
+#include "serialize/fallback_graph.h"
 #include "util/output_file.h"
 
 namespace nnapi_convert {
@@ -172,6 +172,20 @@ Module nnapi_module(const ModuleScope& scope, const Conversion& c, const Convert
   return nnapi;
 }
 
+}  // namespace
+
+std::vector<int32_t> prepared_ser_model(const Conversion& c, const std::vector<at::Tensor>& args) {
+  ModuleScope scope;
+  Module shape = scope.module_of(std::string(kPrefix) + "ShapeComputeModule");
+  shape.define(prepare_source(c, /*numeric_dtypes=*/true), scope.resolver);
+  at::Tensor ser = ser_model_tensor(c);
+  shape.run_method("prepare", ser, c10::List<at::Tensor>(args));
+  const int32_t* words = ser.data_ptr<int32_t>();
+  return std::vector<int32_t>(words, words + ser.numel());
+}
+
+namespace {
+
 // --cpu-fallback: the model's forward calling NnapiModule `nnapi_K` where the
 // fallback graph has segment K: forward([inputs]) gives a list of its outputs.
 Module fallback_module(const ModuleScope& scope, const Conversion& c,
@@ -186,10 +200,11 @@ Module fallback_module(const ModuleScope& scope, const Conversion& c,
   for (const torch::jit::Use& u : self->uses()) {
     const std::string name = u.user->kind() == c10::prim::GetAttr ? u.user->s(c10::attr::name) : "";
     if (name.empty() || !model->type()->hasAttribute(name)) {
-      throw ConvertError(1, "--cpu-fallback: the model's TorchScript part uses the module "
-                            "itself other than by reading an attribute (" +
-                                std::string(u.user->kind().toQualString()) +
-                                "), which the converted module cannot give it");
+      throw ConvertError(1,
+                         "--cpu-fallback: the model's TorchScript part uses the module "
+                         "itself other than by reading an attribute (" +
+                             std::string(u.user->kind().toQualString()) +
+                             "), which the converted module cannot give it");
     }
     if (!top.hasattr(name)) {
       top.register_attribute(name, model->type()->getAttribute(name), model->getAttr(name));
@@ -210,7 +225,8 @@ Module fallback_module(const ModuleScope& scope, const Conversion& c,
     torch::jit::Node* call = g->insertNode(g->create(c10::prim::CallMethod, {mod, args}));
     call->s_(c10::attr::name, "forward");
     call->output()->setType(c10::ListType::ofTensors());
-    torch::jit::Node* outs = g->insertNode(g->createListUnpack(call->output(), n->outputs().size()));
+    torch::jit::Node* outs =
+        g->insertNode(g->createListUnpack(call->output(), n->outputs().size()));
     for (size_t i = 0; i < n->outputs().size(); ++i) {
       n->output(i)->replaceAllUsesWith(outs->output(i));
     }

@@ -1,6 +1,7 @@
 #include "util/output_file.h"
 
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <random>
 
 namespace nnapi_convert {
 namespace {
@@ -97,48 +99,188 @@ int write_all(int fd, const void* data, size_t size) {
   return 0;
 }
 
+// Copies the file `from` to fd `to`; returns 0 or the errno of the failure.
+int copy_to(const std::string& from, int to) {
+  int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  int err = in < 0 ? errno : 0;
+  char buf[1 << 16];
+  while (err == 0) {
+    ssize_t n = ::read(in, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) err = errno;
+    if (n <= 0) break;
+    err = write_all(to, buf, static_cast<size_t>(n));
+  }
+  if (in >= 0) ::close(in);
+  return err;
+}
+
+// The test hook of tests/cli/hostile (never set it otherwise):
+// NNAPI_CONVERT_TEST_SIGNAL_AFTER_TEMP=N[:TEXT] raises signal N right after
+// a temporary file (whose name contains TEXT, when given) is created, so that
+// a test can stop the process at exactly that point.
+void test_signal_after_temp(const std::string& temp) {
+  const char* env = std::getenv("NNAPI_CONVERT_TEST_SIGNAL_AFTER_TEMP");
+  if (env == nullptr || *env == '\0') return;
+  const char* colon = std::strchr(env, ':');
+  if (colon != nullptr && temp.find(colon + 1) == std::string::npos) return;
+  const int sig = std::atoi(env);
+  if (sig > 0) ::raise(sig);
+}
+
+// Six characters of [A-Za-z0-9] from the kernel's random source.
+std::string random_suffix() {
+  static const char kChars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  unsigned char bytes[6];
+  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
+    std::random_device rd;
+    for (unsigned char& b : bytes) b = static_cast<unsigned char>(rd());
+  }
+  std::string s;
+  for (unsigned char b : bytes) s += kChars[b % (sizeof kChars - 1)];
+  return s;
+}
+
+// Creates `prefix`.tmp-XXXXXX (O_EXCL, mode 0600: a planted file or symlink
+// is never followed) and returns its descriptor, or -1 with errno. Its name
+// is registered for the signal handler (and told to the observer) before the
+// file exists, so a stop signal at any moment leaves no temporary behind.
+// A name that exists is never registered: it is someone else's.
+int create_temp(const std::string& prefix, std::string* name, int* slot) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::string candidate = prefix + ".tmp-" + random_suffix();
+    struct stat st;
+    if (::lstat(candidate.c_str(), &st) == 0) continue;
+    int claimed = claim_slot(candidate);
+    if (g_observer) g_observer(candidate, true);
+    int fd = ::open(candidate.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      *name = candidate;
+      *slot = claimed;
+      test_signal_after_temp(candidate);
+      return fd;
+    }
+    int e = errno;
+    release_slot(claimed);
+    if (g_observer) g_observer(candidate, false);
+    if (e != EEXIST) {
+      errno = e;
+      return -1;
+    }
+  }
+  errno = EEXIST;
+  return -1;
+}
+
+// The descriptor a path names: /dev/stdin, /dev/stdout, /dev/stderr,
+// /dev/fd/N, /proc/self/fd/N (lexically), or -1.
+int descriptor_path_number(const std::string& p) {
+  if (p == "/dev/stdin") return 0;
+  if (p == "/dev/stdout") return 1;
+  if (p == "/dev/stderr") return 2;
+  for (const char* dir : {"/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"}) {
+    const size_t n = std::strlen(dir);
+    if (p.size() <= n || p.size() > n + 9 || p.compare(0, n, dir) != 0) continue;
+    if (p.find_first_not_of("0123456789", n) != std::string::npos) return -1;
+    return std::atoi(p.c_str() + n);
+  }
+  return -1;
+}
+
 }  // namespace
 
-std::string resolve_output_target(const std::string& path, const std::string& what) {
+int output_descriptor(const std::string& path) {
+  if (path == "-") return STDOUT_FILENO;
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec);
+  if (ec) return -1;
+  // The name, then the names the symbolic links it leads through give, as
+  // text: /proc/self/fd/N is not followed, as it names this process's own
+  // descriptor N, and a worker's descriptor 1 is not the user's standard
+  // output (that is set_stdout_fd's).
+  for (int hop = 0; hop < 40; ++hop) {
+    int n = descriptor_path_number(p.lexically_normal().string());
+    if (n >= 0) return n;
+    struct stat st;
+    if (::lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return -1;
+    fs::path t = fs::read_symlink(p, ec);
+    if (ec) return -1;
+    p = t.is_absolute() ? t : p.parent_path() / t;
+  }
+  return -1;
+}
+
+bool names_standard_output(const std::string& path) {
+  return !path.empty() && output_descriptor(path) == STDOUT_FILENO;
+}
+
+OutputTarget resolve_output_target(const std::string& path, const std::string& what) {
   if (path.empty()) {
     throw OutputError(what + " path is empty; name a file, or - for standard output", true);
   }
-  if (path == "-") return path;
-  struct stat st;
-  if (::lstat(path.c_str(), &st) != 0) return path;  // made later; its errors name it then
-  std::string target = path;
-  if (S_ISLNK(st.st_mode)) {
-    char resolved[PATH_MAX];
-    if (!::realpath(path.c_str(), resolved) || ::stat(resolved, &st) != 0) {
-      throw OutputError(what + " '" + path +
-                            "' is a symbolic link to something that is not a file (or does "
-                            "not exist); name a regular file, or - for standard output",
-                        true);
+  const int n = output_descriptor(path);
+  if (n >= 0) {
+    const std::string name = path == "-"
+                                 ? std::string("standard output")
+                                 : "'" + path + "' (file descriptor " + std::to_string(n) + ")";
+    const int flags = ::fcntl(n == STDOUT_FILENO ? g_stdout_fd.load() : n, F_GETFL);
+    if (flags < 0) {
+      throw OutputError(what + " " + name + " is not open; name a file, or open it", true);
     }
-    target = resolved;
+    if ((flags & O_ACCMODE) == O_RDONLY) {
+      throw OutputError(what + " " + name + " is open for reading only; name a file", true);
+    }
+    return {OutputTarget::Kind::Descriptor, path, n};
+  }
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    return {OutputTarget::Kind::File, path, -1};  // made later; its errors name it then
+  }
+  const bool link = S_ISLNK(st.st_mode);
+  if (link && ::stat(path.c_str(), &st) != 0) {
+    throw OutputError(what + " '" + path +
+                          "' is a symbolic link to something that does not exist; name a "
+                          "regular file, or - for standard output",
+                      true);
   }
   if (S_ISDIR(st.st_mode)) {
     throw OutputError(what + " '" + path + "' is a directory; name a file inside it", true);
   }
+  if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+    return {OutputTarget::Kind::Node, path, -1};  // written through, never replaced
+  }
   if (!S_ISREG(st.st_mode)) {
-    throw OutputError(what + " '" + path + "' is " + node_kind(st.st_mode) +
-                          "; nnapi-convert replaces outputs atomically, which would destroy "
-                          "it: name a regular file, or - for standard output",
+    throw OutputError(what + " '" + path + "' is " + (link ? "a symbolic link to " : "") +
+                          node_kind(st.st_mode) +
+                          "; nnapi-convert writes to regular files (replaced atomically), "
+                          "character devices and FIFOs (written through): name one of those, "
+                          "or - for standard output",
                       true);
   }
-  return target;
+  std::string target = path;
+  if (link) {
+    char resolved[PATH_MAX];
+    if (!::realpath(path.c_str(), resolved)) {
+      throw OutputError(
+          what + " '" + path + "': its symbolic link cannot be resolved: " + errno_text(errno),
+          true);
+    }
+    target = resolved;
+  }
+  return {OutputTarget::Kind::File, target, -1};
 }
 
 PendingFile::PendingFile(const std::string& path, const std::string& what)
     : path_(path), what_(what), target_(resolve_output_target(path, what)) {
   fs::path dir;
   std::string base;
-  if (target_ == "-") {
+  if (target_.kind != OutputTarget::Kind::File) {
+    // Staged, and copied to the descriptor or device when committed.
     const char* tmpdir = std::getenv("TMPDIR");
     dir = tmpdir && *tmpdir ? tmpdir : "/tmp";
-    base = "nnapi-convert-stdout";
+    base = "nnapi-convert-output";
   } else {
-    fs::path t(target_);
+    fs::path t(target_.path);
     dir = t.parent_path();
     base = t.filename().string();
     if (!dir.empty()) {
@@ -151,25 +293,20 @@ PendingFile::PendingFile(const std::string& path, const std::string& what)
       }
     }
   }
-  std::string pattern = (dir.empty() ? fs::path(base) : dir / base).string() + ".tmp-XXXXXX";
-  std::vector<char> name(pattern.begin(), pattern.end());
-  name.push_back('\0');
-  fd_ = ::mkostemp(name.data(), O_CLOEXEC);
+  fd_ = create_temp((dir.empty() ? fs::path(base) : dir / base).string(), &temp_, &slot_);
   if (fd_ < 0) {
-    throw OutputError("could not write " + what_ + " '" + path_ +
-                          "': no temporary file can be "
-                          "made in '" +
-                          (dir.empty() ? std::string(".") : dir.string()) +
-                          "': " + errno_text(errno),
+    const int e = errno;
+    throw OutputError("could not write " + what_ + " " + named() +
+                          ": no temporary file can be made in '" +
+                          (dir.empty() ? std::string(".") : dir.string()) + "': " + errno_text(e),
                       false);
   }
-  temp_ = name.data();
-  slot_ = claim_slot(temp_);
-  if (g_observer) g_observer(temp_, true);
-  struct stat st;
-  mode_t mode = target_ != "-" && ::stat(target_.c_str(), &st) == 0 ? (st.st_mode & 07777)
-                                                                    : (0666 & ~process_umask());
-  ::fchmod(fd_, mode);
+  if (target_.kind == OutputTarget::Kind::File) {
+    struct stat st;
+    mode_t mode =
+        ::stat(target_.path.c_str(), &st) == 0 ? (st.st_mode & 07777) : (0666 & ~process_umask());
+    ::fchmod(fd_, mode);
+  }
 }
 
 PendingFile::~PendingFile() {
@@ -181,6 +318,10 @@ PendingFile::~PendingFile() {
   release_slot(slot_);
 }
 
+std::string PendingFile::named() const {
+  return path_ == "-" ? std::string("to standard output") : "'" + path_ + "'";
+}
+
 void PendingFile::write_nothrow(const void* data, size_t size) noexcept {
   if (error_ == 0 && fd_ >= 0) error_ = write_all(fd_, data, size);
 }
@@ -188,7 +329,7 @@ void PendingFile::write_nothrow(const void* data, size_t size) noexcept {
 void PendingFile::write(const void* data, size_t size) {
   write_nothrow(data, size);
   if (error_ != 0) {
-    throw OutputError("could not write " + what_ + " '" + path_ + "': " + errno_text(error_),
+    throw OutputError("could not write " + what_ + " " + named() + ": " + errno_text(error_),
                       false);
   }
 }
@@ -198,7 +339,7 @@ void PendingFile::finish() {
   if (fd_ >= 0 && ::close(fd_) != 0 && error_ == 0) error_ = errno;
   fd_ = -1;
   if (error_ != 0) {
-    throw OutputError("could not write " + what_ + " '" + path_ + "': " + errno_text(error_) +
+    throw OutputError("could not write " + what_ + " " + named() + ": " + errno_text(error_) +
                           (error_ == ENOSPC || error_ == EFBIG || error_ == EDQUOT
                                ? " (the existing file, if any, is unchanged)"
                                : ""),
@@ -208,27 +349,39 @@ void PendingFile::finish() {
 
 void PendingFile::commit() {
   if (committed_) return;
-  if (target_ == "-") {
-    int in = ::open(temp_.c_str(), O_RDONLY | O_CLOEXEC);
-    int err = in < 0 ? errno : 0;
-    char buf[1 << 16];
-    while (err == 0) {
-      ssize_t n = ::read(in, buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) err = errno;
-      if (n <= 0) break;
-      err = write_all(g_stdout_fd.load(), buf, static_cast<size_t>(n));
+  if (target_.kind == OutputTarget::Kind::File) {
+    if (::rename(temp_.c_str(), target_.path.c_str()) != 0) {
+      throw OutputError(
+          "could not write " + what_ + " '" + path_ +
+              "': renaming its temporary file into place failed: " + errno_text(errno),
+          false);
     }
-    if (in >= 0) ::close(in);
+  } else {
+    // Written through: the descriptor as it is, or the device or FIFO opened
+    // for writing (never created, truncated or replaced).
+    int out = target_.fd == STDOUT_FILENO ? g_stdout_fd.load() : target_.fd;
+    int err = 0;
+    if (target_.kind == OutputTarget::Kind::Node) {
+      out = ::open(target_.path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+      struct stat st;
+      if (out < 0) {
+        err = errno;
+      } else if (::fstat(out, &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
+        ::close(out);
+        throw OutputError("could not write " + what_ + " '" + path_ +
+                              "': it is no longer a character device or FIFO; nothing was "
+                              "written to it",
+                          false);
+      }
+    }
+    if (err == 0) err = copy_to(temp_, out);
+    if (target_.kind == OutputTarget::Kind::Node && out >= 0 && ::close(out) != 0 && err == 0) {
+      err = errno;
+    }
     if (err != 0) {
-      throw OutputError("could not write " + what_ + " to standard output: " + errno_text(err),
-                        false);
+      throw OutputError("could not write " + what_ + " " + named() + ": " + errno_text(err), false);
     }
     ::unlink(temp_.c_str());
-  } else if (::rename(temp_.c_str(), target_.c_str()) != 0) {
-    throw OutputError("could not write " + what_ + " '" + path_ + "': renaming its temporary " +
-                          "file into place failed: " + errno_text(errno),
-                      false);
   }
   committed_ = true;
   if (g_observer) g_observer(temp_, false);

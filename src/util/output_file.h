@@ -1,9 +1,12 @@
 // Output files written so that nothing is lost: each output is a temporary
-// made with mkstemp beside its target (O_EXCL: a planted file or symlink is
-// never followed), written and fsynced, and renamed over the target only when
+// made beside its target (O_EXCL: a planted file or symlink is never
+// followed), written and fsynced, and renamed over the target only when
 // every output of the model is complete. A temporary that is not committed is
 // removed, also when the process is stopped by SIGINT, SIGTERM, SIGHUP or
-// SIGPIPE. "-" means standard output. Knows nothing of models or NNAPI.
+// SIGPIPE at any moment (its name is registered before it is created).
+// Standard output ("-", /dev/stdout), other descriptors, character devices
+// and FIFOs are written through when committed (see OutputTarget).
+// Knows nothing of models or NNAPI.
 #pragma once
 
 #include <cstddef>
@@ -25,11 +28,28 @@ class OutputError : public std::runtime_error {
   bool usage_;
 };
 
-// Where `path` really gets written: "-" for standard output, the final target
-// of a symlink, else `path`. Throws OutputError(usage) for an empty path, a
-// directory, a device node, FIFO or socket (which an atomic replace would
-// destroy: write to "-" instead) or a dangling symlink.
-std::string resolve_output_target(const std::string& path, const std::string& what);
+// Where an output goes. File: a temporary beside `path` (a symlink's final
+// target) renamed over it. Descriptor: file descriptor `fd` ("-" and
+// /dev/stdout are 1; /dev/fd/N, /proc/self/fd/N, /dev/stderr, or a symlink
+// to one of them), written through as it is. Node: a character device or
+// FIFO (or a symlink to one), opened for writing and written through, never
+// replaced. Both of the latter are staged in $TMPDIR (or /tmp) until committed.
+struct OutputTarget {
+  enum class Kind { File, Descriptor, Node };
+  Kind kind = Kind::File;
+  std::string path;
+  int fd = -1;
+};
+
+// Where `path` really gets written. Throws OutputError(usage) for an empty
+// path, a directory, a block device or socket, a dangling symlink, or a
+// descriptor that is not open for writing.
+OutputTarget resolve_output_target(const std::string& path, const std::string& what);
+
+// The file descriptor `path` names (see OutputTarget), or -1.
+int output_descriptor(const std::string& path);
+// Whether `path` is "-", /dev/stdout or another name of standard output.
+bool names_standard_output(const std::string& path);
 
 // One output being written.
 class PendingFile {
@@ -51,7 +71,11 @@ class PendingFile {
   const std::string& temp_path() const { return temp_; }  // complete after finish()
 
  private:
-  std::string path_, what_, target_, temp_;
+  std::string named() const;  // "'path'", or "to standard output" for "-"
+
+  std::string path_, what_;
+  OutputTarget target_;
+  std::string temp_;
   int fd_ = -1;
   int slot_ = -1;
   int error_ = 0;  // errno of the first failed write

@@ -8,7 +8,6 @@
 #include <dlfcn.h>
 #include <torch/csrc/jit/runtime/interpreter.h>
 #include <torch/csrc/jit/serialization/import.h>
-#include <torch/csrc/jit/serialization/pickle.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -25,10 +24,12 @@
 #include <set>
 #include <sstream>
 
+#include "core/diagnostics.h"
 #include "core/sample_inputs.h"
 #include "core/trace.h"
 #include "nnapi_convert/blob.h"
 #include "runtime/nnapi_c_api.h"
+#include "verify/torch_save.h"
 
 namespace fs = std::filesystem;
 
@@ -63,13 +64,6 @@ std::string pct(double share) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g%%", 100.0 * share);
   return buf;
-}
-
-// The first line of a LibTorch error, without its C++ backtrace.
-std::string torch_message(const c10::Error& e) {
-  std::string m = e.what_without_backtrace();
-  while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
-  return m;
 }
 
 void flatten(const c10::IValue& v, std::vector<at::Tensor>* out) {
@@ -134,6 +128,19 @@ std::string exe_dir() {
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   return ec ? std::string() : exe.parent_path().string();
+}
+
+// What Python calls the object torch.save wrote, with its article.
+std::string python_kind(const c10::IValue& v) {
+  if (v.isGenericDict()) return "a dict";
+  if (v.isTuple()) return "a tuple";
+  if (v.isList()) return "a list";
+  if (v.isString()) return "a str";
+  if (v.isInt()) return "an int";
+  if (v.isDouble()) return "a float";
+  if (v.isBool()) return "a bool";
+  if (v.isNone()) return "None";
+  return "a " + v.tagKind();
 }
 
 }  // namespace
@@ -209,15 +216,16 @@ std::vector<at::Tensor> load_verify_inputs(const std::string& path,
   };
   std::ifstream f(path, std::ios::binary);
   if (!f) refuse(std::string("cannot be read: ") + std::strerror(errno));
-  std::vector<char> bytes((std::istreambuf_iterator<char>(f)), {});
+  f.close();
+  const std::string what_to_save =
+      "save the inputs in --input order as a tensor, or a tuple or list of tensors: "
+      "torch.save((x, y), '" +
+      path + "')";
   c10::IValue v;
   try {
-    v = torch::jit::pickle_load(bytes);
-  } catch (const c10::Error& e) {
-    refuse(
-        "is not a file written by torch.save (a tensor, or a tuple or list of tensors, one per "
-        "input): " +
-        std::string(e.what_without_backtrace()));
+    v = load_torch_save(path);
+  } catch (const std::exception& e) {
+    refuse("is not a file written by torch.save (" + script_error_text(e) + "); " + what_to_save);
   }
   std::vector<at::Tensor> inputs;
   if (v.isTensor()) {
@@ -225,11 +233,15 @@ std::vector<at::Tensor> load_verify_inputs(const std::string& path,
   } else if (v.isTuple() || v.isList()) {
     for (const c10::IValue& t :
          v.isTuple() ? v.toTupleRef().elements().vec() : v.toListRef().vec()) {
-      if (!t.isTensor()) refuse("holds something other than tensors");
+      if (!t.isTensor()) {
+        refuse("holds " + python_kind(v) + " with " + python_kind(t) +
+               " in it, not only tensors; " + what_to_save);
+      }
       inputs.push_back(t.toTensor());
     }
   } else {
-    refuse("holds a " + v.tagKind() + ", not a tensor or a tuple or list of tensors");
+    refuse("holds " + python_kind(v) + ", not a tensor or a tuple or list of tensors; " +
+           what_to_save);
   }
   if (inputs.size() != specs.size()) {
     refuse("holds " + std::to_string(inputs.size()) + " tensor(s), but the model has " +
@@ -527,24 +539,193 @@ OutputCheck compare_output(const at::Tensor& nnapi, const at::Tensor& eager, dou
   return c;
 }
 
+namespace {
+
+// A host hook of nnapi-convert's runtime, or null (another runtime).
+template <class F>
+F runtime_symbol(const char* name) {
+  void* handle = loaded_runtime().handle;
+  return handle ? reinterpret_cast<F>(dlsym(handle, name)) : nullptr;
+}
+
+// What the host runtime recorded of the last ANeuralNetworks* call that
+// failed (ANeuralNetworksHost_getLastError); code 0 when none did.
+struct RuntimeFailure {
+  int code = 0;
+  std::string function, message;
+  int32_t operation = -1;
+
+  // The NNAPI model was refused while PyTorch's binding built it (on a
+  // device: when the app loads it), not while it ran.
+  bool at_load() const { return function.rfind("ANeuralNetworksExecution", 0) != 0; }
+};
+
+void clear_runtime_failure() {
+  using Clear = decltype(&ANeuralNetworksHost_clearLastError);
+  if (Clear clear = runtime_symbol<Clear>("ANeuralNetworksHost_clearLastError")) clear();
+}
+
+RuntimeFailure last_runtime_failure() {
+  using Get = decltype(&ANeuralNetworksHost_getLastError);
+  RuntimeFailure f;
+  Get get = runtime_symbol<Get>("ANeuralNetworksHost_getLastError");
+  if (!get) return f;
+  const char* function = nullptr;
+  const char* message = nullptr;
+  f.code = get(&function, &message, &f.operation);
+  if (f.code != 0) {
+    f.function = function ? function : "";
+    f.message = message ? message : "";
+  }
+  return f;
+}
+
+// A run of the converted module that raised: its error (one paragraph) and
+// what the runtime recorded.
+struct RunFailure {
+  std::string error;
+  RuntimeFailure runtime;
+};
+
+torch::jit::Module load_converted(const std::string& module_path) {
+  try {
+    return torch::jit::load(module_path);
+  } catch (const std::exception& e) {
+    throw ConvertError(
+        1, "cannot load the converted module '" + module_path + "': " + script_error_text(e));
+  }
+}
+
+// Runs the converted module on the runtime (loaded) with QNNPACK, as the
+// eager model runs: the TorchScript parts a --cpu-fallback module keeps
+// (quantized::linear_dynamic, ...) compute with the engine's kernels, and
+// quantized weights are packed for the engine when the module is loaded.
+// Returns false and fills `failure` when the run raises.
+bool try_run_converted(const std::string& module_path, const std::vector<at::Tensor>& inputs,
+                       std::vector<at::Tensor>* outputs, RunFailure* failure) {
+  QnnpackEngine qnnpack;
+  torch::jit::Module m = load_converted(module_path);
+  clear_runtime_failure();
+  try {
+    *outputs = run_module(m, inputs);
+    return true;
+  } catch (const ConvertError&) {
+    throw;  // outputs --verify cannot compare
+  } catch (const std::exception& e) {
+    failure->error = script_error_text(e);
+    failure->runtime = last_runtime_failure();
+    return false;
+  }
+}
+
+// The failure, as one paragraph; `origin` names the operation's node when
+// it is known ("" otherwise).
+std::string run_failure_text(const RunFailure& f, const std::vector<at::Tensor>& inputs,
+                             const std::string& origin) {
+  std::string s = "failed on the NNAPI runtime with inputs of shape " + shapes_text(inputs) + ": ";
+  const RuntimeFailure& r = f.runtime;
+  if (r.code == 0) {
+    return s + f.error +
+           ". If these input sizes are ones the model cannot take, give others (--verify-shape "
+           "or --verify-input); else please report it with the model";
+  }
+  if (r.operation >= 0) {
+    s += "NNAPI operation #" + std::to_string(r.operation) + (origin.empty() ? "" : " " + origin) +
+         (r.at_load() ? " was refused when the NNAPI model was built"
+                      : " failed when the NNAPI model ran") +
+         ": ";
+  }
+  s += r.function + " returned " + nnapi::result_name(r.code) + ": " + r.message;
+  if (r.at_load()) {
+    return s +
+           ". The runtime refuses what nnapi-convert wrote, so a device may too: this is a fault "
+           "of nnapi-convert, not of the model; please report it with the model";
+  }
+  return s +
+         ". A device would fail the same way: if these input sizes are ones the model cannot "
+         "take, give others (--verify-shape or --verify-input); else please report it with "
+         "the model";
+}
+
+// Where operation `k` of a whole conversion came from; `blob` and `trace`
+// from trace_conversion.
+struct OperationOrigin {
+  std::string type = "?";  // its NNAPI operation type, e.g. "CONV_2D"
+  std::string node;        // the node kind it was lowered from
+  std::string source;      // where the user's code made that node, or ""
+  std::string code;        // the code there
+};
+
+OperationOrigin operation_origin(const Blob& blob, const LoweringTrace& trace, int64_t k,
+                                 const torch::jit::Node* fallback) {
+  OperationOrigin o;
+  if (k < 0 || k >= static_cast<int64_t>(blob.operations.size())) return o;
+  if (const char* type = nnapi::op_name_or_null(blob.operations[k].opcode)) o.type = type;
+  const torch::jit::Node* node =
+      k < static_cast<int64_t>(trace.operations.size()) ? trace.operations[k] : nullptr;
+  if (!node) node = fallback;
+  if (!node) return o;
+  NodePlace place = node_place(node);
+  o.node = node->kind().toQualString();
+  o.source = place.location;
+  o.code = place.code;
+  return o;
+}
+
+// "CONV_2D, lowered from aten::_convolution at model.py:12 (`...`)"
+std::string origin_text(const std::string& type, const std::string& node, const std::string& source,
+                        const std::string& code) {
+  std::string s = type;
+  if (node.empty()) return s;
+  s += ", lowered from " + node;
+  if (!source.empty()) s += " at " + source;
+  if (!code.empty()) s += " (`" + code + "`)";
+  return s;
+}
+
+// The node an operation the runtime names came from, traced again (only
+// for a whole conversion: a --cpu-fallback module's operations are numbered
+// per NNAPI part). "" when it cannot be told.
+std::string failed_operation_origin(const ConvertOptions& options, int64_t k) {
+  try {
+    QnnpackEngine qnnpack;
+    LoweringTrace trace;
+    Conversion conversion;
+    torch::jit::Module module = trace_conversion(options, &trace, &conversion);
+    const Blob blob = parse_ser_model(conversion.ser_model);
+    // An operation added without a node (a layout TRANSPOSE): the node of
+    // the value it computes.
+    const torch::jit::Node* fallback = nullptr;
+    if (k >= 0 && k < static_cast<int64_t>(blob.operations.size())) {
+      for (const TracedValue& v : trace.values) {
+        const auto& outs = blob.operations[k].outputs;
+        if (!outs.empty() && v.operand == static_cast<int32_t>(outs[0])) fallback = v.value->node();
+      }
+    }
+    const OperationOrigin o = operation_origin(blob, trace, k, fallback);
+    return origin_text(o.type, o.node, o.source, o.code);
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+bool is_whole_module(const torch::jit::Module& converted) {
+  return converted.hasattr("mod") && converted.attr("mod").isModule();
+}
+
+}  // namespace
+
 std::vector<at::Tensor> run_converted(const std::string& module_path,
                                       const std::vector<at::Tensor>& inputs,
                                       const std::string& runtime_library) {
   load_nnapi_runtime(runtime_library);
-  torch::jit::Module m;
-  try {
-    m = torch::jit::load(module_path);
-  } catch (const c10::Error& e) {
+  std::vector<at::Tensor> outputs;
+  RunFailure failure;
+  if (!try_run_converted(module_path, inputs, &outputs, &failure)) {
     throw ConvertError(
-        1, "cannot load the converted module '" + module_path + "': " + torch_message(e));
+        1, "the converted module '" + module_path + "' " + run_failure_text(failure, inputs, ""));
   }
-  try {
-    return run_module(m, inputs);
-  } catch (const c10::Error& e) {
-    throw ConvertError(1, "the converted module '" + module_path +
-                              "' failed on the NNAPI runtime with inputs of shape " +
-                              shapes_text(inputs) + ": " + torch_message(e));
-  }
+  return outputs;
 }
 
 VerifyReport verify_conversion(const ConvertOptions& options,
@@ -567,27 +748,40 @@ VerifyReport verify_conversion(const ConvertOptions& options,
     torch::jit::Module original = torch::jit::load(options.model_path);
     original.eval();
     eager = run_module(original, inputs);
-  } catch (const c10::Error& e) {
-    throw ConvertError(1, "model '" + options.model_path +
-                              "' failed on the --verify inputs of shape " + shapes_text(inputs) +
+  } catch (const ConvertError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw ConvertError(1, "model '" + options.model_path + "' failed on the --verify inputs of " +
+                              "shape " + shapes_text(inputs) +
                               " (use --verify-shape to choose other sizes for flexible "
                               "dimensions): " +
-                              torch_message(e));
+                              script_error_text(e));
   }
 
+  // Not our one-model layout (--cpu-fallback's): compare without knowing
+  // the quanta of float outputs.
   std::vector<double> quanta;
+  bool whole = false;
   try {
-    // Not our one-model layout (--cpu-fallback's): compare without knowing
-    // the quanta of float outputs.
     torch::jit::Module converted = torch::jit::load(converted_module_path);
-    if (converted.hasattr("mod") && converted.attr("mod").isModule()) {
+    whole = is_whole_module(converted);
+    if (whole) {
       at::Tensor ser = converted.attr("mod").toModule().attr("ser_model").toTensor().contiguous();
       quanta = dequantized_output_quanta(
           std::vector<int32_t>(ser.data_ptr<int32_t>(), ser.data_ptr<int32_t>() + ser.numel()));
     }
-  } catch (const c10::Error&) {
+  } catch (const std::exception&) {
   }
-  std::vector<at::Tensor> nnapi = run_converted(converted_module_path, inputs);
+  std::vector<at::Tensor> nnapi;
+  RunFailure failure;
+  if (!try_run_converted(converted_module_path, inputs, &nnapi, &failure)) {
+    const int32_t k = failure.runtime.code != 0 ? failure.runtime.operation : -1;
+    const std::string origin = whole && k >= 0 ? failed_operation_origin(options, k)
+                               : k >= 0 ? "of one of the module's NNAPI models (--cpu-fallback)"
+                                        : "";
+    throw ConvertError(1, "model '" + options.model_path + "': its converted module " +
+                              run_failure_text(failure, inputs, origin));
+  }
 
   report.ok = true;
   if (nnapi.size() != eager.size()) {
@@ -747,6 +941,11 @@ Divergence locate_divergence(const ConvertOptions& options,
                                "' cannot report the operations' results (it is not "
                                "nnapi-convert's host runtime)");
     }
+    if (!is_whole_module(load_converted(converted_module_path))) {
+      throw std::runtime_error(
+          "it follows one NNAPI model converted from the whole graph, and this --cpu-fallback "
+          "module is split into NNAPI and TorchScript parts");
+    }
     QnnpackEngine qnnpack;  // before loading: quantized weights are packed for the engine
     LoweringTrace trace;
     Conversion conversion;
@@ -786,18 +985,14 @@ Divergence locate_divergence(const ConvertOptions& options,
       compared[r.operation] = true;
       if (check.ok) continue;
       d.operation = r.operation;
-      const char* type = r.operation < static_cast<int64_t>(blob.operations.size())
-                             ? nnapi::op_name_or_null(blob.operations[r.operation].opcode)
-                             : nullptr;
-      d.type = type ? type : "?";
-      const torch::jit::Node* node = trace.operations[r.operation];
       // The node that made the operation, or (an operation added without
       // one) the node that made the value.
-      if (!node) node = trace.values[i].value->node();
-      NodePlace place = node_place(node);
-      d.node = node->kind().toQualString();
-      d.source = place.location;
-      d.code = place.code;
+      const OperationOrigin o =
+          operation_origin(blob, trace, r.operation, trace.values[i].value->node());
+      d.type = o.type;
+      d.node = o.node;
+      d.source = o.source;
+      d.code = o.code;
       d.value = "%" + trace.values[i].value->debugName();
       d.tolerance = tolerance_text(check, verify);
       d.check = check;
@@ -808,10 +1003,8 @@ Divergence locate_divergence(const ConvertOptions& options,
     if (d.operation >= 0) ++d.compared;
   } catch (const ConvertError& e) {
     d.error = e.what();
-  } catch (const c10::Error& e) {
-    d.error = torch_message(e);
   } catch (const std::exception& e) {
-    d.error = e.what();
+    d.error = script_error_text(e);
   }
   return d;
 }
@@ -824,10 +1017,8 @@ std::string format_divergence(const Divergence& d) {
            " without a TorchScript value to compare): the difference shows only in the final "
            "outputs";
   }
-  std::string s = "first diverging operation: #" + std::to_string(d.operation) + " " + d.type +
-                  ", lowered from " + d.node;
-  if (!d.source.empty()) s += " at " + d.source;
-  if (!d.code.empty()) s += " (`" + d.code + "`)";
+  std::string s = "first diverging operation: #" + std::to_string(d.operation) + " " +
+                  origin_text(d.type, d.node, d.source, d.code);
   s += "; its result " + d.value + " has max abs err " + num(d.check.max_abs_err) +
        " (tolerance: " + d.tolerance + "): " + d.check.problem;
   const std::string uncompared =

@@ -26,7 +26,7 @@ m = {x["model"].rsplit("/", 1)[1]: x for x in r["models"]}
 assert r["converted"] == 2 and r["failed"] == 1, r
 assert m["good.pt"]["status"] == "ok" and m["good.pt"]["operation_count"] == 11, m["good.pt"]
 assert m["good.pt"]["operations"]["CONV_2D"] == 2 and m["good.pt"]["weight_bytes"] == 5928
-assert set(m["good.pt"]["times_ms"]) == {"load", "freeze", "lower", "serialize", "write", "total"}
+assert set(m["good.pt"]["times_ms"]) == {"load", "freeze", "lower", "serialize", "validate", "write", "total"}
 assert m["bad.pt"]["status"] == "failed" and m["bad.pt"]["exit_code"] == 1
 assert "not a TorchScript archive" in m["bad.pt"]["error"]["message"]
 print("ok: report contents")

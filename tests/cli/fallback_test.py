@@ -21,39 +21,16 @@ Prints "fallback: all passed" when every check passed.
 import glob
 import json
 import os
-import subprocess
 import sys
 
 import torch
 import torch.nn as nn
 import torchvision
 
+sys.dont_write_bytecode = True  # importing cli_checks writes no __pycache__ into the sources
+from cli_checks import check, finish, path, run  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 import numeric_rules  # noqa: E402
-
-BIN, WORK = sys.argv[1], sys.argv[2]
-os.makedirs(WORK, exist_ok=True)
-failures = []
-
-
-def check(name, ok, detail=""):
-    print(("ok: " if ok else "FAILED: ") + name + ("" if ok else " " + str(detail)))
-    if not ok:
-        failures.append(name)
-
-
-def run(*args):
-    p = subprocess.run([BIN, *args], capture_output=True, text=True)
-    return p.returncode, p.stderr + p.stdout
-
-
-def run_stdout(*args):
-    p = subprocess.run([BIN, *args], capture_output=True, text=True)
-    return p.returncode, p.stdout
-
-
-def path(name):
-    return os.path.join(WORK, name)
 
 
 # --- models -------------------------------------------------------------
@@ -252,7 +229,8 @@ for name, shape, flags, n_models, kept in cases:
 
 # check and inspect show the split: topk stays TorchScript between two NNAPI
 # models (the convolution and linear head; the `values * 2.0` after topk).
-rc, text = run_stdout("check", path("topk.pt"), "--input", "1x3x8x8", "--cpu-fallback", "--json")
+rc, text = run("check", path("topk.pt"), "--input", "1x3x8x8", "--cpu-fallback", "--json",
+               stdout_only=True)
 try:
     split = json.loads(text)["models"][0]
 except ValueError:
@@ -270,7 +248,7 @@ check("check --cpu-fallback prints the split",
 rc, text = run("check", path("topk.pt"), "--input", "1x3x8x8")
 check("check without --cpu-fallback: does not convert, aten::topk unsupported",
       rc == 1 and "aten::topk" in text and "NOT SUPPORTED" in text, text)
-rc, text = run_stdout("inspect", path("topk.nnapi.pt"), "--json")
+rc, text = run("inspect", path("topk.nnapi.pt"), "--json", stdout_only=True)
 try:
     models_json = json.loads(text)
 except ValueError:
@@ -294,6 +272,35 @@ check("detector: NMS keeps different box counts through one converted module", l
 rc, text = run(path("topk.pt"), "--input", "1x3x8x8", "--cpu-fallback", "--verify", "-o",
                path("topk-verified.nnapi.pt"))
 check("--verify checks a split module", rc == 0 and "output 1: 1x3 Long" in text, text)
+
+# A dynamic-quantized model (quantize_dynamic on Linear and LSTM): those
+# nodes stay TorchScript, and their kernels differ between PyTorch's
+# quantized engines (on x86 the default is not QNNPACK). --verify runs the
+# eager model with QNNPACK, the mobile engine; the module's TorchScript parts
+# must run with it too, giving the eager model's numbers exactly (the NNAPI
+# part is a float convolution, within the float tolerance).
+
+
+class DynamicQuant(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = nn.Linear(8, 16)
+        self.lstm = nn.LSTM(16, 16)
+
+    def forward(self, x):
+        y = self.fc(torch.relu(self.conv(x)).mean([2, 3]))
+        return self.lstm(y.unsqueeze(0))[0]
+
+
+torch.manual_seed(0)
+save("dynq", torch.quantization.quantize_dynamic(DynamicQuant().eval(), {nn.Linear, nn.LSTM},
+                                                  dtype=torch.qint8), torch.randn(1, 3, 8, 8))
+rc, text = run(path("dynq.pt"), "--input", "1x3x8x8", "--cpu-fallback", "--verify", "-o",
+               path("dynq.nnapi.pt"))
+check("--verify of a dynamic-quantized split module runs both sides with QNNPACK",
+      rc == 0 and "quantized::linear_dynamic" in text and "output 0: 1x1x16 Float" in text
+      and ", ok" in text, text)
 
 rc, text = run(path("topk.pt"), "--input", "1x3x8x8", "--cpu-fallback", "--lite", "-o",
                path("topk-lite.nnapi.pt"))
@@ -387,10 +394,30 @@ check("a bad --ops-library is exit 2 naming it", rc == 2 and "nope.so" in text, 
 rc, text = run(path("detector.pt"), "--input", "1x3x32x32", "--cpu-fallback", "-o", path("x.pt"))
 check("an operator library not loaded is exit 1 naming --ops-library",
       rc == 1 and "torchvision::nms" in text and "--ops-library" in text, text)
+# A model that fails when --cpu-fallback's probe runs it (the 5 largest of 3
+# elements: "selected index k out of range"): the error itself, one line,
+# not the TorchScript interpreter's traceback; the same from `check`.
+
+
+class TopFive(nn.Module):
+    def forward(self, x):
+        return torch.topk(torch.relu(x) * 2.0, 5)[0]
+
+
+save("top5", TopFive(), torch.randn(2, 8))
+failed = "the model failed: RuntimeError: selected index k out of range"
+rc, text = run(path("top5.pt"), "--input", "2x3", "--cpu-fallback", "-o", path("x.pt"))
+check("a model that fails in --cpu-fallback's probe is one line",
+      rc == 1 and failed in text and "Traceback" not in text and text.strip().count("\n") == 0,
+      text)
+rc, text = run("check", path("top5.pt"), "--input", "2x3", "--cpu-fallback")
+check("...and check says so on its 'does not convert' line",
+      rc == 1 and any(line.startswith("does not convert: ") and failed in line
+                      for line in text.splitlines()) and "Traceback" not in text, text)
+
 rc, text = run(path("topk.pt"), "--input", "1x3x8x8", "-o", path("x.pt"))
 check("without --cpu-fallback the unlowered node is refused", rc == 1 and "aten::topk" in text,
       text)
 check("no output is left by the refusals", not os.path.exists(path("x.pt")))
 
-print("fallback: all passed" if not failures else f"fallback: {len(failures)} FAILED")
-sys.exit(1 if failures else 0)
+finish("fallback")

@@ -30,25 +30,15 @@ import time
 import torch
 import torch.nn as nn
 
-BIN, WORK = sys.argv[1], sys.argv[2]
-shutil.rmtree(WORK, ignore_errors=True)  # nothing a previous run wrote may pass a check
-os.makedirs(WORK)
-failures = []
+sys.dont_write_bytecode = True  # importing cli_checks writes no __pycache__ into the sources
+from cli_checks import BIN, WORK, check, finish, path, run  # noqa: E402
 
-
-def check(name, ok, detail=""):
-    print(("ok: " if ok else "FAILED: ") + name + ("" if ok else " " + str(detail)[:2000]))
-    if not ok:
-        failures.append(name)
-
-
-def run(*args, stdout_only=False):
-    p = subprocess.run([BIN, *args], capture_output=True, text=True)
-    return p.returncode, p.stdout if stdout_only else p.stderr + p.stdout
-
-
-def path(name):
-    return os.path.join(WORK, name)
+# Nothing a previous run wrote may pass a check.
+for entry in os.listdir(WORK):
+    if os.path.isdir(path(entry)):
+        shutil.rmtree(path(entry))
+    else:
+        os.remove(path(entry))
 
 
 def save(name, model, example):
@@ -197,7 +187,6 @@ check("`nnapi-convert convert m.pt ...` writes the module `nnapi-convert m.pt ..
 
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "hostile"))
-sys.dont_write_bytecode = True
 import make_hostile  # noqa: E402
 
 make_hostile.save_setstate_models(WORK)  # setstate_loop.pt: its __setstate__ never returns
@@ -369,5 +358,4 @@ check("report cpu_fallback: the NNAPI models and the nodes that stay TorchScript
       and {k["kind"]: (k["count"], k["supported"]) for k in fb.get("torchscript_nodes", [])}
       == {"aten::topk": (1, False), "prim::TupleConstruct": (1, True)}, split)
 
-print("options: all passed" if not failures else f"options: {len(failures)} FAILED")
-sys.exit(1 if failures else 0)
+finish("options")

@@ -21,6 +21,7 @@
 
 #include "nnapi_convert/batch.h"
 #include "nnapi_convert/conversion.h"
+#include "nnapi_convert/input_spec.h"
 #include "nnapi_convert/verify.h"
 
 namespace fixtures {
@@ -71,15 +72,24 @@ inline void apply_case_options(const nlohmann::json& cs, nnapi_convert::ConvertO
   }
 }
 
-// What the case converts: model.pt with its --input specs and options.
-inline nnapi_convert::ConvertOptions convert_options_of(const std::filesystem::path& dir,
-                                                        const nlohmann::json& cs) {
+// The options nnapi-convert converts a case with: model.pt, its --input
+// specs and the case's options.
+inline nnapi_convert::ConvertOptions convert_options(const std::filesystem::path& dir,
+                                                     const nlohmann::json& cs) {
   nnapi_convert::ConvertOptions o;
   o.model_path = (dir / "model.pt").string();
   for (const std::string& s : cs.at("inputs").get<std::vector<std::string>>())
     o.inputs.push_back(nnapi_convert::parse_input_spec(s));
   apply_case_options(cs, o);
   return o;
+}
+
+// Why nnapi-convert's validator refuses the case (case.json's
+// "validator_refuses": its NNAPI model breaks NeuralNetworks.h), or "".
+inline std::string validator_refuses(const std::filesystem::path& dir) {
+  const nlohmann::json why =
+      read_json(dir / "case.json").value("validator_refuses", nlohmann::json());
+  return why.is_string() ? why.get<std::string>() : "";
 }
 
 // A torch.save'd tuple (the fixtures: see save_tensors in

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 
@@ -14,6 +15,9 @@
 #ifndef BLOB_DATA_DIR
 #error "BLOB_DATA_DIR must point at tests/fuzz/data"
 #endif
+
+#include "blob_writer.h"
+#include "nnapi_convert/blob.h"
 
 namespace nnapi_convert {
 namespace {
@@ -117,6 +121,51 @@ TEST(Inspect, Json) {
   EXPECT_THAT(flex.out, HasSubstr(R"("input_memory_formats":null)"));
   const Result q = inspect(data("quant.bin"), true);
   EXPECT_THAT(q.out, HasSubstr(R"("scale":0.5,"zero_point":10)"));
+}
+
+// The validator's findings (NeuralNetworks.h's rules): none for PyTorch's
+// conv_relu; for the same blob with CONV_2D's stride 0 (NeuralNetworks.h:
+// strides are >= 1), the report lists the finding and inspect exits 1.
+TEST(Inspect, ValidatorFindings) {
+  const Result ok = inspect(data("conv_relu.bin"));
+  ASSERT_EQ(ok.status, 0) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("NeuralNetworks.h rules: no finding\n"));
+  EXPECT_THAT(inspect(data("conv_relu.bin"), true).out, HasSubstr(R"("findings":[])"));
+
+  std::ifstream f(data("conv_relu.bin"), std::ios::binary);
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), {});
+  Blob b = parse_blob(bytes);
+  ASSERT_EQ(b.operations[0].opcode, static_cast<int32_t>(nnapi::Op::Conv2d));
+  BlobOperand zero;
+  zero.type = nnapi::OperandType::Int32;
+  zero.value = static_cast<int32_t>(b.values.size());
+  b.operands.push_back(zero);
+  BlobValue v;
+  v.operand = static_cast<int32_t>(b.operands.size() - 1);
+  v.length = 4;
+  v.immediate = {0, 0, 0, 0};
+  b.values.push_back(v);
+  b.operations[0].inputs[7] = static_cast<uint32_t>(v.operand);  // stride (width)
+  const std::string path = ::testing::TempDir() + "stride0.bin";
+  {
+    std::ofstream o(path, std::ios::binary);
+    const std::vector<uint8_t> broken = testing::write_blob(b);
+    o.write(reinterpret_cast<const char*>(broken.data()),
+            static_cast<std::streamsize>(broken.size()));
+  }
+  const Result r = inspect(path);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.out, HasSubstr("NeuralNetworks.h rules: 1 finding (the device would refuse this "
+                               "model):\n  operation 0 CONV_2D: input 7 (stride) is 0; NNAPI "
+                               "needs it >= 1 [parameter]\n"));
+  EXPECT_THAT(r.err, HasSubstr("stride0.bin: the model breaks NeuralNetworks.h's rules (1 "
+                               "finding, listed in the report), so the device would refuse it"));
+  const Result j = inspect(path, true);
+  EXPECT_EQ(j.status, 1);
+  EXPECT_THAT(j.out, HasSubstr(R"("findings":[{"operation":0,"operation_name":"CONV_2D",)"
+                               R"("rule":"parameter","message":"operation 0 CONV_2D: input 7 )"
+                               R"((stride) is 0; NNAPI needs it >= 1"}])"));
+  std::remove(path.c_str());
 }
 
 TEST(Inspect, MissingWeightBuffer) {

@@ -14,6 +14,7 @@ need "$runtime_dir/libneuralnetworks.so"
 for h in "$source"/include/nnapi_convert/*.h; do need "include/nnapi_convert/${h##*/}"; done
 need "$libdir/libnnapi_convert.a"
 need "$libdir/libnnapi_convert_types.a"
+need "$libdir/libnnapi_convert_validate.a"
 need "$libdir/cmake/nnapi_convert/nnapi_convertConfig.cmake"
 need "$libdir/cmake/nnapi_convert/nnapi_convertConfigVersion.cmake"
 if [ "$have_man" = ON ]; then

@@ -142,7 +142,7 @@ void expect_runs_like_eager(const fs::path& dir, const nlohmann::json& cs, const
 }
 
 void check_refused(const fs::path& dir, const nlohmann::json& cs) {
-  ConvertOptions o = fixtures::convert_options_of(dir, cs);
+  ConvertOptions o = fixtures::convert_options(dir, cs);
   try {
     Conversion c = convert(o);
     // Converted where the reference refuses: prove it on the runtime.
@@ -167,7 +167,7 @@ void check_refused(const fs::path& dir, const nlohmann::json& cs) {
 }
 
 void check_converted(const fs::path& dir, const nlohmann::json& cs) {
-  ConvertOptions o = fixtures::convert_options_of(dir, cs);
+  ConvertOptions o = fixtures::convert_options(dir, cs);
   Conversion c = convert(o);
   const fs::path ref = dir / "ref";
   if (const std::string* bug = known_reference_bug(cs.at("name").get<std::string>())) {
@@ -273,12 +273,34 @@ void check_converted(const fs::path& dir, const nlohmann::json& cs) {
   fs::remove_all(out);
 }
 
+// A case whose NNAPI model breaks NeuralNetworks.h (case.json's
+// "validator_refuses", see VALIDATOR_REFUSES in tools/make_fixtures.py): the
+// validator refuses it with exit 1, naming the node, and the message quotes
+// the finding.
+void check_refused_by_validator(const fs::path& dir, const nlohmann::json& cs) {
+  ConvertOptions o = fixtures::convert_options(dir, cs);
+  try {
+    convert(o);
+    ADD_FAILURE() << "converted, but case.json says the validator refuses it: "
+                  << cs.at("validator_refuses").get<std::string>();
+  } catch (const ConvertError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(e.exit_code(), 1) << msg;
+    EXPECT_NE(msg.find("NeuralNetworks.h's rules, so the device would refuse the model"),
+              std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("node "), std::string::npos) << "message does not name the node: " << msg;
+  }
+}
+
 class ReferenceCase : public testing::Test {
  public:
   explicit ReferenceCase(fs::path dir) : dir_(std::move(dir)) {}
   void TestBody() override {
     nlohmann::json cs = read_json(dir_ / "case.json");
-    if (cs.at("expect").get<std::string>() == "refused") {
+    if (!fixtures::validator_refuses(dir_).empty()) {
+      check_refused_by_validator(dir_, cs);
+    } else if (cs.at("expect").get<std::string>() == "refused") {
       check_refused(dir_, cs);
     } else {
       check_converted(dir_, cs);

@@ -25,6 +25,7 @@ Exits non-zero if any case fails or none ran; the last line is
 "N passed, M failed".
 """
 import argparse
+import ctypes
 import json
 import os
 import re
@@ -145,12 +146,37 @@ def spec_qparams(spec):
     return (float(fields["scale"]), int(fields["zero_point"]))
 
 
+def expect_refused_at_finish(case_dir, case):
+    """PyTorch's converter wrote a model that breaks NeuralNetworks.h (case.json's
+    "validator_refuses"): loading it must fail when the model is built, at
+    ANeuralNetworksModel_addOperation (rules that need no values) or _finish,
+    with the validator's finding as the runtime's last error."""
+    args = list(torch.load(os.path.join(case_dir, "args.pt")))
+    nnapi_module = torch.jit.load(os.path.join(case_dir, "ref", "converted.pt"))
+    try:
+        nnapi_module(*args)
+    except RuntimeError:
+        pass
+    else:
+        raise CaseFailure("ran, but the runtime must refuse it: " + case["validator_refuses"])
+    lib = ctypes.CDLL("libneuralnetworks.so")
+    function, message = ctypes.c_char_p(), ctypes.c_char_p()
+    lib.ANeuralNetworksHost_getLastError(ctypes.byref(function), ctypes.byref(message), None)
+    last = (function.value or b"").decode() + ": " + (message.value or b"").decode()
+    if not re.match(r"ANeuralNetworksModel_(addOperation|finish): operation \d+ ", last):
+        raise CaseFailure("refused, but not by the validator: " + last)
+    return last
+
+
 def run_fixture(r, case_dir):
     with open(os.path.join(case_dir, "case.json")) as f:
         case = json.load(f)
     name = case["name"]
     # PyTorch's own test cases; the "beyond" fixtures are not test_nnapi.py's.
     if case["expect"] != "ok" or case["source"] != "test_nnapi":
+        return
+    if case.get("validator_refuses"):
+        r.run(name + " (refused)", lambda: expect_refused_at_finish(case_dir, case))
         return
 
     def body():

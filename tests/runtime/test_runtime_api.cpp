@@ -148,6 +148,58 @@ TEST(RuntimeApi, ValuesOnNonConstantOperands) {
   EXPECT_EQ(ANeuralNetworksModel_finish(h2.model), kBadData);
 }
 
+
+// "function: message" of the runtime's last failed call on this thread.
+std::string last_error() {
+  const char* function = nullptr;
+  const char* message = nullptr;
+  ANeuralNetworksHost_getLastError(&function, &message, nullptr);
+  return std::string(function ? function : "") + ": " + (message ? message : "");
+}
+
+// The validator's rules at finish, with its finding as the last error:
+// NeuralNetworks.h's ADD gives the broadcast shape of its inputs, [2] here.
+TEST(RuntimeApi, FinishRefusesDeclaredDimsOtherThanComputed) {
+  ModelHolder h;
+  uint32_t dims3[] = {3};
+  auto in = float_tensor(dims2);
+  auto out = float_tensor(dims3);
+  auto scalar = int_scalar();
+  ASSERT_EQ(ANeuralNetworksModel_addOperand(h.model, &in), kNoError);
+  ASSERT_EQ(ANeuralNetworksModel_addOperand(h.model, &in), kNoError);
+  ASSERT_EQ(ANeuralNetworksModel_addOperand(h.model, &scalar), kNoError);
+  ASSERT_EQ(ANeuralNetworksModel_addOperand(h.model, &out), kNoError);
+  const int32_t fuse = kFusedNone;
+  ASSERT_EQ(ANeuralNetworksModel_setOperandValue(h.model, 2, &fuse, sizeof(fuse)), kNoError);
+  uint32_t ins[] = {0, 1, 2}, outs[] = {3};
+  ASSERT_EQ(ANeuralNetworksModel_addOperation(h.model, kAdd, 3, ins, 1, outs), kNoError);
+  uint32_t model_ins[] = {0, 1}, model_outs[] = {3};
+  ASSERT_EQ(ANeuralNetworksModel_identifyInputsAndOutputs(h.model, 2, model_ins, 1, model_outs),
+            kNoError);
+  EXPECT_EQ(ANeuralNetworksModel_finish(h.model), kBadData);
+  EXPECT_EQ(last_error(),
+               "ANeuralNetworksModel_finish: operation 0 ADD: output 0 is declared with dims [3] "
+               "(0 = unknown), but NNAPI's ADD computes [2] from its inputs");
+}
+
+// Rules that need no values at addOperation: NeuralNetworks.h's ADD takes
+// tensors of rank up to 4.
+TEST(RuntimeApi, AddOperationRefusesRank5) {
+  ModelHolder h;
+  uint32_t dims5[] = {1, 1, 1, 1, 2};
+  auto in = float_tensor(dims5);
+  in.dimensionCount = 5;
+  auto scalar = int_scalar();
+  ASSERT_EQ(ANeuralNetworksModel_addOperand(h.model, &in), kNoError);
+  ASSERT_EQ(ANeuralNetworksModel_addOperand(h.model, &scalar), kNoError);
+  ASSERT_EQ(ANeuralNetworksModel_addOperand(h.model, &in), kNoError);
+  uint32_t ins[] = {0, 0, 1}, outs[] = {2};
+  EXPECT_EQ(ANeuralNetworksModel_addOperation(h.model, kAdd, 3, ins, 1, outs), kBadData);
+  EXPECT_EQ(last_error(),
+               "ANeuralNetworksModel_addOperation: operation 0 ADD: input 0 has rank 5; NNAPI's "
+               "ADD takes tensors of rank 1 to 4");
+}
+
 TEST(RuntimeApi, FinishTwiceIsBadState) {
   ModelHolder h;
   build_add(h.model, kFusedRelu, dims2);

@@ -2,7 +2,8 @@
 // indices, shape arithmetic over load-time sizes, broadcasting, split sizes,
 // max_pool2d's ceil_mode padding, and the
 // output-shape formulas of dims.h (a number for a fixed size, the
-// shape-compute text for a load-time one).
+// shape-compute text for a load-time one); and --verify-input's pickle
+// rewrite (src/verify/torch_save.h).
 #include <gtest/gtest.h>
 
 #include "lower/check.h"
@@ -10,6 +11,7 @@
 #include "lower/dims.h"
 #include "lower/emit.h"
 #include "lower/operand.h"
+#include "verify/torch_save.h"
 
 using namespace nnapi_convert;
 
@@ -150,4 +152,37 @@ TEST(ApplyCeilMode, PadsBottomRightSoTheFloorFormulaRoundsUp) {
   apply_ceil_mode({1, 1, 6, 5}, &c);
   EXPECT_EQ(c.pad_b, 1);
   EXPECT_EQ(c.pad_r, 1);
+}
+
+// A string of a literal's bytes, NULs included (not its terminating NUL).
+template <size_t N>
+std::string bytes(const char (&s)[N]) {
+  return std::string(s, N - 1);
+}
+
+// --verify-input: APPEND and SETITEM (which LibTorch 1.13's unpickler lacks)
+// become MARK ... APPENDS / SETITEMS. The inputs are what Python's
+// pickle.dumps(obj, protocol=2) writes (torch.save's protocol); Python's
+// pickle.loads gives the same object for each rewritten pickle.
+TEST(TorchSave, AppendAndSetitemBecomeBatchOpcodes) {
+  using nnapi_convert::pickle_with_batch_opcodes;
+  // [1]
+  EXPECT_EQ(pickle_with_batch_opcodes(bytes("\x80\2]q\0K\1a.")), bytes("\x80\2]q\0(K\1e."));
+  // {'a': 1}
+  EXPECT_EQ(pickle_with_batch_opcodes(bytes("\x80\2}q\0X\1\0\0\0aq\1K\1s.")),
+            bytes("\x80\2}q\0(X\1\0\0\0aq\1K\1u."));
+  // [[1]]: the inner list's MARK before its item, the outer's before the inner list.
+  EXPECT_EQ(pickle_with_batch_opcodes(bytes("\x80\2]q\0]q\1K\1aa.")),
+            bytes("\x80\2]q\0(]q\1(K\1ee."));
+}
+
+TEST(TorchSave, OtherPicklesAreUnchanged) {
+  using nnapi_convert::pickle_with_batch_opcodes;
+  auto same = [](const std::string& p) { EXPECT_EQ(pickle_with_batch_opcodes(p), p); };
+  same(bytes("\x80\2]q\0(K\1K\2e."));  // [1, 2]: APPENDS already
+  // [1] in protocol 4: its FRAME counts bytes, which a rewrite would change.
+  same(bytes("\x80\4\x95\6\0\0\0\0\0\0\0]\x94K\1a."));
+  same(bytes("\x80\2]q\0K\1"));        // truncated: no STOP
+  same(bytes("\x80\2]q\0\xffK\1a."));  // not an opcode
+  same(bytes("K\1a."));                // APPEND with nothing to append to
 }

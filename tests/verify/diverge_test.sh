@@ -4,6 +4,10 @@
 # operation K's result wrong; the message and the --report must name
 # operation K, the aten node it was lowered from and the line of
 # diverge_model.py that made it (found here by its marker comment).
+# And a run that fails on the runtime (NNAPI_HOST_FAIL_OPERATION=K: operation
+# K fails, ANEURALNETWORKS_OP_FAILED) is one paragraph naming operation K,
+# its node and line, and what the runtime said, not the TorchScript
+# interpreter's traceback; nothing is written.
 bin=$1; python=$2; work=$3
 here=$(cd "$(dirname "$0")" && pwd)
 src=$here/diverge_model.py
@@ -46,6 +50,26 @@ expect 4 4 FULLY_CONNECTED aten::linear LINEAR ""
 # NHWC: flatten first lays the data out as NCHW with a TRANSPOSE (operation
 # 3), whose result holds no TorchScript value: the RESHAPE after it is named.
 expect 3 4 RESHAPE aten::flatten FLATTEN ",nhwc"
+
+# fails K TYPE NODE MARKER [SPEC_EXTRA]: operation K fails while the model runs.
+fails() {
+  k=$1; type=$2; node=$3; marker=$4; nhwc=$5
+  lc=$(line_of "$marker"); line=${lc%%|*}; code=${lc#*|}
+  out=$work/fail$k$nhwc.nnapi.pt
+  err=$(NNAPI_HOST_FAIL_OPERATION=$k "$bin" "$work/net.pt" --input 1x3x8x8$nhwc --verify \
+        -o "$out" 2>&1 >/dev/null); status=$?
+  [ $status = 1 ] || bad "failure $k$nhwc: exit status $status, expected 1"
+  want="its converted module failed on the NNAPI runtime with inputs of shape 1x3x8x8: NNAPI operation #$k $type, lowered from $node at $src:$line (\`$code\`) failed when the NNAPI model ran: ANeuralNetworksExecution_compute returned ANEURALNETWORKS_OP_FAILED: $type (operation $k): failed on purpose"
+  printf '%s' "$err" | grep -qF -- "$want" || bad "failure $k$nhwc: message lacks '$want': $err"
+  [ "$(printf '%s\n' "$err" | wc -l)" = 1 ] || bad "failure $k$nhwc: not one line: $err"
+  printf '%s' "$err" | grep -q "Traceback\|TorchScript interpreter\|^nnrt:" &&
+    bad "failure $k$nhwc: a traceback or the runtime's own line: $err"
+  [ -e "$out" ] && bad "failure $k$nhwc: $out was written"
+}
+fails 0 CONV_2D aten::conv2d CONV ""
+fails 4 FULLY_CONNECTED aten::linear LINEAR ""
+# The layout TRANSPOSE has no node of its own: the node of the value it computes.
+fails 3 TRANSPOSE aten::flatten FLATTEN ",nhwc"
 
 # No fault (an index past the last operation): verify passes, and no
 # diagnosis runs.

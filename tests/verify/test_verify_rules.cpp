@@ -135,7 +135,7 @@ TEST(VerifyRules, VerifyFailsOnTheOutputTemplatesScale) {
   const char* root = std::getenv("NNAPI_FIXTURES_DIR");
   ASSERT_TRUE(root) << "NNAPI_FIXTURES_DIR must name the test_nnapi fixtures";
   const fs::path dir = fs::path(root) / "conv2d-quant-nhwc-3x3";
-  ConvertOptions o = fixtures::convert_options_of(dir, fixtures::read_json(dir / "case.json"));
+  ConvertOptions o = fixtures::convert_options(dir, fixtures::read_json(dir / "case.json"));
   Conversion c = convert(o);
   ASSERT_EQ(c.templates.size(), 1u);
   const fs::path out = fixtures::unique_temp_path("verify-rules");

@@ -17,45 +17,6 @@ using T = OperandType;
 
 constexpr int32_t kHardSwishCode = 99;  // ANEURALNETWORKS_HARD_SWISH (API level 30)
 
-void validate_unary_any(const ValidationContext& v) {
-  v.input_count({1});
-  v.output_count(1);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
-  v.output_same_type_as_input(0, 0);
-}
-
-void validate_unary_float(const ValidationContext& v) {
-  v.input_count({1});
-  v.output_count(1);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16});
-  v.output_same_type_as_input(0, 0);
-}
-
-void validate_unary_signed(const ValidationContext& v) {
-  v.input_count({1});
-  v.output_count(1);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorInt32});
-  v.output_same_type_as_input(0, 0);
-}
-
-// Output quantization NNAPI fixes for some activations.
-void require_out_quant(const ValidationContext& v, float scale, int32_t zero_point) {
-  if (!is_quant8(v.out(0).type)) return;
-  if (std::fabs(v.out(0).scale - scale) > 1e-9f || v.out(0).zero_point != zero_point)
-    v.error("quantized output must have scale " + std::to_string(scale) + " and zeroPoint " +
-            std::to_string(zero_point));
-}
-
-void validate_logistic(const ValidationContext& v) {
-  validate_unary_any(v);
-  require_out_quant(v, 1.f / 256, 0);
-}
-
-void validate_tanh(const ValidationContext& v) {
-  validate_unary_any(v);
-  require_out_quant(v, 1.f / 128, 128);
-}
-
 template <at::Tensor (*F)(const at::Tensor&)>
 void execute_unary(ExecContext& ctx) {
   const Value& x = ctx.in(0);
@@ -107,14 +68,6 @@ at::Tensor neg_fn(const at::Tensor& x) { return at::neg(x); }
 
 // ---- PRELU: out = x >= 0 ? x : alpha * x, alpha broadcast against x.
 
-void validate_prelu(const ValidationContext& v) {
-  v.input_count({2});
-  v.output_count(1);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
-  v.same_type(1, 0);
-  v.output_same_type_as_input(0, 0);
-}
-
 void execute_prelu(ExecContext& ctx) {
   const Value& x = ctx.in(0);
   const auto dtype = is_quant8(x.type) ? at::kDouble : at::kFloat;
@@ -128,16 +81,6 @@ void execute_prelu(ExecContext& ctx) {
 
 // ---- SOFTMAX / LOG_SOFTMAX: input, beta, [axis].
 
-void validate_softmax(const ValidationContext& v) {
-  v.input_count({2, 3});
-  v.output_count(1);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
-  v.input_type(1, {T::Float32, T::Float16});
-  if (v.num_inputs() == 3) v.input_type(2, {T::Int32});
-  v.output_same_type_as_input(0, 0);
-  require_out_quant(v, 1.f / 256, 0);
-}
-
 void execute_softmax(ExecContext& ctx) {
   const Value& x = ctx.in(0);
   const auto dtype = is_quant8(x.type) ? at::kDouble : at::kFloat;
@@ -149,15 +92,6 @@ void execute_softmax(ExecContext& ctx) {
                  to_operand(at::softmax(xr * static_cast<double>(beta), axis), ctx.out_operand(0)));
 }
 
-void validate_log_softmax(const ValidationContext& v) {
-  v.input_count({3});
-  v.output_count(1);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16});
-  v.input_type(1, {T::Float32, T::Float16});
-  v.input_type(2, {T::Int32});
-  v.output_same_type_as_input(0, 0);
-}
-
 void execute_log_softmax(ExecContext& ctx) {
   at::Tensor xr = real_values(ctx.in(0));
   const double beta = ctx.f32(1);
@@ -166,15 +100,6 @@ void execute_log_softmax(ExecContext& ctx) {
 }
 
 // ---- L2_NORMALIZATION: input, [axis]; out = x / sqrt(max(sum(x^2), eps)).
-
-void validate_l2norm(const ValidationContext& v) {
-  v.input_count({1, 2});
-  v.output_count(1);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
-  if (v.num_inputs() == 2) v.input_type(1, {T::Int32});
-  v.output_same_type_as_input(0, 0);
-  require_out_quant(v, 1.f / 128, 128);
-}
 
 void execute_l2norm(ExecContext& ctx) {
   const Value& x = ctx.in(0);
@@ -190,16 +115,6 @@ void execute_l2norm(ExecContext& ctx) {
 //   out = (x - mean(x)) * gamma / sqrt(var(x) + epsilon) + beta
 // with the biased variance (the mean of the squared deviations).
 
-void validate_instance_norm(const ValidationContext& v) {
-  v.input_count({5});
-  v.output_count(1);
-  v.input_type(0, {T::TensorFloat32});
-  v.input_rank(0, {4});
-  for (size_t i : {1, 2, 3}) v.input_type(i, {T::Float32});
-  v.input_type(4, {T::Bool});
-  v.output_same_type_as_input(0, 0);
-}
-
 void execute_instance_norm(ExecContext& ctx) {
   at::Tensor x = ctx.in(0).t.to(at::kDouble);
   const double gamma = ctx.f32(1), beta = ctx.f32(2), eps = ctx.f32(3);
@@ -214,26 +129,24 @@ void execute_instance_norm(ExecContext& ctx) {
 }  // namespace
 
 void add_activation_kernels(std::vector<OpKernel>& table) {
-  table.push_back({Op::Relu, "RELU", validate_unary_any, execute_unary<relu>});
-  table.push_back({Op::Relu1, "RELU1", validate_unary_any, execute_unary<relu1>});
-  table.push_back({Op::Relu6, "RELU6", validate_unary_any, execute_unary<relu6>});
-  table.push_back({Op::Logistic, "LOGISTIC", validate_logistic, execute_unary<logistic>});
-  table.push_back({Op::Tanh, "TANH", validate_tanh, execute_unary<tanh_fn>});
-  table.push_back(
-      {static_cast<Op>(kHardSwishCode), "HARD_SWISH", validate_unary_any, execute_hard_swish});
-  table.push_back({Op::Exp, "EXP", validate_unary_float, execute_unary<exp_fn>});
-  table.push_back({Op::Sqrt, "SQRT", validate_unary_float, execute_unary<sqrt_fn>});
-  table.push_back({Op::Rsqrt, "RSQRT", validate_unary_float, execute_unary<rsqrt_fn>});
-  table.push_back({Op::Log, "LOG", validate_unary_float, execute_unary<log_fn>});
-  table.push_back({Op::Floor, "FLOOR", validate_unary_float, execute_unary<floor_fn>});
-  table.push_back({Op::Abs, "ABS", validate_unary_signed, execute_unary<abs_fn>});
-  table.push_back({Op::Neg, "NEG", validate_unary_signed, execute_unary<neg_fn>});
-  table.push_back({Op::Prelu, "PRELU", validate_prelu, execute_prelu});
-  table.push_back({Op::Softmax, "SOFTMAX", validate_softmax, execute_softmax});
-  table.push_back({Op::LogSoftmax, "LOG_SOFTMAX", validate_log_softmax, execute_log_softmax});
-  table.push_back({Op::L2Normalization, "L2_NORMALIZATION", validate_l2norm, execute_l2norm});
-  table.push_back({Op::InstanceNormalization, "INSTANCE_NORMALIZATION", validate_instance_norm,
-                   execute_instance_norm});
+  table.push_back({Op::Relu, "RELU", execute_unary<relu>});
+  table.push_back({Op::Relu1, "RELU1", execute_unary<relu1>});
+  table.push_back({Op::Relu6, "RELU6", execute_unary<relu6>});
+  table.push_back({Op::Logistic, "LOGISTIC", execute_unary<logistic>});
+  table.push_back({Op::Tanh, "TANH", execute_unary<tanh_fn>});
+  table.push_back({static_cast<Op>(kHardSwishCode), "HARD_SWISH", execute_hard_swish});
+  table.push_back({Op::Exp, "EXP", execute_unary<exp_fn>});
+  table.push_back({Op::Sqrt, "SQRT", execute_unary<sqrt_fn>});
+  table.push_back({Op::Rsqrt, "RSQRT", execute_unary<rsqrt_fn>});
+  table.push_back({Op::Log, "LOG", execute_unary<log_fn>});
+  table.push_back({Op::Floor, "FLOOR", execute_unary<floor_fn>});
+  table.push_back({Op::Abs, "ABS", execute_unary<abs_fn>});
+  table.push_back({Op::Neg, "NEG", execute_unary<neg_fn>});
+  table.push_back({Op::Prelu, "PRELU", execute_prelu});
+  table.push_back({Op::Softmax, "SOFTMAX", execute_softmax});
+  table.push_back({Op::LogSoftmax, "LOG_SOFTMAX", execute_log_softmax});
+  table.push_back({Op::L2Normalization, "L2_NORMALIZATION", execute_l2norm});
+  table.push_back({Op::InstanceNormalization, "INSTANCE_NORMALIZATION", execute_instance_norm});
 }
 
 }  // namespace nnrt

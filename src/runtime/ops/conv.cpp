@@ -83,54 +83,15 @@ void write_image(ExecContext& ctx, const at::Tensor& result_nchw, const ConvArgs
   ctx.set_output(0, a.nchw ? out.contiguous() : nchw_to_nhwc(out));
 }
 
-// ---- validation shared by the convolution family and FULLY_CONNECTED
-
-// Weight (input 1) and bias (input 2): quant8 weights with int32 bias for a
-// quant8 input, else the input's type; the weight of `weight_rank`, a 1-D bias.
-void validate_weight_and_bias(const ValidationContext& v, size_t weight_rank) {
-  if (is_quant8(v.in(0).type)) {
-    v.input_type(1, {T::TensorQuant8Asymm});
-    v.input_type(2, {T::TensorInt32});
-  } else {
-    v.same_type(1, 0);
-    v.same_type(2, 0);
-  }
-  v.input_rank(1, {weight_rank});
-  v.input_rank(2, {1});
-}
-
-void validate_conv_common(const ValidationContext& v) {
-  v.output_count(1);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
-  v.input_rank(0, {4});
-  validate_weight_and_bias(v, 4);
-  v.output_same_type_as_input(0, 0);
-}
-
-// Checks that inputs [first, last) are INT32 scalars.
-void int_scalars(const ValidationContext& v, size_t first, size_t last) {
-  for (size_t i = first; i < last && i < v.num_inputs(); ++i) v.input_type(i, {T::Int32});
-}
-
 // ---- CONV_2D
 // explicit: in, w, b, pad l r t b, stride w h, fuse [, nchw [, dil w h]]  (10, 11, 13)
 // implicit: in, w, b, scheme, stride w h, fuse [, nchw [, dil w h]]       (7, 8, 10)
 
-bool conv2d_is_implicit(size_t n, const ValidationContext* v, const ExecContext* c) {
+bool conv2d_is_implicit(const ExecContext& ctx) {
+  const size_t n = ctx.num_inputs();
   if (n == 7 || n == 8) return true;
-  if (n != 10) return false;
   // 10 inputs: explicit without layout, or implicit with layout + dilation.
-  return v ? v->in(7).type == T::Bool : c->in(7).type == T::Bool;
-}
-
-void validate_conv2d(const ValidationContext& v) {
-  v.input_count({7, 8, 10, 11, 13});
-  validate_conv_common(v);
-  const bool implicit = conv2d_is_implicit(v.num_inputs(), &v, nullptr);
-  const size_t layout = implicit ? 7 : 10;
-  int_scalars(v, 3, layout);
-  if (v.num_inputs() > layout) v.input_type(layout, {T::Bool});
-  int_scalars(v, layout + 1, v.num_inputs());
+  return n == 10 && ctx.in(7).type == T::Bool;
 }
 
 // Padding (four explicit values, or an implicit scheme) and strides, from input 3 on.
@@ -142,7 +103,7 @@ ConvArgs read_padding_and_strides(ExecContext& ctx, bool implicit, size_t* next)
 }
 
 ConvArgs read_conv2d_args(ExecContext& ctx, size_t* next) {
-  return read_padding_and_strides(ctx, conv2d_is_implicit(ctx.num_inputs(), nullptr, &ctx), next);
+  return read_padding_and_strides(ctx, conv2d_is_implicit(ctx), next);
 }
 
 void read_tail(ExecContext& ctx, size_t i, ConvArgs& a) {
@@ -199,17 +160,6 @@ bool depthwise_is_implicit(size_t n, OperandType at8) {
   return at8 == T::Bool;
 }
 
-void validate_depthwise(const ValidationContext& v) {
-  v.input_count({8, 9, 11, 12, 14});
-  validate_conv_common(v);
-  const bool implicit =
-      depthwise_is_implicit(v.num_inputs(), v.num_inputs() > 8 ? v.in(8).type : T::Int32);
-  const size_t layout = implicit ? 8 : 11;
-  int_scalars(v, 3, layout);
-  if (v.num_inputs() > layout) v.input_type(layout, {T::Bool});
-  int_scalars(v, layout + 1, v.num_inputs());
-}
-
 void execute_depthwise(ExecContext& ctx) {
   const bool implicit =
       depthwise_is_implicit(ctx.num_inputs(), ctx.num_inputs() > 8 ? ctx.in(8).type : T::Int32);
@@ -231,14 +181,6 @@ void execute_depthwise(ExecContext& ctx) {
 // ---- GROUPED_CONV_2D
 // explicit: in, w, b, pad l r t b, stride w h, groups, fuse, nchw  (12)
 // implicit: in, w, b, scheme, stride w h, groups, fuse, nchw       (9)
-
-void validate_grouped(const ValidationContext& v) {
-  v.input_count({9, 12});
-  validate_conv_common(v);
-  const size_t layout = v.num_inputs() - 1;
-  int_scalars(v, 3, layout);
-  v.input_type(layout, {T::Bool});
-}
 
 void execute_grouped(ExecContext& ctx) {
   ConvArgs a;
@@ -265,18 +207,6 @@ void execute_grouped(ExecContext& ctx) {
 // ---- TRANSPOSE_CONV_2D
 // explicit: in, w, b, pad l r t b, stride w h, fuse, nchw                 (11)
 // implicit: in, w, b, output_shape (TENSOR_INT32), scheme, stride w h, fuse, nchw  (9)
-
-void validate_transpose_conv(const ValidationContext& v) {
-  v.input_count({9, 11});
-  validate_conv_common(v);
-  if (v.num_inputs() == 9) {
-    v.input_type(3, {T::TensorInt32});
-    int_scalars(v, 4, 8);
-  } else {
-    int_scalars(v, 3, 10);
-  }
-  v.input_type(v.num_inputs() - 1, {T::Bool});
-}
 
 void execute_transpose_conv(ExecContext& ctx) {
   ConvArgs a;
@@ -327,15 +257,6 @@ void execute_transpose_conv(ExecContext& ctx) {
 
 // ---- FULLY_CONNECTED: in, weights [units, in_size], bias [units], fuse.
 
-void validate_fc(const ValidationContext& v) {
-  v.input_count({4});
-  v.output_count(1);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
-  validate_weight_and_bias(v, 2);
-  v.input_type(3, {T::Int32});
-  v.output_same_type_as_input(0, 0);
-}
-
 void execute_fc(ExecContext& ctx) {
   const Value& x = ctx.in(0);
   at::Tensor w = conv_values(ctx.in(1), x);
@@ -355,17 +276,6 @@ void execute_fc(ExecContext& ctx) {
 // adj_x, adj_y (default false) that transpose each slice of x, y first.
 // Output [..., r_o, c_o]. This runtime implements TENSOR_FLOAT32 and
 // TENSOR_INT32; the spec's QUANT8 forms are refused at addOperation.
-
-void validate_batch_matmul(const ValidationContext& v) {
-  v.input_count({2, 3, 4});
-  v.output_count(1);
-  v.input_type(0, {T::TensorFloat32, T::TensorInt32});
-  v.same_type(1, 0);
-  v.input_rank(0, {2, 3, 4});
-  v.input_rank(1, {2, 3, 4});
-  for (size_t i = 2; i < v.num_inputs(); ++i) v.input_type(i, {T::Bool});
-  v.output_same_type_as_input(0, 0);
-}
 
 void execute_batch_matmul(ExecContext& ctx) {
   at::Tensor x = ctx.in(0).t, y = ctx.in(1).t;
@@ -387,14 +297,12 @@ void execute_batch_matmul(ExecContext& ctx) {
 }  // namespace
 
 void add_conv_kernels(std::vector<OpKernel>& table) {
-  table.push_back({Op::Conv2d, "CONV_2D", validate_conv2d, execute_conv2d});
-  table.push_back(
-      {Op::DepthwiseConv2d, "DEPTHWISE_CONV_2D", validate_depthwise, execute_depthwise});
-  table.push_back({Op::GroupedConv2d, "GROUPED_CONV_2D", validate_grouped, execute_grouped});
-  table.push_back(
-      {Op::TransposeConv2d, "TRANSPOSE_CONV_2D", validate_transpose_conv, execute_transpose_conv});
-  table.push_back({Op::FullyConnected, "FULLY_CONNECTED", validate_fc, execute_fc});
-  table.push_back({Op::BatchMatmul, "BATCH_MATMUL", validate_batch_matmul, execute_batch_matmul});
+  table.push_back({Op::Conv2d, "CONV_2D", execute_conv2d});
+  table.push_back({Op::DepthwiseConv2d, "DEPTHWISE_CONV_2D", execute_depthwise});
+  table.push_back({Op::GroupedConv2d, "GROUPED_CONV_2D", execute_grouped});
+  table.push_back({Op::TransposeConv2d, "TRANSPOSE_CONV_2D", execute_transpose_conv});
+  table.push_back({Op::FullyConnected, "FULLY_CONNECTED", execute_fc});
+  table.push_back({Op::BatchMatmul, "BATCH_MATMUL", execute_batch_matmul});
 }
 
 }  // namespace nnrt

@@ -1,8 +1,9 @@
 // Broadcasting binary arithmetic: ADD, SUB, MUL, DIV (with a fused
 // activation), MAXIMUM, MINIMUM, POW. Quantized operands are computed on real
 // values in double precision and requantized into the output's parameters,
-// except a quantized ADD of two tensors of the same shape, which follows
-// PyTorch's QNNPACK add (fixed-point multipliers, see qnnpack_add), and a
+// except a quantized ADD, which follows PyTorch's QNNPACK add for two tensors
+// of the same shape (fixed-point multipliers, see qnnpack_add) and its generic
+// float32 kernel for broadcasting ones, and a
 // quantized MUL, which follows PyTorch's quantized mul (float32 multiplier,
 // ties to even), so that converted models reproduce eager PyTorch exactly.
 #include <cmath>
@@ -13,36 +14,6 @@ namespace nnrt {
 namespace {
 
 using T = OperandType;
-
-void validate_arith(const ValidationContext& v) {
-  v.input_count({3});
-  v.output_count(1);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorInt32, T::TensorQuant8Asymm});
-  v.same_type(1, 0);
-  v.input_type(2, {T::Int32});
-  v.output_same_type_as_input(0, 0);
-}
-
-// SUB, MUL, DIV: "up to 4" in NeuralNetworks.h. (So are ADD, RESHAPE and
-// TRANSPOSE, but Swin with a flexible batch still gives them rank 5 and 6:
-// not enforced.)
-void validate_arith_rank4(const ValidationContext& v) {
-  validate_arith(v);
-  v.max_rank(4);
-}
-
-void validate_div(const ValidationContext& v) {
-  validate_arith_rank4(v);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorInt32});
-}
-
-void validate_minmax(const ValidationContext& v) {
-  v.input_count({2});
-  v.output_count(1);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorInt32, T::TensorQuant8Asymm});
-  v.same_type(1, 0);
-  v.output_same_type_as_input(0, 0);
-}
 
 enum class Binary { Add, Sub, Mul, Div, Max, Min };
 
@@ -116,6 +87,13 @@ void execute(ExecContext& ctx) {
     // (1 / out_scale), half to even (as a convolution's accumulator).
     at::Tensor product = (a.t.to(at::kLong) - a.zero_point) * (b.t.to(at::kLong) - b.zero_point);
     ctx.set_output(0, requantize_accumulator(product, a.scale, b.scale, out, fuse));
+  } else if (kind == Binary::Add && is_quant8(a.type)) {
+    // PyTorch's quantized add of other shapes (broadcasting; its generic
+    // kernel): both inputs dequantized in float32, added in float32 and
+    // quantized as torch.quantize_per_tensor does. In double, about one
+    // output in ten of a broadcasting add rounded the other way.
+    at::Tensor r = real_values(a, at::kFloat) + real_values(b, at::kFloat);
+    ctx.set_output(0, quantize_like_pytorch(r, out, fuse));
   } else if (is_quant8(a.type)) {
     at::Tensor r = apply(kind, real_values(a, at::kDouble), real_values(b, at::kDouble), false);
     ctx.set_output(0, to_operand(r, out, fuse));
@@ -129,14 +107,6 @@ void execute(ExecContext& ctx) {
 
 // ---- POW: base, exponent (same float type, broadcast numpy-style).
 
-void validate_pow(const ValidationContext& v) {
-  v.input_count({2});
-  v.output_count(1);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16});
-  v.same_type(1, 0);
-  v.output_same_type_as_input(0, 0);
-}
-
 void execute_pow(ExecContext& ctx) {
   const at::Tensor& base = ctx.in(0).t;
   const at::Tensor& exponent = ctx.in(1).t;
@@ -147,13 +117,13 @@ void execute_pow(ExecContext& ctx) {
 }  // namespace
 
 void add_elementwise_kernels(std::vector<OpKernel>& table) {
-  table.push_back({Op::Pow, "POW", validate_pow, execute_pow});
-  table.push_back({Op::Add, "ADD", validate_arith, execute<Binary::Add>});
-  table.push_back({Op::Sub, "SUB", validate_arith_rank4, execute<Binary::Sub>});
-  table.push_back({Op::Mul, "MUL", validate_arith_rank4, execute<Binary::Mul>});
-  table.push_back({Op::Div, "DIV", validate_div, execute<Binary::Div>});
-  table.push_back({Op::Maximum, "MAXIMUM", validate_minmax, execute<Binary::Max>});
-  table.push_back({Op::Minimum, "MINIMUM", validate_minmax, execute<Binary::Min>});
+  table.push_back({Op::Pow, "POW", execute_pow});
+  table.push_back({Op::Add, "ADD", execute<Binary::Add>});
+  table.push_back({Op::Sub, "SUB", execute<Binary::Sub>});
+  table.push_back({Op::Mul, "MUL", execute<Binary::Mul>});
+  table.push_back({Op::Div, "DIV", execute<Binary::Div>});
+  table.push_back({Op::Maximum, "MAXIMUM", execute<Binary::Max>});
+  table.push_back({Op::Minimum, "MINIMUM", execute<Binary::Min>});
 }
 
 }  // namespace nnrt

@@ -35,28 +35,6 @@ struct PoolArgs : Window {
   bool nchw = false;
 };
 
-// explicit: in, pad l r t b, stride w h, filter w h, fuse [, nchw]  (10, 11)
-// implicit: in, scheme, stride w h, filter w h, fuse [, nchw]        (7, 8)
-void validate_pool(const ValidationContext& v) {
-  v.input_count({7, 8, 10, 11});
-  v.output_count(1);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
-  v.input_rank(0, {4});
-  const bool implicit = v.num_inputs() <= 8;
-  const size_t last_int = implicit ? 7 : 10;
-  for (size_t i = 1; i < last_int; ++i) v.input_type(i, {T::Int32});
-  if (v.num_inputs() > last_int) v.input_type(last_int, {T::Bool});
-  v.output_same_type_as_input(0, 0);
-  if (is_quant8(v.in(0).type) &&
-      (v.out(0).scale != v.in(0).scale || v.out(0).zero_point != v.in(0).zero_point))
-    v.error("quantized output must keep the input's scale and zeroPoint");
-}
-
-void validate_pool_float(const ValidationContext& v) {
-  validate_pool(v);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16});
-}
-
 void same_padding(int64_t in, int64_t k, int64_t s, int64_t* before, int64_t* after) {
   const int64_t out = (in + s - 1) / s;
   const int64_t total = std::max<int64_t>((out - 1) * s + k - in, 0);
@@ -153,15 +131,6 @@ void execute_pool(ExecContext& ctx) {
 
 // ---- MEAN: input, axes (TENSOR_INT32), keep_dims (INT32)
 
-void validate_mean(const ValidationContext& v) {
-  v.input_count({3});
-  v.output_count(1);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
-  v.input_type(1, {T::TensorInt32});
-  v.input_type(2, {T::Int32});
-  v.output_same_type_as_input(0, 0);
-}
-
 void execute_mean(ExecContext& ctx) {
   const Value& x = ctx.in(0);
   const int64_t rank = x.t.dim();
@@ -191,15 +160,6 @@ void execute_mean(ExecContext& ctx) {
 // ---- REDUCE_SUM: input (TENSOR_FLOAT32 or FLOAT16), axes (1-D TENSOR_INT32,
 // each in [-rank, rank)), keep_dims (BOOL): the sum over the axes.
 
-void validate_reduce_sum(const ValidationContext& v) {
-  v.input_count({3});
-  v.output_count(1);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16});
-  v.input_type(1, {T::TensorInt32});
-  v.input_type(2, {T::Bool});
-  v.output_same_type_as_input(0, 0);
-}
-
 void execute_reduce_sum(ExecContext& ctx) {
   const at::Tensor& x = ctx.in(0).t;
   std::vector<int64_t> axes;
@@ -214,12 +174,11 @@ void execute_reduce_sum(ExecContext& ctx) {
 }  // namespace
 
 void add_pool_kernels(std::vector<OpKernel>& table) {
-  table.push_back(
-      {Op::AveragePool2d, "AVERAGE_POOL_2D", validate_pool, execute_pool<Pool::Average>});
-  table.push_back({Op::MaxPool2d, "MAX_POOL_2D", validate_pool, execute_pool<Pool::Max>});
-  table.push_back({Op::L2Pool2d, "L2_POOL_2D", validate_pool_float, execute_pool<Pool::L2>});
-  table.push_back({Op::Mean, "MEAN", validate_mean, execute_mean});
-  table.push_back({Op::ReduceSum, "REDUCE_SUM", validate_reduce_sum, execute_reduce_sum});
+  table.push_back({Op::AveragePool2d, "AVERAGE_POOL_2D", execute_pool<Pool::Average>});
+  table.push_back({Op::MaxPool2d, "MAX_POOL_2D", execute_pool<Pool::Max>});
+  table.push_back({Op::L2Pool2d, "L2_POOL_2D", execute_pool<Pool::L2>});
+  table.push_back({Op::Mean, "MEAN", execute_mean});
+  table.push_back({Op::ReduceSum, "REDUCE_SUM", execute_reduce_sum});
 }
 
 }  // namespace nnrt

@@ -9,33 +9,12 @@ namespace {
 
 using T = OperandType;
 
-void validate_quantize(const ValidationContext& v) {
-  v.input_count({1});
-  v.output_count(1);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16});
-  v.output_type(0, {T::TensorQuant8Asymm});
-}
-
 void execute_quantize(ExecContext& ctx) {
   ctx.set_output(0, quantize_like_pytorch(real_values(ctx.in(0), at::kFloat), ctx.out_operand(0)));
 }
 
-void validate_dequantize(const ValidationContext& v) {
-  v.input_count({1});
-  v.output_count(1);
-  v.input_type(0, {T::TensorQuant8Asymm, T::TensorQuant16Asymm, T::TensorQuant16Symm});
-  v.output_type(0, {T::TensorFloat32, T::TensorFloat16});
-}
-
 void execute_dequantize(ExecContext& ctx) {
   ctx.set_output(0, to_operand(real_values(ctx.in(0)), ctx.out_operand(0)));
-}
-
-void validate_cast(const ValidationContext& v) {
-  v.input_count({1});
-  v.output_count(1);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorInt32, T::TensorQuant8Asymm});
-  v.output_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorInt32, T::TensorQuant8Asymm});
 }
 
 // NNAPI CAST converts stored values (quantization parameters are ignored),
@@ -55,9 +34,9 @@ void execute_cast(ExecContext& ctx) {
 }  // namespace
 
 void add_quant_kernels(std::vector<OpKernel>& table) {
-  table.push_back({Op::Quantize, "QUANTIZE", validate_quantize, execute_quantize});
-  table.push_back({Op::Dequantize, "DEQUANTIZE", validate_dequantize, execute_dequantize});
-  table.push_back({Op::Cast, "CAST", validate_cast, execute_cast});
+  table.push_back({Op::Quantize, "QUANTIZE", execute_quantize});
+  table.push_back({Op::Dequantize, "DEQUANTIZE", execute_dequantize});
+  table.push_back({Op::Cast, "CAST", execute_cast});
 }
 
 }  // namespace nnrt

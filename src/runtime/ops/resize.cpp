@@ -16,20 +16,6 @@ namespace {
 
 using T = OperandType;
 
-void validate_resize(const ValidationContext& v) {
-  v.input_count({3, 4, 5, 6});
-  v.output_count(1);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
-  v.input_rank(0, {4});
-  v.input_type(1, {T::Int32, T::Float32, T::Float16});
-  v.same_type(2, 1);
-  for (size_t i = 3; i < v.num_inputs(); ++i) v.input_type(i, {T::Bool});
-  v.output_same_type_as_input(0, 0);
-  if (is_quant8(v.in(0).type) &&
-      (v.out(0).scale != v.in(0).scale || v.out(0).zero_point != v.in(0).zero_point))
-    v.error("quantized output must keep the input's scale and zeroPoint");
-}
-
 struct ResizeArgs {
   int64_t out_h = 0, out_w = 0;
   bool nchw = false, align_corners = false, half_pixel = false;
@@ -152,9 +138,8 @@ void execute_bilinear(ExecContext& ctx) {
 }  // namespace
 
 void add_resize_kernels(std::vector<OpKernel>& table) {
-  table.push_back(
-      {Op::ResizeNearestNeighbor, "RESIZE_NEAREST_NEIGHBOR", validate_resize, execute_nearest});
-  table.push_back({Op::ResizeBilinear, "RESIZE_BILINEAR", validate_resize, execute_bilinear});
+  table.push_back({Op::ResizeNearestNeighbor, "RESIZE_NEAREST_NEIGHBOR", execute_nearest});
+  table.push_back({Op::ResizeBilinear, "RESIZE_BILINEAR", execute_bilinear});
 }
 
 }  // namespace nnrt

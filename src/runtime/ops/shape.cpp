@@ -13,30 +13,7 @@ namespace {
 
 using T = OperandType;
 
-#define ANY_TENSOR \
-  { T::TensorFloat32, T::TensorFloat16, T::TensorInt32, T::TensorQuant8Asymm, T::TensorBool8 }
-
-// Quantized data-movement outputs keep the input's parameters.
-void same_quant_params(const ValidationContext& v, size_t out = 0) {
-  if (!is_quant8(v.in(0).type)) return;
-  if (v.out(out).scale != v.in(0).scale || v.out(out).zero_point != v.in(0).zero_point)
-    v.error("quantized output must keep the input's scale and zeroPoint");
-}
-
-void validate_unary_move(const ValidationContext& v) {
-  v.output_count(1);
-  v.input_type(0, ANY_TENSOR);
-  v.output_same_type_as_input(0, 0);
-  same_quant_params(v);
-}
-
 // ---- RESHAPE: input, shape (TENSOR_INT32); one entry may be -1.
-
-void validate_reshape(const ValidationContext& v) {
-  v.input_count({2});
-  validate_unary_move(v);
-  v.input_type(1, {T::TensorInt32});
-}
 
 void execute_reshape(ExecContext& ctx) {
   const at::Tensor& x = ctx.in(0).t;
@@ -63,24 +40,12 @@ void execute_reshape(ExecContext& ctx) {
 
 // ---- EXPAND_DIMS: input, axis (INT32).
 
-void validate_expand_dims(const ValidationContext& v) {
-  v.input_count({2});
-  validate_unary_move(v);
-  v.input_type(1, {T::Int32});
-}
-
 void execute_expand_dims(ExecContext& ctx) {
   const at::Tensor& x = ctx.in(0).t;
   ctx.set_output(0, x.unsqueeze(wrap_axis(ctx.i32(1), x.dim() + 1)));
 }
 
 // ---- SQUEEZE: input [, axes (TENSOR_INT32)].
-
-void validate_squeeze(const ValidationContext& v) {
-  v.input_count({1, 2});
-  validate_unary_move(v);
-  if (v.num_inputs() == 2) v.input_type(1, {T::TensorInt32});
-}
 
 void execute_squeeze(ExecContext& ctx) {
   const at::Tensor& x = ctx.in(0).t;
@@ -102,13 +67,6 @@ void execute_squeeze(ExecContext& ctx) {
 
 // ---- STRIDED_SLICE: input, begin, end, strides, begin_mask, end_mask,
 // shrink_axis_mask, with TensorFlow's semantics.
-
-void validate_strided_slice(const ValidationContext& v) {
-  v.input_count({7});
-  validate_unary_move(v);
-  for (size_t i = 1; i <= 3; ++i) v.input_type(i, {T::TensorInt32});
-  for (size_t i = 4; i <= 6; ++i) v.input_type(i, {T::Int32});
-}
 
 at::Tensor take(const at::Tensor& x, int64_t dim, const std::vector<int64_t>& idx) {
   at::Tensor index = at::tensor(idx, at::TensorOptions(at::kLong));
@@ -150,13 +108,6 @@ void execute_strided_slice(ExecContext& ctx) {
 
 // ---- SLICE: input, begin (TENSOR_INT32), size (TENSOR_INT32, -1 = rest).
 
-void validate_slice(const ValidationContext& v) {
-  v.input_count({3});
-  validate_unary_move(v);
-  v.input_type(1, {T::TensorInt32});
-  v.input_type(2, {T::TensorInt32});
-}
-
 void execute_slice(ExecContext& ctx) {
   at::Tensor x = ctx.in(0).t;
   auto begin = ctx.int_list(1), size = ctx.int_list(2);
@@ -173,16 +124,6 @@ void execute_slice(ExecContext& ctx) {
 }
 
 // ---- CONCATENATION: input 0..n-1, axis (INT32).
-
-void validate_concat(const ValidationContext& v) {
-  v.input_count_at_least(2);
-  v.output_count(1);
-  const size_t n = v.num_inputs() - 1;
-  v.input_type(0, ANY_TENSOR);
-  for (size_t i = 1; i < n; ++i) v.same_type(i, 0);
-  v.input_type(n, {T::Int32});
-  v.output_same_type_as_input(0, 0);
-}
 
 void execute_concat(ExecContext& ctx) {
   const size_t n = ctx.num_inputs() - 1;
@@ -203,12 +144,6 @@ void execute_concat(ExecContext& ctx) {
 
 // ---- TRANSPOSE: input [, perm (TENSOR_INT32)]; no perm reverses the dims.
 
-void validate_transpose(const ValidationContext& v) {
-  v.input_count({1, 2});
-  validate_unary_move(v);
-  if (v.num_inputs() == 2) v.input_type(1, {T::TensorInt32});
-}
-
 void execute_transpose(ExecContext& ctx) {
   const at::Tensor& x = ctx.in(0).t;
   std::vector<int64_t> perm;
@@ -228,24 +163,6 @@ void execute_transpose(ExecContext& ctx) {
 }
 
 // ---- PAD: input, paddings [rank, 2]; PAD_V2 adds the pad value.
-
-void validate_pad(const ValidationContext& v) {
-  v.input_count({2});
-  validate_unary_move(v);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
-  v.input_type(1, {T::TensorInt32});
-}
-
-void validate_pad_v2(const ValidationContext& v) {
-  v.input_count({3});
-  validate_unary_move(v);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
-  v.input_type(1, {T::TensorInt32});
-  if (is_quant8(v.in(0).type))
-    v.input_type(2, {T::Int32});
-  else
-    v.input_type(2, {T::Float32, T::Float16});
-}
 
 void execute_pad(ExecContext& ctx) {
   const Value& x = ctx.in(0);
@@ -273,18 +190,6 @@ void execute_pad(ExecContext& ctx) {
 
 // ---- SPLIT: input, axis (INT32), num_splits (INT32); num_splits outputs.
 
-void validate_split(const ValidationContext& v) {
-  v.input_count({3});
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorInt32, T::TensorQuant8Asymm});
-  v.input_type(1, {T::Int32});
-  v.input_type(2, {T::Int32});
-  if (v.num_outputs() < 1) v.error("needs at least one output");
-  for (size_t o = 0; o < v.num_outputs(); ++o) {
-    if (v.out(o).type != v.in(0).type) v.error("output type differs from input");
-    same_quant_params(v, o);
-  }
-}
-
 void execute_split(ExecContext& ctx) {
   const at::Tensor& x = ctx.in(0).t;
   const int64_t axis = wrap_axis(ctx.i32(1), x.dim());
@@ -298,16 +203,6 @@ void execute_split(ExecContext& ctx) {
 // ---- CHANNEL_SHUFFLE: input, num_groups (INT32), axis (INT32). The axis of
 // size C is viewed as [num_groups, C / num_groups], the two are swapped, and
 // the result is flattened back.
-
-void validate_channel_shuffle(const ValidationContext& v) {
-  v.input_count({3});
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
-  v.input_type(1, {T::Int32});
-  v.input_type(2, {T::Int32});
-  v.output_count(1);
-  v.output_same_type_as_input(0, 0);
-  same_quant_params(v);
-}
 
 void execute_channel_shuffle(ExecContext& ctx) {
   const at::Tensor& x = ctx.in(0).t;
@@ -327,17 +222,6 @@ void execute_channel_shuffle(ExecContext& ctx) {
 // ---- DEPTH_TO_SPACE / SPACE_TO_DEPTH: input, block_size (INT32) [, nchw
 // (BOOL)]. TensorFlow's channel order: depth index (i * block + j) * C + c
 // holds the value at row offset i, column offset j, channel c of a block.
-
-void validate_depth_space(const ValidationContext& v) {
-  v.input_count({2, 3});
-  v.output_count(1);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
-  v.input_rank(0, {4});
-  v.input_type(1, {T::Int32});
-  if (v.num_inputs() == 3) v.input_type(2, {T::Bool});
-  v.output_same_type_as_input(0, 0);
-  same_quant_params(v);
-}
 
 int64_t block_size(ExecContext& ctx) {
   const int64_t b = ctx.i32(1);
@@ -387,16 +271,6 @@ void execute_space_to_depth(ExecContext& ctx) {
 // (TENSOR_INT32). Output: input.shape[:axis] + indices.shape +
 // input.shape[axis + 1:].
 
-void validate_gather(const ValidationContext& v) {
-  v.input_count({3});
-  v.output_count(1);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorInt32, T::TensorQuant8Asymm});
-  v.input_type(1, {T::Int32});
-  v.input_type(2, {T::TensorInt32});
-  v.output_same_type_as_input(0, 0);
-  same_quant_params(v);
-}
-
 void execute_gather(ExecContext& ctx) {
   const at::Tensor& x = ctx.in(0).t;
   const int64_t axis = wrap_axis(ctx.i32(1), x.dim());
@@ -414,16 +288,6 @@ void execute_gather(ExecContext& ctx) {
 // ---- TILE: input, multiples (1-D TENSOR_INT32, one per input dim). Output
 // dim i is input dim i * multiples[i]: the input repeated along each dim.
 
-void validate_tile(const ValidationContext& v) {
-  v.input_count({2});
-  v.output_count(1);
-  v.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorInt32, T::TensorQuant8Asymm});
-  v.input_type(1, {T::TensorInt32});
-  v.input_rank(1, {1});
-  v.output_same_type_as_input(0, 0);
-  same_quant_params(v);
-}
-
 void execute_tile(ExecContext& ctx) {
   const at::Tensor& x = ctx.in(0).t;
   std::vector<int64_t> multiples = ctx.int_list(1);
@@ -438,25 +302,21 @@ void execute_tile(ExecContext& ctx) {
 }  // namespace
 
 void add_shape_kernels(std::vector<OpKernel>& table) {
-  table.push_back(
-      {Op::DepthToSpace, "DEPTH_TO_SPACE", validate_depth_space, execute_depth_to_space});
-  table.push_back(
-      {Op::SpaceToDepth, "SPACE_TO_DEPTH", validate_depth_space, execute_space_to_depth});
-  table.push_back({Op::Gather, "GATHER", validate_gather, execute_gather});
-  table.push_back(
-      {Op::ChannelShuffle, "CHANNEL_SHUFFLE", validate_channel_shuffle, execute_channel_shuffle});
-  table.push_back({Op::Reshape, "RESHAPE", validate_reshape, execute_reshape});
-  table.push_back({Op::ExpandDims, "EXPAND_DIMS", validate_expand_dims, execute_expand_dims});
-  table.push_back({Op::Squeeze, "SQUEEZE", validate_squeeze, execute_squeeze});
-  table.push_back(
-      {Op::StridedSlice, "STRIDED_SLICE", validate_strided_slice, execute_strided_slice});
-  table.push_back({Op::Slice, "SLICE", validate_slice, execute_slice});
-  table.push_back({Op::Concatenation, "CONCATENATION", validate_concat, execute_concat});
-  table.push_back({Op::Transpose, "TRANSPOSE", validate_transpose, execute_transpose});
-  table.push_back({Op::Pad, "PAD", validate_pad, execute_pad});
-  table.push_back({Op::PadV2, "PAD_V2", validate_pad_v2, execute_pad});
-  table.push_back({Op::Split, "SPLIT", validate_split, execute_split});
-  table.push_back({Op::Tile, "TILE", validate_tile, execute_tile});
+  table.push_back({Op::DepthToSpace, "DEPTH_TO_SPACE", execute_depth_to_space});
+  table.push_back({Op::SpaceToDepth, "SPACE_TO_DEPTH", execute_space_to_depth});
+  table.push_back({Op::Gather, "GATHER", execute_gather});
+  table.push_back({Op::ChannelShuffle, "CHANNEL_SHUFFLE", execute_channel_shuffle});
+  table.push_back({Op::Reshape, "RESHAPE", execute_reshape});
+  table.push_back({Op::ExpandDims, "EXPAND_DIMS", execute_expand_dims});
+  table.push_back({Op::Squeeze, "SQUEEZE", execute_squeeze});
+  table.push_back({Op::StridedSlice, "STRIDED_SLICE", execute_strided_slice});
+  table.push_back({Op::Slice, "SLICE", execute_slice});
+  table.push_back({Op::Concatenation, "CONCATENATION", execute_concat});
+  table.push_back({Op::Transpose, "TRANSPOSE", execute_transpose});
+  table.push_back({Op::Pad, "PAD", execute_pad});
+  table.push_back({Op::PadV2, "PAD_V2", execute_pad});
+  table.push_back({Op::Split, "SPLIT", execute_split});
+  table.push_back({Op::Tile, "TILE", execute_tile});
 }
 
 }  // namespace nnrt

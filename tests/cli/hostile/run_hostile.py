@@ -544,34 +544,80 @@ def _(d):
     same_dir(before, d)
 
 
-@case("outputs", "outputs.o_fifo")
+# Character devices, FIFOs, /dev/stdout and descriptors are written through
+# (as `sort -o /dev/stdout` writes): opened for writing when the outputs are
+# committed, never created, truncated, renamed over or replaced, and no
+# temporary beside them. Regular files keep the temporary and the rename.
+def fifo_reader(fifo, got):
+    """Reads the FIFO to its end in a thread (the writer's open blocks until
+    a reader opens it); `got` receives the bytes."""
+    def read():
+        with open(fifo, "rb") as f:
+            got.append(f.read())
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    return t
+
+
+@case("outputs", "outputs.o_fifo_written_through")
 def _(d):
     m = copy_model("small.pt", os.path.join(d, "m.pt"))
     fifo = os.path.join(d, "fifo")
     os.mkfifo(fifo)
     before = snap(d)
+    got = []
+    t = fifo_reader(fifo, got)
     r = conv([m, "--input", "1x4x8x8", "-o", fifo], timeout=60)
-    expect(r, 2, names=fifo)
+    expect(r, 0)
+    t.join(timeout=30)
+    if not got or not is_module_bytes(got[0]):
+        raise Fail("the FIFO's reader did not get a module (%r)" % (got[0][:16] if got else None))
     if not stat.S_ISFIFO(os.lstat(fifo).st_mode):
         raise Fail("the FIFO was replaced")
     same_dir(before, d)
+    p = os.path.join(d, "from_fifo.pt")
+    write(p, got[0])
+    TorchLoader.load(p)
+    os.unlink(p)
 
 
-@case("outputs", "outputs.o_char_device")
-def _(d):
-    m = copy_model("small.pt", os.path.join(d, "m.pt"))
-    node = os.path.join(d, "null")
+def device_node(path, kind, major, minor):
+    """mknod (root only: the case is skipped otherwise)."""
     try:
-        os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        os.mknod(path, 0o600 | kind, os.makedev(major, minor))
     except OSError as e:
         raise Skip("mknod: %s" % e)
+    return path
+
+
+@case("outputs", "outputs.o_char_device_written_through")
+def _(d):
+    m = copy_model("small.pt", os.path.join(d, "m.pt"))
+    node = device_node(os.path.join(d, "null"), stat.S_IFCHR, 1, 3)  # as /dev/null
     before = snap(d)
     r = conv([m, "--input", "1x4x8x8", "-o", node], timeout=60)
-    expect(r, 2, names=node)
+    expect(r, 0)
     st = os.lstat(node)
     if not stat.S_ISCHR(st.st_mode) or st.st_rdev != os.makedev(1, 3):
         raise Fail("the character device was replaced")
     same_dir(before, d)
+
+
+@case("outputs", "outputs.o_symlink_to_dev_null")
+def _(d):
+    m = copy_model("small.pt", os.path.join(d, "m.pt"))
+    link = os.path.join(d, "null")
+    os.symlink("/dev/null", link)
+    before = snap(d)
+    r = conv([m, "--input", "1x4x8x8", "-o", link, "--lite"], timeout=60)
+    # The module goes through the link to /dev/null; the --lite file beside
+    # it (null.ptl) is a regular file of its own.
+    expect(r, 0)
+    if not os.path.islink(link) or os.readlink(link) != "/dev/null":
+        raise Fail("the symlink was replaced")
+    if not stat.S_ISCHR(os.stat("/dev/null").st_mode):
+        raise Fail("/dev/null is no longer a character device")
+    same_dir(before, d, new=["null.ptl"])
 
 
 @case("outputs", "outputs.report_symlink_to_stdout")
@@ -582,9 +628,102 @@ def _(d):
     before = snap(d)
     r = conv([m, "--input", "1x4x8x8", "-o", os.path.join(d, "out.pt"), "--report", link],
              timeout=60)
-    expect(r, 2, names=link, pattern=r"(^|[\s'\"`(])-([\s'\"`),.]|$)")
+    expect(r, 0)
     if not os.path.islink(link) or os.readlink(link) != "/proc/self/fd/1":
         raise Fail("the symlink was replaced")
+    same_dir(before, d, new=["out.pt"])
+    if [x["status"] for x in json.loads(r.out.decode("utf-8"))["models"]] != ["ok"]:
+        raise Fail("stdout is not the report: %r" % r.out[:80])
+
+
+@case("outputs", "outputs.report_dev_stdout")
+def _(d):
+    # The report on standard output (a pipe here), --verify's lines on
+    # standard error, as with --report -.
+    m = copy_model("small.pt", os.path.join(d, "m.pt"))
+    before = snap(d)
+    r = conv([m, "--input", "1x4x8x8", "-o", "out.pt", "--report", "/dev/stdout", "--verify"],
+             cwd=d, timeout=90)
+    expect(r, 0)
+    same_dir(before, d, new=["out.pt"])
+    try:
+        rep = json.loads(r.out.decode("utf-8"))
+    except ValueError as e:
+        raise Fail("stdout is not just the JSON report: %s (%r)" % (e, r.out[:80]))
+    if [x["status"] for x in rep["models"]] != ["ok"] or "verify on inputs" not in r.text:
+        raise Fail("report %s; stderr %s" % (rep, r.text[:200]))
+
+
+@case("outputs", "outputs.o_dev_stdout_and_report_dash_clash")
+def _(d):
+    m = copy_model("small.pt", os.path.join(d, "m.pt"))
+    before = snap(d)
+    r = conv([m, "--input", "1x4x8x8", "-o", "/dev/stdout", "--report", "-"], cwd=d)
+    expect(r, 2, pattern=r"would both be written to one file")
+    same_dir(before, d)
+
+
+@case("outputs", "outputs.every_output_kind_written_through")
+def _(d):
+    # --out-dir's module onto a FIFO, --lite's .ptl and a --parts file onto
+    # symlinks to /dev/null, --junit onto /dev/stdout; the other --parts
+    # files are regular files, made by rename.
+    m = copy_model("small.pt", os.path.join(d, "m.pt"))
+    out, parts = os.path.join(d, "o"), os.path.join(d, "p")
+    os.makedirs(out)
+    os.makedirs(parts)
+    fifo = os.path.join(out, "m.nnapi.pt")
+    os.mkfifo(fifo)
+    os.symlink("/dev/null", os.path.join(out, "m.nnapi.ptl"))
+    os.symlink("/dev/null", os.path.join(parts, "manifest.json"))
+    obefore = snap(out)
+    pbefore = snap(parts)
+    got = []
+    t = fifo_reader(fifo, got)
+    r = conv([m, "--input", "1x4x8x8", "--out-dir", out, "--lite", "--parts", parts, "--junit",
+              "/dev/stdout"], timeout=60)
+    expect(r, 0)
+    t.join(timeout=30)
+    if not got or not is_module_bytes(got[0]):
+        raise Fail("the FIFO's reader did not get a module")
+    if not r.out.startswith(b"<?xml") or b"<testsuite" not in r.out:
+        raise Fail("stdout is not the JUnit report: %r" % r.out[:60])
+    same_dir(obefore, out, what="--out-dir")
+    same_dir(pbefore, parts, new=["ser_model.bin", "weights.pt", "shape_compute.py"],
+             what="--parts")
+
+
+@case("outputs", "outputs.regular_file_replaced_by_rename")
+def _(d):
+    # A regular file is replaced by renaming a complete temporary over it,
+    # never written in place: another name of the old file (a hard link)
+    # still reads the old bytes, and the new file is another inode.
+    m = copy_model("small.pt", os.path.join(d, "m.pt"))
+    out = os.path.join(d, "out.pt")
+    write(out, "precious\n")
+    os.link(out, os.path.join(d, "old.pt"))
+    ino = os.stat(out).st_ino
+    r = conv([m, "--input", "1x4x8x8", "-o", out], timeout=60)
+    expect(r, 0)
+    with open(os.path.join(d, "old.pt"), "rb") as f:
+        if f.read() != b"precious\n":
+            raise Fail("the old file was written in place")
+    if os.stat(out).st_ino == ino:
+        raise Fail("the output is the old inode rewritten, not a new file renamed over it")
+    with open(out, "rb") as f:
+        if not is_module_bytes(f.read()):
+            raise Fail("the output is not a complete module")
+
+
+@case("outputs", "outputs.o_block_device_refused")
+def _(d):
+    m = copy_model("small.pt", os.path.join(d, "m.pt"))
+    node = device_node(os.path.join(d, "blk"), stat.S_IFBLK, 7, 0)  # as /dev/loop0
+    before = snap(d)
+    r = conv([m, "--input", "1x4x8x8", "-o", node], timeout=60)
+    expect(r, 2, names=node, pattern=r"block device")
+    if not stat.S_ISBLK(os.lstat(node).st_mode):
+        raise Fail("the block device was replaced")
     same_dir(before, d)
 
 
@@ -1041,6 +1180,86 @@ def signal_case(d, sig):
 
 for _sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
     case("signals", "signals." + _sig.name, serial=True)(lambda d, s=_sig: signal_case(d, s))
+
+
+# Deterministic: the test hook NNAPI_CONVERT_TEST_SIGNAL_AFTER_TEMP=N[:TEXT]
+# makes the process that creates a temporary (whose name holds TEXT) raise
+# signal N right after creating it, before it writes a byte. The signal
+# handler must remove it: nothing is left, the existing output is intact.
+def hook_env(sig, text=None):
+    return dict(os.environ, NNAPI_CONVERT_TEST_SIGNAL_AFTER_TEMP="%d%s" % (
+        sig, ":" + text if text else ""))
+
+
+def expect_stopped(r, sig):
+    """The process ended by `sig` (as the shell shows it, or as Popen does)."""
+    if r.rc not in (-sig, 128 + sig):
+        raise Fail("expected to be stopped by %s, got %s" % (sig.name, r.describe()))
+    check_stderr(r)
+
+
+def after_temp(d, sig, in_process):
+    m = copy_model("small.pt", os.path.join(d, "m.pt"))
+    out = os.path.join(d, "out.pt")
+    write(out, "precious\n")
+    before = snap(d)
+    env = hook_env(sig)
+    if in_process:
+        env["NNAPI_CONVERT_IN_PROCESS"] = "1"
+    r = conv([m, "--input", "1x4x8x8", "-o", out], env=env, timeout=60)
+    if in_process:
+        expect_stopped(r, sig)  # the converter itself
+    else:
+        # The worker that writes is stopped; the converter reports it.
+        expect(r, 1, names=m, pattern=r"crashed with SIG%s" % sig.name[3:])
+    same_dir(before, d, what="%s right after the temporary was made" % sig.name)
+
+
+for _sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    case("signals", "signals.after_temp." + _sig.name)(
+        lambda d, s=_sig: after_temp(d, s, False))
+    case("signals", "signals.after_temp_in_process." + _sig.name)(
+        lambda d, s=_sig: after_temp(d, s, True))
+
+
+@case("signals", "signals.after_temp.report")
+def _(d):
+    # The converter's own temporary (--report is written by it, not a worker).
+    m = copy_model("small.pt", os.path.join(d, "m.pt"))
+    rep = os.path.join(d, "R.json")
+    write(rep, "precious\n")
+    before = snap(d)
+    r = conv([m, "--input", "1x4x8x8", "-o", os.path.join(d, "out.pt"), "--report", rep],
+             env=hook_env(signal.SIGINT, "R.json"), timeout=60)
+    expect_stopped(r, signal.SIGINT)
+    same_dir(before, d, new=["out.pt"], what="SIGINT right after the report's temporary")
+
+
+@case("signals", "signals.after_temp.stdout_staging")
+def _(d):
+    # -o - is staged in $TMPDIR: that temporary too.
+    m = copy_model("small.pt", os.path.join(d, "m.pt"))
+    tmp = os.path.join(d, "tmp")
+    os.makedirs(tmp)
+    env = hook_env(signal.SIGTERM)
+    env["TMPDIR"] = tmp
+    r = conv([m, "--input", "1x4x8x8", "-o", "-"], env=env, cwd=d, timeout=60)
+    expect(r, 1, names=m, pattern=r"crashed with SIGTERM")
+    if r.out:
+        raise Fail("something reached standard output: %r" % r.out[:40])
+    same_dir({}, tmp, what="$TMPDIR")
+
+
+@case("signals", "signals.after_temp.batch")
+def _(d):
+    # Two worker processes at once, each stopped after making its temporary.
+    for name in ("a", "b"):
+        copy_model("small.pt", os.path.join(d, name + ".pt"))
+    out = os.path.join(d, "o")
+    r = conv([os.path.join(d, "a.pt"), os.path.join(d, "b.pt"), "--input", "1x4x8x8", "--out-dir",
+              out, "-j", "2"], env=hook_env(signal.SIGINT), timeout=90)
+    expect(r, 1, pattern=r"crashed with SIGINT")
+    same_dir({}, out, what="--out-dir")
 
 
 # ----- manifest --------------------------------------------------------------

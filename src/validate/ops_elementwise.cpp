@@ -1,0 +1,290 @@
+// Rules of NeuralNetworks.h for the elementwise operations: binary
+// arithmetic (ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM, POW), unary activations
+// and math (RELU ... NEG), PRELU, the softmaxes and normalizations, and the
+// type conversions QUANTIZE, DEQUANTIZE and CAST. Each output has its input's
+// shape, or the broadcast of two inputs' shapes.
+#include "validate/check.h"
+
+namespace nnapi_validate {
+namespace {
+
+constexpr size_t kAny = SIZE_MAX;  // no upper rank limit ("Supported tensor rank: from 1")
+
+// Tensor types and the feature level each came with, for one operation.
+struct TypeLevel {
+  T type;
+  int level;
+};
+
+// Input 0 has one of `types`, at least the level given with it.
+void typed(Check& c, std::initializer_list<TypeLevel> types) {
+  for (const TypeLevel& t : types) {
+    if (c.type(0) == t.type) {
+      c.needs_level(t.level, std::string(c.name()) + " of " + nnapi::operand_type_name(t.type));
+      return;
+    }
+  }
+  std::string list;
+  size_t k = 0;
+  for (const TypeLevel& t : types) {
+    if (k) list += k + 1 == types.size() ? " or " : ", ";
+    list += nnapi::operand_type_name(t.type);
+    ++k;
+  }
+  c.fail(Rule::OperandType, "input 0 is " + std::string(nnapi::operand_type_name(c.type(0))) +
+                                "; NNAPI's " + c.name() + " takes " + list + " there");
+}
+
+// The FLOAT32 or FLOAT16 scalar that goes with a float tensor (input 0).
+void float_scalar_for_input(const Check& c, size_t i) {
+  c.input_type(i, {c.type(0) == T::TensorFloat16 ? T::Float16 : T::Float32});
+}
+
+void same_shape_output(Check& c) {
+  if (c.shapes()) c.set_output(0, c.shape(0));
+}
+
+// ---- ADD, SUB, MUL, DIV: a, b, fuse code; broadcast, rank up to 4.
+
+void binary_with_fuse(Check& c, std::initializer_list<TypeLevel> types) {
+  c.input_count({3});
+  c.output_count(1);
+  typed(c, types);
+  c.same_type(1, 0);
+  c.input_type(2, {T::Int32});
+  c.output_same_type(0, 0);
+  c.max_rank(4);
+  if (!c.full()) return;
+  c.fuse_code(2);
+  if (c.type(0) == T::TensorInt32) {
+    if (auto fuse = c.i32(2); fuse && *fuse != 0)
+      c.fail(Rule::Parameter, "input 2 (fused activation) is " + std::to_string(*fuse) +
+                                  "; NNAPI's " + c.name() + " of TENSOR_INT32 takes only 0 (none)");
+  }
+  if (c.shapes()) c.set_output(0, broadcast(c, c.shape(0), c.shape(1)));
+}
+
+void add_rule(Check& c) {
+  binary_with_fuse(c, {{T::TensorFloat32, 1},
+                       {T::TensorQuant8Asymm, 1},
+                       {T::TensorFloat16, 3},
+                       {T::TensorInt32, 4}});
+}
+void mul_rule(Check& c) { add_rule(c); }
+void sub_rule(Check& c) {
+  binary_with_fuse(c, {{T::TensorFloat32, 2},
+                       {T::TensorQuant8Asymm, 3},
+                       {T::TensorFloat16, 3},
+                       {T::TensorInt32, 4}});
+}
+void div_rule(Check& c) {
+  binary_with_fuse(c, {{T::TensorFloat32, 2}, {T::TensorFloat16, 3}, {T::TensorInt32, 4}});
+}
+
+// ---- MAXIMUM, MINIMUM, POW: a, b; broadcast, rank from 1.
+
+void binary(Check& c, std::initializer_list<TypeLevel> types) {
+  c.input_count({2});
+  c.output_count(1);
+  typed(c, types);
+  c.same_type(1, 0);
+  c.output_same_type(0, 0);
+  if (c.shapes()) c.set_output(0, broadcast(c, c.shape(0), c.shape(1)));
+}
+
+void minmax_rule(Check& c) {
+  binary(c, {{T::TensorFloat32, 3},
+             {T::TensorFloat16, 3},
+             {T::TensorInt32, 3},
+             {T::TensorQuant8Asymm, 3}});
+}
+void pow_rule(Check& c) { binary(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}}); }
+
+// ---- unary: input; output of its type and shape.
+
+void unary(Check& c, std::initializer_list<TypeLevel> types, size_t max_rank) {
+  c.input_count({1});
+  c.output_count(1);
+  typed(c, types);
+  c.output_same_type(0, 0);
+  if (max_rank != kAny) c.max_rank(max_rank);
+  same_shape_output(c);
+}
+
+void relu_rule(Check& c) {
+  unary(c, {{T::TensorFloat32, 1}, {T::TensorQuant8Asymm, 1}, {T::TensorFloat16, 3}}, 4);
+}
+void logistic_rule(Check& c) {
+  relu_rule(c);
+  c.fixed_quant(0, 1.0f / 256, 0);
+}
+void tanh_rule(Check& c) {
+  unary(c, {{T::TensorFloat32, 1}, {T::TensorQuant8Asymm, 3}, {T::TensorFloat16, 3}}, 4);
+  c.fixed_quant(0, 1.0f / 128, 128);
+}
+void floor_rule(Check& c) { unary(c, {{T::TensorFloat32, 1}, {T::TensorFloat16, 3}}, 4); }
+void hard_swish_rule(Check& c) {
+  unary(c, {{T::TensorFloat32, 4}, {T::TensorFloat16, 4}, {T::TensorQuant8Asymm, 4}}, kAny);
+}
+void float_math_rule(Check& c) {  // EXP, LOG, SQRT, RSQRT
+  unary(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}}, kAny);
+}
+void neg_rule(Check& c) {
+  unary(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}, {T::TensorInt32, 3}}, kAny);
+}
+void abs_rule(Check& c) {
+  unary(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}, {T::TensorInt32, 4}}, kAny);
+}
+
+// ---- PRELU: input, alpha (broadcast to the input's shape).
+
+void prelu_rule(Check& c) {
+  c.input_count({2});
+  c.output_count(1);
+  typed(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}, {T::TensorQuant8Asymm, 3}});
+  c.same_type(1, 0);
+  c.output_same_type(0, 0);
+  if (!c.shapes()) return;
+  const Shape b = broadcast(c, c.shape(0), c.shape(1));
+  if (b.known && c.shape(0).known && b.rank() != c.shape(0).rank())
+    c.fail(Rule::Shape, "alpha of shape " + shape_text(c.shape(1)) +
+                            " has a higher rank than the input " + shape_text(c.shape(0)));
+  c.set_output(0, b);
+}
+
+// ---- SOFTMAX: input, beta [, axis]; LOG_SOFTMAX: input, beta, axis.
+
+void softmax_axis(Check& c, size_t i) {
+  if (i >= c.n_in()) return;
+  c.input_type(i, {T::Int32});
+  if (c.full()) c.axis(i, c.shape(0).known ? static_cast<int64_t>(c.shape(0).rank()) : -1, true);
+}
+
+void beta(Check& c) {
+  float_scalar_for_input(c, 1);
+  if (auto b = c.f32(1); b && !(*b > 0.0f))
+    c.fail(Rule::Parameter,
+           "input 1 (beta) is " + std::to_string(*b) + "; NNAPI needs a positive beta");
+}
+
+void softmax_rule(Check& c) {
+  c.input_count({2, 3});
+  c.output_count(1);
+  typed(c, {{T::TensorFloat32, 1}, {T::TensorQuant8Asymm, 1}, {T::TensorFloat16, 3}});
+  c.output_same_type(0, 0);
+  c.max_rank(4);
+  c.fixed_quant(0, 1.0f / 256, 0);
+  if (c.n_in() == 3) c.needs_level(3, "SOFTMAX with an axis");
+  beta(c);
+  softmax_axis(c, 2);
+  same_shape_output(c);
+}
+
+void log_softmax_rule(Check& c) {
+  c.input_count({3});
+  c.output_count(1);
+  typed(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}});
+  c.output_same_type(0, 0);
+  beta(c);
+  softmax_axis(c, 2);
+  same_shape_output(c);
+}
+
+// ---- L2_NORMALIZATION: input [, axis].
+
+void l2_norm_rule(Check& c) {
+  c.input_count({1, 2});
+  c.output_count(1);
+  typed(c, {{T::TensorFloat32, 1}, {T::TensorQuant8Asymm, 3}, {T::TensorFloat16, 3}});
+  c.output_same_type(0, 0);
+  c.max_rank(4);
+  c.fixed_quant(0, 1.0f / 128, 128);
+  if (c.n_in() == 2) c.needs_level(3, "L2_NORMALIZATION with an axis");
+  softmax_axis(c, 1);
+  same_shape_output(c);
+}
+
+// ---- INSTANCE_NORMALIZATION: 4-D input, gamma, beta, epsilon, layout (BOOL).
+
+void instance_norm_rule(Check& c) {
+  c.input_count({5});
+  c.output_count(1);
+  typed(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}});
+  c.input_rank(0, 4, 4);
+  for (size_t i : {1, 2, 3}) float_scalar_for_input(c, i);
+  c.input_type(4, {T::Bool});
+  c.output_same_type(0, 0);
+  if (auto eps = c.f32(3); eps && !(*eps > 0.0f))
+    c.fail(Rule::Parameter,
+           "input 3 (epsilon) is " + std::to_string(*eps) + "; NNAPI needs a positive epsilon");
+  same_shape_output(c);
+}
+
+// ---- QUANTIZE, DEQUANTIZE, CAST: one input, one output of its shape.
+
+void conversion(Check& c, std::initializer_list<TypeLevel> in_types,
+                std::initializer_list<T> out_types, size_t max_rank) {
+  c.input_count({1});
+  c.output_count(1);
+  typed(c, in_types);
+  c.output_type(0, out_types);
+  if (max_rank != kAny) c.max_rank(max_rank);
+  same_shape_output(c);
+}
+
+void quantize_rule(Check& c) {
+  conversion(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}}, {T::TensorQuant8Asymm}, kAny);
+}
+void dequantize_rule(Check& c) {
+  conversion(c,
+             {{T::TensorQuant8Asymm, 1},
+              {T::TensorQuant8SymmPerChannel, 3},
+              {T::TensorQuant16Asymm, 3},
+              {T::TensorQuant16Symm, 3}},
+             {T::TensorFloat32, T::TensorFloat16}, 4);
+  if (c.out(0).type == T::TensorFloat16) c.needs_level(3, "DEQUANTIZE to TENSOR_FLOAT16");
+}
+void cast_rule(Check& c) {
+  conversion(c,
+             {{T::TensorFloat32, 3},
+              {T::TensorFloat16, 3},
+              {T::TensorInt32, 3},
+              {T::TensorQuant8Asymm, 3}},
+             {T::TensorFloat32, T::TensorFloat16, T::TensorInt32, T::TensorQuant8Asymm}, kAny);
+}
+
+}  // namespace
+
+void add_elementwise_rules(std::vector<OpRule>& t) {
+  using nnapi::Op;
+  t.push_back({Op::Add, add_rule});
+  t.push_back({Op::Mul, mul_rule});
+  t.push_back({Op::Sub, sub_rule});
+  t.push_back({Op::Div, div_rule});
+  t.push_back({Op::Maximum, minmax_rule});
+  t.push_back({Op::Minimum, minmax_rule});
+  t.push_back({Op::Pow, pow_rule});
+  t.push_back({Op::Relu, relu_rule});
+  t.push_back({Op::Relu1, relu_rule});
+  t.push_back({Op::Relu6, relu_rule});
+  t.push_back({Op::Logistic, logistic_rule});
+  t.push_back({Op::Tanh, tanh_rule});
+  t.push_back({Op::Floor, floor_rule});
+  t.push_back({Op::HardSwish, hard_swish_rule});
+  t.push_back({Op::Exp, float_math_rule});
+  t.push_back({Op::Log, float_math_rule});
+  t.push_back({Op::Sqrt, float_math_rule});
+  t.push_back({Op::Rsqrt, float_math_rule});
+  t.push_back({Op::Neg, neg_rule});
+  t.push_back({Op::Abs, abs_rule});
+  t.push_back({Op::Prelu, prelu_rule});
+  t.push_back({Op::Softmax, softmax_rule});
+  t.push_back({Op::LogSoftmax, log_softmax_rule});
+  t.push_back({Op::L2Normalization, l2_norm_rule});
+  t.push_back({Op::InstanceNormalization, instance_norm_rule});
+  t.push_back({Op::Quantize, quantize_rule});
+  t.push_back({Op::Dequantize, dequantize_rule});
+  t.push_back({Op::Cast, cast_rule});
+}
+
+}  // namespace nnapi_validate

@@ -1,0 +1,656 @@
+"""The matrix's own samples: for each node kind of the lowering table, small
+modules at the shape forms the issue names (odd sizes, size-1 dims,
+broadcasting, negative dims and indices, ranks 1 to 6), with the layout,
+flexible-batch, quantized, fused-activation and target-API forms where they
+apply. PyTorch's OpInfo/ModuleInfo samples (torch_samples.py) come on top.
+"""
+import torch
+import torch.nn.functional as F
+
+from samples import IN_SCALE, In, Sample
+
+torch.backends.quantized.engine = "qnnpack"
+
+RANKS = {
+    "rank4": (2, 3, 5, 7),
+    "rank1": (7,),
+    "rank2": (3, 5),
+    "rank3": (2, 3, 5),
+    "size1": (1, 3, 1, 7),
+    "rank5": (2, 3, 4, 5, 3),
+    "rank6": (1, 2, 3, 2, 3, 2),
+}
+QUANT_LABELS = ("rank4", "rank2", "size1")
+
+
+class Fn(torch.nn.Module):
+    """A module whose forward is `fn` (traced; its source is the lambda)."""
+
+    def __init__(self, fn, **buffers):
+        super().__init__()
+        self.fn = fn
+        for name, value in buffers.items():
+            self.register_buffer(name, value)
+
+    def forward(self, *xs):
+        return self.fn(self, *xs) if self._buffers else self.fn(*xs)
+
+
+def fn(f, **buffers):
+    return lambda: Fn(f, **buffers)
+
+
+def quantize_module(module, inputs):
+    """Eager-mode quantization on the qnnpack engine: the module wrapped so it
+    takes and returns quint8 tensors (no QuantStub: the input is quantized)."""
+    model = torch.nn.Sequential(module).eval()
+    model.qconfig = torch.ao.quantization.get_default_qconfig("qnnpack")
+    model = torch.ao.quantization.prepare(model)
+    with torch.no_grad():
+        for _ in range(4):
+            model(*[torch.randn(i.shape) for i in inputs])
+    return torch.ao.quantization.convert(model)
+
+
+def qmodule(make_float, inputs):
+    return lambda: quantize_module(make_float(), inputs)
+
+
+def seeded(module, seed=0, scale=None):
+    """Deterministic parameters (and batch-norm statistics) for a module."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * (scale or (1.0 / max(1, p[0].numel()) ** 0.5)))
+        for name, b in module.named_buffers():
+            if "running_mean" in name:
+                b.copy_(torch.randn(b.shape, generator=g) * 0.1)
+            elif "running_var" in name:
+                b.copy_(torch.rand(b.shape, generator=g) + 0.5)
+    return module.eval()
+
+
+SAMPLES = []
+
+
+def add(*samples):
+    SAMPLES.extend(samples)
+
+
+# ------------------------------------------------------------- unary pointwise
+def unary(kind, f, quant=False, positive=False, labels=tuple(RANKS), extra_forms=()):
+    for label in labels:
+        add(Sample(kind, fn(f), [In(RANKS[label], positive=positive)], label,
+                   qmake=True if quant and label in QUANT_LABELS else None,
+                   extra_forms=extra_forms))
+
+
+unary("aten::relu", torch.relu, quant=True)
+unary("aten::relu6", F.relu6, quant=True)
+unary("aten::sigmoid", torch.sigmoid, quant=True)
+unary("aten::tanh", torch.tanh, quant=True)
+unary("aten::hardsigmoid", F.hardsigmoid, quant=True)
+unary("aten::hardswish", F.hardswish, quant=True, extra_forms=("api30",))
+unary("aten::silu", F.silu)
+unary("aten::gelu", F.gelu, quant=True)
+unary("aten::gelu", lambda x: F.gelu(x, approximate="tanh"), labels=("rank4", "rank2"))
+unary("aten::leaky_relu", F.leaky_relu, quant=True)
+unary("aten::leaky_relu", lambda x: F.leaky_relu(x, 0.2), labels=("rank4",))
+unary("aten::hardtanh", F.hardtanh, quant=True)
+unary("aten::hardtanh", lambda x: F.hardtanh(x, 0.0, 6.0), quant=True, labels=("rank4", "rank1"))
+unary("aten::hardtanh", lambda x: F.hardtanh(x, -2.0, 3.0), labels=("rank4",))
+unary("aten::clamp", lambda x: torch.clamp(x, -0.5, 0.75), quant=True)
+unary("aten::clamp", lambda x: torch.clamp(x, min=0.25), quant=True, labels=("rank4", "rank3"))
+unary("aten::clamp", lambda x: torch.clamp(x, max=0.25), labels=("rank4", "rank2"))
+unary("aten::abs", torch.abs)
+unary("aten::neg", torch.neg)
+unary("aten::exp", torch.exp)
+unary("aten::log", torch.log, positive=True)
+unary("aten::sqrt", torch.sqrt, positive=True)
+unary("aten::rsqrt", torch.rsqrt, positive=True)
+unary("aten::pow", lambda x: x ** 2, labels=("rank4", "rank1", "rank5"))
+unary("aten::pow", lambda x: x ** 0.5, positive=True, labels=("rank4", "rank2"))
+unary("aten::pow", lambda x: torch.pow(x, 3), labels=("rank3",))
+unary("aten::rsub", lambda x: 1.5 - x, labels=("rank4", "rank2", "rank5"))
+unary("aten::rsub", lambda x: torch.rsub(x, 2.0, alpha=3), labels=("rank3",))
+
+# ----------------------------------------------------------- binary pointwise
+BINARY_SHAPES = {
+    "same4": [(2, 3, 5, 7), (2, 3, 5, 7)],
+    "bcast4": [(2, 3, 5, 7), (1, 3, 1, 1)],
+    "bcast4r": [(1, 3, 1, 7), (2, 3, 5, 7)],
+    "bcast_last": [(2, 3, 5, 7), (7,)],
+    "bcast2": [(3, 1), (1, 4)],
+    "rank1": [(7,), (7,)],
+    "rank3": [(2, 3, 5), (2, 1, 5)],
+    "rank5": [(2, 3, 4, 5, 3), (2, 3, 4, 5, 3)],
+    "rank5_bcast": [(1, 3, 4, 5, 2), (1, 3, 1, 1, 2)],
+    "rank6": [(1, 2, 3, 2, 3, 2), (1, 2, 3, 2, 3, 2)],
+}
+
+
+def binary(kind, f, positive_rhs=False, labels=tuple(BINARY_SHAPES)):
+    for label in labels:
+        a, b = BINARY_SHAPES[label]
+        add(Sample(kind, fn(f), [In(a), In(b, positive=positive_rhs)], label))
+    # A scalar operand and a constant tensor operand.
+    add(Sample(kind, fn(lambda x: f(x, torch.tensor(2.5) if positive_rhs else 0.75)),
+               [In((2, 3, 5, 7))], "scalar"))
+    add(Sample(kind, fn(lambda m, x: f(x, m.c), c=torch.rand(3, 1, 1) + 0.5),
+               [In((2, 3, 5, 7))], "const"))
+
+
+def qfunctional(op, scale=0.1, zero_point=120):
+    def make():
+        class QF(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.f = torch.ao.nn.quantized.QFunctional()
+                self.f.scale, self.f.zero_point = scale, zero_point
+
+            def forward(self, a, b):
+                return getattr(self.f, op)(a, b)
+
+        return QF().eval()
+
+    return make
+
+
+binary("aten::add", torch.add)
+binary("aten::add", lambda x, y: torch.add(x, y, alpha=2), labels=("same4", "bcast2"))
+binary("aten::sub", torch.sub)
+binary("aten::sub", lambda x, y: torch.sub(x, y, alpha=0.5), labels=("bcast4",))
+binary("aten::mul", torch.mul)
+binary("aten::div", torch.div, positive_rhs=True)
+binary("aten::pow", torch.pow, labels=("same4", "bcast4"), positive_rhs=True)
+binary("aten::rsub", torch.rsub, labels=("same4", "bcast4", "rank1"))
+for _label in ("same4", "bcast4", "rank1", "rank3"):
+    _a, _b = BINARY_SHAPES[_label]
+    add(Sample("quantized::add", None, [In(_a), In(_b)], _label, qmake=qfunctional("add")))
+    add(Sample("quantized::add_relu", None, [In(_a), In(_b)], _label,
+               qmake=qfunctional("add_relu")))
+    add(Sample("quantized::mul", None, [In(_a), In(_b)], _label, qmake=qfunctional("mul", 0.2, 100)))
+
+# Fused activations: the fold applies to conv, linear and add/sub/mul/div.
+ACTS = {"relu": torch.relu, "relu6": F.relu6, "hardtanh01": lambda x: F.hardtanh(x, 0.0, 6.0),
+        "relu1": lambda x: F.hardtanh(x, -1.0, 1.0)}
+for _op, _f in (("aten::add", torch.add), ("aten::sub", torch.sub), ("aten::mul", torch.mul),
+                ("aten::div", lambda x, y: x / (y.abs() + 0.5))):
+    for _act, _g in ACTS.items():
+        add(Sample(_op, fn(lambda x, y, f=_f, g=_g: g(f(x, y))), [In((2, 3, 5, 7)), In((1, 3, 1, 1))],
+                   f"fuse-{_act}", forms=["nchw", "fuse", "fuse_nhwc", "flex"]))
+
+add(Sample("aten::prelu", lambda: seeded(torch.nn.PReLU(3), scale=0.5), [In((2, 3, 5, 7))], "rank4"))
+add(Sample("aten::prelu", lambda: seeded(torch.nn.PReLU(), scale=0.5), [In((2, 3, 5, 7))], "single"))
+add(Sample("aten::prelu", lambda: seeded(torch.nn.PReLU(5), scale=0.5), [In((4, 5))], "rank2"))
+
+
+# ------------------------------------------------------------------ softmax
+def dims(rank):
+    return list(range(-rank, rank))
+
+
+for _r, _shape in ((4, (2, 3, 5, 7)), (2, (3, 5)), (3, (2, 3, 5))):
+    for _d in dims(_r):
+        for _kind, _f in (("aten::softmax", torch.softmax), ("aten::log_softmax", torch.log_softmax)):
+            add(Sample(_kind, fn(lambda x, d=_d, f=_f: f(x, d)), [In(_shape)], f"rank{_r}-dim{_d}",
+                       qmake=(True if _kind == "aten::softmax" and _r == 4 else None)))
+add(Sample("aten::softmax", fn(lambda x: torch.softmax(x, -1)), [In(RANKS["rank5"])], "rank5"))
+add(Sample("aten::softmax", fn(lambda x: torch.softmax(x, 1, dtype=torch.float64)), [In((2, 3, 5))],
+           "dtype64"))
+add(Sample("aten::log_softmax", fn(lambda x: torch.log_softmax(x, 1, dtype=torch.float64)),
+           [In((2, 3, 5))], "dtype64"))
+add(Sample("aten::softmax", fn(lambda x: torch.softmax(x, 1, dtype=torch.float32)), [In((2, 3, 5))],
+           "dtype32"))
+
+# ------------------------------------------------------------- reductions
+for _kind, _f in (("aten::mean", torch.mean), ("aten::sum", torch.sum)):
+    for _label, _shape, _dim, _keep in (
+            ("rank4-hw", (2, 3, 5, 7), (2, 3), False), ("rank4-hw-keep", (2, 3, 5, 7), (2, 3), True),
+            ("rank4-neg", (2, 3, 5, 7), (-1,), False), ("rank4-c-keep", (2, 3, 5, 7), (1,), True),
+            ("rank3-d1", (2, 3, 5), (1,), False), ("rank2-neg", (3, 5), (-1,), True),
+            ("rank4-neg2", (2, 3, 5, 7), (-2, -1), True), ("rank5", (2, 3, 4, 5, 3), (2,), False),
+            ("rank1-all", (7,), (-1,), False), ("rank4-all", (2, 3, 5, 7), (0, 1, 2, 3), False)):
+        add(Sample(_kind, fn(lambda x, f=_f, d=_dim, k=_keep: f(x, d, keepdim=k)), [In(_shape)],
+                   _label, qmake=True if _kind == "aten::mean" and _label.startswith("rank4-hw") else None))
+add(Sample("aten::mean", fn(lambda x: x.mean()), [In((2, 3, 5, 7))], "all-nodim"))
+add(Sample("aten::sum", fn(lambda x: x.sum()), [In((2, 3, 5, 7))], "all-nodim"))
+add(Sample("aten::sum", fn(lambda x: x.sum(1, dtype=torch.float64)), [In((2, 3, 5))], "dtype64"))
+
+# ---------------------------------------------------------------- slicing
+for _r, _shape in ((4, (2, 4, 6, 5)), (3, (3, 4, 5)), (2, (3, 6)), (1, (7,))):
+    for _d in dims(_r):
+        n = _shape[_d]
+        add(Sample("aten::slice", fn(lambda x, d=_d: x[(slice(None),) * (d % x.dim()) + (slice(1, None),)]),
+                   [In(_shape)], f"rank{_r}-dim{_d}-start", qmake=True if _r == 4 else None,
+                   flex=(_d % _r) != 0))
+        add(Sample("aten::slice", fn(lambda x, d=_d: x[(slice(None),) * (d % x.dim()) + (slice(None, -1, 2),)]),
+                   [In(_shape)], f"rank{_r}-dim{_d}-negstop-step2", flex=(_d % _r) != 0))
+        add(Sample("aten::select", fn(lambda x, d=_d: x.select(d, -1)), [In(_shape)],
+                   f"rank{_r}-dim{_d}-idx-1", qmake=True if _r == 4 else None, flex=(_d % _r) != 0))
+        add(Sample("aten::chunk", fn(lambda x, d=_d: x.chunk(2, d)[1] * 2), [In(_shape)],
+                   f"rank{_r}-dim{_d}", flex=(_d % _r) != 0))
+        add(Sample("aten::split", fn(lambda x, d=_d: tuple(t + 1 for t in x.split(2, d))), [In(_shape)],
+                   f"rank{_r}-dim{_d}", flex=(_d % _r) != 0))
+        add(Sample("aten::split_with_sizes", fn(lambda x, d=_d, n=n: x.split([1, n - 1], d)[1] - 1),
+                   [In(_shape)], f"rank{_r}-dim{_d}", flex=(_d % _r) != 0))
+        _s2 = list(_shape)
+        _s2[_d] = 2
+        add(Sample("aten::cat", fn(lambda x, y, d=_d: torch.cat([x, y, x], d)), [In(_shape), In(_s2)],
+                   f"rank{_r}-dim{_d}", qmake=True if _r == 4 else None, flex=(_d % _r) != 0))
+add(Sample("aten::slice", fn(lambda x: x[:, :, 1:-1, 2:]), [In((1, 3, 6, 7))], "crop-hw"))
+add(Sample("aten::slice", fn(lambda x: x[:, :2]), [In((1, 5, 4, 4))], "channels"))
+add(Sample("aten::slice", fn(lambda x, y: torch.cat([x, y], 1)[:, :4]), [In((1, 3, 4, 4)), In((1, 3, 4, 4))],
+           "cat-then-channels"))
+add(Sample("aten::slice", fn(lambda x: x[..., -3:]), [In((2, 3, 5, 7, 2))], "rank5"))
+add(Sample("prim::ListUnpack", fn(lambda x: x.chunk(3, 1)[0] + x.chunk(3, 1)[2]), [In((2, 6, 5))], "chunk"))
+add(Sample("quantized::cat", None, [In((2, 3, 5, 7)), In((2, 2, 5, 7))], "dim1",
+           qmake=lambda: _QCat(1)))
+add(Sample("quantized::cat", None, [In((2, 3, 5, 7)), In((2, 3, 2, 7))], "dim-2",
+           qmake=lambda: _QCat(-2)))
+
+
+class _QCat(torch.nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.f = torch.ao.nn.quantized.QFunctional()
+        self.f.scale, self.f.zero_point = 0.06, 127
+        self.dim = dim
+
+    def forward(self, a, b):
+        return self.f.cat([a, b], self.dim)
+
+
+# ---------------------------------------------------------- view and layout
+add(Sample("aten::view", fn(lambda x: x.view(x.size(0), -1)), [In((2, 3, 5, 7))], "batch-1",
+           qmake=True))
+add(Sample("aten::view", fn(lambda x: x.view(-1, 5)), [In((2, 3, 5))], "const", flex=False))
+add(Sample("aten::view", fn(lambda x: x.view(x.size(0), 3, 4, 5, 2)), [In((2, 3, 40))], "to-rank5"))
+add(Sample("aten::reshape", fn(lambda x: x.reshape(x.shape[0], 7, -1)), [In((2, 3, 5, 7))], "rank3",
+           qmake=True))
+add(Sample("aten::reshape", fn(lambda x: x.reshape(-1)), [In((3, 5))], "rank1", flex=False))
+add(Sample("aten::size", fn(lambda x: x.view(x.size(0), x.size(1) * x.size(2), -1)), [In((2, 3, 5, 7))],
+           "sizes"))
+add(Sample("aten::size", fn(lambda x: x.view(x.size(-4), x.size(-1), -1)), [In((2, 3, 5, 7))], "negdims"))
+for _a, _b in ((1, -1), (0, 0), (2, 3), (-4, -1), (1, 2)):
+    add(Sample("aten::flatten", fn(lambda x, a=_a, b=_b: x.flatten(a, b)), [In((2, 3, 5, 7))],
+               f"{_a}:{_b}", qmake=True if (_a, _b) == (1, -1) else None))
+add(Sample("aten::flatten", fn(lambda x: x.flatten()), [In((3, 5))], "rank2-all"))
+for _d in (0, 1, -1, -2, 3):
+    add(Sample("aten::squeeze", fn(lambda x, d=_d: x.squeeze(d) + 1), [In((1, 3, 1, 5) if _d != 3 else (2, 3, 4, 1))],
+               f"dim{_d}", qmake=fn(lambda x, d=_d: x.squeeze(d)) if _d == 2 else None, flex=_d != 0))
+add(Sample("aten::squeeze", fn(lambda x: x.squeeze() + 1), [In((1, 3, 1, 5))], "all", flex=False))
+add(Sample("aten::squeeze", fn(lambda x: x.squeeze() + 1), [In((1, 1, 1, 1))], "all-to-rank0", flex=False))
+for _d in (0, 1, 2, -1, -3, 4):
+    add(Sample("aten::unsqueeze", fn(lambda x, d=_d: x.unsqueeze(d) + 1), [In((2, 3, 5, 7) if _d == 4 else (2, 3, 5))],
+               f"dim{_d}", qmake=fn(lambda x, d=_d: x.unsqueeze(d)) if _d == 1 else None))
+add(Sample("aten::unsqueeze", fn(lambda x: x.unsqueeze(0) + 1), [In((7,))], "rank1"))
+for _p in ((0, 2, 3, 1), (0, 3, 1, 2), (3, 2, 1, 0), (1, 0, 2, 3)):
+    add(Sample("aten::permute", fn(lambda x, p=_p: x.permute(p)), [In((2, 3, 5, 7))], "p" + "".join(map(str, _p)),
+               qmake=True))
+add(Sample("aten::permute", fn(lambda x: x.permute(2, 0, 1)), [In((2, 3, 5))], "rank3"))
+add(Sample("aten::permute", fn(lambda x: x.permute(0, 1, 3, 4, 2)), [In((1, 3, 4, 4, 6))], "rank5"))
+for _a, _b in ((1, 2), (-1, -2), (0, 3), (1, -1)):
+    add(Sample("aten::transpose", fn(lambda x, a=_a, b=_b: x.transpose(a, b)), [In((2, 3, 5, 7))], f"{_a},{_b}",
+               qmake=True if (_a, _b) == (1, 2) else None))
+add(Sample("aten::transpose", fn(lambda x: x.transpose(0, 1)), [In((3, 5))], "rank2"))
+add(Sample("aten::contiguous", fn(lambda x: x.permute(0, 2, 3, 1).contiguous() + 1), [In((2, 3, 5, 7))], "permuted"))
+add(Sample("aten::t", fn(lambda x: x.t() + 1), [In((3, 5))], "rank2"))
+add(Sample("aten::t", fn(lambda x: x.t() + 1), [In((5,))], "rank1"))
+add(Sample("aten::to", fn(lambda x: x.to(torch.float32) * 0.5), [In((2, 5), "int32")], "int-to-float"))
+add(Sample("aten::to", fn(lambda x: (x * 3).to(torch.int32)), [In((2, 5))], "float-to-int"))
+add(Sample("aten::to", fn(lambda x: x.to(torch.float64)), [In((2, 5))], "float-to-double"))
+add(Sample("aten::alpha_dropout", fn(lambda x: F.alpha_dropout(x, 0.3, False) + 1), [In((2, 3))], "eval"))
+add(Sample("aten::feature_alpha_dropout", fn(lambda x: F.feature_alpha_dropout(x, 0.3, False) + 1),
+           [In((2, 3, 4, 4))], "eval"))
+add(Sample("prim::TupleConstruct", fn(lambda x: (x + 1, x * 2)), [In((2, 3, 5, 7))], "tuple-out"))
+add(Sample("prim::ListConstruct", fn(lambda x, y: torch.cat([x, y], 1)), [In((2, 3)), In((2, 4))], "cat-list"))
+
+# ------------------------------------------------------------------ tile
+add(Sample("aten::expand", fn(lambda x: x.expand(2, 3, 4, 5)), [In((1, 3, 1, 1))], "rank4", flex=False))
+add(Sample("aten::expand", fn(lambda x: x.expand(-1, 4, -1) + 0), [In((2, 1, 5))], "neg1"))
+add(Sample("aten::expand", fn(lambda x: x.expand(3, 2, 5)), [In((2, 5))], "new-dim", flex=False))
+add(Sample("aten::repeat", fn(lambda x: x.repeat(1, 2, 1, 3)), [In((2, 3, 5, 7))], "rank4", qmake=True))
+add(Sample("aten::repeat", fn(lambda x: x.repeat(2, 1, 1)), [In((3, 5))], "new-dim", flex=False))
+add(Sample("aten::repeat", fn(lambda x: x.repeat(3)), [In((5,))], "rank1", flex=False))
+
+# ------------------------------------------------------------------ roll
+for _s, _d in ((2, 1), ((-3, 2), (1, 2)), (1, -1), (-1, 0), (3, None)):
+    add(Sample("aten::roll", fn(lambda x, s=_s, d=_d: torch.roll(x, s, d) if d is not None else torch.roll(x, s)),
+               [In((2, 7, 6, 4))], f"s{_s}-d{_d}", flex=_d not in (0, None)))
+
+# ----------------------------------------------------------- pixel shuffle
+add(Sample("aten::pixel_shuffle", fn(lambda x: F.pixel_shuffle(x, 2)), [In((1, 8, 3, 5))], "r2", qmake=True))
+add(Sample("aten::pixel_shuffle", fn(lambda x: F.pixel_shuffle(x, 3)), [In((2, 9, 2, 3))], "r3"))
+add(Sample("aten::pixel_unshuffle", fn(lambda x: F.pixel_unshuffle(x, 2)), [In((1, 2, 6, 4))], "r2",
+           qmake=True))
+add(Sample("aten::pixel_shuffle", fn(lambda x: F.pixel_shuffle(x, 2)), [In((4, 3, 5))], "rank3", flex=False))
+
+# ------------------------------------------------------------------ padding
+for _pad, _label in (((1, 2), "last"), ((1, 1, 2, 0), "hw"), ((0, 0, 0, 0, 1, 1), "channels"),
+                     ((2, 1, 0, 3), "asym")):
+    add(Sample("aten::constant_pad_nd", fn(lambda x, p=_pad: torch.constant_pad_nd(x, p, 0.5)),
+               [In((2, 3, 5, 7))], _label, qmake=True if _label == "hw" else None))
+    add(Sample("aten::pad", fn(lambda x, p=_pad: F.pad(x, p)), [In((2, 3, 5, 7))], _label))
+add(Sample("aten::constant_pad_nd", fn(lambda x: torch.constant_pad_nd(x, (1, 2))), [In((3, 5))], "rank2"))
+add(Sample("aten::pad", fn(lambda x: F.pad(x, (1, 2, 2, 1), mode="reflect")), [In((2, 3, 5, 7))], "reflect"))
+add(Sample("aten::pad", fn(lambda x: F.pad(x, (1, 2, 2, 1), mode="replicate")), [In((2, 3, 5, 7))], "replicate"))
+for _kind, _f, _shape, _pad in (
+        ("aten::reflection_pad1d", torch.ops.aten.reflection_pad1d, (2, 3, 7), (2, 1)),
+        ("aten::reflection_pad2d", torch.ops.aten.reflection_pad2d, (2, 3, 5, 7), (1, 2, 2, 1)),
+        ("aten::reflection_pad3d", torch.ops.aten.reflection_pad3d, (1, 2, 3, 4, 5), (1, 0, 1, 2, 2, 1)),
+        ("aten::replication_pad1d", torch.ops.aten.replication_pad1d, (2, 3, 7), (2, 1)),
+        ("aten::replication_pad2d", torch.ops.aten.replication_pad2d, (2, 3, 5, 7), (1, 2, 0, 3)),
+        ("aten::replication_pad3d", torch.ops.aten.replication_pad3d, (1, 2, 3, 4, 5), (1, 0, 1, 2, 2, 1))):
+    add(Sample(_kind, fn(lambda x, f=_f, p=_pad: f(x, p)), [In(_shape)], f"rank{len(_shape)}"))
+add(Sample("aten::reflection_pad2d", fn(lambda x: torch.ops.aten.reflection_pad2d(x, (1, 1, 1, 1))),
+           [In((3, 5, 7))], "rank3"))
+
+# ------------------------------------------------------------------ pooling
+for _args, _label in ((dict(kernel_size=2), "k2"), (dict(kernel_size=3, stride=2, padding=1), "k3s2p1"),
+                      (dict(kernel_size=3, stride=2, ceil_mode=True), "ceil"),
+                      (dict(kernel_size=(2, 3), stride=(1, 2)), "rect"),
+                      (dict(kernel_size=2, dilation=2), "dilation")):
+    add(Sample("aten::max_pool2d", fn(lambda x, a=_args: F.max_pool2d(x, **a)), [In((2, 3, 7, 9))], _label,
+               qmake=True if _label in ("k2", "ceil") else None))
+    if "dilation" not in _args:
+        add(Sample("aten::avg_pool2d", fn(lambda x, a=_args: F.avg_pool2d(x, **a)), [In((2, 3, 7, 9))], _label,
+                   qmake=True if _label in ("k2", "ceil") else None))
+add(Sample("aten::avg_pool2d", fn(lambda x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False)), [In((2, 3, 7, 9))],
+           "exclude-pad"))
+add(Sample("aten::avg_pool2d", fn(lambda x: F.avg_pool2d(x, 2, divisor_override=3)), [In((2, 3, 6, 8))],
+           "divisor"))
+add(Sample("aten::max_pool2d", fn(lambda x: F.max_pool2d(x, 2)), [In((3, 6, 8))], "rank3"))
+for _os, _label in (((1, 1), "global"), ((2, 3), "2x3"), (1, "int1"), ((None, 2), "none")):
+    add(Sample("aten::adaptive_avg_pool2d", fn(lambda x, o=_os: F.adaptive_avg_pool2d(x, o)), [In((2, 3, 6, 9))],
+               _label, qmake=True if _label in ("global", "2x3") else None))
+    add(Sample("aten::adaptive_max_pool2d", fn(lambda x, o=_os: F.adaptive_max_pool2d(x, o)), [In((2, 3, 6, 9))],
+               _label))
+add(Sample("aten::adaptive_avg_pool2d", fn(lambda x: F.adaptive_avg_pool2d(x, (4, 4))), [In((2, 3, 6, 9))],
+           "non-dividing"))
+add(Sample("aten::max_pool1d", fn(lambda x: F.max_pool1d(x, 3, 2)), [In((2, 3, 9))], "k3s2"))
+add(Sample("aten::max_pool1d", fn(lambda x: F.max_pool1d(x, 2, ceil_mode=True)), [In((2, 3, 7))], "ceil"))
+add(Sample("aten::avg_pool1d", fn(lambda x: F.avg_pool1d(x, 3, 2, 1)), [In((2, 3, 9))], "k3s2p1"))
+add(Sample("aten::avg_pool1d", fn(lambda x: F.avg_pool1d(x, 2)), [In((2, 3, 8))], "k2"))
+add(Sample("aten::adaptive_avg_pool1d", fn(lambda x: F.adaptive_avg_pool1d(x, 1)), [In((2, 3, 8))], "global"))
+add(Sample("aten::adaptive_avg_pool1d", fn(lambda x: F.adaptive_avg_pool1d(x, 4)), [In((2, 3, 8))], "4"))
+add(Sample("aten::adaptive_max_pool1d", fn(lambda x: F.adaptive_max_pool1d(x, 1)), [In((2, 3, 8))], "global"))
+add(Sample("aten::adaptive_max_pool1d", fn(lambda x: F.adaptive_max_pool1d(x, 2)), [In((2, 3, 8))], "2"))
+
+# ---------------------------------------------------------------- resizing
+for _args, _label in ((dict(scale_factor=2), "x2"), (dict(size=(7, 10)), "size"),
+                      (dict(scale_factor=(2, 3)), "x2x3"), (dict(scale_factor=1.7), "x1.7"),
+                      (dict(scale_factor=0.6), "x0.6"), (dict(size=(3, 4)), "down")):
+    add(Sample("aten::upsample_nearest2d", fn(lambda x, a=_args: F.interpolate(x, **a)), [In((2, 3, 5, 6))],
+               _label, qmake=True if _label in ("x2", "size") else None))
+    for _ac in (False, True):
+        add(Sample("aten::upsample_bilinear2d",
+                   fn(lambda x, a=_args, ac=_ac: F.interpolate(x, mode="bilinear", align_corners=ac, **a)),
+                   [In((2, 3, 5, 6))], f"{_label}-ac{int(_ac)}", extra_forms=("api30",),
+                   qmake=True if _label == "x2" else None))
+
+# ------------------------------------------------------------ normalization
+add(Sample("aten::batch_norm", lambda: seeded(torch.nn.BatchNorm2d(3)), [In((2, 3, 5, 7))], "rank4"))
+add(Sample("aten::batch_norm", lambda: seeded(torch.nn.BatchNorm1d(5)), [In((3, 5))], "rank2"))
+add(Sample("aten::batch_norm", lambda: seeded(torch.nn.BatchNorm1d(3)), [In((2, 3, 7))], "rank3"))
+add(Sample("aten::batch_norm", lambda: seeded(torch.nn.BatchNorm2d(3, affine=False)), [In((2, 3, 5, 7))],
+           "no-affine"))
+add(Sample("aten::layer_norm", lambda: seeded(torch.nn.LayerNorm(7)), [In((2, 3, 5, 7))], "last"))
+add(Sample("aten::layer_norm", lambda: seeded(torch.nn.LayerNorm((5, 7))), [In((2, 3, 5, 7))], "last2"))
+add(Sample("aten::layer_norm", lambda: seeded(torch.nn.LayerNorm(8, elementwise_affine=False)), [In((3, 8))],
+           "no-affine"))
+add(Sample("aten::layer_norm", lambda: seeded(torch.nn.LayerNorm(6)), [In((2, 3, 4, 5, 6))], "rank5"))
+add(Sample("aten::group_norm", lambda: seeded(torch.nn.GroupNorm(2, 4)), [In((2, 4, 5, 7))], "g2"))
+add(Sample("aten::group_norm", lambda: seeded(torch.nn.GroupNorm(1, 3, affine=False)), [In((2, 3, 5))], "g1-rank3"))
+add(Sample("aten::group_norm", lambda: seeded(torch.nn.GroupNorm(6, 6)), [In((1, 6, 3, 3))], "per-channel"))
+add(Sample("aten::instance_norm", lambda: seeded(torch.nn.InstanceNorm2d(3, affine=True)), [In((2, 3, 5, 7))],
+           "affine"))
+add(Sample("aten::instance_norm", lambda: seeded(torch.nn.InstanceNorm2d(3)), [In((2, 3, 5, 7))], "plain"))
+add(Sample("aten::instance_norm", lambda: seeded(torch.nn.InstanceNorm1d(3)), [In((2, 3, 7))], "rank3"))
+add(Sample("aten::instance_norm",
+           lambda: seeded(torch.nn.InstanceNorm2d(3, track_running_stats=True)), [In((2, 3, 5, 7))],
+           "running-stats"))
+
+
+# ------------------------------------------------------------- convolution
+def conv(kind, make, shape, label, quant=True, fuse=False, script=False, **kw):
+    inputs = [In(shape)]
+    qm = qmodule(make, inputs) if quant else None
+    add(Sample(kind, make, inputs, label, qmake=qm, script=script,
+               extra_forms=("fuse", "fuse_nhwc") if fuse else (), **kw))
+
+
+for _kind, _script in (("aten::_convolution", False), ("aten::conv2d", True)):
+    for _args, _shape, _label in (
+            (dict(in_channels=3, out_channels=4, kernel_size=3), (2, 3, 7, 9), "k3"),
+            (dict(in_channels=3, out_channels=5, kernel_size=3, stride=2, padding=1), (2, 3, 7, 9), "k3s2p1"),
+            (dict(in_channels=4, out_channels=4, kernel_size=3, padding=1, groups=4), (1, 4, 5, 6), "depthwise"),
+            (dict(in_channels=4, out_channels=8, kernel_size=3, padding=1, groups=4), (1, 4, 5, 6), "dw-mult2"),
+            (dict(in_channels=4, out_channels=6, kernel_size=(1, 3), groups=2), (1, 4, 5, 6), "grouped"),
+            (dict(in_channels=3, out_channels=4, kernel_size=3, dilation=2, padding=2), (1, 3, 9, 9), "dilated"),
+            (dict(in_channels=3, out_channels=4, kernel_size=1, bias=False), (2, 3, 5, 7), "1x1-nobias"),
+            (dict(in_channels=3, out_channels=4, kernel_size=3, padding="same"), (1, 3, 6, 7), "same"),
+            (dict(in_channels=3, out_channels=2, kernel_size=(2, 3), stride=(2, 1), padding=(0, 1)), (1, 3, 7, 8),
+             "rect")):
+        conv(_kind, lambda a=_args: seeded(torch.nn.Conv2d(**a)), _shape, _label,
+             fuse=_label == "k3", script=_script)
+for _act, _g in ACTS.items():
+    add(Sample("aten::_convolution",
+               lambda g=_g: seeded(torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), Fn(g))),
+               [In((1, 3, 6, 7))], f"fuse-{_act}", forms=["nchw", "nhwc", "fuse", "fuse_nhwc"]))
+conv("aten::_convolution", lambda: seeded(torch.nn.Conv1d(3, 4, 3, padding=1)), (2, 3, 9), "conv1d")
+conv("aten::_convolution", lambda: seeded(torch.nn.Conv1d(4, 4, 3, groups=4, stride=2)), (2, 4, 9),
+     "conv1d-dw")
+conv("aten::_convolution", lambda: seeded(torch.nn.ConvTranspose2d(3, 4, 2, stride=2)), (2, 3, 4, 5),
+     "transpose-s2", quant=False)
+conv("aten::_convolution", lambda: seeded(torch.nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1,
+                                                                     output_padding=1)), (1, 3, 4, 5),
+     "transpose-outpad", quant=False)
+conv("aten::_convolution", lambda: seeded(torch.nn.ConvTranspose2d(4, 4, 3, groups=2)), (1, 4, 4, 5),
+     "transpose-groups", quant=False)
+conv("aten::_convolution", lambda: seeded(torch.nn.ConvTranspose1d(3, 2, 3, stride=2)), (1, 3, 5),
+     "transpose1d", quant=False)
+conv("aten::_convolution", lambda: seeded(torch.nn.Conv3d(2, 3, 3)), (1, 2, 4, 5, 5), "conv3d", quant=False)
+# A video model's head: the refusal must name the 3-D convolution and the 3-D pool.
+add(Sample("aten::_convolution", lambda: seeded(torch.nn.Sequential(torch.nn.Conv3d(2, 3, 3),
+                                                                    torch.nn.AdaptiveAvgPool3d(1))),
+           [In((1, 2, 4, 5, 5))], "conv3d-pool3d", must_name=["aten::_convolution"]))
+
+# --------------------------------------------------------------- quantized
+add(Sample("quantized::conv2d", None, [In((1, 3, 7, 9))], "k3",
+           qmake=qmodule(lambda: seeded(torch.nn.Conv2d(3, 4, 3, padding=1)), [In((1, 3, 7, 9))])))
+add(Sample("quantized::conv2d", None, [In((2, 4, 6, 6))], "depthwise-s2",
+           qmake=qmodule(lambda: seeded(torch.nn.Conv2d(4, 4, 3, stride=2, groups=4)), [In((2, 4, 6, 6))])))
+add(Sample("quantized::conv2d_relu", None, [In((1, 3, 7, 9))], "k3",
+           qmake=lambda: _conv_relu((1, 3, 7, 9))))
+add(Sample("quantized::conv_transpose2d", None, [In((1, 3, 4, 5))], "s2",
+           qmake=qmodule(lambda: seeded(torch.nn.ConvTranspose2d(3, 2, 2, stride=2)), [In((1, 3, 4, 5))])))
+add(Sample("quantized::linear", None, [In((3, 8))], "rank2",
+           qmake=qmodule(lambda: seeded(torch.nn.Linear(8, 5)), [In((3, 8))])))
+add(Sample("quantized::linear", None, [In((2, 3, 8))], "rank3",
+           qmake=qmodule(lambda: seeded(torch.nn.Linear(8, 5)), [In((2, 3, 8))])))
+add(Sample("quantized::hardswish", None, [In((2, 3, 5, 7))], "rank4",
+           qmake=lambda: torch.ao.nn.quantized.Hardswish(0.03, 64).eval(), extra_forms=("quant_api30",)))
+add(Sample("quantized::hardswish", None, [In((2, 3, 5, 7))], "scale-0.05",
+           qmake=lambda: torch.ao.nn.quantized.Hardswish(0.05, 128).eval(), extra_forms=("quant_api30",)))
+add(Sample("quantized::relu6", None, [In((2, 3, 5, 7))], "rank4",
+           qmake=lambda: torch.ao.nn.quantized.ReLU6().eval()))
+add(Sample("aten::dequantize", None, [In((2, 3, 5, 7))], "rank4", qmake=fn(lambda x: x.dequantize() * 1.0),
+           quantum=IN_SCALE))
+add(Sample("aten::dequantize", None, [In((3, 5))], "rank2", qmake=fn(lambda x: torch.dequantize(x)),
+           quantum=IN_SCALE))
+add(Sample("aten::quantize_per_tensor",
+           fn(lambda x: torch.quantize_per_tensor(x, 0.04, 120, torch.quint8)), [In((2, 3, 5, 7))], "rank4"))
+add(Sample("aten::quantize_per_tensor",
+           fn(lambda x: torch.quantize_per_tensor(x, 0.1, 0, torch.quint8)), [In((3, 5))], "rank2"))
+
+
+def _conv_relu(shape):
+    m = torch.nn.Sequential(seeded(torch.nn.Conv2d(3, 4, 3)), torch.nn.ReLU()).eval()
+    m = torch.ao.quantization.fuse_modules(m, [["0", "1"]])
+    m.qconfig = torch.ao.quantization.get_default_qconfig("qnnpack")
+    m = torch.ao.quantization.prepare(m)
+    with torch.no_grad():
+        for _ in range(4):
+            m(torch.randn(shape))
+    return torch.ao.quantization.convert(m)
+
+
+# ---------------------------------------------------------------- linear
+class Addmm(torch.nn.Module):
+    def __init__(self, k, n):
+        super().__init__()
+        g = torch.Generator().manual_seed(3)
+        self.w = torch.nn.Parameter(torch.randn(k, n, generator=g) / k ** 0.5)
+        self.b = torch.nn.Parameter(torch.randn(n, generator=g))
+
+    def forward(self, x):
+        return torch.addmm(self.b, x, self.w)
+
+
+add(Sample("aten::linear", lambda: seeded(torch.nn.Linear(8, 5)), [In((3, 8))], "rank2",
+           extra_forms=("fuse",)))
+add(Sample("aten::linear", lambda: seeded(torch.nn.Linear(7, 4)), [In((2, 3, 5, 7))], "rank4"))
+add(Sample("aten::linear", lambda: seeded(torch.nn.Linear(5, 4)), [In((2, 3, 5))], "rank3"))
+add(Sample("aten::linear", lambda: seeded(torch.nn.Linear(5, 4)), [In((5,))], "rank1"))
+add(Sample("aten::linear", lambda: seeded(torch.nn.Linear(8, 5, bias=False)), [In((3, 8))], "nobias"))
+for _act, _g in ACTS.items():
+    add(Sample("aten::linear", lambda g=_g: seeded(torch.nn.Sequential(torch.nn.Linear(8, 5), Fn(g))),
+               [In((3, 8))], f"fuse-{_act}", forms=["nchw", "fuse", "flex"]))
+add(Sample("aten::addmm", lambda: Addmm(8, 5).eval(), [In((3, 8))], "rank2"))
+add(Sample("aten::addmm", fn(lambda x, y, z: torch.addmm(x, y, z, beta=0.5, alpha=2)), [In((3, 5)), In((3, 4)), In((4, 5))],
+           "inputs-beta-alpha"))
+
+# ---------------------------------------------------------------- matmul
+_W = torch.randn(7, 4, generator=torch.Generator().manual_seed(5))
+for _label, _shapes in (("2dx2d", [(3, 5), (5, 4)]), ("3dx3d", [(2, 3, 5), (2, 5, 4)]),
+                        ("4dx4d", [(2, 2, 3, 5), (2, 2, 5, 4)]), ("bcast", [(2, 3, 5), (5, 4)]),
+                        ("1dx2d", [(5,), (5, 4)])):
+    add(Sample("aten::matmul", fn(lambda x, y: torch.matmul(x, y)), [In(s, batched=None) for s in _shapes],
+               _label, extra_forms=("api33",), flex=_label not in ("2dx2d", "1dx2d")))
+add(Sample("aten::matmul", fn(lambda m, x: torch.matmul(x, m.w), w=_W), [In((2, 3, 7))], "const-rhs"))
+add(Sample("aten::bmm", fn(torch.bmm), [In((2, 3, 5)), In((2, 5, 4))], "rank3", extra_forms=("api33",)))
+add(Sample("aten::baddbmm", fn(lambda b, x, y: torch.baddbmm(b, x, y, beta=0.5, alpha=2)),
+           [In((2, 3, 4)), In((2, 3, 5)), In((2, 5, 4))], "inputs", extra_forms=("api33",)))
+add(Sample("aten::baddbmm", fn(lambda m, x, y: torch.baddbmm(m.b, x, y), b=torch.tensor(0.5)),
+           [In((2, 3, 5)), In((2, 5, 4))], "0-dim-bias"))
+add(Sample("aten::baddbmm", fn(lambda m, x, y: torch.baddbmm(m.b, x, y), b=torch.randn(1, 3, 4)),
+           [In((2, 3, 5)), In((2, 5, 4))], "bcast-bias"))
+add(Sample("aten::einsum", fn(lambda x, y: torch.einsum("bij,bjk->bik", x, y)), [In((2, 3, 5)), In((2, 5, 4))],
+           "bmm", extra_forms=("api33",)))
+add(Sample("aten::einsum", fn(lambda x, y: torch.einsum("bhqd,bhkd->bhqk", x, y)),
+           [In((2, 2, 3, 4)), In((2, 2, 5, 4))], "attention", extra_forms=("api33",)))
+add(Sample("aten::einsum", fn(lambda m, x: torch.einsum("ij,jk->ik", x, m.w), w=_W), [In((3, 7))], "const"))
+
+# --------------------------------------------------------------- embedding
+add(Sample("aten::embedding", lambda: seeded(torch.nn.Embedding(10, 4), scale=1.0),
+           [In((3, 5), "int32", 0, 10)], "rank2"))
+add(Sample("aten::embedding", lambda: seeded(torch.nn.Embedding(10, 4), scale=1.0),
+           [In((6,), "int32", 0, 10)], "rank1"))
+
+# --------------------------------------------------------------- recurrent
+for _cls, _kind in ((torch.nn.LSTM, "aten::lstm"), (torch.nn.GRU, "aten::gru")):
+    add(Sample(_kind, lambda c=_cls: _RNN(c(4, 6, batch_first=True)), [In((2, 5, 4))], "batch-first"))
+    add(Sample(_kind, lambda c=_cls: _RNN(c(4, 6, num_layers=2)), [In((5, 2, 4))], "2-layers"))
+    add(Sample(_kind, lambda c=_cls: _RNN(c(4, 3, bidirectional=True, batch_first=True)), [In((2, 5, 4))],
+               "bidirectional"))
+add(Sample("aten::zeros", lambda: _LSTMZeros(), [In((2, 5, 4))], "lstm-zeros-state", flex=False))
+add(Sample("aten::zeros", lambda: _GRUZeros(), [In((2, 5, 4))], "gru-zeros-state", flex=False))
+
+
+class _RNN(torch.nn.Module):
+    def __init__(self, rnn):
+        super().__init__()
+        self.rnn = seeded(rnn, scale=0.4)
+
+    def forward(self, x):
+        return self.rnn(x)[0]
+
+
+class _LSTMZeros(torch.nn.Module):
+    """The initial state made inside the model, sized by the input."""
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = seeded(torch.nn.LSTM(4, 6, batch_first=True), scale=0.4)
+
+    def forward(self, x):
+        h = torch.zeros(1, x.size(0), 6)
+        return self.rnn(x, (h, torch.zeros(1, x.size(0), 6)))[0]
+
+
+class _GRUZeros(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = seeded(torch.nn.GRU(4, 6, batch_first=True), scale=0.4)
+
+    def forward(self, x):
+        return self.rnn(x, torch.zeros(1, x.size(0), 6))[0]
+
+
+# --------------------------------------------------------------- attention
+def _padding_mask(lengths, length):
+    return torch.arange(length) >= torch.tensor(lengths).unsqueeze(1)
+
+
+def _fast_encoder(activation="relu", norm_first=False, nested=False):
+    layer = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, batch_first=True,
+                                             activation=activation, norm_first=norm_first)
+    enc = seeded(torch.nn.TransformerEncoder(layer, 1, enable_nested_tensor=nested), scale=0.3)
+    return enc.requires_grad_(False)
+
+
+class _EncoderMask(torch.nn.Module):
+    def __init__(self, nested):
+        super().__init__()
+        self.enc = _fast_encoder(nested=nested)
+
+    def forward(self, x, mask):
+        return self.enc(x, src_key_padding_mask=mask)
+
+
+class _MHA(torch.nn.Module):
+    def __init__(self, batch_first=True, attn_mask=None):
+        super().__init__()
+        self.mha = seeded(torch.nn.MultiheadAttention(8, 2, batch_first=batch_first), scale=0.3)
+        self.mha.requires_grad_(False)
+        self.register_buffer("attn_mask", attn_mask)
+
+    def forward(self, x, mask=None):
+        return self.mha(x, x, x, key_padding_mask=mask, attn_mask=self.attn_mask, need_weights=False)[0]
+
+
+_MASK = In((3, 5), "bool", values=_padding_mask([5, 2, 4], 5))
+add(Sample("aten::_native_multi_head_attention", lambda: _MHA(), [In((3, 5, 8))], "self",
+           extra_forms=("api33",)))
+add(Sample("aten::_transformer_encoder_layer_fwd", lambda: _fast_encoder(), [In((3, 5, 8))], "relu",
+           extra_forms=("api33",)))
+add(Sample("aten::_transformer_encoder_layer_fwd", lambda: _fast_encoder("gelu", True), [In((3, 5, 8))],
+           "gelu-norm-first"))
+add(Sample("aten::_nested_tensor_from_mask", lambda: _EncoderMask(True), [In((3, 5, 8)), _MASK], "padding"))
+add(Sample("aten::to_padded_tensor", lambda: _EncoderMask(True), [In((3, 5, 8)), _MASK], "padding"))
+add(Sample("aten::masked_fill", lambda: _MHA(False), [In((5, 3, 8), batched=False), _MASK], "key-padding",
+           flex=False))
+add(Sample("aten::logical_or", lambda: _MHA(True, torch.triu(torch.ones(5, 5, dtype=torch.bool), 1)),
+           [In((3, 5, 8)), _MASK], "causal-key-padding"))
+add(Sample("aten::zeros_like", lambda: _MHA(True, torch.triu(torch.ones(5, 5, dtype=torch.bool), 1)),
+           [In((3, 5, 8)), _MASK], "causal-key-padding"))
+add(Sample("aten::logical_not", fn(lambda x, m: x.masked_fill(torch.logical_not(m).unsqueeze(-1), 0.0)),
+           [In((3, 5, 8)), _MASK], "masked-fill"))
+add(Sample("aten::masked_fill", fn(lambda x, m: x.masked_fill(m.unsqueeze(-1), -1.5)), [In((3, 5, 8)), _MASK],
+           "input-mask"))
+add(Sample("aten::masked_fill", fn(lambda m, x: x.masked_fill(m.mask, 2.0), mask=torch.tensor(True)),
+           [In((3, 5))], "0-dim-mask"))
+
+# ------------------------------------------------------- graph and plumbing
+add(Sample("prim::Constant", fn(lambda m, x: x * m.c, c=torch.linspace(-1, 1, 7)), [In((2, 3, 5, 7))],
+           "const-tensor"))
+add(Sample("aten::to", fn(lambda x: x.to(torch.float32) + 1), [In((2, 3, 5, 7))], "float-to-float"))
+add(Sample("aten::baddbmm", fn(torch.baddbmm), [In((2, 3, 4)), In((2, 3, 5)), In((2, 5, 4))], "plain",
+           extra_forms=("api33",), subset=True))
+add(Sample("aten::slice", fn(lambda x: x[:, :, 1::2].reshape(x.shape[0], -1)), [In((2, 3, 5, 7, 2))], "rank5-step2"))
+add(Sample("aten::slice", fn(lambda x: torch.sigmoid(x[..., 4:]).flatten(1)), [In((1, 3, 4, 4, 7))], "rank5-head"))
+add(Sample("aten::select", fn(lambda x: x[:, :, 1].flatten(1)), [In((2, 3, 4, 5, 2))], "rank5"))
+add(Sample("aten::select", fn(lambda x: x.select(-1, -2)), [In((2, 3, 4, 5, 2))], "rank5-out"))
+add(Sample("aten::slice", fn(lambda x: x[..., -9:] * 2), [In((2, 3, 5, 7))], "start-before-first"))
+add(Sample("aten::slice", fn(lambda x: x[:, -5:2]), [In((2, 3, 5))], "neg-start-clamped"))

@@ -1,0 +1,162 @@
+"""What a matrix row is made of: a Sample (one small module, its inputs and
+the forms it is converted in) and the forms themselves.
+
+A Sample is one model: `make()` returns the module (float, or quantized for
+the quantized forms), `inputs` describe its tensor inputs, `forms` the
+conversions it gets. The forms are:
+
+    nchw        the inputs as given, no layout option
+    nhwc        --nhwc (only where an input is 4-D); inputs run channels-last
+    flex        a flexible batch: `0` as dimension 0 of each batched input,
+                run at FLEX_BATCHES
+    flex_nhwc   both
+    quant       quint8 inputs (a quantized module)
+    quant_nhwc  quint8 inputs and --nhwc
+    quant_flex  quint8 inputs with a flexible batch
+    fuse        --fuse-activations (NCHW)
+    fuse_nhwc   --fuse-activations --nhwc
+    api30       --min-android-api 30
+    api33       --min-android-api 33
+    quant_api30 quint8 inputs and --min-android-api 30
+"""
+import torch
+
+FORMS = ["nchw", "nhwc", "flex", "flex_nhwc", "quant", "quant_nhwc", "quant_flex", "fuse",
+         "fuse_nhwc", "api30", "api33", "quant_api30"]
+FLEX_BATCHES = (1, 3)
+
+# Quantization of quantized inputs: randn inputs fit [-6.4, 6.35].
+IN_SCALE, IN_ZP = 0.05, 128
+
+
+def frozen_kinds(script):
+    """The node kinds of a script module's frozen graph, top level, in graph
+    order (what the converter's census lists; its own freeze may still differ
+    in details)."""
+    return list(dict.fromkeys(n.kind() for n in torch.jit.freeze(script).graph.nodes()))
+
+
+class In:
+    """One tensor input: its shape, dtype and values.
+
+    dtype: "float32", "int32" (integers in [low, high)), "bool" (True with
+    probability 0.3) or "quint8" (randn quantized with scale/zero_point).
+    batched: whether dimension 0 is the batch a flexible form varies (None:
+    decided by Sample: dimension 0 equal to the first input's).
+    positive: float values in [0.5, 2.5) (for log, sqrt, rsqrt, pow, div).
+    """
+
+    def __init__(self, shape, dtype="float32", low=0, high=8, batched=None, positive=False,
+                 scale=IN_SCALE, zero_point=IN_ZP, values=None):
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.low, self.high = low, high
+        self.batched = batched
+        self.positive = positive
+        self.scale, self.zero_point = scale, zero_point
+        self.values = values  # a fixed tensor (e.g. a padding mask), used as is
+
+    def quantized(self):
+        return In(self.shape, "quint8", batched=self.batched, scale=self.scale,
+                  zero_point=self.zero_point, positive=self.positive)
+
+    def make(self, gen, batch=None):
+        shape = self.shape if batch is None else (batch,) + self.shape[1:]
+        if self.values is not None:
+            t = self.values
+            if batch is not None and batch != t.shape[0]:
+                reps = (batch + t.shape[0] - 1) // t.shape[0]
+                t = t.repeat((reps,) + (1,) * (t.dim() - 1))[:batch]
+        elif self.dtype == "int32":
+            t = torch.randint(self.low, self.high, shape, generator=gen, dtype=torch.int32)
+        elif self.dtype == "bool":
+            t = torch.rand(shape, generator=gen) < 0.3
+        else:
+            t = torch.randn(shape, generator=gen)
+            if self.positive:
+                t = torch.rand(shape, generator=gen) * 2 + 0.5
+            if self.dtype == "quint8":
+                t = torch.quantize_per_tensor(t, self.scale, self.zero_point, torch.quint8)
+        return t.clone()
+
+    def spec(self, flex=False):
+        """The --input spec (layout options are command-line options)."""
+        dims = list(self.shape)
+        if flex and self.batched:
+            dims[0] = 0
+        s = "x".join(str(d) for d in dims)
+        if self.dtype == "int32":
+            s += ",dtype=int32"
+        elif self.dtype == "bool":
+            s += ",dtype=bool"
+        elif self.dtype == "quint8":
+            s += f",dtype=quint8,scale={self.scale!r},zero_point={self.zero_point}"
+        return s
+
+
+class Sample:
+    """One model of the matrix.
+
+    kind: the lowered node kind this row is for (coverage is credited to
+    every lowered kind in the model's frozen graph; this one must be there).
+    make: () -> torch.nn.Module, float (forms without "quant").
+    qmake: () -> torch.nn.Module taking quint8 inputs (the quant forms);
+    True: make() applied to quantized inputs as it is.
+    label: the shape form (rank4, bcast, negdim, odd, size1, rank5, ...).
+    script: torch.jit.script instead of trace (where tracing loses the kind).
+    forms: explicit forms, else the defaults (see default_forms).
+    flex: False where dimension 0 cannot vary (a constant reshape).
+    """
+
+    def __init__(self, kind, make, inputs, label, qmake=None, script=False, forms=None,
+                 extra_forms=(), flex=True, qinputs=None, subset=False, quantum=None,
+                 must_name=(), source="own"):
+        self.kind = kind
+        self.source = source  # own, opinfo or moduleinfo
+        self.make = make
+        self.inputs = [i if isinstance(i, In) else In(i) for i in inputs]
+        first = self.inputs[0].shape[:1] if self.inputs and self.inputs[0].shape else None
+        for i in self.inputs:
+            if i.batched is None:
+                i.batched = bool(i.shape) and i.shape[:1] == first
+        self.qinputs = qinputs
+        self.label = label
+        self.qmake = qmake
+        self.script = script
+        self.flex = flex and bool(self.inputs) and all(
+            len(i.shape) >= 1 for i in self.inputs if i.batched)
+        self.forms = list(forms) if forms is not None else self.default_forms()
+        self.forms += [f for f in extra_forms if f not in self.forms]
+        self.subset = subset
+        # A float output of a quantized form (DEQUANTIZE) is compared in
+        # quanta of this scale.
+        self.quantum = quantum
+        # What a refusal must name besides the kinds no lowering takes (a
+        # lowered kind whose arguments NNAPI cannot take, in a larger model).
+        self.must_name = list(must_name)
+
+    def has_4d(self):
+        return any(len(i.shape) == 4 for i in self.inputs)
+
+    def default_forms(self):
+        forms = []
+        if self.make is not None:
+            forms.append("nchw")
+            if self.has_4d():
+                forms.append("nhwc")
+        if self.make is not None and self.flex:
+            forms.append("flex")
+            if self.has_4d():
+                forms.append("flex_nhwc")
+        if self.qmake is not None:
+            forms.append("quant")
+            if self.has_4d():
+                forms.append("quant_nhwc")
+            if self.flex:
+                forms.append("quant_flex")
+        return forms
+
+    def quant_inputs(self):
+        if self.qinputs is not None:
+            return self.qinputs
+        return [i.quantized() if i.dtype == "float32" else i for i in self.inputs]
