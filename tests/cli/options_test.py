@@ -59,9 +59,13 @@ class ConvRelu(nn.Module):
         return torch.relu(self.conv2(torch.relu(self.conv(x))))
 
 
-class Reshape(nn.Module):
-    def forward(self, x):
-        return x.reshape(6, 4)
+class BesideInt16(nn.Module):
+    """No NNAPI operation takes a TENSOR_QUANT16 operand the converter could
+    feed it (the validator refuses such models), so the int16 input is only
+    declared."""
+
+    def forward(self, x, q):
+        return torch.relu(x)
 
 
 class TopK(nn.Module):
@@ -87,7 +91,8 @@ class Sorts(nn.Module):
 torch.manual_seed(0)
 conv = save("conv.pt", ConvRelu(), torch.randn(1, 4, 9, 9))
 int16 = path("int16.pt")
-torch.jit.trace(Reshape().eval(), torch.zeros(2, 3, 4, dtype=torch.int16)).save(int16)
+torch.jit.trace(BesideInt16().eval(),
+                (torch.randn(2, 3), torch.zeros(2, 3, 4, dtype=torch.int16))).save(int16)
 topk = save("topk.pt", TopK(), torch.randn(2, 8))
 upsample = save("upsample.pt", Upsample(), torch.randn(1, 3, 4, 4))
 sorts = save("sorts.pt", Sorts(), torch.randn(1, 5))
@@ -127,31 +132,24 @@ check("--return-shape 1x8x5x5 gives the template that shape for any input",
       text2)
 
 # --- --int16-for-qint16 -----------------------------------------------------------
-rc, text = run(int16, "--input", "2x3x4,dtype=int16,scale=0.5,zero_point=3", "-o", path("i16.pt"))
+rc, text = run(int16, "--input", "2x3", "--input", "2x3x4,dtype=int16,scale=0.5,zero_point=3",
+               "-o", path("i16.pt"))
 check("an int16 input without --int16-for-qint16 is exit 2 naming the option",
       rc == 2 and "--int16-for-qint16" in text, text)
-for spec, want in (("2x3x4,dtype=int16,scale=0.5,zero_point=3", "TENSOR_QUANT16_ASYMM"),
-                   ("2x3x4,dtype=int16,scale=0.5", "TENSOR_QUANT16_SYMM")):
-    out = path("i16-%s.nnapi.pt" % want)
-    rc, text = run(int16, "--input", spec, "--int16-for-qint16", "-o", out)
+for spec, want in (("2x3x4,dtype=int16,scale=0.5,zero_point=3", ("TENSOR_QUANT16_ASYMM", 3)),
+                   ("2x3x4,dtype=int16,scale=0.5", ("TENSOR_QUANT16_SYMM", 0))):
+    out = path("i16-%s.nnapi.pt" % want[0])
+    rc, text = run(int16, "--input", "2x3", "--input", spec, "--int16-for-qint16", "-o", out)
     rc2, js = run("inspect", out, "--json", stdout_only=True) if rc == 0 else (rc, text)
     try:
         doc = json.loads(js)
         model = doc[0] if isinstance(doc, list) else doc
-        operands = model["operands"]
-        inputs = [operands[i] for i in model["inputs"]]
-        types = [o["type"] for o in inputs]
-        scales = [(o.get("scale"), o.get("zero_point")) for o in inputs]
+        q = model["operands"][model["inputs"][1]]
+        got = (q["type"], q.get("zero_point", 0), q.get("scale"))
     except Exception as e:  # noqa: BLE001
-        types, scales = [str(e)], []
-    check(f"--int16-for-qint16 {spec}: the input is {want} with scale 0.5",
-          rc == 0 and types == [want] and scales[0][0] == 0.5, f"{text} {js[:600]}")
-    tmpl = template_shape(out, torch.zeros(2, 3, 4, dtype=torch.int16)) if rc == 0 else None
-    m = module(out) if rc == 0 else None
-    dtypes = [t.dtype for t in m.mod.shape_compute_module.prepare(
-        m.mod.ser_model.clone(), [torch.zeros(2, 3, 4, dtype=torch.int16)])] if m else None
-    check(f"--int16-for-qint16 {spec}: the output template is int16 6x4",
-          tmpl == [(6, 4)] and dtypes == [torch.int16], (tmpl, dtypes))
+        got = str(e)
+    check(f"--int16-for-qint16 {spec}: input 1 is {want[0]}, scale 0.5, zero point {want[1]}",
+          rc == 0 and got == (want[0], want[1], 0.5), f"{got} {text} {js[:600]}")
 
 # --- --timings -------------------------------------------------------------------
 rc, text = run(conv, "--input", "1x4x9x9", "-o", path("t.nnapi.pt"), "--timings")
@@ -162,7 +160,8 @@ try:
 except Exception:  # noqa: BLE001
     phases = {}
 check("--timings prints one line with the time of each phase",
-      rc == 0 and len(lines) == 1 and set(phases) == {"load", "freeze", "lower", "serialize", "write"}
+      rc == 0 and len(lines) == 1
+      and set(phases) == {"load", "freeze", "lower", "serialize", "validate", "write"}
       and phases["load"] > 0 and all(v >= 0 for v in phases.values()), text)
 rc, text = run(conv, "--input", "1x4x9x9", "-o", path("t2.nnapi.pt"))
 check("without --timings there is no such line", rc == 0 and "timings (ms)" not in text, text)
@@ -250,7 +249,7 @@ entries = [
     ("nhwc", conv, ["1x4x9x9"], {"nhwc": True}),
     ("preference", conv, ["1x4x9x9"], {"preference": "fast-single-answer"}),
     ("relax", conv, ["1x4x9x9"], {"relax_f32_to_f16": True}),
-    ("int16", int16, ["2x3x4,dtype=int16,scale=0.5"], {"int16_for_qint16": True}),
+    ("int16", int16, ["2x3", "2x3x4,dtype=int16,scale=0.5"], {"int16_for_qint16": True}),
     ("fuse", conv, ["1x4x9x9"], {"fuse_activations": True}),
     ("plain", conv, ["1x4x9x9"], {}),
     ("fallback", topk, ["2x8"], {"cpu_fallback": True}),
