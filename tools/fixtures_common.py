@@ -59,7 +59,10 @@ _SPEC_DTYPES = {
     torch.int32: "int32",
     torch.bool: "bool",
     torch.quint8: "quint8",
+    torch.int16: "int16",  # NNAPI QUANT16 values (use_int16_for_qint16): nnapi_* attributes
 }
+# The reference's operand codes for int16 inputs (NeuralNetworks.h).
+TENSOR_QUANT16_SYMM, TENSOR_QUANT16_ASYMM = 7, 12
 
 
 def input_spec(t):
@@ -76,6 +79,13 @@ def input_spec(t):
     if t.is_quantized:
         parts.append(f"scale={float(t.q_scale())!r}")
         parts.append(f"zero_point={int(t.q_zero_point())}")
+    if t.dtype == torch.int16:
+        # nnapi-convert: QUANT16_SYMM when no zero_point is given, else ASYMM.
+        parts.append(f"scale={float(t.nnapi_scale)!r}")
+        if t.nnapi_dtype == TENSOR_QUANT16_ASYMM:
+            parts.append(f"zero_point={int(t.nnapi_zero_point)}")
+        elif t.nnapi_dtype != TENSOR_QUANT16_SYMM or t.nnapi_zero_point != 0:
+            raise ValueError("an int16 input needs nnapi_dtype 7 (zero point 0) or 12")
     if is_nhwc(t):
         parts.append("nhwc")
     return ",".join(parts)
@@ -118,8 +128,8 @@ class CapturingSerializer(_NnapiSerializer):
     """The stock serializer; only remembers what serialize_model returned
     (process_for_nnapi does not hand back the shape-compute lines)."""
 
-    def __init__(self):
-        super().__init__(config=None)
+    def __init__(self, use_int16_for_qint16=False):
+        super().__init__(config=None, use_int16_for_qint16=use_int16_for_qint16)
         self.result = None
 
     def serialize_model(self, model, inputs, return_shapes=None):
@@ -155,20 +165,24 @@ class Reference:
         self.converted = None
 
 
-def run_reference(traced, convert_args, run_args, want_converted):
+def run_reference(traced, convert_args, run_args, want_converted, **kwargs):
+    """kwargs: convert_model_to_nnapi's return_shapes, use_int16_for_qint16,
+    compilation_preference, relax_f32_to_f16 (the last two need want_converted)."""
     ref = Reference()
     try:
         frozen, ref.remove_mutation_changed = freeze_and_remove_mutation(traced)
-        ser = CapturingSerializer()
+        # process_for_nnapi hands use_int16_for_qint16 only to a serializer it makes.
+        ser = CapturingSerializer(kwargs.get("use_int16_for_qint16", False))
         with identity_freeze():
             if want_converted:
                 converted = nnapi_prepare.convert_model_to_nnapi(
-                    frozen, list(convert_args), serializer=ser)
+                    frozen, list(convert_args), serializer=ser, **kwargs)
                 shape_compute_module = converted.mod.shape_compute_module
                 ref.converted = converted
             else:
+                assert not {"compilation_preference", "relax_f32_to_f16"} & set(kwargs)
                 shape_compute_module = nnapi_prepare.process_for_nnapi(
-                    frozen, list(convert_args), serializer=ser)[0]
+                    frozen, list(convert_args), serializer=ser, **kwargs)[0]
         (ser_model, used_weights, inp_fmts, out_fmts, lines,
          retval_count) = ser.result
         ref.ser_model = torch.tensor(ser_model, dtype=torch.int32)
@@ -206,8 +220,8 @@ def shapes_mismatch(templates, eager_outputs):
 # Writing one case directory.
 
 def write_case(out_dir, *, name, source, traced, convert_args, run_args,
-               eager_outputs, ref, error_regex, options=(), must_convert=False,
-               validator_refuses=None, must_refuse=False):
+               eager_outputs, ref, error_regex, options=(), must_convert=False, fold=None,
+               not_runnable=None, validator_refuses=None, must_refuse=False):
     case_dir = os.path.join(out_dir, name)
     if os.path.isdir(case_dir):
         shutil.rmtree(case_dir)
@@ -253,6 +267,8 @@ def write_case(out_dir, *, name, source, traced, convert_args, run_args,
         "reference_error": None if ref.ok else ref.error,
         "error_regex": error_regex,
         "must_convert": must_convert,
+        "fold": None if fold is None else [list(p) for p in fold],
+        "not_runnable": not_runnable,
         # Why PyTorch's converter's model breaks NeuralNetworks.h, so that
         # nnapi-convert's validator refuses it (VALIDATOR_REFUSES in
         # make_fixtures.py), or null.

@@ -125,6 +125,19 @@ std::vector<double> dequantized_output_quanta(const std::vector<int32_t>& ser_mo
 OutputCheck compare_output(const at::Tensor& nnapi, const at::Tensor& eager, double quantum,
                            const VerifyOptions& options);
 
+// Why comparing an output with `eager` under these rules proves little, or ""
+// when it does not: some constant output would pass, because every element
+// of `eager` is within the tolerance of one value. That is a constant output
+// (a classifier head driven to one class), or one smaller than the tolerance
+// (an all-zero output would pass), or one that varies by less than the
+// tolerance. Float elements pass within atol + rtol * |eager| (a float from
+// DEQUANTIZE, `quantum` > 0, within one quantum too); a quantized output,
+// compared as int_repr, passes a constant when its integers span at most 2;
+// integer outputs are compared exactly. A one-element output can only be
+// too small. compare_output warns with this; the tests fail on it.
+std::string constant_output_would_pass(const at::Tensor& eager, double quantum,
+                                       const VerifyOptions& options);
+
 // Runs `module_path` (a converted module) on `inputs` on the NNAPI runtime and
 // returns its outputs as a flat list. Loads the runtime first.
 std::vector<at::Tensor> run_converted(const std::string& module_path,

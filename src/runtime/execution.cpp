@@ -2,9 +2,12 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include "kernel.h"
 
@@ -124,12 +127,34 @@ int64_t operation_from_env(const char* name) {
   return *end == '\0' && v >= 0 ? static_cast<int64_t>(v) : int64_t{-1};
 }
 
-// A test hook: NNAPI_HOST_FAULT_OPERATION=<index> makes that operation's
+// A test hook: NNAPI_HOST_FAULT_OPERATION=K[:ADD[:SHARE]] makes operation K's
 // outputs wrong (see README.md), so that tests can check how a diverging
-// conversion is reported.
-int64_t fault_operation() {
-  static const int64_t index = operation_from_env("NNAPI_HOST_FAULT_OPERATION");
-  return index;
+// conversion is reported and which differences --verify tolerates. Read once.
+struct Fault {
+  int64_t operation = -1;  // -1: no fault
+  bool whole = true;       // K alone: every element (floats + 1, integers + 8, wrapping)
+  double add = 0;          // ADD: added to the first ceil(SHARE * n) elements
+  double share = 1;
+};
+
+const Fault& fault() {
+  static const Fault f = [] {
+    Fault r;
+    const char* env = std::getenv("NNAPI_HOST_FAULT_OPERATION");
+    if (env == nullptr || *env == '\0') return r;
+    char* end = nullptr;
+    long long k = std::strtoll(env, &end, 10);
+    if (end == env || k < 0) return r;
+    if (*end == ':') {
+      r.whole = false;
+      r.add = std::strtod(end + 1, &end);
+      if (*end == ':') r.share = std::strtod(end + 1, &end);
+    }
+    if (*end != '\0' || !(r.share > 0 && r.share <= 1)) return Fault{};
+    r.operation = k;
+    return r;
+  }();
+  return f;
 }
 
 // The test hook NNAPI_HOST_FAIL_OPERATION=<index>: that operation fails (OP_FAILED) in
@@ -139,12 +164,35 @@ int64_t fail_operation() {
   return index;
 }
 
-// A wrong value of the same type and shape: floats + 1, booleans negated,
-// integers (and quantized values) + 8, wrapping.
-at::Tensor perturbed(const at::Tensor& t) {
-  if (at::isFloatingType(t.scalar_type())) return t + 1.0;
-  if (t.scalar_type() == at::kBool) return t.logical_not();
-  return (t.to(at::kLong) + 8).to(t.scalar_type());
+// A wrong value of the same type and shape.
+at::Tensor perturbed(const at::Tensor& t, const Fault& f) {
+  if (f.whole) {  // floats + 1, booleans negated, integers (and quantized values) + 8, wrapping
+    if (at::isFloatingType(t.scalar_type())) return t + 1.0;
+    if (t.scalar_type() == at::kBool) return t.logical_not();
+    return (t.to(at::kLong) + 8).to(t.scalar_type());
+  }
+  // The first ceil(share * n) elements in index order: floats + ADD,
+  // booleans negated, integers and quantized values + round(ADD), or
+  // - round(ADD) where adding would leave the type's range (so each is off by
+  // exactly that much).
+  at::Tensor r = t.contiguous().clone();
+  at::Tensor flat = r.view({-1});
+  const int64_t n = static_cast<int64_t>(std::ceil(f.share * static_cast<double>(flat.numel())));
+  at::Tensor head = flat.narrow(0, 0, std::min<int64_t>(n, flat.numel()));
+  if (at::isFloatingType(t.scalar_type())) {
+    head.add_(f.add);
+  } else if (t.scalar_type() == at::kBool) {
+    head.logical_not_();
+  } else {
+    const int64_t add = std::llround(f.add);
+    at::Tensor wide = head.to(at::kLong);
+    const int64_t top = t.scalar_type() == at::kByte    ? 255
+                        : t.scalar_type() == at::kChar  ? 127
+                        : t.scalar_type() == at::kShort ? 32767
+                                                        : std::numeric_limits<int32_t>::max();
+    head.copy_(at::where(wide + add > top, wide - add, wide + add).to(t.scalar_type()));
+  }
+  return r;
 }
 
 void notify_observer(size_t k, const Operation& op, const std::vector<Value>& values) {
@@ -217,8 +265,8 @@ Result Execution::compute() {
     }
     for (uint32_t o : op.outputs)
       if (!values[o].present) failed("left an output unset");
-    if (static_cast<int64_t>(k) == fault_operation()) {
-      for (uint32_t o : op.outputs) values[o].t = perturbed(values[o].t);
+    if (static_cast<int64_t>(k) == fault().operation) {
+      for (uint32_t o : op.outputs) values[o].t = perturbed(values[o].t, fault());
     }
     if (g_observer.fn != nullptr) notify_observer(k, op, values);
     if (verbose())

@@ -391,6 +391,50 @@ std::vector<double> dequantized_output_quanta(const std::vector<int32_t>& ser_mo
   return quanta;
 }
 
+std::string constant_output_would_pass(const at::Tensor& eager, double quantum,
+                                       const VerifyOptions& options) {
+  if (eager.numel() == 0) return "";
+  const std::string little = ", so the check proves little; give real inputs with --verify-input";
+  if (eager.is_quantized()) {
+    at::Tensor q = eager.int_repr().to(at::kLong);
+    const int64_t lo = q.min().item<int64_t>(), hi = q.max().item<int64_t>();
+    if (eager.numel() > 1 && hi - lo <= 2) {
+      return "the model's output integers only span " + std::to_string(lo) + " to " +
+             std::to_string(hi) +
+             " on these inputs: a constant output would pass within one "
+             "quantum" +
+             little;
+    }
+    return "";
+  }
+  at::Tensor b = eager.to(at::kDouble).reshape(-1);
+  if (!b.isfinite().all().item<bool>()) return "";  // compare_output fails it anyway
+  const double lo = b.min().item<double>(), hi = b.max().item<double>();
+  if (eager.numel() > 1 && hi - lo <= 1e-7 * std::max(1.0, std::abs(hi))) {
+    return "every element of the model's output is " + num(hi + 0.0) + " on these inputs" + little;
+  }
+  // The tolerance each element is compared with (0: compared exactly).
+  at::Tensor tol = at::zeros_like(b);
+  if (at::isFloatingType(eager.scalar_type())) {
+    tol = b.abs() * options.rtol + options.atol;
+    if (quantum > 0) tol = at::clamp_min(tol, quantum);
+  }
+  if ((b.abs() <= tol).all().item<bool>()) {
+    return "every element of the model's output is within the tolerance of 0 on these inputs "
+           "(the largest is " +
+           num(b.abs().max().item<double>()) + "): an all-zero output would pass" + little +
+           " or a smaller --atol";
+  }
+  // Some constant c is within every element's tolerance when the intervals
+  // [b - tol, b + tol] overlap.
+  if (eager.numel() > 1 && (b - tol).max().item<double>() <= (b + tol).min().item<double>()) {
+    return "the model's output only spans " + num(lo) + " to " + num(hi) +
+           " on these inputs, within the tolerance of one value: a constant output would pass" +
+           little + " or a smaller --atol";
+  }
+  return "";
+}
+
 OutputCheck compare_output(const at::Tensor& nnapi, const at::Tensor& eager, double quantum,
                            const VerifyOptions& options) {
   OutputCheck c;
@@ -450,12 +494,7 @@ OutputCheck compare_output(const at::Tensor& nnapi, const at::Tensor& eager, dou
                 "can be compared; give inputs in the model's range with --verify-input";
     return c;
   }
-  const double lo = b.min().item<double>(), hi = b.max().item<double>();
-  if (hi - lo <= 1e-7 * std::max(1.0, std::abs(hi))) {
-    c.warning = "every element of the model's output is " + num(hi + 0.0) +
-                " on these inputs, so the check proves little; give real inputs with "
-                "--verify-input";
-  }
+  c.warning = constant_output_would_pass(eager, quantum, options);
   at::Tensor diff = (a - b).abs();
   diff.masked_fill_(a.isnan().logical_and(b.isnan()), 0.0);
   diff = at::nan_to_num(diff, std::numeric_limits<double>::infinity());

@@ -1,5 +1,5 @@
 """What the Python tests of the command line share (fallback_test.py,
-verify_input_test.py): BIN and WORK from the command line, one "ok: ..." or
+verify_input_test.py, options_test.py): BIN and WORK from the command line, one "ok: ..." or
 "FAILED: ..." line per check, running the binary, and the closing line.
 Import it from a test script run as `python3 tests/cli/<test>.py BIN WORK`."""
 import os
@@ -17,10 +17,11 @@ def check(name, ok, detail=""):
         failures.append(name)
 
 
-def run(*args):
-    """Runs BIN with args; returns its exit status and standard error + output."""
+def run(*args, stdout_only=False):
+    """Runs BIN with args; returns its exit status and standard error + output
+    (with stdout_only, the output alone: a JSON document)."""
     p = subprocess.run([BIN, *args], capture_output=True, text=True)
-    return p.returncode, p.stderr + p.stdout
+    return p.returncode, p.stdout if stdout_only else p.stderr + p.stdout
 
 
 def path(name):

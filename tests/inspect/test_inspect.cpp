@@ -2,6 +2,7 @@
 // tests/fuzz/make_blobs.py with PyTorch's serializer and convert_model_to_nnapi.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -194,7 +195,9 @@ TEST(Inspect, TruncatedArchiveIsRefusedWithoutBacktrace) {
   std::ifstream in(data("conv_relu.nnapi.pt"), std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), {});
   ASSERT_GT(bytes.size(), 3000u);
-  const std::string path = ::testing::TempDir() + "truncated.nnapi.pt";
+  // Unique per process: two build trees may run this test at once.
+  const std::string path =
+      ::testing::TempDir() + "nnapi-inspect-" + std::to_string(::getpid()) + "-truncated.nnapi.pt";
   std::ofstream(path, std::ios::binary) << bytes.substr(0, 3000);
   const Result r = inspect(path);
   std::remove(path.c_str());

@@ -10,11 +10,14 @@
 // Where the reference refuses, nnapi-convert must either refuse (exit status
 // 1) with a message that matches the reference test's regex and names the
 // node, or convert, and then the converted module, run on the host NNAPI
-// runtime, must match eager PyTorch; cases marked must_convert (source
-// "beyond": operations the reference has no lowering for) must convert. Where
-// the reference is known to be wrong
-// (kKnownReferenceBugs), the bytes differ on purpose and the same numeric
-// check applies instead.
+// runtime, must match eager PyTorch; cases marked must_convert (operations
+// the reference has no lowering for) must convert. Where the reference is
+// known to be wrong (kKnownReferenceBugs), the bytes differ on purpose and the
+// same numeric check applies instead. Numeric checks use --verify's rules
+// (compare_output) and fail when a constant output would have passed them.
+// The case's options (case.json "options": --preference,
+// --relax-f32-to-f16, --int16-for-qint16, --return-shape,
+// --min-android-api) are given to both converters.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/serialization/import.h>
@@ -24,6 +27,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -34,6 +38,7 @@
 #include "nnapi_convert/blob.h"
 #include "nnapi_convert/converter.h"
 #include "nnapi_convert/nnapi_types.h"
+#include "nnapi_convert/verify.h"
 
 namespace fs = std::filesystem;
 using namespace nnapi_convert;
@@ -142,64 +147,34 @@ const std::string* known_reference_bug(const std::string& name) {
   return nullptr;
 }
 
-// Runs the converted module (PyTorch's NNAPI binding dlopens the host runtime
-// through LD_LIBRARY_PATH) on the fixture's args and compares with eager.pt.
-// Quantized outputs: within one quantum, as PyTorch's test_nnapi.py allows.
-// Returns what differs, or "" when every output matches.
-std::string difference_from_eager(const fs::path& dir, const std::string& module_path, double atol,
-                                  double rtol) {
-  torch::jit::Module m = torch::jit::load(module_path);
-  std::vector<c10::IValue> inputs;
-  for (const at::Tensor& t : load_tensors(dir / "args.pt")) inputs.push_back(t);
-  c10::IValue out;
-  try {
-    out = m.forward(inputs);
-  } catch (const std::exception& e) {
-    const std::string what = e.what();
-    return "the module fails to run: " + what.substr(0, what.find('\n'));
+// Runs the converted module on the host runtime (found through
+// LD_LIBRARY_PATH) on the fixture's args and compares with eager.pt by
+// --verify's rules, with the case's tolerance (fixtures::tolerance_for:
+// test_nnapi.py's for its cases, torch.testing's float32 defaults for the
+// others; quantized outputs: the same scale and zero point, none off by more
+// than one quantum, at most 3% off by one). Every output must be one a
+// constant output would fail.
+void expect_runs_like_eager(const fs::path& dir, const nlohmann::json& cs, const ConvertOptions& o,
+                            const std::string& module_path) {
+  const std::string name = cs.at("name").get<std::string>();
+  const VerifyOptions tol = fixtures::tolerance_for(cs, load_tensors(dir / "eager.pt"));
+  std::vector<OutputCheck> results = fixtures::compare_with_eager(dir, module_path, o, tol);
+  fixtures::MeaningfulChecks checks(name);
+  for (size_t i = 0; i < results.size(); ++i) {
+    std::cout << "[ numbers  ] " << name << " " << format_output_check(i, results[i]) << "\n";
+    checks.add(i, "output " + std::to_string(i), results[i]);
   }
-  std::vector<at::Tensor> outs;
-  if (out.isTuple()) {
-    for (const c10::IValue& v : out.toTupleRef().elements()) outs.push_back(v.toTensor());
-  } else {
-    outs.push_back(out.toTensor());
-  }
-  std::vector<at::Tensor> eager = load_tensors(dir / "eager.pt");
-  if (outs.size() != eager.size()) return "output count differs";
-  for (size_t i = 0; i < outs.size(); ++i) {
-    const std::string o = "output " + std::to_string(i);
-    if (outs[i].sizes() != eager[i].sizes()) return o + ": shape differs";
-    if (outs[i].scalar_type() != eager[i].scalar_type()) return o + ": dtype differs";
-    if (eager[i].is_quantized()) {
-      at::Tensor diff = (outs[i].int_repr().to(at::kInt) - eager[i].int_repr().to(at::kInt)).abs();
-      if (diff.max().item<int>() > 1) return o + " is off by more than a quantum";
-    } else if (!at::allclose(outs[i], eager[i], rtol, atol)) {
-      return o + ": max abs error " +
-             std::to_string((outs[i] - eager[i]).abs().max().item<double>());
-    }
-  }
-  return "";
-}
-
-void expect_runs_like_eager(const fs::path& dir, const std::string& module_path, double atol,
-                            double rtol) {
-  EXPECT_EQ(difference_from_eager(dir, module_path, atol, rtol), "");
-}
-
-ConvertOptions options_for(const fs::path& dir, const nlohmann::json& cs) {
-  return fixtures::convert_options(dir, cs);
+  checks.finish();
 }
 
 void check_refused(const fs::path& dir, const nlohmann::json& cs) {
-  ConvertOptions o = options_for(dir, cs);
+  ConvertOptions o = fixtures::convert_options(dir, cs);
   try {
     Conversion c = convert(o);
-    // Converted where the reference refuses: prove it on the runtime, with the
-    // tolerances of PyTorch's assertEqual for float32 (rtol 1.3e-6, atol 1e-5).
-    fs::path out =
-        fs::temp_directory_path() / ("nnapi-ref-" + cs.at("name").get<std::string>() + ".pt");
+    // Converted where the reference refuses: prove it on the runtime.
+    fs::path out = fixtures::unique_temp_path("ref-" + cs.at("name").get<std::string>() + ".pt");
     write_nnapi_module(c, o, out.string(), false);
-    expect_runs_like_eager(dir, out.string(), 1e-5, 1.3e-6);
+    expect_runs_like_eager(dir, cs, o, out.string());
     fs::remove(out);
     expect_ranks_1_to_4(c, cs.at("name").get<std::string>());
   } catch (const ConvertError& e) {
@@ -218,28 +193,35 @@ void check_refused(const fs::path& dir, const nlohmann::json& cs) {
 }
 
 void check_converted(const fs::path& dir, const nlohmann::json& cs) {
-  ConvertOptions o = options_for(dir, cs);
+  ConvertOptions o = fixtures::convert_options(dir, cs);
   Conversion c = convert(o);
   expect_ranks_1_to_4(c, cs.at("name").get<std::string>());
   const fs::path ref = dir / "ref";
   if (const std::string* bug = known_reference_bug(cs.at("name").get<std::string>())) {
-    // Issue 3's tolerance for whole models: 1e-3 absolute and relative.
-    fs::path out =
-        fs::temp_directory_path() / ("nnapi-ref-" + cs.at("name").get<std::string>() + ".pt");
+    fs::path out = fixtures::unique_temp_path("ref-" + cs.at("name").get<std::string>() + ".pt");
     write_nnapi_module(c, o, out.string(), false);
-    expect_runs_like_eager(dir, out.string(), 1e-3, 1e-3);
+    expect_runs_like_eager(dir, cs, o, out.string());
     fs::remove(out);
     std::vector<char> ref_bytes = read_bytes(ref / "ser_model.bin");
-    // Where the reference's own module was kept, it must show the bug: an
-    // operand NNAPI rejects (rank > 4; the host runtime runs it all the same),
-    // or values other than eager's.
+    // Where the reference's own module was kept (every case but the
+    // torchvision ones other than googlenet), it must show the bug: an operand
+    // NNAPI rejects (rank > 4; the host runtime runs it all the same), or
+    // values other than eager's by the same rules.
     const size_t ref_rank =
         max_rank(reinterpret_cast<const uint8_t*>(ref_bytes.data()), ref_bytes.size());
     if (ref_rank > 4) {
       // (ours is checked by expect_ranks_1_to_4 above)
     } else if (fs::exists(ref / "converted.pt")) {
-      EXPECT_NE(difference_from_eager(dir, (ref / "converted.pt").string(), 1e-3, 1e-3), "")
-          << "the reference's module matches eager, though " << *bug;
+      const VerifyOptions tol = fixtures::tolerance_for(cs, load_tensors(dir / "eager.pt"));
+      bool all_ok = true;
+      for (const OutputCheck& r :
+           fixtures::compare_with_eager(dir, (ref / "converted.pt").string(), o, tol)) {
+        all_ok = all_ok && r.ok;
+      }
+      EXPECT_FALSE(all_ok) << "the reference's module matches eager, though " << *bug;
+    } else {
+      EXPECT_EQ(cs.at("source").get<std::string>(), "torchvision")
+          << "the reference's module was not kept";
     }
     bool same = ref_bytes.size() == c.ser_model.size() * 4 &&
                 std::memcmp(ref_bytes.data(), c.ser_model.data(), ref_bytes.size()) == 0;
@@ -269,7 +251,7 @@ void check_converted(const fs::path& dir, const nlohmann::json& cs) {
   EXPECT_EQ(c.operation_count, manifest.at("operation_count").get<int64_t>());
 
   // The written module: the shape-compute script's effect on run-time args.
-  fs::path out = fs::temp_directory_path() / ("nnapi-ref-" + cs.at("name").get<std::string>());
+  fs::path out = fixtures::unique_temp_path("ref-" + cs.at("name").get<std::string>());
   fs::create_directories(out);
   write_nnapi_module(c, o, (out / "m.nnapi.pt").string(), false);
   write_parts(c, o, (out / "parts").string());
@@ -290,9 +272,14 @@ void check_converted(const fs::path& dir, const nlohmann::json& cs) {
   }
 
   // The module's attributes have the reference module's names and types, so
-  // an app that loads the reference's output can load ours.
+  // an app that loads the reference's output can load ours; the compilation
+  // options it hands NNAPI have its values (the defaults, or the case's
+  // --preference / --relax-f32-to-f16).
   if (fs::exists(ref / "converted.pt")) {
     torch::jit::Module ref_mod = torch::jit::load((ref / "converted.pt").string());
+    for (const char* attr : {"compilation_preference", "relax_f32_to_f16"}) {
+      EXPECT_EQ(mod.attr(attr), ref_mod.attr("mod").toModule().attr(attr)) << "attribute " << attr;
+    }
     auto ref_type = ref_mod.attr("mod").toModule().type();
     auto our_type = mod.type();
     for (size_t i = 0; i < ref_type->numAttributes(); ++i) {
@@ -323,7 +310,7 @@ void check_converted(const fs::path& dir, const nlohmann::json& cs) {
 // some of them into modules that return wrong values or dtypes): exit 1, the
 // node named, the message matching the case's regex.
 void check_must_refuse(const fs::path& dir, const nlohmann::json& cs) {
-  ConvertOptions o = options_for(dir, cs);
+  ConvertOptions o = fixtures::convert_options(dir, cs);
   try {
     convert(o);
     ADD_FAILURE() << "converted a model nnapi-convert must refuse";

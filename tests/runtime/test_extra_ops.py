@@ -22,7 +22,8 @@ CODES = dict(ADD=0, CONV_2D=3, DEPTHWISE_CONV_2D=4, L2_NORMALIZATION=11, LOGISTI
              SQRT=88, TRANSPOSE_CONV_2D=91, RESIZE_NEAREST_NEIGHBOR=94, HARD_SWISH=99,
              AVERAGE_POOL_2D=1, MAX_POOL_2D=17, CONCATENATION=2, SOFTMAX=25, FULLY_CONNECTED=9, QUANTIZE=72,
              DEPTH_TO_SPACE=5, SPACE_TO_DEPTH=26, GATHER=51, POW=70, TILE=89, INSTANCE_NORMALIZATION=57,
-             BATCH_MATMUL=102, REDUCE_SUM=80, MUL=18, RELU=19, RELU6=21, DEQUANTIZE=6)
+             BATCH_MATMUL=102, REDUCE_SUM=80, MUL=18, RELU=19, RELU6=21, DEQUANTIZE=6,
+             ABS=38, NEG=67, LOG=60, CAST=45, SLICE=86, SQUEEZE=34, CHANNEL_SHUFFLE=46)
 
 
 class OperandType(ctypes.Structure):
@@ -870,6 +871,149 @@ def case_reduce_sum():
                 total = total + p
             ref = total.unsqueeze(a) if keep else total
         close(out, ref)
+
+
+# ----------------------------------------------- issue 25: the runtime as the only oracle
+# Operations nnapi-convert emits and PyTorch's converter does not (so
+# runtime.reference_models never runs them), each against NeuralNetworks.h's
+# definition evaluated element by element in plain Python (no torch kernel
+# that the runtime could share a misreading with).
+
+def _values(t):
+    return t.reshape(-1).tolist()
+
+
+def case_abs_neg_log():
+    # ABS (38): |x|; NEG (67): -x; both also on TENSOR_INT32. LOG (60): ln(x).
+    x = torch.randn(3, 5) * 4
+    for name, fn in (("ABS", lambda v: v if v >= 0 else -v), ("NEG", lambda v: -v)):
+        got = _values(unary(name, x))
+        assert got == [fn(v) for v in _values(x)], (name, got)
+        xi = torch.randint(-50, 50, (7,), dtype=torch.int32)
+        m = Model()
+        i = m.input(T_I32, (7,))
+        o = m.output(T_I32, (7,))
+        m.op(name, [i], [o])
+        got = _values(m.run([xi], [torch.int32])[0])
+        assert got == [fn(v) for v in _values(xi)], (name, "int32", got)
+    p = x.abs() + 0.01
+    got = unary("LOG", p)
+    want = torch.tensor([math.log(v) for v in _values(p)]).reshape(p.shape)
+    close(got, want)
+
+
+def case_cast():
+    # CAST (45): the same values in the output's type; a TENSOR_QUANT8_ASYMM
+    # input is read as its uint8 values (scale and zero point ignored).
+    def cast(x, in_code, out_code, out_dtype, scale=0.0, zp=0):
+        m = Model()
+        i = m.input(in_code, tuple(x.shape), scale, zp)
+        o = m.output(out_code, tuple(x.shape))
+        m.op("CAST", [i], [o])
+        return m.run([x], [out_dtype])[0]
+
+    xi = torch.tensor([[0, 1, -7], [1, 0, 123456]], dtype=torch.int32)
+    got = cast(xi, T_I32, T_F32, torch.float32)
+    assert _values(got) == [float(v) for v in _values(xi)], got
+    xf = torch.tensor([0.0, 1.0, -3.0, 250.0, -65536.0])  # exact integers: no rounding involved
+    got = cast(xf, T_F32, T_I32, torch.int32)
+    assert _values(got) == [0, 1, -3, 250, -65536], got
+    xq = torch.tensor([0, 3, 128, 255], dtype=torch.uint8)
+    got = cast(xq, T_Q8, T_F32, torch.float32, scale=0.5, zp=128)
+    assert _values(got) == [0.0, 3.0, 128.0, 255.0], got
+
+
+def case_slice():
+    # SLICE (86): output[i...] = input[begin + i...] over size[d] elements of
+    # each dimension d, where size -1 means to the end of that dimension.
+    x = torch.randn(3, 4, 5)
+    for begin, size in (([1, 0, 2], [2, 4, 3]), ([0, 3, 1], [-1, 1, -1]), ([2, 2, 4], [1, 2, 1])):
+        m = Model()
+        i = m.input(T_F32, (3, 4, 5))
+        ext = [x.shape[d] - begin[d] if size[d] == -1 else size[d] for d in range(3)]
+        o = m.output(T_F32, (0, 0, 0))
+        m.op("SLICE", [i, m.const(T_I32, torch.tensor(begin, dtype=torch.int32)),
+                       m.const(T_I32, torch.tensor(size, dtype=torch.int32))], [o])
+        got = m.run([x], [torch.float32])[0]
+        assert list(got.shape) == ext, (begin, size, got.shape)
+        want = [[[x[begin[0] + a][begin[1] + b][begin[2] + c].item() for c in range(ext[2])]
+                 for b in range(ext[1])] for a in range(ext[0])]
+        assert got.tolist() == want, (begin, size)
+
+
+def case_squeeze():
+    # SQUEEZE (34): the same data with the listed size-1 dimensions removed,
+    # or every size-1 dimension when input 1 is omitted (no operand value).
+    # Rank up to 4.
+    x = torch.randn(1, 3, 1, 4)
+    for axes, shape in (([0, 2], [3, 4]), ([2], [1, 3, 4]), (None, [3, 4])):
+        m = Model()
+        i = m.input(T_F32, (1, 3, 1, 4))
+        o = m.output(T_F32, (0,) * len(shape))
+        if axes is None:
+            ax = m.operand(T_I32, (0,))  # an omitted optional input
+            ok(lib.ANeuralNetworksModel_setOperandValue(m.handle, ax, None, 0), "omit")
+        else:
+            ax = m.const(T_I32, torch.tensor(axes, dtype=torch.int32))
+        m.op("SQUEEZE", [i, ax], [o])
+        got = m.run([x], [torch.float32])[0]
+        assert list(got.shape) == shape, (axes, got.shape)
+        assert _values(got) == _values(x), axes
+
+
+def case_channel_shuffle():
+    # CHANNEL_SHUFFLE (46): along `axis`, with group_size = C / num_groups,
+    # output_channel[k * num_groups + g] = input_channel[g * group_size + k].
+    for shape, groups, axis in (((2, 3, 2, 6), 3, 3), ((2, 3, 2, 6), 2, -1), ((2, 8, 3), 4, 1),
+                                ((12,), 3, 0)):
+        x = torch.arange(math.prod(shape), dtype=torch.float32).reshape(shape)
+        m = Model()
+        i = m.input(T_F32, shape)
+        o = m.output(T_F32, (0,) * len(shape))
+        m.op("CHANNEL_SHUFFLE", [i, m.const(I32, groups), m.const(I32, axis)], [o])
+        got = m.run([x], [torch.float32])[0]
+        ax = axis % len(shape)
+        channels = shape[ax]
+        group_size = channels // groups
+        xs, gs = x.movedim(ax, 0), got.movedim(ax, 0)
+        for k in range(group_size):
+            for g in range(groups):
+                assert torch.equal(gs[k * groups + g], xs[g * group_size + k]), (shape, groups, k, g)
+
+
+def case_fused_relu1():
+    # FuseCode ANEURALNETWORKS_FUSED_RELU1 (2): the result clamped to [-1, 1],
+    # on ADD (input 2), FULLY_CONNECTED (input 3) and CONV_2D (input 9).
+    def clamp1(v):
+        return min(max(v, -1.0), 1.0)
+
+    a, b = torch.randn(2, 3, 4) * 2, torch.randn(2, 3, 4) * 2
+    got = binary("ADD", a, b, fuse=2)
+    want = [clamp1(u + v) for u, v in zip(_values(a), _values(b))]
+    close(got, torch.tensor(want).reshape(got.shape))
+
+    x, w, bias = torch.randn(3, 5) * 2, torch.randn(4, 5), torch.randn(4)
+    m = Model()
+    i = m.input(T_F32, (3, 5))
+    o = m.output(T_F32, (3, 4))
+    m.op("FULLY_CONNECTED", [i, m.const(T_F32, w), m.const(T_F32, bias), m.const(I32, 2)], [o])
+    got = m.run([x], [torch.float32])[0]
+    want = [[clamp1(sum(x[r][k].item() * w[u][k].item() for k in range(5)) + bias[u].item())
+             for u in range(4)] for r in range(3)]
+    close(got, torch.tensor(want))
+    assert got.min() >= -1 and got.max() <= 1 and (got.abs() == 1).any(), got
+
+    # A 1x1 CONV_2D (NHWC): output[b, i, j, c] = sum_k input[b, i, j, k] * filter[c, 0, 0, k] + bias[c].
+    xc, wc, bc = torch.randn(1, 3, 3, 4) * 2, torch.randn(2, 1, 1, 4), torch.randn(2)
+    m = Model()
+    i = m.input(T_F32, (1, 3, 3, 4))
+    ins = [i, m.const(T_F32, wc), m.const(T_F32, bc)] + [m.const(I32, s) for s in (0, 0, 0, 0, 1, 1, 2)]
+    o = m.output(T_F32, (0, 0, 0, 0))
+    m.op("CONV_2D", ins, [o])
+    got = m.run([xc], [torch.float32])[0]
+    want = [[[[clamp1(sum(xc[0][r][s][k].item() * wc[c][0][0][k].item() for k in range(4)) + bc[c].item())
+               for c in range(2)] for s in range(3)] for r in range(3)]]
+    close(got, torch.tensor(want))
 
 
 CASES = [v for k, v in list(globals().items()) if k.startswith("case_")]

@@ -38,6 +38,7 @@ from torch.backends._nnapi.prepare import convert_model_to_nnapi
 # The fixture generator's helpers (PyTorch test_nnapi.py's qpt and nhwc).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 from fixtures_common import nhwc, qpt  # noqa: E402
+import numeric_rules  # noqa: E402
 
 
 
@@ -65,17 +66,11 @@ def compare(eager, nnapi, atol_rtol, limit, qparams_must_match=True):
     if eager.dtype != nnapi.dtype:
         raise CaseFailure(f"dtype {nnapi.dtype} != eager {eager.dtype}")
     if eager.is_quantized:
-        if qparams_must_match and qparams([eager]) != qparams([nnapi]):
-            raise CaseFailure("quantization parameters differ")
-        diff = (eager.int_repr().to(torch.int32) - nnapi.int_repr().to(torch.int32)).abs()
-        max_diff = int(diff.max()) if diff.numel() else 0
-        mismatches = int(diff.count_nonzero())
-        allowed = limit if limit is not None else int(0.03 * diff.numel())
-        stats = f"{mismatches}/{diff.numel()} off by one quantum"
-        if max_diff > 1 or mismatches > allowed:
-            raise CaseFailure(
-                f"quantized mismatch: max {max_diff} quanta, {stats} (allowed {allowed})")
-        return stats if mismatches else None
+        problem, stats, off = numeric_rules.compare_quantized(
+            eager, nnapi, limit=limit, qparams_must_match=qparams_must_match)
+        if problem:
+            raise CaseFailure("quantized mismatch: " + problem)
+        return stats if off else None
     kwargs = {}
     if atol_rtol is not None:
         kwargs = {"atol": atol_rtol[0], "rtol": atol_rtol[1]}

@@ -3,44 +3,42 @@
 // eager PyTorch, in-process through the --verify library.
 //
 // One test per fixture directory (tools/make_fixtures.py, layout in
-// tests/reference/README.md) whose reference converts. Each test:
-//   1. converts model.pt with the case's --input specs and writes the module;
+// tests/reference/README.md) whose reference converts; with
+// NNAPI_VERIFY_FUSE_ACTIVATIONS=1 (--fuse-activations) also every case that
+// nnapi-convert must convert where the reference refuses (the beyond-* and
+// fuse-* cases, whose unfused numbers tests/reference checks). Each test:
+//   1. converts model.pt with the case's --input specs and options and
+//      writes the module;
 //   2. runs it on args.pt (the inputs test_nnapi.py runs) and compares every
 //      output with eager.pt (what eager PyTorch returned, recorded by the
 //      oracle);
-//   3. runs verify_conversion (what `nnapi-convert --verify` does): the traced
-//      model and the module on seeded random inputs of the specs' shapes.
-//
-// Tolerances (see tolerance_for):
-//   * test_nnapi cases: what PyTorch's test/test_nnapi.py asserts for them.
-//     Its check() calls assertEqual(eager, nnapi) with torch.testing's float32
-//     defaults (atol 1e-5, rtol 1.3e-6) unless the case passes atol_rtol:
-//     conv2d_transpose (atol 2e-4, rtol 0). Quantized outputs are compared
-//     there after dequantizing with float32 tolerances, i.e. exactly, except
-//     where the test passes `limit`: conv2d quant (at most 3% of the elements
-//     differ, atol_rtol (1, 0)) and avg_pool2d quant (limit = every element,
-//     atol_rtol (1, 0)). For those we require none off by more than one
-//     quantum (stricter than atol 1.0, which is 16-33 quanta there) and at
-//     most 3% (conv2d) or any share (avg_pool2d) off by one.
-//   * torchvision cases: not in test_nnapi.py; the --verify defaults (float
-//     atol 1e-4, rtol 1e-4; quantized: none more than one quantum off and at
-//     most 3% off by one). Note: with the fixtures' random initialisation,
-//     googlenet's and mnasnet's activations fade (googlenet's features are
-//     ~1e-11, its output is the fc bias), so these two cases only prove that
-//     the modules run.
+//   3. where the reference converts, runs verify_conversion (what
+//      `nnapi-convert --verify` does): the traced model and the module on
+//      seeded random inputs of the specs' shapes;
+//   4. with --fuse-activations, where case.json states `fold` (the
+//      activations the fused conversion must fold, one (operation, fused
+//      activation) pair each): the fused conversion has one operation fewer per
+//      pair than the unfused one, and per pair one more operation of that type
+//      whose fuse-code operand holds NeuralNetworks.h's code for that
+//      activation.
+// Tolerances: fixtures::tolerance_for (test_nnapi.py's for its cases). Every
+// output must also be checked once in a way a constant output would fail
+// (fixtures::MeaningfulChecks): a check an all-zero output passes proves
+// nothing. Cases whose case.json says `not_runnable` (why) are byte-checked
+// only (tests/reference) and named on the standard output.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/serialization/import.h>
-#include <torch/csrc/jit/serialization/pickle.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
-#include <regex>
 
 #include "../common/fixtures.h"
+#include "nnapi_convert/blob.h"
 #include "nnapi_convert/converter.h"
 #include "nnapi_convert/verify.h"
 
@@ -50,32 +48,98 @@ using namespace nnapi_convert;
 namespace {
 
 using fixtures::load_tensors;
-using fixtures::read_bytes;
 using fixtures::read_json;
 
-bool matches(const std::string& name, const char* re) {
-  return std::regex_search(name, std::regex(re));
+bool fuse_activations() {
+  const char* fuse = std::getenv("NNAPI_VERIFY_FUSE_ACTIVATIONS");
+  return fuse && std::string(fuse) == "1";
 }
 
-// The tolerance PyTorch's test_nnapi.py applies to this case (see the top).
-VerifyOptions tolerance_for(const std::string& name, const std::string& source) {
-  VerifyOptions v;  // atol 1e-4, rtol 1e-4, quantized: one quantum, 3%
-  if (source != "test_nnapi") return v;
-  v.atol = 1e-5;  // torch.testing.assert_close's float32 defaults
-  v.rtol = 1.3e-6;
-  if (matches(name, "^conv2d_transpose-")) {
-    v.atol = 2e-4;  // test_conv2d_transpose: atol_rtol = (0.0002, 0)
-    v.rtol = 0;
+// NeuralNetworks.h: the FuseCode values.
+const std::map<std::string, int32_t> kFuseCodes = {
+    {"NONE", 0}, {"RELU", 1}, {"RELU1", 2}, {"RELU6", 3}};
+
+// NeuralNetworks.h: the operations that take a fused activation, their
+// OperationCode, and which input holds the FuseCode (the convolutions in their
+// explicit-padding form, the only one nnapi-convert writes: CONV_2D and
+// TRANSPOSE_CONV_2D input 9 after the four paddings and two strides,
+// DEPTHWISE_CONV_2D and GROUPED_CONV_2D input 10 after the multiplier or
+// group count; FULLY_CONNECTED input 3; ADD, SUB, MUL, DIV input 2).
+struct FusingOp {
+  const char* name;
+  size_t fuse_input;
+};
+const std::map<int32_t, FusingOp> kFusingOps = {{0, {"ADD", 2}},
+                                                {3, {"CONV_2D", 9}},
+                                                {4, {"DEPTHWISE_CONV_2D", 10}},
+                                                {9, {"FULLY_CONNECTED", 3}},
+                                                {18, {"MUL", 2}},
+                                                {30, {"DIV", 2}},
+                                                {36, {"SUB", 2}},
+                                                {55, {"GROUPED_CONV_2D", 10}},
+                                                {91, {"TRANSPOSE_CONV_2D", 9}}};
+
+std::string fuse_name(int32_t code) {
+  for (const auto& [name, c] : kFuseCodes)
+    if (c == code) return name;
+  return "fuse code " + std::to_string(code);
+}
+
+// How many operations of each (type, fused activation) the conversion has;
+// the explicit-padding form of each convolution is checked on the way.
+std::map<std::pair<std::string, std::string>, int> fused_operations(const Conversion& c) {
+  const Blob b =
+      parse_blob(reinterpret_cast<const uint8_t*>(c.ser_model.data()), c.ser_model.size() * 4);
+  std::map<std::pair<std::string, std::string>, int> counts;
+  for (const BlobOperation& op : b.operations) {
+    auto it = kFusingOps.find(op.opcode);
+    if (it == kFusingOps.end()) continue;
+    const FusingOp& f = it->second;
+    EXPECT_GT(op.inputs.size(), f.fuse_input) << f.name << " has too few inputs";
+    if (op.inputs.size() <= f.fuse_input) continue;
+    if (op.opcode == 3 || op.opcode == 91) {  // explicit padding: input 7 is the width stride
+      EXPECT_EQ(b.operands[op.inputs[7]].type, nnapi::OperandType::Int32)
+          << f.name << " in its implicit-padding form";
+    }
+    const BlobOperand& fuse = b.operands[op.inputs[f.fuse_input]];
+    EXPECT_EQ(fuse.type, nnapi::OperandType::Int32) << f.name << "'s fuse operand";
+    if (fuse.value < 0) {
+      ADD_FAILURE() << f.name << "'s fuse code is not a constant";
+      continue;
+    }
+    const std::vector<uint8_t>& bytes = b.values[fuse.value].immediate;
+    int32_t code = -1;
+    if (bytes.size() == 4) std::memcpy(&code, bytes.data(), 4);
+    ++counts[{f.name, fuse_name(code)}];
   }
-  if (matches(name, "^avg_pool2d-quant")) {
-    // test_avg_pool2d: limit = every element, atol_rtol = (1, 0): on a
-    // device, NNAPI drivers may round quantized averages differently from
-    // QNNPACK. (The host runtime rounds as QNNPACK does.)
-    v.max_off_by_one_share = 1.0;
-  } else if (!matches(name, "^conv2d-quant")) {
-    v.max_off_by_one_share = 0;  // no `limit`: quantized outputs must be equal
+  return counts;
+}
+
+// Step 4: what --fuse-activations folded against the case's `fold`.
+void expect_folds(const ConvertOptions& fused_options, const Conversion& fused,
+                  const nlohmann::json& fold) {
+  ConvertOptions plain = fused_options;
+  plain.fuse_activations = false;
+  const Conversion unfused = convert(plain);
+  std::map<std::pair<std::string, std::string>, int> want;
+  for (const auto& pair : fold) {
+    const auto name = pair.at(1).get<std::string>();
+    ASSERT_TRUE(kFuseCodes.count(name)) << "unknown activation " << name << " in fold";
+    ++want[{pair.at(0).get<std::string>(), name}];
   }
-  return v;
+  EXPECT_EQ(fused.operation_count, unfused.operation_count - static_cast<int64_t>(fold.size()))
+      << "--fuse-activations must fold " << fold.size() << " activation(s)";
+  auto before = fused_operations(unfused);
+  auto after = fused_operations(fused);
+  std::set<std::pair<std::string, std::string>> keys;
+  for (const auto& m : {before, after, want})
+    for (const auto& [k, n] : m) keys.insert(k);
+  for (const auto& k : keys) {
+    if (k.second == "NONE") continue;  // the producers that lost NONE
+    EXPECT_EQ(after[k] - before[k], want[k])
+        << k.first << " operations with fused " << k.second << ": " << before[k] << " unfused, "
+        << after[k] << " with --fuse-activations";
+  }
 }
 
 class VerifyCase : public testing::Test {
@@ -85,76 +149,53 @@ class VerifyCase : public testing::Test {
   void TestBody() override {
     nlohmann::json cs = read_json(dir_ / "case.json");
     const std::string name = cs.at("name").get<std::string>();
-    const std::string source = cs.at("source").get<std::string>();
-    ConvertOptions o;
-    o.model_path = (dir_ / "model.pt").string();
-    for (const std::string& s : cs.at("inputs").get<std::vector<std::string>>())
-      o.inputs.push_back(parse_input_spec(s));
-    o.min_android_api = fixtures::min_android_api_of(cs);
-    // NNAPI_VERIFY_FUSE_ACTIVATIONS=1: the same checks with --fuse-activations.
-    const char* fuse = std::getenv("NNAPI_VERIFY_FUSE_ACTIVATIONS");
-    o.fuse_activations = fuse && std::string(fuse) == "1";
-    VerifyOptions tol = tolerance_for(name, source);
+    ConvertOptions o = fixtures::convert_options(dir_, cs);
+    o.fuse_activations = fuse_activations();
+    VerifyOptions tol = fixtures::tolerance_for(cs, load_tensors(dir_ / "eager.pt"));
 
-    fs::path out = fs::temp_directory_path() /
-                   ("nnapi-verify-" + dir_.filename().string() + "-" + std::to_string(::getpid()));
+    fs::path out = fixtures::unique_temp_path("verify-" + dir_.filename().string());
     fs::create_directories(out);
     const std::string module = (out / "m.nnapi.pt").string();
-    write_nnapi_module(convert(o), o, module, false);
+    const Conversion c = convert(o);
+    write_nnapi_module(c, o, module, false);
 
     // 2. The oracle's inputs and eager outputs.
-    std::vector<at::Tensor> args = load_tensors(dir_ / "args.pt");
-    std::vector<at::Tensor> eager = load_tensors(dir_ / "eager.pt");
-    std::vector<at::Tensor> nnapi = run_converted(module, args);
-    ASSERT_EQ(nnapi.size(), eager.size()) << "number of outputs";
-    for (size_t i = 0; i < eager.size(); ++i) {
-      at::Tensor got = nnapi[i];
-      // test_nnapi.py's flexible quantized cases convert with template inputs
-      // of other quantization parameters than the run-time args (e.g. scale
-      // 1/16 vs 0.03); NNAPI then reads the args' integers with the template's
-      // parameters, so only the integers are comparable (as in
-      // tests/runtime/test_reference_models.py).
-      if (got.is_quantized() && eager[i].is_quantized() &&
-          (got.q_scale() != eager[i].q_scale() || got.q_zero_point() != eager[i].q_zero_point()) &&
-          args_have_other_qparams(o, args)) {
-        got = at::_make_per_tensor_quantized_tensor(got.int_repr(), eager[i].q_scale(),
-                                                    eager[i].q_zero_point());
-      }
-      OutputCheck c = compare_output(got, eager[i], quantum_of(module, i), tol);
-      std::cout << "[ numbers  ] " << name << " eager.pt " << format_output_check(i, c) << "\n";
-      EXPECT_TRUE(c.ok) << "eager.pt output " << i << ": " << c.problem;
+    fixtures::MeaningfulChecks checks(name);
+    std::vector<OutputCheck> on_args = fixtures::compare_with_eager(dir_, module, o, tol);
+    for (size_t i = 0; i < on_args.size(); ++i) {
+      std::cout << "[ numbers  ] " << name << " eager.pt " << format_output_check(i, on_args[i])
+                << "\n";
+      checks.add(i, "eager.pt output " + std::to_string(i), on_args[i]);
     }
 
-    // 3. What --verify does: seeded random inputs of the specs' shapes.
-    VerifyReport r = verify_conversion(o, module, tol);
-    for (size_t i = 0; i < r.outputs.size(); ++i) {
-      std::cout << "[ numbers  ] " << name << " random " << format_output_check(i, r.outputs[i])
-                << "\n";
-      EXPECT_TRUE(r.outputs[i].ok) << "random inputs, output " << i << ": " << r.outputs[i].problem;
+    // 3. What --verify does: seeded random inputs of the specs' shapes (of
+    // args.pt's shapes where --return-shape fixes the outputs' sizes). Only
+    // where the reference converts: the others (masks, token ids, sizes of
+    // 224) take inputs random ones are not, and tests/reference checks them
+    // on args.pt alike.
+    if (cs.at("expect").get<std::string>() == "ok") {
+      if (!o.return_shapes.empty()) {
+        for (const at::Tensor& a : load_tensors(dir_ / "args.pt"))
+          tol.shapes.push_back(a.sizes().vec());
+      }
+      VerifyReport r = verify_conversion(o, module, tol);
+      for (size_t i = 0; i < r.outputs.size(); ++i) {
+        std::cout << "[ numbers  ] " << name << " random " << format_output_check(i, r.outputs[i])
+                  << "\n";
+        checks.add(i, "random inputs, output " + std::to_string(i), r.outputs[i]);
+      }
+      EXPECT_TRUE(r.ok);
     }
-    EXPECT_TRUE(r.ok);
+    checks.finish();
+
+    // 4. What --fuse-activations folded.
+    if (o.fuse_activations && cs.contains("fold") && !cs.at("fold").is_null()) {
+      expect_folds(o, c, cs.at("fold"));
+    }
     fs::remove_all(out);
   }
 
  private:
-  static bool args_have_other_qparams(const ConvertOptions& o, const std::vector<at::Tensor>& a) {
-    for (size_t i = 0; i < a.size() && i < o.inputs.size(); ++i) {
-      if (a[i].is_quantized() &&
-          (a[i].q_scale() != o.inputs[i].scale || a[i].q_zero_point() != o.inputs[i].zero_point)) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  static double quantum_of(const std::string& module, size_t output) {
-    torch::jit::Module m = torch::jit::load(module);
-    at::Tensor ser = m.attr("mod").toModule().attr("ser_model").toTensor().contiguous();
-    std::vector<double> q = dequantized_output_quanta(
-        std::vector<int32_t>(ser.data_ptr<int32_t>(), ser.data_ptr<int32_t>() + ser.numel()));
-    return output < q.size() ? q[output] : 0.0;
-  }
-
   fs::path dir_;
 };
 
@@ -168,6 +209,7 @@ int main(int argc, char** argv) {
                  "tools/make_fixtures.py\n";
     return 1;
   }
+  const bool fused = fuse_activations();
   std::vector<fs::path> dirs;
   std::string list = roots;
   for (size_t start = 0; start <= list.size();) {
@@ -180,13 +222,17 @@ int main(int argc, char** argv) {
       std::cerr << root << " is not a directory\n";
       return 1;
     }
-    std::vector<fs::path> found = fixtures::case_dirs(root, "ok");
-    // A case the validator refuses has nothing to verify (tests/reference
-    // checks the refusal).
-    found.erase(
-        std::remove_if(found.begin(), found.end(),
-                       [](const fs::path& d) { return !fixtures::validator_refuses(d).empty(); }),
-        found.end());
+    std::vector<fs::path> found = fixtures::case_dirs_if(root, [&](const nlohmann::json& cs) {
+      if (cs.contains("not_runnable") && cs.at("not_runnable").is_string()) {
+        std::cout << "not run on NNAPI: " << cs.at("name").get<std::string>() << ": "
+                  << cs.at("not_runnable").get<std::string>() << "\n";
+        return false;
+      }
+      // A case the validator refuses has nothing to verify (tests/reference
+      // checks the refusal).
+      if (cs.value("validator_refuses", nlohmann::json()).is_string()) return false;
+      return fused ? fixtures::must_convert(cs) : cs.at("expect").get<std::string>() == "ok";
+    });
     if (found.empty()) {
       std::cerr << "no converted fixtures in " << root << "\n";
       return 1;

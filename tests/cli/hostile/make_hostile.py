@@ -40,9 +40,46 @@ HOSTILE = os.path.join(OUT, "hostile")
 # ---------------------------------------------------------------------------
 # Base models (torch)
 # ---------------------------------------------------------------------------
-def make_models():
+def save_setstate_models(directory):
+    """setstate_print.pt and setstate_loop.pt (input 1x4) in `directory`: a
+    __setstate__, run while LibTorch loads the model, that prints, and one
+    that never returns (also tests/cli/options_test.py's)."""
     from typing import Tuple
 
+    import torch
+
+    class SetstatePrint(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.ones(4)
+
+        def forward(self, x):
+            return torch.relu(x) + self.w
+
+        @torch.jit.export
+        def __getstate__(self) -> Tuple[torch.Tensor, bool]:
+            return (self.w, self.training)
+
+        @torch.jit.export
+        def __setstate__(self, state: Tuple[torch.Tensor, bool]) -> None:
+            print("SETSTATE-RAN-AT-LOAD")
+            self.w = state[0]
+            self.training = state[1]
+
+    class SetstateLoop(SetstatePrint):
+        @torch.jit.export
+        def __setstate__(self, state: Tuple[torch.Tensor, bool]) -> None:
+            i = 0
+            while True:
+                i = i + 1
+            self.w = state[0]
+            self.training = state[1]
+
+    torch.jit.script(SetstatePrint().eval()).save(os.path.join(directory, "setstate_print.pt"))
+    torch.jit.script(SetstateLoop().eval()).save(os.path.join(directory, "setstate_loop.pt"))
+
+
+def make_models():
     import torch
 
     os.makedirs(MODELS, exist_ok=True)
@@ -80,35 +117,7 @@ def make_models():
 
     torch.jit.trace(View22().eval(), torch.randn(1, 4)).save(os.path.join(MODELS, "view22.pt"))
 
-    class SetstatePrint(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.w = torch.ones(4)
-
-        def forward(self, x):
-            return torch.relu(x) + self.w
-
-        @torch.jit.export
-        def __getstate__(self) -> Tuple[torch.Tensor, bool]:
-            return (self.w, self.training)
-
-        @torch.jit.export
-        def __setstate__(self, state: Tuple[torch.Tensor, bool]) -> None:
-            print("SETSTATE-RAN-AT-LOAD")
-            self.w = state[0]
-            self.training = state[1]
-
-    class SetstateLoop(SetstatePrint):
-        @torch.jit.export
-        def __setstate__(self, state: Tuple[torch.Tensor, bool]) -> None:
-            i = 0
-            while True:
-                i = i + 1
-            self.w = state[0]
-            self.training = state[1]
-
-    torch.jit.script(SetstatePrint().eval()).save(os.path.join(MODELS, "setstate_print.pt"))
-    torch.jit.script(SetstateLoop().eval()).save(os.path.join(MODELS, "setstate_loop.pt"))
+    save_setstate_models(MODELS)
 
     import torchvision
 
