@@ -15,7 +15,7 @@ namespace nnapi_convert {
 using LowerFn = std::function<void(LoweringContext&, const Node*)>;
 // Whether the lowering of a node's kind takes this node, from the graph alone
 // (its constant arguments and types), before anything is lowered: "" when it
-// may, else what makes it unsupported ("3-D", "dilated transposed"), named in
+// may, else what makes it unsupported ("3-D", "dilated grouped"), named in
 // the up-front census beside the kind. Kept apart from the lowering, as ONNX
 // Runtime's NNAPI op builders keep IsOpSupported apart from AddToModelBuilder.
 using SupportFn = std::function<std::string(const Node*)>;
