@@ -42,10 +42,11 @@ TESTS = [
     "reference.test_nnapi", "reference.torchvision",
     "verify.test_nnapi", "verify.test_nnapi_fused", "verify.torchvision", "verify.torchvision_fused",
     "verify.rules", r"verify.cli_.*", "runtime.extra_ops",
+    "validate.rules", "validate.reference_torchvision", "unit.numeric_rules",
 ]
 # The targets those tests need.
 TARGETS = ["nnapi-convert", "neuralnetworks", "test_reference", "test_verify",
-           "test_verify_rules"]
+           "test_verify_rules", "test_validate"]
 
 # Each planted bug: (name, what it does, [(file, text, replacement), ...]).
 # The text must occur exactly once in the file; where revisions differ, text
@@ -105,6 +106,43 @@ MUTATIONS = [
      "--verify's quantized rule forgets the bound on the worst element (only the 3% share)",
      [("src/verify/verify.cpp", "    return c.max_quanta <= 1 && static_cast<double>(c.off_by_one) <=",
        "    return static_cast<double>(c.off_by_one) <=")]),
+    ("verify-ignores-share",
+     "--verify's quantized rule forgets the 3% share (any number of elements off by one passes)",
+     [("src/verify/verify.cpp", "options.max_off_by_one_share * static_cast<double>(c.numel);",
+       "static_cast<double>(c.numel);")]),
+    ("verify-ignores-scale",
+     "--verify's quantized rule compares the output's zero point but not its scale",
+     [("src/verify/verify.cpp",
+       "if (nnapi.q_scale() != eager.q_scale() || nnapi.q_zero_point() != eager.q_zero_point()) {",
+       "if (nnapi.q_zero_point() != eager.q_zero_point()) {")]),
+    ("verify-ignores-zero-point",
+     "--verify's quantized rule compares the output's scale but not its zero point",
+     [("src/verify/verify.cpp",
+       "if (nnapi.q_scale() != eager.q_scale() || nnapi.q_zero_point() != eager.q_zero_point()) {",
+       "if (nnapi.q_scale() != eager.q_scale()) {")]),
+    ("python-rule-ignores-worst",
+     "tools/numeric_rules.py (the zoo's rule) forgets the bound on the worst element",
+     [("tools/numeric_rules.py", "    if worst > 1:\n", "    if False:\n")]),
+    ("python-rule-ignores-share",
+     "tools/numeric_rules.py (the zoo's rule) forgets the 3% share",
+     [("tools/numeric_rules.py", "    if off > allowed:\n", "    if False:\n")]),
+    ("python-rule-ignores-qparams",
+     "tools/numeric_rules.py compares the integers only, not the scale and zero point",
+     [("tools/numeric_rules.py", "    if qparams_must_match and (", "    if False and (")]),
+    ("quant-conv-output-scale",
+     "quantized convolutions declare an output scale 0.4% off the model's",
+     [("src/lower/quantized.cpp",
+       "  add_conv2d_common(cx, node->output(), out_scale, out_zero_point,",
+       "  add_conv2d_common(cx, node->output(), out_scale * 1.004, out_zero_point,")]),
+    ("validator-elementwise-rank5",
+     "the shared validator (src/validate) lets ADD/SUB/MUL/DIV operands of rank 5 through "
+     "(NeuralNetworks.h: rank up to 4)",
+     [("src/validate/ops_elementwise.cpp",
+       "  c.max_rank(4);\n  if (!c.full()) return;\n  c.fuse_code(2);",
+       "  c.max_rank(5);\n  if (!c.full()) return;\n  c.fuse_code(2);")]),
+    ("runtime-relu1-as-0-1",
+     "the host runtime clamps a float FUSED_RELU1 result to [0, 1] instead of [-1, 1]",
+     [("src/runtime/kernel.cpp", "r = at::clamp(r, -1, 1);", "r = at::clamp(r, 0, 1);")]),
 ]
 
 
