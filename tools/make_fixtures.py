@@ -2107,7 +2107,11 @@ class MaskedFill0dModule(torch.nn.Module):
         self.register_buffer("mask", torch.tensor(True))
 
     def forward(self, x):
-        return torch.relu(x).masked_fill(self.mask, self.fill)
+        # The mask (True) fills every element, so the fill alone would be a
+        # constant output, and -inf one no numeric rule compares: exp(fill) + x
+        # shows the fill (exp(-1.5) = 0.22, exp(-inf) = 0; NaN, +inf or another
+        # fill would show) in an output that varies with x.
+        return torch.exp(torch.relu(x).masked_fill(self.mask, self.fill)) + x
 
 
 beyond("baddbmm-0d-bias", lambda: Case(
