@@ -38,19 +38,19 @@ struct AxesPlan {
   DimOrder out_order = DimOrder::Contiguous;
 };
 
-AxesPlan plan_axes(LoweringContext& cx, Tensor x, const std::vector<int64_t>& dims, bool keep,
-                   const std::string& what) {
+AxesPlan plan_axes(LoweringContext& cx, Tensor x, const std::vector<int64_t>& dims, bool keep) {
   const auto rank = static_cast<int64_t>(x.op.shape.size());
   std::vector<bool> reduced(rank, false);
   for (int64_t d : dims) reduced[py_index(d, rank)] = true;
   if (x.op.dim_order == DimOrder::ChannelsLast && !keep &&
       !(reduced[1] || (reduced[2] && reduced[3]))) {
-    check(x.op.type != OperandType::TensorBool8, [&] {
-      return what +
-             " of a channels-last bool tensor over these dims is not supported "
-             "(NNAPI's TRANSPOSE takes no TENSOR_BOOL8); convert without --nhwc";
-    });
-    x = emit_relayout(cx, x, DimOrder::Contiguous);
+    if (x.op.type == OperandType::TensorBool8) {
+      // NNAPI's TRANSPOSE takes no TENSOR_BOOL8: through float32 0/1.
+      x = bool8_of(
+          cx, emit_relayout(cx, bool_as(cx, x, OperandType::TensorFloat32), DimOrder::Contiguous));
+    } else {
+      x = emit_relayout(cx, x, DimOrder::Contiguous);
+    }
   }
   AxesPlan p{x, {}, keep ? x.op.dim_order : DimOrder::Contiguous};
   for (int64_t d = 0; d < rank; ++d) {
@@ -84,7 +84,7 @@ Tensor emit_reduce(LoweringContext& cx, Op op, const Tensor& x, std::vector<int6
   if (dims.empty()) {
     for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
   }
-  const AxesPlan p = plan_axes(cx, x, dims, keep, what);
+  const AxesPlan p = plan_axes(cx, x, dims, keep);
   Operand o = p.x.op;
   o.dim_order = p.out_order;
   const std::vector<SymInt> out_dims = reduced_dims(p.x, dims, keep);
@@ -101,7 +101,7 @@ Tensor emit_arg(LoweringContext& cx, Op op, const Tensor& x, int64_t dim, bool k
                 const Value* out, const std::string& what) {
   const auto rank = static_cast<int64_t>(x.op.shape.size());
   dim = py_index(dim, rank);
-  const AxesPlan p = plan_axes(cx, x, {dim}, false, what);
+  const AxesPlan p = plan_axes(cx, x, {dim}, false);
   Operand o = p.x.op;
   o.type = OperandType::TensorInt32;
   o.scale = 0.0;
@@ -129,15 +129,19 @@ bool output_used(const Node* node, size_t i) {
   return node->outputs().size() > i && node->output(i)->hasUses();
 }
 
+// `v`'s operand, of a type the reduction takes: float32, quantized when
+// `allow_quant`, int32 when `allow_int` (ARGMAX/ARGMIN).
 Tensor reduced_operand(LoweringContext& cx, const Value* v, const std::string& what,
-                       bool allow_quant) {
+                       bool allow_quant, bool allow_int = false) {
   const Tensor x = cx.get_operand(v);
   check(x.op.type == OperandType::TensorFloat32 ||
-            (allow_quant && x.op.type == OperandType::TensorQuant8Asymm),
+            (allow_quant && x.op.type == OperandType::TensorQuant8Asymm) ||
+            (allow_int && x.op.type == OperandType::TensorInt32),
         [&] {
           return what + " of a " + nnapi::operand_type_name(x.op.type) +
-                 " tensor is not supported (NNAPI's reductions take float" +
-                 (allow_quant ? " and quantized" : "") + " tensors)";
+                 " tensor is not supported (NNAPI's " +
+                 (allow_int ? "ARGMAX/ARGMIN" : "reductions") + " take float" +
+                 (allow_quant ? ", quantized" : "") + (allow_int ? ", int32" : "") + " tensors)";
         });
   return x;
 }
@@ -156,14 +160,16 @@ void lower_max_min(LoweringContext& cx, const Node* node, bool is_max) {
     emit_binary(cx, is_max ? Op::Maximum : Op::Minimum, x, y, Fuse::None, node->output());
     return;
   }
-  const Tensor x = reduced_operand(cx, node->input(0), what, true);
+  const bool values = !args.has("dim") || output_used(node, 0);
+  // Indices alone (ARGMAX/ARGMIN) take int32 too; values (REDUCE_MAX/MIN) do not.
+  const Tensor x = reduced_operand(cx, node->input(0), what, true, !values);
   if (!args.has("dim")) {
     emit_reduce(cx, reduce, x, {}, false, node->output(0), what);
     return;
   }
   const int64_t dim = args.integer("dim");
   const bool keep = args.flag("keepdim");
-  if (output_used(node, 0)) emit_reduce(cx, reduce, x, {dim}, keep, node->output(0), what);
+  if (values) emit_reduce(cx, reduce, x, {dim}, keep, node->output(0), what);
   if (output_used(node, 1)) {
     emit_arg(cx, is_max ? Op::ArgMax : Op::ArgMin, x, dim, keep, node->output(1), what);
   }
@@ -181,7 +187,7 @@ void lower_amax(LoweringContext& cx, const Node* node, Op op) {
 void lower_argmax(LoweringContext& cx, const Node* node, Op op) {
   const std::string what = kind_name(node);
   NodeArgs args(cx, node);
-  const Tensor x = reduced_operand(cx, node->input(0), what, true);
+  const Tensor x = reduced_operand(cx, node->input(0), what, true, true);
   const bool keep = args.flag("keepdim");
   if (args.is_none("dim")) {
     check(!keep || x.op.shape.size() <= 1,
