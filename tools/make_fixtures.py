@@ -2646,7 +2646,7 @@ class MaskWhereModule(torch.nn.Module):
     tensors, applied with where; the mask is returned too (a bool output)."""
 
     def forward(self, x, y):
-        keep = (x > y.mean()) & ~(y.abs() >= 1.5)
+        keep = (x > y.mean(1, keepdim=True)) & ~(y.abs() >= 1.5)
         return torch.where(keep, x * 2, y - 1), keep
 
 
@@ -2680,7 +2680,8 @@ beyond("classifier-topk-flex", lambda: Case(
 
 class GreedyStepModule(torch.nn.Module):
     """One greedy decoder step: the next token and its log-probability, and
-    whether every sequence has ended (token 0)."""
+    which sequences are more certain than the batch's mean, or all of them
+    when every sequence has ended (token 0)."""
 
     def __init__(self):
         super().__init__()
@@ -2690,16 +2691,19 @@ class GreedyStepModule(torch.nn.Module):
     def forward(self, h):
         logp = torch.log_softmax(self.out(torch.tanh(self.cell(h))), -1)
         best, token = logp.max(-1)
-        return token, best, (token == 0).all()
+        return token, best, (best > best.mean(0, keepdim=True)) | (token == 0).all(-1, keepdim=True)
 
 
 beyond("greedy-step-argmax", lambda: Case(GreedyStepModule(), torch.randn(4, 12)))
 
 
 class ReduceModule(torch.nn.Module):
+    """Reductions over dims and over every element (all(), combined with a
+    tensor: a 0-dim output would be a constant the check cannot tell)."""
+
     def forward(self, x):
-        return (x.amax((1, 2)), x.amin(-1, keepdim=True), x.prod(1), (x > 0).any(3),
-                (x > -2).all(), x.max(), x.min(1)[1])
+        return (x.amax((1, 2)), x.amin(-1, keepdim=True), x.prod(1), (x > 1).any(3),
+                (x > 0) & (x > -4).all(), x - x.max(1, keepdim=True)[0], x.min(1)[1])
 
 
 beyond("reduce-max-prod-any", lambda: Case(ReduceModule(), torch.randn(2, 3, 4, 5)))
