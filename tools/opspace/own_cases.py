@@ -954,6 +954,8 @@ unary("aten::sin", torch.sin, labels=_ACT_LABELS)
 unary("aten::cos", torch.cos, labels=_ACT_LABELS)
 unary("aten::sin", lambda x: torch.sin(x * 100), labels=("rank2",))
 unary("aten::cos", lambda x: torch.cos(x * 1000), labels=("rank2",))
+# |x| up to ~4e4: cos(x) as sin(x + pi/2) would be off by ~1e-3 here (x + pi/2 rounds)
+unary("aten::cos", lambda x: torch.cos(x * 10000), labels=("rank4",))
 for _kind, _f in (("aten::gt", torch.gt), ("aten::le", torch.le)):  # a constant on the left
     add(Sample(_kind, fn(lambda m, x, f=_f: f(m.c, x), c=torch.tensor([[-0.5], [0.0], [0.5]])),
                [In((2, 3, 7))], "const-left"))
