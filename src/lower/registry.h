@@ -102,5 +102,7 @@ void register_roll_ops(LoweringTable& t);           // roll.cpp
 void register_einsum_ops(LoweringTable& t);         // einsum.cpp
 void register_attention_ops(LoweringTable& t);      // attention.cpp
 void register_indexing_ops(LoweringTable& t);       // indexing.cpp
+void register_logical_ops(LoweringTable& t);        // logical.cpp
+void register_reduction_ops(LoweringTable& t);      // reduction.cpp
 
 }  // namespace nnapi_convert
