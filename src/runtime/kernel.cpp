@@ -223,6 +223,10 @@ const std::vector<OpKernel>& all_kernels() {
     add_shape_kernels(t);
     add_resize_kernels(t);
     add_quant_kernels(t);
+    add_space_batch_kernels(t);
+    add_lookup_kernels(t);
+    add_normalization_kernels(t);
+    add_random_kernels(t);
     return t;
   }();
   return table;

@@ -74,6 +74,10 @@ void add_pool_kernels(std::vector<OpKernel>& table);
 void add_shape_kernels(std::vector<OpKernel>& table);
 void add_resize_kernels(std::vector<OpKernel>& table);
 void add_quant_kernels(std::vector<OpKernel>& table);
+void add_space_batch_kernels(std::vector<OpKernel>& table);    // ops/space_batch.cpp
+void add_lookup_kernels(std::vector<OpKernel>& table);         // ops/lookup.cpp
+void add_normalization_kernels(std::vector<OpKernel>& table);  // ops/normalization.cpp
+void add_random_kernels(std::vector<OpKernel>& table);         // ops/random.cpp
 
 // ---- Helpers shared by the kernels (kernel.cpp) ----
 

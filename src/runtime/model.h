@@ -89,6 +89,9 @@ class Model {
   void finish();
 
   bool finished() const { return finished_; }
+  // relaxComputationFloat32toFloat16 was set (executions then round float32
+  // results to float16, see relaxed_float16_rounding in execution.cpp).
+  bool relaxed() const { return relaxed_; }
   const std::vector<Operand>& operands() const { return operands_; }
   const std::vector<Operation>& operations() const { return operations_; }
   const std::vector<uint32_t>& inputs() const { return inputs_; }
@@ -108,7 +111,7 @@ class Model {
   std::vector<size_t> schedule_;
   bool identified_ = false;
   bool finished_ = false;
-  bool relaxed_ = false;  // accepted and ignored: everything runs in float32
+  bool relaxed_ = false;
 };
 
 struct Compilation {
