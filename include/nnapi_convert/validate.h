@@ -40,6 +40,12 @@ struct Operand {
   // A constant's bytes, when known (not owned); nullptr otherwise.
   const uint8_t* data = nullptr;
   size_t length = 0;
+  // TENSOR_QUANT8_SYMM_PER_CHANNEL: the parameters of
+  // ANeuralNetworksModel_setOperandSymmPerChannelQuantParams, the dimension
+  // the scales run along and one scale per index of it (empty: never set;
+  // PyTorch's serialized models cannot carry them).
+  uint32_t channel_dim = 0;
+  std::vector<float> channel_scales;
 };
 
 struct Operation {

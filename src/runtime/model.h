@@ -58,6 +58,9 @@ struct Operand {
   size_t memory_offset = 0;
   size_t length = 0;
   int producer = -1;  // index of the operation writing this operand, if any
+  // TENSOR_QUANT8_SYMM_PER_CHANNEL (setOperandSymmPerChannelQuantParams).
+  uint32_t channel_dim = 0;
+  std::vector<float> channel_scales;
 
   const uint8_t* value_data() const {
     return memory ? memory->data() + memory_offset : bytes.data();
@@ -86,6 +89,9 @@ class Model {
   void add_operation(int32_t code, std::vector<uint32_t> inputs, std::vector<uint32_t> outputs);
   void identify_inputs_outputs(std::vector<uint32_t> inputs, std::vector<uint32_t> outputs);
   void relax_float32_to_float16(bool allow);
+  // setOperandSymmPerChannelQuantParams: only for a TENSOR_QUANT8_SYMM_PER_CHANNEL
+  // operand, a channel dimension below its rank and one scale (> 0) per index.
+  void set_channel_quant(int32_t index, uint32_t channel_dim, std::vector<float> scales);
   void finish();
 
   bool finished() const { return finished_; }

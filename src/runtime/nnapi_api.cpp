@@ -275,6 +275,19 @@ int ANeuralNetworksModel_identifyInputsAndOutputs(ANeuralNetworksModel* model, u
 }
 
 // Accepted and ignored: every float32 computation runs in float32.
+int ANeuralNetworksModel_setOperandSymmPerChannelQuantParams(
+    ANeuralNetworksModel* model, int32_t index,
+    const ANeuralNetworksSymmPerChannelQuantParams* channelQuant) {
+  return guarded(__func__, [&] {
+    nnrt::Model& m = model_of(model);
+    not_null(channelQuant, "channelQuant");
+    if (channelQuant->scaleCount > 0) not_null(channelQuant->scales, "channelQuant->scales");
+    m.set_channel_quant(
+        index, channelQuant->channelDim,
+        std::vector<float>(channelQuant->scales, channelQuant->scales + channelQuant->scaleCount));
+  });
+}
+
 int ANeuralNetworksModel_relaxComputationFloat32toFloat16(ANeuralNetworksModel* model, bool allow) {
   return guarded(__func__, [&] { model_of(model).relax_float32_to_float16(allow); });
 }

@@ -48,7 +48,8 @@ std::string type_list(std::initializer_list<T> types) {
 }
 
 bool is_quant(T t) {
-  return t == T::TensorQuant8Asymm || t == T::TensorQuant16Asymm || t == T::TensorQuant16Symm;
+  return t == T::TensorQuant8Asymm || t == T::TensorQuant16Asymm || t == T::TensorQuant16Symm ||
+         t == T::TensorQuant8Symm;
 }
 
 Check::Check(int64_t index, int32_t code, const std::vector<const Operand*>& ins,

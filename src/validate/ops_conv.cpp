@@ -139,8 +139,17 @@ void conv_operands(Check& c) {
   if (c.type(0) == T::TensorFloat16) c.needs_level(3, std::string(c.name()) + " of TENSOR_FLOAT16");
   if (c.type(0) == T::TensorQuant8Asymm) {
     c.input_type(1, {T::TensorQuant8Asymm, T::TensorQuant8SymmPerChannel});
-    if (c.type(1) == T::TensorQuant8SymmPerChannel)
+    if (c.type(1) == T::TensorQuant8SymmPerChannel) {
       c.needs_level(3, std::string(c.name()) + " with a per-channel quantized filter");
+      // The scales run along the output channels: the filter's dim 0, dim 3
+      // for DEPTHWISE_CONV_2D's [1, h, w, depth_out].
+      const uint32_t want = c.code() == static_cast<int32_t>(nnapi::Op::DepthwiseConv2d) ? 3 : 0;
+      if (!c.in(1).channel_scales.empty() && c.in(1).channel_dim != want)
+        c.fail(Rule::Quantization, "input 1 (filter) has per-channel scales along dimension " +
+                                       std::to_string(c.in(1).channel_dim) + "; NNAPI's " +
+                                       c.name() + " needs them along dimension " +
+                                       std::to_string(want));
+    }
     c.input_type(2, {T::TensorInt32});
     c.bias_quant(2, 0, 1);
   } else {

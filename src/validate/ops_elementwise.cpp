@@ -204,6 +204,7 @@ void quantize_rule(Check& c) {
 void dequantize_rule(Check& c) {
   conversion(c,
              {{T::TensorQuant8Asymm, 1},
+              {T::TensorQuant8Symm, 3},
               {T::TensorQuant8SymmPerChannel, 3},
               {T::TensorQuant16Asymm, 3},
               {T::TensorQuant16Symm, 3}},

@@ -22,7 +22,9 @@ T_F16, F16 = 8, 10
 CODES.update(TRANSPOSE_CONV_2D=91, SPACE_TO_BATCH_ND=33, BATCH_TO_SPACE_ND=29,
              LOCAL_RESPONSE_NORMALIZATION=13, EMBEDDING_LOOKUP=7, HASHTABLE_LOOKUP=10,
              RANDOM_MULTINOMIAL=74, CONV_2D=3, DEPTHWISE_CONV_2D=4, GROUPED_CONV_2D=55,
-             DEQUANTIZE=6, ADD=0, SOFTMAX=25, MAX_POOL_2D=17)
+             DEQUANTIZE=6, ADD=0, SOFTMAX=25, MAX_POOL_2D=17, RELU=19, RELU1=20, RELU6=21,
+             LOGISTIC=14, TANH=28, EXP=49, ABS=38, NEG=67, SQRT=88, RSQRT=83, LOG=60, FLOOR=8,
+             FULLY_CONNECTED=9, L2_NORMALIZATION=11, MEAN=31, SUB=36, MUL=18, DIV=30)
 T_Q8_SYMM, T_Q8_PER_CHANNEL = 13, 11
 DTYPE = {T_F32: torch.float32, T_F16: torch.float16, T_I32: torch.int32, T_Q8: torch.uint8}
 
@@ -351,6 +353,281 @@ def case_random_multinomial_seeds():
     # Both seeds 0: a fresh seed each execution (64 * 3 uniform draws over 10
     # classes agree by chance with probability 10^-192).
     assert not torch.equal(multinomial(logits, 64, [0, 0]), multinomial(logits, 64, [0, 0]))
+
+
+# ------------------------------------------ TENSOR_QUANT8_SYMM_PER_CHANNEL, QUANT8_SYMM
+
+class SymmPerChannelQuantParams(ctypes.Structure):
+    _fields_ = [("channelDim", ctypes.c_uint32), ("scaleCount", ctypes.c_uint32),
+                ("scales", ctypes.POINTER(ctypes.c_float))]
+
+
+def set_channel_quant(m, index, channel_dim, scales):
+    arr = (ctypes.c_float * len(scales))(*scales)
+    params = SymmPerChannelQuantParams(channel_dim, len(scales), arr)
+    return lib.ANeuralNetworksModel_setOperandSymmPerChannelQuantParams(
+        m.handle, index, ctypes.byref(params))
+
+
+def per_channel_const(m, values, channel_dim, scales):
+    idx = m.const(T_Q8_PER_CHANNEL, values)
+    ret = set_channel_quant(m, idx, channel_dim, scales)
+    assert ret == 0, f"setOperandSymmPerChannelQuantParams returned {ret}"
+    return idx
+
+
+def conv_loops(x, w, b, pads, strides, groups=1):
+    """NHWC x [n, h, w, cin]; filter [cout, kh, kw, cin / groups]; bias
+    [cout]; pads (left, right, top, bottom), strides (w, h). out[b, y, z, co]
+    = bias[co] + sum x[b, y * sh + i - top, z * sw + j - left, g * cin_g + ci]
+    * w[co, i, j, ci] over the window inside the image, g = co // (cout /
+    groups)."""
+    n, h, wd, cin = x.shape
+    cout, kh, kw, cin_g = w.shape
+    left, right, top, bottom = pads
+    sw, sh = strides
+    oh = (h + top + bottom - kh) // sh + 1
+    ow = (wd + left + right - kw) // sw + 1
+    xl, wl, bl = x.tolist(), w.tolist(), b.tolist()
+    per_group = cout // groups
+    out = []
+    for bi in range(n):
+        rows = []
+        for y in range(oh):
+            cols = []
+            for z in range(ow):
+                chans = []
+                for co in range(cout):
+                    g = co // per_group
+                    acc = bl[co]
+                    for i in range(kh):
+                        for j in range(kw):
+                            yy, zz = y * sh + i - top, z * sw + j - left
+                            if 0 <= yy < h and 0 <= zz < wd:
+                                acc += sum(xl[bi][yy][zz][g * cin_g + ci] * wl[co][i][j][ci]
+                                           for ci in range(cin_g))
+                    chans.append(acc)
+                cols.append(chans)
+            rows.append(cols)
+        out.append(rows)
+    return torch.tensor(out, dtype=torch.float64)
+
+
+def requantize(acc, multipliers, zp, lo=0, hi=255):
+    """NNAPI's quantized result: round(acc[..., c] * multiplier[c]) + zero
+    point, saturated. NNAPI leaves the rounding of ties and the multiplier's
+    precision to the implementation, so results are compared within one
+    quantum."""
+    return torch.clamp(torch.round(acc * torch.tensor(multipliers, dtype=torch.float64)) + zp,
+                       lo, hi)
+
+
+def case_per_channel_convolutions():
+    torch.manual_seed(4)
+    in_scale, in_zp, out_scale, out_zp = 0.05, 120, 0.2, 100
+    x = torch.randint(0, 256, (1, 5, 6, 4), dtype=torch.uint8)
+    for name, w_shape, channel_dim, groups in (("CONV_2D", (3, 3, 3, 4), 0, 1),
+                                               ("GROUPED_CONV_2D", (4, 2, 2, 2), 0, 2),
+                                               ("DEPTHWISE_CONV_2D", (1, 3, 3, 8), 3, 4)):
+        w = torch.randint(-127, 128, w_shape, dtype=torch.int8)
+        cout = w_shape[channel_dim]
+        scales = [0.01 * (k + 1) for k in range(cout)]
+        bias = torch.randint(-500, 500, (cout,), dtype=torch.int32)
+        # pads l r t b = 1 0 1 1, strides w 1 h 2, no activation
+        scalars = [1, 0, 1, 1, 1, 2]
+        if name == "DEPTHWISE_CONV_2D":
+            scalars.append(2)  # depth multiplier
+            w_loop = w.permute(3, 1, 2, 0)  # [cout, kh, kw, 1]
+            grp = 4
+        else:
+            if name == "GROUPED_CONV_2D":
+                scalars.append(groups)
+            w_loop, grp = w, groups
+        acc = conv_loops(x.double() - in_zp, w_loop.double(), bias.double(), (1, 0, 1, 1),
+                         (1, 2), grp)
+        want = requantize(acc, [in_scale * s / out_scale for s in scales], out_zp)
+        for nchw in (False, True):
+            m = Model()
+            xin = to_nchw(x) if nchw else x
+            i = m.input(T_Q8, tuple(xin.shape), in_scale, in_zp)
+            iw = per_channel_const(m, w, channel_dim, scales)
+            ib = m.const(T_I32, bias)  # scale 0: each value's is in_scale * scale[c]
+            ins = [i, iw, ib] + [m.const(I32, v) for v in scalars] + [m.const(I32, 0),
+                                                                      m.const(BOOL, nchw)]
+            o = m.output(T_Q8, (0, 0, 0, 0), out_scale, out_zp)
+            m.op(name, ins, [o])
+            got = m.run([xin], [torch.uint8])[0]
+            got = got.permute(0, 2, 3, 1) if nchw else got
+            diff = (got.double() - want).abs()
+            assert diff.max() <= 1, (name, nchw, float(diff.max()))
+            assert (diff > 0).double().mean() < 0.05, (name, nchw)
+
+
+def case_per_channel_transpose_conv_and_dequantize():
+    torch.manual_seed(5)
+    in_scale, in_zp, out_scale, out_zp = 0.1, 3, 0.5, 128
+    x = torch.randint(0, 256, (1, 3, 3, 2), dtype=torch.uint8)
+    w = torch.randint(-127, 128, (3, 2, 2, 2), dtype=torch.int8)  # [cout, kh, kw, cin]
+    scales = [0.02, 0.005, 0.04]
+    bias = torch.randint(-100, 100, (3,), dtype=torch.int32)
+    acc = transpose_conv_loops(x.double() - in_zp, w.double(), bias.double(), (0, 0, 0, 0),
+                               (2, 2)).double()
+    want = requantize(acc, [in_scale * s / out_scale for s in scales], out_zp)
+    m = Model()
+    i = m.input(T_Q8, tuple(x.shape), in_scale, in_zp)
+    ins = [i, per_channel_const(m, w, 0, scales), m.const(T_I32, bias)]
+    ins += [m.const(I32, v) for v in (0, 0, 0, 0, 2, 2, 0)] + [m.const(BOOL, False)]
+    o = m.output(T_Q8, (0, 0, 0, 0), out_scale, out_zp)
+    m.op("TRANSPOSE_CONV_2D", ins, [o])
+    got = m.run([x], [torch.uint8])[0]
+    assert (got.double() - want).abs().max() <= 1
+    # DEQUANTIZE of a per-channel tensor: real = scale[c] * q along channelDim;
+    # of TENSOR_QUANT8_SYMM: scale * q.
+    q = torch.randint(-128, 128, (2, 3, 4), dtype=torch.int8)
+    for dim in (0, 1, 2):
+        sc = [0.5 + k for k in range(q.shape[dim])]
+        shape = [1, 1, 1]
+        shape[dim] = q.shape[dim]
+        m = Model()
+        iq = per_channel_const(m, q, dim, sc)
+        o = m.output(T_F32, (0, 0, 0))
+        m.op("DEQUANTIZE", [iq], [o])
+        got = m.run([], [torch.float32])[0]
+        assert torch.equal(got, q.float() * torch.tensor(sc).reshape(shape)), dim
+    got = run_one("DEQUANTIZE", [(T_Q8_SYMM, q, 0.25, 0)], [], [(T_F32, (0, 0, 0), 0, 0)])[0]
+    assert torch.equal(got, q.float() * 0.25)
+
+
+def case_per_channel_api_errors():
+    m = Model()
+    f = m.operand(T_F32, (2, 2))
+    pc = m.operand(T_Q8_PER_CHANNEL, (3, 2))
+    assert set_channel_quant(m, f, 0, [1.0, 1.0]) == 4, "accepted on TENSOR_FLOAT32"
+    assert set_channel_quant(m, pc, 0, [1.0, 1.0]) == 4, "accepted 2 scales for a dim of 3"
+    assert set_channel_quant(m, pc, 2, [1.0, 1.0]) == 4, "accepted channelDim 2 of rank 2"
+    assert set_channel_quant(m, pc, 1, [1.0, 0.0]) == 4, "accepted a zero scale"
+    assert set_channel_quant(m, pc, 1, [1.0, 2.0]) == 0
+    # A per-channel operand whose scales were never set is refused at finish.
+    m = Model()
+    q = torch.zeros(3, 2, dtype=torch.int8)
+    iq = m.const(T_Q8_PER_CHANNEL, q)
+    o = m.output(T_F32, (3, 2))
+    m.op("DEQUANTIZE", [iq], [o])
+    err = expect_failure(lambda: m.run([], [torch.float32]), "no per-channel scales")
+    assert "finish returned 4" in err, err
+    # CONV_2D's filter scales run along dim 0 (output channels): dim 3 is
+    # refused when the operation is added (the scales are known by then).
+    m = Model()
+    i = m.input(T_Q8, (1, 3, 3, 2), 0.5, 0)
+    iw = per_channel_const(m, torch.ones(2, 1, 1, 2, dtype=torch.int8), 3, [0.1, 0.2])
+    ins = [i, iw, m.const(T_I32, torch.zeros(2, dtype=torch.int32))]
+    ins += [m.const(I32, v) for v in (0, 0, 0, 0, 1, 1, 0)]
+    o = m.output(T_Q8, (1, 3, 3, 2), 1.0, 0)
+    err = expect_failure(lambda: m.op("CONV_2D", ins, [o]), "channelDim 3 for CONV_2D")
+    assert "addOperation CONV_2D returned 4" in err, err
+
+
+# ------------------------------------------------------------- TENSOR_FLOAT16
+# Operations of TENSOR_FLOAT16 compute as NeuralNetworks.h's formulas say on
+# the float16 inputs; the expected values are those formulas evaluated in
+# float64 on the same (float16) inputs, and the results must be within
+# float16's precision of them.
+
+def case_float16_operations():
+    torch.manual_seed(6)
+    tol = dict(atol=4e-3, rtol=2e-3)
+    x = torch.randn(1, 5, 5, 3).half()
+    w = torch.randn(2, 3, 3, 3).half()
+    b = torch.randn(2).half()
+    m = Model()
+    i = m.input(T_F16, tuple(x.shape))
+    ins = [i, m.const(T_F16, w), m.const(T_F16, b)] + [m.const(I32, v) for v in
+                                                      (1, 1, 1, 1, 2, 2, 1)]
+    o = m.output(T_F16, (0, 0, 0, 0))
+    m.op("CONV_2D", ins, [o])
+    got = m.run([x], [torch.float16])[0]
+    want = conv_loops(x.double(), w.double(), b.double(), (1, 1, 1, 1), (2, 2)).clamp(min=0)
+    close(got.double(), want, **tol)
+    a, c = torch.randn(2, 3).half(), torch.randn(3).half()
+    got = run_one("ADD", [(T_F16, a, 0, 0), (T_F16, c, 0, 0)], [scalar(I32, 0)],
+                  [(T_F16, (0, 0), 0, 0)])[0]
+    close(got.double(), a.double() + c.double(), **tol)
+    got = run_one("SOFTMAX", [(T_F16, a, 0, 0)], [scalar(F16, 1.5)], [(T_F16, (0, 0), 0, 0)])[0]
+    e = (a.double() * 1.5).exp()
+    close(got.double(), e / e.sum(1, keepdim=True), **tol)
+    # MAX_POOL_2D 2x2 stride 2 (explicit padding 0): the maximum of each window.
+    got = run_one("MAX_POOL_2D", [(T_F16, x, 0, 0)],
+                  [scalar(I32, v) for v in (0, 0, 0, 0, 2, 2, 2, 2, 0)],
+                  [(T_F16, (0, 0, 0, 0), 0, 0)])[0]
+    want = torch.tensor([[[[max(float(x[0, 2 * y + i, 2 * z + j, ch]) for i in range(2)
+                                for j in range(2)) for ch in range(3)] for z in range(2)]
+                          for y in range(2)]], dtype=torch.float64)
+    close(got.double(), want, atol=0, rtol=0)
+
+
+def case_float16_unary_binary_and_matrix_operations():
+    # Each operation of TENSOR_FLOAT16 against its NeuralNetworks.h formula.
+    torch.manual_seed(7)
+    tol = dict(atol=4e-3, rtol=2e-3)
+    x = (torch.randn(2, 3, 4) * 2).half()
+    p = (x.float().abs() + 0.25).half()
+    formulas = {
+        "RELU": (x, lambda v: v.clamp(min=0)),
+        "RELU1": (x, lambda v: v.clamp(-1, 1)),
+        "RELU6": (x * 4, lambda v: v.clamp(0, 6)),
+        "LOGISTIC": (x, lambda v: 1 / (1 + (-v).exp())),
+        "TANH": (x, lambda v: v.tanh()),
+        "EXP": (x, lambda v: v.exp()),
+        "ABS": (x, lambda v: v.abs()),
+        "NEG": (x, lambda v: -v),
+        "FLOOR": (x, lambda v: v.floor()),
+        "SQRT": (p, lambda v: v.sqrt()),
+        "RSQRT": (p, lambda v: 1 / v.sqrt()),
+        "LOG": (p, lambda v: v.log()),
+    }
+    for name, (t, f) in formulas.items():
+        got = run_one(name, [(T_F16, t, 0, 0)], [], [(T_F16, (0, 0, 0), 0, 0)])[0]
+        assert got.dtype == torch.float16, name
+        close(got.double(), f(t.double()), **tol)
+    y = torch.randn(3, 4).half()
+    for name, f in (("SUB", lambda a, b: a - b), ("MUL", lambda a, b: a * b),
+                    ("DIV", lambda a, b: a / b)):
+        b = p[0] if name == "DIV" else y
+        got = run_one(name, [(T_F16, x, 0, 0), (T_F16, b, 0, 0)], [scalar(I32, 0)],
+                      [(T_F16, (0, 0, 0), 0, 0)])[0]
+        close(got.double(), f(x.double(), b.double()), **tol)
+    # FULLY_CONNECTED: out[b, u] = bias[u] + sum_i in[b, i] * w[u, i].
+    inp, w, bias = torch.randn(3, 5).half(), torch.randn(4, 5).half(), torch.randn(4).half()
+    m = Model()
+    i = m.input(T_F16, (3, 5))
+    ins = [i, m.const(T_F16, w), m.const(T_F16, bias), m.const(I32, 0)]
+    o = m.output(T_F16, (0, 0))
+    m.op("FULLY_CONNECTED", ins, [o])
+    got = m.run([inp], [torch.float16])[0]
+    want = torch.tensor([[float(bias[u]) + sum(float(inp[b_, k]) * float(w[u, k]) for k in range(5))
+                          for u in range(4)] for b_ in range(3)], dtype=torch.float64)
+    close(got.double(), want, **tol)
+    # L2_NORMALIZATION along the last axis: v / sqrt(sum v^2).
+    got = run_one("L2_NORMALIZATION", [(T_F16, x, 0, 0)], [], [(T_F16, (0, 0, 0), 0, 0)])[0]
+    xd = x.double()
+    close(got.double(), xd / xd.pow(2).sum(-1, keepdim=True).sqrt(), **tol)
+    # MEAN over axis 1, keep_dims 0.
+    got = run_one("MEAN", [(T_F16, x, 0, 0)], [const_ints([1]), scalar(I32, 0)],
+                  [(T_F16, (0, 0), 0, 0)])[0]
+    close(got.double(), xd.mean(1), **tol)
+    # TRANSPOSE_CONV_2D of TENSOR_FLOAT16 (explicit padding 1 each side, stride 2).
+    xi = torch.randn(1, 3, 3, 2).half()
+    wt = torch.randn(2, 3, 3, 2).half()
+    bt = torch.randn(2).half()
+    m = Model()
+    i = m.input(T_F16, tuple(xi.shape))
+    ins = [i, m.const(T_F16, wt), m.const(T_F16, bt)]
+    ins += [m.const(I32, v) for v in (1, 1, 1, 1, 2, 2, 0)] + [m.const(BOOL, False)]
+    o = m.output(T_F16, (0, 0, 0, 0))
+    m.op("TRANSPOSE_CONV_2D", ins, [o])
+    got = m.run([xi], [torch.float16])[0]
+    want = transpose_conv_loops(xi.double(), wt.double(), bt.double(), (1, 1, 1, 1), (2, 2))
+    close(got.double(), want.double(), **tol)
 
 
 CASES = [v for k, v in list(globals().items()) if k.startswith("case_")]

@@ -213,6 +213,15 @@ typedef struct ANeuralNetworksOperandType {
 
 typedef int32_t ANeuralNetworksOperationType;
 
+/* The scales of a TENSOR_QUANT8_SYMM_PER_CHANNEL operand: real = scales[i] *
+ * value for the values at index i of dimension `channelDim`; `scaleCount`
+ * is that dimension's size. */
+typedef struct ANeuralNetworksSymmPerChannelQuantParams {
+  uint32_t channelDim;
+  uint32_t scaleCount;
+  const float* scales;
+} ANeuralNetworksSymmPerChannelQuantParams;
+
 NNRT_API int ANeuralNetworks_getDeviceCount(uint32_t* numDevices);
 NNRT_API int ANeuralNetworks_getDevice(uint32_t devIndex, ANeuralNetworksDevice** device);
 NNRT_API int ANeuralNetworksDevice_getName(const ANeuralNetworksDevice* device, const char** name);
@@ -233,6 +242,11 @@ NNRT_API int ANeuralNetworksModel_addOperand(ANeuralNetworksModel* model,
                                              const ANeuralNetworksOperandType* type);
 NNRT_API int ANeuralNetworksModel_setOperandValue(ANeuralNetworksModel* model, int32_t index,
                                                   const void* buffer, size_t length);
+/* Sets the per-channel scales of a TENSOR_QUANT8_SYMM_PER_CHANNEL operand
+ * (copied); required before finish for every such operand. */
+NNRT_API int ANeuralNetworksModel_setOperandSymmPerChannelQuantParams(
+    ANeuralNetworksModel* model, int32_t index,
+    const ANeuralNetworksSymmPerChannelQuantParams* channelQuant);
 NNRT_API int ANeuralNetworksModel_setOperandValueFromMemory(ANeuralNetworksModel* model,
                                                             int32_t index,
                                                             const ANeuralNetworksMemory* memory,

@@ -68,6 +68,11 @@ at::Tensor image_nchw(const Value& x, bool nchw) {
 // Output 0 from the result in conv_values (input 0 the data, input 1 the filter).
 at::Tensor conv_output(const ExecContext& ctx, const at::Tensor& y, int32_t fuse) {
   const Value& x = ctx.in(0);
+  if (is_quant8(x.type) && ctx.in(1).type == T::TensorQuant8SymmPerChannel) {
+    // The filter's scales run along the output channels: dim 1 of the NCHW result.
+    return requantize_accumulator(y, x.scale, channel_scales(ctx.in_operand(1), y.dim(), 1),
+                                  ctx.out_operand(0), fuse);
+  }
   if (is_quant8(x.type))
     return requantize_accumulator(y, x.scale, ctx.in(1).scale, ctx.out_operand(0), fuse);
   return to_operand(y, ctx.out_operand(0), fuse);
