@@ -47,6 +47,25 @@ std::string type_list(std::initializer_list<T> types) {
   return r;
 }
 
+void typed(Check& c, std::initializer_list<TypeLevel> types) {
+  for (const TypeLevel& t : types) {
+    if (c.type(0) == t.type) {
+      c.needs_level(t.level, std::string(c.name()) + " of " + nnapi::operand_type_name(t.type));
+      return;
+    }
+  }
+  std::string list;
+  size_t k = 0;
+  for (const TypeLevel& t : types) {
+    if (k) list += k + 1 == types.size() ? " or " : ", ";
+    list += nnapi::operand_type_name(t.type);
+    ++k;
+  }
+  c.fail(Rule::OperandType, "input 0 is " + std::string(nnapi::operand_type_name(c.type(0))) +
+                                "; NNAPI's " + c.name() + " takes " + list +
+                                " there (at any feature level)");
+}
+
 bool is_quant(T t) {
   return t == T::TensorQuant8Asymm || t == T::TensorQuant16Asymm || t == T::TensorQuant16Symm;
 }

@@ -122,6 +122,17 @@ class Check {
 
 // "TENSOR_FLOAT32, TENSOR_FLOAT16 or TENSOR_QUANT8_ASYMM"
 std::string type_list(std::initializer_list<T> types);
+
+// A tensor type an operation takes and the feature level it came with (for
+// that operation: NeuralNetworks.h's "(since NNAPI feature level N)").
+struct TypeLevel {
+  T type;
+  int level;
+};
+// Input 0 has one of `types`, and the operation needs at least the level
+// given with it ("RESHAPE of TENSOR_INT32" needs 6); a type not listed is a
+// finding at every level.
+void typed(Check& c, std::initializer_list<TypeLevel> types);
 bool is_quant(T t);  // a quantized tensor type with (scale, zero point)
 
 // ---- shape arithmetic shared by the rules (unknown sizes stay unknown)
