@@ -2589,9 +2589,17 @@ for _m in ("mobilenet_v2", "resnet18"):
 # (tests/reference lists these as known reference bugs).
 _RANK5_RESHAPE = ("PyTorch's converter flattens a rank-5 input with RESHAPE; NeuralNetworks.h, "
                   "RESHAPE: \"Supported tensor rank: up to 4\"")
+_NHWC_SLICE = ("PyTorch's converter slices NHWC data along the NCHW axis; NeuralNetworks.h, "
+               "STRIDED_SLICE: its output dims follow from begin, end and strides, and they "
+               "differ from the declared ones")
+_RANK0_OUTPUT = ("PyTorch's converter declares a model output of rank 0; NNAPI has no rank-0 "
+                 "model outputs (PyTorch's NNAPI binding fails on them)")
 VALIDATOR_REFUSES = {
     **{f"flatten-{n}": _RANK5_RESHAPE
        for n in ("default", "s0-e4", "s0-em2", "s2-e3", "s2-e4")},
+    **{f"beyond-dims-slice-{k}-nhwc": _NHWC_SLICE for k in ("float", "quant", "flex-batch")},
+    **{f"beyond-ghost-slice-{k}-nhwc": _NHWC_SLICE for k in ("float", "flex-batch")},
+    **{f"beyond-rank0-{k}": _RANK0_OUTPUT for k in ("mean-1d", "mean-4d", "mean-4d-nhwc")},
 }
 
 

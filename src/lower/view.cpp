@@ -67,7 +67,8 @@ void lower_unsqueeze(LoweringContext& cx, const Node* node) {
 }
 
 // squeeze(x, dim) and squeeze(x): SQUEEZE of the given dim (when it is 1,
-// else x itself) or of every dim of size 1. A flexible dim may or may not be 1
+// else x itself) or of every dim of size 1 (a RESHAPE to [1] when that is
+// every dim). A flexible dim may or may not be 1
 // when the model runs: squeezing it, or squeezing all dims of a tensor with
 // one, is refused.
 void lower_squeeze(LoweringContext& cx, const Node* node) {
@@ -102,8 +103,15 @@ void lower_squeeze(LoweringContext& cx, const Node* node) {
     if (std::find(axes.begin(), axes.end(), d) == axes.end())
       dims.push_back(sym_dim(in_id, in.shape, d));
   }
-  int32_t axes_id = cx.model().add_int_vector(axes);
   const int32_t out_id = cx.add_output(node->output(), in, dims).id;
+  if (dims.empty()) {
+    // Every dim squeezed: a 0-dim result, which NNAPI holds as shape [1]
+    // (fix_shape). SQUEEZE would compute rank 0: a RESHAPE to [1] instead.
+    const int32_t shape_id = cx.model().add_int_vector(Shape{1});
+    cx.model().add_operation(Op::Reshape, {in_id, shape_id}, {out_id});
+    return;
+  }
+  const int32_t axes_id = cx.model().add_int_vector(axes);
   cx.model().add_operation(Op::Squeeze, {in_id, axes_id}, {out_id});
 }
 

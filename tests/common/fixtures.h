@@ -84,8 +84,9 @@ inline nnapi_convert::ConvertOptions convert_options(const std::filesystem::path
   return o;
 }
 
-// Why nnapi-convert's validator refuses the case (case.json's
-// "validator_refuses": its NNAPI model breaks NeuralNetworks.h), or "".
+// Why nnapi-convert's validator refuses the reference's model of the case
+// (case.json's "validator_refuses": PyTorch's converter's NNAPI model breaks
+// NeuralNetworks.h; nnapi-convert writes a valid one), or "".
 inline std::string validator_refuses(const std::filesystem::path& dir) {
   const nlohmann::json why =
       read_json(dir / "case.json").value("validator_refuses", nlohmann::json());
