@@ -1402,6 +1402,34 @@ beyond("text-encoder-padding-flex-len", lambda: Case(
     options=API_33))
 
 
+# Data movement of int32 (issue 19): NeuralNetworks.h lists TENSOR_INT32 for
+# RESHAPE since feature level 6 (Android 13) only. A bool's 0/1 values move as
+# float32 at any level (the attention-mha-*key-padding* cases above); other
+# int32 data is refused below API 33, naming the level.
+class ViewInt(torch.nn.Module):
+    def forward(self, x):
+        return x.view(3, 4)
+
+
+refuse("int32-view-api29", lambda: Case(
+    ViewInt(), torch.randint(-2**30, 2**30, (2, 6), dtype=torch.int32)),
+    r"node aten::view .*RESHAPE of TENSOR_INT32, of NNAPI feature level 6 .*--min-android-api 33")
+beyond("int32-view-api33", lambda: Case(
+    ViewInt(), torch.randint(-2**30, 2**30, (2, 6), dtype=torch.int32), options=API_33))
+
+
+class ViewBoolMask(torch.nn.Module):
+    """A bool input (and its logical_not) viewed, then used as masks."""
+
+    def forward(self, x, m):
+        x = x.masked_fill(m.view(3, 4), -1.0)
+        return x.masked_fill(torch.logical_not(m).view(3, 4), 2.0)
+
+
+beyond("bool-view-api29", lambda: Case(
+    ViewBoolMask(), [torch.randn(3, 4), torch.randn(2, 6) > 0]))
+
+
 class SumModule(torch.nn.Module):
     def __init__(self, dims, keepdim):
         super().__init__()

@@ -115,9 +115,11 @@ std::optional<Finding> validate_operation_types(int64_t index, int32_t code,
                                                 const std::vector<const Operand*>& outputs);
 
 // The feature level an operation needs given its operand types (e.g. ADD of
-// TENSOR_INT32 needs level 4), at least nnapi::operation_feature_level.
+// TENSOR_INT32 needs level 4, RESHAPE of TENSOR_INT32 level 6), at least
+// nnapi::operation_feature_level. `why`, when given, receives what needs
+// that level ("RESHAPE of TENSOR_INT32", "HARD_SWISH").
 int operation_level(int32_t code, const std::vector<const Operand*>& inputs,
-                    const std::vector<const Operand*>& outputs);
+                    const std::vector<const Operand*>& outputs, std::string* why = nullptr);
 
 // TRANSPOSE_CONV_2D's implicit padding along one spatial axis, as NNAPI
 // computes it from the requested output size (input 3) rather than the input

@@ -204,6 +204,12 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
   cx.add_constant(graph_inputs[0], graph_inputs[0]->type(), self);
   std::vector<int32_t> input_ids;
   for (size_t i = 0; i < n_args; ++i) {
+    // A bool input arrives as int32 0/1; its graph value says bool, so that a
+    // lowering can tell those 0/1 values from other int32 data (emit_reshape).
+    if (options.inputs[i].dtype == InputDType::Bool) {
+      if (auto t = graph_inputs[i + 1]->type()->cast<c10::TensorType>())
+        graph_inputs[i + 1]->setType(t->withScalarType(at::kBool));
+    }
     Operand o = operand_for_input(options.inputs[i], options.nhwc, options.use_int16_for_qint16);
     // NNAPI operations take rank <= 4: an input of rank r > 4 reaches NNAPI
     // with its first r - 3 dims merged (the converted module's forward

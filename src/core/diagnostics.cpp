@@ -17,10 +17,14 @@ namespace nnapi_convert {
 // A node lowered to an operation newer than --min-android-api allows.
 void fail_above_target(const ModelBuilder::OverLimit& over, const ConvertOptions& options) {
   int api = nnapi::android_api_of_feature_level(over.level);
-  fail(std::string("this node needs the NNAPI operation ") + nnapi::op_name(over.op) +
-       ", of NNAPI feature level " + std::to_string(over.level) + " (Android API level " +
-       std::to_string(api) + "), but the target is API level " +
-       std::to_string(options.min_android_api) +
+  // "RESHAPE", "RESHAPE of TENSOR_INT32", or the op and what else needs the level.
+  const std::string op = nnapi::op_name(over.op);
+  const std::string what = over.why.empty() || over.why == op ? op
+                           : over.why.rfind(op + " ", 0) == 0 ? over.why
+                                                              : op + " (" + over.why + ")";
+  fail(std::string("this node needs the NNAPI operation ") + what + ", of NNAPI feature level " +
+       std::to_string(over.level) + " (Android API level " + std::to_string(api) +
+       "), but the target is API level " + std::to_string(options.min_android_api) +
        " and nnapi-convert has no decomposition of it into older operations; give "
        "--min-android-api " +
        std::to_string(api) + " if every device you ship to runs that Android or later");

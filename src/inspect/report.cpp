@@ -254,22 +254,26 @@ nlohmann::ordered_json json_scalar(const Scalar& s) {
   return s.i;
 }
 
-// The NNAPI feature level an operation of the blob needs (see nnapi_types.h).
-int operation_level(const Blob& b, const BlobOperation& op) {
-  int level = nnapi::operation_feature_level(op.opcode, static_cast<int>(op.inputs.size()));
-  for (const auto* ids : {&op.inputs, &op.outputs}) {
-    for (uint32_t id : *ids) {
-      level = std::max(
-          level, nnapi::operand_type_feature_level(static_cast<int32_t>(b.operands.at(id).type)));
-    }
+// The NNAPI feature level each operation of the blob needs, given its
+// operand types (the validator's rules: RESHAPE of TENSOR_INT32 needs 6).
+std::vector<int> operation_levels(const Blob& b) {
+  const nnapi_validate::Model m = nnapi_validate::model_of_blob(b);
+  std::vector<int> levels;
+  std::vector<const nnapi_validate::Operand*> ins, outs;
+  for (const BlobOperation& op : b.operations) {
+    ins.clear();
+    outs.clear();
+    for (uint32_t id : op.inputs) ins.push_back(&m.operands.at(id));
+    for (uint32_t id : op.outputs) outs.push_back(&m.operands.at(id));
+    levels.push_back(nnapi_validate::operation_level(op.opcode, ins, outs));
   }
-  return level;
+  return levels;
 }
 
 int model_level(const Blob& b) {
-  int level = nnapi::kMinFeatureLevel;
-  for (const BlobOperation& op : b.operations) level = std::max(level, operation_level(b, op));
-  return level;
+  const std::vector<int> levels = operation_levels(b);
+  return std::max(nnapi::kMinFeatureLevel,
+                  levels.empty() ? 0 : *std::max_element(levels.begin(), levels.end()));
 }
 
 int oldest_android_api(int level) {
@@ -318,12 +322,13 @@ void print_text(const Model& m, std::ostream& out) {
     out << source_text(m, i) << "\n";
   }
   out << "operations:\n";
+  const std::vector<int> levels = operation_levels(b);
   for (size_t k = 0; k < b.operations.size(); ++k) {
     const BlobOperation& op = b.operations[k];
     out << "  " << std::setw(4) << std::left << std::to_string(k) << std::right
         << nnapi::op_name(static_cast<nnapi::Op>(op.opcode)) << " inputs " << list_text(op.inputs)
         << " outputs " << list_text(op.outputs);
-    const int level = operation_level(b, op);
+    const int level = levels[k];
     if (level > nnapi::feature_level_of_android_api(nnapi::kMinAndroidApi))
       out << "  (feature level " << level << ")";
     out << "\n";
@@ -420,6 +425,7 @@ void print_json(const Model& m, std::ostream& out) {
   }
   j["operands"] = operands;
   Json operations = Json::array();
+  const std::vector<int> levels = operation_levels(b);
   for (size_t k = 0; k < b.operations.size(); ++k) {
     const BlobOperation& op = b.operations[k];
     operations.push_back({{"index", k},
@@ -427,7 +433,7 @@ void print_json(const Model& m, std::ostream& out) {
                           {"code", op.opcode},
                           {"inputs", op.inputs},
                           {"outputs", op.outputs},
-                          {"feature_level", operation_level(b, op)}});
+                          {"feature_level", levels[k]}});
   }
   j["operations"] = operations;
   j["inputs"] = b.inputs;

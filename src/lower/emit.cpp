@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <string>
 
 namespace nnapi_convert {
 
@@ -71,9 +73,49 @@ Tensor emit_relayout(LoweringContext& cx, const Tensor& x, DimOrder to) {
   return {id, out};
 }
 
+namespace {
+
+// RESHAPE of TENSOR_INT32: NeuralNetworks.h lists it "since NNAPI feature level 6".
+constexpr int kReshapeInt32Level = 6;
+
+// Whether TorchScript value `v` holds bools (an int32 0/1 operand): its type
+// says so (a bool model input), or it is a view of such a value, or the
+// result of a comparison or logical operation.
+bool is_bool_valued(const Value* v) {
+  static const std::set<std::string> views = {
+      "aten::view",    "aten::reshape", "aten::expand",     "aten::expand_as", "aten::unsqueeze",
+      "aten::squeeze", "aten::flatten", "aten::contiguous", "aten::permute",   "aten::transpose"};
+  static const std::set<std::string> bools = {
+      "aten::logical_not", "aten::logical_or", "aten::logical_and", "aten::eq", "aten::ne",
+      "aten::lt",          "aten::le",         "aten::gt",          "aten::ge"};
+  for (int hops = 0; v != nullptr && hops < 64; ++hops) {
+    if (auto t = v->type()->cast<c10::TensorType>(); t && t->scalarType())
+      return *t->scalarType() == at::kBool;
+    const Node* n = v->node();
+    const std::string kind = n->kind().toQualString();
+    if (bools.count(kind)) return true;
+    if (!views.count(kind) || n->inputs().empty()) return false;
+    v = n->input(0);
+  }
+  return false;
+}
+
+}  // namespace
+
 Tensor emit_reshape(LoweringContext& cx, const Tensor& x, const std::vector<SymInt>& dims,
                     const Value* out) {
   check(x.op.dim_order == DimOrder::Contiguous, "internal: reshape of a channels-last tensor");
+  if (x.op.type == OperandType::TensorInt32 && !cx.allows_feature_level(kReshapeInt32Level) &&
+      is_bool_valued(out)) {
+    // The 0/1 values of a bool moved as float32 (exact) and CAST back: below
+    // level 6 NNAPI's RESHAPE takes no TENSOR_INT32.
+    Operand f = x.op;
+    f.type = OperandType::TensorFloat32;
+    const Tensor y = emit_reshape(cx, emit_unary_to(cx, Op::Cast, x, f), dims, nullptr);
+    Operand back = y.op;
+    back.type = OperandType::TensorInt32;
+    return emit_unary_to(cx, Op::Cast, y, back, out);
+  }
   std::vector<int64_t> values;
   std::vector<std::pair<size_t, std::string>> patches;
   bool inferred = false;

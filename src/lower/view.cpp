@@ -186,6 +186,14 @@ void lower_reshape(LoweringContext& cx, const Node* node) {
     fail("can't reshape " + shape_str(in.shape) + " to " + shape_str(shape) + ": " +
          e.what_without_backtrace());
   }
+  if (in.type == nnapi::OperandType::TensorInt32 && !cx.allows_feature_level(6)) {
+    // RESHAPE of TENSOR_INT32 needs level 6: emit_reshape moves a bool's 0/1
+    // values as float32 (other int32 data is refused there, naming the level).
+    std::vector<SymInt> dims;
+    for (int64_t d : out_shape) dims.push_back(SymInt{d, ""});
+    emit_reshape(cx, x, dims, node->output());
+    return;
+  }
   Operand out = in.with_shape(out_shape);
   out.dim_order = DimOrder::Contiguous;
   // A 0-dim result is NNAPI shape [1] (fix_shape).

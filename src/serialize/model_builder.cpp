@@ -4,6 +4,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "nnapi_convert/validate.h"
+
 namespace nnapi_convert {
 namespace {
 
@@ -120,16 +122,26 @@ void ModelBuilder::add_operation(nnapi::Op op, const std::vector<int32_t>& input
       {op, static_cast<int32_t>(inputs.size()), static_cast<int32_t>(outputs.size())});
   operation_args_.insert(operation_args_.end(), inputs.begin(), inputs.end());
   operation_args_.insert(operation_args_.end(), outputs.begin(), outputs.end());
-  int level =
-      nnapi::operation_feature_level(static_cast<int32_t>(op), static_cast<int>(inputs.size()));
+  // The level from the validator's rules, which know the operand types each
+  // operation takes since which level (RESHAPE of TENSOR_INT32: 6).
+  std::vector<nnapi_validate::Operand> views(inputs.size() + outputs.size());
+  std::vector<const nnapi_validate::Operand*> ins, outs;
+  size_t k = 0;
   for (const auto* ids : {&inputs, &outputs}) {
     for (int32_t id : *ids) {
-      level = std::max(
-          level, nnapi::operand_type_feature_level(static_cast<int32_t>(operands_.at(id).type)));
+      const NnapiOperand& o = operands_.at(id);
+      nnapi_validate::Operand& v = views[k++];
+      v.type = o.type;
+      for (int64_t d : o.dims) v.dims.push_back(d > 0 ? static_cast<uint32_t>(d) : 0);
+      v.scale = static_cast<float>(o.scale);
+      v.zero_point = static_cast<int32_t>(o.zero_point);
+      (ids == &inputs ? ins : outs).push_back(&v);
     }
   }
+  std::string why;
+  const int level = nnapi_validate::operation_level(static_cast<int32_t>(op), ins, outs, &why);
   feature_level_ = std::max(feature_level_, level);
-  if (level > level_limit_ && !over_limit_) over_limit_ = OverLimit{op, level};
+  if (level > level_limit_ && !over_limit_) over_limit_ = OverLimit{op, level, why};
 }
 
 std::map<std::string, int> ModelBuilder::operation_histogram() const {

@@ -75,6 +75,7 @@ class ModelBuilder {
   struct OverLimit {
     nnapi::Op op;
     int level;
+    std::string why;  // what needs the level: "RESHAPE", "RESHAPE of TENSOR_INT32"
   };
   // The first operation that needed more than the limit, if any.
   const std::optional<OverLimit>& first_over_limit() const { return over_limit_; }

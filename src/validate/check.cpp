@@ -348,7 +348,7 @@ void typed(Check& c, std::initializer_list<TypeLevel> types, size_t i) {
   }
   c.fail(Rule::OperandType, "input " + std::to_string(i) + " is " +
                                 std::string(nnapi::operand_type_name(c.type(i))) + "; NNAPI's " +
-                                c.name() + " takes " + list + " there");
+                                c.name() + " takes " + list + " there (at any feature level)");
 }
 
 void float_scalar_for_input(const Check& c, size_t i) {

@@ -122,13 +122,15 @@ class Check {
 
 // ---- helpers shared by the rule files
 
-// Tensor types and the feature level each came with, for one operation.
+// A tensor type an operation takes and the feature level it came with (for
+// that operation: NeuralNetworks.h's "(since NNAPI feature level N)").
 struct TypeLevel {
   T type;
   int level;
 };
-// Input i (0 by default) has one of `types`; the operation needs at least the
-// level given with it.
+// Input i (0 by default) has one of `types`, and the operation needs at least
+// the level given with it ("RESHAPE of TENSOR_INT32" needs 6); a type not
+// listed is a finding at every level.
 void typed(Check& c, std::initializer_list<TypeLevel> types, size_t i = 0);
 // The FLOAT32 or FLOAT16 scalar that goes with a float tensor (input 0).
 void float_scalar_for_input(const Check& c, size_t i);
@@ -137,6 +139,7 @@ void same_shape_output(Check& c);
 
 // "TENSOR_FLOAT32, TENSOR_FLOAT16 or TENSOR_QUANT8_ASYMM"
 std::string type_list(std::initializer_list<T> types);
+
 bool is_quant(T t);  // a quantized tensor type with (scale, zero point)
 
 // ---- shape arithmetic shared by the rules (unknown sizes stay unknown)

@@ -12,15 +12,28 @@
 namespace nnapi_validate {
 namespace {
 
-constexpr std::initializer_list<T> kMoved = {T::TensorFloat32, T::TensorFloat16, T::TensorInt32,
-                                             T::TensorQuant8Asymm};
+// The tensor types each operation moves and the level each came with, from
+// NeuralNetworks.h's "Supported tensor OperandCode" lists (TENSOR_QUANT8_ASYMM_SIGNED,
+// which the converter never writes, left out):
+// - operations of feature levels 1 and 2 (CONCATENATION, DEPTH_TO_SPACE,
+//   SPACE_TO_DEPTH, SQUEEZE, STRIDED_SLICE, TRANSPOSE, PAD, MEAN): FLOAT32
+//   and QUANT8_ASYMM, FLOAT16 since level 3, and no TENSOR_INT32 at any level;
+// - RESHAPE: those, and TENSOR_INT32 since level 6 (Android 13);
+// - operations of level 3 (EXPAND_DIMS, GATHER, SLICE, SPLIT, TILE) take
+//   TENSOR_INT32 too; PAD_V2 and CHANNEL_SHUFFLE do not.
+constexpr std::initializer_list<TypeLevel> kMovedFloatQuant = {
+    {T::TensorFloat32, 1}, {T::TensorQuant8Asymm, 1}, {T::TensorFloat16, 3}};
+constexpr std::initializer_list<TypeLevel> kReshaped = {
+    {T::TensorFloat32, 1}, {T::TensorQuant8Asymm, 1}, {T::TensorFloat16, 3}, {T::TensorInt32, 6}};
+constexpr std::initializer_list<TypeLevel> kMovedWithInt = {
+    {T::TensorFloat32, 3}, {T::TensorQuant8Asymm, 3}, {T::TensorFloat16, 3}, {T::TensorInt32, 3}};
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-// Input 0 one of `types`, output 0 of its type with its quantization.
-void moved(Check& c, std::initializer_list<T> types = kMoved) {
-  c.input_type(0, types);
-  if (c.type(0) == T::TensorFloat16) c.needs_level(3, std::string(c.name()) + " of TENSOR_FLOAT16");
+// Input 0 one of `types` (with its level), output 0 of its type with its
+// quantization.
+void moved(Check& c, std::initializer_list<TypeLevel> types) {
+  typed(c, types);
   for (size_t o = 0; o < c.n_out(); ++o) {
     c.output_same_type(o, 0);
     c.same_quant(o, 0);
@@ -44,7 +57,7 @@ std::optional<std::vector<int32_t>> per_dim(Check& c, size_t i, const char* what
 void reshape_rule(Check& c) {
   c.input_count({2});
   c.output_count(1);
-  moved(c);
+  moved(c, kReshaped);
   c.input_type(1, {T::TensorInt32});
   c.input_rank(1, 1, 1);
   c.max_rank(4);
@@ -98,7 +111,7 @@ void reshape_rule(Check& c) {
 void expand_dims_rule(Check& c) {
   c.input_count({2});
   c.output_count(1);
-  moved(c);
+  moved(c, kMovedWithInt);
   c.input_type(1, {T::Int32});
   if (!c.full()) return;
   const Shape& x = c.shape(0);
@@ -115,7 +128,7 @@ void expand_dims_rule(Check& c) {
 void squeeze_rule(Check& c) {
   c.input_count({1, 2});
   c.output_count(1);
-  moved(c);
+  moved(c, kMovedFloatQuant);
   if (c.n_in() == 2 && !c.omitted(1)) c.input_type(1, {T::TensorInt32});
   c.max_rank(4);
   if (!c.shapes()) return;
@@ -154,7 +167,7 @@ void squeeze_rule(Check& c) {
 void strided_slice_rule(Check& c) {
   c.input_count({7});
   c.output_count(1);
-  moved(c);
+  moved(c, kMovedFloatQuant);
   for (size_t i : {1, 2, 3}) {
     c.input_type(i, {T::TensorInt32});
     c.input_rank(i, 1, 1);
@@ -201,7 +214,7 @@ void strided_slice_rule(Check& c) {
 void slice_rule(Check& c) {
   c.input_count({3});
   c.output_count(1);
-  moved(c);
+  moved(c, kMovedWithInt);
   for (size_t i : {1, 2}) {
     c.input_type(i, {T::TensorInt32});
     c.input_rank(i, 1, 1);
@@ -230,8 +243,7 @@ void concat_rule(Check& c) {
   c.input_count_at_least(2);
   c.output_count(1);
   const size_t n = c.n_in() - 1;
-  c.input_type(0, kMoved);
-  if (c.type(0) == T::TensorFloat16) c.needs_level(3, "CONCATENATION of TENSOR_FLOAT16");
+  typed(c, kMovedFloatQuant);
   c.output_same_type(0, 0);
   for (size_t i = 1; i < n; ++i) c.same_type(i, 0);
   c.input_type(n, {T::Int32});
@@ -274,7 +286,7 @@ void concat_rule(Check& c) {
 void transpose_rule(Check& c) {
   c.input_count({1, 2});
   c.output_count(1);
-  moved(c);
+  moved(c, kMovedFloatQuant);
   const bool has_perm = c.n_in() == 2 && !c.omitted(1);
   if (has_perm) {
     c.input_type(1, {T::TensorInt32});
@@ -309,7 +321,7 @@ void transpose_rule(Check& c) {
 
 void pad_common(Check& c) {
   c.output_count(1);
-  moved(c, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
+  moved(c, kMovedFloatQuant);
   c.input_type(1, {T::TensorInt32});
   c.input_rank(1, 2, 2);
   c.max_rank(4);
@@ -355,7 +367,7 @@ void pad_v2_rule(Check& c) {
 void split_rule(Check& c) {
   c.input_count({3});
   if (c.n_out() < 1) c.fail(Rule::OutputCount, "has no outputs; NNAPI's SPLIT has num_splits");
-  moved(c);
+  moved(c, kMovedWithInt);
   c.input_type(1, {T::Int32});
   c.input_type(2, {T::Int32});
   if (!c.full()) return;
@@ -383,7 +395,7 @@ void split_rule(Check& c) {
 void channel_shuffle_rule(Check& c) {
   c.input_count({3});
   c.output_count(1);
-  moved(c, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
+  moved(c, kMovedFloatQuant);
   c.input_type(1, {T::Int32});
   c.input_type(2, {T::Int32});
   c.max_rank(4);
@@ -405,7 +417,7 @@ void channel_shuffle_rule(Check& c) {
 void depth_space(Check& c, bool to_space) {
   c.input_count({2, 3});
   c.output_count(1);
-  moved(c, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
+  moved(c, kMovedFloatQuant);
   c.input_rank(0, 4, 4);
   c.input_type(1, {T::Int32});
   if (c.n_in() == 3) {
@@ -452,7 +464,7 @@ void space_to_depth_rule(Check& c) { depth_space(c, false); }
 void gather_rule(Check& c) {
   c.input_count({3});
   c.output_count(1);
-  moved(c);
+  moved(c, kMovedWithInt);
   c.input_type(1, {T::Int32});
   c.input_type(2, {T::TensorInt32});
   if (!c.full()) return;
@@ -479,7 +491,7 @@ void gather_rule(Check& c) {
 void tile_rule(Check& c) {
   c.input_count({2});
   c.output_count(1);
-  moved(c);
+  moved(c, kMovedWithInt);
   c.input_type(1, {T::TensorInt32});
   c.input_rank(1, 1, 1);
   if (!c.full()) return;
@@ -542,21 +554,21 @@ void reduce(Check& c, bool keep_is_bool) {
 }
 
 void mean_rule(Check& c) {
-  moved(c, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
+  moved(c, kMovedFloatQuant);
   reduce(c, false);
 }
 
 void reduce_sum_rule(Check& c) {
-  moved(c, {T::TensorFloat32, T::TensorFloat16});
+  moved(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}});
   reduce(c, true);
 }
 void reduce_prod_rule(Check& c) { reduce_sum_rule(c); }
 void reduce_max_rule(Check& c) {  // REDUCE_MAX, REDUCE_MIN
-  moved(c, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
+  moved(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}, {T::TensorQuant8Asymm, 3}});
   reduce(c, true);
 }
 void reduce_bool_rule(Check& c) {  // REDUCE_ALL, REDUCE_ANY
-  moved(c, {T::TensorBool8});
+  moved(c, {{T::TensorBool8, 3}});
   reduce(c, true);
 }
 
@@ -566,7 +578,7 @@ void reduce_bool_rule(Check& c) {  // REDUCE_ALL, REDUCE_ANY
 void arg_rule(Check& c) {
   c.input_count({2});
   c.output_count(1);
-  c.input_type(0, kMoved);
+  typed(c, kMovedWithInt);
   c.input_type(1, {T::Int32});
   c.output_type(0, {T::TensorInt32});
   if (!c.full()) return;
@@ -587,7 +599,7 @@ void arg_rule(Check& c) {
 void topk_rule(Check& c) {
   c.input_count({2});
   c.output_count(2);
-  c.input_type(0, kMoved);
+  typed(c, kMovedWithInt);
   c.input_type(1, {T::Int32});
   c.output_same_type(0, 0);
   c.same_quant(0, 0);

@@ -342,7 +342,7 @@ std::optional<Finding> validate_operation_types(int64_t index, int32_t code,
 }
 
 int operation_level(int32_t code, const std::vector<const Operand*>& inputs,
-                    const std::vector<const Operand*>& outputs) {
+                    const std::vector<const Operand*>& outputs, std::string* why) {
   const OpRule* rule = find_rule(code);
   Check c(0, code, inputs, outputs, nullptr, nullptr);
   operand_levels(c, inputs, outputs);
@@ -350,6 +350,7 @@ int operation_level(int32_t code, const std::vector<const Operand*>& inputs,
     if (rule) rule->fn(c);
   } catch (const Failure&) {
   }
+  if (why) *why = c.level_reason();
   return c.level();
 }
 

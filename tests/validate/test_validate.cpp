@@ -347,6 +347,84 @@ TEST_F(Validate, OperationAboveTheTargetLevelIsRefused) {
              "level 3 (Android API level 29)");
 }
 
+// ---- operand types by feature level (NeuralNetworks.h's "Supported tensor
+// OperandCode" lists, packages/modules/NeuralNetworks
+// runtime/include/NeuralNetworksTypes.h; Android 10's NeuralNetworks.h lists
+// no TENSOR_INT32 for these operations).
+
+// The model made one of TENSOR_INT32 data: every TENSOR_FLOAT32 operand
+// retyped (the fixtures below only move their input).
+Blob all_int32(const Blob& blob) {
+  Blob b = blob;
+  for (BlobOperand& o : b.operands)
+    if (o.type == OperandType::TensorFloat32) o.type = OperandType::TensorInt32;
+  return b;
+}
+
+// Among `findings`, the one at operation `op` is of `rule` and says `text`.
+void expect_at(const std::vector<Finding>& findings, int64_t op, Rule rule,
+               const std::string& text) {
+  for (const Finding& f : findings) {
+    if (f.operation != op) continue;
+    EXPECT_EQ(nnapi_validate::rule_name(f.rule), std::string(nnapi_validate::rule_name(rule)));
+    EXPECT_NE(f.message.find(text), std::string::npos)
+        << "expected \"" << text << "\" in: " << f.message;
+    return;
+  }
+  ADD_FAILURE() << "no finding at operation " << op << " in:\n" << all_text(findings);
+}
+
+TEST_F(Validate, ReshapeOfInt32NeedsFeatureLevel6) {
+  // RESHAPE: "ANEURALNETWORKS_TENSOR_INT32 (since NNAPI feature level 6)".
+  Converted c = load("reshape-2x4");
+  const Blob b = all_int32(c.blob);
+  const size_t k = first_op(b, Op::Reshape);
+  nnapi_validate::Options level;
+  level.feature_level = 3;
+  expect_one(validate(c, b, level), static_cast<int64_t>(k), Rule::FeatureLevel,
+             "RESHAPE of TENSOR_INT32 needs NNAPI feature level 6 (Android API level 33), above "
+             "the target level 3 (Android API level 29)");
+  level.feature_level = 5;
+  expect_one(validate(c, b, level), static_cast<int64_t>(k), Rule::FeatureLevel,
+             "RESHAPE of TENSOR_INT32 needs NNAPI feature level 6");
+  level.feature_level = 6;
+  EXPECT_EQ(all_text(validate(c, b, level)), "");
+}
+
+TEST_F(Validate, MovesWithoutInt32AreRefusedAtEveryLevel) {
+  // SQUEEZE, STRIDED_SLICE, TRANSPOSE, CONCATENATION: FLOAT16, FLOAT32,
+  // QUANT8_ASYMM (and QUANT8_ASYMM_SIGNED), no TENSOR_INT32 at any level.
+  struct Case {
+    const char* fixture;
+    Op op;
+  };
+  for (const Case& t :
+       {Case{"beyond-dims-squeeze-float-nhwc", Op::Squeeze}, Case{"slice-1to5s2", Op::StridedSlice},
+        Case{"beyond-dims-transpose-float-nhwc", Op::Transpose},
+        Case{"cat-dim1", Op::Concatenation}}) {
+    SCOPED_TRACE(t.fixture);
+    Converted c = load(t.fixture);
+    const Blob b = all_int32(c.blob);
+    const std::string name = nnapi::op_name(t.op);
+    expect_at(validate(c, b), static_cast<int64_t>(first_op(b, t.op)), Rule::OperandType,
+              "input 0 is TENSOR_INT32; NNAPI's " + name +
+                  " takes TENSOR_FLOAT32, TENSOR_QUANT8_ASYMM or TENSOR_FLOAT16 there (at any "
+                  "feature level)");
+  }
+}
+
+TEST_F(Validate, MovesOfLevel3TakeInt32) {
+  // EXPAND_DIMS, GATHER, SLICE, SPLIT, TILE list TENSOR_INT32 from their
+  // first level (3): an int32 model passes at level 3.
+  Converted c = load("unsqueeze-dim1");
+  const Blob b = all_int32(c.blob);
+  ASSERT_EQ(b.operations.size(), 1u);
+  EXPECT_EQ(b.operations[0].opcode, static_cast<int32_t>(Op::ExpandDims));
+  nnapi_validate::Options level;
+  level.feature_level = 3;
+  EXPECT_EQ(all_text(validate(c, b, level)), "");
+}
+
 // ---- shapes
 
 TEST_F(Validate, DeclaredOutputDimsOtherThanComputedAreRefused) {
