@@ -2100,21 +2100,30 @@ class Baddbmm0dModule(torch.nn.Module):
         return torch.baddbmm(self.bias, a, b)
 
 
+# The sum of relu(x) filled under each 0-dim mask: a True mask fills every
+# element, a False one none (the output then varies with x, so the numeric
+# check is one a constant output fails; with -inf only a False mask keeps the
+# output finite).
 class MaskedFill0dModule(torch.nn.Module):
-    def __init__(self, fill):
+    def __init__(self, fill, masks):
         super().__init__()
         self.fill = fill
-        self.register_buffer("mask", torch.tensor(True))
+        self.register_buffer("masks", torch.tensor(masks))
 
     def forward(self, x):
-        return torch.relu(x).masked_fill(self.mask, self.fill)
+        y = torch.relu(x)
+        out = y.masked_fill(self.masks[0], self.fill)
+        for k in range(1, self.masks.shape[0]):
+            out = out + y.masked_fill(self.masks[k], self.fill)
+        return out
 
 
 beyond("baddbmm-0d-bias", lambda: Case(
     Baddbmm0dModule(), [torch.randn(2, 3, 4), torch.randn(2, 4, 5)]))
-beyond("masked_fill-0d-mask", lambda: Case(MaskedFill0dModule(-1.5), torch.randn(2, 3)))
+beyond("masked_fill-0d-mask", lambda: Case(
+    MaskedFill0dModule(-1.5, [True, False]), torch.randn(2, 3)))
 beyond("masked_fill-0d-mask-inf", lambda: Case(
-    MaskedFill0dModule(float("-inf")), torch.randn(2, 3)))
+    MaskedFill0dModule(float("-inf"), [False]), torch.randn(2, 3)))
 
 
 # dtype arguments: NNAPI computes in the input's dtype, so a float64 one would

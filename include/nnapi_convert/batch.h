@@ -92,6 +92,31 @@ nlohmann::ordered_json kinds_json(const std::vector<NodeKindCount>& kinds);
 // The --report document: one object per model.
 std::string report_json(const std::vector<JobResult>& results);
 
+// One model's object of a --report document back as a JobResult (`output`
+// is the output path it names); throws nlohmann::json::exception when a
+// field is missing or of the wrong type.
+JobResult job_result_from(const nlohmann::ordered_json& j, const std::string& output);
+
+// --junit: the JUnit XML document, one test case per model.
+std::string junit_xml(const std::vector<JobResult>& results);
+
+// --shard K/N: this run converts the K-th of N shares (1 <= K <= N) of the
+// models. A model's share follows from its path as the user wrote it (on the
+// command line, or in the manifest, relative to it), hashed: the split is
+// the same on every machine and whatever the order of the models.
+struct Shard {
+  int index = 1;  // K
+  int count = 1;  // N
+  bool contains(const std::string& model_key) const;
+};
+Shard parse_shard(const std::string& text);  // "K/N"; throws ConvertError(2)
+
+// merge-reports: the --report documents of several runs (e.g. the shards of
+// one batch) as one list of results, in the order given. Throws
+// ConvertError(2) naming the file for one that cannot be read or is no
+// report, or a model that two of them report.
+std::vector<JobResult> read_reports(const std::vector<std::string>& paths);
+
 // "<model stem>.nnapi.pt" in `out_dir`, or beside the model.
 std::string default_output_path(const std::string& model, const std::string& out_dir);
 

@@ -1,5 +1,5 @@
 // The command line's pieces: one file per command (convert, check, inspect,
-// list-ops); main.cpp parses and dispatches.
+// list-ops, merge-reports); main.cpp parses and dispatches.
 #pragma once
 
 #include <string>
@@ -38,6 +38,8 @@ struct Args {
   std::string report;
   std::string junit;
   int jobs = 0;
+  std::string shard;  // --shard K/N
+  bool shard_given = false;
   double timeout = 1800;
   bool json = false;  // check: one JSON document on standard output
   // Path options the user gave explicitly (an empty one is a usage error).
@@ -52,5 +54,7 @@ int run_convert(const Args& a);
 int run_check(const Args& a);
 int run_inspect(const std::string& file, bool json, double timeout);
 int run_list_ops(bool json);
+int run_merge_reports(const std::vector<std::string>& reports, const std::string& report,
+                      const std::string& junit);
 
 }  // namespace nnapi_convert::cli

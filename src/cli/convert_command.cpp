@@ -155,59 +155,24 @@ class Progress {
   std::chrono::steady_clock::time_point t0_;
 };
 
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        // Control characters other than tab and newline are not allowed in XML 1.0.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') {
-          out += ' ';
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
-}
+}  // namespace
 
-// --junit: one test case per model, for CI systems that read JUnit XML.
-std::string junit_xml(const std::vector<JobResult>& results) {
-  size_t failures = 0;
-  double total_s = 0;
-  for (const JobResult& r : results) {
-    failures += !r.ok;
-    total_s += r.total_ms / 1000;
+namespace {
+
+// The jobs of `shard`: each model's path as the user wrote it decides (the
+// first `from_command_line` jobs as given, the manifest's relative to it).
+std::vector<Job> shard_of(const std::vector<Job>& jobs, size_t from_command_line,
+                          const Shard& shard, const std::string& manifest) {
+  const fs::path base = fs::path(manifest).parent_path();
+  std::vector<Job> mine;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    fs::path key = fs::path(jobs[i].options.model_path);
+    if (i >= from_command_line && !base.empty()) key = key.lexically_relative(base);
+    if (shard.contains(key.lexically_normal().generic_string())) mine.push_back(jobs[i]);
   }
-  std::ostringstream os;
-  os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-     << "<testsuite name=\"nnapi-convert\" tests=\"" << results.size() << "\" failures=\""
-     << failures << "\" errors=\"0\" time=\"" << total_s << "\">\n";
-  for (const JobResult& r : results) {
-    os << "  <testcase classname=\"nnapi-convert\" name=\"" << xml_escape(r.model) << "\" time=\""
-       << r.total_ms / 1000 << "\"";
-    if (r.ok) {
-      os << "/>\n";
-      continue;
-    }
-    std::string first_line = r.error.substr(0, r.error.find('\n'));
-    os << ">\n    <failure message=\"" << xml_escape(first_line) << "\" type=\"exit " << r.exit_code
-       << "\">" << xml_escape(r.error) << "</failure>\n  </testcase>\n";
-  }
-  os << "</testsuite>\n";
-  return os.str();
+  spdlog::info("--shard {}/{}: {} of the {} models", shard.index, shard.count, mine.size(),
+               jobs.size());
+  return mine;
 }
 
 }  // namespace
@@ -259,6 +224,7 @@ std::vector<Job> plan_jobs(const Args& a) {
   if (!a.manifest.empty()) {
     for (Job& job : read_manifest(a.manifest, defaults, a.out_dir)) jobs.push_back(std::move(job));
   }
+  if (a.shard_given) jobs = shard_of(jobs, a.models.size(), parse_shard(a.shard), a.manifest);
   for (const Job& job : jobs) {
     if (job.verify && job.verify_options.input_file.empty()) {
       verify_input_shapes(job.options.inputs, job.verify_options);

@@ -22,7 +22,7 @@ using namespace nnapi_convert::cli;
 
 namespace {
 
-const char* const kCommands[] = {"convert", "check", "inspect", "list-ops"};
+const char* const kCommands[] = {"convert", "check", "inspect", "list-ops", "merge-reports"};
 
 const char* const kFooter = R"(Examples:
   nnapi-convert model.pt --input 1x3x224x224 --nhwc         writes model.nnapi.pt
@@ -33,6 +33,8 @@ const char* const kFooter = R"(Examples:
   nnapi-convert check model.pt --input 1x3x224x224          what converts, writes nothing
   nnapi-convert inspect model.nnapi.pt                      what the device will see
   nnapi-convert list-ops                                    the node kinds it lowers
+  nnapi-convert a.pt b.pt c.pt --input 1x3x224x224 --out-dir out --shard 2/3 --report r2.json
+  nnapi-convert merge-reports r1.json r2.json r3.json --report all.json --junit all.xml
 
 Exit status: 0 converted (and verified); 1 a model cannot be converted, or
 --verify failed (the message names the file, the node and its source line);
@@ -89,6 +91,12 @@ void add_conversion_options(CLI::App& app, Args& a, std::vector<CLI::Option*>& p
       "(see docs/batch-and-ci.md)"));
   app.add_option("-j,--jobs", a.jobs, "Models converted at a time (default: the number of cores)")
       ->check(CLI::Range(1, 256));
+  app.add_option("--shard", a.shard,
+                 "K/N: convert only the K-th of N shares of the models (1 <= K <= N), for a CI "
+                 "matrix or an indexed job; a model's share follows from a hash of its path as "
+                 "written, so the N runs convert each model once, on any machine, in any order "
+                 "(merge-reports joins their reports)")
+      ->each([&a](const std::string&) { a.shard_given = true; });
   paths.push_back(app.add_option(
       "--report", a.report,
       "Write a JSON report (- for standard output): per model its status, output, error with "
@@ -212,6 +220,18 @@ int run(int argc, char** argv) {
                    "Seconds before giving up (default 1800; 0 = no limit)")
       ->check(CLI::NonNegativeNumber);
 
+  std::vector<std::string> merge_inputs;
+  std::string merge_report, merge_junit;
+  CLI::App* merge = app.add_subcommand(
+      "merge-reports",
+      "Join the JSON --report files of several runs (the shards of one batch) into one report "
+      "and/or JUnit file; exit 1 if any model failed");
+  merge->add_option("reports", merge_inputs, "--report JSON files")->required();
+  merge->add_option("--report", merge_report,
+                    "The joined JSON report (- for standard output, the default when neither "
+                    "--report nor --junit is given)");
+  merge->add_option("--junit", merge_junit, "The joined JUnit XML report");
+
   bool list_json = false;
   CLI::App* list_ops =
       app.add_subcommand("list-ops", "List the TorchScript node kinds nnapi-convert lowers");
@@ -234,14 +254,16 @@ int run(int argc, char** argv) {
     // RTLD_GLOBAL, as torch.ops.load_library: the operators register themselves.
     if (!::dlopen(lib.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
       const char* why = ::dlerror();
-      spdlog::error("--ops-library '{}' cannot be loaded: {}; give the path of a shared library "
-                    "that registers TorchScript operators (e.g. torchvision's _C.so)",
-                    lib, why ? why : "unknown error");
+      spdlog::error(
+          "--ops-library '{}' cannot be loaded: {}; give the path of a shared library "
+          "that registers TorchScript operators (e.g. torchvision's _C.so)",
+          lib, why ? why : "unknown error");
       return 2;
     }
   }
   if (inspect->parsed()) return run_inspect(inspect_file, inspect_json, inspect_timeout);
   if (list_ops->parsed()) return run_list_ops(list_json);
+  if (merge->parsed()) return run_merge_reports(merge_inputs, merge_report, merge_junit);
   a.models.insert(a.models.end(), command_models.begin(), command_models.end());
   for (CLI::Option* o : paths) {
     if (o->count() > 0) a.given_paths.emplace_back(o->get_name(), o->as<std::string>());

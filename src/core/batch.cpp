@@ -275,6 +275,8 @@ nlohmann::ordered_json to_json(const JobResult& r) {
   return j;
 }
 
+}  // namespace
+
 JobResult job_result_from(const nlohmann::ordered_json& j, const std::string& output) {
   JobResult r;
   r.model = j.at("model").get<std::string>();
@@ -317,6 +319,8 @@ JobResult job_result_from(const nlohmann::ordered_json& j, const std::string& ou
   }
   return r;
 }
+
+namespace {
 
 // What to do about a model whose worker did not report.
 std::string worker_failure_advice(const TaskFailure& how, double timeout_s) {

@@ -343,14 +343,8 @@ std::string convolution_support(const Node* node) {
   const std::vector<int64_t> dilation = ints(5);
   const bool dilated =
       std::any_of(dilation.begin(), dilation.end(), [](int64_t d) { return d != 1; });
-  if (transpose && groups != 1) return "grouped transposed";
-  if (transpose && dilated) return "dilated transposed";
-  if (transpose) {
-    const std::vector<int64_t> padding = ints(4), output_padding = ints(7);
-    for (size_t i = 0; i < output_padding.size() && i < padding.size(); ++i) {
-      if (output_padding[i] > padding[i]) return "transposed, output_padding over padding";
-    }
-  }
+  // A transposed convolution takes groups, dilation and any output_padding
+  // (densify_transposed_weight, emit_transposed_extra).
   // (out, in / groups, kh, kw): depthwise when each group has one input channel.
   if (!transpose && groups != 1 && w.size(1) != 1 && dilated) return "dilated grouped";
   return "";

@@ -51,7 +51,7 @@ class TopK(nn.Module):
 
 
 class CumsumBetween(nn.Module):
-    """An unlowered operator (cumsum) between two convolutions."""
+    """An unlowered operator (logcumsumexp) between two convolutions."""
 
     def __init__(self):
         super().__init__()
@@ -59,7 +59,7 @@ class CumsumBetween(nn.Module):
         self.b = nn.Conv2d(8, 4, 1)
 
     def forward(self, x):
-        return torch.sigmoid(self.b(torch.cumsum(torch.relu(self.a(x)), 1)))
+        return torch.sigmoid(self.b(torch.logcumsumexp(torch.relu(self.a(x)), 1)))
 
 
 class MaskedSelect(nn.Module):
@@ -95,7 +95,7 @@ class Detector(nn.Module):
 
 
 class QuantFlip(nn.Module):
-    """Quantized convolutions around an unlowered quantized op (flip)."""
+    """Quantized convolutions around an unlowered quantized op (rot90)."""
 
     def __init__(self):
         super().__init__()
@@ -106,7 +106,7 @@ class QuantFlip(nn.Module):
 
     def forward(self, x):
         y = torch.relu(self.a(self.quant(x)))
-        return self.dequant(self.b(torch.flip(y, [3])))
+        return self.dequant(self.b(torch.rot90(y, 1, [2, 3])))
 
 
 class SortOnly(nn.Module):
@@ -197,12 +197,12 @@ def compare(name, converted, eager, inputs, weak=()):
 # name, inputs, extra flags, NNAPI models the rules give, code TorchScript keeps
 cases = [
     ("topk", [1, 3, 8, 8], [], 2, ["torch.topk"]),
-    ("cumsum", [1, 3, 8, 8], [], 2, ["torch.cumsum"]),
-    ("cumsum", [1, 3, 8, 8], ["--nhwc"], 2, ["torch.cumsum"]),
+    ("cumsum", [1, 3, 8, 8], [], 2, ["torch.logcumsumexp"]),
+    ("cumsum", [1, 3, 8, 8], ["--nhwc"], 2, ["torch.logcumsumexp"]),
     ("masked", [2, 16], [], 1, ["torch.index", "torch.mul", "torch.add"]),
     ("detector", [1, 3, 32, 32], ["--ops-library", torchvision_ops], 1,
      ["torchvision.nms", "torch.index"]),
-    ("qflip", [1, 3, 8, 8], [], 2, ["torch.flip"]),
+    ("qflip", [1, 3, 8, 8], [], 2, ["torch.rot90"]),
 ]
 for name, shape, flags, n_models, kept in cases:
     label = name + (" --nhwc" if "--nhwc" in flags else "")

@@ -37,7 +37,7 @@ torch.jit.script(ListArg().eval()).save(os.path.join(out, "listarg.pt"))
 
 class TwoUnsupported(torch.nn.Module):
     def forward(self, x):
-        return torch.cumsum(torch.sort(x, dim=1)[0], dim=1) + torch.relu(x)
+        return torch.logcumsumexp(torch.sort(x, dim=1)[0], dim=1) + torch.relu(x)
 
 
 torch.jit.trace(TwoUnsupported().eval(), x).save(os.path.join(out, "twounsupported.pt"))

@@ -15,7 +15,9 @@
    a traced module with N inputs; a converted module (`*.nnapi.pt`, or a
    `ser_model.bin`) is tiny_cnn converted; a `--manifest` file lists one stand-in
    model with its input; a `--verify-input` file holds a tensor of the line's
-   --verify-shape or --input sizes. Outputs go to the scratch directory.
+   --verify-shape or --input sizes; a report `merge-reports` reads is the
+   --report of a conversion of a model of its own. Outputs go to the scratch
+   directory.
 
    Placeholders: a line holding `...` (or a `<name>` or all-capitals word like
    `COMMAND` or `FILE`) stands for
@@ -43,7 +45,6 @@ import tempfile
 
 BIN, SRC, EXAMPLE = sys.argv[1], sys.argv[2], sys.argv[3]
 MAN = sys.argv[4] if len(sys.argv) > 4 else ""
-SUBCOMMANDS = ("convert", "check", "inspect", "list-ops")
 # Words after which "nnapi-convert" is a name, not the command being run.
 NOT_A_COMMAND_AFTER = {"-t", "--bin", "man", "install", "clone", "cd", "NNAPI_CONVERT="}
 # Command lines the docs show as usage errors on purpose.
@@ -143,6 +144,16 @@ def table_options(text):
     return opts
 
 
+def subcommands():
+    """The commands --help lists under "Subcommands:"."""
+    text = subprocess.run([BIN, "--help"], stdout=subprocess.PIPE).stdout.decode()
+    block = text.split("Subcommands:", 1)[1].split("\n\n", 1)[0]
+    return tuple(m.group(1) for m in re.finditer(r"^  ([a-z][a-z-]*)\s", block, re.M))
+
+
+SUBCOMMANDS = subcommands()
+
+
 def run(args, cwd, timeout=300):
     p = subprocess.run([BIN] + args, cwd=cwd, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, timeout=timeout)
@@ -213,6 +224,11 @@ def prepare(args, work, converted):
                 os.makedirs(os.path.dirname(path) or work, exist_ok=True)
                 src = converted[1] if a.endswith(".bin") else converted[0]
                 shutil.copy(src, path)
+            elif a.endswith(".json") and args[0] == "merge-reports":
+                # the --report of a run converting one model of its own
+                stem = os.path.splitext(os.path.basename(a))[0]
+                shutil.copy(converted[2], os.path.join(work, stem + ".pt"))
+                run([stem + ".pt", "--input", "1x3x32x32", "-q", "--report", path], work)
             elif a.endswith(".pt") and not is_inspect:
                 os.makedirs(os.path.dirname(path) or work, exist_ok=True)
                 shutil.copy(model, path)
@@ -232,7 +248,8 @@ def main():
         if code != 0:
             print("docs: could not convert the example model for the stand-ins:\n" + err)
             return 1
-        converted = (os.path.join(conv, "m.nnapi.pt"), os.path.join(conv, "parts", "ser_model.bin"))
+        converted = (os.path.join(conv, "m.nnapi.pt"), os.path.join(conv, "parts", "ser_model.bin"),
+                     os.path.join(conv, "m.pt"))
 
         documented = set()
         commands = []
