@@ -2100,30 +2100,25 @@ class Baddbmm0dModule(torch.nn.Module):
         return torch.baddbmm(self.bias, a, b)
 
 
-# The sum of relu(x) filled under each 0-dim mask: a True mask fills every
-# element, a False one none (the output then varies with x, so the numeric
-# check is one a constant output fails; with -inf only a False mask keeps the
-# output finite).
 class MaskedFill0dModule(torch.nn.Module):
-    def __init__(self, fill, masks):
+    def __init__(self, fill):
         super().__init__()
         self.fill = fill
-        self.register_buffer("masks", torch.tensor(masks))
+        self.register_buffer("mask", torch.tensor(True))
 
     def forward(self, x):
-        y = torch.relu(x)
-        out = y.masked_fill(self.masks[0], self.fill)
-        for k in range(1, self.masks.shape[0]):
-            out = out + y.masked_fill(self.masks[k], self.fill)
-        return out
+        # The mask (True) fills every element, so the fill alone would be a
+        # constant output, and -inf one no numeric rule compares: exp(fill) + x
+        # shows the fill (exp(-1.5) = 0.22, exp(-inf) = 0; NaN, +inf or another
+        # fill would show) in an output that varies with x.
+        return torch.exp(torch.relu(x).masked_fill(self.mask, self.fill)) + x
 
 
 beyond("baddbmm-0d-bias", lambda: Case(
     Baddbmm0dModule(), [torch.randn(2, 3, 4), torch.randn(2, 4, 5)]))
-beyond("masked_fill-0d-mask", lambda: Case(
-    MaskedFill0dModule(-1.5, [True, False]), torch.randn(2, 3)))
+beyond("masked_fill-0d-mask", lambda: Case(MaskedFill0dModule(-1.5), torch.randn(2, 3)))
 beyond("masked_fill-0d-mask-inf", lambda: Case(
-    MaskedFill0dModule(float("-inf"), [False]), torch.randn(2, 3)))
+    MaskedFill0dModule(float("-inf")), torch.randn(2, 3)))
 
 
 # dtype arguments: NNAPI computes in the input's dtype, so a float64 one would
@@ -2654,6 +2649,94 @@ def generate(out_dir, name, source, builder):
         if info["reference_shape_mismatch"]:
             problems.append("output template shapes differ from eager outputs")
     return info, problems, ref
+
+
+# ---------------- issue 20: comparisons, where, reductions and selection
+# (NNAPI feature level 3 operations PyTorch's converter has no lowering for).
+class MaskWhereModule(torch.nn.Module):
+    """A mask built with comparisons and logical operations of computed
+    tensors, applied with where; the mask is returned too (a bool output)."""
+
+    def forward(self, x, y):
+        keep = (x > y.mean(1, keepdim=True)) & ~(y.abs() >= 1.5)
+        return torch.where(keep, x * 2, y - 1), keep
+
+
+for _name, _args, _conv in (
+        ("", [torch.randn(2, 3, 4, 5), torch.randn(2, 3, 4, 5)], None),
+        ("-nhwc", [nhwc(torch.randn(2, 3, 4, 5)), nhwc(torch.randn(2, 3, 4, 5))], None),
+        ("-flex", [torch.randn(3, 3, 4, 5), torch.randn(3, 3, 4, 5)],
+         [torch.zeros(0, 3, 4, 5), torch.zeros(0, 3, 4, 5)])):
+    beyond("mask-where" + _name, lambda a=_args, c=_conv: Case(MaskWhereModule(), a, convert_args=c))
+
+
+class ClassifierTopkModule(torch.nn.Module):
+    """A classifier head: the top 3 classes (scores, indices) and the best one."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3)
+        self.fc = torch.nn.Linear(8, 10)
+
+    def forward(self, x):
+        h = torch.relu(self.conv(x)).mean([2, 3])
+        scores = torch.softmax(self.fc(h), -1)
+        top, idx = torch.topk(scores, 3)
+        return top, idx, scores.argmax(-1)
+
+
+beyond("classifier-topk", lambda: Case(ClassifierTopkModule(), torch.randn(2, 3, 6, 6)))
+beyond("classifier-topk-flex", lambda: Case(
+    ClassifierTopkModule(), torch.randn(3, 3, 6, 6), convert_args=[torch.zeros(0, 3, 6, 6)]))
+
+
+class GreedyStepModule(torch.nn.Module):
+    """One greedy decoder step: the next token and its log-probability, and
+    which sequences are more certain than the batch's mean, or all of them
+    when every sequence has ended (token 0)."""
+
+    def __init__(self):
+        super().__init__()
+        self.cell = torch.nn.Linear(12, 12)
+        self.out = torch.nn.Linear(12, 7)
+
+    def forward(self, h):
+        logp = torch.log_softmax(self.out(torch.tanh(self.cell(h))), -1)
+        best, token = logp.max(-1)
+        return token, best, (best > best.mean(0, keepdim=True)) | (token == 0).all(-1, keepdim=True)
+
+
+beyond("greedy-step-argmax", lambda: Case(GreedyStepModule(), torch.randn(4, 12)))
+
+
+class ReduceModule(torch.nn.Module):
+    """Reductions over dims and over every element (all(), combined with a
+    tensor: a 0-dim output would be a constant the check cannot tell)."""
+
+    def forward(self, x):
+        return (x.amax((1, 2)), x.amin(-1, keepdim=True), x.prod(1), (x > 1).any(3),
+                (x > 0) & (x > -4).all(), x - x.max(1, keepdim=True)[0], x.min(1)[1])
+
+
+beyond("reduce-max-prod-any", lambda: Case(ReduceModule(), torch.randn(2, 3, 4, 5)))
+beyond("reduce-max-prod-any-nhwc", lambda: Case(ReduceModule(), nhwc(torch.randn(2, 3, 4, 5))))
+
+
+class QuantCompareModule(torch.nn.Module):
+    def forward(self, x):
+        return x > 0.25, torch.max(x, 1)[0], torch.topk(x, 2)[0]
+
+
+beyond("compare-max-topk-quant", lambda: Case(
+    QuantCompareModule(), float_and_quant_and_nhwc(torch.randn(2, 3, 4, 5))["quant"]))
+
+
+class SinCosModule(torch.nn.Module):
+    def forward(self, x):
+        return torch.sin(x * 3), torch.cos(x * 3)
+
+
+beyond("sin-cos", lambda: Case(SinCosModule(), torch.randn(2, 3, 8)))
 
 
 def main(argv=None):

@@ -18,14 +18,19 @@ First the unmutated copy must pass every selected test, else the check stops.
 (with a build tree of that revision for --build: its fixtures are the ones
 its tests expect), e.g. to see which planted bugs an older suite missed.
 
-The tests run for every bug (TESTS below) are the suites that check what the
-converter, the runtime and --verify compute: the byte-exact reference suites
+The tests (TESTS below) are the suites that check what the converter, the
+runtime, the validator and --verify compute: the byte-exact reference suites
 with their numeric checks of the cases the reference refuses, the converted
 fixtures on the host runtime (with and without --fuse-activations), the
-runtime's spec tests, --verify's rules and its command-line tests. Every
-planted bug lies in code these suites reach; the model zoos (models.*) and the
-CLI/hostile suites are left out (they take minutes per run and test no code
-path these do not).
+runtime's spec tests, the validator's rules, --verify's rules and its
+command-line tests, the Python checkers' rule. The model zoos (models.*) and
+the CLI/hostile suites are left out (they take minutes per run and test no
+code path these do not). By default each planted bug runs only the suites
+that reach its code (its entry's tests, with the targets they need: 2 to 5
+minutes a bug on 2 cores instead of 5 to 8); --all-tests runs every suite of
+TESTS for every bug. The unmutated tree first runs the union of what the bugs
+will run. A gtest case known to fail on the unmutated tree is left out with
+GTEST_FILTER=-Suite.case:... in the environment (ctest passes it on).
 """
 import argparse
 import os
@@ -42,12 +47,31 @@ TESTS = [
     "reference.test_nnapi", "reference.torchvision",
     "verify.test_nnapi", "verify.test_nnapi_fused", "verify.torchvision", "verify.torchvision_fused",
     "verify.rules", r"verify.cli_.*", "runtime.extra_ops",
+    "validate.rules", "validate.reference_torchvision", "unit.numeric_rules",
 ]
 # The targets those tests need.
 TARGETS = ["nnapi-convert", "neuralnetworks", "test_reference", "test_verify",
-           "test_verify_rules"]
+           "test_verify_rules", "test_validate"]
+# The targets each test needs (regex on the test's name -> targets).
+TEST_TARGETS = [
+    (r"reference\.", ["test_reference", "neuralnetworks"]),
+    (r"verify\.(test_nnapi|torchvision)", ["test_verify", "neuralnetworks"]),
+    (r"verify\.rules", ["test_verify_rules", "neuralnetworks"]),
+    (r"verify\.cli_", ["nnapi-convert", "neuralnetworks"]),
+    (r"runtime\.", ["neuralnetworks"]),
+    (r"validate\.", ["test_validate"]),
+    (r"unit\.numeric_rules", []),
+]
+# The suites a planted bug's code is reached by (each MUTATIONS entry names
+# one of these; --all-tests runs TESTS instead).
+CONVERTER = ["reference.test_nnapi", "reference.torchvision", "verify.test_nnapi",
+             "verify.torchvision"]
+FUSED = ["verify.test_nnapi_fused", "verify.torchvision_fused", r"verify.cli_fuse.*"]
+VERIFY = ["verify.rules", r"verify.cli_.*"]
+RUNTIME = ["runtime.extra_ops", "verify.test_nnapi", "verify.test_nnapi_fused"]
 
-# Each planted bug: (name, what it does, [(file, text, replacement), ...]).
+# Each planted bug: (name, what it does, [(file, text, replacement), ...],
+# the suites that reach its code).
 # The text must occur exactly once in the file; where revisions differ, text
 # and replacement may be lists of alternatives (the first that occurs is
 # planted).
@@ -55,15 +79,18 @@ MUTATIONS = [
     ("fuse-relu6-as-relu",
      "--fuse-activations folds hardtanh(0, 6) (nn.ReLU6) as RELU: the clamp at 6 is lost",
      [("src/lower/context.cpp", "if (l == 0 && h == 6) fuse = Fuse::Relu6;",
-       "if (l == 0 && h == 6) fuse = Fuse::Relu;")]),
+       "if (l == 0 && h == 6) fuse = Fuse::Relu;")],
+     FUSED),
     ("fuse-relu1-as-relu6",
      "--fuse-activations folds hardtanh(-1, 1) with RELU6's code instead of RELU1's",
      [("src/lower/context.cpp", "if (l == -1 && h == 1) fuse = Fuse::Relu1;",
-       "if (l == -1 && h == 1) fuse = Fuse::Relu6;")]),
+       "if (l == -1 && h == 1) fuse = Fuse::Relu6;")],
+     FUSED),
     ("fuse-not-only-use",
      "--fuse-activations folds an activation whose input has other uses too",
      [("src/lower/context.cpp", "v->uses().size() != 1) return Fuse::None;",
-       "v->uses().empty()) return Fuse::None;")]),
+       "v->uses().empty()) return Fuse::None;")],
+     FUSED),
     ("dropped-transpose",
      "a permute that needs a TRANSPOSE reads the data in place with the permuted shape",
      [("src/lower/layout.cpp",
@@ -71,17 +98,20 @@ MUTATIONS = [
        "  const int32_t out_id = cx.add_output(out_value, o, permuted_dims({in_id, in}, dims)).id;\n"
        "  cx.model().add_operation(Op::Transpose, {in_id, perm_id}, {out_id});",
        "  (void)perm;\n"
-       "  cx.reinterpret(out_value, in_id, o.with_shape(out_shape));")]),
+       "  cx.reinterpret(out_value, in_id, o.with_shape(out_shape));")],
+     CONVERTER),
     ("padding-off-by-one",
      "convolutions and pools pad one column more on the right than PyTorch does",
      [("src/lower/conv_pool.cpp", "  a.pad_l = a.pad_r = paddings[1];",
-       "  a.pad_l = paddings[1];\n  a.pad_r = paddings[1] + (paddings[1] > 0 ? 1 : 0);")]),
+       "  a.pad_l = paddings[1];\n  a.pad_r = paddings[1] + (paddings[1] > 0 ? 1 : 0);")],
+     CONVERTER),
     ("ceil-mode-ignored",
      "max_pool2d's ceil_mode is ignored (the reference's googlenet bug: 55x55 instead of 56x56)",
      [("src/lower/conv_pool.cpp",
        "  a->pad_b += extra(image[2], a->kernel_h, a->stride_h, a->pad_t);\n"
        "  a->pad_r += extra(image[3], a->kernel_w, a->stride_w, a->pad_l);",
-       "  (void)image;\n  (void)extra;")]),
+       "  (void)image;\n  (void)extra;")],
+     CONVERTER),
     ("quant-hardswish-scale",
      "quantized::hardswish (API 30) declares an output scale 0.4% off the model's",
      [("src/lower/activation.cpp",
@@ -89,7 +119,8 @@ MUTATIONS = [
         "QuantParams{cx.constant_float(node->input(1)), cx.constant_int(node->input(2))}"],
        ["emit_unary(cx, Op::HardSwish, x, node->output(),\n"
         "             QuantParams{out_quant.scale * 1.004, out_quant.zero_point});",
-        "QuantParams{cx.constant_float(node->input(1)) * 1.004, cx.constant_int(node->input(2))}"])]),
+        "QuantParams{cx.constant_float(node->input(1)) * 1.004, cx.constant_int(node->input(2))}"])],
+     CONVERTER),
     ("channel-shuffle-shared-misreading",
      "converter and runtime both read CHANNEL_SHUFFLE's num_groups as the group size "
      "(their results agree with eager; NeuralNetworks.h disagrees)",
@@ -100,11 +131,59 @@ MUTATIONS = [
        "  split[static_cast<size_t>(axis)] = c / groups;\n"
        "  split.insert(split.begin() + axis, groups);",
        "  split[static_cast<size_t>(axis)] = groups;\n"
-       "  split.insert(split.begin() + axis, c / groups);")]),
+       "  split.insert(split.begin() + axis, c / groups);")],
+     CONVERTER + ["runtime.extra_ops"]),
     ("verify-ignores-two-quanta",
      "--verify's quantized rule forgets the bound on the worst element (only the 3% share)",
      [("src/verify/verify.cpp", "    return c.max_quanta <= 1 && static_cast<double>(c.off_by_one) <=",
-       "    return static_cast<double>(c.off_by_one) <=")]),
+       "    return static_cast<double>(c.off_by_one) <=")],
+     VERIFY),
+    ("verify-ignores-share",
+     "--verify's quantized rule forgets the 3% share (any number of elements off by one passes)",
+     [("src/verify/verify.cpp", "options.max_off_by_one_share * static_cast<double>(c.numel);",
+       "static_cast<double>(c.numel);")],
+     VERIFY),
+    ("verify-ignores-scale",
+     "--verify's quantized rule compares the output's zero point but not its scale",
+     [("src/verify/verify.cpp",
+       "if (nnapi.q_scale() != eager.q_scale() || nnapi.q_zero_point() != eager.q_zero_point()) {",
+       "if (nnapi.q_zero_point() != eager.q_zero_point()) {")],
+     VERIFY),
+    ("verify-ignores-zero-point",
+     "--verify's quantized rule compares the output's scale but not its zero point",
+     [("src/verify/verify.cpp",
+       "if (nnapi.q_scale() != eager.q_scale() || nnapi.q_zero_point() != eager.q_zero_point()) {",
+       "if (nnapi.q_scale() != eager.q_scale()) {")],
+     VERIFY),
+    ("python-rule-ignores-worst",
+     "tools/numeric_rules.py (the zoo's rule) forgets the bound on the worst element",
+     [("tools/numeric_rules.py", "    if worst > 1:\n", "    if False:\n")],
+     ["unit.numeric_rules"]),
+    ("python-rule-ignores-share",
+     "tools/numeric_rules.py (the zoo's rule) forgets the 3% share",
+     [("tools/numeric_rules.py", "    if off > allowed:\n", "    if False:\n")],
+     ["unit.numeric_rules"]),
+    ("python-rule-ignores-qparams",
+     "tools/numeric_rules.py compares the integers only, not the scale and zero point",
+     [("tools/numeric_rules.py", "    if qparams_must_match and (", "    if False and (")],
+     ["unit.numeric_rules"]),
+    ("quant-conv-output-scale",
+     "quantized convolutions declare an output scale 0.4% off the model's",
+     [("src/lower/quantized.cpp",
+       "  add_conv2d_common(cx, node->output(), out_scale, out_zero_point,",
+       "  add_conv2d_common(cx, node->output(), out_scale * 1.004, out_zero_point,")],
+     CONVERTER),
+    ("validator-elementwise-rank5",
+     "the shared validator (src/validate) lets ADD/SUB/MUL/DIV operands of rank 5 through "
+     "(NeuralNetworks.h: rank up to 4)",
+     [("src/validate/ops_elementwise.cpp",
+       "  c.max_rank(4);\n  if (!c.full()) return;\n  c.fuse_code(2);",
+       "  c.max_rank(5);\n  if (!c.full()) return;\n  c.fuse_code(2);")],
+     ["validate.rules", "validate.reference_torchvision", "reference.test_nnapi"]),
+    ("runtime-relu1-as-0-1",
+     "the host runtime clamps a float FUSED_RELU1 result to [0, 1] instead of [-1, 1]",
+     [("src/runtime/kernel.cpp", "r = at::clamp(r, -1, 1);", "r = at::clamp(r, 0, 1);")],
+     RUNTIME),
 ]
 
 
@@ -166,10 +245,22 @@ def sync_tree(tree, rev=None):
     return copied
 
 
-def build(bdir, jobs):
+def targets_for(tests):
+    """The targets `tests` (regexes on ctest names) need."""
+    want = []
+    for t in tests:
+        for pattern, targets in TEST_TARGETS:
+            if re.match(pattern, t):
+                want += [x for x in targets if x not in want]
+    return want
+
+
+def build(bdir, jobs, targets=TARGETS):
     _, listing = sh(["cmake", "--build", bdir, "--target", "help"])
     known = set(re.findall(r"^\.\.\. (\S+)", listing, re.M))
-    targets = [t for t in TARGETS if t in known]  # an older revision lacks some
+    targets = [t for t in targets if t in known]  # an older revision lacks some
+    if not targets:
+        return True, ""
     status, out = sh(["cmake", "--build", bdir, "-j", str(jobs), "--target"] + targets)
     if status != 0:
         tail = "\n".join(out.splitlines()[-30:])
@@ -177,9 +268,9 @@ def build(bdir, jobs):
     return True, ""
 
 
-def run_tests(bdir, jobs):
+def run_tests(bdir, jobs, tests=TESTS):
     """The selected tests; returns (names run, names failed)."""
-    regex = "^(" + "|".join(TESTS) + ")$"
+    regex = "^(" + "|".join(tests) + ")$"
     status, out = sh(["ctest", "-R", regex, "-j", str(jobs), "--fixture-exclude-setup", ".*",
                       "--timeout", "3600"], cwd=bdir)
     ran = re.findall(r"Test\s+#\d+: (\S+) \.+", out)
@@ -224,6 +315,9 @@ def main():
     ap.add_argument("--keep-going", action="store_true",
                     help="go on when the unmutated tree fails a test")
     ap.add_argument("--rev", help="check this git revision's suite instead of the working tree's")
+    ap.add_argument("--all-tests", action="store_true",
+                    help="run every suite of TESTS for every bug (default: the suites that "
+                         "reach its code)")
     a = ap.parse_args()
     build_dir = os.path.abspath(a.build)
     fixtures = os.path.join(build_dir, "fixtures")
@@ -250,39 +344,49 @@ def main():
             shutil.rmtree(link)
         os.symlink(fixtures, link)
 
+    selected = [m for m in MUTATIONS if not a.only or re.search(a.only, m[0])]
+
+    def tests_of(m):
+        return TESTS if a.all_tests else m[3]
+
+    union = []
+    for m in selected:
+        union += [t for t in tests_of(m) if t not in union]
+    if os.environ.get("GTEST_FILTER"):
+        log("GTEST_FILTER=" + os.environ["GTEST_FILTER"])
     t0 = time.monotonic()
     ok, why = build(bdir, a.jobs)
     if not ok:
         raise SystemExit("the unmutated tree does not build:\n" + why)
-    ran, failed = run_tests(bdir, a.jobs)
+    ran, failed = run_tests(bdir, a.jobs, union)
     log(f"unmutated: {len(ran)} tests, {len(failed)} failed ({time.monotonic() - t0:.0f} s)")
     if failed and not a.keep_going:
         raise SystemExit("the unmutated tree fails " + ", ".join(failed) + ": nothing to compare")
     baseline_failed = set(failed)
 
     rows = []
-    for name, what, edits in MUTATIONS:
-        if a.only and not re.search(a.only, name):
-            continue
+    for m in selected:
+        name, what, edits = m[:3]
+        tests = tests_of(m)
         t0 = time.monotonic()
         saved = apply(tree, edits)
         try:
-            ok, why = build(bdir, a.jobs)
+            ok, why = build(bdir, a.jobs, targets_for(tests))
             if ok:
-                ran, failed = run_tests(bdir, a.jobs)
+                ran, failed = run_tests(bdir, a.jobs, tests)
                 caught = [t for t in failed if t not in baseline_failed]
             else:
                 caught = ["(does not build)"]
         finally:
             restore(saved)
         files = ", ".join(sorted({f for f, _, _ in edits}))
-        rows.append((name, what, files, caught))
+        rows.append((name, what, files, caught, len(ran)))
         log(f"{name}: {'CAUGHT by ' + ', '.join(caught) if caught else 'NOT CAUGHT'} "
-            f"({time.monotonic() - t0:.0f} s)")
+            f"({len(ran)} tests run, {time.monotonic() - t0:.0f} s)")
     ok, why = build(bdir, a.jobs)  # leave the scratch build unmutated
-    table = ["| planted bug | file | caught by |", "|---|---|---|"]
-    for name, what, files, caught in rows:
-        table.append(f"| {name}: {what} | {files} | "
+    table = ["| planted bug | file | tests run | caught by |", "|---|---|---|---|"]
+    for name, what, files, caught, n in rows:
+        table.append(f"| {name}: {what} | {files} | {n} | "
                      f"{', '.join(caught) if caught else '**not caught**'} |")
     text = "\n".join(table)
     log(text)

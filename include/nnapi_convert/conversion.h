@@ -104,6 +104,11 @@ struct Conversion {
   // elements (NNAPI operations take rank <= 4). The converted module's
   // forward reshapes them to these (fixed) shapes.
   std::map<int, std::vector<int64_t>> output_reshapes;
+  // Outputs the converted module's forward casts, by output index, to "bool"
+  // or "int64" (torch.<dtype>): bool outputs NNAPI returns as int32 0/1 (PyTorch's NNAPI
+  // binding takes no bool tensors), int64 ones (indices) it computes in
+  // int32.
+  std::map<int, std::string> output_casts;
   int64_t operand_count = 0;
   int64_t operation_count = 0;
   std::map<std::string, int> operations;  // NNAPI operation name -> count

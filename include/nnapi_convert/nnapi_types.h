@@ -174,6 +174,8 @@ float half_to_float(uint16_t h);
 // Bytes per element of a tensor operand type; 0 for scalar or unknown types.
 int element_size(OperandType t);
 bool is_tensor_type(OperandType t);
+// EQUAL, NOT_EQUAL, GREATER, GREATER_EQUAL, LESS, LESS_EQUAL: a TENSOR_BOOL8 result.
+bool is_comparison(Op op);
 
 // NNAPI feature levels. Levels 1 to 5 arrived with Android API levels 27 to
 // 31; later levels come with updates of the NNAPI module, first shipped with

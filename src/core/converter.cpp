@@ -15,6 +15,7 @@
 #include "core/validation.h"
 #include "lower/emit.h"
 #include "lower/fusion.h"
+#include "lower/logical.h"
 #include "lower/registry.h"
 #include "nnapi_convert/check.h"
 #include "util/timing.h"
@@ -223,6 +224,8 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
       continue;
     }
     int32_t id = cx.add_input(static_cast<int>(i), graph_inputs[i + 1], o);
+    if (options.inputs[i].dtype == InputDType::Bool)
+      cx.set_torch_dtype(graph_inputs[i + 1], at::kBool);
     input_ids.push_back(id);
     result.inp_mem_fmts.push_back(static_cast<int64_t>(cx.operand(id).dim_order));
   }
@@ -294,10 +297,32 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
     // NNAPI rejects a model (BAD_DATA, when it is compiled on the device)
     // whose output is one of its inputs, or that lists one operand twice as
     // an output; PyTorch's converter writes such models without a word.
-    std::vector<int32_t> output_ids;
+    // A bool result leaves the model as int32 0/1 (PyTorch's NNAPI binding
+    // takes no bool tensors; a TENSOR_BOOL8 one is made so by SELECT), an
+    // int64 one (indices) as the int32 NNAPI computes; the converted module
+    // casts them back.
+    std::vector<Tensor> outs;
     for (size_t i = 0; i < returns.size(); ++i) {
       if (!cx.has_operand(returns[i])) offending = returns[i]->node();  // a constant here
-      int32_t id = cx.get_operand(returns[i]).id;
+      Tensor t = cx.get_operand(returns[i]);
+      const auto type = returns[i]->type()->cast<c10::TensorType>();
+      auto dtype = type ? type->scalarType() : c10::nullopt;
+      if (auto held = cx.torch_dtype_of(returns[i]); !dtype && held) dtype = *held;
+      if (t.op.type == nnapi::OperandType::TensorBool8) {
+        offending = returns[i]->node();
+        t = int01_of(cx, t);
+        offending = nullptr;
+        dtype = at::kBool;
+      }
+      if (t.op.type == nnapi::OperandType::TensorInt32 &&
+          (dtype == at::kBool || dtype == at::kLong)) {
+        result.output_casts[static_cast<int>(i)] = dtype == at::kBool ? "bool" : "int64";
+      }
+      outs.push_back(t);
+    }
+    std::vector<int32_t> output_ids;
+    for (size_t i = 0; i < returns.size(); ++i) {
+      int32_t id = outs[i].id;
       for (size_t k = 0; k < input_ids.size(); ++k) {
         if (input_ids[k] == id) {
           offending = returns[i]->node();
@@ -319,8 +344,10 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
       output_ids.push_back(id);
     }
     for (size_t i = 0; i < returns.size(); ++i) {
-      auto [id, op] = cx.get_operand(returns[i]);
-      check_output_dtype(returns[i], op, i, &offending);
+      auto [id, op] = outs[i];
+      if (!result.output_casts.count(static_cast<int>(i))) {
+        check_output_dtype(returns[i], op, i, &offending);
+      }
       m.add_output(id);
       result.out_mem_fmts.push_back(static_cast<int64_t>(op.dim_order));
       OutputTemplate t{id, static_cast<int32_t>(op.type), op.shape, op.scale, op.zero_point};

@@ -21,6 +21,7 @@
 #include <optional>
 
 #include "lower/activation.h"
+#include "lower/logical.h"
 #include "lower/matmul.h"
 #include "lower/normalization.h"
 #include "lower/registry.h"
@@ -42,7 +43,8 @@ Tensor project(LoweringContext& cx, const Tensor& x, const at::Tensor& w, const 
 }
 
 // A bool tensor the model computes: an int32 0/1 operand (bool inputs arrive
-// so, see InputDType::Bool), or a constant made one.
+// so, see InputDType::Bool; a TENSOR_BOOL8 one is made so), or a constant
+// made one.
 Tensor bool_operand(LoweringContext& cx, const Value* v, const char* what) {
   if (!cx.has_operand(v)) {
     const int32_t id =
@@ -50,6 +52,9 @@ Tensor bool_operand(LoweringContext& cx, const Value* v, const char* what) {
     return {id, cx.operand(id)};
   }
   Tensor m = cx.get_operand(v);
+  if (m.op.type == nnapi::OperandType::TensorBool8 && m.op.dim_order == DimOrder::Contiguous) {
+    m = int01_of(cx, m);  // a mask computed by comparisons
+  }
   check(m.op.type == nnapi::OperandType::TensorInt32 && m.op.dim_order == DimOrder::Contiguous,
         [&] {
           return std::string(what) + " needs a bool mask: a bool model input (--input " +
@@ -94,6 +99,7 @@ Tensor padding_mask_bias(LoweringContext& cx, const Value* v, const Tensor& x, c
     return {id, cx.operand(id)};
   }
   Tensor m = cx.get_operand(v);
+  if (m.op.type == nnapi::OperandType::TensorBool8) m = int01_of(cx, m);
   if (m.op.shape.size() != 2) refuse("has shape " + shape_str(m.op.shape));
   const bool from_bool = m.op.type == nnapi::OperandType::TensorInt32;
   if (!from_bool && m.op.type != nnapi::OperandType::TensorFloat32) {
@@ -302,21 +308,6 @@ void lower_to_padded_tensor(LoweringContext& cx, const Node* node) {
   emit_binary(cx, Op::Add, kept, pad, Fuse::None, node->output());
 }
 
-// logical_not of a bool (int32 0/1): 1 - m, through float32 (NNAPI's int32
-// SUB needs Android 11).
-void lower_logical_not(LoweringContext& cx, const Node* node) {
-  Tensor m = bool_operand(cx, node->input(0), "logical_not");
-  Tensor inv = emit_binary(cx, Op::Sub, float_scalar_tensor(cx, 1.0f), as_float(cx, m));
-  emit_unary_to(cx, Op::Cast, inv, m.op.with_shape(inv.op.shape), node->output());
-}
-
-// logical_or of two bools (int32 0/1): MAXIMUM, broadcasting.
-void lower_logical_or(LoweringContext& cx, const Node* node) {
-  Tensor a = bool_operand(cx, node->input(0), "logical_or");
-  Tensor b = bool_operand(cx, node->input(1), "logical_or");
-  emit_binary(cx, Op::Maximum, a, b, Fuse::None, node->output());
-}
-
 // masked_fill(x, mask, value) with a computed bool mask (a constant one folds
 // during conversion): with f the mask as float 0/1, -inf (what
 // F.multi_head_attention_forward fills) is x + LOG(1 - f), +inf x - LOG(1 - f),
@@ -374,10 +365,6 @@ void register_attention_ops(LoweringTable& t) {
   t.note("aten::to_padded_tensor",
          "of that nested tensor: MUL by the mask (all L positions are returned; PyTorch pads "
          "to the longest sequence of the batch)");
-  t.add("aten::logical_not", lower_logical_not);
-  t.note("aten::logical_not", "of a bool (int32 0/1): CAST, SUB from 1, CAST");
-  t.add("aten::logical_or", lower_logical_or);
-  t.note("aten::logical_or", "of bools (int32 0/1): MAXIMUM");
   t.add("aten::masked_fill", lower_masked_fill);
   t.add("aten::zeros_like", lower_zeros_like_of_mask);
   t.note("aten::zeros_like",

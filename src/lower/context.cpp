@@ -78,6 +78,7 @@ void LoweringContext::alias(const Value* v, const Value* source) {
   auto [id, op] = get_operand(source);
   operand_of_[v] = id;
   if (reinterpreted_.count(source)) reinterpreted_[v] = op;
+  if (auto t = torch_dtype_of(source)) torch_dtypes_[v] = *t;
 }
 
 void LoweringContext::reinterpret(const Value* v, int32_t id, const Operand& o) {
@@ -102,6 +103,9 @@ Operand LoweringContext::tensor_to_operand(const at::Tensor& t, DimOrder order) 
       o.scale = t.q_scale();
       o.zero_point = t.q_zero_point();
       break;
+    case at::kBool:
+      o.type = nnapi::OperandType::TensorBool8;
+      break;
     case at::kQInt32:
       o.type = nnapi::OperandType::TensorInt32;
       o.scale = t.q_scale();
@@ -110,7 +114,7 @@ Operand LoweringContext::tensor_to_operand(const at::Tensor& t, DimOrder order) 
       break;
     default:
       fail(std::string("can't handle a tensor of dtype ") + c10::toString(t.scalar_type()) +
-           " (NNAPI takes float32, int32, quint8 and qint32 here)");
+           " (NNAPI takes float32, int32, quint8, qint32 and bool here)");
   }
   return o;
 }

@@ -53,8 +53,19 @@ class LoweringContext {
   // order, each after `asserts[d]` (an `assert` line) when that is given.
   Tensor add_output(const Value* v, const Operand& rec, const std::vector<SymInt>& dims,
                     const std::vector<std::string>& asserts = {});
-  // `v` names the same operand as `source` (identity ops).
+  // `v` names the same operand as `source` (identity ops; its torch dtype
+  // below goes with it).
   void alias(const Value* v, const Value* source);
+  // The dtype PyTorch gives `v` where NNAPI holds it in another type (a bool
+  // as int32 0/1, int64 indices as int32), recorded by the bool model inputs
+  // and the lowerings that make such values (the graph of a loaded model
+  // carries no dtypes); nullopt when none was recorded.
+  void set_torch_dtype(const Value* v, c10::ScalarType t) { torch_dtypes_[v] = t; }
+  std::optional<c10::ScalarType> torch_dtype_of(const Value* v) const {
+    auto it = torch_dtypes_.find(v);
+    if (it == torch_dtypes_.end()) return std::nullopt;
+    return it->second;
+  }
   // `v` names operand `id` with a different record: the same NNAPI buffer seen
   // with another PyTorch shape or dim order (e.g. NHWC data read as a
   // contiguous (N, H, W, C) tensor after a permute).
@@ -140,6 +151,7 @@ class LoweringContext {
   std::vector<Operand> operands_;  // parallel to the model's operands
   std::unordered_map<const Value*, int32_t> operand_of_;
   std::unordered_map<const Value*, Operand> reinterpreted_;
+  std::unordered_map<const Value*, c10::ScalarType> torch_dtypes_;
   FusionPlan* plan_ = nullptr;
   int feature_level_limit_ = nnapi::kMaxFeatureLevel;
   std::unordered_map<const Value*, std::vector<int32_t>> split_outputs_;

@@ -273,6 +273,11 @@ Tensor emit_binary(LoweringContext& cx, Op op, const Tensor& a, const Tensor& b,
                    const Value* out, std::optional<QuantParams> out_quant) {
   const Tensor& big = b.op.shape.size() > a.op.shape.size() ? b : a;
   Operand o = big.op.with_shape(broadcast_shape(a.op.shape, b.op.shape));
+  if (nnapi::is_comparison(op)) {  // EQUAL ... LESS_EQUAL: a TENSOR_BOOL8 result
+    o.type = OperandType::TensorBool8;
+    o.scale = 0.0;
+    o.zero_point = 0;
+  }
   if (out_quant) {
     o.scale = out_quant->scale;
     o.zero_point = out_quant->zero_point;

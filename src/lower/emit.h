@@ -45,7 +45,8 @@ struct QuantParams {
 // PyTorch's broadcasting (dims aligned from the end; flexible output dims get
 // shape-compute lines from the input that has them). The result has the
 // record of the higher-rank operand (of `a` on a tie), with `out_quant`'s
-// parameters when given. ADD, SUB, MUL and DIV take `fuse` (an immediate
+// parameters when given; a comparison (EQUAL ... LESS_EQUAL) gives a
+// TENSOR_BOOL8 of that shape and layout. ADD, SUB, MUL and DIV take `fuse` (an immediate
 // made after the output); other operations take none. (The reference's own
 // equal-rank rules, with NHWC/NCHW reconciling and `assert` shape lines,
 // are lower_binary_values in pointwise.h, which reproduces them byte for

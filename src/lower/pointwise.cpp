@@ -17,6 +17,18 @@ using nnapi::Fuse;
 using nnapi::Op;
 using nnapi::OperandType;
 
+std::optional<double> number_operand(const LoweringContext& cx, const Value* v) {
+  if (!cx.has_constant(v)) return std::nullopt;
+  const c10::IValue& iv = cx.constant(v).value;
+  if (iv.isInt() || iv.isDouble() || iv.isBool()) return iv.toScalar().toDouble();
+  if (!iv.isTensor()) return std::nullopt;
+  const at::Tensor& t = iv.toTensor();
+  if (t.dim() != 0 || t.scalar_type() == at::kFloat || t.is_quantized() || t.is_complex()) {
+    return std::nullopt;
+  }
+  return t.item<double>();
+}
+
 namespace {
 
 // The reference's rule for tensors of equal rank: broadcast_shape (emit.h),
@@ -31,22 +43,6 @@ Shape broadcast_equal_ranks(const Shape& a, const Shape& b) {
           [&] { return "cannot broadcast shapes " + shape_str(a) + " and " + shape_str(b); });
   }
   return broadcast_shape(a, b);
-}
-
-// A Python number where PyTorch takes a Scalar: a constant int, float or bool
-// (aten::mul.Scalar and the like in scripted models), or the 0-dim int64,
-// float64 or bool tensor the tracer wraps such a number in. A 0-dim float32
-// constant is an ordinary tensor constant, left to the tensor path.
-std::optional<double> number_operand(const LoweringContext& cx, const Value* v) {
-  if (!cx.has_constant(v)) return std::nullopt;
-  const c10::IValue& iv = cx.constant(v).value;
-  if (iv.isInt() || iv.isDouble() || iv.isBool()) return iv.toScalar().toDouble();
-  if (!iv.isTensor()) return std::nullopt;
-  const at::Tensor& t = iv.toTensor();
-  if (t.dim() != 0 || t.scalar_type() == at::kFloat || t.is_quantized() || t.is_complex()) {
-    return std::nullopt;
-  }
-  return t.item<double>();
 }
 
 // An NCHW operand with H = W = 1 made NHWC by a TRANSPOSE (as the reference does).
@@ -389,7 +385,8 @@ Tensor operand_beside(LoweringContext& cx, const Value* v, const Tensor& other) 
   return constant_beside(cx, v, other);
 }
 
-// x and y laid out alike (see elementwise_operands in pointwise.h).
+}  // namespace
+
 std::pair<Tensor, Tensor> align_layouts(LoweringContext& cx, Tensor x, Tensor y) {
   check(x.op.type == y.op.type, [&] {
     return std::string("elementwise operation on tensors of different types (") +
@@ -412,8 +409,6 @@ std::pair<Tensor, Tensor> align_layouts(LoweringContext& cx, Tensor x, Tensor y)
   }
   return {x, y};
 }
-
-}  // namespace
 
 std::pair<Tensor, Tensor> elementwise_operands(LoweringContext& cx, const Value* a,
                                                const Value* b) {

@@ -29,5 +29,13 @@ std::pair<Tensor, Tensor> elementwise_operands(LoweringContext& cx, const Value*
 // a value `v`: v's operand beside x, both laid out alike.
 std::pair<Tensor, Tensor> elementwise_operands(LoweringContext& cx, const Tensor& x,
                                                const Value* v);
+// Two operands of one type laid out alike, as elementwise_operands does.
+std::pair<Tensor, Tensor> align_layouts(LoweringContext& cx, Tensor x, Tensor y);
+
+// A Python number where PyTorch takes a Scalar: a constant int, float or bool
+// (aten::mul.Scalar and the like in scripted models), or the 0-dim int64,
+// float64 or bool tensor the tracer wraps such a number in. A 0-dim float32
+// constant is an ordinary tensor constant, left to the tensor path.
+std::optional<double> number_operand(const LoweringContext& cx, const Value* v);
 
 }  // namespace nnapi_convert

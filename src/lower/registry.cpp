@@ -83,6 +83,8 @@ const LoweringTable& lowering_table() {
         {"einsum", register_einsum_ops},
         {"attention", register_attention_ops},
         {"indexing", register_indexing_ops},
+        {"logical", register_logical_ops},
+        {"reduction", register_reduction_ops},
     };
     for (const auto& [family, register_family] : families) {
       t.set_family(family);

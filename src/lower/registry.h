@@ -15,7 +15,7 @@ namespace nnapi_convert {
 using LowerFn = std::function<void(LoweringContext&, const Node*)>;
 // Whether the lowering of a node's kind takes this node, from the graph alone
 // (its constant arguments and types), before anything is lowered: "" when it
-// may, else what makes it unsupported ("3-D", "dilated transposed"), named in
+// may, else what makes it unsupported ("3-D", "dilated grouped"), named in
 // the up-front census beside the kind. Kept apart from the lowering, as ONNX
 // Runtime's NNAPI op builders keep IsOpSupported apart from AddToModelBuilder.
 using SupportFn = std::function<std::string(const Node*)>;
@@ -102,5 +102,7 @@ void register_roll_ops(LoweringTable& t);           // roll.cpp
 void register_einsum_ops(LoweringTable& t);         // einsum.cpp
 void register_attention_ops(LoweringTable& t);      // attention.cpp
 void register_indexing_ops(LoweringTable& t);       // indexing.cpp
+void register_logical_ops(LoweringTable& t);        // logical.cpp
+void register_reduction_ops(LoweringTable& t);      // reduction.cpp
 
 }  // namespace nnapi_convert

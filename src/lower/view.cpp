@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "lower/emit.h"
+#include "lower/logical.h"
 #include "lower/node_args.h"
 #include "lower/registry.h"
 
@@ -25,6 +26,27 @@ void lower_identity(LoweringContext& cx, const Node* node) {
 void lower_to(LoweringContext& cx, const Node* node) {
   const Tensor x = cx.get_operand(node->input(0));
   NodeArgs args(cx, node);
+  if (args.has("dtype") && is_bool_value(cx, node->input(0)) &&
+      !cx.constant_is_none(args.value("dtype"))) {
+    // A bool made float32 or integer: 0/1 (TENSOR_BOOL8 by SELECT, an int32
+    // 0/1 bool input by CAST or as it is).
+    const auto wanted = static_cast<c10::ScalarType>(cx.constant_int(args.value("dtype")));
+    if (wanted == at::kFloat || wanted == at::kInt || wanted == at::kLong) {
+      const auto type = wanted == at::kFloat ? nnapi::OperandType::TensorFloat32
+                                             : nnapi::OperandType::TensorInt32;
+      if (wanted == at::kLong) cx.set_torch_dtype(node->output(), at::kLong);
+      if (x.op.type == nnapi::OperandType::TensorBool8) {
+        bool_as(cx, x, type, node->output());
+      } else if (x.op.type != type) {
+        Operand o = x.op;
+        o.type = type;
+        emit_unary_to(cx, Op::Cast, x, o, node->output());
+      } else {
+        lower_identity(cx, node);
+      }
+      return;
+    }
+  }
   if (args.has("dtype")) {
     check_dtype_argument(cx, args.value("dtype"), x, "aten::to");
   } else if (args.has("other")) {

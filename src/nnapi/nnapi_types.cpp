@@ -206,6 +206,11 @@ int element_size(OperandType t) {
 
 bool is_tensor_type(OperandType t) { return element_size(t) != 0; }
 
+bool is_comparison(Op op) {
+  return op == Op::Equal || op == Op::NotEqual || op == Op::Greater || op == Op::GreaterEqual ||
+         op == Op::Less || op == Op::LessEqual;
+}
+
 int android_api_of_feature_level(int level) {
   return level <= 5 ? 26 + level : 27 + level;  // 6, 7, 8 -> 33, 34, 35
 }

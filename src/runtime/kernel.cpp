@@ -223,6 +223,8 @@ const std::vector<OpKernel>& all_kernels() {
     add_shape_kernels(t);
     add_resize_kernels(t);
     add_quant_kernels(t);
+    add_logical_kernels(t);
+    add_reduce_kernels(t);
     return t;
   }();
   return table;

@@ -74,6 +74,8 @@ void add_pool_kernels(std::vector<OpKernel>& table);
 void add_shape_kernels(std::vector<OpKernel>& table);
 void add_resize_kernels(std::vector<OpKernel>& table);
 void add_quant_kernels(std::vector<OpKernel>& table);
+void add_logical_kernels(std::vector<OpKernel>& table);
+void add_reduce_kernels(std::vector<OpKernel>& table);
 
 // ---- Helpers shared by the kernels (kernel.cpp) ----
 

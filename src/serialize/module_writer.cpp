@@ -103,7 +103,8 @@ std::string prepare_source(const Conversion& c, bool numeric_dtypes) {
 
 // Bool inputs (--input ...,dtype=bool) are handed to NNAPI as int32 0/1,
 // inputs of rank > 4 with their leading dims merged (nnapi_input_dims);
-// outputs NNAPI holds with another shape (output_reshapes) are reshaped.
+// outputs NNAPI holds with another shape (output_reshapes) are reshaped,
+// bool and int64 outputs (int32 in NNAPI) cast back (output_casts).
 std::string wrapper_forward_source(const std::vector<InputSpec>& inputs, const Conversion& c) {
   std::string args, passed;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -117,12 +118,19 @@ std::string wrapper_forward_source(const std::vector<InputSpec>& inputs, const C
   auto retval = [&](int i) {
     std::string r = "retvals[" + std::to_string(i) + "]";
     auto reshape = c.output_reshapes.find(i);
-    if (reshape == c.output_reshapes.end()) return r;
-    r += ".reshape([";
-    for (size_t d = 0; d < reshape->second.size(); ++d) {
-      r += (d ? ", " : "") + std::to_string(reshape->second[d]);
+    if (reshape != c.output_reshapes.end()) {
+      r += ".reshape([";
+      for (size_t d = 0; d < reshape->second.size(); ++d) {
+        r += (d ? ", " : "") + std::to_string(reshape->second[d]);
+      }
+      r += "])";
     }
-    return r + "])";
+    auto cast = c.output_casts.find(i);
+    if (cast != c.output_casts.end()) {  // the dtype's number (torch.bool 11, torch.int64 4)
+      r += ".to(" +
+           std::to_string(static_cast<int>(cast->second == "bool" ? at::kBool : at::kLong)) + ")";
+    }
+    return r;
   };
   std::string ret;
   if (c.retval_count < 0) {
@@ -251,6 +259,13 @@ Module fallback_module(const ModuleScope& scope, const Conversion& c,
         // NNAPI returns it with another shape (a 0-dim result as (1)).
         out = g->insert(c10::aten::reshape,
                         {out, g->insertConstant(c10::IValue(c10::List<int64_t>(reshape->second)))});
+      }
+      auto cast = c.segments[k].output_casts.find(static_cast<int>(i));
+      if (cast != c.segments[k].output_casts.end()) {
+        // A bool or int64 result NNAPI computes as int32.
+        const auto dtype = cast->second == "bool" ? at::kBool : at::kLong;
+        out = g->insert(c10::aten::to, {out, c10::IValue(static_cast<int64_t>(dtype)),
+                                        c10::IValue(false), c10::IValue(false)});
       }
       n->output(i)->replaceAllUsesWith(out);
     }

@@ -1,6 +1,7 @@
 // Rules of NeuralNetworks.h for the elementwise operations: binary
-// arithmetic (ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM, POW), unary activations
-// and math (RELU ... NEG), PRELU, the softmaxes and normalizations, and the
+// arithmetic (ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM, POW), the comparisons
+// (EQUAL ... LESS_EQUAL, a TENSOR_BOOL8 result), LOGICAL_AND/OR/NOT, SELECT,
+// unary activations and math (RELU ... NEG, SIN), PRELU, the softmaxes and normalizations, and the
 // type conversions QUANTIZE, DEQUANTIZE and CAST. Each output has its input's
 // shape, or the broadcast of two inputs' shapes.
 #include "validate/check.h"
@@ -100,6 +101,58 @@ void minmax_rule(Check& c) {
 }
 void pow_rule(Check& c) { binary(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}}); }
 
+// ---- EQUAL ... LESS_EQUAL: a, b of one type (quantized: any parameters
+// each); broadcast; a TENSOR_BOOL8 output.
+
+void compare_rule(Check& c) {
+  c.input_count({2});
+  c.output_count(1);
+  typed(c, {{T::TensorBool8, 3},
+            {T::TensorFloat16, 3},
+            {T::TensorFloat32, 3},
+            {T::TensorInt32, 3},
+            {T::TensorQuant8Asymm, 3}});
+  c.same_type(1, 0);
+  c.output_type(0, {T::TensorBool8});
+  if (c.shapes()) c.set_output(0, broadcast(c, c.shape(0), c.shape(1)));
+}
+
+// ---- LOGICAL_AND, LOGICAL_OR: two TENSOR_BOOL8, broadcast.
+
+void logical_rule(Check& c) { binary(c, {{T::TensorBool8, 3}}); }
+
+// ---- SELECT: mask (TENSOR_BOOL8), x, y: all of one shape (no
+// broadcasting); the output has x's type and shape, quantized with any
+// parameters (each input's may differ too).
+
+void select_rule(Check& c) {
+  c.input_count({3});
+  c.output_count(1);
+  c.input_type(0, {T::TensorBool8});
+  c.input_type(1, {T::TensorFloat16, T::TensorFloat32, T::TensorInt32, T::TensorQuant8Asymm});
+  c.same_type(2, 1);
+  c.output_same_type(0, 1);
+  if (!c.shapes()) return;
+  Shape out = c.shape(0);
+  for (size_t i : {1, 2}) {
+    const Shape& s = c.shape(i);
+    if (!s.known) continue;
+    if (out.known && out.rank() != s.rank())
+      c.fail(Rule::Shape, "input " + std::to_string(i) + " has shape " + shape_text(s) +
+                              " and the mask " + shape_text(c.shape(0)) +
+                              "; NNAPI's SELECT needs the mask and both inputs of one shape");
+    if (!out.known) {
+      out = s;
+      continue;
+    }
+    for (size_t k = 0; k < s.rank(); ++k) {
+      c.equal_dims(out.d[k], s.d[k], "dim " + std::to_string(k) + " of SELECT's inputs");
+      if (out.d[k] < 0) out.d[k] = s.d[k];
+    }
+  }
+  c.set_output(0, out);
+}
+
 // ---- unary: input; output of its type and shape.
 
 void unary(Check& c, std::initializer_list<TypeLevel> types, size_t max_rank) {
@@ -126,9 +179,10 @@ void floor_rule(Check& c) { unary(c, {{T::TensorFloat32, 1}, {T::TensorFloat16, 
 void hard_swish_rule(Check& c) {
   unary(c, {{T::TensorFloat32, 4}, {T::TensorFloat16, 4}, {T::TensorQuant8Asymm, 4}}, kAny);
 }
-void float_math_rule(Check& c) {  // EXP, LOG, SQRT, RSQRT
+void float_math_rule(Check& c) {  // EXP, LOG, SQRT, RSQRT, SIN
   unary(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}}, kAny);
 }
+void logical_not_rule(Check& c) { unary(c, {{T::TensorBool8, 3}}, kAny); }
 void neg_rule(Check& c) {
   unary(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}, {T::TensorInt32, 3}}, kAny);
 }
@@ -264,6 +318,13 @@ void add_elementwise_rules(std::vector<OpRule>& t) {
   t.push_back({Op::Maximum, minmax_rule});
   t.push_back({Op::Minimum, minmax_rule});
   t.push_back({Op::Pow, pow_rule});
+  for (Op op : {Op::Equal, Op::NotEqual, Op::Greater, Op::GreaterEqual, Op::Less, Op::LessEqual})
+    t.push_back({op, compare_rule});
+  t.push_back({Op::LogicalAnd, logical_rule});
+  t.push_back({Op::LogicalOr, logical_rule});
+  t.push_back({Op::LogicalNot, logical_not_rule});
+  t.push_back({Op::Select, select_rule});
+  t.push_back({Op::Sin, float_math_rule});
   t.push_back({Op::Relu, relu_rule});
   t.push_back({Op::Relu1, relu_rule});
   t.push_back({Op::Relu6, relu_rule});

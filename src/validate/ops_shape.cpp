@@ -1,9 +1,10 @@
 // Rules of NeuralNetworks.h for the operations that move data or reduce it:
 // RESHAPE, EXPAND_DIMS, SQUEEZE, STRIDED_SLICE, SLICE, CONCATENATION,
 // TRANSPOSE, PAD, PAD_V2, SPLIT, CHANNEL_SHUFFLE, DEPTH_TO_SPACE,
-// SPACE_TO_DEPTH, GATHER, TILE, MEAN and REDUCE_SUM. Quantized outputs keep
-// the input's scale and zero point (CONCATENATION's may differ since feature
-// level 3).
+// SPACE_TO_DEPTH, GATHER, TILE, MEAN, REDUCE_SUM, REDUCE_MAX, REDUCE_MIN,
+// REDUCE_PROD, REDUCE_ALL, REDUCE_ANY, ARGMAX, ARGMIN and TOPK_V2. Quantized
+// outputs keep the input's scale and zero point (CONCATENATION's may differ
+// since feature level 3).
 #include <algorithm>
 
 #include "validate/check.h"
@@ -549,12 +550,76 @@ void reduce_sum_rule(Check& c) {
   moved(c, {T::TensorFloat32, T::TensorFloat16});
   reduce(c, true);
 }
+void reduce_prod_rule(Check& c) { reduce_sum_rule(c); }
+void reduce_max_rule(Check& c) {  // REDUCE_MAX, REDUCE_MIN
+  moved(c, {T::TensorFloat32, T::TensorFloat16, T::TensorQuant8Asymm});
+  reduce(c, true);
+}
+void reduce_bool_rule(Check& c) {  // REDUCE_ALL, REDUCE_ANY
+  moved(c, {T::TensorBool8});
+  reduce(c, true);
+}
+
+// ---- ARGMAX, ARGMIN: input, axis (INT32 in [-rank, rank)); a TENSOR_INT32
+// output without that axis ([1] for a 1-D input).
+
+void arg_rule(Check& c) {
+  c.input_count({2});
+  c.output_count(1);
+  c.input_type(0, kMoved);
+  c.input_type(1, {T::Int32});
+  c.output_type(0, {T::TensorInt32});
+  if (!c.full()) return;
+  const Shape& x = c.shape(0);
+  const int64_t axis = c.axis(1, x.known ? static_cast<int64_t>(x.rank()) : -1, true);
+  if (!c.shapes() || !x.known) return;
+  if (axis < 0) return c.set_output(0, Shape::unknown_of_rank(std::max<size_t>(x.rank(), 2) - 1));
+  Shape out = x;
+  out.d.erase(out.d.begin() + axis);
+  if (out.d.empty()) out.d.push_back(1);
+  c.set_output(0, out);
+}
+
+// ---- TOPK_V2: input, k (INT32 in [1, last dim]); values (the input's type
+// and quantization) and indices (TENSOR_INT32), both the input's shape with
+// k in the last dim.
+
+void topk_rule(Check& c) {
+  c.input_count({2});
+  c.output_count(2);
+  c.input_type(0, kMoved);
+  c.input_type(1, {T::Int32});
+  c.output_same_type(0, 0);
+  c.same_quant(0, 0);
+  c.output_type(1, {T::TensorInt32});
+  if (!c.full()) return;
+  const Shape& x = c.shape(0);
+  const auto k = c.i32(1);
+  const int64_t last = x.known && x.rank() > 0 ? x.d.back() : -1;
+  if (k && (*k < 1 || (last >= 0 && *k > last)))
+    c.fail(Rule::Parameter, "input 1 (k) is " + str(*k) + " for a last dim of " +
+                                (last >= 0 ? str(last) : std::string("unknown size")) +
+                                "; NNAPI's TOPK_V2 takes 1 to the last dim's size");
+  if (!c.shapes() || !x.known) return;
+  Shape out = x;
+  if (!out.d.empty()) out.d.back() = k ? *k : -1;
+  c.set_output(0, out);
+  c.set_output(1, out);
+}
 
 }  // namespace
 
 void add_shape_rules(std::vector<OpRule>& t) {
   using nnapi::Op;
   t.push_back({Op::Reshape, reshape_rule});
+  t.push_back({Op::ReduceMax, reduce_max_rule});
+  t.push_back({Op::ReduceMin, reduce_max_rule});
+  t.push_back({Op::ReduceProd, reduce_prod_rule});
+  t.push_back({Op::ReduceAll, reduce_bool_rule});
+  t.push_back({Op::ReduceAny, reduce_bool_rule});
+  t.push_back({Op::ArgMax, arg_rule});
+  t.push_back({Op::ArgMin, arg_rule});
+  t.push_back({Op::TopKV2, topk_rule});
   t.push_back({Op::ExpandDims, expand_dims_rule});
   t.push_back({Op::Squeeze, squeeze_rule});
   t.push_back({Op::StridedSlice, strided_slice_rule});

@@ -37,7 +37,7 @@ import numeric_rules  # noqa: E402
 
 
 class TopK(nn.Module):
-    """A classifier whose post-processing (topk) has no NNAPI lowering."""
+    """A classifier whose post-processing (sort) has no NNAPI lowering."""
 
     def __init__(self):
         super().__init__()
@@ -46,7 +46,7 @@ class TopK(nn.Module):
 
     def forward(self, x):
         p = torch.softmax(self.fc(torch.relu(self.conv(x)).mean([2, 3])), 1)
-        values, indices = torch.topk(p, 3)
+        values, indices = torch.sort(p, 1, descending=True)
         return values * 2.0, indices
 
 
@@ -196,7 +196,7 @@ def compare(name, converted, eager, inputs, weak=()):
 
 # name, inputs, extra flags, NNAPI models the rules give, code TorchScript keeps
 cases = [
-    ("topk", [1, 3, 8, 8], [], 2, ["torch.topk"]),
+    ("topk", [1, 3, 8, 8], [], 2, ["torch.sort"]),
     ("cumsum", [1, 3, 8, 8], [], 2, ["torch.logcumsumexp"]),
     ("cumsum", [1, 3, 8, 8], ["--nhwc"], 2, ["torch.logcumsumexp"]),
     ("masked", [2, 16], [], 1, ["torch.index", "torch.mul", "torch.add"]),
@@ -227,8 +227,8 @@ for name, shape, flags, n_models, kept in cases:
         compare(f"{label}: matches eager on input {i}", converted, models[name],
                 [torch.randn(*shape)])
 
-# check and inspect show the split: topk stays TorchScript between two NNAPI
-# models (the convolution and linear head; the `values * 2.0` after topk).
+# check and inspect show the split: sort stays TorchScript between two NNAPI
+# models (the convolution and linear head; the `values * 2.0` after sort).
 rc, text = run("check", path("topk.pt"), "--input", "1x3x8x8", "--cpu-fallback", "--json",
                stdout_only=True)
 try:
@@ -236,18 +236,18 @@ try:
 except ValueError:
     split = {}
 # (The tuple forward returns stays TorchScript too.)
-check("check --cpu-fallback --json: 2 NNAPI models, aten::topk stays TorchScript",
+check("check --cpu-fallback --json: 2 NNAPI models, aten::sort stays TorchScript",
       rc == 0 and split.get("converts") is True
       and split.get("cpu_fallback", {}).get("nnapi_models") == 2
       and {k["kind"]: (k["count"], k["supported"])
            for k in split["cpu_fallback"]["torchscript_nodes"]}
-      == {"aten::topk": (1, False), "prim::TupleConstruct": (1, True)}, text)
+      == {"aten::sort": (1, False), "prim::TupleConstruct": (1, True)}, text)
 rc, text = run("check", path("topk.pt"), "--input", "1x3x8x8", "--cpu-fallback")
 check("check --cpu-fallback prints the split",
       rc == 0 and "--cpu-fallback: 2 NNAPI model(s); 2 node(s) stay TorchScript" in text, text)
 rc, text = run("check", path("topk.pt"), "--input", "1x3x8x8")
-check("check without --cpu-fallback: does not convert, aten::topk unsupported",
-      rc == 1 and "aten::topk" in text and "NOT SUPPORTED" in text, text)
+check("check without --cpu-fallback: does not convert, aten::sort unsupported",
+      rc == 1 and "aten::sort" in text and "NOT SUPPORTED" in text, text)
 rc, text = run("inspect", path("topk.nnapi.pt"), "--json", stdout_only=True)
 try:
     models_json = json.loads(text)
@@ -271,7 +271,7 @@ check("detector: NMS keeps different box counts through one converted module", l
 
 rc, text = run(path("topk.pt"), "--input", "1x3x8x8", "--cpu-fallback", "--verify", "-o",
                path("topk-verified.nnapi.pt"))
-check("--verify checks a split module", rc == 0 and "output 1: 1x3 Long" in text, text)
+check("--verify checks a split module", rc == 0 and "output 1: 1x10 Long" in text, text)
 
 # A dynamic-quantized model (quantize_dynamic on Linear and LSTM): those
 # nodes stay TorchScript, and their kernels differ between PyTorch's
@@ -443,7 +443,7 @@ check("...and check says so on its 'does not convert' line",
                       for line in text.splitlines()) and "Traceback" not in text, text)
 
 rc, text = run(path("topk.pt"), "--input", "1x3x8x8", "-o", path("x.pt"))
-check("without --cpu-fallback the unlowered node is refused", rc == 1 and "aten::topk" in text,
+check("without --cpu-fallback the unlowered node is refused", rc == 1 and "aten::sort" in text,
       text)
 check("no output is left by the refusals", not os.path.exists(path("x.pt")))
 

@@ -1,6 +1,6 @@
 """Models for ux_test.sh (the command line as a new user meets it):
 threesorts.pt (one unsupported kind used three times, from this file),
-video.pt (Conv3d, adaptive_avg_pool3d and a dilated transposed convolution:
+video.pt (Conv3d, adaptive_avg_pool3d and a dilated grouped convolution:
 kinds the table lowers, but not with these arguments, and one it does not),
 qinput.pt (a quantized convolution that takes a quint8 input),
 constant.pt (an output that is 0 whatever the input),
@@ -27,7 +27,7 @@ torch.jit.trace(ThreeSorts().eval(), x).save(os.path.join(out, "threesorts.pt"))
 
 
 # A video model in the shape of torchvision's r3d_18 (Conv3d, then
-# adaptive_avg_pool3d) beside a dilated transposed 2-D convolution: the
+# adaptive_avg_pool3d) beside a dilated grouped 2-D convolution: the
 # convolutions are kinds the lowering table takes, but not with these
 # arguments, so the refusal lists them beside the kind it has no lowering of.
 class VideoNet(torch.nn.Module):
@@ -35,7 +35,7 @@ class VideoNet(torch.nn.Module):
         super().__init__()
         self.c3 = torch.nn.Conv3d(3, 4, 3, padding=1)
         self.c2 = torch.nn.Conv2d(3, 4, 3)
-        self.t = torch.nn.ConvTranspose2d(4, 4, 3, dilation=2)
+        self.t = torch.nn.Conv2d(4, 4, 3, dilation=2, groups=2)
 
     def forward(self, video, image):
         v = torch.nn.functional.adaptive_avg_pool3d(torch.relu(self.c3(video)), 1)

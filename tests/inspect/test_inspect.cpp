@@ -146,7 +146,8 @@ TEST(Inspect, ValidatorFindings) {
   v.immediate = {0, 0, 0, 0};
   b.values.push_back(v);
   b.operations[0].inputs[7] = static_cast<uint32_t>(v.operand);  // stride (width)
-  const std::string path = ::testing::TempDir() + "stride0.bin";
+  const std::string path =
+      ::testing::TempDir() + "nnapi-inspect-" + std::to_string(::getpid()) + "-stride0.bin";
   {
     std::ofstream o(path, std::ios::binary);
     const std::vector<uint8_t> broken = testing::write_blob(b);

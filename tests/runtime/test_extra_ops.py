@@ -23,7 +23,12 @@ CODES = dict(ADD=0, CONV_2D=3, DEPTHWISE_CONV_2D=4, L2_NORMALIZATION=11, LOGISTI
              AVERAGE_POOL_2D=1, MAX_POOL_2D=17, CONCATENATION=2, SOFTMAX=25, FULLY_CONNECTED=9, QUANTIZE=72,
              DEPTH_TO_SPACE=5, SPACE_TO_DEPTH=26, GATHER=51, POW=70, TILE=89, INSTANCE_NORMALIZATION=57,
              BATCH_MATMUL=102, REDUCE_SUM=80, MUL=18, RELU=19, RELU6=21, DEQUANTIZE=6,
-             ABS=38, NEG=67, LOG=60, CAST=45, SLICE=86, SQUEEZE=34, CHANNEL_SHUFFLE=46)
+             ABS=38, NEG=67, LOG=60, CAST=45, SLICE=86, SQUEEZE=34, CHANNEL_SHUFFLE=46,
+             EQUAL=48, NOT_EQUAL=68, GREATER=53, GREATER_EQUAL=54, LESS=58, LESS_EQUAL=59,
+             LOGICAL_AND=61, LOGICAL_NOT=62, LOGICAL_OR=63, SELECT=84, SIN=85, ARGMAX=39,
+             ARGMIN=40, REDUCE_ALL=75, REDUCE_ANY=76, REDUCE_MAX=77, REDUCE_MIN=78,
+             REDUCE_PROD=79, TOPK_V2=90)
+T_F16, T_BOOL8 = 8, 9
 
 
 class OperandType(ctypes.Structure):
@@ -1014,6 +1019,308 @@ def case_fused_relu1():
     want = [[[[clamp1(sum(xc[0][r][s][k].item() * wc[c][0][0][k].item() for k in range(4)) + bc[c].item())
                for c in range(2)] for s in range(3)] for r in range(3)]]
     close(got, torch.tensor(want))
+
+
+# ------------------------------------- issue 20/21: comparisons, selection, reductions
+# Each against NeuralNetworks.h's definition evaluated element by element in
+# plain Python (index loops), over every operand type the operation takes at
+# feature level 3.
+
+import itertools  # noqa: E402
+
+DTYPE = {T_F32: torch.float32, T_F16: torch.float16, T_I32: torch.int32, T_Q8: torch.uint8,
+         T_BOOL8: torch.bool}
+
+
+def _index(t, idx):
+    """t[idx] for idx aligned from the end with t's dims (size-1 dims broadcast)."""
+    idx = idx[len(idx) - t.dim():]
+    return t[tuple(i if n > 1 else 0 for i, n in zip(idx, t.shape))].item()
+
+
+def _model_io(m, code, t, scale=0.0, zp=0):
+    return m.input(code, tuple(t.shape), scale, zp)
+
+
+def _run_one(name, operands, out_specs, scalars=()):
+    """operands: (code, tensor, scale, zp) model inputs; scalars: (code, value)
+    constants after them; out_specs: (code, rank, scale, zp)."""
+    m = Model()
+    ins = [_model_io(m, c, t, sc, zp) for c, t, sc, zp in operands]
+    ins += [m.const(c, v) if c in (F32, I32, BOOL) else m.const(c, v) for c, v in scalars]
+    outs = [m.output(c, (0,) * r, sc, zp) for c, r, sc, zp in out_specs]
+    m.op(name, ins, outs)
+    return m.run([t for _, t, _, _ in operands], [DTYPE[c] for c, _, _, _ in out_specs])
+
+
+def _real(v, scale, zp):
+    return (v - zp) * scale if scale else v
+
+
+def _sample(code, shape, gen):
+    if code == T_BOOL8:
+        return torch.randint(0, 2, shape, generator=gen).bool()
+    if code == T_Q8:
+        return torch.randint(0, 256, shape, generator=gen).to(torch.uint8)
+    if code == T_I32:
+        return torch.randint(-4, 5, shape, generator=gen).to(torch.int32)
+    # few distinct values, so that equal elements occur
+    return (torch.randint(-4, 5, shape, generator=gen).float() / 2).to(DTYPE[code])
+
+
+CMP = {"EQUAL": lambda a, b: a == b, "NOT_EQUAL": lambda a, b: a != b,
+       "GREATER": lambda a, b: a > b, "GREATER_EQUAL": lambda a, b: a >= b,
+       "LESS": lambda a, b: a < b, "LESS_EQUAL": lambda a, b: a <= b}
+
+
+def case_comparisons():
+    # EQUAL ... LESS_EQUAL (48, 68, 53, 54, 58, 59): output[i] = x[i] op y[i]
+    # with broadcasting, TENSOR_BOOL8; quantized inputs compare real values
+    # (q - zeroPoint) * scale, each input with its own parameters.
+    gen = torch.Generator().manual_seed(1)
+    for code in (T_F32, T_F16, T_I32, T_BOOL8, T_Q8):
+        a, b = _sample(code, (2, 3, 4), gen), _sample(code, (3, 1), gen)
+        qa, qb = ((0.5, 128), (0.25, 100)) if code == T_Q8 else ((0.0, 0), (0.0, 0))
+        shape = (2, 3, 4)
+        for name, fn in CMP.items():
+            got = _run_one(name, [(code, a, *qa), (code, b, *qb)], [(T_BOOL8, 3, 0.0, 0)])[0]
+            assert got.dtype == torch.bool and list(got.shape) == list(shape), (name, got.shape)
+            for idx in itertools.product(*map(range, shape)):
+                x, y = _real(_index(a, idx), *qa), _real(_index(b, idx), *qb)
+                assert got[idx].item() == fn(x, y), (name, code, idx, x, y)
+
+
+def case_logical():
+    # LOGICAL_AND (61), LOGICAL_OR (63): x[i] and/or y[i], broadcasting;
+    # LOGICAL_NOT (62): not x[i]. TENSOR_BOOL8 only.
+    gen = torch.Generator().manual_seed(2)
+    a, b = _sample(T_BOOL8, (2, 1, 4), gen), _sample(T_BOOL8, (3, 1), gen)
+    for name, fn in (("LOGICAL_AND", lambda x, y: x and y), ("LOGICAL_OR", lambda x, y: x or y)):
+        got = _run_one(name, [(T_BOOL8, a, 0.0, 0), (T_BOOL8, b, 0.0, 0)],
+                       [(T_BOOL8, 3, 0.0, 0)])[0]
+        assert list(got.shape) == [2, 3, 4], got.shape
+        for idx in itertools.product(range(2), range(3), range(4)):
+            assert got[idx].item() == fn(_index(a, idx), _index(b, idx)), (name, idx)
+    got = _run_one("LOGICAL_NOT", [(T_BOOL8, a, 0.0, 0)], [(T_BOOL8, 3, 0.0, 0)])[0]
+    assert _values(got) == [not v for v in _values(a)]
+
+
+def case_select():
+    # SELECT (84): output[i] = mask[i] ? x[i] : y[i], all of one shape. A
+    # quantized output takes each chosen real value into its own parameters
+    # (round to nearest; here every value is exact in them).
+    gen = torch.Generator().manual_seed(3)
+    mask = _sample(T_BOOL8, (2, 3, 4), gen)
+    for code in (T_F32, T_F16, T_I32, T_Q8):
+        x, y = _sample(code, (2, 3, 4), gen), _sample(code, (2, 3, 4), gen)
+        qx, qy, qo = ((0.25, 128), (0.5, 128), (0.25, 128)) if code == T_Q8 else ((0.0, 0),) * 3
+        if code == T_Q8:  # keep y's real values inside the output's range
+            y = torch.randint(64, 192, (2, 3, 4), generator=gen).to(torch.uint8)
+        got = _run_one("SELECT", [(T_BOOL8, mask, 0.0, 0), (code, x, *qx), (code, y, *qy)],
+                       [(code, 3, *qo)])[0]
+        for idx in itertools.product(range(2), range(3), range(4)):
+            m = mask[idx].item()
+            want = x[idx].item() if m else y[idx].item()
+            if code == T_Q8 and not m:
+                want = round(_real(want, *qy) / qo[0]) + qo[1]
+            assert got[idx].item() == want, (code, idx, got[idx].item(), want)
+
+
+def case_argmax_argmin():
+    # ARGMAX (39) / ARGMIN (40): the index of the largest (smallest) element
+    # along `axis` (negative counts from the end), the axis removed; a 1-D
+    # input gives shape [1]. Ties: the first index (Android's reference
+    # implementation scans with a strict comparison).
+    gen = torch.Generator().manual_seed(4)
+    for code in (T_F32, T_F16, T_I32, T_Q8):
+        x = _sample(code, (2, 3, 5), gen)
+        sc = (0.5, 3) if code == T_Q8 else (0.0, 0)
+        for name, better in (("ARGMAX", lambda v, w: v > w), ("ARGMIN", lambda v, w: v < w)):
+            for axis in (1, -1, 0):
+                got = _run_one(name, [(code, x, *sc)], [(T_I32, 2, 0.0, 0)], [(I32, axis)])[0]
+                ax = axis % 3
+                rest = [n for d, n in enumerate(x.shape) if d != ax]
+                assert list(got.shape) == rest, (name, axis, got.shape)
+                for idx in itertools.product(*map(range, rest)):
+                    best = 0
+                    for j in range(x.shape[ax]):
+                        full = list(idx)
+                        full.insert(ax, j)
+                        ref = list(idx)
+                        ref.insert(ax, best)
+                        if better(x[tuple(full)].item(), x[tuple(ref)].item()):
+                            best = j
+                    assert got[idx].item() == best, (name, code, axis, idx)
+    v = torch.tensor([1.0, 3.0, 3.0, -2.0])
+    got = _run_one("ARGMAX", [(T_F32, v, 0.0, 0)], [(T_I32, 1, 0.0, 0)], [(I32, 0)])[0]
+    assert got.tolist() == [1], got
+
+
+REDUCERS = {"REDUCE_MAX": max, "REDUCE_MIN": min, "REDUCE_PROD": math.prod,
+            "REDUCE_ALL": all, "REDUCE_ANY": any}
+
+
+def case_reductions():
+    # REDUCE_MAX/MIN (77, 78; float16/32, quant8 keeping its parameters),
+    # REDUCE_PROD (79; float16/32), REDUCE_ALL/ANY (75, 76; bool8): the
+    # reduction over `axes` (each in [-rank, rank)), kept as size 1 with
+    # keep_dims; every dim reduced without keep_dims gives shape [1].
+    gen = torch.Generator().manual_seed(5)
+    types = {"REDUCE_MAX": (T_F32, T_F16, T_Q8), "REDUCE_MIN": (T_F32, T_F16, T_Q8),
+             "REDUCE_PROD": (T_F32, T_F16), "REDUCE_ALL": (T_BOOL8,), "REDUCE_ANY": (T_BOOL8,)}
+    shape = (2, 3, 4)
+    for name, codes in types.items():
+        for code in codes:
+            x = _sample(code, shape, gen)
+            if name == "REDUCE_PROD":  # |x| <= 1: no float16 overflow
+                x = x / 2
+            sc = (0.5, 7) if code == T_Q8 else (0.0, 0)
+            for axes, keep in (([1], False), ([-1, 0], True), ([0, 1, 2], False), ([2, -1], False)):
+                red = sorted({a % 3 for a in axes})
+                out_shape = [1 if d in red else n for d, n in enumerate(shape)] if keep else \
+                    [n for d, n in enumerate(shape) if d not in red] or [1]
+                got = _run_one(name, [(code, x, *sc)], [(code, len(out_shape), *sc)],
+                               [(T_I32, torch.tensor(axes, dtype=torch.int32)), (BOOL, keep)])[0]
+                assert list(got.shape) == out_shape, (name, axes, keep, got.shape)
+                kept = [d for d in range(3) if d not in red]
+                for idx in itertools.product(*[range(shape[d]) for d in kept]):
+                    vals = []
+                    for r in itertools.product(*[range(shape[d]) for d in red]):
+                        full = [0] * 3
+                        for d, i in zip(kept, idx):
+                            full[d] = i
+                        for d, i in zip(red, r):
+                            full[d] = i
+                        vals.append(x[tuple(full)].item())
+                    want = REDUCERS[name](vals)
+                    out_idx = [0] * len(out_shape)
+                    if keep:
+                        for d, i in zip(kept, idx):
+                            out_idx[d] = i
+                    else:
+                        out_idx[:len(idx)] = idx
+                    g = got[tuple(out_idx)].item()
+                    if name == "REDUCE_PROD":  # rounded products
+                        tol = 1e-3 if code == T_F16 else 1e-6
+                        assert abs(g - want) <= tol * max(1.0, abs(want)), (name, idx, g, want)
+                    else:
+                        assert g == want, (name, code, axes, keep, idx, g, want)
+
+
+def case_topk():
+    # TOPK_V2 (90): along the last dim the k largest values in descending
+    # order and their indices; of equal values the one with the larger index
+    # first. Quant8 keeps its parameters.
+    gen = torch.Generator().manual_seed(6)
+    for code in (T_F32, T_F16, T_I32, T_Q8):
+        x = _sample(code, (2, 3, 6), gen)
+        sc = (0.5, 10) if code == T_Q8 else (0.0, 0)
+        for k in (1, 3, 6):
+            vals, idxs = _run_one("TOPK_V2", [(code, x, *sc)], [(code, 3, *sc), (T_I32, 3, 0.0, 0)],
+                                  [(I32, k)])
+            assert list(vals.shape) == [2, 3, k] and list(idxs.shape) == [2, 3, k]
+            for i, j in itertools.product(range(2), range(3)):
+                row = [x[i, j, c].item() for c in range(6)]
+                order = sorted(range(6), key=lambda c: (-row[c], -c))[:k]
+                assert idxs[i, j].tolist() == order, (code, k, row, idxs[i, j].tolist())
+                assert vals[i, j].tolist() == [row[c] for c in order], (code, k)
+
+
+def case_sin():
+    # SIN (85): sin(x) elementwise, float32 and float16.
+    x = torch.linspace(-20, 20, 101)
+    got = unary("SIN", x)
+    close(got, torch.tensor([math.sin(v) for v in _values(x)]))
+    h = x.half()
+    got = _run_one("SIN", [(T_F16, h, 0.0, 0)], [(T_F16, 1, 0.0, 0)])[0]
+    want = torch.tensor([math.sin(v) for v in _values(h)])
+    assert (got.float() - want).abs().max() <= 2e-3, (got.float() - want).abs().max()
+
+
+def _refused(build):
+    """True when addOperation or finish refuses the model `build` makes."""
+    m = Model()
+    try:
+        build(m)
+        a, b = u32_array(m.inputs), u32_array(m.outputs)
+        ok(lib.ANeuralNetworksModel_identifyInputsAndOutputs(
+            m.handle, len(m.inputs), a, len(m.outputs), b), "identify")
+        ok(lib.ANeuralNetworksModel_finish(m.handle), "finish")
+    except RuntimeError:
+        return True
+    finally:
+        lib.ANeuralNetworksModel_free(m.handle)
+    return False
+
+
+def case_validator_refusals():
+    # The validator's findings for models NeuralNetworks.h does not allow.
+    def cmp_out(out_code):
+        def build(m):
+            a, b = m.input(T_F32, (2, 3)), m.input(T_F32, (2, 3))
+            m.op("GREATER", [a, b], [m.output(out_code, (2, 3))])
+        return build
+
+    def cmp_types(m):
+        a, b = m.input(T_F32, (2, 3)), m.input(T_I32, (2, 3))
+        m.op("EQUAL", [a, b], [m.output(T_BOOL8, (2, 3))])
+
+    def logical_float(m):
+        a, b = m.input(T_F32, (2, 3)), m.input(T_F32, (2, 3))
+        m.op("LOGICAL_AND", [a, b], [m.output(T_F32, (2, 3))])
+
+    def select_shapes(m):
+        c, x, y = m.input(T_BOOL8, (2, 3)), m.input(T_F32, (2, 3)), m.input(T_F32, (1, 3))
+        m.op("SELECT", [c, x, y], [m.output(T_F32, (2, 3))])
+
+    def argmax_axis(axis):
+        def build(m):
+            x = m.input(T_F32, (2, 3))
+            m.op("ARGMAX", [x, m.const(I32, axis)], [m.output(T_I32, (0,))])
+        return build
+
+    def reduce(name, code, axes, out_dims):
+        def build(m):
+            x = m.input(code, (2, 3), 0.5 if code == T_Q8 else 0.0, 0)
+            m.op(name, [x, m.const(T_I32, torch.tensor(axes, dtype=torch.int32)),
+                        m.const(BOOL, False)],
+                 [m.output(code, out_dims, 0.5 if code == T_Q8 else 0.0, 0)])
+        return build
+
+    def reduce_max_requant(m):
+        x = m.input(T_Q8, (2, 3), 0.5, 0)
+        m.op("REDUCE_MAX", [x, m.const(T_I32, torch.tensor([1], dtype=torch.int32)),
+                            m.const(BOOL, False)], [m.output(T_Q8, (2,), 0.25, 0)])
+
+    def topk(k):
+        def build(m):
+            x = m.input(T_F32, (2, 5))
+            m.op("TOPK_V2", [x, m.const(I32, k)], [m.output(T_F32, (2, 0)), m.output(T_I32, (2, 0))])
+        return build
+
+    def sin_int(m):
+        x = m.input(T_I32, (4,))
+        m.op("SIN", [x], [m.output(T_I32, (4,))])
+
+    good = [cmp_out(T_BOOL8), argmax_axis(-2), reduce("REDUCE_PROD", T_F32, [-1], (2,)),
+            topk(5)]
+    bad = {"comparison with a float32 output": cmp_out(T_F32),
+           "comparison of float32 and int32": cmp_types,
+           "LOGICAL_AND of float32": logical_float,
+           "SELECT of different shapes": select_shapes,
+           "ARGMAX axis 2 of a 2-D input": argmax_axis(2),
+           "ARGMAX axis -3 of a 2-D input": argmax_axis(-3),
+           "REDUCE_PROD of int32": reduce("REDUCE_PROD", T_I32, [1], (2,)),
+           "REDUCE_ALL of float32": reduce("REDUCE_ALL", T_F32, [1], (2,)),
+           "REDUCE_MAX axis 2 of a 2-D input": reduce("REDUCE_MAX", T_F32, [2], (2,)),
+           "REDUCE_MIN declaring the wrong output shape": reduce("REDUCE_MIN", T_F32, [1], (3,)),
+           "quantized REDUCE_MAX with another output scale": reduce_max_requant,
+           "TOPK_V2 k = 6 of 5": topk(6), "TOPK_V2 k = 0": topk(0),
+           "SIN of int32": sin_int}
+    for build in good:
+        assert not _refused(build), build
+    wrongly_accepted = [what for what, build in bad.items() if not _refused(build)]
+    assert not wrongly_accepted, wrongly_accepted
 
 
 CASES = [v for k, v in list(globals().items()) if k.startswith("case_")]

@@ -5,6 +5,7 @@
 // shape-compute text for a load-time one); and --verify-input's pickle
 // rewrite (src/verify/torch_save.h).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -310,7 +311,9 @@ TEST(Relayout, GatherStridedWalksAnyStridesAndElementSizes) {
 // library): largest model file first when jobs outnumber workers.
 
 TEST(ScheduleOrder, LargestFileFirstWithMoreJobsThanWorkers) {
-  const std::string dir = ::testing::TempDir() + "schedule_order";
+  // A name of this process's own: two build trees may run this test at once.
+  const std::string dir =
+      ::testing::TempDir() + "nnapi-schedule-order-" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
   std::vector<Job> jobs;
   for (size_t bytes : {10, 300, 20, 300, 5000}) {
@@ -327,4 +330,5 @@ TEST(ScheduleOrder, LargestFileFirstWithMoreJobsThanWorkers) {
   EXPECT_EQ(schedule_order(jobs, 2), (std::vector<size_t>{4, 1, 3, 2, 0, 5}));
   EXPECT_TRUE(schedule_order(jobs, 1).empty());  // one worker: the order given
   EXPECT_TRUE(schedule_order(jobs, 6).empty());  // a worker per job: all start at once
+  std::filesystem::remove_all(dir);
 }

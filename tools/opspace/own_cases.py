@@ -841,3 +841,123 @@ for _f, _label in ((lambda x: x.view(x.size(0), 3, -1).transpose(1, 2) * 2, "tok
                    (lambda x: x.reshape(x.size(0), 15, 7).sum(1), "merge-ch")):
     add(Sample("aten::view" if _label != "scramble4" else "aten::reshape", fn(_f), [In((2, 3, 5, 7))],
                "nhwc-" + _label, qmake=True if _label == "scramble4" else None))
+
+# ----------------------- issue 20: comparisons, logical operations and where
+# of computed tensors (EQUAL ... LESS_EQUAL, LOGICAL_*, SELECT; feature level 3).
+_CMP = {"aten::eq": torch.eq, "aten::ne": torch.ne, "aten::gt": torch.gt, "aten::ge": torch.ge,
+        "aten::lt": torch.lt, "aten::le": torch.le}
+_HALVES = dict(low=-3, high=4)  # int32 inputs with repeated values (ties and equal elements)
+for _kind, _f in _CMP.items():
+    for _label in ("same4", "bcast4", "bcast2", "rank3", "rank1"):
+        _a, _b = BINARY_SHAPES[_label]
+        # maximum(x, y) equals y wherever y >= x: equal elements on both sides of the comparison
+        add(Sample(_kind, fn(lambda x, y, f=_f: f(torch.maximum(x, y), y)), [In(_a), In(_b)], _label))
+    add(Sample(_kind, fn(lambda x, f=_f: f(x, 0.25)), [In((2, 3, 5, 7))], "scalar", qmake=True))
+    add(Sample(_kind, fn(lambda x, f=_f: f(x, -0.35)), [In((3, 5))], "scalar-neg", qmake=True))
+    add(Sample(_kind, fn(lambda m, x, f=_f: f(x, m.c), c=torch.tensor([[-0.5], [0.0], [0.5]])),
+               [In((2, 3, 7))], "const"))
+    add(Sample(_kind, fn(lambda x, y, f=_f: f(x, y)), [In((3, 5), "int32", **_HALVES),
+                                                      In((5,), "int32", batched=False, **_HALVES)],
+               "int32"))
+    add(Sample(_kind, fn(lambda x, f=_f: f(x, 1)), [In((3, 5), "int32", **_HALVES)], "int32-scalar"))
+    add(Sample(_kind, fn(lambda x, f=_f: f(x, 0.0).float() * x), [In((2, 3, 5, 7))], "as-float"))
+add(Sample("aten::eq", fn(lambda x, m: torch.eq(x > 0, m)), [In((3, 5)), In((3, 5), "bool")], "bools"))
+add(Sample("aten::ne", fn(lambda x, y: torch.ne(x > 0, y > 0)), [In((2, 3, 5, 7)), In((2, 3, 5, 7))],
+           "bools"))
+add(Sample("aten::gt", fn(lambda x, y: x > y), [In((2, 3, 5, 7)), In((2, 3, 5, 7))], "quant-tensors",
+           qmake=True, forms=["quant", "quant_nhwc", "quant_flex"],
+           qinputs=[In((2, 3, 5, 7), "quint8"), In((2, 3, 5, 7), "quint8", scale=0.1, zero_point=100)]))
+
+for _kind, _f in (("aten::logical_and", torch.logical_and), ("aten::logical_or", torch.logical_or),
+                  ("aten::logical_xor", torch.logical_xor)):
+    add(Sample(_kind, fn(lambda x, y, f=_f: f(x > 0, y < 0.5)), [In((2, 3, 5, 7)), In((1, 3, 1, 1))],
+               "computed"))
+    add(Sample(_kind, fn(lambda x, m, f=_f: f(x > 0, m)), [In((3, 5)), In((3, 5), "bool")], "with-input"))
+    add(Sample(_kind, fn(lambda x, y, f=_f: f(x, y)), [In((3, 5)), In((3, 5))], "floats"))
+add(Sample("aten::logical_and", fn(lambda m, n: torch.logical_and(m, n)),
+           [In((3, 5), "bool"), In((3, 5), "bool")], "bool-inputs"))
+add(Sample("aten::__and__", fn(lambda x, y: (x > 0) & (y > 0)), [In((2, 3, 5, 7)), In((2, 3, 5, 7))], "bools"))
+add(Sample("aten::__or__", fn(lambda x, y: (x > 0) | (y > 0)), [In((3, 5)), In((1, 5))], "bools"))
+add(Sample("aten::__xor__", fn(lambda x, y: (x > 0) ^ (y > 0)), [In((3, 5)), In((3, 5))], "bools"))
+add(Sample("aten::logical_not", fn(lambda x: torch.logical_not(x > 0.5)), [In((2, 3, 5, 7))], "computed"))
+add(Sample("aten::logical_not", fn(lambda x: torch.logical_not(x)), [In((3, 5))], "float"))
+add(Sample("aten::bitwise_not", fn(lambda x: ~(x > 0.5)), [In((2, 3, 5, 7))], "computed"))
+add(Sample("aten::bitwise_not", fn(lambda m: ~m), [In((3, 5), "bool")], "bool-input"))
+
+for _label in ("same4", "bcast4", "bcast4r", "bcast2", "rank3", "rank1"):
+    _a, _b = BINARY_SHAPES[_label]
+    add(Sample("aten::where", fn(lambda x, y: torch.where(x > y, x, y)), [In(_a), In(_b)], _label))
+add(Sample("aten::where", fn(lambda x: torch.where(x > 0, x, 0.0)), [In((2, 3, 5, 7))], "scalar"))
+add(Sample("aten::where", fn(lambda x: torch.where(x > 0, 1.0, -1.0)), [In((2, 3, 5))], "two-scalars"))
+add(Sample("aten::where", fn(lambda x, y: torch.where(y > 0, x, -x)), [In((2, 3, 5, 7)), In((5, 7))],
+           "mask-bcast"))
+add(Sample("aten::where", fn(lambda x, y: torch.where(x > 0, y, 0.5)), [In((2, 1, 5, 7)), In((1, 3, 1, 7))],
+           "all-bcast"))
+add(Sample("aten::where", fn(lambda x, m: torch.where(m, x, -1.5)), [In((3, 5)), In((3, 5), "bool")],
+           "bool-input"))
+add(Sample("aten::where", fn(lambda m, x: torch.where(x > 0, x, m.c), c=torch.linspace(-1, 1, 7)),
+           [In((2, 3, 5, 7))], "const"))
+add(Sample("aten::where", fn(lambda x, y: torch.where(x > 2, x, y)),
+           [In((3, 5), "int32"), In((3, 5), "int32")], "int32"))
+for _kind, _f in (("aten::bitwise_and", torch.bitwise_and), ("aten::bitwise_or", torch.bitwise_or),
+                  ("aten::bitwise_xor", torch.bitwise_xor)):
+    add(Sample(_kind, fn(lambda x, y, f=_f: f(x > 0, y > 0.5)), [In((2, 3, 5, 7)), In((2, 3, 5, 7))], "bools"))
+
+# ----------------------- issue 20: reductions and selection along dims, sin/cos
+for _shape in ((2, 3, 5, 7), (3, 5), (2, 3, 5), (7,)):
+    _r = len(_shape)
+    for _d in dims(_r):
+        _flex = (_d % _r) != 0
+        _q = True if _r in (4, 2) else None
+        for _kind, _f in (("aten::max", torch.max), ("aten::min", torch.min)):
+            add(Sample(_kind, fn(lambda x, d=_d, f=_f: f(x, d)), [In(_shape)], f"rank{_r}-dim{_d}",
+                       qmake=_q, flex=_flex))
+            add(Sample(_kind, fn(lambda x, d=_d, f=_f: f(x, d, keepdim=True)[0] * 2), [In(_shape)],
+                       f"rank{_r}-dim{_d}-keep-values", flex=_flex))
+        for _kind, _f in (("aten::argmax", torch.argmax), ("aten::argmin", torch.argmin)):
+            add(Sample(_kind, fn(lambda x, d=_d, f=_f: f(x, d)), [In(_shape)], f"rank{_r}-dim{_d}", flex=_flex))
+        for _kind, _f in (("aten::amax", torch.amax), ("aten::amin", torch.amin)):
+            add(Sample(_kind, fn(lambda x, d=_d, f=_f: f(x, d)), [In(_shape)], f"rank{_r}-dim{_d}", flex=_flex))
+        add(Sample("aten::prod", fn(lambda x, d=_d: torch.prod(x, d)), [In(_shape)], f"rank{_r}-dim{_d}",
+                   flex=_flex))
+        for _kind, _f in (("aten::any", torch.any), ("aten::all", torch.all)):
+            add(Sample(_kind, fn(lambda x, d=_d, f=_f: f(x > 0.3, d)), [In(_shape)], f"rank{_r}-dim{_d}",
+                       flex=_flex))
+    add(Sample("aten::topk", fn(lambda x: torch.topk(x, 2)), [In(_shape)], f"rank{_r}-last"))
+    if _r in (4, 2):  # quantized inputs have ties, whose indices may differ (see list-ops)
+        add(Sample("aten::topk", fn(lambda x: torch.topk(x, 2)[0]), [In(_shape)], f"rank{_r}-values",
+                   qmake=True))
+for _kind, _f in (("aten::max", torch.max), ("aten::min", torch.min)):
+    add(Sample(_kind, fn(lambda x, f=_f: f(x)), [In((2, 3, 5, 7))], "all", flex=False, qmake=True))
+    add(Sample(_kind, fn(lambda x, y, f=_f: f(x, y)), [In((2, 3, 5, 7)), In((1, 3, 1, 1))], "two-tensors"))
+    add(Sample(_kind, fn(lambda x, f=_f: f(x, 1)[1]), [In((2, 3, 5, 7), "int32", -3, 4)], "int32-ties"))
+for _kind, _f in (("aten::argmax", torch.argmax), ("aten::argmin", torch.argmin)):
+    add(Sample(_kind, fn(lambda x, f=_f: f(x)), [In((2, 3, 5, 7))], "flat", flex=False))
+    add(Sample(_kind, fn(lambda x, f=_f: f(x, 1, keepdim=True)), [In((2, 3, 5, 7))], "keepdim"))
+    add(Sample(_kind, fn(lambda x, f=_f: f(x, -1)), [In((3, 5), "int32", -2, 3)], "int32-ties"))
+for _kind, _f in (("aten::amax", torch.amax), ("aten::amin", torch.amin)):
+    add(Sample(_kind, fn(lambda x, f=_f: f(x, (2, 3), keepdim=True)), [In((2, 3, 5, 7))], "hw-keep"))
+    add(Sample(_kind, fn(lambda x, f=_f: f(x, (0, -1))), [In((2, 3, 5))], "two-dims", flex=False))
+add(Sample("aten::prod", fn(lambda x: torch.prod(x)), [In((2, 3, 5))], "all", flex=False))
+add(Sample("aten::prod", fn(lambda x: torch.prod(x, 1, keepdim=True)), [In((2, 3, 5, 7))], "keep"))
+for _kind, _f in (("aten::any", torch.any), ("aten::all", torch.all)):
+    add(Sample(_kind, fn(lambda x, f=_f: f(x > -1.5)), [In((2, 3, 5))], "all", flex=False))
+    add(Sample(_kind, fn(lambda x, f=_f: f(x, 1, keepdim=True)), [In((2, 3, 5, 7))], "float-keep"))
+    add(Sample(_kind, fn(lambda m, f=_f: f(m, -1)), [In((3, 5), "bool")], "bool-input"))
+for _d in (0, 1, 2, -1):
+    add(Sample("aten::topk", fn(lambda x, d=_d: torch.topk(x, 3, d)), [In((3, 4, 5, 6))], f"dim{_d}",
+               flex=_d != 0))
+add(Sample("aten::topk", fn(lambda x: torch.topk(x, 2, largest=False)), [In((2, 3, 5))], "smallest"))
+add(Sample("aten::topk", fn(lambda x: torch.topk(x, 5)[1]), [In((2, 3, 5, 7))], "k-all-indices"))
+add(Sample("aten::topk", fn(lambda x: torch.topk(x, 2)),
+           [In((3, 6), "int32", values=torch.randperm(18, generator=torch.Generator().manual_seed(7))
+               .reshape(3, 6).int())], "int32"))
+unary("aten::sin", torch.sin, labels=_ACT_LABELS)
+unary("aten::cos", torch.cos, labels=_ACT_LABELS)
+unary("aten::sin", lambda x: torch.sin(x * 100), labels=("rank2",))
+unary("aten::cos", lambda x: torch.cos(x * 1000), labels=("rank2",))
+# |x| up to ~4e4: cos(x) as sin(x + pi/2) would be off by ~1e-3 here (x + pi/2 rounds)
+unary("aten::cos", lambda x: torch.cos(x * 10000), labels=("rank4",))
+for _kind, _f in (("aten::gt", torch.gt), ("aten::le", torch.le)):  # a constant on the left
+    add(Sample(_kind, fn(lambda m, x, f=_f: f(m.c, x), c=torch.tensor([[-0.5], [0.0], [0.5]])),
+               [In((2, 3, 7))], "const-left"))

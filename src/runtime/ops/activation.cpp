@@ -1,5 +1,5 @@
 // Pointwise activations and normalizations: RELU, RELU1, RELU6, LOGISTIC,
-// TANH, HARD_SWISH, EXP, SQRT, RSQRT, ABS, NEG, FLOOR, LOG, PRELU, SOFTMAX,
+// TANH, HARD_SWISH, EXP, SIN, SQRT, RSQRT, ABS, NEG, FLOOR, LOG, PRELU, SOFTMAX,
 // LOG_SOFTMAX, L2_NORMALIZATION, INSTANCE_NORMALIZATION. Quantized inputs are dequantized, the
 // function is applied in double, and the result is requantized into the
 // output operand's (scale, zeroPoint) with round-to-nearest and saturation,
@@ -35,6 +35,7 @@ at::Tensor logistic(const at::Tensor& x) { return at::sigmoid(x); }
 at::Tensor tanh_fn(const at::Tensor& x) { return at::tanh(x); }
 at::Tensor hard_swish(const at::Tensor& x) { return x * at::clamp(x + 3, 0, 6) / 6; }
 at::Tensor exp_fn(const at::Tensor& x) { return at::exp(x); }
+at::Tensor sin_fn(const at::Tensor& x) { return at::sin(x); }
 
 // Quantized HARD_SWISH as QNNPACK's (eager PyTorch's quantized hardswish on
 // the qnnpack engine): a table over the 256 inputs computed in float32, with
@@ -136,6 +137,7 @@ void add_activation_kernels(std::vector<OpKernel>& table) {
   table.push_back({Op::Tanh, "TANH", execute_unary<tanh_fn>});
   table.push_back({static_cast<Op>(kHardSwishCode), "HARD_SWISH", execute_hard_swish});
   table.push_back({Op::Exp, "EXP", execute_unary<exp_fn>});
+  table.push_back({Op::Sin, "SIN", execute_unary<sin_fn>});
   table.push_back({Op::Sqrt, "SQRT", execute_unary<sqrt_fn>});
   table.push_back({Op::Rsqrt, "RSQRT", execute_unary<rsqrt_fn>});
   table.push_back({Op::Log, "LOG", execute_unary<log_fn>});

@@ -1,0 +1,360 @@
+// Reductions and selection along dims (NNAPI feature level 3): max/min over
+// a dim (values: REDUCE_MAX/MIN, indices: ARGMAX/ARGMIN), amax/amin,
+// argmax/argmin, whole-tensor max()/min(), prod (REDUCE_PROD), any/all
+// (REDUCE_ANY/ALL of the truth, TENSOR_BOOL8), topk (TOPK_V2), and sin/cos
+// (SIN; cos(x) = 1 - 2 sin(x/2)^2). Integer results are int32 in NNAPI; a
+// model output PyTorch gives as int64 (indices) is made int64 by the
+// converted module.
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+
+#include "lower/emit.h"
+#include "lower/logical.h"
+#include "lower/node_args.h"
+#include "lower/pointwise.h"
+#include "lower/registry.h"
+
+namespace nnapi_convert {
+namespace {
+
+using nnapi::Fuse;
+using nnapi::Op;
+using nnapi::OperandType;
+
+std::string kind_name(const Node* node) { return node->kind().toUnqualString(); }
+
+// The NNAPI axes holding PyTorch dims `dims` of `x`, and the layout of a
+// result that drops (or, with keep, keeps as 1) them: x is first laid out
+// NCHW when a channels-last result would not hold the remaining dims in
+// PyTorch's order (NHWC minus the dims is NCHW minus them when C, or H and W,
+// are reduced).
+struct AxesPlan {
+  Tensor x;
+  std::vector<int64_t> axes;  // NNAPI axes
+  DimOrder out_order = DimOrder::Contiguous;
+};
+
+AxesPlan plan_axes(LoweringContext& cx, Tensor x, const std::vector<int64_t>& dims, bool keep) {
+  const auto rank = static_cast<int64_t>(x.op.shape.size());
+  std::vector<bool> reduced(rank, false);
+  for (int64_t d : dims) reduced[py_index(d, rank)] = true;
+  if (x.op.dim_order == DimOrder::ChannelsLast && !keep &&
+      !(reduced[1] || (reduced[2] && reduced[3]))) {
+    if (x.op.type == OperandType::TensorBool8) {
+      // NNAPI's TRANSPOSE takes no TENSOR_BOOL8: through float32 0/1.
+      x = bool8_of(
+          cx, emit_relayout(cx, bool_as(cx, x, OperandType::TensorFloat32), DimOrder::Contiguous));
+    } else {
+      x = emit_relayout(cx, x, DimOrder::Contiguous);
+    }
+  }
+  AxesPlan p{x, {}, keep ? x.op.dim_order : DimOrder::Contiguous};
+  for (int64_t d = 0; d < rank; ++d) {
+    if (reduced[d]) p.axes.push_back(nnapi_axis(x.op, d));
+  }
+  std::sort(p.axes.begin(), p.axes.end());
+  return p;
+}
+
+// The dims of x's result without (or, keep, with 1 for) the reduced dims.
+std::vector<SymInt> reduced_dims(const Tensor& x, const std::vector<int64_t>& dims, bool keep) {
+  const auto rank = static_cast<int64_t>(x.op.shape.size());
+  std::vector<bool> reduced(rank, false);
+  for (int64_t d : dims) reduced[py_index(d, rank)] = true;
+  std::vector<SymInt> out;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!reduced[d]) {
+      out.push_back(sym_dim(x.id, x.op.shape, d));
+    } else if (keep) {
+      out.push_back({1, ""});
+    }
+  }
+  return out;
+}
+
+// REDUCE_* (`op`) of x over PyTorch dims `dims` (empty: every dim).
+Tensor emit_reduce(LoweringContext& cx, Op op, const Tensor& x, std::vector<int64_t> dims,
+                   bool keep, const Value* out, const std::string& what) {
+  const auto rank = static_cast<int64_t>(x.op.shape.size());
+  check(rank >= 1, [&] { return what + " of a 0-dim tensor is not supported"; });
+  if (dims.empty()) {
+    for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
+  }
+  const AxesPlan p = plan_axes(cx, x, dims, keep);
+  Operand o = p.x.op;
+  o.dim_order = p.out_order;
+  const std::vector<SymInt> out_dims = reduced_dims(p.x, dims, keep);
+  ModelBuilder& m = cx.model();
+  const int32_t axes = m.add_int_vector(p.axes), keep_id = m.add_bool_scalar(keep);
+  const Tensor y = cx.add_output(out, o, out_dims);
+  m.add_operation(op, {p.x.id, axes, keep_id}, {y.id});
+  return y;
+}
+
+// ARGMAX/ARGMIN (`op`) of x along PyTorch dim `dim` (int32 indices), with
+// the dim kept as 1 (keep: a RESHAPE after).
+Tensor emit_arg(LoweringContext& cx, Op op, const Tensor& x, int64_t dim, bool keep,
+                const Value* out, const std::string& what) {
+  const auto rank = static_cast<int64_t>(x.op.shape.size());
+  dim = py_index(dim, rank);
+  const AxesPlan p = plan_axes(cx, x, {dim}, false);
+  Operand o = p.x.op;
+  o.type = OperandType::TensorInt32;
+  o.scale = 0.0;
+  o.zero_point = 0;
+  o.dim_order = DimOrder::Contiguous;
+  const std::vector<SymInt> dropped = reduced_dims(p.x, {dim}, false);
+  ModelBuilder& m = cx.model();
+  const int32_t axis = m.add_int_scalar(static_cast<int32_t>(p.axes.at(0)));
+  const Tensor y = cx.add_output(keep ? nullptr : out, o, dropped);
+  m.add_operation(op, {p.x.id, axis}, {y.id});
+  if (out) cx.set_torch_dtype(out, at::kLong);  // PyTorch's indices are int64
+  if (!keep) return y;
+  return emit_reshape(cx, y, reduced_dims(p.x, {dim}, true), out);
+}
+
+// x flattened to 1-D (argmax/argmin without a dim).
+Tensor flattened(LoweringContext& cx, const Tensor& x) {
+  Tensor c = emit_relayout(cx, x, DimOrder::Contiguous);
+  SymInt n{1, ""};
+  for (const SymInt& d : sym_shape(c)) n = sym_arith(n, '*', d);
+  return emit_reshape(cx, c, {n});
+}
+
+bool output_used(const Node* node, size_t i) {
+  return node->outputs().size() > i && node->output(i)->hasUses();
+}
+
+// `v`'s operand, of a type the reduction takes: float32, quantized when
+// `allow_quant`, int32 when `allow_int` (ARGMAX/ARGMIN).
+Tensor reduced_operand(LoweringContext& cx, const Value* v, const std::string& what,
+                       bool allow_quant, bool allow_int = false) {
+  const Tensor x = cx.get_operand(v);
+  check(x.op.type == OperandType::TensorFloat32 ||
+            (allow_quant && x.op.type == OperandType::TensorQuant8Asymm) ||
+            (allow_int && x.op.type == OperandType::TensorInt32),
+        [&] {
+          return what + " of a " + nnapi::operand_type_name(x.op.type) +
+                 " tensor is not supported (NNAPI's " +
+                 (allow_int ? "ARGMAX/ARGMIN" : "reductions") + " take float" +
+                 (allow_quant ? ", quantized" : "") + (allow_int ? ", int32" : "") + " tensors)";
+        });
+  return x;
+}
+
+// ---- max/min: max(x) (every element), max(x, dim, keepdim) -> (values,
+// indices), max(x, y) (elementwise, MAXIMUM).
+void lower_max_min(LoweringContext& cx, const Node* node, bool is_max) {
+  const std::string what = kind_name(node);
+  const Op reduce = is_max ? Op::ReduceMax : Op::ReduceMin;
+  NodeArgs args(cx, node);
+  if (args.has("other")) {
+    const auto [x, y] = elementwise_operands(cx, node->input(0), node->input(1));
+    check(x.op.type != OperandType::TensorQuant8Asymm ||
+              (x.op.scale == y.op.scale && x.op.zero_point == y.op.zero_point),
+          what + " of quantized tensors with different scales or zero points is not supported");
+    emit_binary(cx, is_max ? Op::Maximum : Op::Minimum, x, y, Fuse::None, node->output());
+    return;
+  }
+  const bool values = !args.has("dim") || output_used(node, 0);
+  // Indices alone (ARGMAX/ARGMIN) take int32 too; values (REDUCE_MAX/MIN) do not.
+  const Tensor x = reduced_operand(cx, node->input(0), what, true, !values);
+  if (!args.has("dim")) {
+    emit_reduce(cx, reduce, x, {}, false, node->output(0), what);
+    return;
+  }
+  const int64_t dim = args.integer("dim");
+  const bool keep = args.flag("keepdim");
+  if (values) emit_reduce(cx, reduce, x, {dim}, keep, node->output(0), what);
+  if (output_used(node, 1)) {
+    emit_arg(cx, is_max ? Op::ArgMax : Op::ArgMin, x, dim, keep, node->output(1), what);
+  }
+}
+
+// amax/amin(x, dims, keepdim): REDUCE_MAX/MIN (no dims: every dim).
+void lower_amax(LoweringContext& cx, const Node* node, Op op) {
+  const std::string what = kind_name(node);
+  NodeArgs args(cx, node);
+  const Tensor x = reduced_operand(cx, node->input(0), what, true);
+  emit_reduce(cx, op, x, args.ints("dim"), args.flag("keepdim"), node->output(), what);
+}
+
+// argmax/argmin(x, dim=None, keepdim): ARGMAX/ARGMIN; no dim: of x flattened.
+void lower_argmax(LoweringContext& cx, const Node* node, Op op) {
+  const std::string what = kind_name(node);
+  NodeArgs args(cx, node);
+  const Tensor x = reduced_operand(cx, node->input(0), what, true, true);
+  const bool keep = args.flag("keepdim");
+  if (args.is_none("dim")) {
+    check(!keep || x.op.shape.size() <= 1,
+          [&] { return what + " without a dim and with keepdim=True is not supported"; });
+    emit_arg(cx, op, x.op.shape.size() == 1 ? x : flattened(cx, x), 0, false, node->output(), what);
+    return;
+  }
+  emit_arg(cx, op, x, args.integer("dim"), keep, node->output(), what);
+}
+
+// prod(x[, dim, keepdim], dtype): REDUCE_PROD, float32.
+void lower_prod(LoweringContext& cx, const Node* node) {
+  const std::string what = "prod";
+  NodeArgs args(cx, node);
+  const Tensor x = reduced_operand(cx, node->input(0), what, false);
+  check_dtype_argument(cx, args.value("dtype"), x, "aten::prod");
+  if (!args.has("dim")) {
+    emit_reduce(cx, Op::ReduceProd, x, {}, false, node->output(), what);
+    return;
+  }
+  emit_reduce(cx, Op::ReduceProd, x, {args.integer("dim")}, args.flag("keepdim"), node->output(),
+              what);
+}
+
+// any/all(x[, dim, keepdim]): REDUCE_ANY/ALL of x's truth (TENSOR_BOOL8).
+void lower_any_all(LoweringContext& cx, const Node* node, Op op) {
+  const std::string what = kind_name(node);
+  NodeArgs args(cx, node);
+  const Tensor b = bool8_operand(cx, node->input(0));
+  if (!args.has("dim")) {
+    emit_reduce(cx, op, b, {}, false, node->output(), what);
+    return;
+  }
+  const c10::IValue& dim = args.constant("dim");
+  std::vector<int64_t> dims;
+  if (dim.isInt()) {
+    dims.push_back(dim.toInt());
+  } else {
+    dims = args.ints("dim");
+    check(!dims.empty(), [&] { return what + " over an empty dim list is not supported"; });
+  }
+  emit_reduce(cx, op, b, dims, args.flag("keepdim"), node->output(), what);
+}
+
+// topk(x, k, dim=-1, largest=True, sorted=True) -> (values, indices):
+// TOPK_V2 along the last NNAPI axis (x is permuted when dim is another);
+// largest=False is TOPK_V2 of NEG(x), its values negated back (exact).
+void lower_topk(LoweringContext& cx, const Node* node) {
+  NodeArgs args(cx, node);
+  Tensor x = cx.get_operand(node->input(0));
+  const int64_t k = args.integer("k");
+  const auto rank = static_cast<int64_t>(x.op.shape.size());
+  check(rank >= 1, "topk of a 0-dim tensor is not supported");
+  const int64_t dim = py_index(args.integer("dim"), rank);
+  const bool largest = args.flag("largest");
+  check(args.flag("sorted"), "topk with sorted=False is not supported (TOPK_V2 sorts)");
+  check(x.op.type == OperandType::TensorFloat32 || x.op.type == OperandType::TensorInt32 ||
+            (largest && x.op.type == OperandType::TensorQuant8Asymm),
+        [&] {
+          return std::string("topk of a ") + nnapi::operand_type_name(x.op.type) + " tensor" +
+                 (largest ? "" : " with largest=False") + " is not supported";
+        });
+  check(x.op.shape[dim] != 0, "topk along a flexible dim is not supported: give it a fixed size");
+  check(k >= 1 && k <= x.op.shape[dim], [&] {
+    return "topk's k is " + std::to_string(k) + " for a dim of size " +
+           std::to_string(x.op.shape[dim]);
+  });
+  // The dim NNAPI's last axis holds: x as it is (C of an NHWC tensor, the
+  // last dim of an NCHW one), else NCHW permuted to bring `dim` last.
+  std::vector<int64_t> perm;
+  if (!(x.op.dim_order == DimOrder::ChannelsLast && dim == 1)) {
+    x = emit_relayout(cx, x, DimOrder::Contiguous);
+    if (dim != rank - 1) {
+      for (int64_t d = 0; d < rank; ++d) {
+        if (d != dim) perm.push_back(d);
+      }
+      perm.push_back(dim);
+      x = emit_permute(cx, x, perm);
+    }
+  }
+  if (!largest) x = emit_unary(cx, Op::Neg, x);
+  Shape shape = x.op.shape;
+  std::vector<SymInt> dims = sym_shape(x);
+  const int64_t last = x.op.dim_order == DimOrder::ChannelsLast ? 1 : rank - 1;
+  shape[last] = k;
+  dims[last] = {k, ""};
+  Operand values = x.op.with_shape(shape);
+  Operand indices = values;
+  indices.type = OperandType::TensorInt32;
+  indices.scale = 0.0;
+  indices.zero_point = 0;
+  // When the result is taken back (NEG, permute), the node's outputs are bound then.
+  const bool direct = perm.empty() && largest;
+  const Tensor v = cx.add_output(direct ? node->output(0) : nullptr, values, dims);
+  const Tensor i = cx.add_output(perm.empty() ? node->output(1) : nullptr, indices, dims);
+  cx.model().add_operation(Op::TopKV2, {x.id, cx.model().add_int_scalar(static_cast<int32_t>(k))},
+                           {v.id, i.id});
+  cx.set_torch_dtype(node->output(1), at::kLong);  // PyTorch's indices are int64
+  if (direct) return;
+  std::vector<int64_t> back(perm.size());
+  for (size_t d = 0; d < perm.size(); ++d) back[perm[d]] = static_cast<int64_t>(d);
+  Tensor vals = v;
+  if (!largest) vals = emit_unary(cx, Op::Neg, vals, perm.empty() ? node->output(0) : nullptr);
+  if (perm.empty()) return;
+  auto bind = [&](const Tensor& t, const Value* out) {  // emit_permute, bound to `out`
+    const Tensor r = cx.add_output(out, t.op, permuted_dims(t, back));
+    cx.model().add_operation(Op::Transpose, {t.id, cx.model().add_int_vector(back)}, {r.id});
+  };
+  bind(vals, node->output(0));
+  bind(i, node->output(1));
+}
+
+// sin(x): SIN; cos(x) = 1 - 2 sin(x/2)^2, float32 (x/2 is exact, so the
+// error does not grow with |x| as sin(x + pi/2)'s does).
+void lower_sin_cos(LoweringContext& cx, const Node* node, bool is_cos) {
+  const Tensor x = cx.get_operand(node->input(0));
+  check(x.op.type == OperandType::TensorFloat32, [&] {
+    return std::string(is_cos ? "cos" : "sin") +
+           " is supported of float32 tensors only (NNAPI's SIN takes float tensors)";
+  });
+  if (!is_cos) {
+    emit_unary(cx, Op::Sin, x, node->output());
+    return;
+  }
+  const Tensor s =
+      emit_unary(cx, Op::Sin, emit_binary(cx, Op::Mul, x, float_scalar_tensor(cx, 0.5f)));
+  const Tensor s2 = emit_binary(cx, Op::Mul, s, s);
+  const Tensor t = emit_binary(cx, Op::Mul, s2, float_scalar_tensor(cx, -2.0f));
+  emit_binary(cx, Op::Add, t, float_scalar_tensor(cx, 1.0f), Fuse::None, node->output());
+}
+
+}  // namespace
+
+void register_reduction_ops(LoweringTable& t) {
+  t.add("aten::max", [](LoweringContext& cx, const Node* n) { lower_max_min(cx, n, true); });
+  t.add("aten::min", [](LoweringContext& cx, const Node* n) { lower_max_min(cx, n, false); });
+  t.add("aten::amax", [](LoweringContext& cx, const Node* n) { lower_amax(cx, n, Op::ReduceMax); });
+  t.add("aten::amin", [](LoweringContext& cx, const Node* n) { lower_amax(cx, n, Op::ReduceMin); });
+  t.add("aten::argmax",
+        [](LoweringContext& cx, const Node* n) { lower_argmax(cx, n, Op::ArgMax); });
+  t.add("aten::argmin",
+        [](LoweringContext& cx, const Node* n) { lower_argmax(cx, n, Op::ArgMin); });
+  t.add("aten::prod", lower_prod);
+  t.add("aten::any",
+        [](LoweringContext& cx, const Node* n) { lower_any_all(cx, n, Op::ReduceAny); });
+  t.add("aten::all",
+        [](LoweringContext& cx, const Node* n) { lower_any_all(cx, n, Op::ReduceAll); });
+  t.add("aten::topk", lower_topk);
+  t.add("aten::sin", [](LoweringContext& cx, const Node* n) { lower_sin_cos(cx, n, false); });
+  t.add("aten::cos", [](LoweringContext& cx, const Node* n) { lower_sin_cos(cx, n, true); });
+  t.note("aten::max",
+         "also min: over a dim, values REDUCE_MAX/MIN and indices ARGMAX/ARGMIN (first index on "
+         "ties, as PyTorch; int64 outputs are made so by the converted module); of every "
+         "element REDUCE_MAX/MIN (a 0-dim result); of two tensors MAXIMUM/MINIMUM. Float32 "
+         "and quantized");
+  t.note("aten::amax", "also amin: REDUCE_MAX/MIN over the dims (float32, quantized)");
+  t.note("aten::argmax",
+         "also argmin: ARGMAX/ARGMIN (first index on ties; without a dim, of the flattened "
+         "tensor)");
+  t.note("aten::prod", "REDUCE_PROD, float32, over one dim or every element");
+  t.note("aten::any", "also all: REDUCE_ANY/ALL of the truth (non-zero) of the input");
+  t.note("aten::topk",
+         "TOPK_V2 (sorted; another dim than the last is permuted there; largest=False is "
+         "TOPK_V2 of NEG(x), not for quantized tensors). Of equal values NNAPI returns the "
+         "larger index first, PyTorch's order among ties is unspecified: indices of tied "
+         "values may differ");
+  t.note("aten::cos", "float32: 1 - 2 sin(x/2)^2 with NNAPI's SIN");
+}
+
+}  // namespace nnapi_convert
