@@ -7,6 +7,8 @@
 #   include/nnapi_convert/*.h, lib/libnnapi_convert.a, lib/libnnapi_convert_types.a,
 #   lib/libnnapi_convert_validate.a
 #   lib/cmake/nnapi_convert/                    find_package(nnapi_convert)
+#   include/nnapi_runtime/android/NeuralNetworks.h, lib/pkgconfig/nnapi-convert-runtime.pc
+#                                               the runtime for C/C++ programs (pkg-config)
 #   share/man/man1/nnapi-convert.1.gz           when help2man is installed
 #
 # Two components: `cli` (the binary, the runtime, the man page) and `dev` (the
@@ -48,6 +50,18 @@ write_basic_package_version_file(${CMAKE_BINARY_DIR}/nnapi_convertConfigVersion.
 install(FILES ${CMAKE_BINARY_DIR}/nnapi_convertConfig.cmake
               ${CMAKE_BINARY_DIR}/nnapi_convertConfigVersion.cmake
         DESTINATION ${_nnapi_cmake_dir} COMPONENT dev)
+
+# The runtime's C API for standalone use: the header and a pkg-config file whose
+# paths are relative to its own directory (${pcfiledir}), so that --prefix at
+# install time and the Debian package's /usr both work.
+install(FILES ${PROJECT_SOURCE_DIR}/include/nnapi_runtime/android/NeuralNetworks.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/nnapi_runtime/android COMPONENT dev)
+file(RELATIVE_PATH NNAPI_PC_TO_PREFIX /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
+string(REGEX REPLACE "/$" "" NNAPI_PC_TO_PREFIX "${NNAPI_PC_TO_PREFIX}")
+configure_file(${CMAKE_CURRENT_LIST_DIR}/nnapi-convert-runtime.pc.in
+               ${CMAKE_BINARY_DIR}/nnapi-convert-runtime.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/nnapi-convert-runtime.pc
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
 
 # The man page, from --help and --version; skipped without help2man.
 find_program(HELP2MAN_PROGRAM help2man)

@@ -23,6 +23,7 @@ enum class OperandType : int32_t {
   Float16 = 10,
   TensorQuant8SymmPerChannel = 11,
   TensorQuant16Asymm = 12,
+  TensorQuant8Symm = 13,
 };
 
 // Operation types (OperationCode in NeuralNetworks.h); the feature level of each

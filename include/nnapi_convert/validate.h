@@ -40,6 +40,12 @@ struct Operand {
   // A constant's bytes, when known (not owned); nullptr otherwise.
   const uint8_t* data = nullptr;
   size_t length = 0;
+  // TENSOR_QUANT8_SYMM_PER_CHANNEL: the parameters of
+  // ANeuralNetworksModel_setOperandSymmPerChannelQuantParams, the dimension
+  // the scales run along and one scale per index of it (empty: never set;
+  // PyTorch's serialized models cannot carry them).
+  uint32_t channel_dim = 0;
+  std::vector<float> channel_scales;
 };
 
 struct Operation {
@@ -112,6 +118,17 @@ std::optional<Finding> validate_operation_types(int64_t index, int32_t code,
 // TENSOR_INT32 needs level 4), at least nnapi::operation_feature_level.
 int operation_level(int32_t code, const std::vector<const Operand*>& inputs,
                     const std::vector<const Operand*>& outputs);
+
+// TRANSPOSE_CONV_2D's implicit padding along one spatial axis, as NNAPI
+// computes it from the requested output size (input 3) rather than the input
+// size: SAME pads ((requested + stride - 1) / stride - 1) * stride + kernel -
+// requested in all, half (rounded down, at least 0) before and the rest
+// after, which is negative when the request exceeds the natural size (the
+// extra positions hold the bias alone); VALID pads nothing. The output size
+// is (input - 1) * stride + kernel - before - after. Shared by the rule and
+// the runtime's kernel.
+void transpose_conv_implicit_padding(int32_t scheme, int64_t requested, int64_t kernel,
+                                     int64_t stride, int64_t* before, int64_t* after);
 
 // The view of a parsed blob. `buffers` are the weight buffers (data, size) a
 // numbered-buffer value points into; a value whose buffer is missing has no

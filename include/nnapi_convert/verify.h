@@ -74,6 +74,7 @@ struct Divergence {
 
 struct VerifyReport {
   std::string runtime_library;               // the libneuralnetworks.so that ran
+  double atol = 0, rtol = 0;                 // the float tolerances used (relaxed_tolerances)
   std::vector<std::vector<int64_t>> shapes;  // the input shapes used
   std::vector<OutputCheck> outputs;
   bool ok = false;
@@ -144,11 +145,23 @@ std::vector<at::Tensor> run_converted(const std::string& module_path,
                                       const std::vector<at::Tensor>& inputs,
                                       const std::string& runtime_library = "");
 
+// Tolerances that fit float16, for a model converted with relax_f32_to_f16
+// (NNAPI's relaxComputationFloat32toFloat16: a device may compute float32
+// operations in float16, and the host runtime rounds every float32 result to
+// float16 to show it): 5 units of float16's precision at 1 (5 * 2^-10), as
+// Android's generated tests allow relaxed and float16 results.
+constexpr double kFloat16Tolerance = 5.0 / 1024.0;
+
+// `verify` with atol and rtol raised to at least kFloat16Tolerance when the
+// conversion asks for relaxed computation; unchanged otherwise.
+VerifyOptions relaxed_tolerances(const ConvertOptions& options, const VerifyOptions& verify);
+
 // Runs the original model (options.model_path; with PyTorch's QNNPACK
 // quantized engine, as on Android and in test_nnapi.py) and the converted
 // module on the same seeded random inputs and compares every output. Throws
 // ConvertError(2) for shapes that do not fit, ConvertError(1) when the runtime
 // cannot be found or a model fails to run; a mismatch is reported, not thrown.
+// Float outputs are compared with relaxed_tolerances(options, verify).
 VerifyReport verify_conversion(const ConvertOptions& options,
                                const std::string& converted_module_path,
                                const VerifyOptions& verify);

@@ -53,6 +53,10 @@ void print_verify(const Args& a, const JobResult& r) {
       out << r.model << ": verify on the --verify-input tensors '" << a.verify_input << "' ("
           << shapes << ")\n";
     }
+    if (a.relax) {
+      out << "  relaxed float32 -> float16 computation: float tolerances atol " << v.atol
+          << ", rtol " << v.rtol << "\n";
+    }
     for (size_t i = 0; i < v.outputs.size(); ++i) {
       out << "  " << format_output_check(i, v.outputs[i]) << "\n";
     }
@@ -67,8 +71,8 @@ void print_verify(const Args& a, const JobResult& r) {
       "model '{}': the converted module does not match the model on {} inputs of shape {} "
       "(float outputs: |nnapi - model| <= atol {} + rtol {} * |model|; quantized: at most 3% "
       "of elements off by one quantum, none by more), so '{}' was not written.{}{}",
-      r.model, a.verify_input.empty() ? "seeded random" : "the --verify-input", shapes, a.atol,
-      a.rtol, r.output, why, v.divergence ? "\n" + format_divergence(*v.divergence) + "." : "");
+      r.model, a.verify_input.empty() ? "seeded random" : "the --verify-input", shapes, v.atol,
+      v.rtol, r.output, why, v.divergence ? "\n" + format_divergence(*v.divergence) + "." : "");
 }
 
 // --cpu-fallback's split, on standard error: what stays TorchScript, where.

@@ -266,10 +266,9 @@ nlohmann::ordered_json to_json(const JobResult& r) {
   if (r.verify) {
     nlohmann::ordered_json outputs = nlohmann::ordered_json::array();
     for (const OutputCheck& o : r.verify->outputs) outputs.push_back(to_json(o));
-    j["verify"] = {{"ok", r.verify->ok},
-                   {"runtime", r.verify->runtime_library},
-                   {"shapes", r.verify->shapes},
-                   {"outputs", outputs}};
+    j["verify"] = {{"ok", r.verify->ok},         {"runtime", r.verify->runtime_library},
+                   {"atol", r.verify->atol},     {"rtol", r.verify->rtol},
+                   {"shapes", r.verify->shapes}, {"outputs", outputs}};
     if (r.verify->divergence) j["verify"]["divergence"] = to_json(*r.verify->divergence);
   }
   return j;
@@ -311,6 +310,8 @@ JobResult job_result_from(const nlohmann::ordered_json& j, const std::string& ou
     VerifyReport rep;
     rep.ok = v.at("ok").get<bool>();
     rep.runtime_library = v.at("runtime").get<std::string>();
+    rep.atol = v.value("atol", 0.0);
+    rep.rtol = v.value("rtol", 0.0);
     rep.shapes = v.at("shapes").get<std::vector<std::vector<int64_t>>>();
     for (const nlohmann::ordered_json& o : v.at("outputs"))
       rep.outputs.push_back(output_check_from(o));

@@ -110,6 +110,7 @@ void check_quant_params(const BlobOperand& op, size_t index, size_t offset) {
       zero_point_range(0, 255);
       break;
     case nnapi::OperandType::TensorQuant16Symm:
+    case nnapi::OperandType::TensorQuant8Symm:
       need_positive_scale();
       zero_point_range(0, 0);
       break;

@@ -60,6 +60,7 @@ bool is_quantized(nnapi::OperandType t) {
     case nnapi::OperandType::TensorQuant16Symm:
     case nnapi::OperandType::TensorQuant16Asymm:
     case nnapi::OperandType::TensorQuant8SymmPerChannel:
+    case nnapi::OperandType::TensorQuant8Symm:
       return true;
     case nnapi::OperandType::TensorInt32:
       return false;
@@ -97,6 +98,7 @@ bool decode_immediate(const BlobOperand& op, const std::vector<uint8_t>& bytes,
     case nnapi::OperandType::TensorBool8:
     case nnapi::OperandType::TensorQuant8Asymm:
     case nnapi::OperandType::TensorQuant8SymmPerChannel:
+    case nnapi::OperandType::TensorQuant8Symm:
       width = 1;
       break;
     case nnapi::OperandType::Float16:
@@ -122,6 +124,7 @@ bool decode_immediate(const BlobOperand& op, const std::vector<uint8_t>& bytes,
         s.i = p[0];
         break;
       case nnapi::OperandType::TensorQuant8SymmPerChannel:
+      case nnapi::OperandType::TensorQuant8Symm:
         s.i = static_cast<int8_t>(p[0]);
         break;
       case nnapi::OperandType::Float16:

@@ -100,6 +100,7 @@ Tensor emit_reduce(LoweringContext& cx, Op op, const Tensor& x, std::vector<int6
 Tensor emit_arg(LoweringContext& cx, Op op, const Tensor& x, int64_t dim, bool keep,
                 const Value* out, const std::string& what) {
   const auto rank = static_cast<int64_t>(x.op.shape.size());
+  check(rank >= 1, [&] { return what + " of a 0-dim tensor is not supported"; });
   dim = py_index(dim, rank);
   const AxesPlan p = plan_axes(cx, x, {dim}, false);
   Operand o = p.x.op;

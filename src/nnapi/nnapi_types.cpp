@@ -126,6 +126,7 @@ const char* const kOperandTypeNames[] = {
     "FLOAT16",                         // 10
     "TENSOR_QUANT8_SYMM_PER_CHANNEL",  // 11
     "TENSOR_QUANT16_ASYMM",            // 12
+    "TENSOR_QUANT8_SYMM",              // 13
 };
 
 // NeuralNetworks.h's ResultCode names, by value.
@@ -197,6 +198,7 @@ int element_size(OperandType t) {
       return 2;
     case OperandType::TensorQuant8Asymm:
     case OperandType::TensorQuant8SymmPerChannel:
+    case OperandType::TensorQuant8Symm:
     case OperandType::TensorBool8:
       return 1;
     default:

@@ -195,6 +195,31 @@ at::Tensor perturbed(const at::Tensor& t, const Fault& f) {
   return r;
 }
 
+// relaxComputationFloat32toFloat16: NNAPI then lets a device compute float32
+// operations with float16's range and precision. This runtime shows what such
+// a device may give: with the model relaxed, every float32 tensor an operation
+// writes is rounded to the nearest float16 (round half to even; beyond
+// float16's range it becomes infinity) before the next operation reads it, and
+// so are the model's outputs. The operations themselves compute in float32.
+// On by default; NNAPI_HOST_RELAX_FLOAT16=0 (read once) keeps float32 results
+// for relaxed models too.
+bool relaxed_float16_rounding() {
+  static const bool on = [] {
+    const char* env = std::getenv("NNAPI_HOST_RELAX_FLOAT16");
+    return env == nullptr || std::strcmp(env, "0") != 0;
+  }();
+  return on;
+}
+
+void round_to_float16(const Operation& op, const std::vector<Operand>& operands,
+                      std::vector<Value>& values) {
+  for (uint32_t o : op.outputs) {
+    if (operands[o].type != OperandType::TensorFloat32) continue;
+    Value& v = values[o];
+    v.t = v.t.to(at::kHalf).to(at::kFloat);
+  }
+}
+
 void notify_observer(size_t k, const Operation& op, const std::vector<Value>& values) {
   for (uint32_t o : op.outputs) {
     const Value& v = values[o];
@@ -214,12 +239,21 @@ void set_operation_observer(ANeuralNetworksHostOperationObserver observer, void*
 }
 
 Result Execution::compute() {
+  start();
+  return run();
+}
+
+void Execution::start() {
   if (started_) fail(Result::BadState, "execution already computed");
   for (size_t i = 0; i < inputs_.size(); ++i)
     require(inputs_[i].set, "input " + std::to_string(i) + " was not set");
   for (size_t i = 0; i < outputs_.size(); ++i)
     require(outputs_[i].set, "output " + std::to_string(i) + " was not set");
   started_ = true;
+}
+
+Result Execution::run() {
+  if (!started_ || has_result_) fail(Result::BadState, "execution not started, or run twice");
 
   const auto& operands = model_.operands();
   std::vector<Value> values(operands.size());
@@ -265,6 +299,7 @@ Result Execution::compute() {
     }
     for (uint32_t o : op.outputs)
       if (!values[o].present) failed("left an output unset");
+    if (model_.relaxed() && relaxed_float16_rounding()) round_to_float16(op, operands, values);
     if (static_cast<int64_t>(k) == fault().operation) {
       for (uint32_t o : op.outputs) values[o].t = perturbed(values[o].t, fault());
     }

@@ -33,8 +33,16 @@ class Execution {
                         size_t offset, size_t length);
   void set_output_memory(int32_t index, const Operand* type, std::shared_ptr<Memory> memory,
                          size_t offset, size_t length);
-  // Runs the model. Returns NO_ERROR, OUTPUT_INSUFFICIENT_SIZE or throws.
+  // Runs the model (start() then run()). Returns NO_ERROR,
+  // OUTPUT_INSUFFICIENT_SIZE or throws.
   Result compute();
+  // The checks before a run (every input and output bound, not run before);
+  // marks the execution started. startCompute calls it on the caller's
+  // thread, so that misuse is refused at once, then run() on another.
+  void start();
+  // Runs the model after start(). Reads only the compilation (shared with
+  // other executions, never written) and this execution's own state.
+  Result run();
 
   // Valid after compute() returned NO_ERROR or OUTPUT_INSUFFICIENT_SIZE.
   const std::vector<uint32_t>& output_dims(int32_t index) const;

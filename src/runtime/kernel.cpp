@@ -9,6 +9,30 @@ namespace nnrt {
 
 // ---------------------------------------------------------------- execution
 
+namespace {
+
+bool is_half(OperandType t) { return t == OperandType::TensorFloat16 || t == OperandType::Float16; }
+
+OperandType widened(OperandType t) {
+  if (t == OperandType::TensorFloat16) return OperandType::TensorFloat32;
+  if (t == OperandType::Float16) return OperandType::Float32;
+  return t;
+}
+
+}  // namespace
+
+ExecContext::ExecContext(const Operation& op, const Model& model, std::vector<Value>& values)
+    : op_(op), model_(model), values_(values) {
+  for (uint32_t o : op.inputs) widened_ = widened_ || is_half(model.operands()[o].type);
+  for (uint32_t o : op.outputs) widened_ = widened_ || is_half(model.operands()[o].type);
+  if (!widened_) return;
+  wide_in_.resize(op.inputs.size());
+  for (uint32_t o : op.outputs) {
+    wide_out_.push_back(model.operands()[o]);
+    wide_out_.back().type = widened(wide_out_.back().type);
+  }
+}
+
 bool ExecContext::has(size_t i) const {
   if (i >= op_.inputs.size()) return false;
   return values_[op_.inputs[i]].present;
@@ -16,7 +40,15 @@ bool ExecContext::has(size_t i) const {
 
 const Value& ExecContext::in(size_t i) const {
   if (!has(i)) fail(Result::BadData, "missing value for input " + std::to_string(i));
-  return values_[op_.inputs[i]];
+  const Value& v = values_[op_.inputs[i]];
+  if (!widened_ || !is_half(v.type)) return v;
+  Value& w = wide_in_[i];
+  if (!w.present) {
+    w = v;
+    w.t = v.t.to(at::kFloat);
+    w.type = widened(v.type);
+  }
+  return w;
 }
 
 int32_t ExecContext::i32(size_t i) const {
@@ -43,7 +75,12 @@ std::vector<int64_t> ExecContext::int_list(size_t i) const {
   return std::vector<int64_t>(p, p + t.numel());
 }
 
+const Operand& ExecContext::in_operand(size_t i) const {
+  return model_.operands().at(op_.inputs.at(i));
+}
+
 const Operand& ExecContext::out_operand(size_t i) const {
+  if (widened_) return wide_out_.at(i);
   return model_.operands().at(op_.outputs.at(i));
 }
 
@@ -68,9 +105,11 @@ void ExecContext::set_output(size_t i, at::Tensor t) {
       fail(Result::OpFailed, os.str());
     }
   }
+  const Operand& stored = model_.operands().at(op_.outputs.at(i));
+  if (stored.type != decl.type) t = t.to(dtype_for(stored.type));  // float32 -> float16
   Value& v = values_[op_.outputs[i]];
   v.t = t.contiguous();
-  v.type = decl.type;
+  v.type = stored.type;
   v.scale = decl.scale;
   v.zero_point = decl.zero_point;
   v.present = true;
@@ -90,6 +129,7 @@ at::ScalarType dtype_for(OperandType type) {
     case OperandType::TensorQuant8Asymm:
       return at::kByte;
     case OperandType::TensorQuant8SymmPerChannel:
+    case OperandType::TensorQuant8Symm:
       return at::kChar;
     case OperandType::Bool:
     case OperandType::TensorBool8:
@@ -111,6 +151,7 @@ at::Tensor real_values(const Value& v, at::ScalarType dtype) {
     case OperandType::TensorQuant8Asymm:
     case OperandType::TensorQuant16Asymm:
     case OperandType::TensorQuant16Symm:
+    case OperandType::TensorQuant8Symm:
       return (v.t.to(dtype) - v.zero_point) * static_cast<double>(v.scale);
     default:
       return v.t.to(dtype);
@@ -164,6 +205,22 @@ at::Tensor requantize_accumulator(const at::Tensor& acc, float in_scale, float w
   auto [lo, hi] = quant_activation_range(fuse, out.scale, out.zero_point);
   at::Tensor scaled = acc.to(at::kFloat) * at::scalar_tensor(multiplier, at::kFloat);
   return (at::round(scaled) + out.zero_point).clamp(lo, hi).to(at::kByte);
+}
+
+at::Tensor requantize_accumulator(const at::Tensor& acc, float in_scale, const at::Tensor& w_scales,
+                                  const Operand& out, int32_t fuse) {
+  check_fuse_code(fuse);
+  at::Tensor multiplier = (w_scales.to(at::kFloat) * in_scale) * (1.0f / out.scale);
+  auto [lo, hi] = quant_activation_range(fuse, out.scale, out.zero_point);
+  at::Tensor scaled = acc.to(at::kFloat) * multiplier;
+  return (at::round(scaled) + out.zero_point).clamp(lo, hi).to(at::kByte);
+}
+
+at::Tensor channel_scales(const Operand& op, int64_t rank, int64_t dim) {
+  if (op.channel_scales.empty()) fail(Result::BadData, "per-channel scales were never set");
+  std::vector<int64_t> shape(static_cast<size_t>(rank), 1);
+  shape[static_cast<size_t>(dim)] = static_cast<int64_t>(op.channel_scales.size());
+  return at::tensor(op.channel_scales, at::kFloat).reshape(shape);
 }
 
 at::Tensor quantize_like_pytorch(const at::Tensor& real, const Operand& out, int32_t fuse) {
@@ -225,6 +282,10 @@ const std::vector<OpKernel>& all_kernels() {
     add_quant_kernels(t);
     add_logical_kernels(t);
     add_reduce_kernels(t);
+    add_space_batch_kernels(t);
+    add_lookup_kernels(t);
+    add_normalization_kernels(t);
+    add_random_kernels(t);
     return t;
   }();
   return table;

@@ -29,10 +29,15 @@ struct Value {
   bool present = false;
 };
 
+// What one operation sees. An operation with FLOAT16 operands (TENSOR_FLOAT16
+// or FLOAT16) runs on the float32 kernels, as Android's reference CPU
+// implementation runs most of them: its FLOAT16 inputs read as float32
+// (exact), its FLOAT16 outputs are declared float32 to the kernel and rounded
+// to float16 (to nearest, ties to even) when stored. So every operation whose
+// kernel takes TENSOR_FLOAT32 takes TENSOR_FLOAT16 too.
 class ExecContext {
  public:
-  ExecContext(const Operation& op, const Model& model, std::vector<Value>& values)
-      : op_(op), model_(model), values_(values) {}
+  ExecContext(const Operation& op, const Model& model, std::vector<Value>& values);
 
   size_t num_inputs() const { return op_.inputs.size(); }
   size_t num_outputs() const { return op_.outputs.size(); }
@@ -46,6 +51,8 @@ class ExecContext {
   bool flag_or(size_t i, bool fallback) const { return has(i) ? flag(i) : fallback; }
   std::vector<int64_t> int_list(size_t i) const;
   const Operand& out_operand(size_t i) const;
+  // The model's operand at input i (e.g. its per-channel scales).
+  const Operand& in_operand(size_t i) const;
   // Stores the result for output i; `t` must have the element type of the
   // output's operand type and a shape compatible with its declared dims.
   void set_output(size_t i, at::Tensor t);
@@ -54,6 +61,9 @@ class ExecContext {
   const Operation& op_;
   const Model& model_;
   std::vector<Value>& values_;
+  bool widened_ = false;                // the operation has FLOAT16 operands
+  mutable std::vector<Value> wide_in_;  // float32 copies of its FLOAT16 inputs
+  std::vector<Operand> wide_out_;       // its outputs with FLOAT16 types made float32
 };
 
 struct OpKernel {
@@ -74,8 +84,12 @@ void add_pool_kernels(std::vector<OpKernel>& table);
 void add_shape_kernels(std::vector<OpKernel>& table);
 void add_resize_kernels(std::vector<OpKernel>& table);
 void add_quant_kernels(std::vector<OpKernel>& table);
-void add_logical_kernels(std::vector<OpKernel>& table);
-void add_reduce_kernels(std::vector<OpKernel>& table);
+void add_logical_kernels(std::vector<OpKernel>& table);        // ops/logical.cpp
+void add_reduce_kernels(std::vector<OpKernel>& table);         // ops/reduce.cpp
+void add_space_batch_kernels(std::vector<OpKernel>& table);    // ops/space_batch.cpp
+void add_lookup_kernels(std::vector<OpKernel>& table);         // ops/lookup.cpp
+void add_normalization_kernels(std::vector<OpKernel>& table);  // ops/normalization.cpp
+void add_random_kernels(std::vector<OpKernel>& table);         // ops/random.cpp
 
 // ---- Helpers shared by the kernels (kernel.cpp) ----
 
@@ -100,6 +114,13 @@ at::Tensor accumulator_values(const Value& v);
 // quantized convolutions reproduce eager PyTorch (QNNPACK) exactly.
 at::Tensor requantize_accumulator(const at::Tensor& acc, float in_scale, float w_scale,
                                   const Operand& out, int32_t fuse);
+// The same with a per-channel filter: `w_scales` (float32) broadcasts against
+// `acc`, one multiplier (w_scale[c] * in_scale) * (1 / out_scale) per channel.
+at::Tensor requantize_accumulator(const at::Tensor& acc, float in_scale, const at::Tensor& w_scales,
+                                  const Operand& out, int32_t fuse);
+// A per-channel operand's scales as a float32 tensor of `rank` dims, sized
+// along `dim` (the other dims 1), for broadcasting.
+at::Tensor channel_scales(const Operand& op, int64_t rank, int64_t dim);
 // Quantizes real values into QUANT8 `out` as torch.quantize_per_tensor does:
 // the values as float32 times float32(1 / scale), rounded half to even, plus
 // the zero point, saturated to [0, 255]. QUANTIZE, and CONCATENATION of

@@ -62,6 +62,8 @@ nnapi_validate::Operand validation_view(const Operand& o) {
   v.dims = o.dims;
   v.scale = o.scale;
   v.zero_point = o.zero_point;
+  v.channel_dim = o.channel_dim;
+  v.channel_scales = o.channel_scales;
   switch (o.lifetime) {
     case Lifetime::Temporary:
       v.lifetime = nnapi_validate::Lifetime::Temporary;
@@ -123,8 +125,14 @@ Operand operand_from_type(int32_t type, uint32_t dimension_count, const uint32_t
       require(zero_point >= 0 && zero_point <= 65535, "zeroPoint out of range");
       break;
     case OperandType::TensorQuant16Symm:
+    case OperandType::TensorQuant8Symm:
+      require(scale > 0.f && zero_point == 0,
+              "symmetric quantized operand needs scale > 0 and zeroPoint 0");
+      break;
     case OperandType::TensorQuant8SymmPerChannel:
-      require(zero_point == 0, "symmetric quantized operand needs zeroPoint 0");
+      require(scale == 0.f && zero_point == 0,
+              "TENSOR_QUANT8_SYMM_PER_CHANNEL needs scale 0 and zeroPoint 0 (its scales come "
+              "from setOperandSymmPerChannelQuantParams)");
       break;
     case OperandType::TensorInt32:
       require(scale >= 0.f, "negative scale");
@@ -258,6 +266,23 @@ void Model::identify_inputs_outputs(std::vector<uint32_t> inputs, std::vector<ui
   inputs_ = std::move(inputs);
   outputs_ = std::move(outputs);
   identified_ = true;
+}
+
+void Model::set_channel_quant(int32_t index, uint32_t channel_dim, std::vector<float> scales) {
+  require_not_finished();
+  Operand& op = operand_at(index);
+  require(op.type == OperandType::TensorQuant8SymmPerChannel,
+          "operand " + std::to_string(index) + " is " + nnapi::operand_type_name(op.type) +
+              ", not TENSOR_QUANT8_SYMM_PER_CHANNEL");
+  require(channel_dim < op.dims.size(), "channelDim " + std::to_string(channel_dim) +
+                                            " is not below the operand's rank " +
+                                            std::to_string(op.dims.size()));
+  require(op.dims[channel_dim] == 0 || scales.size() == op.dims[channel_dim],
+          "scaleCount " + std::to_string(scales.size()) + " differs from dimension " +
+              std::to_string(channel_dim) + " of size " + std::to_string(op.dims[channel_dim]));
+  for (float s : scales) require(s > 0.f, "every per-channel scale must be > 0");
+  op.channel_dim = channel_dim;
+  op.channel_scales = std::move(scales);
 }
 
 void Model::relax_float32_to_float16(bool allow) {

@@ -58,6 +58,9 @@ struct Operand {
   size_t memory_offset = 0;
   size_t length = 0;
   int producer = -1;  // index of the operation writing this operand, if any
+  // TENSOR_QUANT8_SYMM_PER_CHANNEL (setOperandSymmPerChannelQuantParams).
+  uint32_t channel_dim = 0;
+  std::vector<float> channel_scales;
 
   const uint8_t* value_data() const {
     return memory ? memory->data() + memory_offset : bytes.data();
@@ -86,9 +89,15 @@ class Model {
   void add_operation(int32_t code, std::vector<uint32_t> inputs, std::vector<uint32_t> outputs);
   void identify_inputs_outputs(std::vector<uint32_t> inputs, std::vector<uint32_t> outputs);
   void relax_float32_to_float16(bool allow);
+  // setOperandSymmPerChannelQuantParams: only for a TENSOR_QUANT8_SYMM_PER_CHANNEL
+  // operand, a channel dimension below its rank and one scale (> 0) per index.
+  void set_channel_quant(int32_t index, uint32_t channel_dim, std::vector<float> scales);
   void finish();
 
   bool finished() const { return finished_; }
+  // relaxComputationFloat32toFloat16 was set (executions then round float32
+  // results to float16, see relaxed_float16_rounding in execution.cpp).
+  bool relaxed() const { return relaxed_; }
   const std::vector<Operand>& operands() const { return operands_; }
   const std::vector<Operation>& operations() const { return operations_; }
   const std::vector<uint32_t>& inputs() const { return inputs_; }
@@ -108,7 +117,7 @@ class Model {
   std::vector<size_t> schedule_;
   bool identified_ = false;
   bool finished_ = false;
-  bool relaxed_ = false;  // accepted and ignored: everything runs in float32
+  bool relaxed_ = false;
 };
 
 struct Compilation {

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <new>
 #include <string>
 
@@ -20,11 +21,23 @@ struct ANeuralNetworksModel {
 struct ANeuralNetworksCompilation {
   std::shared_ptr<nnrt::Compilation> impl = std::make_shared<nnrt::Compilation>();
 };
+// The outcome of an asynchronous run: its result code and, when it failed,
+// the worker thread's last error, handed to the thread that waits.
+struct AsyncOutcome {
+  int result = 0;
+  std::string function, message;
+  int64_t operation = -1;
+};
 struct ANeuralNetworksExecution {
   std::unique_ptr<nnrt::Execution> impl;
+  // The run started by startCompute, if any: freeing the execution waits for it.
+  std::shared_future<AsyncOutcome> pending;
+  ~ANeuralNetworksExecution() {
+    if (pending.valid()) pending.wait();
+  }
 };
 struct ANeuralNetworksEvent {
-  int result = 0;
+  std::shared_future<AsyncOutcome> outcome;
 };
 struct ANeuralNetworksMemory {
   std::shared_ptr<nnrt::Memory> impl;
@@ -262,6 +275,19 @@ int ANeuralNetworksModel_identifyInputsAndOutputs(ANeuralNetworksModel* model, u
 }
 
 // Accepted and ignored: every float32 computation runs in float32.
+int ANeuralNetworksModel_setOperandSymmPerChannelQuantParams(
+    ANeuralNetworksModel* model, int32_t index,
+    const ANeuralNetworksSymmPerChannelQuantParams* channelQuant) {
+  return guarded(__func__, [&] {
+    nnrt::Model& m = model_of(model);
+    not_null(channelQuant, "channelQuant");
+    if (channelQuant->scaleCount > 0) not_null(channelQuant->scales, "channelQuant->scales");
+    m.set_channel_quant(
+        index, channelQuant->channelDim,
+        std::vector<float>(channelQuant->scales, channelQuant->scales + channelQuant->scaleCount));
+  });
+}
+
 int ANeuralNetworksModel_relaxComputationFloat32toFloat16(ANeuralNetworksModel* model, bool allow) {
   return guarded(__func__, [&] { model_of(model).relax_float32_to_float16(allow); });
 }
@@ -408,16 +434,38 @@ int ANeuralNetworksExecution_compute(ANeuralNetworksExecution* execution) {
   return r != 0 ? r : code(result);
 }
 
-// Computes synchronously; the event just carries the result.
+// Checks the execution on the caller's thread (misuse is refused at once,
+// with no event), then runs it on a thread of its own; the event's wait
+// returns its result.
 int ANeuralNetworksExecution_startCompute(ANeuralNetworksExecution* execution,
                                           ANeuralNetworksEvent** event) {
-  if (event == nullptr) return code(Result::UnexpectedNull);
-  *event = nullptr;
-  if (execution == nullptr) return code(Result::UnexpectedNull);
-  int r = ANeuralNetworksExecution_compute(execution);
-  if (r == code(Result::BadState)) return r;
-  *event = new (std::nothrow) ANeuralNetworksEvent{r};
-  return *event != nullptr ? 0 : code(Result::OutOfMemory);
+  if (event != nullptr) *event = nullptr;
+  return guarded(__func__, [&] {
+    not_null(event, "event");
+    nnrt::Execution& e = execution_of(execution);
+    e.start();
+    auto run = [&e]() {
+      AsyncOutcome out;
+      Result result = Result::NoError;
+      out.result = guarded("ANeuralNetworksExecution_startCompute", [&] { result = e.run(); });
+      if (out.result == 0) out.result = code(result);
+      if (out.result != 0) {
+        out.function = t_last_error.function;
+        out.message = t_last_error.message;
+        out.operation = t_last_error.operation;
+      }
+      return out;
+    };
+    auto* ev = new ANeuralNetworksEvent();
+    try {
+      ev->outcome = std::async(std::launch::async, run).share();
+    } catch (...) {
+      delete ev;
+      throw;
+    }
+    execution->pending = ev->outcome;
+    *event = ev;
+  });
 }
 
 int ANeuralNetworksExecution_getOutputOperandRank(ANeuralNetworksExecution* execution,
@@ -440,12 +488,20 @@ int ANeuralNetworksExecution_getOutputOperandDimensions(ANeuralNetworksExecution
   });
 }
 
+// Blocks until the run is done; its failure becomes this thread's last error.
 int ANeuralNetworksEvent_wait(ANeuralNetworksEvent* event) {
   if (event == nullptr) return code(Result::UnexpectedNull);
-  return event->result;
+  const AsyncOutcome& out = event->outcome.get();
+  if (out.result != 0)
+    t_last_error = {static_cast<Result>(out.result), out.function, out.message, out.operation};
+  return out.result;
 }
 
-void ANeuralNetworksEvent_free(ANeuralNetworksEvent* event) { delete event; }
+// Waits for the run first (the event's shared state does so on destruction).
+void ANeuralNetworksEvent_free(ANeuralNetworksEvent* event) {
+  if (event != nullptr && event->outcome.valid()) event->outcome.wait();
+  delete event;
+}
 
 // ---------------------------------------------------------------- host hooks
 

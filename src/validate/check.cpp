@@ -48,7 +48,8 @@ std::string type_list(std::initializer_list<T> types) {
 }
 
 bool is_quant(T t) {
-  return t == T::TensorQuant8Asymm || t == T::TensorQuant16Asymm || t == T::TensorQuant16Symm;
+  return t == T::TensorQuant8Asymm || t == T::TensorQuant16Asymm || t == T::TensorQuant16Symm ||
+         t == T::TensorQuant8Symm;
 }
 
 Check::Check(int64_t index, int32_t code, const std::vector<const Operand*>& ins,
@@ -331,6 +332,33 @@ Shape broadcast(const Check& c, const Shape& a, const Shape& b) {
   return s;
 }
 
+void typed(Check& c, std::initializer_list<TypeLevel> types, size_t i) {
+  for (const TypeLevel& t : types) {
+    if (c.type(i) == t.type) {
+      c.needs_level(t.level, std::string(c.name()) + " of " + nnapi::operand_type_name(t.type));
+      return;
+    }
+  }
+  std::string list;
+  size_t k = 0;
+  for (const TypeLevel& t : types) {
+    if (k) list += k + 1 == types.size() ? " or " : ", ";
+    list += nnapi::operand_type_name(t.type);
+    ++k;
+  }
+  c.fail(Rule::OperandType, "input " + std::to_string(i) + " is " +
+                                std::string(nnapi::operand_type_name(c.type(i))) + "; NNAPI's " +
+                                c.name() + " takes " + list + " there");
+}
+
+void float_scalar_for_input(const Check& c, size_t i) {
+  c.input_type(i, {c.type(0) == T::TensorFloat16 ? T::Float16 : T::Float32});
+}
+
+void same_shape_output(Check& c) {
+  if (c.shapes()) c.set_output(0, c.shape(0));
+}
+
 int64_t window_out(int64_t in, int64_t filter, int64_t stride, int64_t dilation, int64_t pad_before,
                    int64_t pad_after) {
   if (in < 0 || filter < 0 || stride < 1 || dilation < 1) return -1;
@@ -354,6 +382,10 @@ const OpRule* find_rule(int32_t code) {
     add_elementwise_rules(t);
     add_conv_rules(t);
     add_shape_rules(t);
+    add_space_batch_rules(t);
+    add_lookup_rules(t);
+    add_normalization_rules(t);
+    add_random_rules(t);
     std::sort(t.begin(), t.end(), [](const OpRule& a, const OpRule& b) { return a.code < b.code; });
     return t;
   }();

@@ -120,6 +120,21 @@ class Check {
   std::string level_reason_;
 };
 
+// ---- helpers shared by the rule files
+
+// Tensor types and the feature level each came with, for one operation.
+struct TypeLevel {
+  T type;
+  int level;
+};
+// Input i (0 by default) has one of `types`; the operation needs at least the
+// level given with it.
+void typed(Check& c, std::initializer_list<TypeLevel> types, size_t i = 0);
+// The FLOAT32 or FLOAT16 scalar that goes with a float tensor (input 0).
+void float_scalar_for_input(const Check& c, size_t i);
+// Output 0 has input 0's shape.
+void same_shape_output(Check& c);
+
 // "TENSOR_FLOAT32, TENSOR_FLOAT16 or TENSOR_QUANT8_ASYMM"
 std::string type_list(std::initializer_list<T> types);
 bool is_quant(T t);  // a quantized tensor type with (scale, zero point)
@@ -144,6 +159,10 @@ struct OpRule {
 void add_elementwise_rules(std::vector<OpRule>& table);
 void add_conv_rules(std::vector<OpRule>& table);
 void add_shape_rules(std::vector<OpRule>& table);
+void add_space_batch_rules(std::vector<OpRule>& table);    // ops_space_batch.cpp
+void add_lookup_rules(std::vector<OpRule>& table);         // ops_lookup.cpp
+void add_normalization_rules(std::vector<OpRule>& table);  // ops_normalization.cpp
+void add_random_rules(std::vector<OpRule>& table);         // ops_random.cpp
 const OpRule* find_rule(int32_t code);
 
 }  // namespace nnapi_validate

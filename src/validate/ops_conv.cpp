@@ -139,8 +139,17 @@ void conv_operands(Check& c) {
   if (c.type(0) == T::TensorFloat16) c.needs_level(3, std::string(c.name()) + " of TENSOR_FLOAT16");
   if (c.type(0) == T::TensorQuant8Asymm) {
     c.input_type(1, {T::TensorQuant8Asymm, T::TensorQuant8SymmPerChannel});
-    if (c.type(1) == T::TensorQuant8SymmPerChannel)
+    if (c.type(1) == T::TensorQuant8SymmPerChannel) {
       c.needs_level(3, std::string(c.name()) + " with a per-channel quantized filter");
+      // The scales run along the output channels: the filter's dim 0, dim 3
+      // for DEPTHWISE_CONV_2D's [1, h, w, depth_out].
+      const uint32_t want = c.code() == static_cast<int32_t>(nnapi::Op::DepthwiseConv2d) ? 3 : 0;
+      if (!c.in(1).channel_scales.empty() && c.in(1).channel_dim != want)
+        c.fail(Rule::Quantization, "input 1 (filter) has per-channel scales along dimension " +
+                                       std::to_string(c.in(1).channel_dim) + "; NNAPI's " +
+                                       c.name() + " needs them along dimension " +
+                                       std::to_string(want));
+    }
     c.input_type(2, {T::TensorInt32});
     c.bias_quant(2, 0, 1);
   } else {
@@ -270,28 +279,46 @@ void transpose_conv_rule(Check& c) {
   check_bias(c);
   c.equal_dims(im.c, c.dim(1, 3), "the input depth differs from the filter's input depth");
   const int64_t depth_out = c.dim(1, 0);
+  int64_t pad[4] = {w->pad[0], w->pad[1], w->pad[2], w->pad[3]};  // left, right, top, bottom
+  bool known = w->known;
   if (l.implicit) {
+    // The requested shape sets the paddings; the output is what they give
+    // (the request when the input size fits it), as NNAPI's prepare computes.
     auto shape = c.ints(3);
-    if (!shape) return c.set_output(0, Shape::unknown_of_rank(4));
-    if (shape->size() != 4)
-      c.fail(Rule::Parameter, "input 3 (output shape) has " + std::to_string(shape->size()) +
-                                  " entries; NNAPI needs 4");
-    Shape s = Shape::of({(*shape)[0], (*shape)[1], (*shape)[2], (*shape)[3]});
-    c.equal_dims(s.d[nchw ? 1 : 3], depth_out,
-                 "the output shape's depth differs from the filter's");
-    return c.set_output(0, s);
+    if (shape && shape->size() != 4)
+      return c.fail(Rule::Parameter, "input 3 (output shape) has " + std::to_string(shape->size()) +
+                                         " entries; NNAPI needs 4");
+    known = known && shape.has_value();
+    if (known) {
+      const int64_t rh = (*shape)[nchw ? 2 : 1], rw = (*shape)[nchw ? 3 : 2];
+      transpose_conv_implicit_padding(w->scheme, rw, c.dim(1, 2), w->stride_w, &pad[0], &pad[1]);
+      transpose_conv_implicit_padding(w->scheme, rh, c.dim(1, 1), w->stride_h, &pad[2], &pad[3]);
+    }
   }
   auto out = [&](int64_t in, int64_t f, int64_t stride, int64_t before, int64_t after) -> int64_t {
-    if (in < 0 || f < 0 || stride < 1 || !w->known) return -1;
+    if (in < 0 || f < 0 || stride < 1 || !known) return -1;
     const int64_t o = (in - 1) * stride + f - before - after;
     if (o < 1)
       c.fail(Rule::Shape, "the paddings leave no output (" + std::to_string(o) + " along an axis)");
     return o;
   };
-  const int64_t oh = out(im.h, c.dim(1, 1), w->stride_h, w->pad[2], w->pad[3]);
-  const int64_t ow = out(im.w, c.dim(1, 2), w->stride_w, w->pad[0], w->pad[1]);
+  const int64_t oh = out(im.h, c.dim(1, 1), w->stride_h, pad[2], pad[3]);
+  const int64_t ow = out(im.w, c.dim(1, 2), w->stride_w, pad[0], pad[1]);
   c.set_output(0, image_shape(im.n, oh, ow, depth_out, nchw));
 }
+
+}  // namespace
+
+void transpose_conv_implicit_padding(int32_t scheme, int64_t requested, int64_t kernel,
+                                     int64_t stride, int64_t* before, int64_t* after) {
+  *before = *after = 0;
+  if (scheme != kPaddingSame || requested < 0 || kernel < 0 || stride < 1) return;
+  const int64_t total = ((requested + stride - 1) / stride - 1) * stride + kernel - requested;
+  *before = std::max<int64_t>(total, 0) / 2;
+  *after = total - *before;
+}
+
+namespace {
 
 // ---- FULLY_CONNECTED: input (rank 2 to 4), weights [units, input size],
 // bias [units], fuse. Output [input elements / input size, units].

@@ -11,40 +11,6 @@ namespace {
 
 constexpr size_t kAny = SIZE_MAX;  // no upper rank limit ("Supported tensor rank: from 1")
 
-// Tensor types and the feature level each came with, for one operation.
-struct TypeLevel {
-  T type;
-  int level;
-};
-
-// Input 0 has one of `types`, at least the level given with it.
-void typed(Check& c, std::initializer_list<TypeLevel> types) {
-  for (const TypeLevel& t : types) {
-    if (c.type(0) == t.type) {
-      c.needs_level(t.level, std::string(c.name()) + " of " + nnapi::operand_type_name(t.type));
-      return;
-    }
-  }
-  std::string list;
-  size_t k = 0;
-  for (const TypeLevel& t : types) {
-    if (k) list += k + 1 == types.size() ? " or " : ", ";
-    list += nnapi::operand_type_name(t.type);
-    ++k;
-  }
-  c.fail(Rule::OperandType, "input 0 is " + std::string(nnapi::operand_type_name(c.type(0))) +
-                                "; NNAPI's " + c.name() + " takes " + list + " there");
-}
-
-// The FLOAT32 or FLOAT16 scalar that goes with a float tensor (input 0).
-void float_scalar_for_input(const Check& c, size_t i) {
-  c.input_type(i, {c.type(0) == T::TensorFloat16 ? T::Float16 : T::Float32});
-}
-
-void same_shape_output(Check& c) {
-  if (c.shapes()) c.set_output(0, c.shape(0));
-}
-
 // ---- ADD, SUB, MUL, DIV: a, b, fuse code; broadcast, rank up to 4.
 
 void binary_with_fuse(Check& c, std::initializer_list<TypeLevel> types) {
@@ -292,6 +258,7 @@ void quantize_rule(Check& c) {
 void dequantize_rule(Check& c) {
   conversion(c,
              {{T::TensorQuant8Asymm, 1},
+              {T::TensorQuant8Symm, 3},
               {T::TensorQuant8SymmPerChannel, 3},
               {T::TensorQuant16Asymm, 3},
               {T::TensorQuant16Symm, 3}},

@@ -70,10 +70,31 @@ std::optional<std::string> operand_problem(const Operand& o) {
       if (!(o.scale > 0.0f) || o.zero_point != 0)
         return std::string("TENSOR_QUANT16_SYMM needs a scale > 0 and zero point 0");
       break;
-    case T::TensorQuant8SymmPerChannel:
-      if (o.zero_point != 0)
-        return std::string("a per-channel quantized tensor needs zero point 0");
+    case T::TensorQuant8Symm:
+      if (!(o.scale > 0.0f) || o.zero_point != 0)
+        return std::string("TENSOR_QUANT8_SYMM needs a scale > 0 and zero point 0");
       break;
+    case T::TensorQuant8SymmPerChannel: {
+      if (o.scale != 0.0f || o.zero_point != 0)
+        return std::string(
+            "TENSOR_QUANT8_SYMM_PER_CHANNEL needs scale 0 and zero point 0 in its operand type "
+            "(its scales are set by setOperandSymmPerChannelQuantParams)");
+      if (o.channel_scales.empty())
+        return std::string(
+            "TENSOR_QUANT8_SYMM_PER_CHANNEL without per-channel scales: NNAPI needs "
+            "ANeuralNetworksModel_setOperandSymmPerChannelQuantParams before finish (PyTorch's "
+            "serialized models cannot carry them)");
+      if (o.channel_dim >= o.dims.size())
+        return "per-channel scales along dimension " + str(o.channel_dim) +
+               " of a tensor of rank " + str(o.dims.size());
+      const uint32_t n = o.dims[o.channel_dim];
+      if (n != 0 && o.channel_scales.size() != n)
+        return str(o.channel_scales.size()) + " per-channel scales for dimension " +
+               str(o.channel_dim) + " of size " + str(n);
+      for (float s : o.channel_scales)
+        if (!(s > 0.0f)) return std::string("a per-channel scale is not > 0");
+      break;
+    }
     case T::TensorInt32:
       if (o.scale < 0.0f) return std::string("TENSOR_INT32 has a negative scale");
       break;

@@ -728,10 +728,22 @@ std::vector<at::Tensor> run_converted(const std::string& module_path,
   return outputs;
 }
 
+VerifyOptions relaxed_tolerances(const ConvertOptions& options, const VerifyOptions& verify) {
+  VerifyOptions v = verify;
+  if (options.relax_f32_to_f16) {
+    v.atol = std::max(v.atol, kFloat16Tolerance);
+    v.rtol = std::max(v.rtol, kFloat16Tolerance);
+  }
+  return v;
+}
+
 VerifyReport verify_conversion(const ConvertOptions& options,
                                const std::string& converted_module_path,
-                               const VerifyOptions& verify) {
+                               const VerifyOptions& requested) {
+  const VerifyOptions verify = relaxed_tolerances(options, requested);
   VerifyReport report;
+  report.atol = verify.atol;
+  report.rtol = verify.rtol;
   report.runtime_library = load_nnapi_runtime(verify.runtime_library);
   std::vector<at::Tensor> inputs;
   if (verify.input_file.empty()) {

@@ -17,6 +17,8 @@ need "$libdir/libnnapi_convert_types.a"
 need "$libdir/libnnapi_convert_validate.a"
 need "$libdir/cmake/nnapi_convert/nnapi_convertConfig.cmake"
 need "$libdir/cmake/nnapi_convert/nnapi_convertConfigVersion.cmake"
+need include/nnapi_runtime/android/NeuralNetworks.h
+need "$libdir/pkgconfig/nnapi-convert-runtime.pc"
 if [ "$have_man" = ON ]; then
   need share/man/man1/nnapi-convert.1.gz
   # help2man's page: the name line and the options from --help.

@@ -1326,10 +1326,11 @@ def case_validator_refusals():
 CASES = [v for k, v in list(globals().items()) if k.startswith("case_")]
 
 
-def main():
+def run_cases(cases):
+    """Runs each case, prints one line per case and "N passed, M failed"."""
     torch.manual_seed(0)
     passed = failed = 0
-    for case in CASES:
+    for case in cases:
         try:
             case()
         except Exception as e:  # noqa: BLE001
@@ -1341,6 +1342,10 @@ def main():
         print(f"ok   {case.__name__}")
     print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 and passed > 0 else 1
+
+
+def main():
+    return run_cases(CASES)
 
 
 if __name__ == "__main__":

@@ -68,6 +68,11 @@ at::Tensor image_nchw(const Value& x, bool nchw) {
 // Output 0 from the result in conv_values (input 0 the data, input 1 the filter).
 at::Tensor conv_output(const ExecContext& ctx, const at::Tensor& y, int32_t fuse) {
   const Value& x = ctx.in(0);
+  if (is_quant8(x.type) && ctx.in(1).type == T::TensorQuant8SymmPerChannel) {
+    // The filter's scales run along the output channels: dim 1 of the NCHW result.
+    return requantize_accumulator(y, x.scale, channel_scales(ctx.in_operand(1), y.dim(), 1),
+                                  ctx.out_operand(0), fuse);
+  }
   if (is_quant8(x.type))
     return requantize_accumulator(y, x.scale, ctx.in(1).scale, ctx.out_operand(0), fuse);
   return to_operand(y, ctx.out_operand(0), fuse);
@@ -216,23 +221,19 @@ void execute_transpose_conv(ExecContext& ctx) {
   at::Tensor xr = image_nchw(x, a.nchw);
   at::Tensor w = filter_values(ctx);  // [out, kh, kw, in]
   const int64_t kh = w.size(1), kw = w.size(2);
-  std::vector<int64_t> out_shape;
   if (implicit) {
-    out_shape = ctx.int_list(3);
+    const std::vector<int64_t> out_shape = ctx.int_list(3);
     const int32_t scheme = ctx.i32(4);
     a.stride_w = ctx.i32(5);
     a.stride_h = ctx.i32(6);
     a.fuse = ctx.i32(7);
     if (out_shape.size() != 4) fail(Result::BadData, "output_shape must have 4 entries");
-    const int64_t oh = out_shape[a.nchw ? 2 : 1], ow = out_shape[a.nchw ? 3 : 2];
     if (scheme != kPaddingSame && scheme != kPaddingValid) fail(Result::BadData, "bad scheme");
-    // Total padding so that (in - 1) * stride + k - total == out.
-    const int64_t th = std::max<int64_t>((xr.size(2) - 1) * a.stride_h + kh - oh, 0);
-    const int64_t tw = std::max<int64_t>((xr.size(3) - 1) * a.stride_w + kw - ow, 0);
-    a.pad_t = th / 2;
-    a.pad_b = th - a.pad_t;
-    a.pad_l = tw / 2;
-    a.pad_r = tw - a.pad_l;
+    check_args(a);
+    nnapi_validate::transpose_conv_implicit_padding(scheme, out_shape[a.nchw ? 2 : 1], kh,
+                                                    a.stride_h, &a.pad_t, &a.pad_b);
+    nnapi_validate::transpose_conv_implicit_padding(scheme, out_shape[a.nchw ? 3 : 2], kw,
+                                                    a.stride_w, &a.pad_l, &a.pad_r);
   } else {
     a.pad_l = ctx.i32(3);
     a.pad_r = ctx.i32(4);
@@ -241,17 +242,21 @@ void execute_transpose_conv(ExecContext& ctx) {
     a.stride_w = ctx.i32(7);
     a.stride_h = ctx.i32(8);
     a.fuse = ctx.i32(9);
+    check_args(a);
   }
-  check_args(a);
   if (xr.size(1) != w.size(3)) fail(Result::BadData, "input channels do not match the filter");
   at::Tensor b = conv_values(ctx.in(2), x);
-  // torch conv_transpose2d weight is [in, out, kh, kw].
+  if (b.numel() != w.size(0)) fail(Result::BadData, "bias size != output channels");
+  // torch conv_transpose2d weight is [in, out, kh, kw]; the natural result
+  // ((in - 1) * stride + kernel) is cropped by the paddings, or extended by a
+  // negative trailing one, before the bias is added everywhere.
   at::Tensor wt = w.permute({3, 0, 1, 2}).to(xr.scalar_type());
   const std::vector<int64_t> stride = {a.stride_h, a.stride_w};
-  at::Tensor y = at::conv_transpose2d(xr, wt, b.to(xr.scalar_type()), stride);
-  const int64_t H = y.size(2), W = y.size(3);
-  if (a.pad_t + a.pad_b >= H || a.pad_l + a.pad_r >= W) fail(Result::BadData, "padding too large");
-  y = y.slice(2, a.pad_t, H - a.pad_b).slice(3, a.pad_l, W - a.pad_r);
+  at::Tensor y = at::conv_transpose2d(xr, wt, {}, stride);
+  if (y.size(2) - a.pad_t - a.pad_b < 1 || y.size(3) - a.pad_l - a.pad_r < 1)
+    fail(Result::BadData, "padding too large");
+  y = at::constant_pad_nd(y, {-a.pad_l, -a.pad_r, -a.pad_t, -a.pad_b}, 0);
+  y = y + b.to(xr.scalar_type()).view({1, -1, 1, 1});
   write_image(ctx, y, a);
 }
 

@@ -13,8 +13,17 @@ void execute_quantize(ExecContext& ctx) {
   ctx.set_output(0, quantize_like_pytorch(real_values(ctx.in(0), at::kFloat), ctx.out_operand(0)));
 }
 
+// DEQUANTIZE: (q - zeroPoint) * scale; a per-channel input scales each index
+// along its channel dimension by its own scale.
 void execute_dequantize(ExecContext& ctx) {
-  ctx.set_output(0, to_operand(real_values(ctx.in(0)), ctx.out_operand(0)));
+  const Value& x = ctx.in(0);
+  if (x.type == T::TensorQuant8SymmPerChannel) {
+    const Operand& op = ctx.in_operand(0);
+    at::Tensor real = x.t.to(at::kFloat) * channel_scales(op, x.t.dim(), op.channel_dim);
+    ctx.set_output(0, to_operand(real, ctx.out_operand(0)));
+    return;
+  }
+  ctx.set_output(0, to_operand(real_values(x), ctx.out_operand(0)));
 }
 
 // NNAPI CAST converts stored values (quantization parameters are ignored),

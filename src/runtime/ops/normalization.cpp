@@ -1,0 +1,33 @@
+// LOCAL_RESPONSE_NORMALIZATION (FLOAT32, FLOAT16; any rank up to 4; axis,
+// default -1), as NeuralNetworks.h defines it along the axis:
+//   sqr_sum[..., d] = sum of input[..., k]^2 for k in [d - radius, d + radius]
+//                     (clipped to the axis)
+//   output = input / (bias + alpha * sqr_sum)^beta
+// computed in float32 (a FLOAT16 input is widened, its result rounded back).
+#include "../kernel.h"
+
+namespace nnrt {
+namespace {
+
+void execute_local_response_norm(ExecContext& ctx) {
+  const Value& in = ctx.in(0);
+  const int64_t radius = ctx.i32(1);
+  if (radius < 0) fail(Result::BadData, "radius must be >= 0");
+  const double bias = ctx.f32(2), alpha = ctx.f32(3), beta = ctx.f32(4);
+  const int64_t axis = wrap_axis(ctx.i32_or(5, -1), in.t.dim());
+  at::Tensor x = in.t.to(at::kFloat).movedim(axis, -1);
+  // Windowed sums of squares: zero-pad the axis by `radius` on both sides.
+  at::Tensor sq = at::constant_pad_nd(x * x, {radius, radius}, 0);
+  at::Tensor sums = sq.unfold(-1, 2 * radius + 1, 1).sum(-1);
+  at::Tensor y = x / at::pow(sums * alpha + bias, beta);
+  ctx.set_output(0, y.movedim(-1, axis).to(in.t.scalar_type()).contiguous());
+}
+
+}  // namespace
+
+void add_normalization_kernels(std::vector<OpKernel>& table) {
+  table.push_back({Op::LocalResponseNormalization, "LOCAL_RESPONSE_NORMALIZATION",
+                   execute_local_response_norm});
+}
+
+}  // namespace nnrt
