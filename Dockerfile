@@ -15,9 +15,9 @@ RUN tools/install-deps.sh --build-only \
  && cd build && cpack -G DEB
 
 FROM debian:bookworm
-COPY --from=build /src/build/nnapi-convert_*.deb /tmp/
+COPY --from=build /src/build/nnapi-convert_*.deb /tmp/deb/
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends /tmp/nnapi-convert_*.deb \
- && rm -rf /var/lib/apt/lists/* /tmp/nnapi-convert_*.deb
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends /tmp/deb/nnapi-convert_*.deb \
+ && rm -rf /var/lib/apt/lists/* /tmp/deb
 WORKDIR /models
 ENTRYPOINT ["nnapi-convert"]

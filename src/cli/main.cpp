@@ -88,7 +88,7 @@ void add_conversion_options(CLI::App& app, Args& a, std::vector<CLI::Option*>& p
   paths.push_back(app.add_option(
       "--manifest", a.manifest,
       "JSON list of {model, inputs, output, options} for models that need different inputs "
-      "(see README)"));
+      "(see docs/batch-and-ci.md)"));
   app.add_option("-j,--jobs", a.jobs, "Models converted at a time (default: the number of cores)")
       ->check(CLI::Range(1, 256));
   app.add_option("--shard", a.shard,

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Builds the C example of README.md's "Running NNAPI models on a desktop" (the
+# Builds the C example of docs/runtime.md's "The NNAPI C API on Linux" (the
 # ```c block after the runtime-example marker) against an installed prefix
 # with pkg-config alone, as a user's project would, and runs it: no build tree,
 # no LD_LIBRARY_PATH (the rpath from the .pc file finds the runtime).
