@@ -8,7 +8,7 @@ pkgs=(cmake g++ make libtorch-dev libcli11-dev libspdlog-dev nlohmann-json3-dev 
       help2man)
 case "${1:-}" in
   --build-only) ;;
-  "") pkgs+=(libgtest-dev python3-torch python3-torchvision ccache clang libclang-rt-14-dev strace) ;;
+  "") pkgs+=(libgtest-dev python3-torch python3-torchvision ccache clang libclang-rt-14-dev strace pkgconf) ;;
   *) echo "usage: $0 [--build-only]" >&2; exit 2 ;;
 esac
 missing=()
