@@ -86,8 +86,8 @@ bool lower_symbolic_arithmetic(LoweringContext& cx, const Node* node) {
     const std::vector<SymInt> items = cx.sym_int_list(node->input(0));
     const auto n = static_cast<int64_t>(items.size());
     int64_t i = cx.constant_int(node->input(1));
-    check(i >= -n && i < n, "index " + std::to_string(i) + " of a size list of length " +
-                                std::to_string(n));
+    check(i >= -n && i < n,
+          "index " + std::to_string(i) + " of a size list of length " + std::to_string(n));
     set_item(out, items[static_cast<size_t>(i < 0 ? i + n : i)]);
     return true;
   }
