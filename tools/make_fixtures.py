@@ -1881,10 +1881,10 @@ def _calibration(shape):
     return [torch.randn(shape) * 2 for _ in range(4)]
 
 
-def _eager_quantized(model, shape):
+def _eager_quantized(model, shape, qconfig="qnnpack"):
     model.eval()
     torch.quantization.fuse_modules(model, [["conv", "relu"]], inplace=True)
-    model.qconfig = torch.quantization.get_default_qconfig("qnnpack")
+    model.qconfig = torch.quantization.get_default_qconfig(qconfig)
     model = torch.quantization.prepare(model)
     for x in _calibration(shape):
         model(x)
@@ -1912,6 +1912,45 @@ for _layout in ("nchw", "nhwc"):
     beyond(f"quant-fx-blocks-{_layout}", lambda lay=_layout: Case(
         _fx_quantized(FxBlocks(), (2, 3, 8, 8)),
         (nhwc if lay == "nhwc" else lambda t: t)(torch.randn(2, 3, 8, 8) * 2)))
+# Per-channel quantized weights (fbgemm's default qconfig: qint8 weights with
+# one scale per output channel, activations in 0..127): conv+relu, depthwise,
+# pointwise conv and linear, each DEQUANTIZE, the float operation, QUANTIZE
+# (docs/quantization.md). The reference refuses them.
+for _layout in ("nchw", "nhwc", "flex"):
+    beyond(f"quant-perchannel-{_layout}", lambda lay=_layout: Case(
+        _eager_quantized(QuantNet(), (2, 3, 8, 8), "fbgemm"),
+        (nhwc if lay == "nhwc" else lambda t: t)(torch.randn(2, 3, 8, 8) * 2),
+        convert_args=[torch.zeros(0, 3, 8, 8)] if lay == "flex" else None))
+
+
+def _per_channel_weight(shape, axis=0):
+    torch.manual_seed(31)
+    w = torch.randn(shape) * torch.linspace(0.05, 2.0, shape[axis]).view(
+        [-1 if d == axis else 1 for d in range(len(shape))])
+    scales = w.abs().amax(dim=[d for d in range(len(shape)) if d != axis]) / 127
+    return torch.quantize_per_channel(w, scales.double(), torch.zeros(shape[axis], dtype=torch.long),
+                                      axis, torch.qint8)
+
+
+def _qconv_per_channel(groups, kind):
+    conv = torch.nn.quantized.Conv2d(8, 8, 3, padding=1, groups=groups)
+    conv.set_weight_bias(_per_channel_weight((8, 8 // groups, 3, 3)), torch.randn(8))
+    conv.scale, conv.zero_point = 0.2, 120
+    inp = qpt(torch.randn(2, 8, 6, 5), 1.0 / 16, 128)
+    return Case(conv, nhwc(inp) if kind == "nhwc" else inp)
+
+
+def _qlinear_per_channel():
+    mod = torch.nn.quantized.Linear(32, 16)
+    mod.set_weight_bias(_per_channel_weight((16, 32)), torch.randn(16))
+    mod.scale, mod.zero_point = 0.3, 125
+    return Case(mod, qpt(torch.randn(2, 32), 0.05, 130, torch.quint8))
+
+
+for _kind in ("nchw", "nhwc"):
+    beyond(f"qconv-perchannel-{_kind}", lambda k=_kind: _qconv_per_channel(1, k))
+    beyond(f"qconv-perchannel-depthwise-{_kind}", lambda k=_kind: _qconv_per_channel(8, k))
+beyond("qlinear-perchannel", _qlinear_per_channel)
 
 
 # ------------------------------------------- lowering bugs (issue 19, part 3)

@@ -4,6 +4,7 @@
 
 #include "lower/convolution.h"
 #include "lower/emit.h"
+#include "lower/matmul.h"
 #include "lower/pointwise.h"
 #include "lower/registry.h"
 
@@ -48,11 +49,25 @@ void lower_dequantize(LoweringContext& cx, const Node* node) {
   emit_dequantize(cx, cx.get_operand(node->input(0)), node->output());
 }
 
+// A weight quantized per channel (fbgemm's and x86's default qconfigs). NNAPI
+// has per-channel filters (TENSOR_QUANT8_SYMM_PER_CHANNEL, API 29), but
+// PyTorch's on-device loader (nnapi_model_loader.cpp, format version 1) gives
+// each operand one scale and zero point and never sets per-channel
+// parameters. Such a layer becomes DEQUANTIZE of its input, the float
+// operation with the weight dequantized exactly per channel and a float bias,
+// and QUANTIZE to the layer's output scale and zero point
+// (docs/quantization.md: the measured alternative, one per-tensor scale for
+// the filter, loses up to several quanta).
+bool per_channel(const at::Tensor& w) {
+  const at::QScheme q = w.qscheme();
+  if (q == at::kPerTensorAffine) return false;
+  check(q == at::kPerChannelAffine || q == at::kPerChannelAffineFloatQParams,
+        "quantized weights must be per-tensor or per-channel affine");
+  return true;
+}
+
 // NNAPI takes quint8 weights: a qint8 weight is shifted by 128.
 at::Tensor unsigned_weight(const at::Tensor& w) {
-  check(w.qscheme() == at::kPerTensorAffine,
-        "only per-tensor quantized weights are supported (per-channel weights are not); "
-        "quantize with a per-tensor qconfig such as qnnpack's");
   if (w.scalar_type() == at::kQUInt8) return w;
   check(w.scalar_type() == at::kQInt8, "quantized weights must be qint8 or quint8");
   // q + 128 for q in [-128, 127] is q's bit pattern with the top bit flipped:
@@ -101,6 +116,13 @@ void lower_qlinear(LoweringContext& cx, const Node* node) {
   check(raw_weight.dim() == 2 && raw_bias.dim() == 1 && raw_bias.size(0) == raw_weight.size(0) &&
             raw_weight.size(1) == in.shape[1],
         "quantized linear weight, bias and input shapes do not match");
+  if (per_channel(raw_weight)) {
+    const Tensor x = emit_dequantize(cx, {input_id, in});
+    const at::Tensor w = raw_weight.dequantize().t();
+    const Tensor y = product_with_constant(cx, x, w, nullptr, &raw_bias);
+    emit_quantize(cx, y, out_scale, out_zero_point, node->output());
+    return;
+  }
   at::Tensor weight = unsigned_weight(raw_weight);
   int32_t bias_id = quantized_bias(cx, raw_bias, in.scale, weight.q_scale(), out_scale);
   int32_t weight_id = cx.add_weight(weight.contiguous());
@@ -140,6 +162,14 @@ void lower_qconv2d(LoweringContext& cx, const Node* node, Fuse fuse, bool transp
   check(raw_weight.dim() == 4, "quantized convolution weight must be 4-D");
   ConvPoolArgs a = make_conv_pool_args({raw_weight.size(2), raw_weight.size(3)}, {pc[1], pc[2]},
                                        {pc[3], pc[4]}, {pc[5], pc[6]}, pc[9]);
+  if (per_channel(raw_weight)) {
+    const Tensor x = emit_dequantize(cx, cx.get_operand(node->input(0)));
+    const int32_t bias_id = cx.add_weight(raw_bias_iv.toTensor().contiguous());
+    const Tensor y = emit_conv2d(cx, nullptr, 0.0, 0, x, raw_weight.dequantize(), bias_id, a,
+                                 transpose, fuse);
+    emit_quantize(cx, y, out_scale, out_zero_point, node->output());
+    return;
+  }
   at::Tensor weight = unsigned_weight(raw_weight);
   auto [image_id, image] = cx.get_operand(node->input(0));
   (void)image_id;
