@@ -1566,6 +1566,23 @@ beyond("fold-window-mask", lambda: Case(WindowMaskModule(), torch.randn(2, 3, 16
 beyond("fold-copy-mask", lambda: Case(CopyMaskModule(), torch.randn(2, 4, 6)))
 
 
+# A causal mask cut from a tril buffer to the input's length and inverted
+# (~mask: bitwise_not), and one made by triu of ones: both folded.
+class CausalMaskModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("causal", torch.tril(torch.ones(8, 8)).bool())
+
+    def forward(self, x):  # x: (N, T, T) scores, T <= 8
+        t = x.size(-1)
+        x = x.masked_fill(~self.causal[:t, :t], -1e4)
+        upper = torch.triu(torch.ones(t, t), 1)
+        return torch.softmax(x - 100.0 * upper, -1)
+
+
+beyond("fold-causal-mask", lambda: Case(CausalMaskModule(), torch.randn(2, 5, 5)))
+
+
 # Window partition through 6-D views and permutes (NNAPI's RESHAPE and
 # TRANSPOSE take rank <= 4): Swin's (0, 1, 3, 2, 4, 5) merges to a 4-D
 # TRANSPOSE; MaxViT's grid (0, 2, 4, 3, 5, 1) needs several.
