@@ -40,8 +40,10 @@ class Case:
 
     def __init__(self, module, args, *, trace_args=None, convert_args=None,
                  error_regex=None, must_convert=False, must_refuse=False, options=(),
-                 reference_kwargs=None, fold=None, not_runnable=None):
+                 reference_kwargs=None, fold=None, not_runnable=None, engine=None):
         self.module = module
+        # The quantized engine eager runs with (None: qnnpack, as on Android).
+        self.engine = engine
         self.args = list(args) if isinstance(args, (list, tuple)) else [args]
         self.trace_args = trace_args
         self.convert_args = convert_args
@@ -621,6 +623,18 @@ for _kind in KINDS:
     beyond(f"pad-avg_pool2d-{_kind}", lambda k=_kind: Case(
         torch.nn.AvgPool2d(3, stride=1, padding=1),
         float_and_quant_and_nhwc(torch.randn(1, 4, 6, 5))[k]))
+# Quantized avg_pool2d with count_include_pad=False over padding: AVERAGE_POOL_2D
+# alone (NeuralNetworks.h: the average over the cells within the input). Eager
+# PyTorch's QNNPACK kernel (qnnpack_avg_pool2d, taken without ceil_mode)
+# ignores count_include_pad and divides by the whole window; its generic
+# kernel (any other engine, or ceil_mode) honours it: eager runs with that one.
+for _kind in ("quant", "quant-nhwc"):
+    beyond(f"qavg_pool2d-exclude-pad-{_kind}", lambda k=_kind: Case(
+        torch.nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False),
+        float_and_quant_and_nhwc(torch.randn(2, 4, 7, 6) * 2)[k], engine="none"))
+beyond("qavg_pool2d-exclude-pad-ceil", lambda: Case(
+    torch.nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+    float_and_quant_and_nhwc(torch.randn(2, 4, 8, 7) * 2)["quant-nhwc"]))
 beyond("pad-avg_pool2d-flex", lambda: Case(
     torch.nn.AvgPool2d(3, stride=2, padding=1), torch.randn(2, 3, 7, 6),
     convert_args=[torch.zeros(0, 3, 0, 0)]))
@@ -2709,7 +2723,10 @@ def generate(out_dir, name, source, builder):
         traced = torch.jit.trace(module, tuple(trace_args),
                                  check_trace=(source == "test_nnapi"))
     traced.eval()
+    if c.engine:
+        torch.backends.quantized.engine = c.engine
     eager = as_list(module(*args))
+    torch.backends.quantized.engine = 'qnnpack'
     # The torchvision references' modules are big: kept only where a test runs
     # them (googlenet's, whose ceil_mode the reference gets wrong).
     ref = run_reference(traced, convert_args, args,
