@@ -2219,6 +2219,27 @@ beyond("masked_fill-0d-mask-inf", lambda: Case(
     MaskedFill0dModule(float("-inf")), torch.randn(2, 3)))
 
 
+class MaskedFillTwice(torch.nn.Module):
+    """-inf where m1, then 0.5 where m2 (overlapping): PyTorch fills 0.5 over
+    the -inf; x * (1 - m2) + 0.5 * m2 would give NaN there (-inf * 0).
+    exp() keeps the output finite."""
+
+    def forward(self, x, m1, m2):
+        y = x.masked_fill(m1, float("-inf")).masked_fill(m2.unsqueeze(1), 0.5)
+        return torch.exp(y)
+
+
+class MaskedFillInt(torch.nn.Module):
+    def forward(self, x, m):
+        return x.masked_fill(m, -7)
+
+
+beyond("masked_fill-select-over-inf", lambda: Case(
+    MaskedFillTwice(), [torch.randn(2, 3, 4), torch.randn(2, 3, 4) > 0, torch.randn(2, 4) > 0]))
+beyond("masked_fill-select-int32", lambda: Case(
+    MaskedFillInt(), [torch.randint(-100, 100, (3, 5), dtype=torch.int32), torch.randn(3, 5) > 0]))
+
+
 # dtype arguments: NNAPI computes in the input's dtype, so a float64 one would
 # silently come back float32; float32 is what NNAPI computes and converts.
 class DtypeModule(torch.nn.Module):

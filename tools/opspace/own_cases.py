@@ -647,6 +647,12 @@ add(Sample("aten::masked_fill", fn(lambda x, m: x.masked_fill(m.unsqueeze(-1), -
            "input-mask"))
 add(Sample("aten::masked_fill", fn(lambda m, x: x.masked_fill(m.mask, 2.0), mask=torch.tensor(True)),
            [In((3, 5))], "0-dim-mask"))
+# SELECT: int32 tensors, and a finite fill over -inf (x * 0 would be NaN).
+add(Sample("aten::masked_fill", fn(lambda x, m: x.masked_fill(m, -7)),
+           [In((3, 5), "int32", low=-50, high=50), In((3, 5), "bool")], "int32"))
+add(Sample("aten::masked_fill",
+           fn(lambda x, m: torch.exp(x.masked_fill(m, float("-inf")).masked_fill(x > 0.5, 0.5))),
+           [In((3, 5)), In((3, 5), "bool")], "fill-over-inf"))
 
 # ------------------------------------------------------- graph and plumbing
 add(Sample("prim::Constant", fn(lambda m, x: x * m.c, c=torch.linspace(-1, 1, 7)), [In((2, 3, 5, 7))],
