@@ -1954,6 +1954,30 @@ for _layout in ("nchw", "nhwc", "flex"):
         convert_args=[torch.zeros(0, 3, 8, 8)] if lay == "flex" else None))
 
 
+class QuantConv1dNet(torch.nn.Module):
+    """Quantized Conv1d + ReLU (quantized::conv1d_relu) and a depthwise Conv1d
+    (quantized::conv1d), as in quantized audio and speech encoders."""
+
+    def __init__(self):
+        super().__init__()
+        self.quant = torch.quantization.QuantStub()
+        self.conv = torch.nn.Conv1d(4, 8, 3, padding=1)
+        self.relu = torch.nn.ReLU()
+        self.dw = torch.nn.Conv1d(8, 8, 5, stride=2, padding=2, groups=8)
+        self.dequant = torch.quantization.DeQuantStub()
+
+    def forward(self, x):
+        return self.dequant(self.dw(self.relu(self.conv(self.quant(x)))))
+
+
+for _qconfig, _label in (("qnnpack", "per-tensor"), ("fbgemm", "perchannel")):
+    beyond(f"qconv1d-{_label}", lambda q=_qconfig: Case(
+        _eager_quantized(QuantConv1dNet(), (2, 4, 12), q), torch.randn(2, 4, 12) * 2))
+    beyond(f"qconv1d-{_label}-flex", lambda q=_qconfig: Case(
+        _eager_quantized(QuantConv1dNet(), (2, 4, 12), q), torch.randn(2, 4, 12) * 2,
+        convert_args=[torch.zeros(0, 4, 12)]))
+
+
 def _per_channel_weight(shape, axis=0):
     torch.manual_seed(31)
     w = torch.randn(shape) * torch.linspace(0.05, 2.0, shape[axis]).view(

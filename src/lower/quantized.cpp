@@ -1,5 +1,6 @@
 // Quantized ops: quantize/dequantize, quantized::linear, quantized::conv2d
-// (+relu, transposed), quantized::add/add_relu/mul.
+// (+relu, transposed), quantized::conv1d (+relu), quantized::add/add_relu/mul;
+// per-tensor or per-channel quantized weights.
 #include <ATen/ATen.h>
 
 #include "lower/convolution.h"
@@ -137,7 +138,9 @@ void lower_qlinear(LoweringContext& cx, const Node* node) {
   cx.model().add_operation(Op::FullyConnected, {input_id, weight_id, bias_id, fuse}, {out_id});
 }
 
-void lower_qconv2d(LoweringContext& cx, const Node* node, Fuse fuse, bool transpose) {
+// quantized::conv2d (+relu, transposed) and quantized::conv1d (+relu), whose
+// packed params are 2-D ones over (N, C, 1, L).
+void lower_qconv(LoweringContext& cx, const Node* node, Fuse fuse, bool transpose) {
   check(node->inputs().size() == 4, "malformed quantized convolution");
   double out_scale = cx.constant_float(node->input(2));
   int64_t out_zero_point = cx.constant_int(node->input(3));
@@ -159,24 +162,27 @@ void lower_qconv2d(LoweringContext& cx, const Node* node, Fuse fuse, bool transp
   for (int64_t i = 0; i < config.numel(); ++i) pc.push_back(config[i].item<int64_t>());
   check(pc.size() == 11 && pc[0] == 2, "malformed packed convolution config");
   check(pc[7] == 0 && pc[8] == 0, "transposed convolution with output_padding is not supported");
-  check(raw_weight.dim() == 4, "quantized convolution weight must be 4-D");
+  if (raw_weight.dim() == 3) raw_weight = raw_weight.unsqueeze(2);
+  check(raw_weight.dim() == 4, "quantized convolution weight must be 3-D or 4-D");
   ConvPoolArgs a = make_conv_pool_args({raw_weight.size(2), raw_weight.size(3)}, {pc[1], pc[2]},
                                        {pc[3], pc[4]}, {pc[5], pc[6]}, pc[9]);
+  Tensor image = cx.get_operand(node->input(0));
+  const bool one_d = image.op.shape.size() == 3;
+  if (one_d) image = conv1d_as_2d(cx, image);
+  const Value* out = one_d ? nullptr : node->output();
+  Tensor y;
   if (per_channel(raw_weight)) {
-    const Tensor x = emit_dequantize(cx, cx.get_operand(node->input(0)));
+    const Tensor x = emit_dequantize(cx, image);
     const int32_t bias_id = cx.add_weight(raw_bias_iv.toTensor().contiguous());
-    const Tensor y = emit_conv2d(cx, nullptr, 0.0, 0, x, raw_weight.dequantize(), bias_id, a,
-                                 transpose, fuse);
-    emit_quantize(cx, y, out_scale, out_zero_point, node->output());
-    return;
+    y = emit_conv2d(cx, nullptr, 0.0, 0, x, raw_weight.dequantize(), bias_id, a, transpose, fuse);
+    y = emit_quantize(cx, y, out_scale, out_zero_point, out);
+  } else {
+    at::Tensor weight = unsigned_weight(raw_weight);
+    int32_t bias_id =
+        quantized_bias(cx, raw_bias_iv.toTensor(), image.op.scale, weight.q_scale(), out_scale);
+    y = emit_conv2d(cx, out, out_scale, out_zero_point, image, weight, bias_id, a, transpose, fuse);
   }
-  at::Tensor weight = unsigned_weight(raw_weight);
-  auto [image_id, image] = cx.get_operand(node->input(0));
-  (void)image_id;
-  int32_t bias_id =
-      quantized_bias(cx, raw_bias_iv.toTensor(), image.scale, weight.q_scale(), out_scale);
-  add_conv2d_common(cx, node->output(), out_scale, out_zero_point, node->input(0), weight, bias_id,
-                    a, transpose, fuse);
+  if (one_d) conv1d_result(cx, y, node->output());
 }
 
 void lower_qbinary(LoweringContext& cx, const Node* node, Op op, Fuse fuse) {
@@ -192,12 +198,14 @@ void register_quantized_ops(LoweringTable& t) {
   t.add("aten::quantize_per_tensor", lower_quantize);
   t.add("aten::dequantize", lower_dequantize);
   t.add("quantized::linear", lower_qlinear);
-  t.add("quantized::conv2d",
-        [](LoweringContext& cx, const Node* n) { lower_qconv2d(cx, n, Fuse::None, false); });
-  t.add("quantized::conv2d_relu",
-        [](LoweringContext& cx, const Node* n) { lower_qconv2d(cx, n, Fuse::Relu, false); });
+  for (const char* kind : {"quantized::conv2d", "quantized::conv1d"}) {
+    t.add(kind, [](LoweringContext& cx, const Node* n) { lower_qconv(cx, n, Fuse::None, false); });
+  }
+  for (const char* kind : {"quantized::conv2d_relu", "quantized::conv1d_relu"}) {
+    t.add(kind, [](LoweringContext& cx, const Node* n) { lower_qconv(cx, n, Fuse::Relu, false); });
+  }
   t.add("quantized::conv_transpose2d",
-        [](LoweringContext& cx, const Node* n) { lower_qconv2d(cx, n, Fuse::None, true); });
+        [](LoweringContext& cx, const Node* n) { lower_qconv(cx, n, Fuse::None, true); });
   t.add("quantized::add",
         [](LoweringContext& cx, const Node* n) { lower_qbinary(cx, n, Op::Add, Fuse::None); });
   t.add("quantized::add_relu",

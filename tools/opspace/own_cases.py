@@ -40,11 +40,12 @@ def fn(f, **buffers):
     return lambda: Fn(f, **buffers)
 
 
-def quantize_module(module, inputs):
+def quantize_module(module, inputs, qconfig="qnnpack"):
     """Eager-mode quantization on the qnnpack engine: the module wrapped so it
-    takes and returns quint8 tensors (no QuantStub: the input is quantized)."""
+    takes and returns quint8 tensors (no QuantStub: the input is quantized).
+    qconfig "fbgemm": per-channel quantized weights."""
     model = torch.nn.Sequential(module).eval()
-    model.qconfig = torch.ao.quantization.get_default_qconfig("qnnpack")
+    model.qconfig = torch.ao.quantization.get_default_qconfig(qconfig)
     model = torch.ao.quantization.prepare(model)
     with torch.no_grad():
         for _ in range(4):
@@ -52,8 +53,8 @@ def quantize_module(module, inputs):
     return torch.ao.quantization.convert(model)
 
 
-def qmodule(make_float, inputs):
-    return lambda: quantize_module(make_float(), inputs)
+def qmodule(make_float, inputs, qconfig="qnnpack"):
+    return lambda: quantize_module(make_float(), inputs, qconfig)
 
 
 def seeded(module, seed=0, scale=None):
@@ -469,6 +470,24 @@ add(Sample("quantized::conv2d", None, [In((2, 4, 6, 6))], "depthwise-s2",
            qmake=qmodule(lambda: seeded(torch.nn.Conv2d(4, 4, 3, stride=2, groups=4)), [In((2, 4, 6, 6))])))
 add(Sample("quantized::conv2d_relu", None, [In((1, 3, 7, 9))], "k3",
            qmake=lambda: _conv_relu((1, 3, 7, 9))))
+# Per-channel quantized weights (fbgemm's qconfig): DEQUANTIZE, the float
+# operation, QUANTIZE. 1-D convolutions: the 2-D ones over (N, C, 1, L).
+add(Sample("quantized::conv2d", None, [In((2, 4, 6, 6))], "depthwise-perchannel",
+           qmake=qmodule(lambda: seeded(torch.nn.Conv2d(4, 4, 3, stride=2, groups=4)), [In((2, 4, 6, 6))],
+                         "fbgemm")))
+add(Sample("quantized::conv2d_relu", None, [In((1, 3, 7, 9))], "k3-perchannel",
+           qmake=lambda: _conv_relu((1, 3, 7, 9), qconfig="fbgemm")))
+add(Sample("quantized::linear", None, [In((3, 8))], "rank2-perchannel",
+           qmake=qmodule(lambda: seeded(torch.nn.Linear(8, 5)), [In((3, 8))], "fbgemm")))
+add(Sample("quantized::conv1d", None, [In((2, 3, 9))], "k3",
+           qmake=qmodule(lambda: seeded(torch.nn.Conv1d(3, 4, 3, padding=1)), [In((2, 3, 9))])))
+add(Sample("quantized::conv1d", None, [In((2, 4, 9))], "depthwise-s2-perchannel",
+           qmake=qmodule(lambda: seeded(torch.nn.Conv1d(4, 4, 3, stride=2, groups=4)), [In((2, 4, 9))],
+                         "fbgemm")))
+add(Sample("quantized::conv1d_relu", None, [In((2, 3, 9))], "k3",
+           qmake=lambda: _conv_relu((2, 3, 9), torch.nn.Conv1d)))
+add(Sample("quantized::conv1d_relu", None, [In((2, 3, 9))], "k3-perchannel",
+           qmake=lambda: _conv_relu((2, 3, 9), torch.nn.Conv1d, "fbgemm")))
 add(Sample("quantized::conv_transpose2d", None, [In((1, 3, 4, 5))], "s2",
            qmake=qmodule(lambda: seeded(torch.nn.ConvTranspose2d(3, 2, 2, stride=2)), [In((1, 3, 4, 5))])))
 add(Sample("quantized::linear", None, [In((3, 8))], "rank2",
@@ -491,10 +510,10 @@ add(Sample("aten::quantize_per_tensor",
            fn(lambda x: torch.quantize_per_tensor(x, 0.1, 0, torch.quint8)), [In((3, 5))], "rank2"))
 
 
-def _conv_relu(shape):
-    m = torch.nn.Sequential(seeded(torch.nn.Conv2d(3, 4, 3)), torch.nn.ReLU()).eval()
+def _conv_relu(shape, conv=torch.nn.Conv2d, qconfig="qnnpack"):
+    m = torch.nn.Sequential(seeded(conv(3, 4, 3)), torch.nn.ReLU()).eval()
     m = torch.ao.quantization.fuse_modules(m, [["0", "1"]])
-    m.qconfig = torch.ao.quantization.get_default_qconfig("qnnpack")
+    m.qconfig = torch.ao.quantization.get_default_qconfig(qconfig)
     m = torch.ao.quantization.prepare(m)
     with torch.no_grad():
         for _ in range(4):
