@@ -40,8 +40,10 @@ class Case:
 
     def __init__(self, module, args, *, trace_args=None, convert_args=None,
                  error_regex=None, must_convert=False, must_refuse=False, options=(),
-                 reference_kwargs=None, fold=None, not_runnable=None):
+                 reference_kwargs=None, fold=None, not_runnable=None, engine=None):
         self.module = module
+        # The quantized engine eager runs with (None: qnnpack, as on Android).
+        self.engine = engine
         self.args = list(args) if isinstance(args, (list, tuple)) else [args]
         self.trace_args = trace_args
         self.convert_args = convert_args
@@ -621,6 +623,18 @@ for _kind in KINDS:
     beyond(f"pad-avg_pool2d-{_kind}", lambda k=_kind: Case(
         torch.nn.AvgPool2d(3, stride=1, padding=1),
         float_and_quant_and_nhwc(torch.randn(1, 4, 6, 5))[k]))
+# Quantized avg_pool2d with count_include_pad=False over padding: AVERAGE_POOL_2D
+# alone (NeuralNetworks.h: the average over the cells within the input). Eager
+# PyTorch's QNNPACK kernel (qnnpack_avg_pool2d, taken without ceil_mode)
+# ignores count_include_pad and divides by the whole window; its generic
+# kernel (any other engine, or ceil_mode) honours it: eager runs with that one.
+for _kind in ("quant", "quant-nhwc"):
+    beyond(f"qavg_pool2d-exclude-pad-{_kind}", lambda k=_kind: Case(
+        torch.nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False),
+        float_and_quant_and_nhwc(torch.randn(2, 4, 7, 6) * 2)[k], engine="none"))
+beyond("qavg_pool2d-exclude-pad-ceil", lambda: Case(
+    torch.nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+    float_and_quant_and_nhwc(torch.randn(2, 4, 8, 7) * 2)["quant-nhwc"]))
 beyond("pad-avg_pool2d-flex", lambda: Case(
     torch.nn.AvgPool2d(3, stride=2, padding=1), torch.randn(2, 3, 7, 6),
     convert_args=[torch.zeros(0, 3, 0, 0)]))
@@ -1630,6 +1644,23 @@ beyond("fold-window-mask", lambda: Case(WindowMaskModule(), torch.randn(2, 3, 16
 beyond("fold-copy-mask", lambda: Case(CopyMaskModule(), torch.randn(2, 4, 6)))
 
 
+# A causal mask cut from a tril buffer to the input's length and inverted
+# (~mask: bitwise_not), and one made by triu of ones: both folded.
+class CausalMaskModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("causal", torch.tril(torch.ones(8, 8)).bool())
+
+    def forward(self, x):  # x: (N, T, T) scores, T <= 8
+        t = x.size(-1)
+        x = x.masked_fill(~self.causal[:t, :t], -1e4)
+        upper = torch.triu(torch.ones(t, t), 1)
+        return torch.softmax(x - 100.0 * upper, -1)
+
+
+beyond("fold-causal-mask", lambda: Case(CausalMaskModule(), torch.randn(2, 5, 5)))
+
+
 # Window partition through 6-D views and permutes (NNAPI's RESHAPE and
 # TRANSPOSE take rank <= 4): Swin's (0, 1, 3, 2, 4, 5) merges to a 4-D
 # TRANSPOSE; MaxViT's grid (0, 2, 4, 3, 5, 1) needs several.
@@ -1945,10 +1976,10 @@ def _calibration(shape):
     return [torch.randn(shape) * 2 for _ in range(4)]
 
 
-def _eager_quantized(model, shape):
+def _eager_quantized(model, shape, qconfig="qnnpack"):
     model.eval()
     torch.quantization.fuse_modules(model, [["conv", "relu"]], inplace=True)
-    model.qconfig = torch.quantization.get_default_qconfig("qnnpack")
+    model.qconfig = torch.quantization.get_default_qconfig(qconfig)
     model = torch.quantization.prepare(model)
     for x in _calibration(shape):
         model(x)
@@ -1976,6 +2007,69 @@ for _layout in ("nchw", "nhwc"):
     beyond(f"quant-fx-blocks-{_layout}", lambda lay=_layout: Case(
         _fx_quantized(FxBlocks(), (2, 3, 8, 8)),
         (nhwc if lay == "nhwc" else lambda t: t)(torch.randn(2, 3, 8, 8) * 2)))
+# Per-channel quantized weights (fbgemm's default qconfig: qint8 weights with
+# one scale per output channel, activations in 0..127): conv+relu, depthwise,
+# pointwise conv and linear, each DEQUANTIZE, the float operation, QUANTIZE
+# (docs/quantization.md). The reference refuses them.
+for _layout in ("nchw", "nhwc", "flex"):
+    beyond(f"quant-perchannel-{_layout}", lambda lay=_layout: Case(
+        _eager_quantized(QuantNet(), (2, 3, 8, 8), "fbgemm"),
+        (nhwc if lay == "nhwc" else lambda t: t)(torch.randn(2, 3, 8, 8) * 2),
+        convert_args=[torch.zeros(0, 3, 8, 8)] if lay == "flex" else None))
+
+
+class QuantConv1dNet(torch.nn.Module):
+    """Quantized Conv1d + ReLU (quantized::conv1d_relu) and a depthwise Conv1d
+    (quantized::conv1d), as in quantized audio and speech encoders."""
+
+    def __init__(self):
+        super().__init__()
+        self.quant = torch.quantization.QuantStub()
+        self.conv = torch.nn.Conv1d(4, 8, 3, padding=1)
+        self.relu = torch.nn.ReLU()
+        self.dw = torch.nn.Conv1d(8, 8, 5, stride=2, padding=2, groups=8)
+        self.dequant = torch.quantization.DeQuantStub()
+
+    def forward(self, x):
+        return self.dequant(self.dw(self.relu(self.conv(self.quant(x)))))
+
+
+for _qconfig, _label in (("qnnpack", "per-tensor"), ("fbgemm", "perchannel")):
+    beyond(f"qconv1d-{_label}", lambda q=_qconfig: Case(
+        _eager_quantized(QuantConv1dNet(), (2, 4, 12), q), torch.randn(2, 4, 12) * 2))
+    beyond(f"qconv1d-{_label}-flex", lambda q=_qconfig: Case(
+        _eager_quantized(QuantConv1dNet(), (2, 4, 12), q), torch.randn(2, 4, 12) * 2,
+        convert_args=[torch.zeros(0, 4, 12)]))
+
+
+def _per_channel_weight(shape, axis=0):
+    torch.manual_seed(31)
+    w = torch.randn(shape) * torch.linspace(0.05, 2.0, shape[axis]).view(
+        [-1 if d == axis else 1 for d in range(len(shape))])
+    scales = w.abs().amax(dim=[d for d in range(len(shape)) if d != axis]) / 127
+    return torch.quantize_per_channel(w, scales.double(), torch.zeros(shape[axis], dtype=torch.long),
+                                      axis, torch.qint8)
+
+
+def _qconv_per_channel(groups, kind):
+    conv = torch.nn.quantized.Conv2d(8, 8, 3, padding=1, groups=groups)
+    conv.set_weight_bias(_per_channel_weight((8, 8 // groups, 3, 3)), torch.randn(8))
+    conv.scale, conv.zero_point = 0.2, 120
+    inp = qpt(torch.randn(2, 8, 6, 5), 1.0 / 16, 128)
+    return Case(conv, nhwc(inp) if kind == "nhwc" else inp)
+
+
+def _qlinear_per_channel():
+    mod = torch.nn.quantized.Linear(32, 16)
+    mod.set_weight_bias(_per_channel_weight((16, 32)), torch.randn(16))
+    mod.scale, mod.zero_point = 0.3, 125
+    return Case(mod, qpt(torch.randn(2, 32), 0.05, 130, torch.quint8))
+
+
+for _kind in ("nchw", "nhwc"):
+    beyond(f"qconv-perchannel-{_kind}", lambda k=_kind: _qconv_per_channel(1, k))
+    beyond(f"qconv-perchannel-depthwise-{_kind}", lambda k=_kind: _qconv_per_channel(8, k))
+beyond("qlinear-perchannel", _qlinear_per_channel)
 
 
 # ------------------------------------------- lowering bugs (issue 19, part 3)
@@ -2211,6 +2305,27 @@ beyond("baddbmm-0d-bias", lambda: Case(
 beyond("masked_fill-0d-mask", lambda: Case(MaskedFill0dModule(-1.5), torch.randn(2, 3)))
 beyond("masked_fill-0d-mask-inf", lambda: Case(
     MaskedFill0dModule(float("-inf")), torch.randn(2, 3)))
+
+
+class MaskedFillTwice(torch.nn.Module):
+    """-inf where m1, then 0.5 where m2 (overlapping): PyTorch fills 0.5 over
+    the -inf; x * (1 - m2) + 0.5 * m2 would give NaN there (-inf * 0).
+    exp() keeps the output finite."""
+
+    def forward(self, x, m1, m2):
+        y = x.masked_fill(m1, float("-inf")).masked_fill(m2.unsqueeze(1), 0.5)
+        return torch.exp(y)
+
+
+class MaskedFillInt(torch.nn.Module):
+    def forward(self, x, m):
+        return x.masked_fill(m, -7)
+
+
+beyond("masked_fill-select-over-inf", lambda: Case(
+    MaskedFillTwice(), [torch.randn(2, 3, 4), torch.randn(2, 3, 4) > 0, torch.randn(2, 4) > 0]))
+beyond("masked_fill-select-int32", lambda: Case(
+    MaskedFillInt(), [torch.randint(-100, 100, (3, 5), dtype=torch.int32), torch.randn(3, 5) > 0]))
 
 
 # dtype arguments: NNAPI computes in the input's dtype, so a float64 one would
@@ -2717,7 +2832,10 @@ def generate(out_dir, name, source, builder):
         traced = torch.jit.trace(module, tuple(trace_args),
                                  check_trace=(source == "test_nnapi"))
     traced.eval()
+    if c.engine:
+        torch.backends.quantized.engine = c.engine
     eager = as_list(module(*args))
+    torch.backends.quantized.engine = 'qnnpack'
     # The torchvision references' modules are big: kept only where a test runs
     # them (googlenet's, whose ceil_mode the reference gets wrong).
     ref = run_reference(traced, convert_args, args,

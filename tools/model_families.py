@@ -406,6 +406,116 @@ class AnySizeClassifier(nn.Module):
         return self.fc(torch.flatten(self.pool(self.features(x)), 1))
 
 
+# --- issue 20: decoder LM, Conformer, NHWC restoration ---------------------
+
+class GPTDecoder(nn.Module):
+    """A GPT-style decoder LM: token + learned positional embeddings, pre-norm
+    blocks with causal self-attention written by hand (a causal mask from a
+    tril buffer and a key padding mask, True = padding, both by masked_fill
+    with -inf), a GELU MLP, a final layer norm and an LM head tied to the token
+    embedding (F.linear with the embedding matrix)."""
+
+    def __init__(self, vocab=500, d=64, heads=4, layers=2, max_len=32):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Embedding(max_len, d)
+        self.heads = heads
+        self.blocks = nn.ModuleList(
+            nn.ModuleDict({"ln1": nn.LayerNorm(d), "qkv": nn.Linear(d, 3 * d),
+                           "proj": nn.Linear(d, d), "ln2": nn.LayerNorm(d),
+                           "mlp": nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(),
+                                                nn.Linear(4 * d, d))})
+            for _ in range(layers))
+        self.ln_f = nn.LayerNorm(d)
+        self.register_buffer("causal", torch.tril(torch.ones(max_len, max_len)).bool())
+
+    def attention(self, b, x, padding_mask):
+        n, t, d = x.shape
+        q, k, v = b["qkv"](x).split(d, dim=-1)
+        q, k, v = (y.view(n, t, self.heads, d // self.heads).transpose(1, 2) for y in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (d // self.heads) ** -0.5
+        att = att.masked_fill(~self.causal[:t, :t], float("-inf"))
+        att = att.masked_fill(padding_mask[:, None, None, :], float("-inf"))
+        y = F.softmax(att, dim=-1) @ v
+        return b["proj"](y.transpose(1, 2).reshape(n, t, d))
+
+    def forward(self, tokens, padding_mask):
+        t = tokens.size(1)
+        x = self.tok(tokens) + self.pos(torch.arange(t))
+        for b in self.blocks:
+            x = x + self.attention(b, b["ln1"](x), padding_mask)
+            x = x + b["mlp"](b["ln2"](x))
+        return F.linear(self.ln_f(x), self.tok.weight)
+
+
+class ConformerEncoder(nn.Module):
+    """A Conformer-style audio encoder (Gulati et al.): a linear input
+    projection of feature frames, then blocks of half feed-forward (SiLU),
+    multi-head self-attention (nn.MultiheadAttention, batch-first), the
+    convolution module (layer norm, pointwise Conv1d to 2d, GLU over
+    channels, depthwise Conv1d, BatchNorm1d, SiLU, pointwise Conv1d) and a
+    second half feed-forward, each residual, a final layer norm; a linear
+    classifier per frame."""
+
+    def __init__(self, features=40, d=64, heads=4, kernel=15, blocks=2, classes=30):
+        super().__init__()
+        self.inp = nn.Linear(features, d)
+
+        def ff():
+            return nn.Sequential(nn.LayerNorm(d), nn.Linear(d, 4 * d), nn.SiLU(),
+                                 nn.Dropout(0.1), nn.Linear(4 * d, d))
+        self.blocks = nn.ModuleList(
+            nn.ModuleDict({"ff1": ff(), "ln_att": nn.LayerNorm(d),
+                           "att": nn.MultiheadAttention(d, heads, batch_first=True),
+                           "ln_conv": nn.LayerNorm(d), "pw1": nn.Conv1d(d, 2 * d, 1),
+                           "dw": nn.Conv1d(d, d, kernel, padding=kernel // 2, groups=d),
+                           "bn": nn.BatchNorm1d(d), "pw2": nn.Conv1d(d, d, 1), "ff2": ff(),
+                           "ln_out": nn.LayerNorm(d)})
+            for _ in range(blocks))
+        self.out = nn.Linear(d, classes)
+
+    def forward(self, x):
+        x = self.inp(x)
+        for b in self.blocks:
+            x = x + 0.5 * b["ff1"](x)
+            h = b["ln_att"](x)
+            x = x + b["att"](h, h, h, need_weights=False)[0]
+            c = b["ln_conv"](x).transpose(1, 2)
+            c = F.glu(b["pw1"](c), dim=1)
+            c = b["pw2"](F.silu(b["bn"](b["dw"](c))))
+            x = x + c.transpose(1, 2)
+            x = b["ln_out"](x + 0.5 * b["ff2"](x))
+        return self.out(x)
+
+
+class CroppingUNet(nn.Module):
+    """A U-Net-like denoiser with unpadded (valid) convolutions, as in the
+    original U-Net: the input reflection-padded by 8, two levels, the skip
+    cropped to the up-path's size by negative padding (F.pad by -4) and
+    concatenated, a 1x1 head, the prediction sliced `[..., 2:-2, 2:-2]` and
+    added to the input sliced the same way (a residual denoiser; 64x64 in,
+    60x60 out)."""
+
+    def __init__(self, channels=3, w=16):
+        super().__init__()
+
+        def double(cin, cout):
+            return nn.Sequential(nn.Conv2d(cin, cout, 3), nn.ReLU(), nn.Conv2d(cout, cout, 3),
+                                 nn.ReLU())
+        self.down = double(channels, w)
+        self.bottom = double(w, 2 * w)
+        self.up = nn.ConvTranspose2d(2 * w, w, 2, stride=2)
+        self.fuse = double(2 * w, w)
+        self.head = nn.Conv2d(w, channels, 1)
+
+    def forward(self, x):
+        s1 = self.down(F.pad(x, (8, 8, 8, 8), mode="reflect"))  # 76
+        b = self.bottom(F.max_pool2d(s1, 2))  # 34
+        u = self.up(b)  # 68
+        f = self.fuse(torch.cat([F.pad(s1, (-4, -4, -4, -4)), u], dim=1))  # 64
+        return x[..., 2:-2, 2:-2] + self.head(f)[..., 2:-2, 2:-2]
+
+
 RECURRENT = "recurrent layers are unrolled over a fixed sequence length and batch"
 
 FAMILIES = {
@@ -433,4 +543,14 @@ FAMILIES = {
                               flex=[((0, 3, 32, 32), (2, 3, 32, 32))]),
     "any_size_classifier": Family(AnySizeClassifier, [((1, 3, 64, 64), None)],
                                   flex=[((1, 3, 0, 0), (1, 3, 96, 80))]),
+    # flexible batch: the attention's products need BATCH_MATMUL (Android 13);
+    # the sequence length stays fixed (the causal mask is folded at that length)
+    "gpt_decoder": Family(GPTDecoder, [((1, 16), 500), ((1, 16), "mask")],
+                          flex=[((0, 16), (2, 16)), ((0, 16), (2, 16))],
+                          flex_options=["--min-android-api", "33"]),
+    "conformer_encoder": Family(ConformerEncoder, [((1, 50, 40), None)],
+                                flex=[((0, 50, 40), (2, 50, 40))],
+                                flex_options=["--min-android-api", "33"]),
+    "cropping_unet": Family(CroppingUNet, [((1, 3, 64, 64), None)],
+                            flex=[((0, 3, 64, 64), (2, 3, 64, 64))]),
 }

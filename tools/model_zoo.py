@@ -20,7 +20,8 @@ where the converter supports it, with the flexible sizes the model names, run
 on other inputs of that size; make stops if a layer's output RMS is under 1e-3.
 
 Quantized forms: eager-mode quantized (fuse_model, qnnpack qconfig, prepare,
-calibrate, convert) with an NHWC input, and some with an NCHW input; FX
+calibrate, convert) with an NHWC input, and some with an NCHW input; resnet18
+with fbgemm's qconfig (per-channel quantized weights, `pcquant-`); FX
 graph-mode quantized (prepare_fx/convert_fx with qnnpack's default qconfig
 mapping, ReLU6 given a contiguous input, see contiguous_relu6).
 
@@ -64,6 +65,8 @@ QUANT = ["mobilenet_v2", "mobilenet_v3_large", "resnet18", "shufflenet_v2_x1_0",
 # quantized (prepare_fx/convert_fx; quantize_per_tensor's scale and zero point
 # are tensor attributes).
 QUANT_NCHW = ["mobilenet_v2", "resnet18"]
+# Per-channel quantized weights (fbgemm's default qconfig), with an NHWC input.
+QUANT_PER_CHANNEL = ["resnet18"]
 QUANT_FX = {"mobilenet_v2": ("nchw", "nhwc"), "resnet18": ("nchw", "nhwc"),
             "mobilenet_v3_large": ("nchw",)}
 SEGMENTATION = ["lraspp_mobilenet_v3_large", "deeplabv3_mobilenet_v3_large"]
@@ -92,6 +95,8 @@ def cases(transformers=False, families=False):
         yield f"quant-{name}-nhwc", ("quant", name, "nhwc")
     for name in QUANT_NCHW:
         yield f"quant-{name}-nchw", ("quant", name, "nchw")
+    for name in QUANT_PER_CHANNEL:
+        yield f"pcquant-{name}-nhwc", ("pcquant", name, "nhwc")
     for name, forms in QUANT_FX.items():
         for form in forms:
             yield f"fxquant-{name}-{form}", ("fxquant", name, form)
@@ -171,7 +176,7 @@ def build_model(kind, name):
         return build_fx_quantized(name)
     m = realistic_init(getattr(torchvision.models.quantization, name)(quantize=False, **kw)).eval()
     m.fuse_model()
-    m.qconfig = torch.quantization.get_default_qconfig("qnnpack")
+    m.qconfig = torch.quantization.get_default_qconfig("fbgemm" if kind == "pcquant" else "qnnpack")
     torch.quantization.prepare(m, inplace=True)
     with torch.no_grad():
         for x in calibration_inputs():
@@ -185,6 +190,45 @@ def build_model(kind, name):
 
     m.dequant.register_forward_hook(remember_scale)
     return m, scale
+
+
+def float_path(model):
+    """A copy of the quantized `model` whose per-channel quantized convolutions
+    and linear layers compute as nnapi-convert lowers them (DEQUANTIZE, the
+    float operation with the weight dequantized per channel, QUANTIZE to the
+    layer's scale and zero point; docs/quantization.md), in eager PyTorch:
+    the oracle of the pcquant- forms (QNNPACK's integer arithmetic (int32
+    bias, fp32 requantization) differs from it by a quantum here and there,
+    which deep networks propagate; tools/per_channel_error.py measures it)."""
+    import copy
+    import torch
+    import torch.nn.functional as F
+    import torch.nn.intrinsic.quantized as nniq
+    import torch.nn.quantized as nnq
+
+    class FloatPath(torch.nn.Module):
+        def __init__(self, q):
+            super().__init__()
+            self.q = q
+
+        def forward(self, x):
+            q = self.q
+            w, x = q.weight().dequantize(), x.dequantize()
+            if isinstance(q, nnq.Linear):
+                y = F.linear(x, w, q.bias())
+            else:
+                y = F.conv2d(x, w, q.bias(), q.stride, q.padding, q.dilation, q.groups)
+            if isinstance(q, (nniq.ConvReLU2d, nniq.LinearReLU)):
+                y = F.relu(y)
+            return torch.quantize_per_tensor(y, q.scale, q.zero_point, torch.quint8)
+
+    model = copy.deepcopy(model)
+    for name, mod in list(model.named_modules()):
+        if isinstance(mod, (nnq.Conv2d, nnq.Linear)) and \
+                mod.weight().qscheme() != torch.per_tensor_affine:
+            parent, _, leaf = name.rpartition(".")
+            setattr(model.get_submodule(parent) if parent else model, leaf, FloatPath(mod))
+    return model
 
 
 def calibration_inputs():
@@ -304,10 +348,11 @@ def make(out_dir, only, transformers=False, families=False):
         model, scale = build_model(kind, name)
         c = case_inputs(kind, name)
         xs, xs2 = c["xs"], c["xs2"]
+        oracle = float_path(model) if kind == "pcquant" else model
         with torch.no_grad():
             traced = torch.jit.trace(model, xs, check_trace=False)
-            eager = model(*xs)
-            eager2 = model(*xs2)
+            eager = oracle(*xs)
+            eager2 = oracle(*xs2)
         note = ""
         if kind == "family":
             rms, where = min_activation_rms(model, xs)
@@ -481,7 +526,8 @@ def check(args):
             err2 += f" (known: {known})"
         else:
             failed += not all_ok
-        prefix = {"quant": "quantized ", "fxquant": "FX-quantized "}.get(kind, "")
+        prefix = {"quant": "quantized ", "fxquant": "FX-quantized ",
+                  "pcquant": "per-channel quantized "}.get(kind, "")
         form_label = prefix + form.upper()
         if kind == "family":  # the input spec tells the family's input kind
             form_label = " ".join(info["inputs"]) + ("" if form == "seq" else ", " + form_label)

@@ -41,7 +41,9 @@ const std::set<c10::Symbol>& foldable_kinds() {
 // constant: masks and index tables a model builds from its (fixed) sizes,
 // e.g. Swin's shifted-window attention mask (new_zeros, slice assignments,
 // masked_fill), or a positional embedding read at arange(sequence length)
-// (embedding, index_select of constant tables). The new_* and *_like factories read only the dtype
+// (embedding, index_select of constant tables), or a causal mask cut from a
+// tril buffer to the sequence length and inverted (tril, triu, bitwise_not,
+// logical_not). The new_* and *_like factories read only the dtype
 // of their first input (and the *_like ones its shape), so that may be computed.
 const std::set<c10::Symbol>& tensor_foldable_kinds() {
   static const std::set<c10::Symbol> kinds = symbols({
@@ -54,7 +56,8 @@ const std::set<c10::Symbol>& tensor_foldable_kinds() {
       "aten::le",           "aten::gt",           "aten::ge",         "aten::masked_fill",
       "aten::where",        "aten::fill_",        "aten::zero_",      "aten::copy_",
       "aten::masked_fill_", "aten::pow",          "aten::rsub",       "aten::clone",
-      "aten::embedding",    "aten::index_select",
+      "aten::embedding",    "aten::index_select", "aten::tril",       "aten::triu",
+      "aten::bitwise_not",  "aten::logical_not",
   });
   return kinds;
 }

@@ -309,25 +309,11 @@ void lower_to_padded_tensor(LoweringContext& cx, const Node* node) {
 }
 
 // masked_fill(x, mask, value) with a computed bool mask (a constant one folds
-// during conversion): with f the mask as float 0/1, -inf (what
-// F.multi_head_attention_forward fills) is x + LOG(1 - f), +inf x - LOG(1 - f),
-// a finite value x * (1 - f) + value * f; x float32, finite where masked.
+// during conversion): where(mask, value, x), a SELECT, exact for every x
+// (inf and NaN too) and value, of float32 and int32 tensors.
 void lower_masked_fill(LoweringContext& cx, const Node* node) {
-  const char* what = "masked_fill";
-  const c10::IValue& v = cx.constant(node->input(2)).value;
-  check(v.isScalar() || (v.isTensor() && v.toTensor().dim() == 0),
-        "masked_fill needs a constant fill value");
-  const double value = v.isScalar() ? v.toScalar().toDouble() : v.toTensor().item<double>();
-  Tensor x = product_operand(cx, node->input(0), what, 1);
-  Tensor f = as_float(cx, bool_operand(cx, node->input(1), what));
-  Tensor keep = emit_binary(cx, Op::Sub, float_scalar_tensor(cx, 1.0f), f);
-  if (std::isinf(value)) {
-    Tensor bias = emit_unary(cx, Op::Log, keep);  // 0 or -inf
-    emit_binary(cx, value < 0 ? Op::Add : Op::Sub, x, bias, Fuse::None, node->output());
-    return;
-  }
-  Tensor fill = emit_binary(cx, Op::Mul, f, float_scalar_tensor(cx, static_cast<float>(value)));
-  emit_binary(cx, Op::Add, emit_binary(cx, Op::Mul, x, keep), fill, Fuse::None, node->output());
+  check(node->inputs().size() == 3, "malformed masked_fill");
+  emit_where(cx, node->input(1), node->input(2), node->input(0), node->output());
 }
 
 // zeros_like(mask, dtype=float32) of a computed bool mask (a constant one
@@ -371,8 +357,8 @@ void register_attention_ops(LoweringTable& t) {
          "of a computed bool mask, dtype float32: CAST, MUL by 0 (constant inputs fold during "
          "conversion)");
   t.note("aten::masked_fill",
-         "with a computed bool mask: x + LOG(1 - mask) for -inf, else x * (1 - mask) + value * "
-         "mask (a constant mask folds during conversion)");
+         "with a computed bool mask, float32 or int32: SELECT of the value and x, the mask and "
+         "value broadcast to x (a constant mask folds during conversion)");
 }
 
 }  // namespace nnapi_convert

@@ -21,6 +21,21 @@ using nnapi::Fuse;
 using nnapi::Op;
 using nnapi::OperandType;
 
+Tensor conv1d_as_2d(LoweringContext& cx, const Tensor& x) {
+  check(x.op.shape.size() == 3 && x.op.dim_order == DimOrder::Contiguous, [&] {
+    return "1-D convolution needs a 3-D (N, C, L) input, got " + shape_str(x.op.shape);
+  });
+  std::vector<SymInt> dims = sym_shape(x);
+  dims.insert(dims.begin() + 2, SymInt{1, ""});
+  return emit_reshape(cx, x, dims);
+}
+
+void conv1d_result(LoweringContext& cx, const Tensor& y, const Value* out) {
+  std::vector<SymInt> dims = sym_shape(y);
+  dims.erase(dims.begin() + 2);
+  emit_reshape(cx, y, dims, out);
+}
+
 namespace {
 
 // The bias operand: the given constant, or zeros of the weight's dtype.
@@ -123,12 +138,7 @@ void lower_conv_any(LoweringContext& cx, const Node* node, const Value* input, a
   if (transpose)
     extra = apply_output_padding(a, pair_of(output_padding, 0, one_d, "output_padding"));
   if (one_d) {
-    check(x.op.shape.size() == 3 && x.op.dim_order == DimOrder::Contiguous, [&] {
-      return "1-D convolution needs a 3-D (N, C, L) input, got " + shape_str(x.op.shape);
-    });
-    std::vector<SymInt> dims = sym_shape(x);
-    dims.insert(dims.begin() + 2, SymInt{1, ""});
-    x = emit_reshape(cx, x, dims);
+    x = conv1d_as_2d(cx, x);
     weight = weight.unsqueeze(2);
   }
   const Value* out = one_d ? nullptr : node->output();
@@ -139,10 +149,7 @@ void lower_conv_any(LoweringContext& cx, const Node* node, const Value* input, a
     y = emit_conv2d(cx, out, 0.0, 0, x, weight, bias_id, a, transpose,
                     cx.fuse_following_activation(node->output()));
   }
-  if (!one_d) return;
-  std::vector<SymInt> out_dims = sym_shape(y);
-  out_dims.erase(out_dims.begin() + 2);
-  emit_reshape(cx, y, out_dims, node->output());
+  if (one_d) conv1d_result(cx, y, node->output());
 }
 
 // conv1d / conv2d(input, weight, bias, stride, padding, dilation, groups),

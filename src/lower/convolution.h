@@ -17,4 +17,9 @@ Tensor emit_conv2d(LoweringContext& cx, const Value* out, double out_scale, int6
                    const Tensor& image, const at::Tensor& weight, int32_t bias_id,
                    const ConvPoolArgs& args, bool transpose, nnapi::Fuse fuse);
 
+// A 1-D convolution as the 2-D one over (N, C, 1, L): x (N, C, L) reshaped so,
+// and the (N, C', 1, L') result reshaped back to `out`.
+Tensor conv1d_as_2d(LoweringContext& cx, const Tensor& x);
+void conv1d_result(LoweringContext& cx, const Tensor& y, const Value* out);
+
 }  // namespace nnapi_convert

@@ -9,6 +9,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -42,33 +43,36 @@ Tensor weight(LoweringContext& cx, const at::Tensor& t, DimOrder order = DimOrde
   return {id, cx.operand(id)};
 }
 
-// A (1) constant holding the real value `v` exactly in `like`'s type: for a
-// quantized `like`, a QUANT8 constant of its own scale |v| (NNAPI compares
+// A (1) tensor holding the real value `v` exactly in `like`'s type: for a
+// quantized `like`, a QUANT8 tensor of its own scale |v| (NNAPI compares
 // quantized tensors by their real values, each with its own parameters).
-Tensor scalar_like(LoweringContext& cx, double v, const Operand& like, const char* what) {
+at::Tensor scalar_value(double v, const Operand& like, const char* what) {
   switch (like.type) {
     case OperandType::TensorFloat32:
-      return weight(cx, at::full({1}, v, at::kFloat));
+      return at::full({1}, v, at::kFloat);
     case OperandType::TensorInt32:
       check(v == std::nearbyint(v) && std::abs(v) < 2147483648.0, [&] {
         return std::string(what) + " of an integer tensor and the number " + std::to_string(v) +
                ": NNAPI compares it as int32; compare with an integer";
       });
-      return weight(cx, at::full({1}, static_cast<int32_t>(v), at::kInt));
+      return at::full({1}, static_cast<int32_t>(v), at::kInt);
     case OperandType::TensorQuant8Asymm: {
       const auto f = static_cast<float>(v);
       const double scale = f == 0.0f ? 1.0 : std::abs(f);
       const int64_t zero_point = f < 0.0f ? 1 : 0;
       const int64_t q = f > 0.0f ? 1 : 0;  // (q - zero_point) * scale = v
-      return weight(cx, at::_make_per_tensor_quantized_tensor(at::full({1}, q, at::kByte), scale,
-                                                              zero_point));
+      return at::_make_per_tensor_quantized_tensor(at::full({1}, q, at::kByte), scale, zero_point);
     }
     case OperandType::TensorBool8:
-      return weight(cx, at::full({1}, v != 0, at::kBool));
+      return at::full({1}, v != 0, at::kBool);
     default:
       fail(std::string(what) + " of a " + nnapi::operand_type_name(like.type) +
            " tensor is not supported");
   }
+}
+
+Tensor scalar_like(LoweringContext& cx, double v, const Operand& like, const char* what) {
+  return weight(cx, scalar_value(v, like, what));
 }
 
 }  // namespace
@@ -273,10 +277,10 @@ void lower_logical_not(LoweringContext& cx, const Node* node) {
 // The dtype of where's result: that of a computed x or y (float32, int32;
 // the graph of a loaded model carries no dtypes), else float32 unless both
 // are integers.
-OperandType result_type(LoweringContext& cx, const Node* node) {
-  for (size_t i : {1, 2}) {
-    if (!cx.has_operand(node->input(i))) continue;
-    const OperandType t = cx.get_operand(node->input(i)).op.type;
+OperandType result_type(LoweringContext& cx, const Value* a, const Value* b) {
+  for (const Value* v : {a, b}) {
+    if (!cx.has_operand(v)) continue;
+    const OperandType t = cx.get_operand(v).op.type;
     check(t == OperandType::TensorFloat32 || t == OperandType::TensorInt32, [&] {
       return std::string("where of a ") + nnapi::operand_type_name(t) +
              " tensor is not supported (float32 and integer tensors are)";
@@ -287,16 +291,30 @@ OperandType result_type(LoweringContext& cx, const Node* node) {
     const c10::IValue& c = cx.constant(v).value;
     return c.isInt() || (c.isTensor() && !c.toTensor().is_floating_point());
   };
-  return integer(node->input(1)) && integer(node->input(2)) ? OperandType::TensorInt32
-                                                            : OperandType::TensorFloat32;
+  return integer(a) && integer(b) ? OperandType::TensorInt32 : OperandType::TensorFloat32;
 }
 
-void lower_where(LoweringContext& cx, const Node* node) {
-  check(node->inputs().size() == 3,
-        "where(condition) (nonzero) is not supported: NNAPI tensors have sizes fixed before "
-        "the model runs");
-  const OperandType type = result_type(cx, node);
-  Tensor mask = bool8_operand(cx, node->input(0));
+}  // namespace
+
+Tensor emit_where(LoweringContext& cx, const Value* condition, const Value* a, const Value* b,
+                  const Value* out) {
+  const OperandType type = result_type(cx, a, b);
+  Tensor mask = bool8_operand(cx, condition);
+  // The result's rank: constants are made of it here (a RESHAPE of an int32
+  // operand would need feature level 6).
+  size_t rank = mask.op.shape.size();
+  for (const Value* v : {a, b}) {
+    if (cx.has_operand(v)) {
+      rank = std::max(rank, cx.get_operand(v).op.shape.size());
+    } else if (!number_operand(cx, v)) {
+      rank = std::max(rank, static_cast<size_t>(cx.constant_tensor(v).dim()));
+    }
+  }
+  auto at_rank = [&](const at::Tensor& c) {
+    std::vector<int64_t> dims(rank - std::min<size_t>(rank, c.dim()), 1);
+    for (int64_t d : c.sizes()) dims.push_back(d);
+    return weight(cx, c.reshape(dims.empty() ? std::vector<int64_t>{1} : dims));
+  };
   auto side = [&](const Value* v) -> Tensor {
     if (cx.has_operand(v)) {
       Tensor t = cx.get_operand(v);
@@ -310,14 +328,13 @@ void lower_where(LoweringContext& cx, const Node* node) {
     if (const std::optional<double> n = number_operand(cx, v)) {
       Operand like;
       like.type = type;
-      return scalar_like(cx, *n, like, "where");
+      return at_rank(scalar_value(*n, like, "where").reshape({}));
     }
     at::Tensor c = cx.constant_tensor(v);
     check(!c.is_quantized() && !c.is_complex(), "where of a quantized or complex constant");
-    c = c.to(type == OperandType::TensorFloat32 ? at::kFloat : at::kInt);
-    return weight(cx, c.dim() == 0 ? c.reshape({1}) : c);
+    return at_rank(c.to(type == OperandType::TensorFloat32 ? at::kFloat : at::kInt));
   };
-  Tensor x = side(node->input(1)), y = side(node->input(2));
+  Tensor x = side(a), y = side(b);
   // The result's shape, and its layout: NHWC when a 4-D operand is and the result is 4-D.
   const Shape shape = broadcast_shape(broadcast_shape(mask.op.shape, x.op.shape), y.op.shape);
   std::vector<SymInt> dims = broadcast_dims(shape, {&mask, &x, &y});
@@ -345,9 +362,18 @@ void lower_where(LoweringContext& cx, const Node* node) {
                                    emit_binary(cx, Op::NotEqual, x, x));
     mask = emit_binary(cx, Op::LogicalAnd, all, mask);
   }
-  Operand o = x.op;
-  const Tensor out = cx.add_output(node->output(), o, dims);
-  cx.model().add_operation(Op::Select, {mask.id, x.id, y.id}, {out.id});
+  const Tensor result = cx.add_output(out, x.op, dims);
+  cx.model().add_operation(Op::Select, {mask.id, x.id, y.id}, {result.id});
+  return result;
+}
+
+namespace {
+
+void lower_where(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 3,
+        "where(condition) (nonzero) is not supported: NNAPI tensors have sizes fixed before "
+        "the model runs");
+  emit_where(cx, node->input(0), node->input(1), node->input(2), node->output());
 }
 
 }  // namespace

@@ -36,5 +36,10 @@ inline Tensor int01_of(LoweringContext& cx, const Tensor& b, const Value* out = 
 // TILE, whose multiples are set when the model is loaded for flexible target
 // dims. `x` itself when nothing is broadcast.
 Tensor emit_expand(LoweringContext& cx, const Tensor& x, const std::vector<SymInt>& target);
+// where(condition, a, b): SELECT of a and b (computed float32 or int32
+// tensors, or constants) broadcast by TILE to the result's shape, the
+// condition broadcast by LOGICAL_AND; bound to `out` when given.
+Tensor emit_where(LoweringContext& cx, const Value* condition, const Value* a, const Value* b,
+                  const Value* out = nullptr);
 
 }  // namespace nnapi_convert

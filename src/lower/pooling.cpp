@@ -87,11 +87,6 @@ Tensor emit_avg_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, b
   if (ceil_mode) apply_ceil_mode(s, &c);
   const bool overhang = c.pad_b != a.pad_b || c.pad_r != a.pad_r;
   const bool padded = a.pad_t || a.pad_b || a.pad_l || a.pad_r;
-  check(image.op.type != nnapi::OperandType::TensorQuant8Asymm || div.count_include_pad ||
-            (!padded && !overhang),
-        "quantized avg_pool2d with count_include_pad=False over padding or a ceil_mode window "
-        "past the input is not supported (the host runtime's quantized AVERAGE_POOL_2D does not "
-        "round those windows as PyTorch's kernel does)");
   Tensor x = image;
   if (div.count_include_pad && !div.divisor_override && !overhang && padded) {
     // count_include_pad: PyTorch divides by the whole window, padded cells

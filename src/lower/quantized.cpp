@@ -1,9 +1,11 @@
 // Quantized ops: quantize/dequantize, quantized::linear, quantized::conv2d
-// (+relu, transposed), quantized::add/add_relu/mul.
+// (+relu, transposed), quantized::conv1d (+relu), quantized::add/add_relu/mul;
+// per-tensor or per-channel quantized weights.
 #include <ATen/ATen.h>
 
 #include "lower/convolution.h"
 #include "lower/emit.h"
+#include "lower/matmul.h"
 #include "lower/pointwise.h"
 #include "lower/registry.h"
 
@@ -48,11 +50,25 @@ void lower_dequantize(LoweringContext& cx, const Node* node) {
   emit_dequantize(cx, cx.get_operand(node->input(0)), node->output());
 }
 
+// A weight quantized per channel (fbgemm's and x86's default qconfigs). NNAPI
+// has per-channel filters (TENSOR_QUANT8_SYMM_PER_CHANNEL, API 29), but
+// PyTorch's on-device loader (nnapi_model_loader.cpp, format version 1) gives
+// each operand one scale and zero point and never sets per-channel
+// parameters. Such a layer becomes DEQUANTIZE of its input, the float
+// operation with the weight dequantized exactly per channel and a float bias,
+// and QUANTIZE to the layer's output scale and zero point
+// (docs/quantization.md: the measured alternative, one per-tensor scale for
+// the filter, loses up to several quanta).
+bool per_channel(const at::Tensor& w) {
+  const at::QScheme q = w.qscheme();
+  if (q == at::kPerTensorAffine) return false;
+  check(q == at::kPerChannelAffine || q == at::kPerChannelAffineFloatQParams,
+        "quantized weights must be per-tensor or per-channel affine");
+  return true;
+}
+
 // NNAPI takes quint8 weights: a qint8 weight is shifted by 128.
 at::Tensor unsigned_weight(const at::Tensor& w) {
-  check(w.qscheme() == at::kPerTensorAffine,
-        "only per-tensor quantized weights are supported (per-channel weights are not); "
-        "quantize with a per-tensor qconfig such as qnnpack's");
   if (w.scalar_type() == at::kQUInt8) return w;
   check(w.scalar_type() == at::kQInt8, "quantized weights must be qint8 or quint8");
   // q + 128 for q in [-128, 127] is q's bit pattern with the top bit flipped:
@@ -101,6 +117,13 @@ void lower_qlinear(LoweringContext& cx, const Node* node) {
   check(raw_weight.dim() == 2 && raw_bias.dim() == 1 && raw_bias.size(0) == raw_weight.size(0) &&
             raw_weight.size(1) == in.shape[1],
         "quantized linear weight, bias and input shapes do not match");
+  if (per_channel(raw_weight)) {
+    const Tensor x = emit_dequantize(cx, {input_id, in});
+    const at::Tensor w = raw_weight.dequantize().t();
+    const Tensor y = product_with_constant(cx, x, w, nullptr, &raw_bias);
+    emit_quantize(cx, y, out_scale, out_zero_point, node->output());
+    return;
+  }
   at::Tensor weight = unsigned_weight(raw_weight);
   int32_t bias_id = quantized_bias(cx, raw_bias, in.scale, weight.q_scale(), out_scale);
   int32_t weight_id = cx.add_weight(weight.contiguous());
@@ -115,7 +138,9 @@ void lower_qlinear(LoweringContext& cx, const Node* node) {
   cx.model().add_operation(Op::FullyConnected, {input_id, weight_id, bias_id, fuse}, {out_id});
 }
 
-void lower_qconv2d(LoweringContext& cx, const Node* node, Fuse fuse, bool transpose) {
+// quantized::conv2d (+relu, transposed) and quantized::conv1d (+relu), whose
+// packed params are 2-D ones over (N, C, 1, L).
+void lower_qconv(LoweringContext& cx, const Node* node, Fuse fuse, bool transpose) {
   check(node->inputs().size() == 4, "malformed quantized convolution");
   double out_scale = cx.constant_float(node->input(2));
   int64_t out_zero_point = cx.constant_int(node->input(3));
@@ -137,16 +162,27 @@ void lower_qconv2d(LoweringContext& cx, const Node* node, Fuse fuse, bool transp
   for (int64_t i = 0; i < config.numel(); ++i) pc.push_back(config[i].item<int64_t>());
   check(pc.size() == 11 && pc[0] == 2, "malformed packed convolution config");
   check(pc[7] == 0 && pc[8] == 0, "transposed convolution with output_padding is not supported");
-  check(raw_weight.dim() == 4, "quantized convolution weight must be 4-D");
+  if (raw_weight.dim() == 3) raw_weight = raw_weight.unsqueeze(2);
+  check(raw_weight.dim() == 4, "quantized convolution weight must be 3-D or 4-D");
   ConvPoolArgs a = make_conv_pool_args({raw_weight.size(2), raw_weight.size(3)}, {pc[1], pc[2]},
                                        {pc[3], pc[4]}, {pc[5], pc[6]}, pc[9]);
-  at::Tensor weight = unsigned_weight(raw_weight);
-  auto [image_id, image] = cx.get_operand(node->input(0));
-  (void)image_id;
-  int32_t bias_id =
-      quantized_bias(cx, raw_bias_iv.toTensor(), image.scale, weight.q_scale(), out_scale);
-  add_conv2d_common(cx, node->output(), out_scale, out_zero_point, node->input(0), weight, bias_id,
-                    a, transpose, fuse);
+  Tensor image = cx.get_operand(node->input(0));
+  const bool one_d = image.op.shape.size() == 3;
+  if (one_d) image = conv1d_as_2d(cx, image);
+  const Value* out = one_d ? nullptr : node->output();
+  Tensor y;
+  if (per_channel(raw_weight)) {
+    const Tensor x = emit_dequantize(cx, image);
+    const int32_t bias_id = cx.add_weight(raw_bias_iv.toTensor().contiguous());
+    y = emit_conv2d(cx, nullptr, 0.0, 0, x, raw_weight.dequantize(), bias_id, a, transpose, fuse);
+    y = emit_quantize(cx, y, out_scale, out_zero_point, out);
+  } else {
+    at::Tensor weight = unsigned_weight(raw_weight);
+    int32_t bias_id =
+        quantized_bias(cx, raw_bias_iv.toTensor(), image.op.scale, weight.q_scale(), out_scale);
+    y = emit_conv2d(cx, out, out_scale, out_zero_point, image, weight, bias_id, a, transpose, fuse);
+  }
+  if (one_d) conv1d_result(cx, y, node->output());
 }
 
 void lower_qbinary(LoweringContext& cx, const Node* node, Op op, Fuse fuse) {
@@ -162,12 +198,14 @@ void register_quantized_ops(LoweringTable& t) {
   t.add("aten::quantize_per_tensor", lower_quantize);
   t.add("aten::dequantize", lower_dequantize);
   t.add("quantized::linear", lower_qlinear);
-  t.add("quantized::conv2d",
-        [](LoweringContext& cx, const Node* n) { lower_qconv2d(cx, n, Fuse::None, false); });
-  t.add("quantized::conv2d_relu",
-        [](LoweringContext& cx, const Node* n) { lower_qconv2d(cx, n, Fuse::Relu, false); });
+  for (const char* kind : {"quantized::conv2d", "quantized::conv1d"}) {
+    t.add(kind, [](LoweringContext& cx, const Node* n) { lower_qconv(cx, n, Fuse::None, false); });
+  }
+  for (const char* kind : {"quantized::conv2d_relu", "quantized::conv1d_relu"}) {
+    t.add(kind, [](LoweringContext& cx, const Node* n) { lower_qconv(cx, n, Fuse::Relu, false); });
+  }
   t.add("quantized::conv_transpose2d",
-        [](LoweringContext& cx, const Node* n) { lower_qconv2d(cx, n, Fuse::None, true); });
+        [](LoweringContext& cx, const Node* n) { lower_qconv(cx, n, Fuse::None, true); });
   t.add("quantized::add",
         [](LoweringContext& cx, const Node* n) { lower_qbinary(cx, n, Op::Add, Fuse::None); });
   t.add("quantized::add_relu",

@@ -84,6 +84,23 @@ at::Tensor qnnpack_average(const at::Tensor& centered_sum, const at::Tensor& cou
   return at::round(centered_sum.to(at::kFloat) * multiplier).to(at::kDouble) + out.zero_point;
 }
 
+// PyTorch's generic quantized average (its kernel for ceil_mode, and for
+// count_include_pad=False on other engines than QNNPACK, whose kernel ignores
+// count_include_pad: the only PyTorch pools whose windows NNAPI's padding
+// cuts): the multiplier in_scale / out_scale / count computed in double and
+// narrowed to float32, then sum * multiplier + zeroPoint in float32, rounded
+// half to even.
+at::Tensor generic_average(const at::Tensor& centered_sum, const at::Tensor& count, float in_scale,
+                           const Operand& out) {
+  at::Tensor multiplier =
+      (static_cast<double>(in_scale) / static_cast<double>(out.scale) / count.to(at::kDouble))
+          .to(at::kFloat);
+  at::Tensor y = centered_sum.to(at::kFloat) * multiplier + static_cast<float>(out.zero_point);
+  return at::round(y).to(at::kDouble);
+}
+
+bool padded(const PoolArgs& a) { return a.pad_l || a.pad_r || a.pad_t || a.pad_b; }
+
 template <Pool kind>
 void execute_pool(ExecContext& ctx) {
   const Value& x = ctx.in(0);
@@ -112,6 +129,9 @@ void execute_pool(ExecContext& ctx) {
     count = at::round(count);
     if (kind == Pool::L2) {
       y = at::sqrt(sum / count);
+    } else if (quant && padded(a)) {
+      y = generic_average(at::round(sum) - count * x.zero_point, count, x.scale,
+                          ctx.out_operand(0));
     } else if (quant) {
       y = qnnpack_average(at::round(sum) - count * x.zero_point, count, x.scale,
                           ctx.out_operand(0));
