@@ -1,0 +1,279 @@
+// The detection operations of NNAPI feature level 3 (Android 10):
+// AXIS_ALIGNED_BBOX_TRANSFORM, ROI_ALIGN and ROI_POOLING.
+//
+// Every kernel computes on real values in float32, as Android's reference
+// CPU implementation computes its float kernels: quantized inputs are
+// dequantized (TENSOR_QUANT16_ASYMM boxes are unsigned, see
+// quant16_asymm_values), and quantized outputs are quantized again rounding
+// half away from zero (TENSOR_QUANT16_ASYMM saturates to 0 to 65535).
+// NeuralNetworks.h leaves the rounding of quantized results to the driver
+// (Android's tests allow one quantum); Android's reference ROI_ALIGN
+// interpolates quant8 inputs with weights rounded to multiples of 1/255, so
+// its quant8 results may differ from these by one quantum.
+//
+// Boxes are [x1, y1, x2, y2] in image coordinates; a box's batch index (a
+// TENSOR_INT32 input) names the image it belongs to. A box count of 0 is
+// allowed where NeuralNetworks.h says so: the outputs then have 0 rows.
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../kernel.h"
+
+namespace nnrt {
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+std::string num(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+// The real values of input i as a contiguous float32 tensor.
+at::Tensor reals(const ExecContext& ctx, size_t i) { return real_values(ctx.in(i)).contiguous(); }
+
+std::vector<int32_t> int_values(const ExecContext& ctx, size_t i) {
+  at::Tensor t = ctx.in(i).t.to(at::kInt).contiguous();
+  const int32_t* p = t.data_ptr<int32_t>();
+  return std::vector<int32_t>(p, p + t.numel());
+}
+
+// A size that must equal another one, a failure naming both otherwise.
+void expect_size(int64_t actual, int64_t expected, const std::string& what) {
+  if (actual != expected)
+    fail(Result::OpFailed, what + " is " + str(actual) + "; NNAPI needs " + str(expected));
+}
+
+// Input `i`: a [num_boxes, 4] tensor of boxes.
+at::Tensor box_input(const ExecContext& ctx, size_t i) {
+  at::Tensor boxes = reals(ctx, i);
+  if (boxes.dim() != 2) fail(Result::OpFailed, "input " + str(i) + " (boxes) is not 2-D");
+  expect_size(boxes.size(1), 4, "dimension 1 of input " + str(i) + " (boxes)");
+  return boxes;
+}
+
+// The batch indices of `boxes` boxes (input i), each an image of `images`.
+std::vector<int32_t> batch_input(const ExecContext& ctx, size_t i, int64_t boxes, int64_t images) {
+  std::vector<int32_t> batch = int_values(ctx, i);
+  expect_size(static_cast<int64_t>(batch.size()), boxes,
+              "the number of batch indices (input " + str(i) + ")");
+  for (size_t r = 0; r < batch.size(); ++r)
+    if (batch[r] < 0 || batch[r] >= images)
+      fail(Result::OpFailed, "box " + str(static_cast<int64_t>(r)) + " has batch index " +
+                                 str(batch[r]) + "; the batch has " + str(images) +
+                                 " images (indices 0 to " + str(images - 1) + ")");
+  return batch;
+}
+
+// ---- AXIS_ALIGNED_BBOX_TRANSFORM: boxes [R, 4], deltas [R, C * 4] (dx, dy,
+// dw, dh per class), batch indices [R], image sizes [B, 2] (height, width).
+// Per box and class: w = x2 - x1, h = y2 - y1, centre (x1 + w / 2, y1 + h /
+// 2) moved by (dx * w, dy * h), size (w * exp(dw), h * exp(dh)); the new
+// corners clipped to [0, width] and [0, height] of the box's image.
+
+void axis_aligned_bbox_transform(ExecContext& ctx) {
+  const at::Tensor roi = box_input(ctx, 0);
+  const at::Tensor deltas = reals(ctx, 1);
+  const at::Tensor info = reals(ctx, 3);
+  const int64_t rois = roi.size(0);
+  expect_size(deltas.size(0), rois, "dimension 0 of input 1 (box deltas)");
+  const int64_t coords = deltas.size(1);
+  if (coords % 4 != 0)
+    fail(Result::OpFailed,
+         "dimension 1 of input 1 (box deltas) is " + str(coords) + ", not a multiple of 4");
+  expect_size(info.size(1), 2, "dimension 1 of input 3 (image sizes)");
+  const std::vector<int32_t> batch = batch_input(ctx, 2, rois, info.size(0));
+  at::Tensor out = at::empty({rois, coords}, at::kFloat);
+  auto R = roi.accessor<float, 2>();
+  auto D = deltas.accessor<float, 2>();
+  auto I = info.accessor<float, 2>();
+  auto O = out.accessor<float, 2>();
+  for (int64_t r = 0; r < rois; ++r) {
+    const float height = I[batch[r]][0], width = I[batch[r]][1];
+    const float w = R[r][2] - R[r][0], h = R[r][3] - R[r][1];
+    const float cx = R[r][0] + w / 2, cy = R[r][1] + h / 2;
+    for (int64_t k = 0; k < coords; k += 4) {
+      const float x = cx + D[r][k] * w, y = cy + D[r][k + 1] * h;
+      const float half_w = w * std::exp(D[r][k + 2]) / 2, half_h = h * std::exp(D[r][k + 3]) / 2;
+      O[r][k] = std::clamp(x - half_w, 0.0f, width);
+      O[r][k + 1] = std::clamp(y - half_h, 0.0f, height);
+      O[r][k + 2] = std::clamp(x + half_w, 0.0f, width);
+      O[r][k + 3] = std::clamp(y + half_h, 0.0f, height);
+    }
+  }
+  ctx.set_output(0, to_operand(out, ctx.out_operand(0)));
+}
+
+// ---- ROI_ALIGN and ROI_POOLING: feature map, boxes [R, 4], batch indices
+// [R], output height, output width, height ratio, width ratio (image size /
+// feature map size) [, sampling points (ROI_ALIGN)], layout. The output is
+// [R, out_h, out_w, depth] (NCHW: [R, depth, out_h, out_w]).
+
+struct RoiArgs {
+  at::Tensor image;  // NHWC float32
+  at::Tensor boxes;  // [R, 4] float32, in feature map coordinates
+  std::vector<int32_t> batch;
+  int64_t out_h = 0, out_w = 0;
+  bool nchw = false;
+};
+
+RoiArgs roi_args(const ExecContext& ctx, size_t layout) {
+  RoiArgs a;
+  a.nchw = ctx.flag(layout);
+  a.image = real_values(ctx.in(0));
+  if (a.image.dim() != 4) fail(Result::OpFailed, "input 0 is not 4-D");
+  if (a.nchw) a.image = a.image.permute({0, 2, 3, 1});
+  a.image = a.image.contiguous();
+  a.out_h = ctx.i32(3);
+  a.out_w = ctx.i32(4);
+  const float h_ratio = ctx.f32(5), w_ratio = ctx.f32(6);
+  if (a.out_h < 1 || a.out_w < 1 || !(h_ratio > 0) || !(w_ratio > 0))
+    fail(Result::OpFailed, "the output size and the ratios must be > 0");
+  const at::Tensor boxes = box_input(ctx, 1);
+  a.batch = batch_input(ctx, 2, boxes.size(0), a.image.size(0));
+  // As Android's reference: boxes inside the image (scaled to the feature
+  // map), x1 <= x2 and y1 <= y2.
+  const float h_scale = 1.0f / h_ratio, w_scale = 1.0f / w_ratio;
+  a.boxes = at::empty_like(boxes);
+  auto B = boxes.accessor<float, 2>();
+  auto S = a.boxes.accessor<float, 2>();
+  const float height = static_cast<float>(a.image.size(1)),
+              width = static_cast<float>(a.image.size(2));
+  for (int64_t r = 0; r < boxes.size(0); ++r) {
+    for (int k = 0; k < 4; ++k) S[r][k] = B[r][k] * (k % 2 == 0 ? w_scale : h_scale);
+    const bool inside = B[r][0] >= 0 && B[r][1] >= 0 && S[r][2] <= width && S[r][3] <= height &&
+                        B[r][0] <= B[r][2] && B[r][1] <= B[r][3];
+    if (!inside)
+      fail(Result::OpFailed, "box " + str(r) + " [" + num(B[r][0]) + ", " + num(B[r][1]) + ", " +
+                                 num(B[r][2]) + ", " + num(B[r][3]) +
+                                 "] is not a region of its image (NNAPI needs 0 <= x1 <= x2 <= " +
+                                 num(width * w_ratio) +
+                                 " and 0 <= y1 <= y2 <= " + num(height * h_ratio) + ")");
+  }
+  return a;
+}
+
+void store_image(ExecContext& ctx, at::Tensor nhwc, bool nchw) {
+  if (nchw) nhwc = nhwc.permute({0, 3, 1, 2});
+  ctx.set_output(0, to_operand(nhwc.contiguous(), ctx.out_operand(0)));
+}
+
+// ROI_ALIGN: each output cell averages sampling points spread evenly over its
+// bin (a grid of sampling_h x sampling_w, at the centres of equal sub-bins),
+// each the bilinear interpolation of the feature map. A box is at least one
+// feature map cell wide and high; sampling 0 (adaptive) is ceil(bin size).
+// As Android's reference, a point at or beyond the last row or column takes
+// that row or column.
+void roi_align(ExecContext& ctx) {
+  const RoiArgs a = roi_args(ctx, 9);
+  const int32_t sampling_h = ctx.i32(7), sampling_w = ctx.i32(8);
+  if (sampling_h < 0 || sampling_w < 0)
+    fail(Result::OpFailed, "the sampling point counts must be >= 0");
+  const int64_t rois = a.boxes.size(0), height = a.image.size(1), width = a.image.size(2),
+                depth = a.image.size(3);
+  at::Tensor out = at::zeros({rois, a.out_h, a.out_w, depth}, at::kFloat);
+  auto X = a.image.accessor<float, 4>();
+  auto S = a.boxes.accessor<float, 2>();
+  auto O = out.accessor<float, 4>();
+  for (int64_t r = 0; r < rois; ++r) {
+    const float box_w = std::max(S[r][2] - S[r][0], 1.0f);
+    const float box_h = std::max(S[r][3] - S[r][1], 1.0f);
+    const float bin_w = box_w / static_cast<float>(a.out_w);
+    const float bin_h = box_h / static_cast<float>(a.out_h);
+    const int64_t n_w = sampling_w > 0 ? sampling_w : static_cast<int64_t>(std::ceil(bin_w));
+    const int64_t n_h = sampling_h > 0 ? sampling_h : static_cast<int64_t>(std::ceil(bin_h));
+    const float step_w = bin_w / static_cast<float>(n_w), step_h = bin_h / static_cast<float>(n_h);
+    const auto image = X[a.batch[r]];
+    for (int64_t i = 0; i < a.out_h; ++i) {
+      for (int64_t j = 0; j < a.out_w; ++j) {
+        for (int64_t si = 0; si < n_h; ++si) {
+          const float y =
+              S[r][1] + bin_h * static_cast<float>(i) + step_h * (static_cast<float>(si) + 0.5f);
+          int64_t y0 = static_cast<int64_t>(std::floor(y)), y1 = y0 + 1;
+          float dy = y - static_cast<float>(y0);
+          if (y0 >= height - 1) {
+            y0 = y1 = height - 1;
+            dy = 0;
+          }
+          for (int64_t sj = 0; sj < n_w; ++sj) {
+            const float x =
+                S[r][0] + bin_w * static_cast<float>(j) + step_w * (static_cast<float>(sj) + 0.5f);
+            int64_t x0 = static_cast<int64_t>(std::floor(x)), x1 = x0 + 1;
+            float dx = x - static_cast<float>(x0);
+            if (x0 >= width - 1) {
+              x0 = x1 = width - 1;
+              dx = 0;
+            }
+            for (int64_t c = 0; c < depth; ++c)
+              O[r][i][j][c] += (1 - dy) * ((1 - dx) * image[y0][x0][c] + dx * image[y0][x1][c]) +
+                               dy * ((1 - dx) * image[y1][x0][c] + dx * image[y1][x1][c]);
+          }
+        }
+        for (int64_t c = 0; c < depth; ++c) O[r][i][j][c] /= static_cast<float>(n_h * n_w);
+      }
+    }
+  }
+  store_image(ctx, out, a.nchw);
+}
+
+// ROI_POOLING: the box's corners are rounded (half away from zero) to feature
+// map cells; the box spans (x2 - x1 + 1) x (y2 - y1 + 1) cells (at least 1),
+// divided into out_h x out_w bins [floor(start), ceil(end)) clipped to the
+// map; each output is its bin's maximum (0, the zero point when quantized,
+// for an empty bin).
+void roi_pooling(ExecContext& ctx) {
+  const RoiArgs a = roi_args(ctx, 7);
+  const int64_t rois = a.boxes.size(0), height = a.image.size(1), width = a.image.size(2),
+                depth = a.image.size(3);
+  at::Tensor out = at::zeros({rois, a.out_h, a.out_w, depth}, at::kFloat);
+  auto X = a.image.accessor<float, 4>();
+  auto S = a.boxes.accessor<float, 2>();
+  auto O = out.accessor<float, 4>();
+  for (int64_t r = 0; r < rois; ++r) {
+    const int64_t x1 = std::lround(S[r][0]), y1 = std::lround(S[r][1]);
+    const int64_t x2 = std::lround(S[r][2]), y2 = std::lround(S[r][3]);
+    const float bin_w =
+        static_cast<float>(std::max<int64_t>(x2 - x1 + 1, 1)) / static_cast<float>(a.out_w);
+    const float bin_h =
+        static_cast<float>(std::max<int64_t>(y2 - y1 + 1, 1)) / static_cast<float>(a.out_h);
+    const auto image = X[a.batch[r]];
+    auto span = [](float start, float end, int64_t size) {
+      return std::pair<int64_t, int64_t>(
+          std::min<int64_t>(static_cast<int64_t>(std::floor(start)), size),
+          std::min<int64_t>(static_cast<int64_t>(std::ceil(end)), size));
+    };
+    for (int64_t i = 0; i < a.out_h; ++i) {
+      const auto [h0, h1] =
+          span(bin_h * static_cast<float>(i) + static_cast<float>(y1),
+               bin_h * static_cast<float>(i + 1) + static_cast<float>(y1), height);
+      for (int64_t j = 0; j < a.out_w; ++j) {
+        const auto [w0, w1] =
+            span(bin_w * static_cast<float>(j) + static_cast<float>(x1),
+                 bin_w * static_cast<float>(j + 1) + static_cast<float>(x1), width);
+        if (h0 >= h1 || w0 >= w1) continue;
+        for (int64_t c = 0; c < depth; ++c) {
+          float best = image[h0][w0][c];
+          for (int64_t h = h0; h < h1; ++h)
+            for (int64_t w = w0; w < w1; ++w) best = std::max(best, image[h][w][c]);
+          O[r][i][j][c] = best;
+        }
+      }
+    }
+  }
+  store_image(ctx, out, a.nchw);
+}
+
+}  // namespace
+
+void add_detection_kernels(std::vector<OpKernel>& t) {
+  t.push_back(
+      {Op::AxisAlignedBboxTransform, "AXIS_ALIGNED_BBOX_TRANSFORM", axis_aligned_bbox_transform});
+  t.push_back({Op::RoiAlign, "ROI_ALIGN", roi_align});
+  t.push_back({Op::RoiPooling, "ROI_POOLING", roi_pooling});
+}
+
+}  // namespace nnrt

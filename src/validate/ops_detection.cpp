@@ -1,0 +1,145 @@
+// Rules of NeuralNetworks.h for the detection operations of feature level 3
+// (Android 10): AXIS_ALIGNED_BBOX_TRANSFORM, ROI_ALIGN and ROI_POOLING.
+//
+// Boxes are [num_boxes, 4] tensors of the float type of the operation's
+// main input, or TENSOR_QUANT16_ASYMM with scale 0.125 and zero point 0 when
+// that input is TENSOR_QUANT8_ASYMM; batch indices a 1-D TENSOR_INT32 of
+// num_boxes entries. num_boxes may be 0 (a zero-sized tensor) where
+// NeuralNetworks.h says so. Scalar ratios are FLOAT16 for a TENSOR_FLOAT16
+// operation, as Android's reference validation requires, FLOAT32 otherwise.
+#include "validate/check.h"
+
+namespace nnapi_validate {
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// The box type that goes with a main input of type `main`.
+T box_type(T main) { return main == T::TensorQuant8Asymm ? T::TensorQuant16Asymm : main; }
+
+constexpr float kBoxScale = 0.125f;
+
+// A TENSOR_QUANT16_ASYMM box operand (input i, or output i when `output`)
+// has scale 0.125 and zero point 0.
+void box_quant(const Check& c, size_t i, bool output) {
+  const Operand& o = output ? c.out(i) : c.in(i);
+  if (o.type != T::TensorQuant16Asymm) return;
+  if (o.scale != kBoxScale || o.zero_point != 0)
+    c.fail(Rule::Quantization, std::string(output ? "output " : "input ") + str(i) +
+                                   " (boxes) has scale " + std::to_string(o.scale) +
+                                   " and zero point " + str(o.zero_point) + "; NNAPI's " +
+                                   c.name() + " takes TENSOR_QUANT16_ASYMM boxes with scale " +
+                                   "0.125 and zero point 0");
+}
+
+// Input i holds boxes for the main input 0: its type, rank 2, quantization.
+void box_input(const Check& c, size_t i) {
+  c.input_type(i, {box_type(c.type(0))});
+  c.input_rank(i, 2, 2);
+  box_quant(c, i, false);
+}
+
+// Input i holds the batch index of each of the boxes of input `boxes`.
+void batch_input(const Check& c, size_t i, size_t boxes) {
+  c.input_type(i, {T::TensorInt32});
+  c.input_rank(i, 1, 1);
+  if (!c.shapes()) return;
+  c.equal_dims(c.dim(i, 0), c.dim(boxes, 0),
+               "input " + str(static_cast<int64_t>(i)) + " has one batch index per box of input " +
+                   str(static_cast<int64_t>(boxes)) + ", but their counts differ");
+}
+
+// Dimension 1 of the boxes of input i is 4.
+void four_coordinates(const Check& c, size_t i) {
+  const int64_t n = c.dim(i, 1);
+  if (n >= 0 && n != 4)
+    c.fail(Rule::Shape, "input " + str(static_cast<int64_t>(i)) + " (boxes) has " + str(n) +
+                            " coordinates per box; NNAPI needs 4 (x1, y1, x2, y2)");
+}
+
+// ---- AXIS_ALIGNED_BBOX_TRANSFORM: boxes [R, 4], deltas [R, C * 4], batch
+// indices [R], image sizes [B, 2] -> [R, C * 4] of the boxes' type.
+
+void axis_aligned_bbox_transform_rule(Check& c) {
+  c.input_count({4});
+  c.output_count(1);
+  typed(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}, {T::TensorQuant16Asymm, 3}});
+  c.input_rank(0, 2, 2);
+  box_quant(c, 0, false);
+  c.input_type(1, {c.type(0) == T::TensorQuant16Asymm ? T::TensorQuant8Asymm : c.type(0)});
+  c.input_rank(1, 2, 2);
+  c.input_type(2, {T::TensorInt32});
+  c.input_rank(2, 1, 1);
+  c.same_type(3, 0);
+  c.input_rank(3, 2, 2);
+  box_quant(c, 3, false);
+  c.output_same_type(0, 0);
+  c.output_rank(0, 2, 2);
+  box_quant(c, 0, true);
+  if (!c.shapes()) return;
+  four_coordinates(c, 0);
+  const int64_t rois = c.dim(0, 0), coords = c.dim(1, 1);
+  c.equal_dims(c.dim(1, 0), rois,
+               "input 1 has one row of deltas per box of input 0, but their "
+               "counts differ");
+  if (coords >= 0 && coords % 4 != 0)
+    c.fail(Rule::Shape,
+           "input 1 (deltas) has " + str(coords) + " values per box; NNAPI needs 4 per class");
+  batch_input(c, 2, 0);
+  const int64_t info = c.dim(3, 1);
+  if (info >= 0 && info != 2)
+    c.fail(Rule::Shape, "input 3 (image sizes) has " + str(info) +
+                            " values per image; NNAPI needs 2 (height, width)");
+  c.set_output(0, Shape::of({rois, coords}));
+}
+
+// ---- ROI_ALIGN (10 inputs) and ROI_POOLING (8 inputs).
+
+void roi_rule(Check& c, size_t layout) {
+  c.input_count({layout + 1});
+  c.output_count(1);
+  typed(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}, {T::TensorQuant8Asymm, 3}});
+  c.input_rank(0, 4, 4);
+  box_input(c, 1);
+  batch_input(c, 2, 1);
+  for (size_t i : {3, 4}) c.input_type(i, {T::Int32});
+  for (size_t i : {5, 6}) float_scalar_for_input(c, i);
+  for (size_t i = 7; i < layout; ++i) c.input_type(i, {T::Int32});
+  c.input_type(layout, {T::Bool});
+  c.output_same_type(0, 0);
+  c.output_rank(0, 4, 4);
+  if (!c.full()) return;
+  c.at_least(3, 1, "output height");
+  c.at_least(4, 1, "output width");
+  for (size_t i : {5, 6}) {
+    if (auto ratio = c.f32(i); ratio && !(*ratio > 0))
+      c.fail(Rule::Parameter, "input " + str(static_cast<int64_t>(i)) + " (ratio) is " +
+                                  std::to_string(*ratio) + "; NNAPI needs it > 0");
+  }
+  for (size_t i = 7; i < layout; ++i) c.at_least(i, 0, "sampling points");
+  const std::optional<bool> nchw = c.flag(layout);
+  if (!c.shapes()) return;
+  four_coordinates(c, 1);
+  const auto out_h = c.i32(3), out_w = c.i32(4);
+  if (!nchw || !out_h || !out_w) return c.set_output(0, Shape::unknown_of_rank(4));
+  const int64_t rois = c.dim(1, 0), depth = c.dim(0, *nchw ? 1 : 3);
+  c.set_output(0, *nchw ? Shape::of({rois, depth, *out_h, *out_w})
+                        : Shape::of({rois, *out_h, *out_w, depth}));
+}
+
+void roi_align_rule(Check& c) { roi_rule(c, 9); }
+
+void roi_pooling_rule(Check& c) {
+  roi_rule(c, 7);
+  c.same_quant(0, 0);
+}
+
+}  // namespace
+
+void add_detection_rules(std::vector<OpRule>& t) {
+  t.push_back({nnapi::Op::AxisAlignedBboxTransform, axis_aligned_bbox_transform_rule});
+  t.push_back({nnapi::Op::RoiAlign, roi_align_rule});
+  t.push_back({nnapi::Op::RoiPooling, roi_pooling_rule});
+}
+
+}  // namespace nnapi_validate

@@ -1,0 +1,590 @@
+#!/usr/bin/env python3
+"""NNAPI's detection operations (feature level 3) on the host runtime, through ctypes.
+
+Each case builds NNAPI models by calling libneuralnetworks.so directly (the
+Model helper of test_extra_ops.py) and checks the results against
+
+* values computed here by loops over boxes and cells that spell out the
+  operation as Android's NeuralNetworks.h describes it (and, for what the
+  header leaves open, as Android's reference CPU implementation does it;
+  each such fact is named where it is used), and
+* the example inputs and expected outputs of Android's own conformance spec
+  files (frameworks/ml/nn/runtime/test/specs/V1_2/*.mod.py, Android 10):
+  those values are NNAPI's, not this runtime's,
+
+never against values the runtime produced. Quantized results may differ by
+one quantum from Android's (its tests allow that much). The validator's
+refusals are checked too. The last line is "N passed, M failed"; the exit
+status is non-zero on any failure.
+"""
+import ctypes
+import math
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_extra_ops import (BOOL, CODES, F32, I32, T_F32, T_I32, T_Q8, Model,  # noqa: E402
+                            lib, run_cases, u32_array, ok)
+
+T_F16, F16, T_Q16A = 8, 10, 12
+CODES.update(AXIS_ALIGNED_BBOX_TRANSFORM=41, ROI_ALIGN=81, ROI_POOLING=82)
+DTYPE = {T_F32: torch.float32, T_F16: torch.float16, T_I32: torch.int32, T_Q8: torch.uint8,
+         T_Q16A: torch.int16}
+BOX_SCALE = 0.125  # NNAPI's TENSOR_QUANT16_ASYMM boxes: scale 0.125, zero point 0
+
+
+def f16_scalar(m, value):
+    return m.const(F16, torch.tensor(value, dtype=torch.float16), dims=())
+
+
+def float_scalar(m, code, value):
+    """The FLOAT16 scalar for a TENSOR_FLOAT16 operation, FLOAT32 otherwise."""
+    return f16_scalar(m, value) if code == T_F16 else m.const(F32, value)
+
+
+def round_half_away(x):
+    return math.floor(x + 0.5) if x >= 0 else -math.floor(-x + 0.5)
+
+
+def quantize(values, scale, zp, lo, hi):
+    return [min(hi, max(lo, round_half_away(v / scale) + zp)) for v in values]
+
+
+def u16(t):
+    """TENSOR_QUANT16_ASYMM storage (int16 bits) as unsigned values."""
+    return (t.to(torch.int32) & 0xFFFF).tolist()
+
+
+def as_storage(code, values, scale=0.0, zp=0):
+    """Real values as an input tensor of type `code`."""
+    if code == T_Q8:
+        return torch.tensor(quantize(values, scale, zp, 0, 255), dtype=torch.uint8)
+    if code == T_Q16A:
+        q = quantize(values, scale, zp, 0, 65535)
+        return torch.tensor([v - 65536 if v > 32767 else v for v in q], dtype=torch.int16)
+    return torch.tensor(values, dtype=DTYPE[code])
+
+
+def reals(code, t, scale=0.0, zp=0):
+    flat = t.reshape(-1)
+    if code == T_Q16A:
+        return [(v - zp) * scale for v in u16(flat)]
+    if code == T_Q8:
+        return [(v - zp) * scale for v in flat.tolist()]
+    return [float(v) for v in flat.tolist()]
+
+
+def within(got, want, tol, what):
+    assert len(got) == len(want), (what, len(got), len(want))
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert abs(g - w) <= tol(w), (what, k, g, w)
+
+
+def float_tol(code):
+    # Android's tests: float32 1e-5 (we allow 1e-4 absolute for values in the
+    # hundreds), float16 and relaxed 5 * 2^-10 (absolute and relative).
+    if code == T_F16:
+        return lambda w: 5 * 2 ** -10 * (1 + abs(w))
+    return lambda w: 1e-4 + 1e-5 * abs(w)
+
+
+def last_error():
+    function, message = ctypes.c_char_p(), ctypes.c_char_p()
+    lib.ANeuralNetworksHost_getLastError(ctypes.byref(function), ctypes.byref(message), None)
+    return (message.value or b"").decode()
+
+
+def refusal(build):
+    """The message of addOperation's or finish's refusal of the model `build`
+    makes; None when the model is accepted."""
+    lib.ANeuralNetworksHost_clearLastError()
+    m = Model()
+    try:
+        build(m)
+        a, b = u32_array(m.inputs), u32_array(m.outputs)
+        ok(lib.ANeuralNetworksModel_identifyInputsAndOutputs(
+            m.handle, len(m.inputs), a, len(m.outputs), b), "identify")
+        ok(lib.ANeuralNetworksModel_finish(m.handle), "finish")
+    except RuntimeError:
+        return last_error() or "refused"
+    finally:
+        lib.ANeuralNetworksModel_free(m.handle)
+    return None
+
+
+def check_refusals(good, bad):
+    for build in good:
+        assert refusal(build) is None, (build, refusal(build))
+    for what, (build, words) in bad.items():
+        msg = refusal(build)
+        assert msg is not None, f"accepted: {what}"
+        for word in words:
+            assert word in msg, (what, msg)
+
+
+# ------------------------------------------------ AXIS_ALIGNED_BBOX_TRANSFORM
+
+def bbox_transform_formula(rois, deltas, batch, info):
+    """NeuralNetworks.h: the deltas [dx, dy, dw, dh] of each class move the
+    box's centre by (dx * w, dy * h) and scale its size by (exp(dw),
+    exp(dh)); the result is clipped to its image [0, width] x [0, height]
+    (image sizes are [height, width]). Android's reference takes w = x2 - x1
+    and the centre x1 + w / 2 (no + 1)."""
+    out = []
+    for r, (x1, y1, x2, y2) in enumerate(rois):
+        height, width = info[batch[r]]
+        w, h = x2 - x1, y2 - y1
+        cx, cy = x1 + w / 2, y1 + h / 2
+        row = []
+        for k in range(0, len(deltas[r]), 4):
+            dx, dy, dw, dh = deltas[r][k:k + 4]
+            x, y = cx + dx * w, cy + dy * h
+            hw, hh = w * math.exp(dw) / 2, h * math.exp(dh) / 2
+            row += [min(max(x - hw, 0), width), min(max(y - hh, 0), height),
+                    min(max(x + hw, 0), width), min(max(y + hh, 0), height)]
+        out.append(row)
+    return out
+
+
+def run_bbox_transform(code, rois, deltas, batch, info, delta_q=(0.0, 0)):
+    box_q = (BOX_SCALE, 0) if code == T_Q16A else (0.0, 0)
+    dcode = T_Q8 if code == T_Q16A else code
+    m = Model()
+    flat = [v for row in rois for v in row]
+    ins = [m.input(code, (len(rois), 4), *box_q),
+           m.input(dcode, (len(rois), len(deltas[0])), *delta_q),
+           m.input(T_I32, (len(rois),)),
+           m.input(code, (len(info), 2), *box_q)]
+    o = m.output(code, (0, 0), *box_q)
+    m.op("AXIS_ALIGNED_BBOX_TRANSFORM", ins, [o])
+    tensors = [as_storage(code, flat, *box_q).reshape(len(rois), 4),
+               as_storage(dcode, [v for row in deltas for v in row], *delta_q).reshape(
+                   len(rois), -1),
+               torch.tensor(batch, dtype=torch.int32),
+               as_storage(code, [v for row in info for v in row], *box_q).reshape(-1, 2)]
+    got = m.run(tensors, [DTYPE[code]])[0]
+    assert list(got.shape) == [len(rois), len(deltas[0])], got.shape
+    return got
+
+
+# Android's axis_aligned_bbox_transform.mod.py (Android 10), TEST 1.
+ABT_ROIS = [[100, 150, 400, 430], [120, 60, 122, 61], [10, 20, 20, 50], [50, 120, 150, 250],
+            [400, 100, 1000, 2000]]
+ABT_DELTAS = [[0.2, 0.2, 0.1, 0.1, 0.3, -0.1, -0.2, 0.1],
+              [-0.5, 0.2, 0.2, -0.5, -0.1, -0.1, 2.5, 3],
+              [-0.5, -0.5, 1, 1, 0.5, 0.5, -1.5, -1.2],
+              [0.2, 0.2, -3, -4, 1, -0.5, 0.3, 0.5],
+              [0.3, -0.2, 1.1, -0.8, 0.1, 0.05, -0.5, -0.5]]
+ABT_BATCH = [0, 1, 2, 2, 3]
+ABT_INFO = [[512, 512], [128, 256], [256, 256], [1024, 512]]
+ABT_OUT = [144.22435, 191.276062, 475.775635, 500.723938, 217.190384, 107.276062, 462.809631,
+           416.723938, 118.778594, 60.396736, 121.221406, 61.003266, 108.617508, 50.357232,
+           132.982498, 70.442772, 0.0, 0.0, 23.59140714, 60.77422571, 18.88435, 45.48208571,
+           21.11565, 54.51791429, 117.51063714, 209.80948286, 122.48935143, 212.19050857,
+           132.50705143, 12.83312286, 255.99999571, 227.16685714, 0.0, 243.1374815, 512.0,
+           1024.0, 512.0, 568.7958375, 512.0, 1024.0]
+# Its quant8 variation: deltas TENSOR_QUANT8_ASYMM (0.05, 128), boxes and
+# image sizes TENSOR_QUANT16_ASYMM (0.125, 0); the expected quantized boxes.
+ABT_Q_DELTAS = [132, 132, 130, 130, 134, 126, 124, 130, 118, 132, 132, 118, 126, 126, 178, 188,
+                118, 118, 148, 148, 138, 138, 98, 104, 132, 132, 68, 48, 148, 118, 134, 138,
+                134, 124, 150, 112, 130, 129, 118, 118]
+ABT_Q_OUT = [1154, 1530, 3806, 4006, 1738, 858, 3702, 3334, 950, 483, 970, 488, 869, 403, 1064,
+             564, 0, 0, 189, 486, 151, 364, 169, 436, 940, 1678, 980, 1698, 1060, 103, 2048,
+             1817, 0, 1945, 4096, 8192, 4096, 4550, 4096, 8192]
+
+
+def case_axis_aligned_bbox_transform_android():
+    for code in (T_F32, T_F16):
+        got = run_bbox_transform(code, ABT_ROIS, ABT_DELTAS, ABT_BATCH, ABT_INFO)
+        within(got.float().reshape(-1).tolist(), ABT_OUT, float_tol(code), code)
+    # The quant8 variation (values exact in the quantized types).
+    deltas = [[(q - 128) * 0.05 for q in ABT_Q_DELTAS[r * 8:r * 8 + 8]] for r in range(5)]
+    got = run_bbox_transform(T_Q16A, ABT_ROIS, deltas, ABT_BATCH, ABT_INFO, (0.05, 128))
+    within(u16(got.reshape(-1)), ABT_Q_OUT, lambda w: 1, "quant16")
+    # The formula gives Android's values too.
+    want = bbox_transform_formula(ABT_ROIS, ABT_DELTAS, ABT_BATCH, ABT_INFO)
+    within([v for row in want for v in row], ABT_OUT, float_tol(T_F32), "formula")
+
+
+def case_axis_aligned_bbox_transform_formula():
+    gen = torch.Generator().manual_seed(11)
+    info = [[300, 200], [60, 900], [40000, 60000]]
+    rois, batch = [], []
+    for r in range(9):
+        b = r % 3
+        h, w = info[b]
+        x1, y1 = float(torch.rand(1, generator=gen)) * w * 0.8, float(
+            torch.rand(1, generator=gen)) * h * 0.8
+        rois.append([x1, y1, x1 + float(torch.rand(1, generator=gen)) * w * 0.5,
+                     y1 + float(torch.rand(1, generator=gen)) * h * 0.5])
+        batch.append(b)
+    deltas = (torch.rand(9, 12, generator=gen) * 2 - 1).tolist()
+    for code in (T_F32, T_F16):
+        if code == T_F16:  # boxes within float16's range
+            ok_rows = [r for r in range(9) if batch[r] != 2]
+            r_rois, r_deltas = [rois[r] for r in ok_rows], [deltas[r] for r in ok_rows]
+            r_batch, r_info = [batch[r] for r in ok_rows], info[:2]
+            r_rois = [[float(torch.tensor(v).half()) for v in row] for row in r_rois]
+            r_deltas = [[float(torch.tensor(v).half()) for v in row] for row in r_deltas]
+        else:
+            r_rois, r_deltas, r_batch, r_info = rois, deltas, batch, info
+        got = run_bbox_transform(code, r_rois, r_deltas, r_batch, r_info).float()
+        want = bbox_transform_formula(r_rois, r_deltas, r_batch, r_info)
+        tol = (lambda w: 2e-3 * (1 + abs(w))) if code == T_F16 else (
+            lambda w: 1e-6 * (1 + abs(w)) * 8)
+        within(got.reshape(-1).tolist(), [v for row in want for v in row], tol, code)
+    # Quantized: boxes beyond 4096 (stored values 32768 to 65535, unsigned).
+    q_rois = [[v * 0.125 for v in quantize(row, 0.125, 0, 0, 65535)] for row in rois]
+    q_info = [[v * 0.125 for v in quantize(row, 0.125, 0, 0, 65535)] for row in info]
+    q_deltas = [[(v - 100) * 0.01 for v in quantize(row, 0.01, 100, 0, 255)] for row in deltas]
+    got = u16(run_bbox_transform(T_Q16A, q_rois, q_deltas, batch, q_info, (0.01, 100))
+              .reshape(-1))
+    want = bbox_transform_formula(q_rois, q_deltas, batch, q_info)
+    assert max(got) > 32767, "no box beyond 4096: the unsigned range is not exercised"
+    within(got, quantize([v for row in want for v in row], 0.125, 0, 0, 65535),
+           lambda w: 1, "quant16")
+
+
+def case_axis_aligned_bbox_transform_refusals():
+    def build(code=T_F32, dcode=None, roi_dims=(2, 4), delta_dims=(2, 8), batch_dims=(2,),
+              info_dims=(1, 2), out_dims=(2, 8), box_q=(0.0, 0), out_q=None):
+        def b(m):
+            d = dcode if dcode is not None else (T_Q8 if code == T_Q16A else code)
+            ins = [m.input(code, roi_dims, *box_q), m.input(d, delta_dims, *(
+                (0.1, 128) if d == T_Q8 else (0.0, 0))),
+                m.input(T_I32, batch_dims), m.input(code, info_dims, *box_q)]
+            m.op("AXIS_ALIGNED_BBOX_TRANSFORM", ins,
+                 [m.output(code, out_dims, *(out_q or box_q))])
+        return b
+    q = (0.125, 0)
+    good = [build(), build(T_F16), build(T_Q16A, box_q=q)]
+    bad = {"quant8 boxes": (build(T_Q8, dcode=T_Q8, box_q=(0.1, 0)), ["input 0", "TENSOR_QUANT8"]),
+           "float deltas for quant16 boxes": (build(T_Q16A, dcode=T_F32, box_q=q), ["input 1"]),
+           "quant16 boxes of scale 0.25": (build(T_Q16A, box_q=(0.25, 0)), ["0.125"]),
+           "quant16 output of zero point 1": (build(T_Q16A, box_q=q, out_q=(0.125, 1)),
+                                              ["output 0", "0.125"]),
+           "3-D boxes": (build(roi_dims=(2, 4, 1)), ["rank"]),
+           "boxes of 5 coordinates": (build(roi_dims=(2, 5)), ["coordinates"]),
+           "3 boxes, 2 rows of deltas": (build(roi_dims=(3, 4), batch_dims=(3,), out_dims=(3, 8)),
+                                         ["deltas", "counts differ"]),
+           "2 boxes, 3 batch indices": (build(batch_dims=(3,)), ["batch index", "counts"]),
+           "deltas of 6 values": (build(delta_dims=(2, 6), out_dims=(2, 6)), ["per class"]),
+           "image sizes of 3 values": (build(info_dims=(1, 3)), ["height, width"]),
+           "wrong output shape": (build(out_dims=(2, 4)), ["output 0", "computes"])}
+    check_refusals(good, bad)
+
+
+def case_axis_aligned_bbox_transform_bad_batch_index():
+    # A batch index beyond the image sizes fails at execution (OP_FAILED),
+    # naming the box.
+    try:
+        run_bbox_transform(T_F32, ABT_ROIS[:2], ABT_DELTAS[:2], [0, 4], ABT_INFO)
+    except RuntimeError as e:
+        assert "compute" in str(e), e
+        assert "box 1 has batch index 4" in last_error(), last_error()
+        return
+    raise AssertionError("a batch index out of range was accepted")
+
+
+# ------------------------------------------------------------ ROI_ALIGN / ROI_POOLING
+
+def feature_at(x, b, y, z, c):
+    return x[b][y][z][c]
+
+
+def roi_align_formula(x, rois, batch, out_h, out_w, h_ratio, w_ratio, s_h, s_w):
+    """x: NHWC nested lists. NeuralNetworks.h: each box (scaled by 1 / ratio
+    into the feature map) is divided into out_h x out_w bins; each output
+    averages sampling points spread evenly in its bin, each a bilinear
+    interpolation; sampling 0 = ceil(bin size). Android's reference (for
+    what the header leaves open): a box is at least 1 x 1, the points sit
+    at the centres of equal sub-bins, and a point at or beyond the last row
+    (column) takes that row (column)."""
+    height, width, depth = len(x[0]), len(x[0][0]), len(x[0][0][0])
+    out = []
+    for r, box in enumerate(rois):
+        x1, y1, x2, y2 = box[0] / w_ratio, box[1] / h_ratio, box[2] / w_ratio, box[3] / h_ratio
+        bw, bh = max(x2 - x1, 1.0) / out_w, max(y2 - y1, 1.0) / out_h
+        nw = s_w if s_w > 0 else math.ceil(bw)
+        nh = s_h if s_h > 0 else math.ceil(bh)
+        cells = []
+        for i in range(out_h):
+            for j in range(out_w):
+                acc = [0.0] * depth
+                for si in range(nh):
+                    y = y1 + bh * i + bh / nh * (si + 0.5)
+                    ya = math.floor(y)
+                    yb, dy = ya + 1, y - ya
+                    if ya >= height - 1:
+                        ya = yb = height - 1
+                        dy = 0.0
+                    for sj in range(nw):
+                        z = x1 + bw * j + bw / nw * (sj + 0.5)
+                        za = math.floor(z)
+                        zb, dz = za + 1, z - za
+                        if za >= width - 1:
+                            za = zb = width - 1
+                            dz = 0.0
+                        for c in range(depth):
+                            acc[c] += ((1 - dy) * ((1 - dz) * x[batch[r]][ya][za][c]
+                                                   + dz * x[batch[r]][ya][zb][c])
+                                       + dy * ((1 - dz) * x[batch[r]][yb][za][c]
+                                               + dz * x[batch[r]][yb][zb][c]))
+                cells.append([a / (nh * nw) for a in acc])
+        out.append(cells)
+    return out  # [R][out_h * out_w][depth]
+
+
+def roi_pooling_formula(x, rois, batch, out_h, out_w, h_ratio, w_ratio, empty=0.0):
+    """NeuralNetworks.h: max-pooling of each box's bins, with rounding to
+    integer boundaries. Android's reference: corners rounded half away from
+    zero after scaling, the box (x2 - x1 + 1) x (y2 - y1 + 1) cells (at least
+    1), bin k spans [floor(start + k * size), ceil(start + (k + 1) * size))
+    clipped to the map; an empty bin gives 0 (the zero point)."""
+    height, width, depth = len(x[0]), len(x[0][0]), len(x[0][0][0])
+    out = []
+    for r, box in enumerate(rois):
+        x1, x2 = (round_half_away(box[k] / w_ratio) for k in (0, 2))
+        y1, y2 = (round_half_away(box[k] / h_ratio) for k in (1, 3))
+        bw, bh = max(x2 - x1 + 1, 1) / out_w, max(y2 - y1 + 1, 1) / out_h
+        cells = []
+        for i in range(out_h):
+            h0, h1 = min(math.floor(bh * i + y1), height), min(math.ceil(bh * (i + 1) + y1), height)
+            for j in range(out_w):
+                w0 = min(math.floor(bw * j + x1), width)
+                w1 = min(math.ceil(bw * (j + 1) + x1), width)
+                cells.append([max((x[batch[r]][h][w][c] for h in range(h0, h1)
+                                   for w in range(w0, w1)), default=empty)
+                              for c in range(depth)])
+        out.append(cells)
+    return out
+
+
+def run_roi(name, code, x_nhwc, rois, batch, out_hw, ratios, sampling=None, nchw=False,
+            xq=(0.0, 0), oq=(0.0, 0), batch_as_input=True):
+    """x_nhwc: a tensor in `code`'s storage. Returns the output as NHWC."""
+    box_code = T_Q16A if code == T_Q8 else code
+    box_q = (BOX_SCALE, 0) if code == T_Q8 else (0.0, 0)
+    x = x_nhwc.permute(0, 3, 1, 2).contiguous() if nchw else x_nhwc
+    m = Model()
+    ins = [m.input(code, tuple(x.shape), *xq), m.input(box_code, (len(rois), 4), *box_q)]
+    tensors = [x, as_storage(box_code, [v for row in rois for v in row], *box_q).reshape(-1, 4)]
+    if batch_as_input:
+        ins.append(m.input(T_I32, (len(rois),)))
+        tensors.append(torch.tensor(batch, dtype=torch.int32))
+    else:
+        ins.append(m.const(T_I32, torch.tensor(batch, dtype=torch.int32)))
+    ins += [m.const(I32, out_hw[0]), m.const(I32, out_hw[1]),
+            float_scalar(m, code, ratios[0]), float_scalar(m, code, ratios[1])]
+    if sampling is not None:
+        ins += [m.const(I32, sampling[0]), m.const(I32, sampling[1])]
+    ins.append(m.const(BOOL, nchw))
+    o = m.output(code, (0, 0, 0, 0), *oq)
+    m.op(name, ins, [o])
+    got = m.run(tensors, [DTYPE[code]])[0]
+    return got.permute(0, 2, 3, 1).contiguous() if nchw else got
+
+
+def nested(t):
+    return t.tolist()
+
+
+# Android's roi_align.mod.py (Android 10): TEST 1 (a 1x4x4x1 map, 4 boxes of
+# batch 0, 2x2 outputs, ratios 2, 4 sampling points each way) and its quant8
+# variation (input 0.25/128, output 0.0625/128, boxes 0.125/0).
+RA1_X = [-10, -1, 4, -5, -8, -2, 9, 1, 7, -2, 3, -7, -2, 10, -3, 5]
+RA1_ROIS = [[2, 2, 4, 4], [0, 0, 8, 8], [2, 0, 4, 8], [0, 2, 8, 4]]
+RA1_OUT = [0.375, 5.125, -0.375, 2.875, -0.5, -0.3125, 3.1875, 1.125, 0.25, 4.25, 4.875, 0.625,
+           -0.1875, 1.125, 0.9375, -2.625]
+RA1_Q_X = [88, 124, 144, 108, 96, 120, 164, 132, 156, 120, 140, 100, 120, 168, 116, 148]
+RA1_Q_OUT = [134, 210, 122, 174, 120, 123, 179, 146, 132, 196, 206, 138, 125, 146, 143, 86]
+# TEST 2 and 3: a 2x4x8x2 map, boxes of images 0, 0, 1, 1 (the third tests
+# rounding, the fourth is smaller than the output), 2x3 outputs, ratios 4,
+# sampling 4 (TEST 2) and 0 = adaptive (TEST 3).
+RA2_X = [8.84, 8.88, 7.41, 5.60, 9.95, 4.37, 0.10, 7.64, 6.50, 9.47, 7.55, 3.00, 0.89, 3.01,
+         6.30, 4.40, 1.64, 6.74, 6.16, 8.60, 5.85, 3.17, 7.12, 6.79, 5.77, 6.62, 5.13, 8.44,
+         5.08, 7.12, 2.84, 1.19, 8.37, 0.90, 7.86, 9.69, 1.97, 1.31, 4.42, 9.89, 0.18, 9.00,
+         9.30, 0.44, 5.05, 6.47, 1.09, 9.50, 1.30, 2.18, 2.05, 7.74, 7.66, 0.65, 4.18, 7.14,
+         5.35, 7.90, 1.04, 1.47, 9.01, 0.95, 4.07, 0.65,
+         5.47, 2.64, 0.86, 4.86, 2.38, 2.45, 8.77, 0.06, 3.60, 9.28, 5.84, 8.97, 6.89, 1.43,
+         3.90, 5.91, 7.40, 9.25, 3.12, 4.92, 1.87, 3.22, 9.50, 6.73, 2.07, 7.30, 3.07, 4.97,
+         0.24, 8.91, 1.09, 0.27, 7.29, 6.94, 2.31, 6.88, 4.33, 1.37, 0.86, 0.46, 6.07, 3.81,
+         0.86, 6.99, 4.36, 1.92, 8.19, 3.57, 7.90, 6.78, 4.64, 6.82, 6.18, 9.63, 2.63, 2.33,
+         1.36, 2.70, 9.99, 9.85, 8.06, 4.80, 7.80, 5.43]
+RA2_ROIS = [[4, 4, 28, 12], [4, 4, 32, 16], [7, 1, 29, 15], [1, 7, 9, 11]]
+RA2_BATCH = [0, 0, 1, 1]
+RA2_OUT = [5.150000, 5.491250, 4.733750, 7.100000, 4.827500, 5.843750, 4.721250, 4.797500,
+           3.750000, 6.592500, 5.452500, 3.362500, 4.899396, 5.861696, 4.941504, 5.979741,
+           3.182904, 6.111551, 5.141833, 4.631891, 3.903325, 4.627793, 5.537240, 1.356019,
+           4.845915, 3.618338, 3.301958, 6.250566, 2.930461, 4.269676, 3.642174, 4.201423,
+           5.008657, 5.735293, 7.426004, 4.819665, 4.518229, 6.887344, 2.952656, 5.565781,
+           3.952786, 2.552812, 5.191667, 6.854167, 3.920000, 6.512500, 4.886250, 5.497708]
+RA3_OUT = [5.150000, 5.491250, 4.733750, 7.100000, 4.827500, 5.843750, 4.721250, 4.797500,
+           3.750000, 6.592500, 5.452500, 3.362500, 4.869884, 5.908148, 4.941701, 5.955718,
+           3.113403, 6.341898, 5.156389, 4.604016, 3.881782, 4.616123, 5.690694, 1.237153,
+           5.028047, 3.560944, 3.157656, 6.395469, 2.896243, 4.336576, 3.563021, 4.057767,
+           5.053437, 6.028906, 7.396966, 4.668906, 4.385000, 6.905000, 2.815000, 5.502500,
+           4.161667, 1.829167, 5.191667, 6.854167, 3.920000, 6.512500, 5.106667, 5.612500]
+
+
+def flat(cells):
+    return [v for box in cells for cell in box for v in cell]
+
+
+def case_roi_align_android():
+    x1 = torch.tensor(RA1_X, dtype=torch.float32).reshape(1, 4, 4, 1)
+    x2 = torch.tensor(RA2_X, dtype=torch.float32).reshape(2, 4, 8, 2)
+    for code in (T_F32, T_F16):
+        for nchw in (False, True):
+            got = run_roi("ROI_ALIGN", code, x1.to(DTYPE[code]), RA1_ROIS, [0] * 4, (2, 2),
+                          (2.0, 2.0), (4, 4), nchw, batch_as_input=False)
+            within(got.float().reshape(-1).tolist(), RA1_OUT, float_tol(code), (code, nchw))
+            for sampling, want in (((4, 4), RA2_OUT), ((0, 0), RA3_OUT)):
+                got = run_roi("ROI_ALIGN", code, x2.to(DTYPE[code]), RA2_ROIS, RA2_BATCH,
+                              (2, 3), (4.0, 4.0), sampling, nchw)
+                within(got.float().reshape(-1).tolist(), want, float_tol(code),
+                       (code, nchw, sampling))
+    # The formula gives Android's values.
+    within(flat(roi_align_formula(nested(x1), RA1_ROIS, [0] * 4, 2, 2, 2.0, 2.0, 4, 4)),
+           RA1_OUT, float_tol(T_F32), "formula 1")
+    within(flat(roi_align_formula(nested(x2), RA2_ROIS, RA2_BATCH, 2, 3, 4.0, 4.0, 0, 0)),
+           RA3_OUT, float_tol(T_F32), "formula 3")
+    for nchw in (False, True):
+        got = run_roi("ROI_ALIGN", T_Q8, torch.tensor(RA1_Q_X, dtype=torch.uint8).reshape(
+            1, 4, 4, 1), RA1_ROIS, [0] * 4, (2, 2), (2.0, 2.0), (4, 4), nchw, (0.25, 128),
+            (0.0625, 128))
+        within(got.reshape(-1).tolist(), RA1_Q_OUT, lambda w: 1, ("quant8", nchw))
+
+
+def case_roi_align_formula():
+    gen = torch.Generator().manual_seed(12)
+    x = torch.randn(2, 7, 9, 3, generator=gen)
+    rois = [[0, 0, 18, 14], [3.3, 1.7, 11.1, 13.9], [10.5, 2.25, 12.0, 3.0], [17, 13, 18, 14],
+            [0.4, 0.6, 0.4, 0.6], [5, 5, 17.9, 13.9]]
+    batch = [0, 1, 1, 0, 1, 0]
+    for sampling in ((0, 0), (2, 3), (1, 1)):
+        want = roi_align_formula(nested(x), rois, batch, 3, 2, 2.0, 2.0, *sampling)
+        for code in (T_F32, T_F16):
+            for nchw in (False, True):
+                got = run_roi("ROI_ALIGN", code, x.to(DTYPE[code]), rois, batch, (3, 2),
+                              (2.0, 2.0), sampling, nchw)
+                w = want if code == T_F32 else roi_align_formula(
+                    nested(x.half().float()), [[float(torch.tensor(v).half()) for v in r]
+                                               for r in rois], batch, 3, 2, 2.0, 2.0, *sampling)
+                tol = float_tol(code) if code == T_F16 else (lambda v: 1e-5 + 1e-5 * abs(v))
+                within(got.float().reshape(-1).tolist(), flat(w), tol, (sampling, code, nchw))
+    # Quant8: real values quantized again (one quantum allowed).
+    xq = torch.randint(0, 256, (2, 7, 9, 3), generator=gen, dtype=torch.uint8)
+    real = [[[[(v - 100) * 0.05 for v in px] for px in row] for row in img]
+            for img in nested(xq)]
+    q_rois = [[v * BOX_SCALE for v in quantize(r, BOX_SCALE, 0, 0, 65535)] for r in rois]
+    want = roi_align_formula(real, q_rois, batch, 3, 2, 2.0, 2.0, 0, 0)
+    got = run_roi("ROI_ALIGN", T_Q8, xq, q_rois, batch, (3, 2), (2.0, 2.0), (0, 0), True,
+                  (0.05, 100), (0.04, 120))
+    within(got.reshape(-1).tolist(), quantize(flat(want), 0.04, 120, 0, 255), lambda w: 1,
+           "quant8")
+
+
+# Android's roi_pooling.mod.py (Android 10), TEST 1: a 1x4x4x1 map, boxes of
+# batch 0 (the last one outside the map: empty bins), 2x2 outputs, ratios 2,
+# and its quant8 variation (input and output 0.25/128, boxes 0.125/0).
+RP1_X = [-10, -1, 4, -5, -8, -2, 9, 1, 7, -2, 3, -7, -2, 10, -3, 5]
+RP1_ROIS = [[2, 2, 4, 4], [0, 0, 6, 6], [2, 0, 4, 6], [0, 2, 6, 4], [8, 8, 8, 8]]
+RP1_OUT = [-2, 9, -2, 3, -1, 9, 10, 5, -1, 9, 10, 3, -2, 9, 7, 3, 0, 0, 0, 0]
+RP1_Q_X = [88, 124, 144, 108, 96, 120, 164, 132, 156, 120, 140, 100, 120, 168, 116, 148]
+RP1_Q_OUT = [120, 164, 120, 140, 124, 164, 168, 148, 124, 164, 168, 140, 120, 164, 156, 140, 128,
+             128, 128, 128]
+
+
+def case_roi_pooling_android():
+    x = torch.tensor(RP1_X, dtype=torch.float32).reshape(1, 4, 4, 1)
+    for code in (T_F32, T_F16):
+        for nchw in (False, True):
+            got = run_roi("ROI_POOLING", code, x.to(DTYPE[code]), RP1_ROIS, [0] * 5, (2, 2),
+                          (2.0, 2.0), None, nchw, batch_as_input=False)
+            within(got.float().reshape(-1).tolist(), RP1_OUT, float_tol(code), (code, nchw))
+    within(flat(roi_pooling_formula(nested(x), RP1_ROIS, [0] * 5, 2, 2, 2.0, 2.0)), RP1_OUT,
+           float_tol(T_F32), "formula")
+    xq = torch.tensor(RP1_Q_X, dtype=torch.uint8).reshape(1, 4, 4, 1)
+    for nchw in (False, True):
+        got = run_roi("ROI_POOLING", T_Q8, xq, RP1_ROIS, [0] * 5, (2, 2), (2.0, 2.0), None, nchw,
+                      (0.25, 128), (0.25, 128))
+        assert got.reshape(-1).tolist() == RP1_Q_OUT, got
+
+
+def case_roi_pooling_formula():
+    gen = torch.Generator().manual_seed(13)
+    x = torch.randn(2, 6, 10, 2, generator=gen)
+    rois = [[0, 0, 39, 23], [5, 3, 21, 19], [1.9, 2.1, 2.0, 2.2], [30, 10, 39.9, 23.9],
+            [6, 2, 34, 22], [4.5, 4.5, 13.5, 9.5]]
+    batch = [0, 1, 0, 1, 1, 0]
+    want = roi_pooling_formula(nested(x), rois, batch, 3, 4, 4.0, 4.0)
+    for code in (T_F32, T_F16):
+        for nchw in (False, True):
+            xs = x.to(DTYPE[code])
+            got = run_roi("ROI_POOLING", code, xs, rois, batch, (3, 4), (4.0, 4.0), None, nchw)
+            w = want if code == T_F32 else roi_pooling_formula(nested(xs.float()), rois, batch,
+                                                               3, 4, 4.0, 4.0)
+            within(got.float().reshape(-1).tolist(), flat(w), lambda v: 0, (code, nchw))
+    xq = torch.randint(0, 256, (2, 6, 10, 2), generator=gen, dtype=torch.uint8)
+    got = run_roi("ROI_POOLING", T_Q8, xq, rois, batch, (3, 4), (4.0, 4.0), None, True,
+                  (0.5, 7), (0.5, 7))
+    want = roi_pooling_formula(nested(xq), rois, batch, 3, 4, 4.0, 4.0, empty=7)
+    assert got.reshape(-1).tolist() == flat(want)
+
+
+def case_roi_refusals():
+    def build(name="ROI_ALIGN", code=T_F32, x_dims=(1, 4, 4, 1), roi_code=None,
+              roi_dims=(2, 4), batch_dims=(2,), out_hw=(2, 2), ratio=2.0, ratio_code=None,
+              sampling=(0, 0), out_dims=(2, 2, 2, 1), xq=(0.0, 0), oq=None, roi_q=None):
+            def b(m):
+                rc = roi_code if roi_code is not None else (T_Q16A if code == T_Q8 else code)
+                rq = roi_q or ((0.125, 0) if rc == T_Q16A else (0.0, 0))
+                ins = [m.input(code, x_dims, *xq), m.input(rc, roi_dims, *rq),
+                       m.input(T_I32, batch_dims), m.const(I32, out_hw[0]),
+                       m.const(I32, out_hw[1])]
+                rcode = ratio_code if ratio_code is not None else (F16 if code == T_F16 else F32)
+                ins += [f16_scalar(m, ratio) if rcode == F16 else m.const(F32, ratio)] * 2
+                if name == "ROI_ALIGN":
+                    ins += [m.const(I32, s) for s in sampling]
+                ins.append(m.const(BOOL, False))
+                m.op(name, ins, [m.output(code, out_dims, *(oq or xq))])
+            return b
+    q8 = (0.5, 10)
+    good = [build(), build(code=T_F16), build(code=T_Q8, xq=q8, oq=(0.25, 3)),
+            build("ROI_POOLING"), build("ROI_POOLING", T_Q8, xq=q8)]
+    bad = {"int32 feature map": (build(code=T_I32), ["input 0"]),
+           "float32 boxes for quant8": (build(code=T_Q8, xq=q8, roi_code=T_F32), ["input 1"]),
+           "quant16 boxes of scale 1": (build(code=T_Q8, xq=q8, roi_q=(1.0, 0)), ["0.125"]),
+           "float32 ratio for float16": (build(code=T_F16, ratio_code=F32), ["input 5"]),
+           "3-D feature map": (build(x_dims=(4, 4, 1)), ["rank"]),
+           "boxes of 3 coordinates": (build(roi_dims=(2, 3)), ["coordinates"]),
+           "2 boxes, 3 batch indices": (build(batch_dims=(3,)), ["counts differ"]),
+           "output height 0": (build(out_hw=(0, 2)), ["output height"]),
+           "ratio 0": (build(ratio=0.0), ["ratio"]),
+           "sampling -1": (build(sampling=(-1, 0)), ["sampling"]),
+           "wrong output shape": (build(out_dims=(2, 3, 2, 1)), ["computes"]),
+           "ROI_POOLING requantizing": (build("ROI_POOLING", T_Q8, xq=q8, oq=(0.25, 3)),
+                                        ["scale"])}
+    check_refusals(good, bad)
+
+
+def case_roi_box_outside_image():
+    # A box beyond its image fails at execution, naming the box.
+    x = torch.zeros(1, 4, 4, 1)
+    for name, sampling in (("ROI_ALIGN", (0, 0)), ("ROI_POOLING", None)):
+        try:
+            run_roi(name, T_F32, x, [[0, 0, 2, 2], [1, 1, 9, 4]], [0, 0], (2, 2), (2.0, 2.0),
+                    sampling)
+        except RuntimeError:
+            assert "box 1 [1, 1, 9, 4]" in last_error(), last_error()
+            continue
+        raise AssertionError(f"{name}: a box beyond the image was accepted")
+
+
+CASES = [v for k, v in list(globals().items()) if k.startswith("case_")]
+
+if __name__ == "__main__":
+    sys.exit(run_cases(CASES))
