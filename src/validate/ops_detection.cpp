@@ -1,5 +1,6 @@
 // Rules of NeuralNetworks.h for the detection operations of feature level 3
-// (Android 10): AXIS_ALIGNED_BBOX_TRANSFORM, ROI_ALIGN and ROI_POOLING.
+// (Android 10): AXIS_ALIGNED_BBOX_TRANSFORM, ROI_ALIGN, ROI_POOLING and
+// HEATMAP_MAX_KEYPOINT.
 //
 // Boxes are [num_boxes, 4] tensors of the float type of the operation's
 // main input, or TENSOR_QUANT16_ASYMM with scale 0.125 and zero point 0 when
@@ -134,12 +135,50 @@ void roi_pooling_rule(Check& c) {
   c.same_quant(0, 0);
 }
 
+// ---- HEATMAP_MAX_KEYPOINT: heatmaps [K, size, size, keypoints] (NCHW [K,
+// keypoints, size, size]), boxes [K, 4], layout -> scores [K, keypoints]
+// (quant8: its own scale and zero point), keypoints [K, keypoints, 2] of the
+// boxes' type.
+
+void heatmap_max_keypoint_rule(Check& c) {
+  c.input_count({3});
+  c.output_count(2);
+  typed(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}, {T::TensorQuant8Asymm, 3}});
+  c.input_rank(0, 4, 4);
+  box_input(c, 1);
+  c.input_type(2, {T::Bool});
+  c.output_same_type(0, 0);
+  c.output_rank(0, 2, 2);
+  c.output_type(1, {box_type(c.type(0))});
+  c.output_rank(1, 3, 3);
+  box_quant(c, 1, true);
+  if (!c.full()) return;
+  const std::optional<bool> nchw = c.flag(2);
+  if (!c.shapes()) return;
+  four_coordinates(c, 1);
+  const int64_t boxes = c.dim(0, 0);
+  c.equal_dims(c.dim(1, 0), boxes,
+               "input 1 has one box per heatmap of input 0, but their counts differ");
+  if (!nchw) {
+    c.set_output(0, Shape::unknown_of_rank(2));
+    return c.set_output(1, Shape::unknown_of_rank(3));
+  }
+  const int64_t h = c.dim(0, *nchw ? 2 : 1), w = c.dim(0, *nchw ? 3 : 2);
+  const int64_t keypoints = c.dim(0, *nchw ? 1 : 3);
+  c.equal_dims(h, w, "the heatmaps of input 0 must be square");
+  if (h >= 0 && h < 2)
+    c.fail(Rule::Shape, "the heatmaps of input 0 are " + str(h) + " wide; NNAPI needs >= 2");
+  c.set_output(0, Shape::of({boxes, keypoints}));
+  c.set_output(1, Shape::of({boxes, keypoints, 2}));
+}
+
 }  // namespace
 
 void add_detection_rules(std::vector<OpRule>& t) {
   t.push_back({nnapi::Op::AxisAlignedBboxTransform, axis_aligned_bbox_transform_rule});
   t.push_back({nnapi::Op::RoiAlign, roi_align_rule});
   t.push_back({nnapi::Op::RoiPooling, roi_pooling_rule});
+  t.push_back({nnapi::Op::HeatmapMaxKeypoint, heatmap_max_keypoint_rule});
 }
 
 }  // namespace nnapi_validate

@@ -29,7 +29,7 @@ from test_extra_ops import (BOOL, CODES, F32, I32, T_F32, T_I32, T_Q8, Model,  #
                             lib, run_cases, u32_array, ok)
 
 T_F16, F16, T_Q16A = 8, 10, 12
-CODES.update(AXIS_ALIGNED_BBOX_TRANSFORM=41, ROI_ALIGN=81, ROI_POOLING=82)
+CODES.update(AXIS_ALIGNED_BBOX_TRANSFORM=41, ROI_ALIGN=81, ROI_POOLING=82, HEATMAP_MAX_KEYPOINT=56)
 DTYPE = {T_F32: torch.float32, T_F16: torch.float16, T_I32: torch.int32, T_Q8: torch.uint8,
          T_Q16A: torch.int16}
 BOX_SCALE = 0.125  # NNAPI's TENSOR_QUANT16_ASYMM boxes: scale 0.125, zero point 0
@@ -582,6 +582,148 @@ def case_roi_box_outside_image():
             assert "box 1 [1, 1, 9, 4]" in last_error(), last_error()
             continue
         raise AssertionError(f"{name}: a box beyond the image was accepted")
+
+
+# ------------------------------------------------------------ HEATMAP_MAX_KEYPOINT
+
+def heatmap_formula(maps, boxes, tol=1e-5):
+    """maps: [K][size][size][keypoints]. NeuralNetworks.h: the maximum of each
+    heatmap refined by the quadratic Taylor expansion (approximating bicubic
+    upscaling), mapped into its box. Android's reference, for the details:
+    the first maximum in row-major order; the 3x3 neighbourhood mirrored at
+    the borders (index -1 reads 1, size reads size - 2); b = -gradient and A
+    = Hessian by central differences; delta = A^-1 b unless |det A| < tol *
+    (1 + A00 * A11), scaled to at most 1.5 in both axes; score D - b.d +
+    d.A.d / 2; keypoint ((max + d + 0.5) / size) * box size + box start."""
+    scores, points = [], []
+    size = len(maps[0])
+    for n, hm in enumerate(maps):
+        srow, prow = [], []
+        for k in range(len(hm[0][0])):
+            best = 0
+            for p in range(1, size * size):
+                if hm[p // size][p % size][k] > hm[best // size][best % size][k]:
+                    best = p
+            y, x = divmod(best, size)
+
+            def mir(i):
+                return 1 if i < 0 else (size - 2 if i >= size else i)
+            g = [[hm[mir(y + dy)][mir(x + dx)][k] for dx in (-1, 0, 1)] for dy in (-1, 0, 1)]
+            b0, b1 = -(g[1][2] - g[1][0]) / 2, -(g[2][1] - g[0][1]) / 2
+            a00 = g[1][0] - 2 * g[1][1] + g[1][2]
+            a01 = (g[2][2] - g[2][0] - g[0][2] + g[0][0]) / 4
+            a11 = g[0][1] - 2 * g[1][1] + g[2][1]
+            det = a00 * a11 - a01 * a01
+            dx = dy = 0.0
+            score = g[1][1]
+            if not abs(det) < tol + tol * a00 * a11:
+                dx, dy = (a11 * b0 - a01 * b1) / det, (a00 * b1 - a01 * b0) / det
+                big = max(abs(dx), abs(dy))
+                if big > 1.5:
+                    dx, dy = dx * 1.5 / big, dy * 1.5 / big
+                score = (g[1][1] - b0 * dx - b1 * dy
+                         + ((a00 * dx + a01 * dy) * dx + (a01 * dx + a11 * dy) * dy) / 2)
+            x1, y1, x2, y2 = boxes[n]
+            srow.append(score)
+            prow.append([(x + dx + 0.5) / size * (x2 - x1) + x1,
+                         (y + dy + 0.5) / size * (y2 - y1) + y1])
+        scores.append(srow)
+        points.append(prow)
+    return scores, points
+
+
+def run_heatmap(code, maps_nhwc, boxes, nchw=False, q=(0.0, 0), sq=(0.0, 0)):
+    box_code = T_Q16A if code == T_Q8 else code
+    box_q = (BOX_SCALE, 0) if code == T_Q8 else (0.0, 0)
+    x = maps_nhwc.permute(0, 3, 1, 2).contiguous() if nchw else maps_nhwc
+    m = Model()
+    ins = [m.input(code, tuple(x.shape), *q), m.input(box_code, (len(boxes), 4), *box_q),
+           m.const(BOOL, nchw)]
+    outs = [m.output(code, (0, 0), *sq), m.output(box_code, (0, 0, 0), *box_q)]
+    m.op("HEATMAP_MAX_KEYPOINT", ins, outs)
+    return m.run([x, as_storage(box_code, [v for r in boxes for v in r], *box_q).reshape(-1, 4)],
+                 [DTYPE[code], DTYPE[box_code]])
+
+
+# Android's heatmap_max_keypoint.mod.py (Android 10), TEST 1: six 4x4 heatmaps
+# of one keypoint (maxima inside, at the border, tied, and a singular
+# Hessian) and their boxes.
+HM_X = [-10, -1, 4, -5, -8, -2, 9, 1, 7, -2, 3, -7, -2, 2, -3, 5,
+        -10, -1, 4, -5, -8, -2, 9, 1, 7, -2, 3, -7, -2, 10, -3, 5,
+        -10, -1, 4, -5, -8, -2, 4, 1, 7, -2, 3, -7, -2, 2, -3, 5,
+        -10, -1, 4, 10, -8, -2, 4, 1, 7, -2, 3, -7, -2, 2, -3, 5,
+        -10, -56, 4, -5, -8, -2, 9, 1, 7, -2, 3, -7, -2, 2, -3, 5,
+        -10, -57.827329175, 4, -5, -8, -2, 9, 1, 7, -2, 3, -7, -2, 2, -3, 5]
+HM_BOXES = [[5, 2, 10, 20], [1, 7, 30, 10], [8, 3, 15, 13], [6, 5, 19, 12], [5, 2, 10, 20],
+            [5, 2, 10, 20]]
+HM_SCORES = [9.071493, 10.005, 7.1875, 10.0, 10.689667, 9.0]
+HM_POINTS = [8.224462, 8.537316, 11.73, 9.625, 8.875, 9.5625, 17.375, 5.875, 9.569672, 2.0,
+             8.125, 8.75]
+
+
+def case_heatmap_max_keypoint_android():
+    x = torch.tensor(HM_X, dtype=torch.float64).float().reshape(6, 4, 4, 1)
+    for code in (T_F32, T_F16):
+        for nchw in (False, True):
+            scores, points = run_heatmap(code, x.to(DTYPE[code]), HM_BOXES, nchw)
+            assert list(scores.shape) == [6, 1] and list(points.shape) == [6, 1, 2]
+            within(scores.float().reshape(-1).tolist(), HM_SCORES, float_tol(code), (code, nchw))
+            within(points.float().reshape(-1).tolist(), HM_POINTS, float_tol(code), (code, nchw))
+    s, p = heatmap_formula(x.tolist(), HM_BOXES)
+    within([v for r in s for v in r], HM_SCORES, float_tol(T_F32), "formula scores")
+    within([v for r in p for k in r for v in k], HM_POINTS, float_tol(T_F32), "formula points")
+
+
+def case_heatmap_max_keypoint_formula():
+    gen = torch.Generator().manual_seed(14)
+    x = torch.randn(3, 5, 5, 4, generator=gen)
+    x[1, 0, 0, 2] = 9.0  # a corner maximum (mirrored neighbourhood)
+    x[2, 2, 3, 1] = x[2, 4, 4, 1] = 8.0  # tied maxima: the first counts
+    boxes = [[1.5, 2.0, 9.0, 12.25], [0, 0, 31.5, 7.75], [4, 4, 4, 4]]
+    s, p = heatmap_formula(x.tolist(), boxes)
+    for code in (T_F32, T_F16):
+        for nchw in (False, True):
+            xs = x.to(DTYPE[code])
+            if code == T_F16:
+                s, p = heatmap_formula(xs.float().tolist(), boxes, 1e-3)
+            scores, points = run_heatmap(code, xs, boxes, nchw)
+            tol = float_tol(code) if code == T_F16 else (lambda v: 1e-5 * (1 + abs(v)))
+            within(scores.float().reshape(-1).tolist(), [v for r in s for v in r], tol, code)
+            within(points.float().reshape(-1).tolist(), [v for r in p for k in r for v in k], tol,
+                   code)
+    xq = torch.randint(0, 256, (3, 5, 5, 4), generator=gen, dtype=torch.uint8)
+    real = [[[[(v - 128) * 0.1 for v in px] for px in row] for row in hm] for hm in xq.tolist()]
+    s, p = heatmap_formula(real, boxes)
+    scores, points = run_heatmap(T_Q8, xq, boxes, True, (0.1, 128), (0.2, 64))
+    within(scores.reshape(-1).tolist(), quantize([v for r in s for v in r], 0.2, 64, 0, 255),
+           lambda v: 1, "quant8 scores")
+    within(u16(points.reshape(-1)), quantize([v for r in p for k in r for v in k], BOX_SCALE, 0, 0,
+                                             65535), lambda v: 1, "quant16 keypoints")
+
+
+def case_heatmap_max_keypoint_refusals():
+    def build(code=T_F32, x_dims=(2, 4, 4, 3), box_code=None, box_dims=(2, 4),
+              s_dims=(2, 3), p_dims=(2, 3, 2), p_code=None, p_q=None, nchw=False):
+        def b(m):
+            bc = box_code if box_code is not None else (T_Q16A if code == T_Q8 else code)
+            bq = (0.125, 0) if bc == T_Q16A else (0.0, 0)
+            pc = p_code if p_code is not None else bc
+            pq = p_q or ((0.125, 0) if pc == T_Q16A else (0.0, 0))
+            q = (0.5, 3) if code == T_Q8 else (0.0, 0)
+            m.op("HEATMAP_MAX_KEYPOINT", [m.input(code, x_dims, *q), m.input(bc, box_dims, *bq),
+                                          m.const(BOOL, nchw)],
+                 [m.output(code, s_dims, *q), m.output(pc, p_dims, *pq)])
+        return b
+    good = [build(), build(T_F16), build(T_Q8), build(x_dims=(2, 3, 4, 4), nchw=True)]
+    bad = {"int32 heatmaps": (build(T_I32), ["input 0"]),
+           "float32 boxes for quant8": (build(T_Q8, box_code=T_F32), ["input 1"]),
+           "quant16 keypoints of zero point 2": (build(T_Q8, p_q=(0.125, 2)), ["output 1"]),
+           "float16 keypoints for float32": (build(p_code=T_F16), ["output 1"]),
+           "non-square heatmaps": (build(x_dims=(2, 4, 5, 3)), ["square"]),
+           "1x1 heatmaps": (build(x_dims=(2, 1, 1, 3)), [">= 2"]),
+           "3 boxes for 2 heatmaps": (build(box_dims=(3, 4)), ["counts differ"]),
+           "wrong score shape": (build(s_dims=(2, 4)), ["output 0", "computes"])}
+    check_refusals(good, bad)
 
 
 CASES = [v for k, v in list(globals().items()) if k.startswith("case_")]

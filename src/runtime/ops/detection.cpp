@@ -1,5 +1,5 @@
 // The detection operations of NNAPI feature level 3 (Android 10):
-// AXIS_ALIGNED_BBOX_TRANSFORM, ROI_ALIGN and ROI_POOLING.
+// AXIS_ALIGNED_BBOX_TRANSFORM, ROI_ALIGN, ROI_POOLING and HEATMAP_MAX_KEYPOINT.
 //
 // Every kernel computes on real values in float32, as Android's reference
 // CPU implementation computes its float kernels: quantized inputs are
@@ -267,6 +267,85 @@ void roi_pooling(ExecContext& ctx) {
   store_image(ctx, out, a.nchw);
 }
 
+// ---- HEATMAP_MAX_KEYPOINT: heatmaps [K, size, size, keypoints] (NCHW: [K,
+// keypoints, size, size]), boxes [K, 4], layout -> scores [K, keypoints],
+// keypoints [K, keypoints, 2] (x, y). Per heatmap: its maximum (the first in
+// row-major order, as Android's reference scans), refined by the quadratic
+// Taylor expansion D - b'd + d'Ad / 2 of the 3x3 neighbourhood (mirrored at
+// the borders: row -1 reads row 1, row size reads row size - 2), where b is
+// the negated gradient and A the Hessian by central differences; d = A^-1 b,
+// scaled down to |d| <= 1.5 in both axes, and none when A is singular
+// (|det A| < tol * (1 + A00 * A11), tol 1e-5, 1e-3 for TENSOR_FLOAT16, as
+// Android's reference). The keypoint is ((max + d + 0.5) / size) of the box.
+
+struct Refined {
+  float dx = 0, dy = 0, score = 0;
+};
+
+Refined refine_maximum(const float g[3][3], float score, float tol) {
+  Refined r;
+  r.score = score;
+  const float b0 = -(g[1][2] - g[1][0]) / 2.0f, b1 = -(g[2][1] - g[0][1]) / 2.0f;
+  const float a00 = g[1][0] - 2.0f * g[1][1] + g[1][2];
+  const float a01 = (g[2][2] - g[2][0] - g[0][2] + g[0][0]) / 4.0f;
+  const float a11 = g[0][1] - 2.0f * g[1][1] + g[2][1];
+  const float diagonal = a00 * a11, det = diagonal - a01 * a01;
+  if (std::abs(det) < tol + tol * diagonal) return r;
+  float dx = (a11 * b0 - a01 * b1) / det, dy = (a00 * b1 - a01 * b0) / det;
+  const float largest = std::max(std::abs(dx), std::abs(dy));
+  if (largest > 1.5f) {
+    dx *= 1.5f / largest;
+    dy *= 1.5f / largest;
+  }
+  r.dx = dx;
+  r.dy = dy;
+  r.score = g[1][1] - b0 * dx - b1 * dy +
+            ((a00 * dx + a01 * dy) * dx + (a01 * dx + a11 * dy) * dy) / 2.0f;
+  return r;
+}
+
+void heatmap_max_keypoint(ExecContext& ctx) {
+  const bool nchw = ctx.flag(2);
+  at::Tensor maps = real_values(ctx.in(0));
+  if (maps.dim() != 4) fail(Result::OpFailed, "input 0 (heatmaps) is not 4-D");
+  if (nchw) maps = maps.permute({0, 2, 3, 1});
+  maps = maps.contiguous();
+  const at::Tensor boxes = box_input(ctx, 1);
+  const int64_t count = maps.size(0), size = maps.size(1), keypoints = maps.size(3);
+  expect_size(maps.size(2), size, "the heatmap width (the heatmaps are square)");
+  if (size < 2) fail(Result::OpFailed, "the heatmaps are " + str(size) + " wide; NNAPI needs >= 2");
+  expect_size(boxes.size(0), count, "dimension 0 of input 1 (one box per heatmap)");
+  const float tol = ctx.in_operand(0).type == OperandType::TensorFloat16 ? 1e-3f : 1e-5f;
+  at::Tensor scores = at::empty({count, keypoints}, at::kFloat);
+  at::Tensor points = at::empty({count, keypoints, 2}, at::kFloat);
+  auto M = maps.accessor<float, 4>();
+  auto B = boxes.accessor<float, 2>();
+  auto S = scores.accessor<float, 2>();
+  auto P = points.accessor<float, 3>();
+  auto mirror = [size](int64_t k) { return k < 0 ? 1 : (k >= size ? size - 2 : k); };
+  for (int64_t n = 0; n < count; ++n) {
+    if (!(B[n][0] <= B[n][2] && B[n][1] <= B[n][3]))
+      fail(Result::OpFailed, "box " + str(n) + " has x1 > x2 or y1 > y2");
+    for (int64_t k = 0; k < keypoints; ++k) {
+      int64_t best = 0;
+      for (int64_t p = 1; p < size * size; ++p)
+        if (M[n][p / size][p % size][k] > M[n][best / size][best % size][k]) best = p;
+      const int64_t y = best / size, x = best % size;
+      float grid[3][3];
+      for (int64_t dy = -1; dy <= 1; ++dy)
+        for (int64_t dx = -1; dx <= 1; ++dx)
+          grid[dy + 1][dx + 1] = M[n][mirror(y + dy)][mirror(x + dx)][k];
+      const Refined r = refine_maximum(grid, M[n][y][x][k], tol);
+      const float size_f = static_cast<float>(size);
+      S[n][k] = r.score;
+      P[n][k][0] = (static_cast<float>(x) + r.dx + 0.5f) / size_f * (B[n][2] - B[n][0]) + B[n][0];
+      P[n][k][1] = (static_cast<float>(y) + r.dy + 0.5f) / size_f * (B[n][3] - B[n][1]) + B[n][1];
+    }
+  }
+  ctx.set_output(0, to_operand(scores, ctx.out_operand(0)));
+  ctx.set_output(1, to_operand(points, ctx.out_operand(1)));
+}
+
 }  // namespace
 
 void add_detection_kernels(std::vector<OpKernel>& t) {
@@ -274,6 +353,7 @@ void add_detection_kernels(std::vector<OpKernel>& t) {
       {Op::AxisAlignedBboxTransform, "AXIS_ALIGNED_BBOX_TRANSFORM", axis_aligned_bbox_transform});
   t.push_back({Op::RoiAlign, "ROI_ALIGN", roi_align});
   t.push_back({Op::RoiPooling, "ROI_POOLING", roi_pooling});
+  t.push_back({Op::HeatmapMaxKeypoint, "HEATMAP_MAX_KEYPOINT", heatmap_max_keypoint});
 }
 
 }  // namespace nnrt
