@@ -1,6 +1,6 @@
 // Rules of NeuralNetworks.h for the detection operations of feature level 3
-// (Android 10): AXIS_ALIGNED_BBOX_TRANSFORM, ROI_ALIGN, ROI_POOLING and
-// HEATMAP_MAX_KEYPOINT.
+// (Android 10): AXIS_ALIGNED_BBOX_TRANSFORM, ROI_ALIGN, ROI_POOLING,
+// HEATMAP_MAX_KEYPOINT and BOX_WITH_NMS_LIMIT.
 //
 // Boxes are [num_boxes, 4] tensors of the float type of the operation's
 // main input, or TENSOR_QUANT16_ASYMM with scale 0.125 and zero point 0 when
@@ -172,6 +172,51 @@ void heatmap_max_keypoint_rule(Check& c) {
   c.set_output(1, Shape::of({boxes, keypoints, 2}));
 }
 
+// ---- BOX_WITH_NMS_LIMIT: scores [R, C], boxes [R, C * 4], batch indices
+// [R], score threshold, max detections, kernel (0 to 2), IoU threshold,
+// sigma, NMS score threshold -> scores [N], boxes [N, 4], classes [N], batch
+// indices [N]; N is known only when the operation runs.
+
+void box_with_nms_limit_rule(Check& c) {
+  c.input_count({9});
+  c.output_count(4);
+  typed(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}, {T::TensorQuant8Asymm, 3}});
+  c.input_rank(0, 2, 2);
+  box_input(c, 1);
+  batch_input(c, 2, 0);
+  for (size_t i : {3, 6, 7, 8}) float_scalar_for_input(c, i);
+  for (size_t i : {4, 5}) c.input_type(i, {T::Int32});
+  c.output_same_type(0, 0);
+  c.same_quant(0, 0);
+  c.output_rank(0, 1, 1);
+  c.output_type(1, {box_type(c.type(0))});
+  c.output_rank(1, 2, 2);
+  box_quant(c, 1, true);
+  for (size_t o : {2, 3}) {
+    c.output_type(o, {T::TensorInt32});
+    c.output_rank(o, 1, 1);
+  }
+  if (!c.full()) return;
+  if (auto kernel = c.i32(5); kernel && (*kernel < 0 || *kernel > 2))
+    c.fail(Rule::Parameter, "input 5 (NMS kernel) is " + str(*kernel) +
+                                "; NNAPI's kernels are 0 (hard), 1 (linear) and 2 (gaussian)");
+  if (auto sigma = c.f32(7); sigma && c.i32(5) == 2 && !(*sigma > 0))
+    c.fail(Rule::Parameter,
+           "input 7 (sigma) is " + std::to_string(*sigma) + "; the gaussian kernel needs it > 0");
+  if (!c.shapes()) return;
+  const int64_t rois = c.dim(0, 0), classes = c.dim(0, 1);
+  c.equal_dims(c.dim(1, 0), rois,
+               "input 1 has one row of boxes per row of scores of input 0, but their counts "
+               "differ");
+  c.equal_dims(c.dim(1, 1), classes < 0 ? -1 : classes * 4,
+               "input 1 needs 4 coordinates per class of input 0, but its size differs from 4 "
+               "times the number of classes");
+  c.set_output(0, Shape::unknown_of_rank(1));
+  c.set_output(1, Shape::of({-1, 4}));
+  c.set_output(2, Shape::unknown_of_rank(1));
+  c.set_output(3, Shape::unknown_of_rank(1));
+}
+
 }  // namespace
 
 void add_detection_rules(std::vector<OpRule>& t) {
@@ -179,6 +224,7 @@ void add_detection_rules(std::vector<OpRule>& t) {
   t.push_back({nnapi::Op::RoiAlign, roi_align_rule});
   t.push_back({nnapi::Op::RoiPooling, roi_pooling_rule});
   t.push_back({nnapi::Op::HeatmapMaxKeypoint, heatmap_max_keypoint_rule});
+  t.push_back({nnapi::Op::BoxWithNmsLimit, box_with_nms_limit_rule});
 }
 
 }  // namespace nnapi_validate

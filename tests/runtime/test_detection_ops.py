@@ -29,7 +29,8 @@ from test_extra_ops import (BOOL, CODES, F32, I32, T_F32, T_I32, T_Q8, Model,  #
                             lib, run_cases, u32_array, ok)
 
 T_F16, F16, T_Q16A = 8, 10, 12
-CODES.update(AXIS_ALIGNED_BBOX_TRANSFORM=41, ROI_ALIGN=81, ROI_POOLING=82, HEATMAP_MAX_KEYPOINT=56)
+CODES.update(AXIS_ALIGNED_BBOX_TRANSFORM=41, ROI_ALIGN=81, ROI_POOLING=82, HEATMAP_MAX_KEYPOINT=56,
+             BOX_WITH_NMS_LIMIT=44)
 DTYPE = {T_F32: torch.float32, T_F16: torch.float16, T_I32: torch.int32, T_Q8: torch.uint8,
          T_Q16A: torch.int16}
 BOX_SCALE = 0.125  # NNAPI's TENSOR_QUANT16_ASYMM boxes: scale 0.125, zero point 0
@@ -723,6 +724,244 @@ def case_heatmap_max_keypoint_refusals():
            "1x1 heatmaps": (build(x_dims=(2, 1, 1, 3)), [">= 2"]),
            "3 boxes for 2 heatmaps": (build(box_dims=(3, 4)), ["counts differ"]),
            "wrong score shape": (build(s_dims=(2, 4)), ["output 0", "computes"])}
+    check_refusals(good, bad)
+
+
+# ------------------------------------------------------------ BOX_WITH_NMS_LIMIT
+
+def iou(a, b):
+    """Intersection over union of [x1, y1, x2, y2] boxes (no + 1: Android's
+    reference)."""
+    w = max(min(a[2], b[2]) - max(a[0], b[0]), 0.0)
+    h = max(min(a[3], b[3]) - max(a[1], b[1]), 0.0)
+    inter = w * h
+    return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
+
+
+def nms_formula(scores, boxes, batch, score_thr, max_det, kernel, iou_thr, sigma, nms_thr):
+    """NeuralNetworks.h: per image and class (class 0, the background,
+    skipped), candidates scoring above score_thr; repeatedly the best is kept
+    and the others' scores multiplied by the kernel of their IoU with it
+    (hard 1 or 0, linear 1 or 1 - IoU at IoU >= iou_thr, gaussian
+    exp(-IoU^2 / sigma)); those below nms_thr are dropped. At most max_det
+    per class and per image (the best), ordered by class, then score.
+    Android's reference for ties: candidates in box order, the first best
+    kept, a dropped candidate swapped with the last."""
+    def weight(o):
+        if kernel == 2:
+            return math.exp(-o * o / sigma)
+        return 1.0 if o < iou_thr else (0.0 if kernel == 0 else 1.0 - o)
+    s = [list(row) for row in scores]
+    classes = len(s[0])
+    out = []
+    first = 0
+    while first < len(batch):
+        last = first
+        while last < len(batch) and batch[last] == batch[first]:
+            last += 1
+        image = []
+        for c in range(1, classes):
+            sel = [(r, c) for r in range(first, last) if s[r][c] > score_thr]
+            start, end = 0, len(sel)
+            limit = end if max_det < 0 else max_det
+            while start < end and start < limit:
+                best = start
+                for i in range(start + 1, end):
+                    if s[sel[i][0]][c] > s[sel[best][0]][c]:
+                        best = i
+                sel[best], sel[start] = sel[start], sel[best]
+                kept = boxes[sel[start][0]][4 * c:4 * c + 4]
+                i = start + 1
+                while i < end:
+                    r = sel[i][0]
+                    s[r][c] *= weight(iou(boxes[r][4 * c:4 * c + 4], kept))
+                    if s[r][c] < nms_thr:
+                        end -= 1
+                        sel[i], sel[end] = sel[end], sel[i]
+                    else:
+                        i += 1
+                start += 1
+            image += sel[:start]
+        image.sort(key=lambda rc: -s[rc[0]][rc[1]])
+        if max_det >= 0:
+            image = image[:max_det]
+        image.sort(key=lambda rc: (rc[1], -s[rc[0]][rc[1]]))
+        out += [(s[r][c], boxes[r][4 * c:4 * c + 4], c, batch[first]) for r, c in image]
+        first = last
+    return out
+
+
+def nms_model(m, code, n_rois, classes, params, q=(0.0, 0), box_q=None, out_q=None):
+    """Adds BOX_WITH_NMS_LIMIT on model inputs; returns its output operands."""
+    box_code = T_Q16A if code == T_Q8 else code
+    box_q = box_q or ((BOX_SCALE, 0) if code == T_Q8 else (0.0, 0))
+    score_thr, max_det, kernel, iou_thr, sigma, nms_thr = params
+    ins = [m.input(code, (n_rois, classes), *q), m.input(box_code, (n_rois, classes * 4), *box_q),
+           m.input(T_I32, (n_rois,)), float_scalar(m, code, score_thr), m.const(I32, max_det),
+           m.const(I32, kernel), float_scalar(m, code, iou_thr), float_scalar(m, code, sigma),
+           float_scalar(m, code, nms_thr)]
+    outs = [m.output(code, (0,), *(out_q or q)), m.output(box_code, (0, 4), *box_q),
+            m.output(T_I32, (0,)), m.output(T_I32, (0,))]
+    m.op("BOX_WITH_NMS_LIMIT", ins, outs)
+    return outs
+
+
+def run_nms(code, scores, boxes, batch, params, q=(0.0, 0)):
+    box_code = T_Q16A if code == T_Q8 else code
+    box_q = (BOX_SCALE, 0) if code == T_Q8 else (0.0, 0)
+    m = Model()
+    nms_model(m, code, len(scores), len(scores[0]), params, q)
+    return m.run([as_storage(code, [v for r in scores for v in r], *q).reshape(len(scores), -1),
+                  as_storage(box_code, [v for r in boxes for v in r], *box_q).reshape(
+                      len(boxes), -1),
+                  torch.tensor(batch, dtype=torch.int32)],
+                 [DTYPE[code], DTYPE[box_code], torch.int32, torch.int32])
+
+
+# Android's box_with_nms_limit_hard.mod.py (Android 10): 19 boxes of 3
+# classes in two images, score threshold 0.3, no limit, hard NMS at IoU 0.4,
+# NMS score threshold 0.3 (quant8: scores 0.01/0, boxes 0.125/0).
+NMS_SCORES = [[0.9, 0.95, 0.75], [0.8, 0.7, 0.85], [0.6, 0.9, 0.95], [0.9, 0.65, 0.9],
+              [0.8, 0.85, 0.8], [0.6, 0.6, 0.2], [0.6, 0.8, 0.4], [0.9, 0.55, 0.6],
+              [0.9, 0.75, 0.7], [0.8, 0.7, 0.85], [0.9, 0.95, 0.75], [0.8, 0.85, 0.8],
+              [0.6, 0.9, 0.95], [0.6, 0.6, 0.2], [0.5, 0.9, 0.8], [0.9, 0.75, 0.7],
+              [0.9, 0.65, 0.9], [0.9, 0.55, 0.6], [0.6, 0.8, 0.4]]
+NMS_BOX_CORNERS = [(1, 0, 0), (2, 1, 1), (3, 2, 2), (4, 3, 3), (5, 4, 4), (6, 5, 5), (7, 6, 6),
+                   (8, 7, 7), (9, 8, 8), (2, 2, 2), (1, 1, 1), (5, 5, 5), (3, 3, 3), (6, 6, 6),
+                   (0, 0, 0), (9, 9, 9), (4, 4, 4), (8, 8, 8), (7, 7, 7)]
+# Box of class c: [a, a, a + 9, a + 9] (class 0), [a, a, a + 10, a + 10]
+# (others) for the corner a listed (the second box of row 15 is [0, 0, 2, 2]).
+NMS_BOXES = []
+for _r, (_a0, _a1, _a2) in enumerate(NMS_BOX_CORNERS):
+    _size = (1, 2, 2) if _r == 14 else (9, 10, 10)
+    NMS_BOXES.append([v for a, z in zip((_a0, _a1, _a2), _size) for v in (a, a, a + z, a + z)])
+NMS_BATCH = [0] * 9 + [1] * 10
+NMS_OUT_SCORES = [0.95, 0.85, 0.75, 0.95, 0.7, 0.95, 0.9, 0.85, 0.75, 0.95, 0.8, 0.7]
+NMS_OUT_BOXES = [0, 0, 10, 10, 4, 4, 14, 14, 8, 8, 18, 18, 2, 2, 12, 12, 8, 8, 18, 18, 1, 1, 11,
+                 11, 0, 0, 2, 2, 5, 5, 15, 15, 9, 9, 19, 19, 3, 3, 13, 13, 0, 0, 2, 2, 9, 9, 19,
+                 19]
+NMS_OUT_CLASSES = [1, 1, 1, 2, 2, 1, 1, 1, 1, 2, 2, 2]
+NMS_OUT_BATCH = [0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1]
+NMS_HARD = (0.3, -1, 0, 0.4, 1.0, 0.3)
+
+
+def case_box_with_nms_limit_android():
+    assert NMS_BOXES[0][:4] == [1, 1, 10, 10] and NMS_BOXES[14][4:8] == [0, 0, 2, 2]
+    for code in (T_F32, T_F16, T_Q8):
+        q = (0.01, 0) if code == T_Q8 else (0.0, 0)
+        scores, boxes, classes, batch = run_nms(code, NMS_SCORES, NMS_BOXES, NMS_BATCH, NMS_HARD, q)
+        assert classes.tolist() == NMS_OUT_CLASSES, (code, classes)
+        assert batch.tolist() == NMS_OUT_BATCH, (code, batch)
+        if code == T_Q8:
+            assert scores.tolist() == [round(v * 100) for v in NMS_OUT_SCORES], scores
+            assert u16(boxes.reshape(-1)) == [v * 8 for v in NMS_OUT_BOXES], boxes
+        else:
+            within(scores.float().tolist(), NMS_OUT_SCORES, float_tol(code), code)
+            assert boxes.float().reshape(-1).tolist() == NMS_OUT_BOXES, (code, boxes)
+    got = nms_formula(NMS_SCORES, NMS_BOXES, NMS_BATCH, *NMS_HARD)
+    assert [c for _, _, c, _ in got] == NMS_OUT_CLASSES
+    assert [v for _, b, _, _ in got for v in b] == NMS_OUT_BOXES
+
+
+def case_box_with_nms_limit_formula():
+    gen = torch.Generator().manual_seed(15)
+    n, classes = 24, 4
+    corners = (torch.rand(n, classes, 2, generator=gen) * 40).tolist()
+    sizes = (torch.rand(n, classes, 2, generator=gen) * 20 + 1).tolist()
+    boxes = [[v for c in range(classes) for v in (corners[r][c][0], corners[r][c][1],
+                                                  corners[r][c][0] + sizes[r][c][0],
+                                                  corners[r][c][1] + sizes[r][c][1])]
+             for r in range(n)]
+    boxes = torch.tensor(boxes, dtype=torch.float32).tolist()  # values exact in float32
+    scores = (torch.randint(0, 100, (n, classes), generator=gen).float() / 100).tolist()
+    batch = [0] * 7 + [2] * 9 + [3] * 8
+    for params in ((0.2, -1, 1, 0.3, 1.0, 0.25),   # linear
+                   (0.1, 5, 2, 0.0, 0.5, 0.3),     # gaussian, at most 5 per image
+                   (0.35, 3, 0, 0.5, 1.0, 0.0)):   # hard, suppressed boxes kept at score 0
+        want = nms_formula(scores, boxes, batch, *params)
+        for code in (T_F32, T_F16):
+            sc = scores if code == T_F32 else [[float(torch.tensor(v).half()) for v in r]
+                                                for r in scores]
+            bx = boxes if code == T_F32 else [[float(torch.tensor(v).half()) for v in r]
+                                               for r in boxes]
+            w = want if code == T_F32 else nms_formula(sc, bx, batch, *params)
+            got = run_nms(code, sc, bx, batch, params)
+            assert got[2].tolist() == [c for _, _, c, _ in w], (params, code, got[2], w)
+            assert got[3].tolist() == [b for _, _, _, b in w], (params, code)
+            within(got[0].float().tolist(), [s for s, _, _, _ in w], float_tol(code),
+                   (params, code))
+            within(got[1].float().reshape(-1).tolist(), [v for _, b, _, _ in w for v in b],
+                   lambda v: 0, (params, code))
+    # Quant8 scores (0.01, 0) and quant16 boxes: the kept boxes' stored values.
+    qs = [[round(v * 100) / 100 for v in r] for r in scores]
+    qb = [[round(v * 8) / 8 for v in r] for r in boxes]
+    params = (0.2, -1, 1, 0.3, 1.0, 0.25)
+    want = nms_formula(qs, qb, batch, *params)
+    got = run_nms(T_Q8, qs, qb, batch, params, (0.01, 0))
+    assert got[2].tolist() == [c for _, _, c, _ in want]
+    within(got[0].tolist(), quantize([s for s, _, _, _ in want], 0.01, 0, 0, 255), lambda v: 1,
+           "quant8 scores")
+    assert u16(got[1].reshape(-1)) == [round(v * 8) for _, b, _, _ in want for v in b]
+
+
+def case_box_with_nms_limit_zero_sized_chain():
+    # No box scores above the threshold: zero-sized outputs, which ROI_ALIGN
+    # and ROI_POOLING take ("Zero num_rois is supported") and give [0, 2, 2, 1].
+    x = torch.randn(1, 4, 4, 1)
+    for name in ("ROI_ALIGN", "ROI_POOLING"):
+        for code in (T_F32, T_Q8):
+            q = (0.01, 0) if code == T_Q8 else (0.0, 0)
+            xq = (0.1, 128) if code == T_Q8 else (0.0, 0)
+            m = Model()
+            _, boxes, _, batch = nms_model(m, code, 2, 2, (0.95, -1, 0, 0.5, 1.0, 0.1), q)
+            image = m.input(code, (1, 4, 4, 1), *xq)
+            ins = [image, boxes, batch, m.const(I32, 2), m.const(I32, 2),
+                   m.const(F32, 1.0), m.const(F32, 1.0)]
+            if name == "ROI_ALIGN":
+                ins += [m.const(I32, 0), m.const(I32, 0)]
+            ins.append(m.const(BOOL, False))
+            out = m.output(code, (0, 2, 2, 1), *xq)
+            m.op(name, ins, [out])
+            m.outputs = [out]
+            scores = [[0.5, 0.9], [0.3, 0.2]]
+            boxes_v = [[0, 0, 1, 1, 0, 0, 2, 2], [1, 1, 3, 3, 1, 1, 4, 4]]
+            box_code = T_Q16A if code == T_Q8 else code
+            bq = (BOX_SCALE, 0) if code == T_Q8 else (0.0, 0)
+            xs = as_storage(code, x.reshape(-1).tolist(), *xq).reshape(1, 4, 4, 1)
+            got = m.run([as_storage(code, [v for r in scores for v in r], *q).reshape(2, 2),
+                         as_storage(box_code, [v for r in boxes_v for v in r], *bq).reshape(2, 8),
+                         torch.tensor([0, 0], dtype=torch.int32), xs], [DTYPE[code]])[0]
+            assert list(got.shape) == [0, 2, 2, 1], (name, code, got.shape)
+
+
+def case_box_with_nms_limit_refusals():
+    def build(code=T_F32, scores_dims=(3, 2), boxes_dims=(3, 8), batch_dims=(3,), kernel=0,
+              sigma=1.0, box_code=None, out_q=None, scalar_code=None):
+        def b(m):
+            q = (0.01, 0) if code == T_Q8 else (0.0, 0)
+            bc = box_code if box_code is not None else (T_Q16A if code == T_Q8 else code)
+            bq = (0.125, 0) if bc == T_Q16A else (0.0, 0)
+            sc = scalar_code if scalar_code is not None else (F16 if code == T_F16 else F32)
+
+            def scalar(v):
+                return f16_scalar(m, v) if sc == F16 else m.const(F32, v)
+            ins = [m.input(code, scores_dims, *q), m.input(bc, boxes_dims, *bq),
+                   m.input(T_I32, batch_dims), scalar(0.1), m.const(I32, -1),
+                   m.const(I32, kernel), scalar(0.5), scalar(sigma), scalar(0.1)]
+            m.op("BOX_WITH_NMS_LIMIT", ins,
+                 [m.output(code, (0,), *(out_q or q)), m.output(bc, (0, 4), *bq),
+                  m.output(T_I32, (0,)), m.output(T_I32, (0,))])
+        return b
+    good = [build(), build(T_F16), build(T_Q8), build(kernel=2)]
+    bad = {"int32 scores": (build(T_I32), ["input 0"]),
+           "float32 boxes for quant8 scores": (build(T_Q8, box_code=T_F32), ["input 1"]),
+           "requantized quant8 scores": (build(T_Q8, out_q=(0.02, 0)), ["output 0", "scale"]),
+           "float32 thresholds for float16": (build(T_F16, scalar_code=F32), ["input 3"]),
+           "kernel 3": (build(kernel=3), ["kernel"]),
+           "gaussian with sigma 0": (build(kernel=2, sigma=0.0), ["sigma"]),
+           "4 rows of boxes for 3 of scores": (build(boxes_dims=(4, 8)), ["counts differ"]),
+           "boxes for 3 classes, scores for 2": (build(boxes_dims=(3, 12)), ["4 coordinates"]),
+           "2 batch indices for 3 boxes": (build(batch_dims=(2,)), ["batch index"])}
     check_refusals(good, bad)
 
 

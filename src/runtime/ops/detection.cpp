@@ -1,5 +1,6 @@
 // The detection operations of NNAPI feature level 3 (Android 10):
-// AXIS_ALIGNED_BBOX_TRANSFORM, ROI_ALIGN, ROI_POOLING and HEATMAP_MAX_KEYPOINT.
+// AXIS_ALIGNED_BBOX_TRANSFORM, ROI_ALIGN, ROI_POOLING, HEATMAP_MAX_KEYPOINT and
+// BOX_WITH_NMS_LIMIT.
 //
 // Every kernel computes on real values in float32, as Android's reference
 // CPU implementation computes its float kernels: quantized inputs are
@@ -346,6 +347,136 @@ void heatmap_max_keypoint(ExecContext& ctx) {
   ctx.set_output(1, to_operand(points, ctx.out_operand(1)));
 }
 
+// ---- BOX_WITH_NMS_LIMIT: scores [R, C], boxes [R, C * 4], batch indices [R]
+// (boxes of one image consecutive), score threshold, max detections per image
+// (< 0: unlimited), kernel (0 hard, 1 linear, 2 gaussian), IoU threshold,
+// sigma, NMS score threshold -> scores [N], boxes [N, 4], classes [N], batch
+// indices [N].
+//
+// Per image and per class but the background class 0, the boxes scoring
+// above the score threshold are selected greedily: the highest score is kept,
+// and every other candidate's score is multiplied by the kernel of its IoU
+// with it (hard: 1 if IoU < threshold else 0; linear: 1 if IoU < threshold
+// else 1 - IoU; gaussian: exp(-IoU^2 / sigma)); candidates whose score falls
+// below the NMS score threshold are dropped. At most max detections are kept
+// per class, then per image the highest-scoring ones; the outputs are ordered
+// by image, then class, then score (descending), with the updated scores.
+// The order of equal scores follows Android's reference: candidates in box
+// order, the first maximum kept, a dropped candidate swapped with the last
+// one, stable sorts here where Android's are unstable.
+
+float iou(const float* a, const float* b) {
+  const float area_a = (a[2] - a[0]) * (a[3] - a[1]), area_b = (b[2] - b[0]) * (b[3] - b[1]);
+  const float w = std::max(std::min(a[2], b[2]) - std::max(a[0], b[0]), 0.0f);
+  const float h = std::max(std::min(a[3], b[3]) - std::max(a[1], b[1]), 0.0f);
+  const float inter = w * h;
+  return inter / (area_a + area_b - inter);
+}
+
+struct NmsArgs {
+  float score_threshold = 0, iou_threshold = 0, sigma = 1, nms_score_threshold = 0;
+  int32_t max_detections = -1, kernel = 0;
+  float weight(float overlap) const {
+    if (kernel == 2) return std::exp(-overlap * overlap / sigma);
+    if (overlap < iou_threshold) return 1.0f;
+    return kernel == 0 ? 0.0f : 1.0f - overlap;
+  }
+};
+
+// Greedy soft NMS over the candidates `select` (indices into `scores`, whose
+// values it updates); returns the kept ones, best first.
+std::vector<int64_t> nms_one_class(std::vector<int64_t> select, float* scores, const float* boxes,
+                                   const NmsArgs& a) {
+  size_t start = 0, end = select.size();
+  const size_t limit = a.max_detections < 0 ? end : static_cast<size_t>(a.max_detections);
+  while (start < end && start < limit) {
+    size_t best = start;
+    for (size_t i = start + 1; i < end; ++i)
+      if (scores[select[i]] > scores[select[best]]) best = i;
+    std::swap(select[best], select[start]);
+    for (size_t i = start + 1; i < end; ++i) {
+      scores[select[i]] *= a.weight(iou(boxes + 4 * select[i], boxes + 4 * select[start]));
+      if (scores[select[i]] < a.nms_score_threshold) std::swap(select[i--], select[--end]);
+    }
+    ++start;
+  }
+  select.resize(start);
+  return select;
+}
+
+void box_with_nms_limit(ExecContext& ctx) {
+  at::Tensor scores = reals(ctx, 0).clone();
+  const at::Tensor boxes = reals(ctx, 1);
+  if (scores.dim() != 2 || boxes.dim() != 2)
+    fail(Result::OpFailed, "inputs 0 (scores) and 1 (boxes) must be 2-D");
+  const int64_t rois = scores.size(0), classes = scores.size(1);
+  expect_size(boxes.size(0), rois, "dimension 0 of input 1 (boxes)");
+  expect_size(boxes.size(1), classes * 4, "dimension 1 of input 1 (boxes, 4 per class)");
+  const std::vector<int32_t> batch = int_values(ctx, 2);
+  expect_size(static_cast<int64_t>(batch.size()), rois, "the number of batch indices (input 2)");
+  NmsArgs a;
+  a.score_threshold = ctx.f32(3);
+  a.max_detections = ctx.i32(4);
+  a.kernel = ctx.i32(5);
+  a.iou_threshold = ctx.f32(6);
+  a.sigma = ctx.f32(7);
+  a.nms_score_threshold = ctx.f32(8);
+  if (a.kernel < 0 || a.kernel > 2)
+    fail(Result::OpFailed, "input 5 (NMS kernel) is " + str(a.kernel) +
+                               "; NNAPI's kernels are 0 (hard), 1 (linear) and 2 (gaussian)");
+  float* score = scores.data_ptr<float>();
+  const float* box = boxes.data_ptr<float>();
+  for (int64_t r = 0; r < rois * classes; ++r)
+    if (!(box[4 * r] <= box[4 * r + 2] && box[4 * r + 1] <= box[4 * r + 3]))
+      fail(Result::OpFailed,
+           "box " + str(r / classes) + " of class " + str(r % classes) + " has x1 > x2 or y1 > y2");
+  std::vector<int64_t> kept;  // indices r * classes + c
+  std::vector<int32_t> kept_batch;
+  for (int64_t first = 0; first < rois;) {
+    int64_t last = first;
+    while (last < rois && batch[last] == batch[first]) ++last;
+    std::vector<int64_t> image;
+    for (int64_t c = 1; c < classes; ++c) {
+      std::vector<int64_t> select;
+      for (int64_t r = first; r < last; ++r)
+        if (score[r * classes + c] > a.score_threshold) select.push_back(r * classes + c);
+      const std::vector<int64_t> k = nms_one_class(std::move(select), score, box, a);
+      image.insert(image.end(), k.begin(), k.end());
+    }
+    std::stable_sort(image.begin(), image.end(),
+                     [&](int64_t x, int64_t y) { return score[x] > score[y]; });
+    if (a.max_detections >= 0 && image.size() > static_cast<size_t>(a.max_detections))
+      image.resize(static_cast<size_t>(a.max_detections));
+    std::stable_sort(image.begin(), image.end(), [&](int64_t x, int64_t y) {
+      return x % classes != y % classes ? x % classes < y % classes : score[x] > score[y];
+    });
+    kept.insert(kept.end(), image.begin(), image.end());
+    kept_batch.insert(kept_batch.end(), image.size(), batch[first]);
+    first = last;
+  }
+  const int64_t n = static_cast<int64_t>(kept.size());
+  at::Tensor out_scores = at::empty({n}, at::kFloat), out_boxes = at::empty({n, 4}, at::kFloat);
+  at::Tensor out_classes = at::empty({n}, at::kInt), out_batch = at::empty({n}, at::kInt);
+  for (int64_t k = 0; k < n; ++k) {
+    out_scores[k] = score[kept[k]];
+    for (int64_t j = 0; j < 4; ++j) out_boxes[k][j] = box[4 * kept[k] + j];
+    out_classes[k] = static_cast<int32_t>(kept[k] % classes);
+    out_batch[k] = kept_batch[k];
+  }
+  ctx.set_output(0, to_operand(out_scores, ctx.out_operand(0)));
+  // The boxes are copied: the stored values of a quantized input as they are.
+  const Value& in_boxes = ctx.in(1);
+  if (in_boxes.type == OperandType::TensorQuant16Asymm) {
+    at::Tensor stored = in_boxes.t.reshape({rois * classes, 4});
+    at::Tensor index = at::tensor(std::vector<int64_t>(kept.begin(), kept.end()), at::kLong);
+    ctx.set_output(1, stored.index_select(0, index).contiguous());
+  } else {
+    ctx.set_output(1, to_operand(out_boxes, ctx.out_operand(1)));
+  }
+  ctx.set_output(2, out_classes);
+  ctx.set_output(3, out_batch);
+}
+
 }  // namespace
 
 void add_detection_kernels(std::vector<OpKernel>& t) {
@@ -354,6 +485,7 @@ void add_detection_kernels(std::vector<OpKernel>& t) {
   t.push_back({Op::RoiAlign, "ROI_ALIGN", roi_align});
   t.push_back({Op::RoiPooling, "ROI_POOLING", roi_pooling});
   t.push_back({Op::HeatmapMaxKeypoint, "HEATMAP_MAX_KEYPOINT", heatmap_max_keypoint});
+  t.push_back({Op::BoxWithNmsLimit, "BOX_WITH_NMS_LIMIT", box_with_nms_limit});
 }
 
 }  // namespace nnrt
