@@ -1,6 +1,6 @@
 // Rules of NeuralNetworks.h for the detection operations of feature level 3
 // (Android 10): AXIS_ALIGNED_BBOX_TRANSFORM, ROI_ALIGN, ROI_POOLING,
-// HEATMAP_MAX_KEYPOINT and BOX_WITH_NMS_LIMIT.
+// HEATMAP_MAX_KEYPOINT, BOX_WITH_NMS_LIMIT and GENERATE_PROPOSALS.
 //
 // Boxes are [num_boxes, 4] tensors of the float type of the operation's
 // main input, or TENSOR_QUANT16_ASYMM with scale 0.125 and zero point 0 when
@@ -217,6 +217,68 @@ void box_with_nms_limit_rule(Check& c) {
   c.set_output(3, Shape::unknown_of_rank(1));
 }
 
+// ---- GENERATE_PROPOSALS: scores [B, H, W, A] (NCHW [B, A, H, W]), deltas
+// [B, H, W, A * 4], anchors [A, 4] (TENSOR_QUANT16_SYMM of scale 0.125 for
+// quant8), image sizes [B, 2], strides, pre- and post-NMS limits, IoU
+// threshold, minimum size, layout -> scores [N], boxes [N, 4], batch indices
+// [N]; N is known only when the operation runs.
+
+void generate_proposals_rule(Check& c) {
+  c.input_count({11});
+  c.output_count(3);
+  typed(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}, {T::TensorQuant8Asymm, 3}});
+  const bool quant = c.type(0) == T::TensorQuant8Asymm;
+  c.input_rank(0, 4, 4);
+  c.input_type(1, {c.type(0)});
+  c.input_rank(1, 4, 4);
+  c.input_type(2, {quant ? T::TensorQuant16Symm : c.type(0)});
+  c.input_rank(2, 2, 2);
+  if (quant && c.in(2).scale != kBoxScale)
+    c.fail(Rule::Quantization, "input 2 (anchors) has scale " + std::to_string(c.in(2).scale) +
+                                   "; NNAPI's GENERATE_PROPOSALS takes TENSOR_QUANT16_SYMM anchors "
+                                   "with scale 0.125");
+  box_input(c, 3);
+  for (size_t i : {4, 5, 8, 9}) float_scalar_for_input(c, i);
+  for (size_t i : {6, 7}) c.input_type(i, {T::Int32});
+  c.input_type(10, {T::Bool});
+  c.output_same_type(0, 0);
+  c.same_quant(0, 0);
+  c.output_rank(0, 1, 1);
+  c.output_type(1, {box_type(c.type(0))});
+  c.output_rank(1, 2, 2);
+  box_quant(c, 1, true);
+  c.output_type(2, {T::TensorInt32});
+  c.output_rank(2, 1, 1);
+  if (!c.full()) return;
+  for (size_t i : {4, 5}) {
+    if (auto stride = c.f32(i); stride && !(*stride > 0))
+      c.fail(Rule::Parameter, "input " + str(static_cast<int64_t>(i)) + " (stride) is " +
+                                  std::to_string(*stride) + "; NNAPI needs it > 0");
+  }
+  const std::optional<bool> nchw = c.flag(10);
+  if (!c.shapes()) return;
+  four_coordinates(c, 2);
+  if (c.dim(3, 1) >= 0 && c.dim(3, 1) != 2)
+    c.fail(Rule::Shape, "input 3 (image sizes) has " + str(c.dim(3, 1)) +
+                            " values per image; NNAPI needs 2 (height, width)");
+  c.equal_dims(c.dim(3, 0), c.dim(0, 0),
+               "input 3 has one image size per image of input 0, but their counts differ");
+  if (nchw) {
+    const size_t anchors = *nchw ? 1 : 3;
+    c.equal_dims(c.dim(0, anchors), c.dim(2, 0),
+                 "input 0 has a score per anchor of input 2, but their counts differ");
+    const int64_t a = c.dim(2, 0);
+    c.equal_dims(c.dim(1, anchors), a < 0 ? -1 : 4 * a,
+                 "input 1 needs 4 deltas per anchor of input 2");
+    for (size_t d = 0; d < 4; ++d)
+      if (d != anchors)
+        c.equal_dims(c.dim(1, d), c.dim(0, d), "inputs 0 and 1 differ in batch or cells");
+  }
+  c.set_output(0, Shape::unknown_of_rank(1));
+  c.set_output(1, Shape::of({-1, 4}));
+  c.set_output(2, Shape::unknown_of_rank(1));
+}
+
 }  // namespace
 
 void add_detection_rules(std::vector<OpRule>& t) {
@@ -225,6 +287,7 @@ void add_detection_rules(std::vector<OpRule>& t) {
   t.push_back({nnapi::Op::RoiPooling, roi_pooling_rule});
   t.push_back({nnapi::Op::HeatmapMaxKeypoint, heatmap_max_keypoint_rule});
   t.push_back({nnapi::Op::BoxWithNmsLimit, box_with_nms_limit_rule});
+  t.push_back({nnapi::Op::GenerateProposals, generate_proposals_rule});
 }
 
 }  // namespace nnapi_validate

@@ -28,11 +28,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_extra_ops import (BOOL, CODES, F32, I32, T_F32, T_I32, T_Q8, Model,  # noqa: E402
                             lib, run_cases, u32_array, ok)
 
-T_F16, F16, T_Q16A = 8, 10, 12
+T_F16, F16, T_Q16A, T_Q16S = 8, 10, 12, 7
 CODES.update(AXIS_ALIGNED_BBOX_TRANSFORM=41, ROI_ALIGN=81, ROI_POOLING=82, HEATMAP_MAX_KEYPOINT=56,
-             BOX_WITH_NMS_LIMIT=44)
+             BOX_WITH_NMS_LIMIT=44, GENERATE_PROPOSALS=52)
 DTYPE = {T_F32: torch.float32, T_F16: torch.float16, T_I32: torch.int32, T_Q8: torch.uint8,
-         T_Q16A: torch.int16}
+         T_Q16A: torch.int16, T_Q16S: torch.int16}
 BOX_SCALE = 0.125  # NNAPI's TENSOR_QUANT16_ASYMM boxes: scale 0.125, zero point 0
 
 
@@ -962,6 +962,174 @@ def case_box_with_nms_limit_refusals():
            "4 rows of boxes for 3 of scores": (build(boxes_dims=(4, 8)), ["counts differ"]),
            "boxes for 3 classes, scores for 2": (build(boxes_dims=(3, 12)), ["4 coordinates"]),
            "2 batch indices for 3 boxes": (build(batch_dims=(2,)), ["batch index"])}
+    check_refusals(good, bad)
+
+
+# ------------------------------------------------------------ GENERATE_PROPOSALS
+
+def proposals_formula(scores, deltas, anchors, info, stride_h, stride_w, pre, post, iou_thr,
+                      min_size):
+    """scores [B][H][W][A], deltas [B][H][W][A * 4]. NeuralNetworks.h: each
+    anchor, moved to its cell (w * stride_w, h * stride_h), is transformed by
+    its deltas (as AXIS_ALIGNED_BBOX_TRANSFORM) and clipped to its image;
+    the best pre (when > 0) proceed; boxes of width or height <= min_size
+    leave (Android's reference: and those whose centre lies outside the
+    image); hard NMS (IoU >= iou_thr leaves) keeps at most post (< 0: all),
+    best first. Candidates in (h, w, anchor) order, the first best kept."""
+    out = []
+    for b, image in enumerate(scores):
+        cands = []
+        for h, row in enumerate(image):
+            for w, cell in enumerate(row):
+                for a, score in enumerate(cell):
+                    box = [anchors[a][0] + w * stride_w, anchors[a][1] + h * stride_h,
+                           anchors[a][2] + w * stride_w, anchors[a][3] + h * stride_h]
+                    moved = bbox_transform_formula([box], [deltas[b][h][w][4 * a:4 * a + 4]],
+                                                   [0], [info[b]])[0]
+                    cands.append((score, moved))
+        order = list(range(len(cands)))
+        if 0 < pre < len(order):
+            order = sorted(order, key=lambda k: -cands[k][0])[:pre]
+        height, width = info[b]
+        order = [k for k in order
+                 if cands[k][1][2] - cands[k][1][0] > min_size
+                 and cands[k][1][3] - cands[k][1][1] > min_size
+                 and (cands[k][1][0] + cands[k][1][2]) / 2 < width
+                 and (cands[k][1][1] + cands[k][1][3]) / 2 < height]
+        start, end = 0, len(order)
+        limit = end if post < 0 else post
+        while start < end and start < limit:
+            best = max(range(start, end), key=lambda i: (cands[order[i]][0], -i))
+            order[best], order[start] = order[start], order[best]
+            i = start + 1
+            while i < end:
+                if iou(cands[order[i]][1], cands[order[start]][1]) >= iou_thr:
+                    end -= 1
+                    order[i], order[end] = order[end], order[i]
+                else:
+                    i += 1
+            start += 1
+        out += [(cands[k][0], cands[k][1], b) for k in order[:start]]
+    return out
+
+
+def run_proposals(code, scores, deltas, anchors, info, params, nchw=False, qs=(0.0, 0),
+                  qd=(0.0, 0)):
+    """scores, deltas: NHWC tensors in `code`'s storage; anchors, info: reals."""
+    anchor_code = T_Q16S if code == T_Q8 else code
+    info_code = T_Q16A if code == T_Q8 else code
+    bq = (BOX_SCALE, 0) if code == T_Q8 else (0.0, 0)
+    if nchw:
+        scores, deltas = (t.permute(0, 3, 1, 2).contiguous() for t in (scores, deltas))
+    stride_h, stride_w, pre, post, iou_thr, min_size = params
+    m = Model()
+    ins = [m.input(code, tuple(scores.shape), *qs), m.input(code, tuple(deltas.shape), *qd),
+           m.input(anchor_code, (len(anchors), 4), *bq), m.input(info_code, (len(info), 2), *bq),
+           float_scalar(m, code, stride_h), float_scalar(m, code, stride_w), m.const(I32, pre),
+           m.const(I32, post), float_scalar(m, code, iou_thr), float_scalar(m, code, min_size),
+           m.const(BOOL, nchw)]
+    outs = [m.output(code, (0,), *qs), m.output(info_code, (0, 4), *bq), m.output(T_I32, (0,))]
+    m.op("GENERATE_PROPOSALS", ins, outs)
+    if code == T_Q8:
+        a = torch.tensor([round(v * 8) for r in anchors for v in r], dtype=torch.int16)
+    else:
+        a = torch.tensor([v for r in anchors for v in r], dtype=DTYPE[code])
+    return m.run([scores, deltas, a.reshape(-1, 4),
+                  as_storage(info_code, [v for r in info for v in r], *bq).reshape(-1, 2)],
+                 [DTYPE[code], DTYPE[info_code], torch.int32])
+
+
+# Android's generate_proposals.mod.py (Android 10), TEST 1: one 2x2 image of
+# 2 anchors, strides 4, no limits, IoU 0.3, minimum size 1 (quant8: scores
+# 0.01/100, deltas 0.05/128, anchors TENSOR_QUANT16_SYMM 0.125, image sizes
+# and boxes TENSOR_QUANT16_ASYMM 0.125/0).
+GP_SCORES = [0.8, 0.9, 0.85, 0.85, 0.75, 0.8, 0.9, 0.95]
+GP_DELTAS = [0.5, 0.1, 0.1, 0.1, 0.5, 0.1, 0.5, 0.1, -0.25, 0.1, -0.1, -0.1, -0.25, 0.1, 0.2, 0.1,
+             0.4, -0.1, -0.2, 0.2, 0.4, -0.1, -0.2, 0.2, -0.2, -0.2, 0.2, 0.2, -0.2, -0.2, 0.2,
+             0.2]
+GP_ANCHORS = [[0, 1, 4, 3], [1, 0, 3, 4]]
+GP_INFO = [[32, 32]]
+GP_PARAMS = (4.0, 4.0, -1, -1, 0.3, 1.0)
+GP_OUT_SCORES = [0.95, 0.9, 0.85, 0.8]
+GP_OUT_BOXES = [4.3785973, 2.7571943, 6.8214025, 7.642805, 1.3512788, 0.18965816, 4.648721,
+                4.610342, 3.1903253, 1.2951627, 6.8096747, 3.1048374, 1.9812691, 3.1571944,
+                3.6187308, 8.042806]
+GP_Q_SCORES = [180, 190, 185, 185, 175, 180, 190, 195]
+GP_Q_DELTAS = [138, 130, 130, 130, 138, 130, 138, 130, 123, 130, 126, 126, 123, 130, 132, 130,
+               136, 126, 124, 132, 136, 126, 124, 132, 124, 124, 132, 132, 124, 124, 132, 132]
+GP_Q_OUT_SCORES = [195, 190, 185, 180]
+GP_Q_OUT_BOXES = [35, 22, 55, 61, 11, 2, 37, 37, 26, 10, 54, 25, 16, 25, 29, 64]
+
+
+def case_generate_proposals_android():
+    for nchw in (False, True):
+        for code in (T_F32, T_F16):
+            sc = torch.tensor(GP_SCORES, dtype=DTYPE[code]).reshape(1, 2, 2, 2)
+            de = torch.tensor(GP_DELTAS, dtype=DTYPE[code]).reshape(1, 2, 2, 8)
+            scores, boxes, batch = run_proposals(code, sc, de, GP_ANCHORS, GP_INFO, GP_PARAMS,
+                                                 nchw)
+            within(scores.float().tolist(), GP_OUT_SCORES, float_tol(code), (code, nchw))
+            within(boxes.float().reshape(-1).tolist(), GP_OUT_BOXES, float_tol(code),
+                   (code, nchw))
+            assert batch.tolist() == [0] * 4
+        scores, boxes, batch = run_proposals(
+            T_Q8, torch.tensor(GP_Q_SCORES, dtype=torch.uint8).reshape(1, 2, 2, 2),
+            torch.tensor(GP_Q_DELTAS, dtype=torch.uint8).reshape(1, 2, 2, 8), GP_ANCHORS,
+            GP_INFO, GP_PARAMS, nchw, (0.01, 100), (0.05, 128))
+        assert scores.tolist() == GP_Q_OUT_SCORES, scores
+        within(u16(boxes.reshape(-1)), GP_Q_OUT_BOXES, lambda v: 1, ("quant8", nchw))
+    got = proposals_formula(torch.tensor(GP_SCORES).reshape(1, 2, 2, 2).tolist(),
+                            torch.tensor(GP_DELTAS).reshape(1, 2, 2, 8).tolist(), GP_ANCHORS,
+                            GP_INFO, *GP_PARAMS)
+    within([v for _, b, _ in got for v in b], GP_OUT_BOXES, float_tol(T_F32), "formula")
+
+
+def case_generate_proposals_formula():
+    gen = torch.Generator().manual_seed(16)
+    sc = torch.rand(2, 3, 4, 3, generator=gen)
+    de = (torch.rand(2, 3, 4, 12, generator=gen) - 0.5) * 0.6
+    anchors = [[0, 0, 8, 8], [2, 0, 6, 12], [-3, -3, 3, 3]]
+    info = [[20.0, 30.0], [9.0, 11.0]]
+    for params in ((4.0, 5.0, -1, -1, 0.5, 2.0), (3.0, 3.0, 10, 6, 0.4, 0.5),
+                   (4.0, 4.0, 0, -1, 0.7, 0.0)):
+        want = proposals_formula(sc.tolist(), de.tolist(), anchors, info, *params)
+        assert len(want) > 2, params
+        for nchw in (False, True):
+            got = run_proposals(T_F32, sc, de, anchors, info, params, nchw)
+            within(got[0].tolist(), [s for s, _, _ in want], lambda v: 0, (params, nchw))
+            within(got[1].reshape(-1).tolist(), [v for _, b, _ in want for v in b],
+                   lambda v: 1e-4 * (1 + abs(v)), (params, nchw))
+            assert got[2].tolist() == [b for _, _, b in want], (params, nchw)
+    # A post-NMS limit of 0 keeps nothing: zero-sized outputs.
+    got = run_proposals(T_F32, sc, de, anchors, info, (4.0, 4.0, -1, 0, 0.5, 0.0))
+    assert [list(t.shape) for t in got] == [[0], [0, 4], [0]], [t.shape for t in got]
+
+
+def case_generate_proposals_refusals():
+    def build(code=T_F32, s_dims=(1, 2, 2, 2), d_dims=(1, 2, 2, 8), a_dims=(2, 4),
+              i_dims=(1, 2), anchor_code=None, a_scale=0.125, stride=4.0):
+        def b(m):
+            q = (0.01, 100) if code == T_Q8 else (0.0, 0)
+            ac = anchor_code if anchor_code is not None else (T_Q16S if code == T_Q8 else code)
+            ic = T_Q16A if code == T_Q8 else code
+            aq = (a_scale, 0) if ac == T_Q16S else ((0.125, 0) if ac == T_Q16A else (0.0, 0))
+            iq = (0.125, 0) if ic == T_Q16A else (0.0, 0)
+            ins = [m.input(code, s_dims, *q), m.input(code, d_dims, *q),
+                   m.input(ac, a_dims, *aq), m.input(ic, i_dims, *iq),
+                   float_scalar(m, code, stride), float_scalar(m, code, 4.0),
+                   m.const(I32, -1), m.const(I32, -1), float_scalar(m, code, 0.3),
+                   float_scalar(m, code, 1.0), m.const(BOOL, False)]
+            m.op("GENERATE_PROPOSALS", ins, [m.output(code, (0,), *q),
+                                             m.output(ic, (0, 4), *iq), m.output(T_I32, (0,))])
+        return b
+    good = [build(), build(T_F16), build(T_Q8)]
+    bad = {"int32 scores": (build(T_I32), ["input 0"]),
+           "quant16 asymm anchors for quant8": (build(T_Q8, anchor_code=T_Q16A), ["input 2"]),
+           "anchors of scale 0.25": (build(T_Q8, a_scale=0.25), ["anchors", "0.125"]),
+           "3 anchors, scores for 2": (build(a_dims=(3, 4)), ["anchor"]),
+           "deltas for 3 anchors": (build(d_dims=(1, 2, 2, 12)), ["4 deltas"]),
+           "image sizes for 2 images": (build(i_dims=(2, 2)), ["image size"]),
+           "stride 0": (build(stride=0.0), ["stride"])}
     check_refusals(good, bad)
 
 

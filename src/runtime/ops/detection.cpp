@@ -1,6 +1,6 @@
 // The detection operations of NNAPI feature level 3 (Android 10):
-// AXIS_ALIGNED_BBOX_TRANSFORM, ROI_ALIGN, ROI_POOLING, HEATMAP_MAX_KEYPOINT and
-// BOX_WITH_NMS_LIMIT.
+// AXIS_ALIGNED_BBOX_TRANSFORM, ROI_ALIGN, ROI_POOLING, HEATMAP_MAX_KEYPOINT,
+// BOX_WITH_NMS_LIMIT and GENERATE_PROPOSALS.
 //
 // Every kernel computes on real values in float32, as Android's reference
 // CPU implementation computes its float kernels: quantized inputs are
@@ -76,6 +76,18 @@ std::vector<int32_t> batch_input(const ExecContext& ctx, size_t i, int64_t boxes
 // 2) moved by (dx * w, dy * h), size (w * exp(dw), h * exp(dh)); the new
 // corners clipped to [0, width] and [0, height] of the box's image.
 
+// Moves box `roi` by `delta` (dx, dy, dw, dh) and clips it to the image
+// [0, width] x [0, height]; writes the result to `out`.
+void transform_box(const float* roi, const float* delta, float height, float width, float* out) {
+  const float w = roi[2] - roi[0], h = roi[3] - roi[1];
+  const float x = roi[0] + w / 2 + delta[0] * w, y = roi[1] + h / 2 + delta[1] * h;
+  const float half_w = w * std::exp(delta[2]) / 2, half_h = h * std::exp(delta[3]) / 2;
+  out[0] = std::clamp(x - half_w, 0.0f, width);
+  out[1] = std::clamp(y - half_h, 0.0f, height);
+  out[2] = std::clamp(x + half_w, 0.0f, width);
+  out[3] = std::clamp(y + half_h, 0.0f, height);
+}
+
 void axis_aligned_bbox_transform(ExecContext& ctx) {
   const at::Tensor roi = box_input(ctx, 0);
   const at::Tensor deltas = reals(ctx, 1);
@@ -89,23 +101,14 @@ void axis_aligned_bbox_transform(ExecContext& ctx) {
   expect_size(info.size(1), 2, "dimension 1 of input 3 (image sizes)");
   const std::vector<int32_t> batch = batch_input(ctx, 2, rois, info.size(0));
   at::Tensor out = at::empty({rois, coords}, at::kFloat);
-  auto R = roi.accessor<float, 2>();
-  auto D = deltas.accessor<float, 2>();
-  auto I = info.accessor<float, 2>();
-  auto O = out.accessor<float, 2>();
-  for (int64_t r = 0; r < rois; ++r) {
-    const float height = I[batch[r]][0], width = I[batch[r]][1];
-    const float w = R[r][2] - R[r][0], h = R[r][3] - R[r][1];
-    const float cx = R[r][0] + w / 2, cy = R[r][1] + h / 2;
-    for (int64_t k = 0; k < coords; k += 4) {
-      const float x = cx + D[r][k] * w, y = cy + D[r][k + 1] * h;
-      const float half_w = w * std::exp(D[r][k + 2]) / 2, half_h = h * std::exp(D[r][k + 3]) / 2;
-      O[r][k] = std::clamp(x - half_w, 0.0f, width);
-      O[r][k + 1] = std::clamp(y - half_h, 0.0f, height);
-      O[r][k + 2] = std::clamp(x + half_w, 0.0f, width);
-      O[r][k + 3] = std::clamp(y + half_h, 0.0f, height);
-    }
-  }
+  const float* R = roi.data_ptr<float>();
+  const float* D = deltas.data_ptr<float>();
+  const float* I = info.data_ptr<float>();
+  float* O = out.data_ptr<float>();
+  for (int64_t r = 0; r < rois; ++r)
+    for (int64_t k = 0; k < coords; k += 4)
+      transform_box(R + 4 * r, D + r * coords + k, I[2 * batch[r]], I[2 * batch[r] + 1],
+                    O + r * coords + k);
   ctx.set_output(0, to_operand(out, ctx.out_operand(0)));
 }
 
@@ -383,21 +386,25 @@ struct NmsArgs {
   }
 };
 
-// Greedy soft NMS over the candidates `select` (indices into `scores`, whose
-// values it updates); returns the kept ones, best first.
-std::vector<int64_t> nms_one_class(std::vector<int64_t> select, float* scores, const float* boxes,
-                                   const NmsArgs& a) {
+// Greedy NMS over the candidates `select` (indices into `scores` and
+// `boxes`, 4 coordinates each), at most `limit` kept (< 0: no limit):
+// repeatedly the best candidate (the first of equal scores) is kept and
+// `drop(i, overlap)` decides, for each other candidate i, given its IoU with
+// the kept one, whether it leaves (it may update scores[i]); a candidate that
+// leaves is swapped with the last. Returns the kept ones, best first.
+template <typename Drop>
+std::vector<int64_t> greedy_nms(std::vector<int64_t> select, const float* scores,
+                                const float* boxes, int64_t limit, Drop drop) {
   size_t start = 0, end = select.size();
-  const size_t limit = a.max_detections < 0 ? end : static_cast<size_t>(a.max_detections);
-  while (start < end && start < limit) {
+  const size_t most = limit < 0 ? end : static_cast<size_t>(limit);
+  while (start < end && start < most) {
     size_t best = start;
     for (size_t i = start + 1; i < end; ++i)
       if (scores[select[i]] > scores[select[best]]) best = i;
     std::swap(select[best], select[start]);
-    for (size_t i = start + 1; i < end; ++i) {
-      scores[select[i]] *= a.weight(iou(boxes + 4 * select[i], boxes + 4 * select[start]));
-      if (scores[select[i]] < a.nms_score_threshold) std::swap(select[i--], select[--end]);
-    }
+    for (size_t i = start + 1; i < end; ++i)
+      if (drop(select[i], iou(boxes + 4 * select[i], boxes + 4 * select[start])))
+        std::swap(select[i--], select[--end]);
     ++start;
   }
   select.resize(start);
@@ -440,7 +447,11 @@ void box_with_nms_limit(ExecContext& ctx) {
       std::vector<int64_t> select;
       for (int64_t r = first; r < last; ++r)
         if (score[r * classes + c] > a.score_threshold) select.push_back(r * classes + c);
-      const std::vector<int64_t> k = nms_one_class(std::move(select), score, box, a);
+      const std::vector<int64_t> k =
+          greedy_nms(std::move(select), score, box, a.max_detections, [&](int64_t i, float o) {
+            score[i] *= a.weight(o);
+            return score[i] < a.nms_score_threshold;
+          });
       image.insert(image.end(), k.begin(), k.end());
     }
     std::stable_sort(image.begin(), image.end(),
@@ -477,6 +488,87 @@ void box_with_nms_limit(ExecContext& ctx) {
   ctx.set_output(3, out_batch);
 }
 
+// ---- GENERATE_PROPOSALS: scores [B, H, W, A] (NCHW [B, A, H, W]), deltas
+// [B, H, W, A * 4] (NCHW [B, A * 4, H, W]), anchors [A, 4], image sizes [B,
+// 2] (height, width), height stride, width stride, pre-NMS limit, post-NMS
+// limit, IoU threshold, minimum size, layout -> scores [N], boxes [N, 4],
+// batch indices [N].
+//
+// Per image: the anchor a at cell (h, w) is moved to (w * width stride, h *
+// height stride) and transformed by its deltas as AXIS_ALIGNED_BBOX_TRANSFORM
+// does; the pre-NMS limit (when > 0) keeps the best-scoring ones; boxes not
+// wider and higher than the minimum size, or whose centre is not inside the
+// image, leave; hard NMS (IoU >= threshold leaves) keeps at most the post-NMS
+// limit (< 0: no limit), best first. Candidates are in (h, w, a) order; the
+// pre-NMS sort is stable here (Android's is not), which decides only ties.
+
+void generate_proposals(ExecContext& ctx) {
+  const bool nchw = ctx.flag(10);
+  auto nhwc = [&](size_t i) {
+    at::Tensor t = real_values(ctx.in(i));
+    if (t.dim() != 4) fail(Result::OpFailed, "input " + str(i) + " is not 4-D");
+    return (nchw ? t.permute({0, 2, 3, 1}) : t).contiguous();
+  };
+  const at::Tensor scores = nhwc(0), deltas = nhwc(1);
+  const at::Tensor anchors = box_input(ctx, 2), info = reals(ctx, 3);
+  const int64_t images = scores.size(0), cells = scores.size(1) * scores.size(2),
+                count = anchors.size(0);
+  expect_size(scores.size(3), count, "the number of anchors of input 0");
+  for (int64_t d = 0; d < 3; ++d)
+    expect_size(deltas.size(d), scores.size(d), "dimension " + str(d) + " of input 1 (deltas)");
+  expect_size(deltas.size(3), count * 4, "the deltas per cell of input 1 (4 per anchor)");
+  expect_size(info.size(0), images, "dimension 0 of input 3 (image sizes)");
+  expect_size(info.size(1), 2, "dimension 1 of input 3 (image sizes)");
+  const float stride_h = ctx.f32(4), stride_w = ctx.f32(5);
+  const int32_t pre = ctx.i32(6), post = ctx.i32(7);
+  const float iou_threshold = ctx.f32(8), min_size = ctx.f32(9);
+  const int64_t per_image = cells * count, width = scores.size(2);
+  std::vector<float> anchored(static_cast<size_t>(per_image) * 4), moved(anchored.size());
+  const float* A = anchors.data_ptr<float>();
+  for (int64_t k = 0; k < per_image; ++k) {
+    const int64_t cell = k / count, a = k % count;
+    const float dx = static_cast<float>(cell % width) * stride_w;
+    const float dy = static_cast<float>(cell / width) * stride_h;
+    for (int64_t j = 0; j < 4; ++j) anchored[4 * k + j] = A[4 * a + j] + (j % 2 == 0 ? dx : dy);
+  }
+  std::vector<float> out_scores, out_boxes;
+  std::vector<int32_t> out_batch;
+  const float* I = info.data_ptr<float>();
+  for (int64_t b = 0; b < images; ++b) {
+    const float* S = scores.data_ptr<float>() + b * per_image;
+    const float* D = deltas.data_ptr<float>() + b * per_image * 4;
+    const float height = I[2 * b], image_w = I[2 * b + 1];
+    for (int64_t k = 0; k < per_image; ++k)
+      transform_box(&anchored[4 * k], D + 4 * k, height, image_w, &moved[4 * k]);
+    std::vector<int64_t> select(static_cast<size_t>(per_image));
+    for (int64_t k = 0; k < per_image; ++k) select[k] = k;
+    if (pre > 0 && pre < per_image) {
+      std::stable_sort(select.begin(), select.end(),
+                       [&](int64_t x, int64_t y) { return S[x] > S[y]; });
+      select.resize(static_cast<size_t>(pre));
+    }
+    std::vector<int64_t> kept;
+    for (int64_t k : select) {
+      const float* m = &moved[4 * k];
+      const float w = m[2] - m[0], h = m[3] - m[1];
+      if (w > min_size && h > min_size && m[0] + w / 2 < image_w && m[1] + h / 2 < height)
+        kept.push_back(k);
+    }
+    kept = greedy_nms(std::move(kept), S, moved.data(), post,
+                      [&](int64_t, float o) { return o >= iou_threshold; });
+    for (int64_t k : kept) {
+      out_scores.push_back(S[k]);
+      out_boxes.insert(out_boxes.end(), &moved[4 * k], &moved[4 * k] + 4);
+      out_batch.push_back(static_cast<int32_t>(b));
+    }
+  }
+  const int64_t n = static_cast<int64_t>(out_scores.size());
+  ctx.set_output(0, to_operand(at::tensor(out_scores, at::kFloat), ctx.out_operand(0)));
+  ctx.set_output(1,
+                 to_operand(at::tensor(out_boxes, at::kFloat).reshape({n, 4}), ctx.out_operand(1)));
+  ctx.set_output(2, at::tensor(out_batch, at::kInt));
+}
+
 }  // namespace
 
 void add_detection_kernels(std::vector<OpKernel>& t) {
@@ -486,6 +578,7 @@ void add_detection_kernels(std::vector<OpKernel>& t) {
   t.push_back({Op::RoiPooling, "ROI_POOLING", roi_pooling});
   t.push_back({Op::HeatmapMaxKeypoint, "HEATMAP_MAX_KEYPOINT", heatmap_max_keypoint});
   t.push_back({Op::BoxWithNmsLimit, "BOX_WITH_NMS_LIMIT", box_with_nms_limit});
+  t.push_back({Op::GenerateProposals, "GENERATE_PROPOSALS", generate_proposals});
 }
 
 }  // namespace nnrt
