@@ -1,6 +1,7 @@
 // Rules of NeuralNetworks.h for the detection operations of feature level 3
 // (Android 10): AXIS_ALIGNED_BBOX_TRANSFORM, ROI_ALIGN, ROI_POOLING,
-// HEATMAP_MAX_KEYPOINT, BOX_WITH_NMS_LIMIT and GENERATE_PROPOSALS.
+// HEATMAP_MAX_KEYPOINT, BOX_WITH_NMS_LIMIT, GENERATE_PROPOSALS and
+// DETECTION_POSTPROCESSING.
 //
 // Boxes are [num_boxes, 4] tensors of the float type of the operation's
 // main input, or TENSOR_QUANT16_ASYMM with scale 0.125 and zero point 0 when
@@ -279,6 +280,75 @@ void generate_proposals_rule(Check& c) {
   c.set_output(2, Shape::unknown_of_rank(1));
 }
 
+// ---- DETECTION_POSTPROCESSING (float32, float16): scores [B, A, C], deltas
+// [B, A, L >= 4], anchors [A, 4], 4 scales (> 0), regular NMS?, max
+// detections (> 0), max classes per detection, max detections per class,
+// score threshold (>= 0), IoU threshold (>= 0), background in label? ->
+// scores [B, D], boxes [B, D, 4], classes [B, D], detections [B]; D = max
+// detections (regular NMS) or max detections * max classes per detection.
+
+void detection_postprocessing_rule(Check& c) {
+  c.input_count({14});
+  c.output_count(4);
+  typed(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}});
+  c.input_rank(0, 3, 3);
+  c.input_type(1, {c.type(0)});
+  c.input_rank(1, 3, 3);
+  c.input_type(2, {c.type(0)});
+  c.input_rank(2, 2, 2);
+  for (size_t i : {3, 4, 5, 6, 11, 12}) float_scalar_for_input(c, i);
+  for (size_t i : {7, 13}) c.input_type(i, {T::Bool});
+  for (size_t i : {8, 9, 10}) c.input_type(i, {T::Int32});
+  c.output_same_type(0, 0);
+  c.output_rank(0, 2, 2);
+  c.output_type(1, {c.type(0)});
+  c.output_rank(1, 3, 3);
+  c.output_type(2, {T::TensorInt32});
+  c.output_rank(2, 2, 2);
+  c.output_type(3, {T::TensorInt32});
+  c.output_rank(3, 1, 1);
+  if (!c.full()) return;
+  for (size_t i : {3, 4, 5, 6}) {
+    if (auto scale = c.f32(i); scale && !(*scale > 0))
+      c.fail(Rule::Parameter, "input " + str(static_cast<int64_t>(i)) + " (scale) is " +
+                                  std::to_string(*scale) + "; NNAPI needs it > 0");
+  }
+  for (size_t i : {11, 12}) {
+    if (auto threshold = c.f32(i); threshold && !(*threshold >= 0))
+      c.fail(Rule::Parameter, "input " + str(static_cast<int64_t>(i)) + " (threshold) is " +
+                                  std::to_string(*threshold) + "; NNAPI needs it >= 0");
+  }
+  const std::optional<bool> regular = c.flag(7);
+  c.at_least(8, 1, "max detections");
+  if (regular)
+    c.at_least(*regular ? 10 : 9, 1,
+               *regular ? "max detections per class" : "max classes per detection");
+  if (!c.shapes()) return;
+  const int64_t batches = c.dim(0, 0), anchors = c.dim(0, 1), classes = c.dim(0, 2);
+  if (classes >= 0 && classes < 2)
+    c.fail(Rule::Shape, "input 0 has " + str(classes) +
+                            " classes; NNAPI needs 2 or more (class 0 is the background)");
+  c.equal_dims(c.dim(1, 0), batches, "inputs 0 and 1 differ in batches");
+  c.equal_dims(c.dim(1, 1), anchors,
+               "input 1 has deltas per anchor of input 0, but their "
+               "counts differ");
+  if (c.dim(1, 2) >= 0 && c.dim(1, 2) < 4)
+    c.fail(Rule::Shape,
+           "input 1 has " + str(c.dim(1, 2)) + " values per box encoding; NNAPI needs 4 or more");
+  c.equal_dims(c.dim(2, 0), anchors,
+               "input 2 has one anchor per anchor of input 0, but their "
+               "counts differ");
+  four_coordinates(c, 2);
+  const auto max_detections = c.i32(8), max_classes = c.i32(9);
+  int64_t slots = -1;
+  if (regular && max_detections && (*regular || max_classes))
+    slots = *regular ? *max_detections : int64_t{*max_detections} * *max_classes;
+  c.set_output(0, Shape::of({batches, slots}));
+  c.set_output(1, Shape::of({batches, slots, 4}));
+  c.set_output(2, Shape::of({batches, slots}));
+  c.set_output(3, Shape::of({batches}));
+}
+
 }  // namespace
 
 void add_detection_rules(std::vector<OpRule>& t) {
@@ -288,6 +358,7 @@ void add_detection_rules(std::vector<OpRule>& t) {
   t.push_back({nnapi::Op::HeatmapMaxKeypoint, heatmap_max_keypoint_rule});
   t.push_back({nnapi::Op::BoxWithNmsLimit, box_with_nms_limit_rule});
   t.push_back({nnapi::Op::GenerateProposals, generate_proposals_rule});
+  t.push_back({nnapi::Op::DetectionPostprocessing, detection_postprocessing_rule});
 }
 
 }  // namespace nnapi_validate

@@ -30,7 +30,8 @@ from test_extra_ops import (BOOL, CODES, F32, I32, T_F32, T_I32, T_Q8, Model,  #
 
 T_F16, F16, T_Q16A, T_Q16S = 8, 10, 12, 7
 CODES.update(AXIS_ALIGNED_BBOX_TRANSFORM=41, ROI_ALIGN=81, ROI_POOLING=82, HEATMAP_MAX_KEYPOINT=56,
-             BOX_WITH_NMS_LIMIT=44, GENERATE_PROPOSALS=52)
+             BOX_WITH_NMS_LIMIT=44, GENERATE_PROPOSALS=52,
+             DETECTION_POSTPROCESSING=47)
 DTYPE = {T_F32: torch.float32, T_F16: torch.float16, T_I32: torch.int32, T_Q8: torch.uint8,
          T_Q16A: torch.int16, T_Q16S: torch.int16}
 BOX_SCALE = 0.125  # NNAPI's TENSOR_QUANT16_ASYMM boxes: scale 0.125, zero point 0
@@ -1130,6 +1131,165 @@ def case_generate_proposals_refusals():
            "deltas for 3 anchors": (build(d_dims=(1, 2, 2, 12)), ["4 deltas"]),
            "image sizes for 2 images": (build(i_dims=(2, 2)), ["image size"]),
            "stride 0": (build(stride=0.0), ["stride"])}
+    check_refusals(good, bad)
+
+
+# ------------------------------------------------------------ DETECTION_POSTPROCESSING
+
+def postprocess_formula(scores, deltas, anchors, scales, regular, max_det, max_cls, per_class,
+                        score_thr, iou_thr, bg_in_label):
+    """scores [B][A][C], deltas [B][A][L], anchors [A] of [cy, cx, h, w].
+    NeuralNetworks.h: each anchor's box is the anchor moved by (dy, dx)
+    (relative to its size, divided by the scales) and resized by exp(dh,
+    dw / scales), output as [y1, x1, y2, x2]. Regular NMS: per class but 0,
+    hard NMS of the anchors above score_thr, at most per_class, then the
+    best max_det of all. Fast: hard NMS of anchors by their best class score,
+    at most max_det, each giving its best min(C - 1, max_cls) classes. Classes
+    are reported minus 1 unless the background is in the label map; rows
+    past the detections are 0 (Android's reference: max_det rows for regular
+    NMS, max_det * max_cls for fast)."""
+    sy, sx, sh, sw = scales
+    classes = len(scores[0][0])
+    slots = max_det if regular else max_det * max_cls
+    out = []
+    for b, image in enumerate(scores):
+        boxes = []
+        for a, (cy, cx, h, w) in enumerate(anchors):
+            dy, dx, dh, dw = deltas[b][a][:4]
+            y, x = cy + h * dy / sy, cx + w * dx / sx
+            hh, hw = h * math.exp(dh / sh) / 2, w * math.exp(dw / sw) / 2
+            boxes.append([y - hh, x - hw, y + hh, x + hw])
+
+        def hard_nms(cands, score_of, limit):
+            cands, start, end = list(cands), 0, len(cands)
+            while start < end and start < limit:
+                best = max(range(start, end), key=lambda i: (score_of(cands[i]), -i))
+                cands[best], cands[start] = cands[start], cands[best]
+                i = start + 1
+                while i < end:
+                    if iou(boxes[cands[i][0]], boxes[cands[start][0]]) >= iou_thr:
+                        end -= 1
+                        cands[i], cands[end] = cands[end], cands[i]
+                    else:
+                        i += 1
+                start += 1
+            return cands[:start]
+        rows = []
+        if regular:
+            kept = []
+            for c in range(1, classes):
+                cands = [(a, c) for a in range(len(anchors)) if image[a][c] > score_thr]
+                kept += hard_nms(cands, lambda ac: image[ac[0]][ac[1]], per_class)
+            kept.sort(key=lambda ac: -image[ac[0]][ac[1]])
+            rows = [(image[a][c], boxes[a], c) for a, c in kept[:max_det]]
+        else:
+            best = [max(image[a][1:]) for a in range(len(anchors))]
+            cands = [(a, 0) for a in range(len(anchors)) if best[a] > score_thr]
+            for a, _ in hard_nms(cands, lambda ac: best[ac[0]], max_det):
+                order = sorted(range(1, classes), key=lambda c: -image[a][c])
+                rows += [(image[a][c], boxes[a], c) for c in order[:min(classes - 1, max_cls)]]
+        shift = 0 if bg_in_label else 1
+        padded = rows + [(0.0, [0.0] * 4, shift)] * (slots - len(rows))
+        out.append(([r[0] for r in padded], [r[1] for r in padded],
+                    [r[2] - shift for r in padded], len(rows)))
+    return out
+
+
+def run_postprocess(code, scores, deltas, anchors, params):
+    scales, regular, max_det, max_cls, per_class, score_thr, iou_thr, bg = params
+    m = Model()
+    ins = [m.input(code, tuple(scores.shape)), m.input(code, tuple(deltas.shape)),
+           m.input(code, tuple(anchors.shape))]
+    ins += [float_scalar(m, code, v) for v in scales]
+    ins += [m.const(BOOL, regular), m.const(I32, max_det), m.const(I32, max_cls),
+            m.const(I32, per_class), float_scalar(m, code, score_thr),
+            float_scalar(m, code, iou_thr), m.const(BOOL, bg)]
+    outs = [m.output(code, (0, 0)), m.output(code, (0, 0, 0)), m.output(T_I32, (0, 0)),
+            m.output(T_I32, (0,))]
+    m.op("DETECTION_POSTPROCESSING", ins, outs)
+    return m.run([scores, deltas, anchors], [DTYPE[code], DTYPE[code], torch.int32, torch.int32])
+
+
+# Android's detection_postprocess.mod.py (Android 10): 6 anchors of 3 classes,
+# scales 10, 10, 5, 5, at most 3 detections, 1 class per detection and 1
+# detection per class, score threshold 0, IoU 0.5, no background label; the
+# regular and the fast NMS.
+DP_SCORES = [0.0, 0.9, 0.8, 0.0, 0.75, 0.72, 0.0, 0.6, 0.5, 0.0, 0.93, 0.95, 0.0, 0.5, 0.4, 0.0,
+             0.3, 0.2]
+DP_DELTAS = [0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+             0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+DP_ANCHORS = [0.5, 0.5, 1.0, 1.0, 0.5, 0.5, 1.0, 1.0, 0.5, 0.5, 1.0, 1.0, 0.5, 10.5, 1.0, 1.0,
+              0.5, 10.5, 1.0, 1.0, 0.5, 100.5, 1.0, 1.0]
+DP_OUT = {True: ([0.95, 0.93, 0.0], [0, 10, 1, 11, 0, 10, 1, 11, 0, 0, 0, 0], [1, 0, 0], 2),
+          False: ([0.95, 0.9, 0.3], [0, 10, 1, 11, 0, 0, 1, 1, 0, 100, 1, 101], [1, 0, 0], 3)}
+
+
+def case_detection_postprocessing_android():
+    for regular, (w_scores, w_boxes, w_classes, w_count) in DP_OUT.items():
+        params = ((10.0, 10.0, 5.0, 5.0), regular, 3, 1, 1, 0.0, 0.5, False)
+        for code in (T_F32, T_F16):
+            sc = torch.tensor(DP_SCORES, dtype=DTYPE[code]).reshape(1, 6, 3)
+            de = torch.tensor(DP_DELTAS, dtype=DTYPE[code]).reshape(1, 6, 4)
+            an = torch.tensor(DP_ANCHORS, dtype=DTYPE[code]).reshape(6, 4)
+            scores, boxes, classes, count = run_postprocess(code, sc, de, an, params)
+            assert list(scores.shape) == [1, 3] and list(boxes.shape) == [1, 3, 4]
+            within(scores.float().reshape(-1).tolist(), w_scores, float_tol(code), (regular, code))
+            within(boxes.float().reshape(-1).tolist(), w_boxes, float_tol(code), (regular, code))
+            assert classes.reshape(-1).tolist() == w_classes, (regular, code, classes)
+            assert count.tolist() == [w_count], (regular, code, count)
+        got = postprocess_formula(torch.tensor(DP_SCORES).reshape(1, 6, 3).tolist(),
+                                  torch.tensor(DP_DELTAS).reshape(1, 6, 4).tolist(),
+                                  torch.tensor(DP_ANCHORS).reshape(6, 4).tolist(), *params)
+        within(got[0][0], w_scores, float_tol(T_F32), ("formula", regular))
+        assert got[0][2] == w_classes and got[0][3] == w_count, ("formula", regular, got)
+
+
+def case_detection_postprocessing_formula():
+    gen = torch.Generator().manual_seed(17)
+    sc = torch.rand(2, 12, 4, generator=gen)
+    de = (torch.rand(2, 12, 6, generator=gen) - 0.5)
+    an = torch.cat([torch.rand(12, 2, generator=gen) * 6, torch.rand(12, 2, generator=gen) * 3 +
+                    0.5], dim=1)
+    for params in (((10.0, 10.0, 5.0, 5.0), True, 5, 1, 2, 0.3, 0.4, False),
+                   ((8.0, 6.0, 4.0, 2.0), False, 3, 2, 1, 0.2, 0.3, True),
+                   ((1.0, 1.0, 1.0, 1.0), False, 4, 5, 1, 0.5, 0.6, False)):
+        want = postprocess_formula(sc.tolist(), de.tolist(), an.tolist(), *params)
+        got = run_postprocess(T_F32, sc, de, an, params)
+        for b in range(2):
+            w_scores, w_boxes, w_classes, w_count = want[b]
+            within(got[0][b].tolist(), w_scores, lambda v: 0, (params, b))
+            within(got[1][b].reshape(-1).tolist(), [v for r in w_boxes for v in r],
+                   lambda v: 1e-5 * (1 + abs(v)), (params, b))
+            assert got[2][b].tolist() == w_classes, (params, b, got[2][b], w_classes)
+            assert got[3][b].item() == w_count, (params, b)
+
+
+def case_detection_postprocessing_refusals():
+    def build(code=T_F32, s_dims=(1, 6, 3), d_dims=(1, 6, 4), a_dims=(6, 4), regular=True,
+              max_det=3, per_class=1, scale=10.0, out_rows=3, scalar_code=None):
+        def b(m):
+            sc = scalar_code if scalar_code is not None else (F16 if code == T_F16 else F32)
+
+            def scalar(v):
+                return f16_scalar(m, v) if sc == F16 else m.const(F32, v)
+            ins = [m.input(code, s_dims), m.input(code, d_dims), m.input(code, a_dims),
+                   scalar(scale), scalar(10.0), scalar(5.0), scalar(5.0), m.const(BOOL, regular),
+                   m.const(I32, max_det), m.const(I32, 2), m.const(I32, per_class), scalar(0.0),
+                   scalar(0.5), m.const(BOOL, False)]
+            m.op("DETECTION_POSTPROCESSING", ins,
+                 [m.output(code, (1, out_rows)), m.output(code, (1, out_rows, 4)),
+                  m.output(T_I32, (1, out_rows)), m.output(T_I32, (1,))])
+        return b
+    good = [build(), build(T_F16), build(regular=False, out_rows=6)]
+    bad = {"int32 scores": (build(T_I32), ["input 0"]),
+           "float32 scales for float16": (build(T_F16, scalar_code=F32), ["input 3"]),
+           "scale 0": (build(scale=0.0), ["scale"]),
+           "max detections 0": (build(max_det=0, out_rows=0), ["max detections"]),
+           "max detections per class 0": (build(per_class=0), ["per class"]),
+           "one class": (build(s_dims=(1, 6, 1)), ["classes"]),
+           "3 deltas per anchor": (build(d_dims=(1, 6, 3)), ["4 or more"]),
+           "5 anchors for 6": (build(a_dims=(5, 4)), ["anchor"]),
+           "fast NMS declared with max detections rows": (build(regular=False), ["computes"])}
     check_refusals(good, bad)
 
 

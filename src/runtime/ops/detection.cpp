@@ -1,6 +1,6 @@
 // The detection operations of NNAPI feature level 3 (Android 10):
 // AXIS_ALIGNED_BBOX_TRANSFORM, ROI_ALIGN, ROI_POOLING, HEATMAP_MAX_KEYPOINT,
-// BOX_WITH_NMS_LIMIT and GENERATE_PROPOSALS.
+// BOX_WITH_NMS_LIMIT, GENERATE_PROPOSALS and DETECTION_POSTPROCESSING.
 //
 // Every kernel computes on real values in float32, as Android's reference
 // CPU implementation computes its float kernels: quantized inputs are
@@ -386,15 +386,15 @@ struct NmsArgs {
   }
 };
 
-// Greedy NMS over the candidates `select` (indices into `scores` and
-// `boxes`, 4 coordinates each), at most `limit` kept (< 0: no limit):
+// Greedy NMS over the candidates `select` (indices into `scores`; `box(i)`
+// gives candidate i's 4 coordinates), at most `limit` kept (< 0: no limit):
 // repeatedly the best candidate (the first of equal scores) is kept and
 // `drop(i, overlap)` decides, for each other candidate i, given its IoU with
 // the kept one, whether it leaves (it may update scores[i]); a candidate that
 // leaves is swapped with the last. Returns the kept ones, best first.
-template <typename Drop>
-std::vector<int64_t> greedy_nms(std::vector<int64_t> select, const float* scores,
-                                const float* boxes, int64_t limit, Drop drop) {
+template <typename Box, typename Drop>
+std::vector<int64_t> greedy_nms(std::vector<int64_t> select, const float* scores, Box box,
+                                int64_t limit, Drop drop) {
   size_t start = 0, end = select.size();
   const size_t most = limit < 0 ? end : static_cast<size_t>(limit);
   while (start < end && start < most) {
@@ -403,7 +403,7 @@ std::vector<int64_t> greedy_nms(std::vector<int64_t> select, const float* scores
       if (scores[select[i]] > scores[select[best]]) best = i;
     std::swap(select[best], select[start]);
     for (size_t i = start + 1; i < end; ++i)
-      if (drop(select[i], iou(boxes + 4 * select[i], boxes + 4 * select[start])))
+      if (drop(select[i], iou(box(select[i]), box(select[start]))))
         std::swap(select[i--], select[--end]);
     ++start;
   }
@@ -447,8 +447,9 @@ void box_with_nms_limit(ExecContext& ctx) {
       std::vector<int64_t> select;
       for (int64_t r = first; r < last; ++r)
         if (score[r * classes + c] > a.score_threshold) select.push_back(r * classes + c);
-      const std::vector<int64_t> k =
-          greedy_nms(std::move(select), score, box, a.max_detections, [&](int64_t i, float o) {
+      const std::vector<int64_t> k = greedy_nms(
+          std::move(select), score, [&](int64_t i) { return box + 4 * i; }, a.max_detections,
+          [&](int64_t i, float o) {
             score[i] *= a.weight(o);
             return score[i] < a.nms_score_threshold;
           });
@@ -554,8 +555,9 @@ void generate_proposals(ExecContext& ctx) {
       if (w > min_size && h > min_size && m[0] + w / 2 < image_w && m[1] + h / 2 < height)
         kept.push_back(k);
     }
-    kept = greedy_nms(std::move(kept), S, moved.data(), post,
-                      [&](int64_t, float o) { return o >= iou_threshold; });
+    kept = greedy_nms(
+        std::move(kept), S, [&](int64_t i) { return &moved[4 * i]; }, post,
+        [&](int64_t, float o) { return o >= iou_threshold; });
     for (int64_t k : kept) {
       out_scores.push_back(S[k]);
       out_boxes.insert(out_boxes.end(), &moved[4 * k], &moved[4 * k] + 4);
@@ -569,6 +571,119 @@ void generate_proposals(ExecContext& ctx) {
   ctx.set_output(2, at::tensor(out_batch, at::kInt));
 }
 
+// ---- DETECTION_POSTPROCESSING: scores [B, A, C] (class 0 the background),
+// deltas [B, A, L >= 4] (dy, dx, dh, dw first), anchors [A, 4] (centre y,
+// centre x, h, w), scales y, x, h, w, regular NMS?, max detections, max
+// classes per detection, max detections per class, score threshold, IoU
+// threshold, background in label? -> scores [B, D], boxes [B, D, 4] (y1, x1,
+// y2, x2), classes [B, D], detections [B]; D = max detections for regular
+// NMS, max detections * max classes per detection for the fast one (as
+// Android's reference sizes them). Unused rows are zero.
+//
+// Each anchor's box: centre + anchor size * (dy / scale y, dx / scale x),
+// size * exp(dh / scale h, dw / scale w). Regular NMS: per class but 0, the
+// anchors scoring above the threshold, hard NMS (IoU >= threshold leaves) of
+// at most max detections per class, then the best max detections of all
+// classes, best first. Fast: per anchor its best score over the classes but
+// 0; the anchors above the threshold, hard NMS of at most max detections;
+// each kept anchor gives its best min(C - 1, max classes per detection)
+// classes, best first. A class is reported as c - 1, or c when the
+// background is in the label map. Equal scores keep index order (stable
+// sorts; Android's are not).
+
+void detection_postprocessing(ExecContext& ctx) {
+  const at::Tensor scores = reals(ctx, 0), deltas = reals(ctx, 1), anchors = box_input(ctx, 2);
+  if (scores.dim() != 3 || deltas.dim() != 3)
+    fail(Result::OpFailed, "inputs 0 (scores) and 1 (deltas) must be 3-D");
+  const int64_t batches = scores.size(0), count = scores.size(1), classes = scores.size(2);
+  expect_size(deltas.size(0), batches, "dimension 0 of input 1 (deltas)");
+  expect_size(deltas.size(1), count, "dimension 1 of input 1 (deltas, one row per anchor)");
+  expect_size(anchors.size(0), count, "dimension 0 of input 2 (anchors)");
+  const int64_t encoding = deltas.size(2);
+  const float scale_y = ctx.f32(3), scale_x = ctx.f32(4), scale_h = ctx.f32(5),
+              scale_w = ctx.f32(6);
+  const bool regular = ctx.flag(7);
+  const int32_t max_detections = ctx.i32(8), max_classes = ctx.i32(9), per_class = ctx.i32(10);
+  const float score_threshold = ctx.f32(11), iou_threshold = ctx.f32(12);
+  const int32_t label_offset = ctx.flag(13) ? 0 : 1;
+  if (classes < 2 || encoding < 4 || max_detections < 1 || (regular && per_class < 1) ||
+      (!regular && max_classes < 1))
+    fail(Result::OpFailed,
+         "DETECTION_POSTPROCESSING needs 2 classes or more, 4 deltas or more per anchor, and "
+         "detection limits >= 1");
+  const int64_t per_anchor = std::min<int64_t>(classes - 1, max_classes);
+  const int64_t slots = regular ? max_detections : int64_t{max_detections} * max_classes;
+  at::Tensor out_scores = at::zeros({batches, slots}, at::kFloat);
+  at::Tensor out_boxes = at::zeros({batches, slots, 4}, at::kFloat);
+  at::Tensor out_classes = at::zeros({batches, slots}, at::kInt);
+  at::Tensor out_count = at::zeros({batches}, at::kInt);
+  auto OS = out_scores.accessor<float, 2>();
+  auto OB = out_boxes.accessor<float, 3>();
+  auto OC = out_classes.accessor<int32_t, 2>();
+  const float* A = anchors.data_ptr<float>();
+  std::vector<float> boxes(static_cast<size_t>(count) * 4);
+  auto drop = [&](int64_t, float o) { return o >= iou_threshold; };
+  for (int64_t b = 0; b < batches; ++b) {
+    const float* S = scores.data_ptr<float>() + b * count * classes;
+    const float* D = deltas.data_ptr<float>() + b * count * encoding;
+    for (int64_t a = 0; a < count; ++a) {
+      const float* an = A + 4 * a;
+      const float* d = D + a * encoding;
+      const float y = an[0] + an[2] * d[0] / scale_y, x = an[1] + an[3] * d[1] / scale_x;
+      const float half_h = an[2] * std::exp(d[2] / scale_h) * 0.5f;
+      const float half_w = an[3] * std::exp(d[3] / scale_w) * 0.5f;
+      const float corners[4] = {y - half_h, x - half_w, y + half_h, x + half_w};
+      std::copy(corners, corners + 4, &boxes[4 * a]);
+    }
+    int64_t n = 0;
+    auto emit = [&](float score, int64_t anchor, int64_t cls) {
+      OS[b][n] = score;
+      for (int64_t j = 0; j < 4; ++j) OB[b][n][j] = boxes[4 * anchor + j];
+      OC[b][n] = static_cast<int32_t>(cls - label_offset);
+      ++n;
+    };
+    if (regular) {
+      std::vector<int64_t> kept;  // anchor * classes + class
+      for (int64_t c = 1; c < classes; ++c) {
+        std::vector<int64_t> select;
+        for (int64_t a = 0; a < count; ++a)
+          if (S[a * classes + c] > score_threshold) select.push_back(a * classes + c);
+        const std::vector<int64_t> k = greedy_nms(
+            std::move(select), S, [&](int64_t i) { return &boxes[4 * (i / classes)]; }, per_class,
+            drop);
+        kept.insert(kept.end(), k.begin(), k.end());
+      }
+      std::stable_sort(kept.begin(), kept.end(), [&](int64_t x, int64_t y) { return S[x] > S[y]; });
+      if (kept.size() > static_cast<size_t>(max_detections))
+        kept.resize(static_cast<size_t>(max_detections));
+      for (int64_t k : kept) emit(S[k], k / classes, k % classes);
+    } else {
+      std::vector<float> best(static_cast<size_t>(count));
+      std::vector<int64_t> select;
+      for (int64_t a = 0; a < count; ++a) {
+        best[a] = *std::max_element(S + a * classes + 1, S + (a + 1) * classes);
+        if (best[a] > score_threshold) select.push_back(a);
+      }
+      const std::vector<int64_t> kept = greedy_nms(
+          std::move(select), best.data(), [&](int64_t i) { return &boxes[4 * i]; }, max_detections,
+          drop);
+      for (int64_t a : kept) {
+        std::vector<int64_t> order;
+        for (int64_t c = 1; c < classes; ++c) order.push_back(c);
+        const float* row = S + a * classes;
+        std::stable_sort(order.begin(), order.end(),
+                         [&](int64_t x, int64_t y) { return row[x] > row[y]; });
+        for (int64_t c = 0; c < per_anchor; ++c) emit(row[order[c]], a, order[c]);
+      }
+    }
+    out_count[b] = static_cast<int32_t>(n);
+  }
+  ctx.set_output(0, to_operand(out_scores, ctx.out_operand(0)));
+  ctx.set_output(1, to_operand(out_boxes, ctx.out_operand(1)));
+  ctx.set_output(2, out_classes);
+  ctx.set_output(3, out_count);
+}
+
 }  // namespace
 
 void add_detection_kernels(std::vector<OpKernel>& t) {
@@ -579,6 +694,7 @@ void add_detection_kernels(std::vector<OpKernel>& t) {
   t.push_back({Op::HeatmapMaxKeypoint, "HEATMAP_MAX_KEYPOINT", heatmap_max_keypoint});
   t.push_back({Op::BoxWithNmsLimit, "BOX_WITH_NMS_LIMIT", box_with_nms_limit});
   t.push_back({Op::GenerateProposals, "GENERATE_PROPOSALS", generate_proposals});
+  t.push_back({Op::DetectionPostprocessing, "DETECTION_POSTPROCESSING", detection_postprocessing});
 }
 
 }  // namespace nnrt
