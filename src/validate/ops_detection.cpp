@@ -59,6 +59,16 @@ void four_coordinates(const Check& c, size_t i) {
                             " coordinates per box; NNAPI needs 4 (x1, y1, x2, y2)");
 }
 
+// The counts, input 0's type (TENSOR_FLOAT32, TENSOR_FLOAT16 or
+// TENSOR_QUANT8_ASYMM) and rank, and input 1 holding boxes for it.
+void main_and_boxes(Check& c, size_t inputs, size_t outputs, size_t rank) {
+  c.input_count({inputs});
+  c.output_count(outputs);
+  typed(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}, {T::TensorQuant8Asymm, 3}});
+  c.input_rank(0, rank, rank);
+  box_input(c, 1);
+}
+
 // ---- AXIS_ALIGNED_BBOX_TRANSFORM: boxes [R, 4], deltas [R, C * 4], batch
 // indices [R], image sizes [B, 2] -> [R, C * 4] of the boxes' type.
 
@@ -98,11 +108,7 @@ void axis_aligned_bbox_transform_rule(Check& c) {
 // ---- ROI_ALIGN (10 inputs) and ROI_POOLING (8 inputs).
 
 void roi_rule(Check& c, size_t layout) {
-  c.input_count({layout + 1});
-  c.output_count(1);
-  typed(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}, {T::TensorQuant8Asymm, 3}});
-  c.input_rank(0, 4, 4);
-  box_input(c, 1);
+  main_and_boxes(c, layout + 1, 1, 4);
   batch_input(c, 2, 1);
   for (size_t i : {3, 4}) c.input_type(i, {T::Int32});
   for (size_t i : {5, 6}) float_scalar_for_input(c, i);
@@ -142,11 +148,7 @@ void roi_pooling_rule(Check& c) {
 // boxes' type.
 
 void heatmap_max_keypoint_rule(Check& c) {
-  c.input_count({3});
-  c.output_count(2);
-  typed(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}, {T::TensorQuant8Asymm, 3}});
-  c.input_rank(0, 4, 4);
-  box_input(c, 1);
+  main_and_boxes(c, 3, 2, 4);
   c.input_type(2, {T::Bool});
   c.output_same_type(0, 0);
   c.output_rank(0, 2, 2);
@@ -179,11 +181,7 @@ void heatmap_max_keypoint_rule(Check& c) {
 // indices [N]; N is known only when the operation runs.
 
 void box_with_nms_limit_rule(Check& c) {
-  c.input_count({9});
-  c.output_count(4);
-  typed(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}, {T::TensorQuant8Asymm, 3}});
-  c.input_rank(0, 2, 2);
-  box_input(c, 1);
+  main_and_boxes(c, 9, 4, 2);
   batch_input(c, 2, 0);
   for (size_t i : {3, 6, 7, 8}) float_scalar_for_input(c, i);
   for (size_t i : {4, 5}) c.input_type(i, {T::Int32});

@@ -26,7 +26,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_extra_ops import (BOOL, CODES, F32, I32, T_F32, T_I32, T_Q8, Model,  # noqa: E402
-                            lib, run_cases, u32_array, ok)
+                            _refused, lib, run_cases)
 
 T_F16, F16, T_Q16A, T_Q16S = 8, 10, 12, 7
 CODES.update(AXIS_ALIGNED_BBOX_TRANSFORM=41, ROI_ALIGN=81, ROI_POOLING=82, HEATMAP_MAX_KEYPOINT=56,
@@ -102,18 +102,7 @@ def refusal(build):
     """The message of addOperation's or finish's refusal of the model `build`
     makes; None when the model is accepted."""
     lib.ANeuralNetworksHost_clearLastError()
-    m = Model()
-    try:
-        build(m)
-        a, b = u32_array(m.inputs), u32_array(m.outputs)
-        ok(lib.ANeuralNetworksModel_identifyInputsAndOutputs(
-            m.handle, len(m.inputs), a, len(m.outputs), b), "identify")
-        ok(lib.ANeuralNetworksModel_finish(m.handle), "finish")
-    except RuntimeError:
-        return last_error() or "refused"
-    finally:
-        lib.ANeuralNetworksModel_free(m.handle)
-    return None
+    return (last_error() or "refused") if _refused(build) else None
 
 
 def check_refusals(good, bad):
@@ -296,6 +285,15 @@ def feature_at(x, b, y, z, c):
     return x[b][y][z][c]
 
 
+def bilinear_tap(pos, size):
+    """The rows (columns) a sample at pos interpolates and the second's
+    weight; at or beyond the last row, that row alone (Android's reference)."""
+    lo = math.floor(pos)
+    if lo >= size - 1:
+        return size - 1, size - 1, 0.0
+    return lo, lo + 1, pos - lo
+
+
 def roi_align_formula(x, rois, batch, out_h, out_w, h_ratio, w_ratio, s_h, s_w):
     """x: NHWC nested lists. NeuralNetworks.h: each box (scaled by 1 / ratio
     into the feature map) is divided into out_h x out_w bins; each output
@@ -316,19 +314,9 @@ def roi_align_formula(x, rois, batch, out_h, out_w, h_ratio, w_ratio, s_h, s_w):
             for j in range(out_w):
                 acc = [0.0] * depth
                 for si in range(nh):
-                    y = y1 + bh * i + bh / nh * (si + 0.5)
-                    ya = math.floor(y)
-                    yb, dy = ya + 1, y - ya
-                    if ya >= height - 1:
-                        ya = yb = height - 1
-                        dy = 0.0
+                    ya, yb, dy = bilinear_tap(y1 + bh * i + bh / nh * (si + 0.5), height)
                     for sj in range(nw):
-                        z = x1 + bw * j + bw / nw * (sj + 0.5)
-                        za = math.floor(z)
-                        zb, dz = za + 1, z - za
-                        if za >= width - 1:
-                            za = zb = width - 1
-                            dz = 0.0
+                        za, zb, dz = bilinear_tap(x1 + bw * j + bw / nw * (sj + 0.5), width)
                         for c in range(depth):
                             acc[c] += ((1 - dy) * ((1 - dz) * x[batch[r]][ya][za][c]
                                                    + dz * x[batch[r]][ya][zb][c])

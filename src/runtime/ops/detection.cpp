@@ -166,6 +166,20 @@ void store_image(ExecContext& ctx, at::Tensor nhwc, bool nchw) {
   ctx.set_output(0, to_operand(nhwc.contiguous(), ctx.out_operand(0)));
 }
 
+// The two rows (or columns) a bilinear sample at `pos` reads and the weight
+// of the second; at or beyond the last one, that one alone (as Android's
+// reference).
+struct Tap {
+  int64_t lo, hi;
+  float frac;
+};
+
+Tap tap(float pos, int64_t size) {
+  const int64_t lo = static_cast<int64_t>(std::floor(pos));
+  if (lo >= size - 1) return {size - 1, size - 1, 0.0f};
+  return {lo, lo + 1, pos - static_cast<float>(lo)};
+}
+
 // ROI_ALIGN: each output cell averages sampling points spread evenly over its
 // bin (a grid of sampling_h x sampling_w, at the centres of equal sub-bins),
 // each the bilinear interpolation of the feature map. A box is at least one
@@ -195,23 +209,15 @@ void roi_align(ExecContext& ctx) {
     for (int64_t i = 0; i < a.out_h; ++i) {
       for (int64_t j = 0; j < a.out_w; ++j) {
         for (int64_t si = 0; si < n_h; ++si) {
-          const float y =
-              S[r][1] + bin_h * static_cast<float>(i) + step_h * (static_cast<float>(si) + 0.5f);
-          int64_t y0 = static_cast<int64_t>(std::floor(y)), y1 = y0 + 1;
-          float dy = y - static_cast<float>(y0);
-          if (y0 >= height - 1) {
-            y0 = y1 = height - 1;
-            dy = 0;
-          }
+          const Tap ty = tap(
+              S[r][1] + bin_h * static_cast<float>(i) + step_h * (static_cast<float>(si) + 0.5f),
+              height);
           for (int64_t sj = 0; sj < n_w; ++sj) {
-            const float x =
-                S[r][0] + bin_w * static_cast<float>(j) + step_w * (static_cast<float>(sj) + 0.5f);
-            int64_t x0 = static_cast<int64_t>(std::floor(x)), x1 = x0 + 1;
-            float dx = x - static_cast<float>(x0);
-            if (x0 >= width - 1) {
-              x0 = x1 = width - 1;
-              dx = 0;
-            }
+            const Tap tx = tap(
+                S[r][0] + bin_w * static_cast<float>(j) + step_w * (static_cast<float>(sj) + 0.5f),
+                width);
+            const int64_t y0 = ty.lo, y1 = ty.hi, x0 = tx.lo, x1 = tx.hi;
+            const float dy = ty.frac, dx = tx.frac;
             for (int64_t c = 0; c < depth; ++c)
               O[r][i][j][c] += (1 - dy) * ((1 - dx) * image[y0][x0][c] + dx * image[y0][x1][c]) +
                                dy * ((1 - dx) * image[y1][x0][c] + dx * image[y1][x1][c]);
