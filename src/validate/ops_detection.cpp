@@ -69,6 +69,17 @@ void main_and_boxes(Check& c, size_t inputs, size_t outputs, size_t rank) {
   box_input(c, 1);
 }
 
+// Outputs 0 and 1 of an NMS: the kept scores (1-D, input 0's type and
+// quantization) and their boxes ([N, 4] of the box type).
+void selected_boxes_outputs(const Check& c) {
+  c.output_same_type(0, 0);
+  c.same_quant(0, 0);
+  c.output_rank(0, 1, 1);
+  c.output_type(1, {box_type(c.type(0))});
+  c.output_rank(1, 2, 2);
+  box_quant(c, 1, true);
+}
+
 // ---- AXIS_ALIGNED_BBOX_TRANSFORM: boxes [R, 4], deltas [R, C * 4], batch
 // indices [R], image sizes [B, 2] -> [R, C * 4] of the boxes' type.
 
@@ -185,12 +196,7 @@ void box_with_nms_limit_rule(Check& c) {
   batch_input(c, 2, 0);
   for (size_t i : {3, 6, 7, 8}) float_scalar_for_input(c, i);
   for (size_t i : {4, 5}) c.input_type(i, {T::Int32});
-  c.output_same_type(0, 0);
-  c.same_quant(0, 0);
-  c.output_rank(0, 1, 1);
-  c.output_type(1, {box_type(c.type(0))});
-  c.output_rank(1, 2, 2);
-  box_quant(c, 1, true);
+  selected_boxes_outputs(c);
   for (size_t o : {2, 3}) {
     c.output_type(o, {T::TensorInt32});
     c.output_rank(o, 1, 1);
@@ -240,12 +246,7 @@ void generate_proposals_rule(Check& c) {
   for (size_t i : {4, 5, 8, 9}) float_scalar_for_input(c, i);
   for (size_t i : {6, 7}) c.input_type(i, {T::Int32});
   c.input_type(10, {T::Bool});
-  c.output_same_type(0, 0);
-  c.same_quant(0, 0);
-  c.output_rank(0, 1, 1);
-  c.output_type(1, {box_type(c.type(0))});
-  c.output_rank(1, 2, 2);
-  box_quant(c, 1, true);
+  selected_boxes_outputs(c);
   c.output_type(2, {T::TensorInt32});
   c.output_rank(2, 1, 1);
   if (!c.full()) return;

@@ -161,9 +161,22 @@ RoiArgs roi_args(const ExecContext& ctx, size_t layout) {
   return a;
 }
 
-void store_image(ExecContext& ctx, at::Tensor nhwc, bool nchw) {
-  if (nchw) nhwc = nhwc.permute({0, 3, 1, 2});
-  ctx.set_output(0, to_operand(nhwc.contiguous(), ctx.out_operand(0)));
+using Map = at::TensorAccessor<float, 3>;  // one image [H, W, C] (or output)
+using Box = at::TensorAccessor<float, 1>;  // [x1, y1, x2, y2] in feature map cells
+
+// Runs fill(args, image, box, output) for every box (its image, its box
+// scaled to the feature map, its zeroed NHWC output [out_h, out_w, C]) and
+// stores the output in the operation's layout.
+template <typename Fill>
+void roi_kernel(ExecContext& ctx, size_t layout, Fill fill) {
+  const RoiArgs a = roi_args(ctx, layout);
+  at::Tensor out = at::zeros({a.boxes.size(0), a.out_h, a.out_w, a.image.size(3)}, at::kFloat);
+  auto X = a.image.accessor<float, 4>();
+  auto S = a.boxes.accessor<float, 2>();
+  auto O = out.accessor<float, 4>();
+  for (int64_t r = 0; r < a.boxes.size(0); ++r) fill(a, X[a.batch[r]], S[r], O[r]);
+  if (a.nchw) out = out.permute({0, 3, 1, 2});
+  ctx.set_output(0, to_operand(out.contiguous(), ctx.out_operand(0)));
 }
 
 // The two rows (or columns) a bilinear sample at `pos` reads and the weight
@@ -187,47 +200,37 @@ Tap tap(float pos, int64_t size) {
 // As Android's reference, a point at or beyond the last row or column takes
 // that row or column.
 void roi_align(ExecContext& ctx) {
-  const RoiArgs a = roi_args(ctx, 9);
   const int32_t sampling_h = ctx.i32(7), sampling_w = ctx.i32(8);
   if (sampling_h < 0 || sampling_w < 0)
     fail(Result::OpFailed, "the sampling point counts must be >= 0");
-  const int64_t rois = a.boxes.size(0), height = a.image.size(1), width = a.image.size(2),
-                depth = a.image.size(3);
-  at::Tensor out = at::zeros({rois, a.out_h, a.out_w, depth}, at::kFloat);
-  auto X = a.image.accessor<float, 4>();
-  auto S = a.boxes.accessor<float, 2>();
-  auto O = out.accessor<float, 4>();
-  for (int64_t r = 0; r < rois; ++r) {
-    const float box_w = std::max(S[r][2] - S[r][0], 1.0f);
-    const float box_h = std::max(S[r][3] - S[r][1], 1.0f);
-    const float bin_w = box_w / static_cast<float>(a.out_w);
-    const float bin_h = box_h / static_cast<float>(a.out_h);
+  roi_kernel(ctx, 9, [&](const RoiArgs& a, const Map& image, const Box& box, Map out) {
+    const int64_t height = image.size(0), width = image.size(1), depth = image.size(2);
+    const float bin_w = std::max(box[2] - box[0], 1.0f) / static_cast<float>(a.out_w);
+    const float bin_h = std::max(box[3] - box[1], 1.0f) / static_cast<float>(a.out_h);
     const int64_t n_w = sampling_w > 0 ? sampling_w : static_cast<int64_t>(std::ceil(bin_w));
     const int64_t n_h = sampling_h > 0 ? sampling_h : static_cast<int64_t>(std::ceil(bin_h));
     const float step_w = bin_w / static_cast<float>(n_w), step_h = bin_h / static_cast<float>(n_h);
-    const auto image = X[a.batch[r]];
     for (int64_t i = 0; i < a.out_h; ++i) {
       for (int64_t j = 0; j < a.out_w; ++j) {
         for (int64_t si = 0; si < n_h; ++si) {
-          const Tap ty = tap(
-              S[r][1] + bin_h * static_cast<float>(i) + step_h * (static_cast<float>(si) + 0.5f),
-              height);
+          const Tap ty =
+              tap(box[1] + bin_h * static_cast<float>(i) + step_h * (static_cast<float>(si) + 0.5f),
+                  height);
           for (int64_t sj = 0; sj < n_w; ++sj) {
             const Tap tx = tap(
-                S[r][0] + bin_w * static_cast<float>(j) + step_w * (static_cast<float>(sj) + 0.5f),
+                box[0] + bin_w * static_cast<float>(j) + step_w * (static_cast<float>(sj) + 0.5f),
                 width);
             const int64_t y0 = ty.lo, y1 = ty.hi, x0 = tx.lo, x1 = tx.hi;
             const float dy = ty.frac, dx = tx.frac;
             for (int64_t c = 0; c < depth; ++c)
-              O[r][i][j][c] += (1 - dy) * ((1 - dx) * image[y0][x0][c] + dx * image[y0][x1][c]) +
-                               dy * ((1 - dx) * image[y1][x0][c] + dx * image[y1][x1][c]);
+              out[i][j][c] += (1 - dy) * ((1 - dx) * image[y0][x0][c] + dx * image[y0][x1][c]) +
+                              dy * ((1 - dx) * image[y1][x0][c] + dx * image[y1][x1][c]);
           }
         }
-        for (int64_t c = 0; c < depth; ++c) O[r][i][j][c] /= static_cast<float>(n_h * n_w);
+        for (int64_t c = 0; c < depth; ++c) out[i][j][c] /= static_cast<float>(n_h * n_w);
       }
     }
-  }
-  store_image(ctx, out, a.nchw);
+  });
 }
 
 // ROI_POOLING: the box's corners are rounded (half away from zero) to feature
@@ -236,45 +239,34 @@ void roi_align(ExecContext& ctx) {
 // map; each output is its bin's maximum (0, the zero point when quantized,
 // for an empty bin).
 void roi_pooling(ExecContext& ctx) {
-  const RoiArgs a = roi_args(ctx, 7);
-  const int64_t rois = a.boxes.size(0), height = a.image.size(1), width = a.image.size(2),
-                depth = a.image.size(3);
-  at::Tensor out = at::zeros({rois, a.out_h, a.out_w, depth}, at::kFloat);
-  auto X = a.image.accessor<float, 4>();
-  auto S = a.boxes.accessor<float, 2>();
-  auto O = out.accessor<float, 4>();
-  for (int64_t r = 0; r < rois; ++r) {
-    const int64_t x1 = std::lround(S[r][0]), y1 = std::lround(S[r][1]);
-    const int64_t x2 = std::lround(S[r][2]), y2 = std::lround(S[r][3]);
+  roi_kernel(ctx, 7, [](const RoiArgs& a, const Map& image, const Box& box, Map out) {
+    const int64_t height = image.size(0), width = image.size(1), depth = image.size(2);
+    const int64_t x1 = std::lround(box[0]), y1 = std::lround(box[1]);
+    const int64_t x2 = std::lround(box[2]), y2 = std::lround(box[3]);
     const float bin_w =
         static_cast<float>(std::max<int64_t>(x2 - x1 + 1, 1)) / static_cast<float>(a.out_w);
     const float bin_h =
         static_cast<float>(std::max<int64_t>(y2 - y1 + 1, 1)) / static_cast<float>(a.out_h);
-    const auto image = X[a.batch[r]];
-    auto span = [](float start, float end, int64_t size) {
-      return std::pair<int64_t, int64_t>(
-          std::min<int64_t>(static_cast<int64_t>(std::floor(start)), size),
-          std::min<int64_t>(static_cast<int64_t>(std::ceil(end)), size));
+    auto span = [](float bin, int64_t k, int64_t start, int64_t size) {
+      const float lo = bin * static_cast<float>(k) + static_cast<float>(start);
+      const float hi = bin * static_cast<float>(k + 1) + static_cast<float>(start);
+      return std::pair<int64_t, int64_t>(std::min(static_cast<int64_t>(std::floor(lo)), size),
+                                         std::min(static_cast<int64_t>(std::ceil(hi)), size));
     };
     for (int64_t i = 0; i < a.out_h; ++i) {
-      const auto [h0, h1] =
-          span(bin_h * static_cast<float>(i) + static_cast<float>(y1),
-               bin_h * static_cast<float>(i + 1) + static_cast<float>(y1), height);
+      const auto [h0, h1] = span(bin_h, i, y1, height);
       for (int64_t j = 0; j < a.out_w; ++j) {
-        const auto [w0, w1] =
-            span(bin_w * static_cast<float>(j) + static_cast<float>(x1),
-                 bin_w * static_cast<float>(j + 1) + static_cast<float>(x1), width);
+        const auto [w0, w1] = span(bin_w, j, x1, width);
         if (h0 >= h1 || w0 >= w1) continue;
         for (int64_t c = 0; c < depth; ++c) {
           float best = image[h0][w0][c];
           for (int64_t h = h0; h < h1; ++h)
             for (int64_t w = w0; w < w1; ++w) best = std::max(best, image[h][w][c]);
-          O[r][i][j][c] = best;
+          out[i][j][c] = best;
         }
       }
     }
-  }
-  store_image(ctx, out, a.nchw);
+  });
 }
 
 // ---- HEATMAP_MAX_KEYPOINT: heatmaps [K, size, size, keypoints] (NCHW: [K,
