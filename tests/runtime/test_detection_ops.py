@@ -923,6 +923,78 @@ def case_box_with_nms_limit_zero_sized_chain():
             assert list(got.shape) == [0, 2, 2, 1], (name, code, got.shape)
 
 
+ZERO_CODES = dict(CONV_2D=3, AVERAGE_POOL_2D=1, MAX_POOL_2D=17, ADD=0, RELU=19, SOFTMAX=25,
+                  RESHAPE=22, CONCATENATION=2, PAD=32, RESIZE_BILINEAR=23, TRANSPOSE=37,
+                  L2_NORMALIZATION=11)
+
+
+def case_zero_sized_batch_through_other_operations():
+    # NeuralNetworks.h (feature level 3): operations whose input "may be
+    # zero-sized" / that support "zero batches" take the empty result of
+    # BOX_WITH_NMS_LIMIT -> ROI_ALIGN ([0, 2, 2, 2]) and give an empty result
+    # of the shape the operation's rule gives (batch 0). PAD of a zero-sized
+    # tensor is all padding.
+    CODES.update(ZERO_CODES)
+
+    def const(m, values, dt=torch.float32):
+        return m.const(T_F32 if dt == torch.float32 else T_I32, torch.tensor(values, dtype=dt))
+
+    def i32(m, *values):
+        return [m.const(I32, v) for v in values]
+    w = torch.randn(3, 1, 1, 2)
+    ops = {  # name: (extra inputs, output rank, expected shape)
+        "CONV_2D": (lambda m: [const(m, w.tolist()), const(m, [0.0] * 3)] + i32(m, 0, 0, 0, 0, 1,
+                                                                               1, 0), [0, 2, 2, 3]),
+        "AVERAGE_POOL_2D": (lambda m: i32(m, 0, 0, 0, 0, 1, 1, 2, 2, 0), [0, 1, 1, 2]),
+        "MAX_POOL_2D": (lambda m: i32(m, 1, 1, 1, 1, 2, 2, 2, 2, 0), [0, 2, 2, 2]),
+        "ADD": (lambda m: [const(m, [1.0, 2.0])] + i32(m, 0), [0, 2, 2, 2]),
+        "RELU": (lambda m: [], [0, 2, 2, 2]),
+        "SOFTMAX": (lambda m: [m.const(F32, 1.0)], [0, 2, 2, 2]),
+        "RESHAPE": (lambda m: [const(m, [-1, 8], torch.int32)], [0, 8]),
+        "PAD": (lambda m: [const(m, [[1, 1], [1, 1], [0, 0], [0, 0]], torch.int32)], [2, 4, 2, 2]),
+        "RESIZE_BILINEAR": (lambda m: i32(m, 3, 5), [0, 5, 3, 2]),
+        "TRANSPOSE": (lambda m: [const(m, [0, 3, 1, 2], torch.int32)], [0, 2, 2, 2]),
+        "L2_NORMALIZATION": (lambda m: [], [0, 2, 2, 2]),
+    }
+    for name, (extra, want) in ops.items():
+        m = Model()
+        _, boxes, _, batch = nms_model(m, T_F32, 2, 2, (0.95, -1, 0, 0.5, 1.0, 0.1))
+        image = m.input(T_F32, (1, 4, 4, 2))
+        z = m.operand(T_F32, (0, 2, 2, 2))
+        m.op("ROI_ALIGN", [image, boxes, batch] + i32(m, 2, 2) +
+             [m.const(F32, 1.0), m.const(F32, 1.0)] + i32(m, 0, 0) + [m.const(BOOL, False)], [z])
+        ins = [z, z] + i32(m, 0) if name == "CONCATENATION" else [z] + extra(m)
+        out = m.output(T_F32, (0,) * len(want))
+        m.op(name, ins, [out])
+        m.outputs = [out]
+        got = m.run([torch.tensor([[0.5, 0.9], [0.3, 0.2]]),
+                     torch.tensor([[0, 0, 1, 1, 0, 0, 2, 2], [1, 1, 3, 3, 1, 1, 4, 4]]).float(),
+                     torch.tensor([0, 0], dtype=torch.int32), torch.randn(1, 4, 4, 2)],
+                    [torch.float32])[0]
+        assert list(got.shape) == want, (name, got.shape, want)
+        if name == "PAD":
+            assert got.abs().sum().item() == 0
+    # The detection operations that take zero boxes: AXIS_ALIGNED_BBOX_TRANSFORM
+    # (deltas [0, 8] from the empty ROI_ALIGN result) and HEATMAP_MAX_KEYPOINT.
+    m = Model()
+    _, boxes, _, batch = nms_model(m, T_F32, 2, 2, (0.95, -1, 0, 0.5, 1.0, 0.1))
+    image = m.input(T_F32, (1, 4, 4, 2))
+    z, deltas = m.operand(T_F32, (0, 2, 2, 2)), m.operand(T_F32, (0, 8))
+    m.op("ROI_ALIGN", [image, boxes, batch] + i32(m, 2, 2) +
+         [m.const(F32, 1.0), m.const(F32, 1.0)] + i32(m, 0, 0) + [m.const(BOOL, False)], [z])
+    m.op("RESHAPE", [z, const(m, [-1, 8], torch.int32)], [deltas])
+    moved = m.output(T_F32, (0, 0))
+    m.op("AXIS_ALIGNED_BBOX_TRANSFORM", [boxes, deltas, batch, const(m, [[4.0, 4.0]])], [moved])
+    keypoint_scores, keypoints = m.output(T_F32, (0, 0)), m.output(T_F32, (0, 0, 0))
+    m.op("HEATMAP_MAX_KEYPOINT", [z, boxes, m.const(BOOL, False)], [keypoint_scores, keypoints])
+    m.outputs = [moved, keypoint_scores, keypoints]
+    got = m.run([torch.tensor([[0.5, 0.9], [0.3, 0.2]]),
+                 torch.tensor([[0, 0, 1, 1, 0, 0, 2, 2], [1, 1, 3, 3, 1, 1, 4, 4]]).float(),
+                 torch.tensor([0, 0], dtype=torch.int32), torch.randn(1, 4, 4, 2)],
+                [torch.float32] * 3)
+    assert [list(t.shape) for t in got] == [[0, 8], [0, 2], [0, 2, 2]], [t.shape for t in got]
+
+
 def case_box_with_nms_limit_refusals():
     def build(code=T_F32, scores_dims=(3, 2), boxes_dims=(3, 8), batch_dims=(3,), kernel=0,
               sigma=1.0, box_code=None, out_q=None, scalar_code=None):
