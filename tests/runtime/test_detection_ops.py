@@ -834,6 +834,35 @@ NMS_OUT_BATCH = [0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1]
 NMS_HARD = (0.3, -1, 0, 0.4, 1.0, 0.3)
 
 
+# box_with_nms_limit_linear.mod.py: the same inputs, linear NMS (kernel 1).
+NMS_LINEAR = (0.3, -1, 1, 0.4, 1.0, 0.3)
+NMS_LINEAR_SCORES = [0.95, 0.85, 0.75, 0.95, 0.7, 0.42352945, 0.39705884, 0.95, 0.9, 0.85, 0.75,
+                     0.95, 0.8, 0.7, 0.42352945, 0.39705884]
+NMS_LINEAR_BOXES = [0, 0, 10, 10, 4, 4, 14, 14, 8, 8, 18, 18, 2, 2, 12, 12, 8, 8, 18, 18, 4, 4, 14,
+                    14, 0, 0, 10, 10, 1, 1, 11, 11, 0, 0, 2, 2, 5, 5, 15, 15, 9, 9, 19, 19, 3, 3,
+                    13, 13, 0, 0, 2, 2, 9, 9, 19, 19, 5, 5, 15, 15, 1, 1, 11, 11]
+NMS_LINEAR_CLASSES = [1, 1, 1, 2, 2, 2, 2, 1, 1, 1, 1, 2, 2, 2, 2, 2]
+NMS_LINEAR_BATCH = [0] * 7 + [1] * 9
+NMS_LINEAR_Q_SCORES = [95, 85, 75, 95, 70, 42, 40, 95, 90, 85, 75, 95, 80, 70, 42, 40]
+
+
+def case_box_with_nms_limit_linear_android():
+    for code in (T_F32, T_F16, T_Q8):
+        q = (0.01, 0) if code == T_Q8 else (0.0, 0)
+        scores, boxes, classes, batch = run_nms(code, NMS_SCORES, NMS_BOXES, NMS_BATCH,
+                                                NMS_LINEAR, q)
+        assert classes.tolist() == NMS_LINEAR_CLASSES, (code, classes)
+        assert batch.tolist() == NMS_LINEAR_BATCH, (code, batch)
+        if code == T_Q8:
+            within(scores.tolist(), NMS_LINEAR_Q_SCORES, lambda v: 1, "quant8")
+            assert u16(boxes.reshape(-1)) == [v * 8 for v in NMS_LINEAR_BOXES], boxes
+        else:
+            within(scores.float().tolist(), NMS_LINEAR_SCORES, float_tol(code), code)
+            assert boxes.float().reshape(-1).tolist() == NMS_LINEAR_BOXES, (code, boxes)
+    got = nms_formula(NMS_SCORES, NMS_BOXES, NMS_BATCH, *NMS_LINEAR)
+    within([s for s, _, _, _ in got], NMS_LINEAR_SCORES, float_tol(T_F32), "formula")
+
+
 def case_box_with_nms_limit_android():
     assert NMS_BOXES[0][:4] == [1, 1, 10, 10] and NMS_BOXES[14][4:8] == [0, 0, 2, 2]
     for code in (T_F32, T_F16, T_Q8):
