@@ -834,33 +834,47 @@ NMS_OUT_BATCH = [0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1]
 NMS_HARD = (0.3, -1, 0, 0.4, 1.0, 0.3)
 
 
-# box_with_nms_limit_linear.mod.py: the same inputs, linear NMS (kernel 1).
-NMS_LINEAR = (0.3, -1, 1, 0.4, 1.0, 0.3)
-NMS_LINEAR_SCORES = [0.95, 0.85, 0.75, 0.95, 0.7, 0.42352945, 0.39705884, 0.95, 0.9, 0.85, 0.75,
-                     0.95, 0.8, 0.7, 0.42352945, 0.39705884]
-NMS_LINEAR_BOXES = [0, 0, 10, 10, 4, 4, 14, 14, 8, 8, 18, 18, 2, 2, 12, 12, 8, 8, 18, 18, 4, 4, 14,
-                    14, 0, 0, 10, 10, 1, 1, 11, 11, 0, 0, 2, 2, 5, 5, 15, 15, 9, 9, 19, 19, 3, 3,
-                    13, 13, 0, 0, 2, 2, 9, 9, 19, 19, 5, 5, 15, 15, 1, 1, 11, 11]
-NMS_LINEAR_CLASSES = [1, 1, 1, 2, 2, 2, 2, 1, 1, 1, 1, 2, 2, 2, 2, 2]
-NMS_LINEAR_BATCH = [0] * 7 + [1] * 9
-NMS_LINEAR_Q_SCORES = [95, 85, 75, 95, 70, 42, 40, 95, 90, 85, 75, 95, 80, 70, 42, 40]
+# box_with_nms_limit_linear.mod.py and box_with_nms_limit_gaussian.mod.py: the
+# same inputs, linear NMS (kernel 1) and gaussian NMS (kernel 2, sigma 0.5):
+# (parameters, scores, boxes, classes, batch indices, quant8 scores).
+NMS_SOFT = {
+    "linear": ((0.3, -1, 1, 0.4, 1.0, 0.3),
+               [0.95, 0.85, 0.75, 0.95, 0.7, 0.42352945, 0.39705884, 0.95, 0.9, 0.85, 0.75, 0.95,
+                0.8, 0.7, 0.42352945, 0.39705884],
+               [0, 0, 10, 10, 4, 4, 14, 14, 8, 8, 18, 18, 2, 2, 12, 12, 8, 8, 18, 18, 4, 4, 14, 14,
+                0, 0, 10, 10, 1, 1, 11, 11, 0, 0, 2, 2, 5, 5, 15, 15, 9, 9, 19, 19, 3, 3, 13, 13,
+                0, 0, 2, 2, 9, 9, 19, 19, 5, 5, 15, 15, 1, 1, 11, 11],
+               [1, 1, 1, 2, 2, 2, 2, 1, 1, 1, 1, 2, 2, 2, 2, 2], [0] * 7 + [1] * 9,
+               [95, 85, 75, 95, 70, 42, 40, 95, 90, 85, 75, 95, 80, 70, 42, 40]),
+    "gaussian": ((0.3, -1, 2, 0.4, 0.5, 0.3),
+                 [0.95, 0.7879927, 0.52485234, 0.47400165, 0.95, 0.6894936, 0.4812244, 0.42367333,
+                  0.95, 0.89983034, 0.7879927, 0.52485234, 0.47400165, 0.95, 0.8, 0.6894936,
+                  0.4811337, 0.42367333],
+                 [0, 0, 10, 10, 6, 6, 16, 16, 2, 2, 12, 12, 8, 8, 18, 18, 2, 2, 12, 12, 8, 8, 18,
+                  18, 0, 0, 10, 10, 4, 4, 14, 14, 1, 1, 11, 11, 0, 0, 2, 2, 7, 7, 17, 17, 3, 3, 13,
+                  13, 9, 9, 19, 19, 3, 3, 13, 13, 0, 0, 2, 2, 9, 9, 19, 19, 1, 1, 11, 11, 5, 5, 15,
+                  15],
+                 [1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2], [0] * 8 + [1] * 10,
+                 [95, 79, 52, 47, 95, 69, 48, 42, 95, 90, 79, 52, 47, 95, 80, 69, 48, 42]),
+}
 
 
-def case_box_with_nms_limit_linear_android():
-    for code in (T_F32, T_F16, T_Q8):
-        q = (0.01, 0) if code == T_Q8 else (0.0, 0)
-        scores, boxes, classes, batch = run_nms(code, NMS_SCORES, NMS_BOXES, NMS_BATCH,
-                                                NMS_LINEAR, q)
-        assert classes.tolist() == NMS_LINEAR_CLASSES, (code, classes)
-        assert batch.tolist() == NMS_LINEAR_BATCH, (code, batch)
-        if code == T_Q8:
-            within(scores.tolist(), NMS_LINEAR_Q_SCORES, lambda v: 1, "quant8")
-            assert u16(boxes.reshape(-1)) == [v * 8 for v in NMS_LINEAR_BOXES], boxes
-        else:
-            within(scores.float().tolist(), NMS_LINEAR_SCORES, float_tol(code), code)
-            assert boxes.float().reshape(-1).tolist() == NMS_LINEAR_BOXES, (code, boxes)
-    got = nms_formula(NMS_SCORES, NMS_BOXES, NMS_BATCH, *NMS_LINEAR)
-    within([s for s, _, _, _ in got], NMS_LINEAR_SCORES, float_tol(T_F32), "formula")
+def case_box_with_nms_limit_soft_android():
+    for kind, (params, w_scores, w_boxes, w_classes, w_batch, w_q) in NMS_SOFT.items():
+        for code in (T_F32, T_F16, T_Q8):
+            q = (0.01, 0) if code == T_Q8 else (0.0, 0)
+            scores, boxes, classes, batch = run_nms(code, NMS_SCORES, NMS_BOXES, NMS_BATCH,
+                                                    params, q)
+            assert classes.tolist() == w_classes, (kind, code, classes)
+            assert batch.tolist() == w_batch, (kind, code, batch)
+            if code == T_Q8:
+                within(scores.tolist(), w_q, lambda v: 1, (kind, "quant8"))
+                assert u16(boxes.reshape(-1)) == [v * 8 for v in w_boxes], (kind, boxes)
+            else:
+                within(scores.float().tolist(), w_scores, float_tol(code), (kind, code))
+                assert boxes.float().reshape(-1).tolist() == w_boxes, (kind, code, boxes)
+        got = nms_formula(NMS_SCORES, NMS_BOXES, NMS_BATCH, *params)
+        within([s for s, _, _, _ in got], w_scores, float_tol(T_F32), (kind, "formula"))
 
 
 def case_box_with_nms_limit_android():
