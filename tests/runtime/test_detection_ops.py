@@ -1036,6 +1036,17 @@ def case_zero_sized_batch_through_other_operations():
     assert [list(t.shape) for t in got] == [[0, 8], [0, 2], [0, 2, 2]], [t.shape for t in got]
 
 
+def case_box_with_nms_limit_empty_boxes():
+    # Two empty boxes of one class: their IoU is 0 / 0 (NaN), so the linear
+    # kernel makes the second score NaN (1 - IoU), which no threshold drops:
+    # the best box first with its score, then the NaN one, and no crash.
+    scores, boxes, classes, batch = run_nms(T_F32, [[0.0, 0.9], [0.0, 0.8]],
+                                            [[0, 0, 0, 0, 1, 1, 1, 1]] * 2, [0, 0],
+                                            (0.1, -1, 1, 0.5, 1.0, 0.1))
+    assert scores[0].item() == torch.tensor(0.9).item() and math.isnan(scores[1].item()), scores
+    assert classes.tolist() == [1, 1] and batch.tolist() == [0, 0]
+
+
 def case_box_with_nms_limit_refusals():
     def build(code=T_F32, scores_dims=(3, 2), boxes_dims=(3, 8), batch_dims=(3,), kernel=0,
               sigma=1.0, box_code=None, out_q=None, scalar_code=None):

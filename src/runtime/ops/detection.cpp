@@ -366,6 +366,11 @@ void heatmap_max_keypoint(ExecContext& ctx) {
 // order, the first maximum kept, a dropped candidate swapped with the last
 // one, stable sorts here where Android's are unstable.
 
+// Descending score order for the sorts: NaN (e.g. a linear-kernel score after
+// the IoU of two empty boxes, 0 / 0) ranks below every number, so that the
+// order stays a strict weak ordering.
+bool higher(float a, float b) { return a > b || (std::isnan(b) && !std::isnan(a)); }
+
 float iou(const float* a, const float* b) {
   const float area_a = (a[2] - a[0]) * (a[3] - a[1]), area_b = (b[2] - b[0]) * (b[3] - b[1]);
   const float w = std::max(std::min(a[2], b[2]) - std::max(a[0], b[0]), 0.0f);
@@ -454,11 +459,11 @@ void box_with_nms_limit(ExecContext& ctx) {
       image.insert(image.end(), k.begin(), k.end());
     }
     std::stable_sort(image.begin(), image.end(),
-                     [&](int64_t x, int64_t y) { return score[x] > score[y]; });
+                     [&](int64_t x, int64_t y) { return higher(score[x], score[y]); });
     if (a.max_detections >= 0 && image.size() > static_cast<size_t>(a.max_detections))
       image.resize(static_cast<size_t>(a.max_detections));
     std::stable_sort(image.begin(), image.end(), [&](int64_t x, int64_t y) {
-      return x % classes != y % classes ? x % classes < y % classes : score[x] > score[y];
+      return x % classes != y % classes ? x % classes < y % classes : higher(score[x], score[y]);
     });
     kept.insert(kept.end(), image.begin(), image.end());
     kept_batch.insert(kept_batch.end(), image.size(), batch[first]);
@@ -543,7 +548,7 @@ void generate_proposals(ExecContext& ctx) {
     for (int64_t k = 0; k < per_image; ++k) select[k] = k;
     if (pre > 0 && pre < per_image) {
       std::stable_sort(select.begin(), select.end(),
-                       [&](int64_t x, int64_t y) { return S[x] > S[y]; });
+                       [&](int64_t x, int64_t y) { return higher(S[x], S[y]); });
       select.resize(static_cast<size_t>(pre));
     }
     std::vector<int64_t> kept;
@@ -651,7 +656,8 @@ void detection_postprocessing(ExecContext& ctx) {
             drop);
         kept.insert(kept.end(), k.begin(), k.end());
       }
-      std::stable_sort(kept.begin(), kept.end(), [&](int64_t x, int64_t y) { return S[x] > S[y]; });
+      std::stable_sort(kept.begin(), kept.end(),
+                       [&](int64_t x, int64_t y) { return higher(S[x], S[y]); });
       if (kept.size() > static_cast<size_t>(max_detections))
         kept.resize(static_cast<size_t>(max_detections));
       for (int64_t k : kept) emit(S[k], k / classes, k % classes);
@@ -670,7 +676,7 @@ void detection_postprocessing(ExecContext& ctx) {
         for (int64_t c = 1; c < classes; ++c) order.push_back(c);
         const float* row = S + a * classes;
         std::stable_sort(order.begin(), order.end(),
-                         [&](int64_t x, int64_t y) { return row[x] > row[y]; });
+                         [&](int64_t x, int64_t y) { return higher(row[x], row[y]); });
         for (int64_t c = 0; c < per_anchor; ++c) emit(row[order[c]], a, order[c]);
       }
     }
