@@ -69,6 +69,7 @@ CONVERTER = ["reference.test_nnapi", "reference.torchvision", "verify.test_nnapi
 FUSED = ["verify.test_nnapi_fused", "verify.torchvision_fused", r"verify.cli_fuse.*"]
 VERIFY = ["verify.rules", r"verify.cli_.*"]
 RUNTIME = ["runtime.extra_ops", "verify.test_nnapi", "verify.test_nnapi_fused"]
+DETECTION = ["runtime.detection_ops"]
 
 # Each planted bug: (name, what it does, [(file, text, replacement), ...],
 # the suites that reach its code).
@@ -184,6 +185,31 @@ MUTATIONS = [
      "the host runtime clamps a float FUSED_RELU1 result to [0, 1] instead of [-1, 1]",
      [("src/runtime/kernel.cpp", "r = at::clamp(r, -1, 1);", "r = at::clamp(r, 0, 1);")],
      RUNTIME),
+    ("quant16-asymm-signed",
+     "the host runtime reads TENSOR_QUANT16_ASYMM as signed: boxes beyond 4096 turn negative",
+     [("src/runtime/kernel.cpp", "return stored.to(at::kInt).bitwise_and(0xFFFF);",
+       "return stored.to(at::kInt);")],
+     DETECTION),
+    ("roi-align-sample-offset",
+     "ROI_ALIGN samples each bin's rows a quarter step in instead of at the sub-bin centres",
+     [("src/runtime/ops/detection.cpp", "step_h * (static_cast<float>(si) + 0.5f)",
+       "step_h * (static_cast<float>(si) + 0.25f)")],
+     DETECTION),
+    ("nms-linear-kernel-halved",
+     "BOX_WITH_NMS_LIMIT's linear kernel multiplies by 1 - IoU / 2 instead of 1 - IoU",
+     [("src/runtime/ops/detection.cpp", "return kernel == 0 ? 0.0f : 1.0f - overlap;",
+       "return kernel == 0 ? 0.0f : 1.0f - overlap * 0.5f;")],
+     DETECTION),
+    ("heatmap-clamped-border",
+     "HEATMAP_MAX_KEYPOINT clamps its 3x3 neighbourhood at the border instead of mirroring it",
+     [("src/runtime/ops/detection.cpp", "return k < 0 ? 1 : (k >= size ? size - 2 : k);",
+       "return k < 0 ? 0 : (k >= size ? size - 1 : k);")],
+     DETECTION),
+    ("validator-box-quant-ignored",
+     "the shared validator accepts TENSOR_QUANT16_ASYMM boxes of any scale and zero point",
+     [("src/validate/ops_detection.cpp", "if (o.scale != kBoxScale || o.zero_point != 0)",
+       "if (false)")],
+     DETECTION),
 ]
 
 

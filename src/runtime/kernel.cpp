@@ -152,8 +152,9 @@ bool is_quant8(OperandType type) { return type == OperandType::TensorQuant8Asymm
 
 at::Tensor real_values(const Value& v, at::ScalarType dtype) {
   switch (v.type) {
+    case OperandType::TensorQuant16Asymm:  // unsigned 16-bit values stored as int16
+      return (quant16_asymm_values(v.t).to(dtype) - v.zero_point) * static_cast<double>(v.scale);
     case OperandType::TensorQuant8Asymm:
-    case OperandType::TensorQuant16Asymm:
     case OperandType::TensorQuant16Symm:
     case OperandType::TensorQuant8Symm:
       return (v.t.to(dtype) - v.zero_point) * static_cast<double>(v.scale);
@@ -235,8 +236,24 @@ at::Tensor quantize_like_pytorch(const at::Tensor& real, const Operand& out, int
   return (at::round(scaled) + out.zero_point).clamp(lo, hi).to(at::kByte);
 }
 
+at::Tensor quant16_asymm_values(const at::Tensor& stored) {
+  return stored.to(at::kInt).bitwise_and(0xFFFF);
+}
+
+at::Tensor quant16_asymm_storage(const at::Tensor& values) {
+  at::Tensor v = values.to(at::kInt).clamp(0, 65535);
+  return at::where(v > 32767, v - 65536, v).to(at::kShort);
+}
+
 at::Tensor to_operand(const at::Tensor& real, const Operand& out, int32_t fuse) {
   check_fuse_code(fuse);
+  if (out.type == OperandType::TensorQuant16Asymm) {
+    if (fuse != 0) fail(Result::BadData, "a fused activation on a TENSOR_QUANT16_ASYMM result");
+    // Round half away from zero, as quantize_u8, then saturate to [0, 65535].
+    at::Tensor scaled = real.to(at::kDouble) / static_cast<double>(out.scale);
+    at::Tensor rounded = at::sign(scaled) * at::floor(at::abs(scaled) + 0.5);
+    return quant16_asymm_storage((rounded + out.zero_point).clamp(0, 65535));
+  }
   if (is_quant8(out.type)) {
     auto [lo, hi] = quant_activation_range(fuse, out.scale, out.zero_point);
     return quantize_u8(real, out.scale, out.zero_point, lo, hi);
@@ -290,6 +307,7 @@ const std::vector<OpKernel>& all_kernels() {
     add_lookup_kernels(t);
     add_normalization_kernels(t);
     add_random_kernels(t);
+    add_detection_kernels(t);
     return t;
   }();
   return table;

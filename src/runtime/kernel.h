@@ -20,7 +20,8 @@ using nnapi::Op;
 // A tensor flowing between operations during one execution. Element types:
 // float for TENSOR_FLOAT32/FLOAT32, int for TENSOR_INT32/INT32/UINT32,
 // uint8 for TENSOR_QUANT8_ASYMM, bool for BOOL/TENSOR_BOOL8, half for
-// FLOAT16 types, int16 for QUANT16 types.
+// FLOAT16 types, int16 for QUANT16 types (TENSOR_QUANT16_ASYMM: unsigned values
+// in int16 storage, see quant16_asymm_values).
 struct Value {
   at::Tensor t;
   OperandType type = OperandType::Float32;
@@ -93,6 +94,7 @@ void add_space_batch_kernels(std::vector<OpKernel>& table);    // ops/space_batc
 void add_lookup_kernels(std::vector<OpKernel>& table);         // ops/lookup.cpp
 void add_normalization_kernels(std::vector<OpKernel>& table);  // ops/normalization.cpp
 void add_random_kernels(std::vector<OpKernel>& table);         // ops/random.cpp
+void add_detection_kernels(std::vector<OpKernel>& table);      // ops/detection.cpp
 
 // ---- Helpers shared by the kernels (kernel.cpp) ----
 
@@ -100,10 +102,17 @@ at::ScalarType dtype_for(OperandType type);
 bool is_quant8(OperandType type);
 // Real values of a tensor: dequantized for quantized types.
 at::Tensor real_values(const Value& v, at::ScalarType dtype = at::kFloat);
+// TENSOR_QUANT16_ASYMM holds unsigned 16-bit values (0 to 65535), which
+// LibTorch 1.13 has no dtype for: they are stored as int16 with the same bits.
+// The values of such storage as int32 (0 to 65535), and the storage of int32
+// values (saturated to 0 to 65535).
+at::Tensor quant16_asymm_values(const at::Tensor& stored);
+at::Tensor quant16_asymm_storage(const at::Tensor& values);
 // Converts real values into the representation of `out`, applying a fused
 // activation: clamps in real space for floats; for QUANT8_ASYMM rounds to
 // nearest (half away from zero), adds the zero point and clamps to the
-// activation's range intersected with [0, 255].
+// activation's range intersected with [0, 255]; for QUANT16_ASYMM (no
+// activation) rounds the same way and saturates to [0, 65535].
 at::Tensor to_operand(const at::Tensor& real, const Operand& out, int32_t fuse = 0);
 // The integer accumulator domain of quantized convolutions and
 // FULLY_CONNECTED: q - zero_point of a QUANT8 operand, the raw values of an

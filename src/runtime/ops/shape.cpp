@@ -185,6 +185,15 @@ void execute_pad(ExecContext& ctx) {
   } else if (is_quant8(x.type)) {
     value = x.zero_point;  // real zero
   }
+  if (x.t.numel() == 0) {
+    // A zero-sized input (NNAPI allows it since feature level 3), which
+    // LibTorch 1.13's constant_pad_nd refuses: the output is all padding.
+    std::vector<int64_t> shape(x.t.sizes().begin(), x.t.sizes().end());
+    for (int64_t d = 0; d < rank; ++d)
+      shape[static_cast<size_t>(d)] +=
+          pads[static_cast<size_t>(2 * d)] + pads[static_cast<size_t>(2 * d + 1)];
+    return ctx.set_output(0, at::full(shape, value, x.t.options()));
+  }
   ctx.set_output(0, at::constant_pad_nd(x.t, torch_pad, value));
 }
 
