@@ -339,7 +339,7 @@ std::string convolution_support(const Node* node) {
   };
   const auto transposed = full ? torch::jit::toIValue(node->input(6)) : c10::nullopt;
   const bool transpose = transposed && transposed->isBool() && transposed->toBool();
-  if (w.dim() == 5) return transpose ? "3-D transposed" : "";  // video.cpp
+  if (w.dim() == 5) return "";  // video.cpp (which refuses a transposed one, naming the node)
   const int64_t groups = integer(full ? 8 : 6);
   const std::vector<int64_t> dilation = ints(5);
   const bool dilated =
