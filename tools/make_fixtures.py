@@ -2470,6 +2470,84 @@ beyond("everyday-positional-table", lambda: Case(PositionalTable().eval(), torch
 beyond("everyday-positional-table-flex", lambda: Case(
     PositionalTable().eval(), torch.randn(3, 7, 8), convert_args=[torch.zeros(0, 7, 8)]))
 
+# ------------------------------------------------------------------ video
+# Issue 20: 3-D convolutions and pools as NNAPI 2-D operations over the
+# video's frames (src/lower/video.cpp), each without and with --nhwc (the
+# frames NCHW or NHWC in NNAPI; the 5-D input itself is contiguous either
+# way). Fixed sizes: NNAPI takes a 5-D input merged to 4-D.
+class _Video(torch.nn.Module):
+    def __init__(self, *layers):
+        super().__init__()
+        self.body = torch.nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class _R21dBlock(torch.nn.Module):
+    """R(2+1)D's residual block: a (1, 3, 3) then a (3, 1, 1) convolution
+    with batch norm (folded when frozen) and ReLU, plus the input."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.spatial = torch.nn.Sequential(torch.nn.Conv3d(c, c, (1, 3, 3), padding=(0, 1, 1), bias=False),
+                                           torch.nn.BatchNorm3d(c), torch.nn.ReLU(inplace=True))
+        self.temporal = torch.nn.Sequential(torch.nn.Conv3d(c, c, (3, 1, 1), padding=(1, 0, 0), bias=False),
+                                            torch.nn.BatchNorm3d(c))
+
+    def forward(self, x):
+        return torch.relu(self.temporal(self.spatial(x)) + x)
+
+
+def _video_bn(c):
+    bn = torch.nn.BatchNorm3d(c)
+    with torch.no_grad():
+        bn.running_mean.uniform_(-0.5, 0.5)
+        bn.running_var.uniform_(0.5, 2.0)
+        bn.weight.uniform_(0.5, 1.5)
+        bn.bias.uniform_(-0.5, 0.5)
+    return bn.eval()
+
+
+_VIDEO_CASES = {
+    "conv3d-k3p1": (lambda: _Video(torch.nn.Conv3d(3, 8, 3, padding=1), torch.nn.ReLU()), (1, 3, 5, 8, 8)),
+    "conv3d-s2-batch2": (lambda: _Video(torch.nn.Conv3d(3, 6, 3, stride=2, padding=1)), (2, 3, 6, 9, 9)),
+    "conv3d-dilated": (lambda: _Video(torch.nn.Conv3d(4, 5, (2, 3, 3), dilation=(2, 1, 2), padding=(1, 0, 2))),
+                       (1, 4, 7, 9, 9)),
+    "conv3d-grouped": (lambda: _Video(torch.nn.Conv3d(4, 6, (2, 3, 3), groups=2, stride=(1, 2, 1))),
+                       (1, 4, 5, 7, 6)),
+    "conv3d-depthwise": (lambda: _Video(torch.nn.Conv3d(4, 8, (3, 1, 1), groups=4, bias=False)),
+                         (2, 4, 5, 6, 6)),
+    "conv3d-same": (lambda: _Video(torch.nn.Conv3d(3, 5, (4, 3, 2), padding="same")), (1, 3, 6, 7, 7)),
+    "conv3d-valid": (lambda: _Video(torch.nn.Conv3d(3, 4, (2, 2, 3), padding="valid")), (1, 3, 4, 6, 7)),
+    "r21d-block": (lambda: _Video(torch.nn.Conv3d(3, 8, (1, 3, 3), padding=(0, 1, 1)), _R21dBlock(8)),
+                   (1, 3, 4, 8, 8)),
+    "max_pool3d-k3s2p1": (lambda: _Video(torch.nn.MaxPool3d(3, stride=2, padding=1)), (2, 3, 7, 9, 9)),
+    # Single-pixel windows over time: the time padding must never win the max.
+    "max_pool3d-time-pad": (lambda: _Video(torch.nn.MaxPool3d((3, 1, 1), stride=(2, 1, 1), padding=(1, 0, 0))),
+                            (1, 3, 7, 4, 5)),
+    "max_pool3d-ceil": (lambda: _Video(torch.nn.MaxPool3d((2, 3, 2), stride=2, ceil_mode=True)), (1, 3, 7, 9, 8)),
+    "avg_pool3d-k3s2p1": (lambda: _Video(torch.nn.AvgPool3d(3, stride=2, padding=1)), (2, 3, 7, 9, 9)),
+    "avg_pool3d-exclude-pad": (lambda: _Video(torch.nn.AvgPool3d(3, stride=2, padding=1, count_include_pad=False)),
+                               (1, 3, 7, 9, 9)),
+    "avg_pool3d-ceil": (lambda: _Video(torch.nn.AvgPool3d(2, stride=2, padding=1, ceil_mode=True)),
+                        (1, 3, 7, 9, 8)),
+    "avg_pool3d-divisor": (lambda: _Video(torch.nn.AvgPool3d(3, stride=2, padding=1, divisor_override=5)),
+                           (1, 3, 7, 9, 9)),
+    "adaptive_avg_pool3d-1": (lambda: _Video(torch.nn.AdaptiveAvgPool3d(1)), (2, 3, 7, 9, 9)),
+    "adaptive_avg_pool3d-3x2x4": (lambda: _Video(torch.nn.AdaptiveAvgPool3d((3, 2, 4))), (2, 3, 7, 9, 8)),
+    "pool3d-batch_norm3d": (lambda: _Video(torch.nn.MaxPool3d(2), _video_bn(3), torch.nn.ReLU()), (1, 3, 4, 6, 6)),
+    "conv3d-head": (lambda: _Video(torch.nn.Conv3d(3, 4, 3), torch.nn.AdaptiveAvgPool3d(1), torch.nn.Flatten(),
+                                   torch.nn.Linear(4, 5)), (1, 3, 4, 6, 6)),
+}
+for _name, (_make, _shape) in _VIDEO_CASES.items():
+    for _suffix, _opts in (("", []), ("-nhwc", ["--nhwc"])):
+        beyond(f"video-{_name}{_suffix}", lambda m=_make, s=_shape, o=_opts: Case(
+            m().eval(), torch.randn(*s), options=o))
+refuse("video-conv_transpose3d", lambda: Case(
+    _Video(torch.nn.ConvTranspose3d(3, 2, 3)), torch.randn(1, 3, 3, 4, 4)), r"3-D transposed convolution")
+
+
 # ------------------------------------------------------------------ fuse
 # --fuse-activations (issue 25): one case per fold nnapi-convert claims
 # (README: a ReLU, ReLU6 or hardtanh(0, 6)/(-1, 1) that is the only use of a

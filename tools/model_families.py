@@ -6,8 +6,9 @@ CNNs, 1-D pooling), text (embedding, LSTM/GRU, transformer encoder, 1-D
 convolutions), sequence taggers (`out[:, -1]`, `h[-1]`), super-resolution
 (pixel_shuffle / pixel_unshuffle, upsampling), style transfer (reflection and
 replication padding, instance_norm, nearest upsampling, transposed
-convolution), group_norm, `pow` and Python-int scalars, and adaptive average
-pooling to 1x1 over a flexible height and width.
+convolution), group_norm, `pow` and Python-int scalars, adaptive average
+pooling to 1x1 over a flexible height and width, and video (3-D convolutions
+and pools, issue 20).
 
 FAMILIES maps a name to a Family: how to build the model (randomly initialised
 by model_zoo.realistic_init: weights that keep activations alive) and its
@@ -35,7 +36,8 @@ class Family:
 
     @property
     def four_d(self):
-        return any(len(shape) == 4 and vocab is None for shape, vocab in self.inputs)
+        # (a 5-D video input too: --nhwc lays its NNAPI frames out NHWC)
+        return any(len(shape) in (4, 5) and vocab is None for shape, vocab in self.inputs)
 
 
 def make_inputs(inputs, shapes, seed):
@@ -516,6 +518,34 @@ class CroppingUNet(nn.Module):
         return x[..., 2:-2, 2:-2] + self.head(f)[..., 2:-2, 2:-2]
 
 
+class VideoR2Plus1D(nn.Module):
+    """A small video classifier (clips of 8 frames): a (1, 7, 7) spatial stem
+    and a (1, 3, 3) max pool, an R(2+1)D residual block (a (1, 3, 3) spatial
+    then a (3, 1, 1) temporal convolution, Tran et al. 2018), a C3D-style
+    3x3x3 convolution with stride 2, a (2, 1, 1) average pool over time,
+    adaptive_avg_pool3d to 1x1x1 and a linear layer."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.stem = nn.Sequential(
+            nn.Conv3d(3, 16, (1, 7, 7), stride=(1, 2, 2), padding=(0, 3, 3), bias=False),
+            nn.BatchNorm3d(16), nn.ReLU(inplace=True),
+            nn.MaxPool3d((1, 3, 3), stride=(1, 2, 2), padding=(0, 1, 1)))
+        self.spatial = nn.Sequential(nn.Conv3d(16, 16, (1, 3, 3), padding=(0, 1, 1), bias=False),
+                                     nn.BatchNorm3d(16), nn.ReLU(inplace=True))
+        self.temporal = nn.Sequential(nn.Conv3d(16, 16, (3, 1, 1), padding=(1, 0, 0), bias=False),
+                                      nn.BatchNorm3d(16))
+        self.c3d = nn.Sequential(nn.Conv3d(16, 32, 3, stride=2, padding=1), nn.ReLU(inplace=True),
+                                 nn.AvgPool3d((2, 1, 1)))
+        self.pool = nn.AdaptiveAvgPool3d(1)
+        self.fc = nn.Linear(32, classes)
+
+    def forward(self, x):
+        x = self.stem(x)
+        x = torch.relu(self.temporal(self.spatial(x)) + x)
+        return self.fc(torch.flatten(self.pool(self.c3d(x)), 1))
+
+
 RECURRENT = "recurrent layers are unrolled over a fixed sequence length and batch"
 
 FAMILIES = {
@@ -553,4 +583,6 @@ FAMILIES = {
                                 flex_options=["--min-android-api", "33"]),
     "cropping_unet": Family(CroppingUNet, [((1, 3, 64, 64), None)],
                             flex=[((0, 3, 64, 64), (2, 3, 64, 64))]),
+    "video_r2plus1d": Family(VideoR2Plus1D, [((1, 3, 8, 56, 56), None)],
+                             why_fixed="NNAPI takes a 5-D input merged to 4-D at fixed sizes only"),
 }

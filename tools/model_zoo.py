@@ -14,10 +14,15 @@ With --transformers (both subcommands), vit_b_16, swin_t and maxvit_t instead,
 at batch 1 only (not run by ctest: minutes per model). With --families, issue
 11's model families beyond torchvision instead (tools/model_families.py: audio,
 text, sequence, super-resolution, style transfer, group_norm, pow and int
-scalars, any-size classifiers; ctest models.families): each at its own input
+scalars, any-size classifiers, video; ctest models.families): each at its own input
 sizes (token ids as int32), remade on every make, converted at fixed sizes and,
 where the converter supports it, with the flexible sizes the model names, run
 on other inputs of that size; make stops if a layer's output RMS is under 1e-3.
+
+With --video (both subcommands), torchvision's video classifiers r3d_18,
+mc3_18 and r2plus1d_18 instead, on 1x3x8x112x112 clips, NCHW and --nhwc
+frames (not run by ctest: 33M-parameter 3-D networks; fixed sizes only, as
+NNAPI takes a 5-D input merged to 4-D).
 
 Quantized forms: eager-mode quantized (fuse_model, qnnpack qconfig, prepare,
 calibrate, convert) with an NHWC input, and some with an NCHW input; resnet18
@@ -74,9 +79,17 @@ SEGMENTATION = ["lraspp_mobilenet_v3_large", "deeplabv3_mobilenet_v3_large"]
 # torchvision's own initialisation (truncated-normal linears, layer norms)
 # keeps their activations of order 1.
 TRANSFORMERS = ["vit_b_16", "swin_t", "maxvit_t"]
+# Issue 20's video classifiers, only with --video (not in ctest).
+VIDEO = ["r3d_18", "mc3_18", "r2plus1d_18"]
+VIDEO_INPUT = (1, 3, 8, 112, 112)
 
 
-def cases(transformers=False, families=False):
+def cases(transformers=False, families=False, video=False):
+    if video:
+        for name in VIDEO:
+            for form in ("nchw", "nhwc"):
+                yield f"{name}-{form}", ("video", name, form)
+        return
     if families:
         from model_families import FAMILIES
         for name, fam in FAMILIES.items():
@@ -152,6 +165,8 @@ def build_model(kind, name):
     if kind == "family":
         from model_families import FAMILIES
         return realistic_init(FAMILIES[name].make()).eval(), None
+    if kind == "video":
+        return realistic_init(getattr(torchvision.models.video, name)()).eval(), None
     if kind == "transformer":
         m = getattr(torchvision.models, name)().eval()
         if name.startswith("vit"):  # torchvision zero-initialises ViT's head: outputs all 0
@@ -300,6 +315,11 @@ def case_inputs(kind, name):
                 "why_fixed": fam.why_fixed, "options": fam.options,
                 "flex_options": fam.flex_options}
     torch.manual_seed(1)
+    if kind == "video":
+        spec = "x".join(map(str, VIDEO_INPUT))
+        return {"xs": (torch.randn(*VIDEO_INPUT),), "xs2": (torch.randn(*VIDEO_INPUT),),
+                "inputs": [spec], "flex_inputs": None, "options": [],
+                "why_fixed": "NNAPI takes a 5-D input merged to 4-D at fixed sizes only"}
     x = torch.randn(1, 3, 224, 224)
     x2 = torch.randn(2, 3, 224, 224)  # the flexible-batch inputs
     return {"xs": (x,), "xs2": (x2,), "inputs": ["1x3x224x224"],
@@ -331,10 +351,10 @@ def min_activation_rms(model, xs):
     return min(seen) if seen else (float("inf"), "")
 
 
-def make(out_dir, only, transformers=False, families=False):
+def make(out_dir, only, transformers=False, families=False, video=False):
     import torch
     os.makedirs(out_dir, exist_ok=True)
-    for case, (kind, name, form) in cases(transformers, families):
+    for case, (kind, name, form) in cases(transformers, families, video):
         if only and not re.search(only, case):
             continue
         d = os.path.join(out_dir, case)
@@ -492,7 +512,7 @@ KNOWN_MISMATCHES = {}
 def check(args):
     rows = []
     failed = 0
-    for case, (kind, name, form) in cases(args.transformers, args.families):
+    for case, (kind, name, form) in cases(args.transformers, args.families, args.video):
         if args.only and not re.search(args.only, case):
             continue
         d = os.path.join(args.dir, case)
@@ -582,9 +602,11 @@ def main():
     for p in (mk, ck):
         p.add_argument("--families", action="store_true",
                        help="issue 11's model families (tools/model_families.py) instead")
+        p.add_argument("--video", action="store_true",
+                       help="torchvision's r3d_18, mc3_18, r2plus1d_18 (1x3x8x112x112) instead")
     a = ap.parse_args()
     if a.cmd == "make":
-        make(a.dir, a.only, a.transformers, a.families)
+        make(a.dir, a.only, a.transformers, a.families, a.video)
         return 0
     return check(a)
 

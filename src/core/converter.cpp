@@ -198,6 +198,7 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
   FusionPlan plan(*graph, lowering_table(), options.fuse_activations);
   cx.set_fusion_plan(&plan);
   cx.set_min_android_api(options.min_android_api);
+  cx.set_nhwc(options.nhwc);
   ModelBuilder& m = cx.model();
   m.add_bool_scalar(false);
   m.add_bool_scalar(true);
@@ -264,7 +265,7 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
             "this node computes with values known only when the model runs (sizes of "
             "flexible dims?); nnapi-convert folds it only when all its inputs are constant");
       }
-      check_input_ranks(cx, node);
+      if (!takes_video_inputs(cx, node)) check_input_ranks(cx, node);
       check_quantized_inputs(cx, node, input_ids);
       folder.note_lowered(cx, node);
       const size_t operands_before = m.operand_count();
@@ -310,6 +311,7 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
     std::vector<Tensor> outs;
     for (size_t i = 0; i < returns.size(); ++i) {
       if (!cx.has_operand(returns[i])) offending = returns[i]->node();  // a constant here
+      unfold_video_value(cx, returns[i]);
       Tensor t = cx.get_operand(returns[i]);
       const auto type = returns[i]->type()->cast<c10::TensorType>();
       auto dtype = type ? type->scalarType() : c10::nullopt;

@@ -20,6 +20,7 @@ void record_values(const LoweringContext& cx, const torch::jit::Graph& graph,
     for (const Value* v : node->outputs()) {
       if (!cx.has_operand(v)) continue;
       auto [id, op] = cx.get_operand(v);
+      if (is_frames(op.dim_order)) continue;  // a video tensor's frames (video.cpp)
       bool nhwc = op.dim_order == DimOrder::ChannelsLast && op.shape.size() == 4;
       by_operand[id] = TracedValue{v, id, nhwc};
     }

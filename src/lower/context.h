@@ -97,6 +97,10 @@ class LoweringContext {
   // with the node's name (see ModelBuilder::first_over_limit).
   bool allows_feature_level(int level) const { return level <= feature_level_limit_; }
 
+  // --- layout of video tensors (--nhwc): NNAPI frames in NHWC, else NCHW ----
+  void set_nhwc(bool nhwc) { nhwc_ = nhwc; }
+  bool nhwc() const { return nhwc_; }
+
   // --- activation fusion (--fuse-activations) --------------------------------
   // Where folded activations are recorded (the driver's plan, fusion.h).
   void set_fusion_plan(FusionPlan* plan) { plan_ = plan; }
@@ -154,6 +158,7 @@ class LoweringContext {
   std::unordered_map<const Value*, c10::ScalarType> torch_dtypes_;
   FusionPlan* plan_ = nullptr;
   int feature_level_limit_ = nnapi::kMaxFeatureLevel;
+  bool nhwc_ = false;
   std::unordered_map<const Value*, std::vector<int32_t>> split_outputs_;
   std::unordered_map<const Value*, Constant> constants_;
   std::unordered_map<const Value*, std::vector<const Value*>> sequences_;

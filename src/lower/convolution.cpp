@@ -335,7 +335,7 @@ std::string convolution_support(const Node* node) {
   const auto weight = torch::jit::toIValue(node->input(1));
   if (!weight || !weight->isTensor()) return "";
   const at::Tensor& w = weight->toTensor();
-  if (w.dim() != 3 && w.dim() != 4) return std::to_string(w.dim() - 2) + "-D";
+  if (w.dim() < 3 || w.dim() > 5) return std::to_string(w.dim() - 2) + "-D";
   auto ints = [&](size_t i) -> std::vector<int64_t> {
     const auto v = torch::jit::toIValue(node->input(i));
     return v && v->isIntList() ? v->toIntVector() : std::vector<int64_t>{};
@@ -346,6 +346,7 @@ std::string convolution_support(const Node* node) {
   };
   const auto transposed = full ? torch::jit::toIValue(node->input(6)) : c10::nullopt;
   const bool transpose = transposed && transposed->isBool() && transposed->toBool();
+  if (w.dim() == 5) return "";  // video.cpp (which refuses a transposed one, naming the node)
   const int64_t groups = integer(full ? 8 : 6);
   const std::vector<int64_t> dilation = ints(5);
   const bool dilated =

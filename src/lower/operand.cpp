@@ -23,16 +23,24 @@ Shape fix_shape(const Shape& shape, DimOrder order) {
     for (int64_t d : kToNhwc) nnapi_dims.push_back(shape[d]);
     return nnapi_dims;
   }
+  if (is_frames(order)) {
+    check(shape.size() == 5,
+          [&] { return "a video operand must have 5 dims, got " + shape_str(shape); });
+    const int64_t n = shape[0], c = shape[1], t = shape[2], h = shape[3], w = shape[4];
+    return order == DimOrder::FramesNchw ? Shape{t * n, c, h, w} : Shape{t * n, h, w, c};
+  }
   return shape;
 }
 
 int64_t nnapi_axis(DimOrder order, int64_t torch_dim) {
+  check(!is_frames(order), "internal: a video operand's dims have no single NNAPI axis");
   return order == DimOrder::ChannelsLast ? kToNchw.at(torch_dim) : torch_dim;
 }
 
 int64_t nnapi_axis(const Operand& o, int64_t d) { return nnapi_axis(o.dim_order, d); }
 
 int64_t torch_dim(DimOrder order, int64_t axis) {
+  check(!is_frames(order), "internal: a video operand's dims have no single NNAPI axis");
   return order == DimOrder::ChannelsLast ? kToNhwc.at(axis) : axis;
 }
 

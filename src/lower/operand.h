@@ -19,7 +19,14 @@ enum class DimOrder : int {
   ChannelsLast = 1,    // PyTorch NCHW, NNAPI NHWC
   ScalarOrVector = 2,  // immediates
   UnknownConstant = 999,
+  // Internal, never a memory format of a model input or output: a video
+  // tensor, PyTorch's (N, C, T, H, W), held as NNAPI's 2-D frames, time-major
+  // ((T*N, C, H, W) or (T*N, H, W, C); video.cpp).
+  FramesNchw = 1000,
+  FramesNhwc = 1001,
 };
+
+inline bool is_frames(DimOrder o) { return o == DimOrder::FramesNchw || o == DimOrder::FramesNhwc; }
 
 using Shape = std::vector<int64_t>;  // 0 = load-time flexible, -1 = run-time flexible
 

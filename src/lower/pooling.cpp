@@ -3,6 +3,8 @@
 // adaptive_avg_pool2d (any output size, float), adaptive_max_pool2d, their 1-D forms (max_pool1d,
 // avg_pool1d, adaptive_avg_pool1d, adaptive_max_pool1d), mean,
 // upsample_nearest2d, upsample_bilinear2d.
+#include "lower/pooling.h"
+
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -38,7 +40,8 @@ std::vector<int32_t> pool_inputs(LoweringContext& cx, int32_t image_id, const Op
   return in;
 }
 
-// MAX_POOL_2D over a 4-D image; `out` may be null (an anonymous result).
+}  // namespace
+
 Tensor emit_max_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, bool ceil_mode,
                      const Value* out) {
   check(a.dilation_h == 1 && a.dilation_w == 1, "NNAPI does not support dilated pooling");
@@ -57,27 +60,8 @@ Tensor emit_max_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, b
   return y;
 }
 
-// How PyTorch divides an average pool's window sums.
-struct AvgDivisor {
-  bool count_include_pad = true;
-  int64_t divisor_override = 0;  // 0: none
-};
-
-// avg_pool2d, each form PyTorch has. PyTorch sums window (i, j) clamped to the
-// input and divides by divisor_override, or by the window's cells within the
-// padded input (count_include_pad; ceil_mode's extra windows stop at the
-// padding) or within the input. NNAPI's AVERAGE_POOL_2D with explicit padding
-// (ceil_mode's extra windows as more bottom/right padding, apply_ceil_mode)
-// divides by the cells within the input, so:
-// - count_include_pad=False (or no padding and no ceil_mode overhang), no
-//   divisor_override: AVERAGE_POOL_2D alone (any height and width);
-// - count_include_pad with padding and nothing else: PAD with zeros, then the
-//   pool (as before; quantized too);
-// - otherwise: AVERAGE_POOL_2D, then MUL by the constant map of (cells within
-//   the input) / (PyTorch's divisor) per output position (float32, fixed
-//   height and width; exact up to the rounding of that product).
 Tensor emit_avg_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, bool ceil_mode,
-                     const Value* out, AvgDivisor div = {}) {
+                     const Value* out, AvgDivisor div) {
   const Shape& s = image.op.shape;
   check(s.size() == 4, "avg_pool2d needs a 4-D input");
   check(!ceil_mode || (s[2] != 0 && s[3] != 0),
@@ -138,6 +122,8 @@ Tensor emit_avg_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, b
   return emit_binary(cx, Op::Mul, y, float_weight_like(cx, map, y.op), Fuse::None, out);
 }
 
+namespace {
+
 // avg_pool's count_include_pad and divisor_override (null for avg_pool1d).
 AvgDivisor avg_divisor(LoweringContext& cx, const Value* count_include_pad,
                        const Value* divisor_override) {
@@ -173,9 +159,8 @@ void lower_avg_pool2d(LoweringContext& cx, const Node* node) {
   emit_avg_pool(cx, args.tensor("self"), a, args.flag("ceil_mode"), node->output(), div);
 }
 
-// adaptive_avg_pool2d / adaptive_max_pool2d to `size`: one window over the
-// whole image for (1, 1), else a plain pool when the sizes divide the input's
-// (then PyTorch's adaptive windows are equal and do not overlap).
+}  // namespace
+
 Tensor emit_adaptive_pool(LoweringContext& cx, Op op, const Tensor& image,
                           const std::vector<int64_t>& size, const Value* out) {
   const char* what = op == Op::MaxPool2d ? "adaptive_max_pool2d" : "adaptive_avg_pool2d";
@@ -228,6 +213,8 @@ Tensor emit_adaptive_pool(LoweringContext& cx, Op op, const Tensor& image,
   cx.model().add_operation(op, inputs, {out_id});
   return {out_id, o};
 }
+
+namespace {
 
 void lower_adaptive_avg_pool2d(LoweringContext& cx, const Node* node) {
   NodeArgs args(cx, node);

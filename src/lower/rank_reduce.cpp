@@ -495,11 +495,8 @@ bool lower_high_rank_unsqueeze(LoweringContext& cx, const Node* node) {
 // `fallback`, the lowering registered before, for what the above leave.
 void chain(LoweringTable& t, const char* kind,
            std::function<bool(LoweringContext& cx, const Node* node)> lower) {
-  const LowerFn* found = t.find(c10::Symbol::fromQualString(kind));
-  check(found != nullptr, std::string("internal: no lowering of ") + kind + " to extend");
-  LowerFn fallback = *found;
-  t.add(kind, [lower, fallback](LoweringContext& cx, const Node* node) {
-    if (!lower(cx, node)) fallback(cx, node);
+  t.extend(kind, [lower = std::move(lower)](LoweringContext& cx, const Node* node, const LowerFn&) {
+    return lower(cx, node);
   });
 }
 

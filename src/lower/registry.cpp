@@ -13,6 +13,15 @@ void LoweringTable::add(const std::string& kind, LowerFn fn) {
   entries_.try_emplace(kind, Entry{kind, family_, ""});
 }
 
+void LoweringTable::extend(const std::string& kind, ExtendFn lower) {
+  const LowerFn* found = find(c10::Symbol::fromQualString(kind));
+  check(found != nullptr, "internal: no lowering of " + kind + " to extend");
+  LowerFn fallback = *found;
+  add(kind, [lower = std::move(lower), fallback](LoweringContext& cx, const Node* node) {
+    if (!lower(cx, node, fallback)) fallback(cx, node);
+  });
+}
+
 void LoweringTable::note(const std::string& kind, std::string text) {
   auto it = entries_.find(kind);
   if (it != entries_.end()) it->second.note = std::move(text);
@@ -85,6 +94,7 @@ const LoweringTable& lowering_table() {
         {"indexing", register_indexing_ops},
         {"logical", register_logical_ops},
         {"reduction", register_reduction_ops},
+        {"video", register_video_ops},
     };
     for (const auto& [family, register_family] : families) {
       t.set_family(family);

@@ -35,6 +35,11 @@ class LoweringTable {
   // Kinds added from now on belong to `family` (the file that lowers them).
   void set_family(std::string family) { family_ = std::move(family); }
   void add(const std::string& kind, LowerFn fn);
+  // Wraps the lowering of `kind` added before: `lower` first (which may call
+  // the earlier lowering, passed to it), and where it returns false (a node it
+  // does not take) the earlier lowering.
+  using ExtendFn = std::function<bool(LoweringContext&, const Node*, const LowerFn& earlier)>;
+  void extend(const std::string& kind, ExtendFn lower);
   // A remark for list-ops on a kind already added (a limit, a decomposition).
   void note(const std::string& kind, std::string text);
   // A support check for nodes of `kind` (see SupportFn); several add up.
@@ -78,6 +83,13 @@ void register_rank_reduce_arithmetic(LoweringTable& t);
 // selects, slices, cat, elementwise operations, einsum, padding, sizes: see
 // rank_reduce.cpp). The driver refuses any other node reading one.
 bool takes_rank_above_4(c10::Symbol kind);
+// video.cpp: whether the lowering of `node` takes video tensors (N, C, T, H,
+// W), as NNAPI frames (DimOrder::FramesNchw / FramesNhwc) or contiguous;
+// where not, each one held as frames leaves that layout, as a contiguous 5-D
+// tensor, before the node reads it. unfold_video_value does the same for a
+// value the model returns.
+bool takes_video_inputs(LoweringContext& cx, const Node* node);
+void unfold_video_value(LoweringContext& cx, const Value* v);
 
 // One per file in src/lower/.
 void register_graph_ops(LoweringTable& t);          // graph.cpp: constants, attributes, lists
@@ -103,6 +115,8 @@ void register_einsum_ops(LoweringTable& t);         // einsum.cpp
 void register_attention_ops(LoweringTable& t);      // attention.cpp
 void register_indexing_ops(LoweringTable& t);       // indexing.cpp
 void register_logical_ops(LoweringTable& t);        // logical.cpp
-void register_reduction_ops(LoweringTable& t);      // reduction.cpp
+void register_reduction_ops(LoweringTable& t);
+void register_video_ops(
+    LoweringTable& t);  // video.cpp (after pointwise, convolution)      // reduction.cpp
 
 }  // namespace nnapi_convert

@@ -458,10 +458,47 @@ conv("aten::_convolution", lambda: seeded(torch.nn.ConvTranspose2d(4, 4, 3, grou
 conv("aten::_convolution", lambda: seeded(torch.nn.ConvTranspose1d(3, 2, 3, stride=2)), (1, 3, 5),
      "transpose1d", quant=False)
 conv("aten::_convolution", lambda: seeded(torch.nn.Conv3d(2, 3, 3)), (1, 2, 4, 5, 5), "conv3d", quant=False)
-# A video model's head: the refusal must name the 3-D convolution and the 3-D pool.
+# A video model's head (video.cpp; a flexible 5-D input is refused at the
+# input spec, before any node).
 add(Sample("aten::_convolution", lambda: seeded(torch.nn.Sequential(torch.nn.Conv3d(2, 3, 3),
                                                                     torch.nn.AdaptiveAvgPool3d(1))),
-           [In((1, 2, 4, 5, 5))], "conv3d-pool3d", must_name=["aten::_convolution"]))
+           [In((1, 2, 4, 5, 5))], "conv3d-pool3d", flex=False))
+
+# ------------------------------------------------------------------- video
+# 3-D convolutions and pools as NNAPI 2-D operations over the frames
+# (video.cpp); fixed sizes only (a flexible 5-D input is refused), and the
+# --nhwc frames are in make_fixtures.py's beyond-video-* cases (the matrix's
+# nhwc forms need a 4-D input).
+for _args, _shape, _label in (
+        (dict(in_channels=3, out_channels=4, kernel_size=3, stride=(2, 1, 2), padding=1), (2, 3, 5, 6, 7),
+         "conv3d-s2p1"),
+        (dict(in_channels=2, out_channels=3, kernel_size=(2, 3, 3), dilation=(2, 1, 2), padding=(1, 0, 2)),
+         (1, 2, 6, 7, 7), "conv3d-dilated"),
+        (dict(in_channels=4, out_channels=8, kernel_size=(3, 1, 1), groups=4), (2, 4, 5, 3, 4), "conv3d-dw-mult2"),
+        (dict(in_channels=4, out_channels=6, kernel_size=(1, 3, 3), groups=2, bias=False), (1, 4, 3, 6, 5),
+         "conv3d-grouped")):
+    conv("aten::_convolution", lambda a=_args: seeded(torch.nn.Conv3d(**a)), _shape, _label, quant=False,
+         flex=False, fuse=_label == "conv3d-s2p1")
+conv("aten::conv3d", lambda: seeded(torch.nn.Conv3d(2, 3, 3, padding=1)), (1, 2, 4, 5, 6), "k3", quant=False,
+     flex=False, script=True)
+conv("aten::_convolution_mode", lambda: seeded(torch.nn.Conv3d(3, 4, (4, 3, 2), padding="same")), (1, 3, 6, 5, 5),
+     "conv3d-same", quant=False, flex=False)
+for _args, _label in ((dict(kernel_size=3, stride=2, padding=1), "k3s2p1"),
+                      (dict(kernel_size=2, stride=2, ceil_mode=True), "ceil"),
+                      (dict(kernel_size=(2, 3, 1), stride=(1, 2, 1)), "rect")):
+    add(Sample("aten::max_pool3d", fn(lambda x, a=_args: F.max_pool3d(x, **a)), [In((2, 3, 7, 9, 6))], _label,
+               flex=False))
+    add(Sample("aten::avg_pool3d", fn(lambda x, a=_args: F.avg_pool3d(x, **a)), [In((2, 3, 7, 9, 6))], _label,
+               flex=False))
+add(Sample("aten::avg_pool3d", fn(lambda x: F.avg_pool3d(x, 3, 2, 1, count_include_pad=False)),
+           [In((1, 3, 7, 9, 6))], "exclude-pad", flex=False))
+add(Sample("aten::avg_pool3d", fn(lambda x: F.avg_pool3d(x, 2, 2, 1, ceil_mode=True)),
+           [In((1, 3, 7, 9, 6))], "ceil-pad", flex=False))
+add(Sample("aten::avg_pool3d", fn(lambda x: F.avg_pool3d(x, 3, 2, 1, divisor_override=5)),
+           [In((1, 3, 7, 9, 6))], "divisor", flex=False))
+for _os, _label in (((1, 1, 1), "global"), ((3, 2, 4), "non-dividing"), ((2, 3, 3), "dividing")):
+    add(Sample("aten::adaptive_avg_pool3d", fn(lambda x, o=_os: F.adaptive_avg_pool3d(x, o)),
+               [In((2, 3, 6, 9, 6))], _label, flex=False))
 
 # --------------------------------------------------------------- quantized
 add(Sample("quantized::conv2d", None, [In((1, 3, 7, 9))], "k3",

@@ -1,0 +1,518 @@
+// Video: 3-D convolutions and pools (aten::conv3d, aten::_convolution and
+// aten::_convolution_mode with 5-D weights, max_pool3d, avg_pool3d,
+// adaptive_avg_pool3d) in NNAPI's 2-D operations, and the elementwise
+// operations and batch_norm around them. NNAPI has no 3-D operations and
+// devices take rank 4 at most, so a video tensor, PyTorch's (N, C, T, H, W),
+// is held as its frames: one 4-D operand (T*N, C, H, W), or (T*N, H, W, C)
+// with --nhwc, time-major, so that the N frames of one time step are one
+// block (DimOrder::FramesNchw / FramesNhwc; the record keeps the 5-D shape).
+// - A 3-D convolution with a kernel of depth kt is the sum over k < kt of the
+//   2-D convolutions (CONV_2D, DEPTHWISE_CONV_2D or GROUPED_CONV_2D) of the
+//   time steps t*stride + k*dilation with the weight's slice k, the bias in
+//   the first: a STRIDED_SLICE of those frames, the convolution, an ADD. The
+//   time padding is a PAD of the frame axis with zeros.
+// - A 3-D pool is the 2-D pool of each frame (pooling.cpp), then the same
+//   over the time window: MAXIMUM of the taps (PAD_V2 with the lowest float
+//   for max_pool3d's padding), or their ADD and a MUL by PyTorch's time
+//   divisor (avg_pool3d's divisor is the product of a time and an image
+//   part); adaptive_avg_pool3d a MEAN over each of PyTorch's time windows.
+// - Elementwise operations, dropout and batch_norm (per-channel, per-frame)
+//   are the 2-D lowering of the frames.
+// A contiguous 5-D tensor (a model input, which the converted module hands to
+// NNAPI as its elements, nnapi_input_dims) enters the frames layout by one
+// TRANSPOSE where a video operation first reads it; a video tensor that any
+// other node reads, or the model returns, leaves it by the inverse TRANSPOSE
+// (takes_video_inputs, called by the driver before each node). Fixed sizes
+// and float32 only.
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <array>
+#include <functional>
+#include <limits>
+#include <set>
+
+#include "lower/convolution.h"
+#include "lower/emit.h"
+#include "lower/node_args.h"
+#include "lower/pooling.h"
+#include "lower/registry.h"
+
+namespace nnapi_convert {
+namespace {
+
+using nnapi::Fuse;
+using nnapi::Op;
+using nnapi::OperandType;
+
+// A video tensor's frames: the 4-D operand as an image of PyTorch shape
+// (T*N, C, H, W) (Contiguous or ChannelsLast), and N and T.
+struct Frames {
+  Tensor image;
+  int64_t n = 0, t = 0;
+};
+
+// The record of the video tensor (N, C, T, H, W) whose frames `f` are.
+Operand video_record(const Frames& f) {
+  const Shape& s = f.image.op.shape;
+  Operand o = f.image.op;
+  o.shape = {f.n, s[1], f.t, s[2], s[3]};
+  o.dim_order =
+      f.image.op.dim_order == DimOrder::ChannelsLast ? DimOrder::FramesNhwc : DimOrder::FramesNchw;
+  return o;
+}
+
+// The frames of a video tensor held as frames.
+Frames frames_of(const Tensor& v) {
+  const Shape& s = v.op.shape;
+  Operand o = v.op;
+  o.shape = {s[2] * s[0], s[1], s[3], s[4]};
+  o.dim_order =
+      v.op.dim_order == DimOrder::FramesNhwc ? DimOrder::ChannelsLast : DimOrder::Contiguous;
+  return {{v.id, o}, s[0], s[2]};
+}
+
+// An image's operand with its NNAPI dims as a contiguous record.
+Tensor raw_of(const Tensor& image) {
+  Operand o = image.op;
+  o.shape = fix_shape(image.op.shape, image.op.dim_order);
+  o.dim_order = DimOrder::Contiguous;
+  return {image.id, o};
+}
+
+// The inverse of raw_of: NNAPI dims read as an image in `order`.
+Tensor image_of(const Tensor& raw, DimOrder order) {
+  Operand o = raw.op;
+  o.dim_order = order;
+  const Shape& s = raw.op.shape;
+  if (order == DimOrder::ChannelsLast) o.shape = {s[0], s[3], s[1], s[2]};
+  return {raw.id, o};
+}
+
+// A contiguous operand as `dims` (RESHAPE, none when it has them).
+Tensor reshape_raw(LoweringContext& cx, const Tensor& raw, const Shape& dims) {
+  if (raw.op.shape == dims) return raw;
+  std::vector<SymInt> sym;
+  for (int64_t d : dims) sym.push_back({d, ""});
+  return emit_reshape(cx, raw, sym);
+}
+
+bool is_video(const LoweringContext& cx, const Value* v) {
+  return cx.has_operand(v) && is_frames(cx.get_operand(v).op.dim_order);
+}
+
+bool is_5d_operand(const LoweringContext& cx, const Value* v) {
+  return cx.has_operand(v) && cx.get_operand(v).op.shape.size() == 5;
+}
+
+// `v` as frames: its own when it is held so; else (a contiguous 5-D tensor)
+// one TRANSPOSE to the frames layout, which `v` names from then on.
+Frames to_frames(LoweringContext& cx, const Value* v, const std::string& what) {
+  const Tensor x = cx.get_operand(v);
+  const Shape& s = x.op.shape;
+  check(s.size() == 5,
+        [&] { return what + " needs a 5-D (N, C, T, H, W) input, got " + shape_str(s); });
+  if (is_frames(x.op.dim_order)) return frames_of(x);
+  check(x.op.dim_order == DimOrder::Contiguous && std::find(s.begin(), s.end(), 0) == s.end(), [&] {
+    return what + " of a video tensor with flexible sizes " + shape_str(s) +
+           " is not supported (NNAPI holds it as 2-D frames, which need fixed sizes): "
+           "give every size in --input";
+  });
+  check(x.op.type == OperandType::TensorFloat32, [&] {
+    return what + " of a " + nnapi::operand_type_name(x.op.type) +
+           " video tensor is not supported: nnapi-convert lowers 3-D operations in float32 "
+           "only (quantized ones: dequantize the model's video part)";
+  });
+  const bool nhwc = cx.nhwc();
+  const int64_t n = s[0], c = s[1], t = s[2], h = s[3], w = s[4];
+  const Tensor p = permute_merged(
+      cx, x, nhwc ? std::vector<int64_t>{2, 0, 3, 4, 1} : std::vector<int64_t>{2, 0, 1, 3, 4});
+  const Tensor raw = reshape_raw(cx, {p.id, cx.operand(p.id)},
+                                 nhwc ? Shape{t * n, h, w, c} : Shape{t * n, c, h, w});
+  const Frames f{image_of(raw, nhwc ? DimOrder::ChannelsLast : DimOrder::Contiguous), n, t};
+  cx.rebind(v, f.image.id, video_record(f));
+  return f;
+}
+
+// The contiguous 5-D tensor (N, C, T, H, W) of frames `f`: one TRANSPOSE.
+Tensor from_frames(LoweringContext& cx, const Frames& f) {
+  const Tensor raw = raw_of(f.image);
+  const Shape& r = raw.op.shape;  // (T*N, a, b, c)
+  const Tensor five{raw.id, raw.op.with_shape({f.t, f.n, r[1], r[2], r[3]})};
+  const bool nhwc = f.image.op.dim_order == DimOrder::ChannelsLast;
+  return permute_merged(
+      cx, five, nhwc ? std::vector<int64_t>{1, 4, 0, 2, 3} : std::vector<int64_t>{1, 2, 0, 3, 4});
+}
+
+void bind_video(LoweringContext& cx, const Value* out, const Frames& f) {
+  cx.reinterpret(out, f.image.id, video_record(f));
+}
+
+// The frames of `count` time steps from `begin` in steps of `step`.
+Tensor take_steps(LoweringContext& cx, const Frames& f, int64_t begin, int64_t count,
+                  int64_t step) {
+  if (begin == 0 && count == f.t && (step == 1 || count == 1)) return f.image;
+  if (f.n == 1) return emit_take(cx, f.image, 0, begin, count, step);
+  if (step == 1 || count == 1) return emit_take(cx, f.image, 0, begin * f.n, count * f.n, 1);
+  // Every step-th block of N frames: the operand read as (T, N*a, b, c).
+  const Tensor raw = raw_of(f.image);
+  const Shape& r = raw.op.shape;
+  const Tensor blocks = reshape_raw(cx, raw, {f.t, f.n * r[1], r[2], r[3]});
+  const Tensor taken = emit_take(cx, blocks, 0, begin, count, step);
+  return image_of(reshape_raw(cx, taken, {count * f.n, r[1], r[2], r[3]}), f.image.op.dim_order);
+}
+
+// `f` with `before` and `after` time steps of `value` around it.
+Frames pad_steps(LoweringContext& cx, const Frames& f, int64_t before, int64_t after,
+                 double value) {
+  if (!before && !after) return f;
+  const Tensor p = emit_pad(cx, f.image, {before * f.n, 0, 0, 0}, {after * f.n, 0, 0, 0}, value);
+  return {p, f.n, f.t + before + after};
+}
+
+// A window over the time axis.
+struct TimeWindow {
+  int64_t kernel = 1, stride = 1, dilation = 1;
+};
+
+// The `out_t` windows over (padded) frames `x`: `tap(frames, k)` of the frames
+// at tap k of each window, combined by `op` (ADD or MAXIMUM; ADD takes `fuse`).
+Tensor combine_taps(LoweringContext& cx, const Frames& x, const TimeWindow& w, int64_t out_t, Op op,
+                    Fuse fuse, const std::function<Tensor(const Tensor&, int64_t)>& tap) {
+  Tensor acc;
+  for (int64_t k = 0; k < w.kernel; ++k) {
+    const Tensor y = tap(take_steps(cx, x, k * w.dilation, out_t, w.stride), k);
+    acc = k == 0 ? y : emit_binary(cx, op, acc, y, k + 1 == w.kernel ? fuse : Fuse::None);
+  }
+  return acc;
+}
+
+// A 3-D argument list (one value stands for all three, as PyTorch allows).
+std::array<int64_t, 3> triple(const std::vector<int64_t>& v, const std::string& what) {
+  check(v.size() == 1 || v.size() == 3,
+        [&] { return what + " needs 1 or 3 values, got " + std::to_string(v.size()); });
+  if (v.size() == 1) return {v[0], v[0], v[0]};
+  return {v[0], v[1], v[2]};
+}
+
+// conv3d(x, w, b, stride, padding, dilation, groups) (padding ints, or
+// 'same'/'valid' for _convolution_mode); _convolution(x, w, b, stride,
+// padding, dilation, transposed, output_padding, groups, ...). False for
+// another weight rank (the 1-D and 2-D lowerings of convolution.cpp).
+bool lower_conv3d(LoweringContext& cx, const Node* node) {
+  const bool full = node->kind() == c10::Symbol::fromQualString("aten::_convolution");
+  check(node->inputs().size() == (full ? 13u : 7u),
+        [&] { return std::string("malformed ") + node->kind().toQualString(); });
+  const at::Tensor weight = cx.constant_tensor(node->input(1));
+  if (weight.dim() != 5) return false;
+  check(!full || !cx.constant_bool(node->input(6)),
+        "3-D transposed convolution (ConvTranspose3d) is not supported: NNAPI has no 3-D "
+        "operations, and nnapi-convert decomposes forward 3-D convolutions only");
+  check(weight.scalar_type() == at::kFloat, "a 3-D convolution needs a float32 weight");
+  const auto stride = triple(cx.constant_int_list(node->input(3)), "conv3d stride");
+  const auto dilation = triple(cx.constant_int_list(node->input(5)), "conv3d dilation");
+  const int64_t groups = cx.constant_int(node->input(full ? 8 : 6));
+  const std::array<int64_t, 3> kernel{weight.size(2), weight.size(3), weight.size(4)};
+  std::array<int64_t, 3> before{}, after{};
+  const c10::IValue& pad = cx.constant(node->input(4)).value;
+  if (pad.isString()) {
+    const std::string& mode = pad.toStringRef();
+    check(mode == "same" || mode == "valid",
+          [&] { return "unknown convolution padding '" + mode + "'"; });
+    for (size_t d = 0; mode == "same" && d < 3; ++d) {
+      // As ATen's _convolution_mode: dilation * (kernel - 1) in all, the odd
+      // element after; PyTorch allows 'same' with stride 1 only.
+      check(stride[d] == 1, "padding='same' needs stride 1 (PyTorch refuses strided 'same')");
+      const int64_t total = dilation[d] * (kernel[d] - 1);
+      before[d] = total / 2;
+      after[d] = total - before[d];
+    }
+  } else {
+    before = after = triple(cx.constant_int_list(node->input(4)), "conv3d padding");
+  }
+  const Frames x = to_frames(cx, node->input(0), "a 3-D convolution");
+  const TimeWindow tw{kernel[0], stride[0], dilation[0]};
+  const int64_t out_t =
+      (x.t + before[0] + after[0] - dilation[0] * (kernel[0] - 1) - 1) / stride[0] + 1;
+  check(x.t + before[0] + after[0] >= dilation[0] * (kernel[0] - 1) + 1, [&] {
+    return "the 3-D convolution's window (" + std::to_string(dilation[0] * (kernel[0] - 1) + 1) +
+           " time steps) is larger than the padded input's " +
+           std::to_string(x.t + before[0] + after[0]);
+  });
+  ConvPoolArgs a = make_conv_pool_args({kernel[1], kernel[2]}, {stride[1], stride[2]}, {0, 0},
+                                       {dilation[1], dilation[2]}, groups);
+  a.pad_t = before[1];
+  a.pad_b = after[1];
+  a.pad_l = before[2];
+  a.pad_r = after[2];
+  const int64_t out_c = weight.size(0);
+  const at::Tensor bias = cx.constant_is_none(node->input(2))
+                              ? at::zeros({out_c}, at::kFloat)
+                              : cx.constant_tensor(node->input(2)).to(at::kFloat);
+  const int32_t bias_id = cx.add_weight(bias);
+  const int32_t zero_id = kernel[0] > 1 ? cx.add_weight(at::zeros({out_c}, at::kFloat)) : -1;
+  const Fuse fuse = cx.fuse_following_activation(node->output());
+  const Frames padded = pad_steps(cx, x, before[0], after[0], 0.0);
+  const Tensor y =
+      combine_taps(cx, padded, tw, out_t, Op::Add, fuse, [&](const Tensor& taps, int64_t k) {
+        return emit_conv2d(cx, nullptr, 0.0, 0, taps, weight.select(2, k).contiguous(),
+                           k == 0 ? bias_id : zero_id, a, false,
+                           kernel[0] == 1 ? fuse : Fuse::None);
+      });
+  bind_video(cx, node->output(), {y, x.n, out_t});
+  return true;
+}
+
+// PyTorch's pooled length (pooling_output_shape, dilation 1): ceil_mode's
+// last window must start inside the input or its left padding.
+int64_t pooled_steps(int64_t in, int64_t k, int64_t s, int64_t pad, bool ceil_mode) {
+  int64_t out = (in + 2 * pad - k + (ceil_mode ? s - 1 : 0)) / s + 1;
+  if (ceil_mode && (out - 1) * s >= in + pad) --out;
+  return out;
+}
+
+// The 3-D pool arguments read by name: the time window and the 2-D ones.
+struct Pool3d {
+  std::array<int64_t, 3> kernel, stride, padding;
+  bool ceil_mode = false;
+  ConvPoolArgs image() const {
+    return make_conv_pool_args({kernel[1], kernel[2]}, {stride[1], stride[2]},
+                               {padding[1], padding[2]}, {1, 1}, 0);
+  }
+  int64_t out_steps(int64_t t) const {
+    return pooled_steps(t, kernel[0], stride[0], padding[0], ceil_mode);
+  }
+  // The time steps after the input that the last window reaches.
+  int64_t pad_after(int64_t t) const {
+    return std::max<int64_t>(0, (out_steps(t) - 1) * stride[0] + kernel[0] - padding[0] - t);
+  }
+};
+
+Pool3d pool_args(const NodeArgs& args, const char* what) {
+  Pool3d p;
+  const std::string w = what;
+  p.kernel = triple(args.ints("kernel_size"), w + " kernel_size");
+  const std::vector<int64_t> stride = args.ints("stride");
+  p.stride = stride.empty() ? p.kernel : triple(stride, w + " stride");
+  p.padding = triple(args.ints("padding"), w + " padding");
+  p.ceil_mode = args.flag("ceil_mode");
+  for (int64_t s : p.stride) check(s > 0, "pool strides must be positive");
+  return p;
+}
+
+// max_pool3d(x, kernel_size, stride, padding, dilation, ceil_mode).
+void lower_max_pool3d(LoweringContext& cx, const Node* node) {
+  NodeArgs args(cx, node);
+  const Pool3d p = pool_args(args, "max_pool3d");
+  for (int64_t d : triple(args.ints("dilation"), "max_pool3d dilation")) {
+    check(d == 1, "max_pool3d with dilation is not supported (NNAPI's pools have no dilation)");
+  }
+  const Frames x = to_frames(cx, args.value("self"), "max_pool3d");
+  const Tensor y = emit_max_pool(cx, x.image, p.image(), p.ceil_mode, nullptr);
+  const Frames padded = pad_steps(cx, {y, x.n, x.t}, p.padding[0], p.pad_after(x.t),
+                                  std::numeric_limits<float>::lowest());
+  const int64_t out_t = p.out_steps(x.t);
+  const Tensor r = combine_taps(cx, padded, {p.kernel[0], p.stride[0], 1}, out_t, Op::Maximum,
+                                Fuse::None, [](const Tensor& taps, int64_t) { return taps; });
+  bind_video(cx, node->output(), {r, x.n, out_t});
+}
+
+// avg_pool3d(x, kernel_size, stride, padding, ceil_mode, count_include_pad,
+// divisor_override). PyTorch's divisor is divisor_override, or the product
+// of the window's time steps and its image cells (each within the padded
+// input, ceil_mode's overhang left out, for count_include_pad; else within
+// the input): the 2-D pool of each frame divides by the image part (or by
+// divisor_override), the taps' sum here by the time part.
+void lower_avg_pool3d(LoweringContext& cx, const Node* node) {
+  NodeArgs args(cx, node);
+  const Pool3d p = pool_args(args, "avg_pool3d");
+  AvgDivisor div;
+  div.count_include_pad = args.flag("count_include_pad");
+  if (!args.is_none("divisor_override")) {
+    div.divisor_override = args.integer("divisor_override");
+    check(div.divisor_override > 0, "avg_pool3d divisor_override must be positive");
+  }
+  const Frames x = to_frames(cx, args.value("self"), "avg_pool3d");
+  const Tensor y = emit_avg_pool(cx, x.image, p.image(), p.ceil_mode, nullptr, div);
+  const int64_t out_t = p.out_steps(x.t);
+  const Frames padded = pad_steps(cx, {y, x.n, x.t}, p.padding[0], p.pad_after(x.t), 0.0);
+  const Tensor sum = combine_taps(cx, padded, {p.kernel[0], p.stride[0], 1}, out_t, Op::Add,
+                                  Fuse::None, [](const Tensor& taps, int64_t) { return taps; });
+  // 1 / (the time part of the divisor) per output step.
+  std::vector<float> factor(out_t, 1.0f);
+  for (int64_t i = 0; i < out_t && !div.divisor_override; ++i) {
+    int64_t start = i * p.stride[0] - p.padding[0];
+    int64_t end = std::min(start + p.kernel[0], x.t + p.padding[0]);
+    if (!div.count_include_pad) {
+      start = std::max<int64_t>(start, 0);
+      end = std::min(end, x.t);
+    }
+    factor[i] = 1.0f / static_cast<float>(end - start);
+  }
+  Tensor r = sum;
+  const bool uniform =
+      std::all_of(factor.begin(), factor.end(), [&](float f) { return f == factor[0]; });
+  if (uniform && factor[0] != 1.0f) {
+    r = emit_binary(cx, Op::Mul, sum, float_scalar_tensor(cx, factor[0]));
+  } else if (!uniform) {
+    at::Tensor map = at::empty({out_t, x.n, 1, 1, 1}, at::kFloat);
+    for (int64_t i = 0; i < out_t; ++i) map[i].fill_(factor[i]);
+    r = emit_binary(cx, Op::Mul, sum,
+                    float_weight_like(cx, map.reshape({out_t * x.n, 1, 1, 1}), sum.op));
+  }
+  bind_video(cx, node->output(), {r, x.n, out_t});
+}
+
+// The mean of frames `block` over its `steps` time steps: MEAN of the
+// operand read as (steps, N*a, b, c).
+Tensor mean_steps(LoweringContext& cx, const Tensor& block, int64_t n, int64_t steps) {
+  const Tensor raw = raw_of(block);
+  const Shape& r = raw.op.shape;
+  const Tensor blocks = reshape_raw(cx, raw, {steps, n * r[1], r[2], r[3]});
+  ModelBuilder& m = cx.model();
+  const std::vector<int32_t> inputs = {blocks.id, m.add_int_vector({0}), m.add_int_scalar(1)};
+  const Tensor mean =
+      cx.add_output(nullptr, blocks.op, {{1, ""}, {n * r[1], ""}, {r[2], ""}, {r[3], ""}});
+  m.add_operation(Op::Mean, inputs, {mean.id});
+  return image_of(reshape_raw(cx, mean, {n, r[1], r[2], r[3]}), block.op.dim_order);
+}
+
+// adaptive_avg_pool3d(x, output_size): the 2-D adaptive pool of each frame,
+// then the mean over each of PyTorch's time windows [floor(i T / out),
+// ceil((i + 1) T / out)).
+void lower_adaptive_avg_pool3d(LoweringContext& cx, const Node* node) {
+  NodeArgs args(cx, node);
+  const auto size = triple(args.ints("output_size"), "adaptive_avg_pool3d output_size");
+  const Frames x = to_frames(cx, args.value("self"), "adaptive_avg_pool3d");
+  check(size[0] > 0, "adaptive pooling needs positive output sizes");
+  const Tensor y = emit_adaptive_pool(cx, Op::AveragePool2d, x.image, {size[1], size[2]}, nullptr);
+  const Frames pooled{y, x.n, x.t};
+  std::vector<Tensor> parts;
+  for (int64_t i = 0; i < size[0]; ++i) {
+    const int64_t start = i * x.t / size[0], end = ((i + 1) * x.t + size[0] - 1) / size[0];
+    const Tensor block = take_steps(cx, pooled, start, end - start, 1);
+    parts.push_back(end - start == 1 ? block : mean_steps(cx, block, x.n, end - start));
+  }
+  const Tensor r = parts.size() == 1 ? parts[0] : emit_concat(cx, parts, 0);
+  bind_video(cx, node->output(), {r, x.n, size[0]});
+}
+
+// The kinds lowered per frame when they read a video tensor: elementwise
+// operations, identities and batch_norm (per channel), which treat each of
+// the N samples alike, so each of the T*N frames alike.
+const std::set<c10::Symbol>& per_frame_kinds() {
+  static const std::set<c10::Symbol> kinds = [] {
+    std::set<c10::Symbol> k;
+    for (const char* name :
+         {"aten::relu", "aten::relu6", "aten::hardtanh", "aten::sigmoid", "aten::tanh",
+          "aten::hardswish", "aten::hardsigmoid", "aten::silu", "aten::leaky_relu", "aten::elu",
+          "aten::add", "aten::sub", "aten::mul", "aten::div", "aten::batch_norm", "aten::dropout",
+          "aten::contiguous", "aten::detach", "aten::clamp"}) {
+      k.insert(c10::Symbol::fromQualString(name));
+    }
+    return k;
+  }();
+  return kinds;
+}
+
+// Whether `node` reads a video tensor and its 2-D lowering of the frames is
+// the operation: a per-frame kind whose tensor inputs are all 5-D of one
+// shape, and whose other inputs are scalars (a constant tensor would
+// broadcast against the frames' dims, not the video's).
+bool per_frame(const LoweringContext& cx, const Node* node) {
+  if (!per_frame_kinds().count(node->kind())) return false;
+  bool video = false;
+  const Shape* shape = nullptr;
+  for (const Value* v : node->inputs()) {
+    if (cx.has_operand(v)) {
+      const Shape& s = cx.get_operand(v).op.shape;
+      if (s.size() != 5 || (shape && s != *shape)) return false;
+      shape = &s;
+      video = video || is_video(cx, v);
+    } else if (cx.has_constant(v)) {
+      const c10::IValue& c = cx.constant(v).value;
+      if (c.isTensor() && c.toTensor().numel() != 1 &&
+          node->kind() != c10::Symbol::fromQualString("aten::batch_norm")) {
+        return false;
+      }
+    }
+  }
+  return video;
+}
+
+// The 2-D lowering `earlier` of the frames of the node's video inputs.
+bool lower_per_frame(LoweringContext& cx, const Node* node, const LowerFn& earlier) {
+  if (!per_frame(cx, node)) return false;
+  std::vector<std::pair<const Value*, Frames>> read;
+  for (const Value* v : node->inputs()) {
+    if (!is_5d_operand(cx, v)) continue;  // a scalar, or read already (x + x)
+    const Frames f = to_frames(cx, v, node->kind().toQualString());
+    read.emplace_back(v, f);
+    cx.rebind(v, f.image.id, f.image.op);
+  }
+  earlier(cx, node);
+  for (const auto& [v, f] : read) cx.rebind(v, f.image.id, video_record(f));
+  const Tensor y = cx.get_operand(node->output());
+  const Frames& in = read.front().second;
+  check(y.op.shape.size() == 4 && y.op.shape[0] == in.image.op.shape[0],
+        "internal: a per-frame lowering changed the frames");
+  cx.rebind(node->output(), y.id, video_record({y, in.n, in.t}));
+  return true;
+}
+
+// Whether the lowering of `node` takes video tensors as frames.
+bool reads_video(const LoweringContext& cx, const Node* node) {
+  static const std::set<c10::Symbol> kinds = [] {
+    std::set<c10::Symbol> k;
+    for (const char* name :
+         {"aten::conv3d", "aten::_convolution", "aten::_convolution_mode", "aten::max_pool3d",
+          "aten::avg_pool3d", "aten::adaptive_avg_pool3d", "aten::size"}) {
+      k.insert(c10::Symbol::fromQualString(name));
+    }
+    return k;
+  }();
+  return kinds.count(node->kind()) || per_frame(cx, node);
+}
+
+}  // namespace
+
+void unfold_video_value(LoweringContext& cx, const Value* v) {
+  if (!is_video(cx, v)) return;
+  const Tensor t = from_frames(cx, frames_of(cx.get_operand(v)));
+  cx.rebind(v, t.id, t.op);
+}
+
+bool takes_video_inputs(LoweringContext& cx, const Node* node) {
+  if (reads_video(cx, node)) return true;
+  for (const Value* v : node->inputs()) unfold_video_value(cx, v);
+  return false;
+}
+
+void register_video_ops(LoweringTable& t) {
+  t.add("aten::conv3d", [](LoweringContext& cx, const Node* node) {
+    check(lower_conv3d(cx, node), "aten::conv3d needs a 5-D weight");
+  });
+  for (const char* kind : {"aten::_convolution", "aten::_convolution_mode"}) {
+    t.extend(kind, [](LoweringContext& cx, const Node* node, const LowerFn&) {
+      return lower_conv3d(cx, node);
+    });
+  }
+  t.add("aten::max_pool3d", lower_max_pool3d);
+  t.add("aten::avg_pool3d", lower_avg_pool3d);
+  t.add("aten::adaptive_avg_pool3d", lower_adaptive_avg_pool3d);
+  for (const c10::Symbol& kind : per_frame_kinds()) {
+    if (t.find(kind)) t.extend(kind.toQualString(), lower_per_frame);
+  }
+  t.note("aten::conv3d",
+         "float32, fixed sizes: the video held as 2-D frames (time in the batch); per kernel "
+         "depth a STRIDED_SLICE of time steps, CONV_2D (depthwise, grouped) and ADD; time "
+         "padding a PAD of the frames. Also aten::_convolution with a 5-D weight; not transposed");
+  t.note("aten::max_pool3d", "MAX_POOL_2D per frame, then MAXIMUM over the time window");
+  t.note("aten::avg_pool3d",
+         "AVERAGE_POOL_2D per frame (avg_pool2d's forms), then ADD over the time window and MUL "
+         "by PyTorch's time divisor");
+  t.note("aten::adaptive_avg_pool3d",
+         "adaptive_avg_pool2d per frame, then MEAN over each of PyTorch's time windows");
+}
+
+}  // namespace nnapi_convert
