@@ -286,6 +286,7 @@ const std::vector<OpKernel>& all_kernels() {
     add_lookup_kernels(t);
     add_normalization_kernels(t);
     add_random_kernels(t);
+    add_recurrent_kernels(t);
     return t;
   }();
   return table;

@@ -90,6 +90,7 @@ void add_space_batch_kernels(std::vector<OpKernel>& table);    // ops/space_batc
 void add_lookup_kernels(std::vector<OpKernel>& table);         // ops/lookup.cpp
 void add_normalization_kernels(std::vector<OpKernel>& table);  // ops/normalization.cpp
 void add_random_kernels(std::vector<OpKernel>& table);         // ops/random.cpp
+void add_recurrent_kernels(std::vector<OpKernel>& table);      // ops/recurrent.cpp
 
 // ---- Helpers shared by the kernels (kernel.cpp) ----
 

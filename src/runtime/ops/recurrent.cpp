@@ -1,0 +1,182 @@
+// The recurrent operations, as NeuralNetworks.h (feature level <= 3) and
+// Android's reference CPU implementation define them, in float32 (FLOAT16
+// operands are widened and their results rounded back, as Android's
+// reference LSTMEvalFloat16 does):
+//
+// LSTM (one step) and UNIDIRECTIONAL_SEQUENCE_LSTM (one step per time step)
+// share one cell. With gates i (input), f (forget), g (cell), o (output):
+//   gate_k = W_xk x + W_hk h_{t-1} [+ P_k . c_{t-1}]   (peephole: i, f)
+//   gate_k = layer_norm ? LN(gate_k) * L_k + b_k : gate_k + b_k
+//     (LN: (v - mean(v)) / sqrt(variance(v) + 1e-8) over the units)
+//   f = sigmoid(gate_f); i = CIFG ? 1 - f : sigmoid(gate_i)
+//   c_t = f . c_{t-1} + i . act(gate_g), clipped to [-cell_clip, cell_clip]
+//         when cell_clip > 0
+//   o = sigmoid(gate_o computed with P_o . c_t)
+//   m = o . act(c_t)
+//   h_t = projection ? clip(W_proj m + b_proj, proj_clip) : m
+// where act is the operation's activation (0 none, 1 RELU, 2 RELU1, 3 RELU6,
+// 4 TANH, 6 SIGMOID). CIFG = the input gate's weights are omitted; peephole
+// = the cell-to-output weights are present; layer normalization = the
+// output gate's layer-norm weights are present.
+#include <cmath>
+
+#include "../kernel.h"
+
+namespace nnrt {
+namespace {
+
+// The LSTM family's activation codes (NeuralNetworks.h's LSTM:
+// fused_activation_function).
+at::Tensor activate(const at::Tensor& x, int32_t code) {
+  switch (code) {
+    case 0:
+      return x;
+    case 1:
+      return at::clamp_min(x, 0);
+    case 2:
+      return at::clamp(x, -1, 1);
+    case 3:
+      return at::clamp(x, 0, 6);
+    case 4:
+      return at::tanh(x);
+    case 6:
+      return at::sigmoid(x);
+    default:
+      fail(Result::BadData, "unsupported recurrent activation " + std::to_string(code));
+  }
+}
+
+// Where one direction's LSTM weights sit among the operation's inputs: four
+// consecutive operands (gates i, f, g, o) from `input_weights` and from
+// `recurrent_weights`, three peepholes (i, f, o), four biases, the
+// projection weights and bias, and four layer-norm weights (0 = none).
+struct LstmLayout {
+  size_t input_weights, recurrent_weights, peephole, bias, projection, projection_bias;
+  size_t layer_norm;
+};
+
+struct LstmParams {
+  at::Tensor wx[4], wh[4], peephole[3], bias[4], layer_norm[4];
+  at::Tensor projection, projection_bias;
+  int32_t activation = 4;
+  double cell_clip = 0, proj_clip = 0;
+  bool cifg = false, use_peephole = false, use_layer_norm = false;
+};
+
+at::Tensor optional_input(const ExecContext& ctx, size_t i) {
+  return ctx.has(i) ? ctx.in(i).t.to(at::kFloat) : at::Tensor();
+}
+
+LstmParams read_lstm(const ExecContext& ctx, const LstmLayout& at, size_t activation) {
+  LstmParams p;
+  for (size_t k = 0; k < 4; ++k) {
+    p.wx[k] = optional_input(ctx, at.input_weights + k);
+    p.wh[k] = optional_input(ctx, at.recurrent_weights + k);
+    p.bias[k] = optional_input(ctx, at.bias + k);
+    if (at.layer_norm) p.layer_norm[k] = optional_input(ctx, at.layer_norm + k);
+  }
+  for (size_t k = 0; k < 3; ++k) p.peephole[k] = optional_input(ctx, at.peephole + k);
+  p.projection = optional_input(ctx, at.projection);
+  p.projection_bias = optional_input(ctx, at.projection_bias);
+  p.cifg = !p.wx[0].defined();
+  p.use_peephole = p.peephole[2].defined();
+  p.use_layer_norm = p.layer_norm[3].defined();
+  p.activation = ctx.i32(activation);
+  p.cell_clip = ctx.f32(activation + 1);
+  p.proj_clip = ctx.f32(activation + 2);
+  for (size_t k = p.cifg ? 1 : 0; k < 4; ++k)
+    if (!p.wx[k].defined() || !p.wh[k].defined() || !p.bias[k].defined() ||
+        (p.use_layer_norm && !p.layer_norm[k].defined()))
+      fail(Result::BadData, "an LSTM gate's weights, bias or layer-norm weights are missing");
+  if (p.use_peephole && (!p.peephole[1].defined() || (!p.cifg && !p.peephole[0].defined())))
+    fail(Result::BadData, "the LSTM's peephole weights are not all present");
+  return p;
+}
+
+struct LstmState {
+  at::Tensor h, c;  // [batch, output_size], [batch, num_units]
+};
+
+// One step of the cell on x [batch, input_size]; updates `s` and returns the
+// activated gates [batch, 4 or 3 (CIFG) * num_units] (the scratch buffer).
+at::Tensor lstm_step(const LstmParams& p, const at::Tensor& x, LstmState& s) {
+  auto gate = [&](size_t k, const at::Tensor& peep_state) {
+    at::Tensor v = at::matmul(x, p.wx[k].t()) + at::matmul(s.h, p.wh[k].t());
+    if (p.use_peephole && k != 2) v = v + p.peephole[k == 3 ? 2 : k] * peep_state;
+    if (!p.use_layer_norm) return v + p.bias[k];
+    at::Tensor mean = v.mean(-1, true);
+    at::Tensor centered = v - mean;
+    at::Tensor variance = (centered * centered).mean(-1, true);
+    return centered / at::sqrt(variance + 1e-8) * p.layer_norm[k] + p.bias[k];
+  };
+  at::Tensor f = at::sigmoid(gate(1, s.c));
+  at::Tensor i = p.cifg ? 1 - f : at::sigmoid(gate(0, s.c));
+  at::Tensor g = activate(gate(2, at::Tensor()), p.activation);
+  at::Tensor c = f * s.c + i * g;
+  if (p.cell_clip > 0) c = at::clamp(c, -p.cell_clip, p.cell_clip);
+  at::Tensor o = at::sigmoid(gate(3, c));
+  at::Tensor h = o * activate(c, p.activation);
+  if (p.projection.defined()) {
+    h = at::matmul(h, p.projection.t());
+    if (p.projection_bias.defined()) h = h + p.projection_bias;
+    if (p.proj_clip > 0) h = at::clamp(h, -p.proj_clip, p.proj_clip);
+  }
+  s = {h, c};
+  return p.cifg ? at::cat({f, g, o}, 1) : at::cat({i, f, g, o}, 1);
+}
+
+// Inputs 1-17 and 20-22 of LSTM and UNIDIRECTIONAL_SEQUENCE_LSTM.
+LstmLayout single_direction_layout(size_t layer_norm) { return {1, 5, 9, 12, 16, 17, layer_norm}; }
+
+// LSTM (level 1; layer normalization, inputs 23-26, since level 3): input
+// [batch, input_size], states in at 18 (output) and 19 (cell). Outputs:
+// scratch buffer, output state, cell state, output.
+void execute_lstm(ExecContext& ctx) {
+  const LstmParams p = read_lstm(ctx, single_direction_layout(ctx.num_inputs() > 23 ? 23 : 0), 20);
+  LstmState s{ctx.in(18).t.to(at::kFloat), ctx.in(19).t.to(at::kFloat)};
+  at::Tensor scratch = lstm_step(p, ctx.in(0).t.to(at::kFloat), s);
+  ctx.set_output(0, scratch);
+  ctx.set_output(1, s.h);
+  ctx.set_output(2, s.c);
+  ctx.set_output(3, s.h.clone());
+}
+
+// Runs the cell over x [max_time, batch, input_size] from state `s`;
+// returns the outputs [max_time, batch, output_size] (time steps in reverse
+// order when `reverse`, each output at its own step's index).
+at::Tensor lstm_sequence(const LstmParams& p, const at::Tensor& x, LstmState& s, bool reverse) {
+  const int64_t steps = x.size(0);
+  std::vector<at::Tensor> out(static_cast<size_t>(steps));
+  for (int64_t k = 0; k < steps; ++k) {
+    const int64_t t = reverse ? steps - 1 - k : k;
+    lstm_step(p, x[t], s);
+    out[static_cast<size_t>(t)] = s.h;
+  }
+  if (steps == 0) return at::empty({0, x.size(1), s.h.size(1)}, at::kFloat);
+  return at::stack(out);
+}
+
+// UNIDIRECTIONAL_SEQUENCE_LSTM (level 3): input [max_time, batch,
+// input_size] when time_major (input 23), else [batch, max_time,
+// input_size]; layer normalization at 24-27. One output: the output at
+// every time step, in the input's layout.
+void execute_unidirectional_sequence_lstm(ExecContext& ctx) {
+  const LstmParams p = read_lstm(ctx, single_direction_layout(24), 20);
+  const bool time_major = ctx.flag(23);
+  at::Tensor x = ctx.in(0).t.to(at::kFloat);
+  if (x.dim() != 3) fail(Result::BadData, "the input must have rank 3");
+  if (!time_major) x = x.transpose(0, 1);
+  LstmState s{ctx.in(18).t.to(at::kFloat), ctx.in(19).t.to(at::kFloat)};
+  at::Tensor y = lstm_sequence(p, x, s, false);
+  ctx.set_output(0, time_major ? y : y.transpose(0, 1).contiguous());
+}
+
+}  // namespace
+
+void add_recurrent_kernels(std::vector<OpKernel>& table) {
+  table.push_back({Op::Lstm, "LSTM", execute_lstm});
+  table.push_back({Op::UnidirectionalSequenceLstm, "UNIDIRECTIONAL_SEQUENCE_LSTM",
+                   execute_unidirectional_sequence_lstm});
+}
+
+}  // namespace nnrt

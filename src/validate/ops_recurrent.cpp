@@ -1,0 +1,197 @@
+// Rules of NeuralNetworks.h for the recurrent operations: LSTM (level 1;
+// TENSOR_FLOAT16 and layer normalization since level 3) and
+// UNIDIRECTIONAL_SEQUENCE_LSTM (level 3), as Android's reference
+// implementation checks them (LSTM.cpp, UnidirectionalSequenceLSTM.cpp).
+//
+// Both take, from input 1 on: input-to-{input, forget, cell, output} weights
+// [num_units, input_size] (1-4), recurrent-to-{...} weights [num_units,
+// output_size] (5-8), cell-to-{input, forget, output} peephole weights
+// [num_units] (9-11), {input, forget, cell, output} gate biases [num_units]
+// (12-15), projection weights [output_size, num_units] (16) and bias
+// [output_size] (17), output state in [batch, output_size] (18), cell state
+// in [batch, num_units] (19), activation (INT32, 20), cell clip and
+// projection clip (FLOAT32, or FLOAT16 for TENSOR_FLOAT16; >= 0; 21, 22),
+// and four layer-norm weights [num_units]. Optional operands (omitted):
+// the input gate's (1, 5, 12: CIFG, all or none), the peepholes (all or
+// none; 9 omitted with CIFG), the projection, the layer-norm weights (all or
+// none; the input gate's omitted with CIFG).
+#include <string>
+
+#include "validate/check.h"
+
+namespace nnapi_validate {
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// The sizes an LSTM's operands agree on (-1 = unknown).
+struct LstmDims {
+  int64_t batch = -1, input_size = -1, num_units = -1, output_size = -1;
+  bool cifg = false;
+};
+
+void present(const Check& c, size_t i, const char* what) {
+  if (c.omitted(i))
+    c.fail(Rule::Parameter, "input " + str(static_cast<int64_t>(i)) + " (" + what +
+                                ") is omitted; NNAPI's " + c.name() + " needs it");
+}
+
+// A tensor input of rank `rank` whose dims, where known, are `want` (-1 =
+// any); skipped when omitted.
+void tensor_dims(const Check& c, size_t i, const char* what, std::initializer_list<int64_t> want) {
+  if (c.omitted(i)) return;
+  c.input_rank(i, want.size(), want.size());
+  if (!c.shapes()) return;
+  size_t k = 0;
+  for (int64_t w : want) {
+    c.equal_dims(c.dim(i, k), w,
+                 "input " + str(static_cast<int64_t>(i)) + " (" + what + ") has dim " +
+                     str(static_cast<int64_t>(k)) + " unlike the LSTM's other operands");
+    ++k;
+  }
+}
+
+// Operands `first`..`first + count - 1` all present or all omitted (the
+// first skipped when `skip_first`).
+void all_or_none(const Check& c, size_t first, size_t count, bool skip_first, const char* what) {
+  size_t n = 0, total = 0;
+  for (size_t k = skip_first ? 1 : 0; k < count; ++k, ++total) n += c.omitted(first + k) ? 0 : 1;
+  if (n != 0 && n != total)
+    c.fail(Rule::Parameter, std::string("the ") + what + " (inputs " +
+                                str(static_cast<int64_t>(first + (skip_first ? 1 : 0))) + " to " +
+                                str(static_cast<int64_t>(first + count - 1)) +
+                                ") are partly omitted; NNAPI's " + c.name() +
+                                " takes all of them or none");
+}
+
+// The types and optional-operand rules of inputs 1-22 (and the layer-norm
+// weights from `layer_norm`, when the operation has them), then, with
+// shapes, their dims against `d` (batch and input_size from input 0).
+void lstm_operands(Check& c, size_t layer_norm, LstmDims& d) {
+  const T tensor = c.type(0);
+  const size_t last = layer_norm ? layer_norm + 3 : 19;
+  for (size_t i = 1; i <= last; ++i) {
+    if (i >= 20 && i <= 22) continue;
+    if (i > 22 && i < layer_norm) continue;
+    c.input_type(i, {tensor});
+  }
+  c.input_type(20, {T::Int32});
+  float_scalar_for_input(c, 21);
+  float_scalar_for_input(c, 22);
+  static const char* kRequired[] = {"input-to-forget weights",     "input-to-cell weights",
+                                    "input-to-output weights",     nullptr,
+                                    "recurrent-to-forget weights", "recurrent-to-cell weights",
+                                    "recurrent-to-output weights"};
+  for (size_t i = 2; i <= 8; ++i)
+    if (kRequired[i - 2]) present(c, i, kRequired[i - 2]);
+  present(c, 13, "forget gate bias");
+  present(c, 14, "cell gate bias");
+  present(c, 15, "output gate bias");
+  present(c, 18, "output state in");
+  present(c, 19, "cell state in");
+  d.cifg = c.omitted(1);
+  if (c.omitted(1) != c.omitted(5) || c.omitted(1) != c.omitted(12))
+    c.fail(Rule::Parameter,
+           "the input gate's weights and bias (inputs 1, 5 and 12) are partly omitted; NNAPI's " +
+               std::string(c.name()) + " takes all of them, or none (CIFG)");
+  all_or_none(c, 9, 3, d.cifg, "peephole weights");
+  if (d.cifg && !c.omitted(9))
+    c.fail(Rule::Parameter,
+           "input 9 (cell-to-input weights) is present while the input gate is omitted (CIFG)");
+  if (!c.omitted(17) && c.omitted(16))
+    c.fail(Rule::Parameter, "input 17 (projection bias) is present without projection weights");
+  if (layer_norm) {
+    all_or_none(c, layer_norm, 4, d.cifg, "layer normalization weights");
+    if (d.cifg && !c.omitted(layer_norm))
+      c.fail(Rule::Parameter, "input " + str(static_cast<int64_t>(layer_norm)) +
+                                  " (input layer-norm weights) is present while the input gate "
+                                  "is omitted (CIFG)");
+  }
+  if (!c.full()) return;
+  if (auto a = c.i32(20); a && !(*a == 0 || *a == 1 || *a == 2 || *a == 3 || *a == 4 || *a == 6))
+    c.fail(Rule::Parameter, "input 20 (activation) is " + str(*a) +
+                                "; NNAPI's LSTM activations are 0 (none), 1 (RELU), 2 (RELU1), "
+                                "3 (RELU6), 4 (TANH) and 6 (SIGMOID)");
+  for (size_t i : {21, 22})
+    if (auto v = c.f32(i); v && !(*v >= 0))
+      c.fail(Rule::Parameter, "input " + str(static_cast<int64_t>(i)) + " (" +
+                                  (i == 21 ? "cell" : "projection") + " clip) is " +
+                                  std::to_string(*v) + "; NNAPI needs it >= 0 (0 = no clipping)");
+  if (!c.shapes()) return;
+  d.num_units = c.dim(4, 0);
+  d.output_size = c.dim(8, 1);
+  if (d.num_units < 0) d.num_units = c.dim(8, 0);
+  const int64_t n = d.num_units, o = d.output_size, in = d.input_size;
+  for (size_t i = 1; i <= 4; ++i) tensor_dims(c, i, "input weights", {n, in});
+  for (size_t i = 5; i <= 8; ++i) tensor_dims(c, i, "recurrent weights", {n, o});
+  for (size_t i = 9; i <= 15; ++i) tensor_dims(c, i, "peephole weights or gate bias", {n});
+  tensor_dims(c, 16, "projection weights", {o, n});
+  tensor_dims(c, 17, "projection bias", {o});
+  tensor_dims(c, 18, "output state in", {d.batch, o});
+  tensor_dims(c, 19, "cell state in", {d.batch, n});
+  if (layer_norm)
+    for (size_t i = layer_norm; i < layer_norm + 4; ++i)
+      tensor_dims(c, i, "layer normalization weights", {n});
+  if (c.omitted(16)) c.equal_dims(n, o, "without projection, num_units and output_size differ");
+}
+
+// ---- LSTM: input [batch, input_size], 23 inputs (27 with layer
+// normalization, since level 3). Outputs: scratch buffer [batch, num_units *
+// (CIFG ? 3 : 4)], output state [batch, output_size], cell state [batch,
+// num_units], output [batch, output_size].
+
+void lstm_rule(Check& c) {
+  c.input_count({23, 27});
+  c.output_count(4);
+  typed(c, {{T::TensorFloat32, 1}, {T::TensorFloat16, 3}});
+  c.input_rank(0, 2, 2);
+  if (c.n_in() == 27) c.needs_level(3, "LSTM with layer normalization");
+  for (size_t o = 0; o < 4; ++o) {
+    c.output_same_type(o, 0);
+    c.output_rank(o, 2, 2);
+  }
+  LstmDims d;
+  d.batch = c.dim(0, 0);
+  d.input_size = c.dim(0, 1);
+  lstm_operands(c, c.n_in() == 27 ? 23 : 0, d);
+  if (!c.shapes()) return;
+  const int64_t gates = d.num_units < 0 ? -1 : d.num_units * (d.cifg ? 3 : 4);
+  c.set_output(0, Shape::of({d.batch, gates}));
+  c.set_output(1, Shape::of({d.batch, d.output_size}));
+  c.set_output(2, Shape::of({d.batch, d.num_units}));
+  c.set_output(3, Shape::of({d.batch, d.output_size}));
+}
+
+// ---- UNIDIRECTIONAL_SEQUENCE_LSTM (level 3): input [max_time, batch,
+// input_size] when time_major (BOOL, input 23), else [batch, max_time,
+// input_size]; layer-norm weights at 24-27; 28 inputs. One output: the input's
+// shape with output_size last.
+
+void unidirectional_sequence_lstm_rule(Check& c) {
+  c.input_count({28});
+  c.output_count(1);
+  typed(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}});
+  c.input_rank(0, 3, 3);
+  c.input_type(23, {T::Bool});
+  c.output_same_type(0, 0);
+  c.output_rank(0, 3, 3);
+  LstmDims d;
+  const Shape& x = c.shape(0);
+  const auto time_major = c.flag(23);
+  if (x.known && x.rank() == 3 && time_major) d.batch = x[*time_major ? 1 : 0];
+  d.input_size = c.dim(0, 2);
+  lstm_operands(c, 24, d);
+  if (!c.shapes() || !x.known) return;
+  Shape out = x;
+  out.d[2] = d.output_size;
+  c.set_output(0, out);
+}
+
+}  // namespace
+
+void add_recurrent_rules(std::vector<OpRule>& t) {
+  t.push_back({nnapi::Op::Lstm, lstm_rule});
+  t.push_back({nnapi::Op::UnidirectionalSequenceLstm, unidirectional_sequence_lstm_rule});
+}
+
+}  // namespace nnapi_validate

@@ -1,0 +1,288 @@
+#!/usr/bin/env python3
+"""NNAPI's recurrent operations checked against NeuralNetworks.h's formulas.
+
+Each case builds an NNAPI model by calling libneuralnetworks.so directly (the
+Model helper of test_extra_ops.py), runs it, and compares the result with
+values computed here, in float64, from the formulas NeuralNetworks.h gives
+for the operation (feature level <= 3) and the details Android's reference
+CPU implementation fixes (the layer normalization's epsilon 1e-8, the order
+of the bias and the layer-norm weights): never with values the runtime
+produced. The last line is "N passed, M failed"; the exit status is non-zero
+on any failure.
+"""
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_extra_ops import (BOOL, CODES, F32, I32, T_F32, Model, _refused, close,  # noqa: E402
+                            lib, run_cases)
+
+T_F16, F16 = 8, 10
+CODES.update(LSTM=16, UNIDIRECTIONAL_SEQUENCE_LSTM=92)
+DTYPE = {T_F32: torch.float32, T_F16: torch.float16}
+GATES = "ifgo"  # input, forget, cell, output: NNAPI's operand order
+
+
+def omitted(m, code):
+    """An operand with no value (NNAPI's optional input left out)."""
+    idx = m.operand(code, ())
+    if lib.ANeuralNetworksModel_setOperandValue(m.handle, idx, None, 0) != 0:
+        raise RuntimeError("setOperandValue(NULL, 0) returned an error")
+    return idx
+
+
+def activation(v, code):
+    """NeuralNetworks.h's LSTM activations: 0 none, 1 RELU, 3 RELU6, 4 TANH, 6 SIGMOID."""
+    return {0: lambda t: t, 1: lambda t: t.clamp(min=0), 2: lambda t: t.clamp(-1, 1),
+            3: lambda t: t.clamp(0, 6), 4: torch.tanh, 6: torch.sigmoid}[code](v)
+
+
+def make_lstm(n_in, n_units, n_out, cifg=False, peephole=False, projection=False,
+              proj_bias=False, layer_norm=False, scale=0.4):
+    """Random LSTM operands, a dict of float64 tensors (absent ones missing)."""
+    p = {}
+    for g in GATES:
+        if cifg and g == "i":
+            continue
+        p["wx_" + g] = torch.randn(n_units, n_in, dtype=torch.float64) * scale
+        p["wh_" + g] = torch.randn(n_units, n_out, dtype=torch.float64) * scale
+        p["b_" + g] = torch.randn(n_units, dtype=torch.float64) * scale
+        if layer_norm:
+            p["ln_" + g] = 1 + torch.randn(n_units, dtype=torch.float64) * 0.2
+        if peephole and g != "g":
+            p["p_" + g] = torch.randn(n_units, dtype=torch.float64) * scale
+    if projection:
+        p["proj"] = torch.randn(n_out, n_units, dtype=torch.float64) * scale
+        if proj_bias:
+            p["proj_b"] = torch.randn(n_out, dtype=torch.float64) * scale
+    return p
+
+
+def lstm_step_formula(p, x, h, c, act, cell_clip, proj_clip):
+    """One LSTM step as NeuralNetworks.h writes it (x [batch, in], h, c)."""
+    def gate(g, c_peep):
+        v = x @ p["wx_" + g].T + h @ p["wh_" + g].T
+        if "p_" + g in p:
+            v = v + p["p_" + g] * c_peep
+        if "ln_" + g in p:
+            mean = v.mean(1, keepdim=True)
+            var = ((v - mean) ** 2).mean(1, keepdim=True)
+            return (v - mean) / torch.sqrt(var + 1e-8) * p["ln_" + g] + p["b_" + g]
+        return v + p["b_" + g]
+    f = torch.sigmoid(gate("f", c))
+    i = 1 - f if "wx_i" not in p else torch.sigmoid(gate("i", c))
+    c_new = f * c + i * activation(gate("g", None), act)
+    if cell_clip > 0:
+        c_new = c_new.clamp(-cell_clip, cell_clip)
+    o = torch.sigmoid(gate("o", c_new))
+    h_new = o * activation(c_new, act)
+    if "proj" in p:
+        h_new = h_new @ p["proj"].T + p.get("proj_b", 0)
+        if proj_clip > 0:
+            h_new = h_new.clamp(-proj_clip, proj_clip)
+    return h_new, c_new
+
+
+def lstm_weight_operands(m, p, code):
+    """Inputs 1-17 of LSTM and UNIDIRECTIONAL_SEQUENCE_LSTM (omitted where absent)."""
+    dt = DTYPE[code]
+
+    def t(key):
+        return m.const(code, p[key].to(dt)) if key in p else omitted(m, code)
+    ins = [t("wx_" + g) for g in GATES] + [t("wh_" + g) for g in GATES]
+    ins += [t("p_" + g) for g in "ifo"] + [t("b_" + g) for g in GATES]
+    return ins + [t("proj"), t("proj_b")]
+
+
+def scalar_float(m, code, value):
+    if code == T_F16:
+        return m.const(F16, torch.tensor(value, dtype=torch.float16), dims=())
+    return m.const(F32, value)
+
+
+def sequence_lstm(x, p, h0, c0, act=4, cell_clip=0.0, proj_clip=0.0, time_major=True,
+                  code=T_F32, declared_out=None):
+    """Runs UNIDIRECTIONAL_SEQUENCE_LSTM on the runtime; returns its output."""
+    dt = DTYPE[code]
+    m = Model()
+    i = m.input(code, tuple(x.shape))
+    ins = [i] + lstm_weight_operands(m, p, code)
+    ins += [m.input(code, tuple(h0.shape)), m.input(code, tuple(c0.shape))]
+    ins += [m.const(I32, act), scalar_float(m, code, cell_clip), scalar_float(m, code, proj_clip),
+            m.const(BOOL, time_major)]
+    ins += [m.const(code, p["ln_" + g].to(dt)) if "ln_" + g in p else omitted(m, code)
+            for g in GATES]
+    o = m.output(code, declared_out or (0, 0, 0))
+    m.op("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, [o])
+    return m.run([x.to(dt), h0.to(dt), c0.to(dt)], [dt])[0]
+
+
+def sequence_formula(x, p, h0, c0, act=4, cell_clip=0.0, proj_clip=0.0, time_major=True):
+    """The expected output: the step formula at each time step, outputs stacked."""
+    xs = x.double() if time_major else x.double().transpose(0, 1)
+    h, c, out = h0.double(), c0.double(), []
+    for t in range(xs.shape[0]):
+        h, c = lstm_step_formula(p, xs[t], h, c, act, cell_clip, proj_clip)
+        out.append(h)
+    y = torch.stack(out)
+    return y if time_major else y.transpose(0, 1)
+
+
+# ------------------------------------------------------------------ cases
+
+def case_sequence_lstm_every_option():
+    # No CIFG, peephole, projection with bias, layer normalization, both
+    # clips (small enough to bite), time-major [max_time 4, batch 2, input 3].
+    torch.manual_seed(11)
+    p = make_lstm(3, 5, 4, peephole=True, projection=True, proj_bias=True, layer_norm=True,
+                  scale=0.8)
+    x = torch.randn(4, 2, 3)
+    h0, c0 = torch.randn(2, 4) * 0.5, torch.randn(2, 5)
+    args = dict(act=4, cell_clip=0.9, proj_clip=0.6, time_major=True)
+    got = sequence_lstm(x, p, h0, c0, **args)
+    want = sequence_formula(x, p, h0, c0, **args)
+    assert got.shape == (4, 2, 4), got.shape
+    assert (want.abs() == 0.6).any() and (want.abs() < 0.6).any()  # the projection clip bites
+    close(got.double(), want, atol=2e-5, rtol=1e-5)
+
+
+def case_sequence_lstm_cifg_peephole_layer_norm_batch_major():
+    # CIFG (input gate = 1 - forget gate) with peepholes and layer
+    # normalization, batch-major [batch 3, max_time 5, input 2], RELU6.
+    torch.manual_seed(12)
+    p = make_lstm(2, 4, 4, cifg=True, peephole=True, layer_norm=True)
+    x = torch.randn(3, 5, 2)
+    h0, c0 = torch.zeros(3, 4), torch.zeros(3, 4)
+    for act in (3, 6):
+        got = sequence_lstm(x, p, h0, c0, act=act, time_major=False)
+        want = sequence_formula(x, p, h0, c0, act=act, time_major=False)
+        assert got.shape == (3, 5, 4), got.shape
+        close(got.double(), want, atol=2e-5, rtol=1e-5)
+
+
+def case_sequence_lstm_plain_matches_torch_lstm_cell():
+    # Without the options the cell is the classic LSTM: with the biases of a
+    # torch.nn.LSTMCell (b_ih + b_hh) and its weights split by gate (PyTorch
+    # orders them i, f, g, o), the formula gives LSTMCell's steps. Checked
+    # here on the formula itself, then the runtime against the formula.
+    torch.manual_seed(13)
+    cell = torch.nn.LSTMCell(3, 4).double()
+    w_ih, w_hh = cell.weight_ih.detach().chunk(4), cell.weight_hh.detach().chunk(4)
+    b = (cell.bias_ih + cell.bias_hh).detach().chunk(4)
+    p = {}
+    for k, g in enumerate(GATES):
+        p["wx_" + g], p["wh_" + g], p["b_" + g] = w_ih[k], w_hh[k], b[k]
+    x = torch.randn(6, 2, 3, dtype=torch.float64)
+    h, c = torch.zeros(2, 4, dtype=torch.float64), torch.zeros(2, 4, dtype=torch.float64)
+    steps = []
+    with torch.no_grad():
+        for t in range(6):
+            h, c = cell(x[t], (h, c))
+            steps.append(h)
+    want = sequence_formula(x, p, torch.zeros(2, 4), torch.zeros(2, 4))
+    close(want, torch.stack(steps), atol=1e-12, rtol=1e-12)
+    got = sequence_lstm(x.float(), p, torch.zeros(2, 4), torch.zeros(2, 4),
+                        declared_out=(6, 2, 4))
+    close(got.double(), want, atol=2e-6, rtol=1e-5)
+
+
+def case_sequence_lstm_float16():
+    # TENSOR_FLOAT16 operands with FLOAT16 clips: computed in float32 and
+    # rounded to float16 (as Android's LSTMEvalFloat16).
+    torch.manual_seed(14)
+    p = {k: v.half().double() for k, v in
+         make_lstm(3, 4, 3, peephole=True, projection=True, scale=0.5).items()}
+    x = torch.randn(5, 2, 3).half()
+    h0, c0 = torch.zeros(2, 3).half(), torch.randn(2, 4).half()
+    args = dict(act=4, cell_clip=1.5, proj_clip=0.0, time_major=True)
+    got = sequence_lstm(x, p, h0, c0, code=T_F16, **args)
+    assert got.dtype == torch.float16
+    want = sequence_formula(x, p, h0.double(), c0.double(), **args)
+    close(got.double(), want, atol=3e-3, rtol=2e-3)
+
+
+def case_lstm_single_step():
+    # LSTM (one step, 27 inputs: layer normalization): outputs scratch
+    # buffer [batch, 4 * num_units], output state, cell state and output.
+    torch.manual_seed(15)
+    p = make_lstm(3, 5, 2, peephole=True, projection=True, layer_norm=True)
+    x, h0, c0 = torch.randn(2, 3), torch.randn(2, 2), torch.randn(2, 5)
+    m = Model()
+    ins = [m.input(T_F32, (2, 3))] + lstm_weight_operands(m, p, T_F32)
+    ins += [m.input(T_F32, (2, 2)), m.input(T_F32, (2, 5))]
+    ins += [m.const(I32, 4), m.const(F32, 0.0), m.const(F32, 0.0)]
+    ins += [m.const(T_F32, p["ln_" + g].float()) for g in GATES]
+    outs = [m.output(T_F32, (2, 20)), m.output(T_F32, (2, 2)), m.output(T_F32, (2, 5)),
+            m.output(T_F32, (2, 2))]
+    m.op("LSTM", ins, outs)
+    scratch, h, c, out = m.run([x, h0, c0], [torch.float32] * 4)
+    want_h, want_c = lstm_step_formula(p, x.double(), h0.double(), c0.double(), 4, 0.0, 0.0)
+    assert scratch.shape == (2, 20), scratch.shape
+    close(h.double(), want_h, atol=2e-6, rtol=1e-5)
+    close(c.double(), want_c, atol=2e-6, rtol=1e-5)
+    close(out.double(), want_h, atol=2e-6, rtol=1e-5)
+
+
+def case_lstm_single_step_cifg_23_inputs():
+    # LSTM with 23 inputs (feature level 1 form), CIFG: scratch 3 * num_units.
+    torch.manual_seed(16)
+    p = make_lstm(2, 3, 3, cifg=True)
+    x, h0, c0 = torch.randn(1, 2), torch.randn(1, 3), torch.randn(1, 3)
+    m = Model()
+    ins = [m.input(T_F32, (1, 2))] + lstm_weight_operands(m, p, T_F32)
+    ins += [m.input(T_F32, (1, 3)), m.input(T_F32, (1, 3))]
+    ins += [m.const(I32, 4), m.const(F32, 0.5), m.const(F32, 0.0)]
+    outs = [m.output(T_F32, (0, 0)) for _ in range(4)]
+    m.op("LSTM", ins, outs)
+    scratch, h, c, out = m.run([x, h0, c0], [torch.float32] * 4)
+    want_h, want_c = lstm_step_formula(p, x.double(), h0.double(), c0.double(), 4, 0.5, 0.0)
+    assert scratch.shape == (1, 9), scratch.shape
+    assert want_c.abs().max() <= 0.5
+    close(c.double(), want_c, atol=2e-6, rtol=1e-5)
+    close(out.double(), want_h, atol=2e-6, rtol=1e-5)
+
+
+def case_validator_refusals():
+    # What NeuralNetworks.h (and Android's reference validation) rejects.
+    def build(cifg=False, drop=(), act=4, cell_clip=0.0, n_inputs=28, rec_cols=4,
+              input_ln_with_cifg=False, out_dims=(0, 0, 0)):
+        def b(m):
+            p = make_lstm(3, 4, 4, cifg=cifg, peephole=True, layer_norm=True)
+            p["wh_f"] = torch.randn(4, rec_cols, dtype=torch.float64)
+            for k in drop:
+                p.pop(k)
+            ins = [m.input(T_F32, (5, 2, 3))] + lstm_weight_operands(m, p, T_F32)
+            ins += [m.input(T_F32, (2, 4)), m.input(T_F32, (2, 4))]
+            ins += [m.const(I32, act), m.const(F32, cell_clip), m.const(F32, 0.0),
+                    m.const(BOOL, True)]
+            ln = [m.const(T_F32, p["ln_" + g].float()) if "ln_" + g in p else omitted(m, T_F32)
+                  for g in GATES]
+            if input_ln_with_cifg:
+                ln[0] = m.const(T_F32, torch.ones(4))
+            ins = (ins + ln)[:n_inputs]
+            m.op("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, [m.output(T_F32, out_dims)])
+        return b
+
+    assert not _refused(build())
+    assert not _refused(build(cifg=True))
+    bad = {"input gate weights without its bias": build(drop=("b_i",)),
+           "input gate bias without its weights": build(drop=("wx_i", "wh_i", "p_i")),
+           "one peephole omitted": build(drop=("p_f",)),
+           "one layer-norm weight omitted": build(drop=("ln_g",)),
+           "input layer-norm weights with CIFG": build(cifg=True, input_ln_with_cifg=True),
+           "activation 5": build(act=5),
+           "negative cell clip": build(cell_clip=-1.0),
+           "27 inputs": build(n_inputs=27),
+           "recurrent weights of the wrong width": build(rec_cols=3),
+           "forget gate weights omitted": build(drop=("wx_f",)),
+           "output declared with the wrong size": build(out_dims=(5, 2, 3))}
+    wrongly_accepted = [what for what, b in bad.items() if not _refused(b)]
+    assert not wrongly_accepted, wrongly_accepted
+
+
+CASES = [v for k, v in list(globals().items()) if k.startswith("case_")]
+
+if __name__ == "__main__":
+    sys.exit(run_cases(CASES))
