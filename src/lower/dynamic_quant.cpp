@@ -29,12 +29,12 @@ std::pair<at::Tensor, at::Tensor> dequantized_linear_params(const c10::IValue& p
         [&] { return "malformed packed weights of " + what; });
   const at::Tensor raw = state->elements()[0].toTensor();
   check(raw.dim() == 2, [&] { return what + " has a weight that is not 2-D"; });
-  // A float16 weight (quantize_dynamic with dtype=torch.float16) is kept as
-  // float16 values; an 8-bit one is dequantized.
-  at::Tensor w = raw.is_quantized() ? raw.dequantize() : raw;
-  check(w.scalar_type() == at::kFloat || w.scalar_type() == at::kHalf,
-        [&] { return what + " has weights of an unsupported type"; });
-  w = w.to(at::kFloat).contiguous();
+  check(raw.is_quantized(), [&] {
+    return what +
+           " has weights that are not 8-bit quantized (quantize_dynamic with "
+           "dtype=torch.float16 is not supported)";
+  });
+  const at::Tensor w = raw.dequantize().contiguous();
   const c10::IValue& b = state->elements()[1];
   at::Tensor bias = b.isNone() ? at::zeros({w.size(0)}, at::kFloat) : b.toTensor().to(at::kFloat);
   check(bias.dim() == 1 && bias.size(0) == w.size(0),
@@ -72,8 +72,6 @@ void register_dynamic_quant_ops(LoweringTable& t) {
         [](LoweringContext& cx, const Node* n) { lower_linear_dynamic(cx, n, false); });
   t.add("quantized::linear_relu_dynamic",
         [](LoweringContext& cx, const Node* n) { lower_linear_dynamic(cx, n, true); });
-  t.add("quantized::linear_dynamic_fp16",
-        [](LoweringContext& cx, const Node* n) { lower_linear_dynamic(cx, n, false); });
 }
 
 }  // namespace nnapi_convert

@@ -389,16 +389,16 @@ std::vector<at::Tensor> quantized_lstm_params(LoweringContext& cx, const Node* n
     if (t.size() == 2 && t[0].isTuple()) t = t[0].toTupleRef().elements().vec();
     check(t.size() == 5 && t[0].isString(), "aten::quantized_lstm has malformed cell parameters");
     const std::string kind = t[0].toStringRef();
-    check(kind == "quantized_dynamic" || kind == "quantized_dynamic_fp16", [&] {
+    check(kind == "quantized_dynamic", [&] {
       return "aten::quantized_lstm with " + kind +
-             " cells is not supported (only quantize_dynamic's 8-bit and float16 cells)";
+             " cells is not supported (only quantize_dynamic's 8-bit cells)";
     });
     const std::vector<at::Tensor> biases = t[1].toTensorVector();
     const c10::List<c10::IValue> packed = t[4].toList();
     check(packed.size() == 2, "aten::quantized_lstm cell parameters need two packed weights");
     auto [w_ih, b_ih] = dequantized_linear_params(packed.get(0), what);
     auto [w_hh, b_hh] = dequantized_linear_params(packed.get(1), what);
-    // 8-bit cells keep the biases beside the packed weights; float16 ones in them.
+    // The cell keeps the biases beside the packed weights.
     if (biases.size() == 2) {
       b_ih = biases[0].to(at::kFloat);
       b_hh = biases[1].to(at::kFloat);
