@@ -1,6 +1,7 @@
 // Rules of NeuralNetworks.h for the recurrent operations: LSTM (level 1;
-// TENSOR_FLOAT16 and layer normalization since level 3) and
-// UNIDIRECTIONAL_SEQUENCE_LSTM (level 3), as Android's reference
+// TENSOR_FLOAT16 and layer normalization since level 3),
+// UNIDIRECTIONAL_SEQUENCE_LSTM (level 3), RNN (level 1) and
+// UNIDIRECTIONAL_SEQUENCE_RNN (level 3; see their rules below), as Android's reference
 // implementation checks them (LSTM.cpp, UnidirectionalSequenceLSTM.cpp).
 //
 // Both take, from input 1 on: input-to-{input, forget, cell, output} weights
@@ -187,9 +188,85 @@ void unidirectional_sequence_lstm_rule(Check& c) {
   c.set_output(0, out);
 }
 
+// ---- RNN (level 1; TENSOR_FLOAT16 since level 3) and
+// UNIDIRECTIONAL_SEQUENCE_RNN (level 3): input, weights [num_units,
+// input_size], recurrent weights [num_units, num_units], bias [num_units],
+// hidden state [batch, num_units], fused activation (FuseCode), and for the
+// sequence op time_major (INT32, 0 or 1). RNN: input [batch, input_size],
+// outputs hidden state out and output [batch, num_units]; the sequence op:
+// input [max_time, batch, input_size] (time-major) or [batch, max_time,
+// input_size], output the input's shape with num_units last.
+
+void rnn_operands(Check& c, size_t input_rank) {
+  c.input_rank(0, input_rank, input_rank);
+  for (size_t i = 1; i <= 4; ++i) {
+    c.input_type(i, {c.type(0)});
+    present(c, i,
+            i == 1   ? "weights"
+            : i == 2 ? "recurrent weights"
+            : i == 3 ? "bias"
+                     : "hidden state");
+  }
+  c.input_type(5, {T::Int32});
+  for (size_t o = 0; o < c.n_out(); ++o) {
+    c.output_same_type(o, 0);
+    c.output_rank(o, input_rank, input_rank);
+  }
+  if (!c.full()) return;
+  c.fuse_code(5);
+}
+
+// The sizes of an RNN (-1 unknown): batch, input_size, num_units.
+struct RnnDims {
+  int64_t batch, input_size, units;
+};
+
+RnnDims rnn_dims(const Check& c, int64_t batch, int64_t input_size) {
+  const int64_t n = c.dim(1, 0) >= 0 ? c.dim(1, 0) : c.dim(3, 0);
+  tensor_dims(c, 1, "weights", {n, input_size});
+  tensor_dims(c, 2, "recurrent weights", {n, n});
+  tensor_dims(c, 3, "bias", {n});
+  tensor_dims(c, 4, "hidden state", {batch, n});
+  return {batch, input_size, n};
+}
+
+void rnn_rule(Check& c) {
+  c.input_count({6});
+  c.output_count(2);
+  typed(c, {{T::TensorFloat32, 1}, {T::TensorFloat16, 3}});
+  rnn_operands(c, 2);
+  if (!c.shapes()) return;
+  const RnnDims d = rnn_dims(c, c.dim(0, 0), c.dim(0, 1));
+  c.set_output(0, Shape::of({d.batch, d.units}));
+  c.set_output(1, Shape::of({d.batch, d.units}));
+}
+
+void unidirectional_sequence_rnn_rule(Check& c) {
+  c.input_count({7});
+  c.output_count(1);
+  typed(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}});
+  rnn_operands(c, 3);
+  c.input_type(6, {T::Int32});
+  if (!c.full()) return;
+  const auto time_major = c.i32(6);
+  if (time_major && *time_major != 0 && *time_major != 1)
+    c.fail(Rule::Parameter, "input 6 (time_major) is " + str(*time_major) +
+                                "; NNAPI's UNIDIRECTIONAL_SEQUENCE_RNN takes 0 or 1");
+  if (!c.shapes()) return;
+  const Shape& x = c.shape(0);
+  const int64_t batch = x.known && time_major ? x[*time_major ? 1 : 0] : -1;
+  const RnnDims d = rnn_dims(c, batch, c.dim(0, 2));
+  if (!x.known) return;
+  Shape out = x;
+  out.d[2] = d.units;
+  c.set_output(0, out);
+}
+
 }  // namespace
 
 void add_recurrent_rules(std::vector<OpRule>& t) {
+  t.push_back({nnapi::Op::Rnn, rnn_rule});
+  t.push_back({nnapi::Op::UnidirectionalSequenceRnn, unidirectional_sequence_rnn_rule});
   t.push_back({nnapi::Op::Lstm, lstm_rule});
   t.push_back({nnapi::Op::UnidirectionalSequenceLstm, unidirectional_sequence_lstm_rule});
 }

@@ -20,7 +20,7 @@ from test_extra_ops import (BOOL, CODES, F32, I32, T_F32, Model, _refused, close
                             lib, run_cases)
 
 T_F16, F16 = 8, 10
-CODES.update(LSTM=16, UNIDIRECTIONAL_SEQUENCE_LSTM=92)
+CODES.update(LSTM=16, UNIDIRECTIONAL_SEQUENCE_LSTM=92, RNN=24, UNIDIRECTIONAL_SEQUENCE_RNN=93)
 DTYPE = {T_F32: torch.float32, T_F16: torch.float16}
 GATES = "ifgo"  # input, forget, cell, output: NNAPI's operand order
 
@@ -278,6 +278,75 @@ def case_validator_refusals():
            "recurrent weights of the wrong width": build(rec_cols=3),
            "forget gate weights omitted": build(drop=("wx_f",)),
            "output declared with the wrong size": build(out_dims=(5, 2, 3))}
+    wrongly_accepted = [what for what, b in bad.items() if not _refused(b)]
+    assert not wrongly_accepted, wrongly_accepted
+
+
+def rnn_formula(x, w, r, b, h, fuse):
+    """NeuralNetworks.h's RNN: output = activation(input * W^T + h * R^T + bias)."""
+    return activation(x @ w.T + h @ r.T + b, fuse)
+
+
+def case_rnn_single_step():
+    # RNN: outputs hidden state out and output, both the new hidden state.
+    torch.manual_seed(21)
+    x, h = torch.randn(3, 4), torch.randn(3, 5)
+    w, r, b = torch.randn(5, 4) * 0.5, torch.randn(5, 5) * 0.5, torch.randn(5) * 0.5
+    for fuse in (0, 1, 2, 3):
+        m = Model()
+        ins = [m.input(T_F32, (3, 4)), m.const(T_F32, w), m.const(T_F32, r), m.const(T_F32, b),
+               m.input(T_F32, (3, 5)), m.const(I32, fuse)]
+        outs = [m.output(T_F32, (0, 0)), m.output(T_F32, (3, 5))]
+        m.op("RNN", ins, outs)
+        state, out = m.run([x, h], [torch.float32] * 2)
+        want = rnn_formula(x.double(), w.double(), r.double(), b.double(), h.double(), fuse)
+        close(state.double(), want, atol=2e-6, rtol=1e-5)
+        close(out.double(), want, atol=2e-6, rtol=1e-5)
+
+
+def sequence_rnn(x, w, r, b, h, fuse, time_major, code=T_F32):
+    dt = DTYPE[code]
+    m = Model()
+    ins = [m.input(code, tuple(x.shape)), m.const(code, w.to(dt)), m.const(code, r.to(dt)),
+           m.const(code, b.to(dt)), m.input(code, tuple(h.shape)), m.const(I32, fuse),
+           m.const(I32, 1 if time_major else 0)]
+    m.op("UNIDIRECTIONAL_SEQUENCE_RNN", ins, [m.output(code, (0, 0, 0))])
+    return m.run([x.to(dt), h.to(dt)], [dt])[0]
+
+
+def case_sequence_rnn():
+    # UNIDIRECTIONAL_SEQUENCE_RNN, time-major and batch-major, RELU and
+    # none, float32 and float16: the RNN formula at each step.
+    torch.manual_seed(22)
+    w, r, b = torch.randn(6, 3) * 0.5, torch.randn(6, 6) * 0.4, torch.randn(6) * 0.5
+    for time_major, fuse, code in ((True, 1, T_F32), (False, 0, T_F32), (False, 3, T_F16)):
+        x = torch.randn(5, 2, 3) if time_major else torch.randn(2, 5, 3)
+        h0 = torch.randn(2, 6)
+        if code == T_F16:
+            x, h0, w, r, b = (t.half().float() for t in (x, h0, w, r, b))
+        got = sequence_rnn(x, w, r, b, h0, fuse, time_major, code)
+        xs = x.double() if time_major else x.double().transpose(0, 1)
+        h, steps = h0.double(), []
+        for t in range(xs.shape[0]):
+            h = rnn_formula(xs[t], w.double(), r.double(), b.double(), h, fuse)
+            steps.append(h)
+        want = torch.stack(steps) if time_major else torch.stack(steps).transpose(0, 1)
+        tol = dict(atol=3e-3, rtol=2e-3) if code == T_F16 else dict(atol=2e-6, rtol=1e-5)
+        close(got.double(), want, **tol)
+
+
+def case_rnn_validator_refusals():
+    def build(fuse=1, time_major=1, rec=(6, 6), n_inputs=7):
+        def b(m):
+            ins = [m.input(T_F32, (5, 2, 3)), m.const(T_F32, torch.randn(6, 3)),
+                   m.const(T_F32, torch.randn(*rec)), m.const(T_F32, torch.randn(6)),
+                   m.input(T_F32, (2, 6)), m.const(I32, fuse), m.const(I32, time_major)]
+            m.op("UNIDIRECTIONAL_SEQUENCE_RNN", ins[:n_inputs], [m.output(T_F32, (0, 0, 0))])
+        return b
+    assert not _refused(build())
+    bad = {"activation 4": build(fuse=4), "time_major 2": build(time_major=2),
+           "recurrent weights 6x5": build(rec=(6, 5)), "6 inputs": build(n_inputs=6),
+           "hidden state of the wrong batch (batch-major reading)": build(time_major=0)}
     wrongly_accepted = [what for what, b in bad.items() if not _refused(b)]
     assert not wrongly_accepted, wrongly_accepted
 

@@ -1,4 +1,5 @@
-// The recurrent operations, as NeuralNetworks.h (feature level <= 3) and
+// The recurrent operations (LSTM, UNIDIRECTIONAL_SEQUENCE_LSTM, RNN,
+// UNIDIRECTIONAL_SEQUENCE_RNN), as NeuralNetworks.h (feature level <= 3) and
 // Android's reference CPU implementation define them, in float32 (FLOAT16
 // operands are widened and their results rounded back, as Android's
 // reference LSTMEvalFloat16 does):
@@ -171,9 +172,54 @@ void execute_unidirectional_sequence_lstm(ExecContext& ctx) {
   ctx.set_output(0, time_major ? y : y.transpose(0, 1).contiguous());
 }
 
+// The basic RNN cell (RNN, UNIDIRECTIONAL_SEQUENCE_RNN):
+//   h_t = act(W x_t + R h_{t-1} + b), act a FuseCode (none, RELU, RELU1, RELU6).
+at::Tensor rnn_step(const at::Tensor& x, const at::Tensor& h, const at::Tensor& w,
+                    const at::Tensor& r, const at::Tensor& b, int32_t fuse) {
+  check_fuse_code(fuse);
+  return activate(at::matmul(x, w.t()) + at::matmul(h, r.t()) + b, fuse);
+}
+
+// RNN (level 1): input [batch, input_size], weights [num_units, input_size],
+// recurrent weights [num_units, num_units], bias [num_units], hidden state
+// in [batch, num_units], activation. Outputs: hidden state out, output
+// (equal).
+void execute_rnn(ExecContext& ctx) {
+  at::Tensor h =
+      rnn_step(ctx.in(0).t.to(at::kFloat), ctx.in(4).t.to(at::kFloat), ctx.in(1).t.to(at::kFloat),
+               ctx.in(2).t.to(at::kFloat), ctx.in(3).t.to(at::kFloat), ctx.i32(5));
+  ctx.set_output(0, h);
+  ctx.set_output(1, h.clone());
+}
+
+// UNIDIRECTIONAL_SEQUENCE_RNN (level 3): RNN's inputs with input [max_time,
+// batch, input_size] when time_major (INT32 input 6 not 0), else [batch,
+// max_time, input_size]. Output: the hidden state at every step, in the
+// input's layout.
+void execute_unidirectional_sequence_rnn(ExecContext& ctx) {
+  at::Tensor x = ctx.in(0).t.to(at::kFloat);
+  if (x.dim() != 3) fail(Result::BadData, "the input must have rank 3");
+  const bool time_major = ctx.i32(6) != 0;
+  if (!time_major) x = x.transpose(0, 1);
+  const at::Tensor w = ctx.in(1).t.to(at::kFloat), r = ctx.in(2).t.to(at::kFloat);
+  const at::Tensor b = ctx.in(3).t.to(at::kFloat);
+  const int32_t fuse = ctx.i32(5);
+  at::Tensor h = ctx.in(4).t.to(at::kFloat);
+  std::vector<at::Tensor> out;
+  for (int64_t t = 0; t < x.size(0); ++t) {
+    h = rnn_step(x[t], h, w, r, b, fuse);
+    out.push_back(h);
+  }
+  at::Tensor y = out.empty() ? at::empty({0, x.size(1), w.size(0)}, at::kFloat) : at::stack(out);
+  ctx.set_output(0, time_major ? y : y.transpose(0, 1).contiguous());
+}
+
 }  // namespace
 
 void add_recurrent_kernels(std::vector<OpKernel>& table) {
+  table.push_back({Op::Rnn, "RNN", execute_rnn});
+  table.push_back({Op::UnidirectionalSequenceRnn, "UNIDIRECTIONAL_SEQUENCE_RNN",
+                   execute_unidirectional_sequence_rnn});
   table.push_back({Op::Lstm, "LSTM", execute_lstm});
   table.push_back({Op::UnidirectionalSequenceLstm, "UNIDIRECTIONAL_SEQUENCE_LSTM",
                    execute_unidirectional_sequence_lstm});
