@@ -1,7 +1,8 @@
 // Rules of NeuralNetworks.h for the recurrent operations: LSTM (level 1;
 // TENSOR_FLOAT16 and layer normalization since level 3),
 // UNIDIRECTIONAL_SEQUENCE_LSTM (level 3), RNN (level 1) and
-// UNIDIRECTIONAL_SEQUENCE_RNN (level 3; see their rules below), as Android's reference
+// UNIDIRECTIONAL_SEQUENCE_RNN and BIDIRECTIONAL_SEQUENCE_RNN (level 3; see
+// their rules below), as Android's reference
 // implementation checks them (LSTM.cpp, UnidirectionalSequenceLSTM.cpp).
 //
 // Both take, from input 1 on: input-to-{input, forget, cell, output} weights
@@ -47,7 +48,7 @@ void tensor_dims(const Check& c, size_t i, const char* what, std::initializer_li
   for (int64_t w : want) {
     c.equal_dims(c.dim(i, k), w,
                  "input " + str(static_cast<int64_t>(i)) + " (" + what + ") has dim " +
-                     str(static_cast<int64_t>(k)) + " unlike the LSTM's other operands");
+                     str(static_cast<int64_t>(k)) + " unlike the operation's other operands");
     ++k;
   }
 }
@@ -262,9 +263,87 @@ void unidirectional_sequence_rnn_rule(Check& c) {
   c.set_output(0, out);
 }
 
+// ---- BIDIRECTIONAL_SEQUENCE_RNN (level 3; the outputs with final states
+// are level 4): 15 inputs (input; forward weights, recurrent weights, bias,
+// hidden state; the backward ones; auxiliary input and forward/backward
+// auxiliary weights, optional; activation; time_major and merge_outputs
+// BOOL). Outputs: forward and backward outputs, or one merged output.
+
+void bidirectional_sequence_rnn_rule(Check& c) {
+  c.input_count({15});
+  typed(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}});
+  c.input_rank(0, 3, 3);
+  for (size_t i = 1; i <= 11; ++i) c.input_type(i, {c.type(0)});
+  for (size_t i : {1, 2, 3, 4, 5, 6, 7, 8})
+    present(c, i,
+            i % 4 == 1   ? "weights"
+            : i % 4 == 2 ? "recurrent weights"
+            : i % 4 == 3 ? "bias"
+                         : "hidden state");
+  c.input_type(12, {T::Int32});
+  c.input_type(13, {T::Bool});
+  c.input_type(14, {T::Bool});
+  const bool aux = !c.omitted(9), fw_aux = !c.omitted(10), bw_aux = !c.omitted(11);
+  if (fw_aux != bw_aux || (fw_aux && !aux))
+    c.fail(Rule::Parameter,
+           "the auxiliary operands (inputs 9 to 11) must be all omitted, the auxiliary input "
+           "alone (parallel linking) or all present (cross linking)");
+  if (aux) c.input_rank(9, 3, 3);
+  if (c.n_out() != 1 && c.n_out() != 2)
+    c.fail(Rule::OutputCount, "has " + str(static_cast<int64_t>(c.n_out())) +
+                                  " outputs; at feature level 3 NNAPI's " + c.name() +
+                                  " has 2 (or 1 with merge_outputs)");
+  for (size_t o = 0; o < c.n_out(); ++o) {
+    c.output_same_type(o, 0);
+    c.output_rank(o, 3, 3);
+  }
+  if (!c.full()) return;
+  c.fuse_code(12);
+  const auto merge = c.flag(14);
+  if (merge && c.n_out() != (*merge ? 1u : 2u))
+    c.fail(Rule::OutputCount, std::string("merge_outputs is ") + (*merge ? "true" : "false") +
+                                  ", so NNAPI's " + c.name() + " has " +
+                                  (*merge ? "1 output" : "2 outputs"));
+  if (!c.shapes()) return;
+  const Shape& x = c.shape(0);
+  const auto time_major = c.flag(13);
+  const int64_t batch = x.known && time_major ? x[*time_major ? 1 : 0] : -1;
+  const int64_t aux_size = aux ? c.dim(9, 2) : -1;
+  int64_t units[2];
+  for (size_t d = 0; d < 2; ++d) {
+    const size_t first = 1 + 4 * d;
+    // The backward direction reads the auxiliary input in parallel linking.
+    const bool reads_aux = d == 1 && aux && !fw_aux;
+    const int64_t in = reads_aux ? aux_size : c.dim(0, 2);
+    const int64_t n = c.dim(first, 0) >= 0 ? c.dim(first, 0) : c.dim(first + 2, 0);
+    tensor_dims(c, first, "weights", {n, in});
+    tensor_dims(c, first + 1, "recurrent weights", {n, n});
+    tensor_dims(c, first + 2, "bias", {n});
+    tensor_dims(c, first + 3, "hidden state", {batch, n});
+    tensor_dims(c, 10 + d, "auxiliary weights", {n, aux_size});
+    units[d] = n;
+  }
+  if (aux) {
+    c.equal_dims(c.dim(9, 0), c.dim(0, 0), "the auxiliary input and the input differ in dim 0");
+    c.equal_dims(c.dim(9, 1), c.dim(0, 1), "the auxiliary input and the input differ in dim 1");
+  }
+  if (!x.known) return;
+  Shape out = x;
+  if (c.n_out() == 1) {
+    out.d[2] = units[0] < 0 || units[1] < 0 ? -1 : units[0] + units[1];
+    c.set_output(0, out);
+    return;
+  }
+  for (size_t d = 0; d < 2; ++d) {
+    out.d[2] = units[d];
+    c.set_output(d, out);
+  }
+}
+
 }  // namespace
 
 void add_recurrent_rules(std::vector<OpRule>& t) {
+  t.push_back({nnapi::Op::BidirectionalSequenceRnn, bidirectional_sequence_rnn_rule});
   t.push_back({nnapi::Op::Rnn, rnn_rule});
   t.push_back({nnapi::Op::UnidirectionalSequenceRnn, unidirectional_sequence_rnn_rule});
   t.push_back({nnapi::Op::Lstm, lstm_rule});

@@ -20,7 +20,8 @@ from test_extra_ops import (BOOL, CODES, F32, I32, T_F32, Model, _refused, close
                             lib, run_cases)
 
 T_F16, F16 = 8, 10
-CODES.update(LSTM=16, UNIDIRECTIONAL_SEQUENCE_LSTM=92, RNN=24, UNIDIRECTIONAL_SEQUENCE_RNN=93)
+CODES.update(LSTM=16, UNIDIRECTIONAL_SEQUENCE_LSTM=92, RNN=24, UNIDIRECTIONAL_SEQUENCE_RNN=93,
+             BIDIRECTIONAL_SEQUENCE_RNN=43)
 DTYPE = {T_F32: torch.float32, T_F16: torch.float16}
 GATES = "ifgo"  # input, forget, cell, output: NNAPI's operand order
 
@@ -347,6 +348,100 @@ def case_rnn_validator_refusals():
     bad = {"activation 4": build(fuse=4), "time_major 2": build(time_major=2),
            "recurrent weights 6x5": build(rec=(6, 5)), "6 inputs": build(n_inputs=6),
            "hidden state of the wrong batch (batch-major reading)": build(time_major=0)}
+    wrongly_accepted = [what for what, b in bad.items() if not _refused(b)]
+    assert not wrongly_accepted, wrongly_accepted
+
+
+def bidirectional_rnn(x, fw, bw, fuse, time_major, merge, aux=None, aux_w=None):
+    """Runs BIDIRECTIONAL_SEQUENCE_RNN; fw, bw: (weights, recurrent, bias, h0)."""
+    m = Model()
+    ins = [m.input(T_F32, tuple(x.shape))]
+    for w, r, b, h in (fw, bw):
+        ins += [m.const(T_F32, w), m.const(T_F32, r), m.const(T_F32, b), m.input(T_F32, tuple(h.shape))]
+    ins.append(m.input(T_F32, tuple(aux.shape)) if aux is not None else omitted(m, T_F32))
+    ins += [m.const(T_F32, w) if w is not None else omitted(m, T_F32) for w in (aux_w or (None, None))]
+    ins += [m.const(I32, fuse), m.const(BOOL, time_major), m.const(BOOL, merge)]
+    outs = [m.output(T_F32, (0, 0, 0)) for _ in range(1 if merge else 2)]
+    m.op("BIDIRECTIONAL_SEQUENCE_RNN", ins, outs)
+    feeds = [x, fw[3], bw[3]] + ([aux] if aux is not None else [])
+    # Model inputs in operand order: x, fw h0, bw h0, aux.
+    return m.run(feeds, [torch.float32] * len(outs))
+
+
+def bidirectional_formula(x, fw, bw, fuse, time_major, aux=None, aux_w=None, parallel=False):
+    """Forward over time, backward from the last step; each step
+    activation(W x_t [+ W_aux aux_t] + R h + b); in parallel linking the
+    backward direction reads the auxiliary input."""
+    def seq(t):
+        return t.double() if time_major else t.double().transpose(0, 1)
+    xs = seq(x)
+    xa = seq(aux) if aux is not None else None
+
+    def run(params, inputs, aux_weights, reverse):
+        w, r, b, h = (t.double() for t in params)
+        out = [None] * inputs.shape[0]
+        order = range(inputs.shape[0] - 1, -1, -1) if reverse else range(inputs.shape[0])
+        for t in order:
+            extra = xa[t] @ aux_weights.double().T if aux_weights is not None else 0
+            h = rnn_formula(inputs[t], w, r, b + extra, h, fuse)
+            out[t] = h
+        y = torch.stack(out)
+        return y if time_major else y.transpose(0, 1)
+    aw = aux_w or (None, None)
+    return run(fw, xs, aw[0], False), run(bw, xa if parallel else xs, aw[1], True)
+
+
+def case_bidirectional_sequence_rnn():
+    torch.manual_seed(23)
+
+    def direction(units, inputs):
+        return (torch.randn(units, inputs) * 0.5, torch.randn(units, units) * 0.4,
+                torch.randn(units) * 0.3, torch.randn(2, units))
+    fw, bw = direction(5, 3), direction(4, 3)
+    tol = dict(atol=2e-6, rtol=1e-5)
+    # No linking, time-major, two outputs; batch-major merged.
+    for time_major, merge in ((True, False), (False, True)):
+        x = torch.randn(6, 2, 3) if time_major else torch.randn(2, 6, 3)
+        got = bidirectional_rnn(x, fw, bw, 1, time_major, merge)
+        want_fw, want_bw = bidirectional_formula(x, fw, bw, 1, time_major)
+        if merge:
+            close(got[0].double(), torch.cat([want_fw, want_bw], 2), **tol)
+        else:
+            close(got[0].double(), want_fw, **tol)
+            close(got[1].double(), want_bw, **tol)
+    # Cross linking: both directions add aux_weights * aux_input.
+    x, aux = torch.randn(6, 2, 3), torch.randn(6, 2, 2)
+    aux_w = (torch.randn(5, 2) * 0.5, torch.randn(4, 2) * 0.5)
+    got = bidirectional_rnn(x, fw, bw, 0, True, False, aux, aux_w)
+    want_fw, want_bw = bidirectional_formula(x, fw, bw, 0, True, aux, aux_w)
+    close(got[0].double(), want_fw, **tol)
+    close(got[1].double(), want_bw, **tol)
+    # Parallel linking: the backward direction reads the auxiliary input.
+    aux = torch.randn(6, 2, 3)
+    got = bidirectional_rnn(x, fw, bw, 3, True, False, aux)
+    want_fw, want_bw = bidirectional_formula(x, fw, bw, 3, True, aux, parallel=True)
+    close(got[0].double(), want_fw, **tol)
+    close(got[1].double(), want_bw, **tol)
+
+
+def case_bidirectional_rnn_validator_refusals():
+    def build(merge=False, n_out=2, one_aux_weight=False):
+        def b(m):
+            ins = [m.input(T_F32, (6, 2, 3))]
+            for units in (5, 4):
+                ins += [m.const(T_F32, torch.randn(units, 3)), m.const(T_F32, torch.randn(units, units)),
+                        m.const(T_F32, torch.randn(units)), m.input(T_F32, (2, units))]
+            ins.append(m.input(T_F32, (6, 2, 3)) if one_aux_weight else omitted(m, T_F32))
+            ins += [m.const(T_F32, torch.randn(5, 3)) if one_aux_weight else omitted(m, T_F32),
+                    omitted(m, T_F32)]
+            ins += [m.const(I32, 1), m.const(BOOL, True), m.const(BOOL, merge)]
+            m.op("BIDIRECTIONAL_SEQUENCE_RNN", ins, [m.output(T_F32, (0, 0, 0)) for _ in range(n_out)])
+        return b
+    assert not _refused(build())
+    assert not _refused(build(merge=True, n_out=1))
+    bad = {"merged with two outputs": build(merge=True, n_out=2),
+           "not merged with one output": build(merge=False, n_out=1),
+           "one auxiliary weight": build(one_aux_weight=True)}
     wrongly_accepted = [what for what, b in bad.items() if not _refused(b)]
     assert not wrongly_accepted, wrongly_accepted
 

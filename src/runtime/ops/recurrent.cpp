@@ -1,8 +1,7 @@
 // The recurrent operations (LSTM, UNIDIRECTIONAL_SEQUENCE_LSTM, RNN,
-// UNIDIRECTIONAL_SEQUENCE_RNN), as NeuralNetworks.h (feature level <= 3) and
-// Android's reference CPU implementation define them, in float32 (FLOAT16
-// operands are widened and their results rounded back, as Android's
-// reference LSTMEvalFloat16 does):
+// UNIDIRECTIONAL_SEQUENCE_RNN, BIDIRECTIONAL_SEQUENCE_RNN), as NeuralNetworks.h (feature level <=
+// 3) and Android's reference CPU implementation define them, in float32 (FLOAT16 operands are
+// widened and their results rounded back, as Android's reference LSTMEvalFloat16 does):
 //
 // LSTM (one step) and UNIDIRECTIONAL_SEQUENCE_LSTM (one step per time step)
 // share one cell. With gates i (input), f (forget), g (cell), o (output):
@@ -214,9 +213,66 @@ void execute_unidirectional_sequence_rnn(ExecContext& ctx) {
   ctx.set_output(0, time_major ? y : y.transpose(0, 1).contiguous());
 }
 
+// BIDIRECTIONAL_SEQUENCE_RNN (level 3): input (0), forward weights,
+// recurrent weights, bias, hidden state (1-4), the backward ones (5-8), an
+// auxiliary input (9) and forward/backward auxiliary weights (10, 11), the
+// activation (12), time_major (BOOL, 13), merge_outputs (BOOL, 14). With no
+// auxiliary operand both directions read the input; with the auxiliary input
+// alone (parallel linking) the backward direction reads it instead; with all
+// three (cross linking) each step adds aux_weights * aux_input. Outputs: the
+// forward and backward outputs [max_time, batch, units] (in the input's
+// layout), or one output with both concatenated on the last axis when merged.
+void execute_bidirectional_sequence_rnn(ExecContext& ctx) {
+  const bool time_major = ctx.flag(13), merge = ctx.flag(14);
+  const int32_t fuse = ctx.i32(12);
+  auto sequence = [&](size_t i) {
+    at::Tensor t = ctx.in(i).t.to(at::kFloat);
+    if (t.dim() != 3) fail(Result::BadData, "the input must have rank 3");
+    return time_major ? t : t.transpose(0, 1);
+  };
+  const at::Tensor x = sequence(0);
+  const bool aux = ctx.has(9), cross = aux && ctx.has(10) && ctx.has(11);
+  if (!aux && (ctx.has(10) || ctx.has(11)))
+    fail(Result::BadData, "auxiliary weights without an auxiliary input");
+  if (aux && !cross && (ctx.has(10) || ctx.has(11)))
+    fail(Result::BadData, "one of the two auxiliary weights is omitted");
+  const at::Tensor x_aux = aux ? sequence(9) : at::Tensor();
+  auto direction = [&](size_t first, const at::Tensor& input, const at::Tensor& aux_weights,
+                       bool reverse) {
+    const at::Tensor w = ctx.in(first).t.to(at::kFloat), r = ctx.in(first + 1).t.to(at::kFloat);
+    const at::Tensor b = ctx.in(first + 2).t.to(at::kFloat);
+    at::Tensor h = ctx.in(first + 3).t.to(at::kFloat);
+    const int64_t steps = input.size(0);
+    std::vector<at::Tensor> out(static_cast<size_t>(steps));
+    for (int64_t k = 0; k < steps; ++k) {
+      const int64_t t = reverse ? steps - 1 - k : k;
+      at::Tensor bias = b;
+      if (aux_weights.defined()) bias = b + at::matmul(x_aux[t], aux_weights.t());
+      h = rnn_step(input[t], h, w, r, bias, fuse);
+      out[static_cast<size_t>(t)] = h;
+    }
+    return steps ? at::stack(out) : at::empty({0, input.size(1), w.size(0)}, at::kFloat);
+  };
+  const at::Tensor fw_aux = cross ? ctx.in(10).t.to(at::kFloat) : at::Tensor();
+  const at::Tensor bw_aux = cross ? ctx.in(11).t.to(at::kFloat) : at::Tensor();
+  at::Tensor fw = direction(1, x, fw_aux, false);
+  at::Tensor bw = direction(5, aux && !cross ? x_aux : x, bw_aux, true);
+  auto layout = [&](const at::Tensor& y) {
+    return time_major ? y.contiguous() : y.transpose(0, 1).contiguous();
+  };
+  if (merge) {
+    ctx.set_output(0, layout(at::cat({fw, bw}, 2)));
+  } else {
+    ctx.set_output(0, layout(fw));
+    ctx.set_output(1, layout(bw));
+  }
+}
+
 }  // namespace
 
 void add_recurrent_kernels(std::vector<OpKernel>& table) {
+  table.push_back({Op::BidirectionalSequenceRnn, "BIDIRECTIONAL_SEQUENCE_RNN",
+                   execute_bidirectional_sequence_rnn});
   table.push_back({Op::Rnn, "RNN", execute_rnn});
   table.push_back({Op::UnidirectionalSequenceRnn, "UNIDIRECTIONAL_SEQUENCE_RNN",
                    execute_unidirectional_sequence_rnn});
