@@ -66,75 +66,90 @@ void all_or_none(const Check& c, size_t first, size_t count, bool skip_first, co
                                 " takes all of them or none");
 }
 
-// The types and optional-operand rules of inputs 1-22 (and the layer-norm
-// weights from `layer_norm`, when the operation has them), then, with
-// shapes, their dims against `d` (batch and input_size from input 0).
-void lstm_operands(Check& c, size_t layer_norm, LstmDims& d) {
+// Where one direction's operands are: its inputs 1-17 of LSTM shifted by
+// `off` (BIDIRECTIONAL_SEQUENCE_LSTM's backward weights are 17 further), its
+// output and cell states, the activation (then the two clips), and the four
+// layer-norm weights (0 = the operation has none).
+struct LstmAt {
+  size_t off, h, cell, act, layer_norm;
+};
+
+std::string in_name(size_t i) { return "input " + str(static_cast<int64_t>(i)); }
+
+// The types and optional-operand rules of one direction's operands, then,
+// with shapes, their dims against `d` (batch and input_size set by the
+// caller).
+void lstm_operands(Check& c, const LstmAt& at, LstmDims& d) {
   const T tensor = c.type(0);
-  const size_t last = layer_norm ? layer_norm + 3 : 19;
-  for (size_t i = 1; i <= last; ++i) {
-    if (i >= 20 && i <= 22) continue;
-    if (i > 22 && i < layer_norm) continue;
-    c.input_type(i, {tensor});
-  }
-  c.input_type(20, {T::Int32});
-  float_scalar_for_input(c, 21);
-  float_scalar_for_input(c, 22);
+  const size_t o1 = at.off;  // input i of LSTM is o1 + i here, for i in 1..17
+  for (size_t i = 1; i <= 17; ++i) c.input_type(o1 + i, {tensor});
+  c.input_type(at.h, {tensor});
+  c.input_type(at.cell, {tensor});
+  if (at.layer_norm)
+    for (size_t i = at.layer_norm; i < at.layer_norm + 4; ++i) c.input_type(i, {tensor});
+  c.input_type(at.act, {T::Int32});
+  float_scalar_for_input(c, at.act + 1);
+  float_scalar_for_input(c, at.act + 2);
   static const char* kRequired[] = {"input-to-forget weights",     "input-to-cell weights",
                                     "input-to-output weights",     nullptr,
                                     "recurrent-to-forget weights", "recurrent-to-cell weights",
                                     "recurrent-to-output weights"};
   for (size_t i = 2; i <= 8; ++i)
-    if (kRequired[i - 2]) present(c, i, kRequired[i - 2]);
-  present(c, 13, "forget gate bias");
-  present(c, 14, "cell gate bias");
-  present(c, 15, "output gate bias");
-  present(c, 18, "output state in");
-  present(c, 19, "cell state in");
-  d.cifg = c.omitted(1);
-  if (c.omitted(1) != c.omitted(5) || c.omitted(1) != c.omitted(12))
+    if (kRequired[i - 2]) present(c, o1 + i, kRequired[i - 2]);
+  present(c, o1 + 13, "forget gate bias");
+  present(c, o1 + 14, "cell gate bias");
+  present(c, o1 + 15, "output gate bias");
+  present(c, at.h, "output state in");
+  present(c, at.cell, "cell state in");
+  d.cifg = c.omitted(o1 + 1);
+  if (c.omitted(o1 + 1) != c.omitted(o1 + 5) || c.omitted(o1 + 1) != c.omitted(o1 + 12))
+    c.fail(Rule::Parameter, "the input gate's weights and bias (" + in_name(o1 + 1) + ", " +
+                                in_name(o1 + 5) + " and " + in_name(o1 + 12) +
+                                ") are partly omitted; NNAPI's " + std::string(c.name()) +
+                                " takes all of them, or none (CIFG)");
+  all_or_none(c, o1 + 9, 3, d.cifg, "peephole weights");
+  if (d.cifg && !c.omitted(o1 + 9))
+    c.fail(Rule::Parameter, in_name(o1 + 9) +
+                                " (cell-to-input weights) is present while the input gate is "
+                                "omitted (CIFG)");
+  if (!c.omitted(o1 + 17) && c.omitted(o1 + 16))
     c.fail(Rule::Parameter,
-           "the input gate's weights and bias (inputs 1, 5 and 12) are partly omitted; NNAPI's " +
-               std::string(c.name()) + " takes all of them, or none (CIFG)");
-  all_or_none(c, 9, 3, d.cifg, "peephole weights");
-  if (d.cifg && !c.omitted(9))
-    c.fail(Rule::Parameter,
-           "input 9 (cell-to-input weights) is present while the input gate is omitted (CIFG)");
-  if (!c.omitted(17) && c.omitted(16))
-    c.fail(Rule::Parameter, "input 17 (projection bias) is present without projection weights");
-  if (layer_norm) {
-    all_or_none(c, layer_norm, 4, d.cifg, "layer normalization weights");
-    if (d.cifg && !c.omitted(layer_norm))
-      c.fail(Rule::Parameter, "input " + str(static_cast<int64_t>(layer_norm)) +
+           in_name(o1 + 17) + " (projection bias) is present without projection weights");
+  if (at.layer_norm) {
+    all_or_none(c, at.layer_norm, 4, d.cifg, "layer normalization weights");
+    if (d.cifg && !c.omitted(at.layer_norm))
+      c.fail(Rule::Parameter, in_name(at.layer_norm) +
                                   " (input layer-norm weights) is present while the input gate "
                                   "is omitted (CIFG)");
   }
   if (!c.full()) return;
-  if (auto a = c.i32(20); a && !(*a == 0 || *a == 1 || *a == 2 || *a == 3 || *a == 4 || *a == 6))
-    c.fail(Rule::Parameter, "input 20 (activation) is " + str(*a) +
+  if (auto a = c.i32(at.act);
+      a && !(*a == 0 || *a == 1 || *a == 2 || *a == 3 || *a == 4 || *a == 6))
+    c.fail(Rule::Parameter, in_name(at.act) + " (activation) is " + str(*a) +
                                 "; NNAPI's LSTM activations are 0 (none), 1 (RELU), 2 (RELU1), "
                                 "3 (RELU6), 4 (TANH) and 6 (SIGMOID)");
-  for (size_t i : {21, 22})
+  for (size_t i : {at.act + 1, at.act + 2})
     if (auto v = c.f32(i); v && !(*v >= 0))
-      c.fail(Rule::Parameter, "input " + str(static_cast<int64_t>(i)) + " (" +
-                                  (i == 21 ? "cell" : "projection") + " clip) is " +
-                                  std::to_string(*v) + "; NNAPI needs it >= 0 (0 = no clipping)");
+      c.fail(Rule::Parameter, in_name(i) + " (" + (i == at.act + 1 ? "cell" : "projection") +
+                                  " clip) is " + std::to_string(*v) +
+                                  "; NNAPI needs it >= 0 (0 = no clipping)");
   if (!c.shapes()) return;
-  d.num_units = c.dim(4, 0);
-  d.output_size = c.dim(8, 1);
-  if (d.num_units < 0) d.num_units = c.dim(8, 0);
+  d.num_units = c.dim(o1 + 4, 0);
+  d.output_size = c.dim(o1 + 8, 1);
+  if (d.num_units < 0) d.num_units = c.dim(o1 + 8, 0);
   const int64_t n = d.num_units, o = d.output_size, in = d.input_size;
-  for (size_t i = 1; i <= 4; ++i) tensor_dims(c, i, "input weights", {n, in});
-  for (size_t i = 5; i <= 8; ++i) tensor_dims(c, i, "recurrent weights", {n, o});
-  for (size_t i = 9; i <= 15; ++i) tensor_dims(c, i, "peephole weights or gate bias", {n});
-  tensor_dims(c, 16, "projection weights", {o, n});
-  tensor_dims(c, 17, "projection bias", {o});
-  tensor_dims(c, 18, "output state in", {d.batch, o});
-  tensor_dims(c, 19, "cell state in", {d.batch, n});
-  if (layer_norm)
-    for (size_t i = layer_norm; i < layer_norm + 4; ++i)
+  for (size_t i = 1; i <= 4; ++i) tensor_dims(c, o1 + i, "input weights", {n, in});
+  for (size_t i = 5; i <= 8; ++i) tensor_dims(c, o1 + i, "recurrent weights", {n, o});
+  for (size_t i = 9; i <= 15; ++i) tensor_dims(c, o1 + i, "peephole weights or gate bias", {n});
+  tensor_dims(c, o1 + 16, "projection weights", {o, n});
+  tensor_dims(c, o1 + 17, "projection bias", {o});
+  tensor_dims(c, at.h, "output state in", {d.batch, o});
+  tensor_dims(c, at.cell, "cell state in", {d.batch, n});
+  if (at.layer_norm)
+    for (size_t i = at.layer_norm; i < at.layer_norm + 4; ++i)
       tensor_dims(c, i, "layer normalization weights", {n});
-  if (c.omitted(16)) c.equal_dims(n, o, "without projection, num_units and output_size differ");
+  if (c.omitted(o1 + 16))
+    c.equal_dims(n, o, "without projection, num_units and output_size differ");
 }
 
 // ---- LSTM: input [batch, input_size], 23 inputs (27 with layer
@@ -155,7 +170,7 @@ void lstm_rule(Check& c) {
   LstmDims d;
   d.batch = c.dim(0, 0);
   d.input_size = c.dim(0, 1);
-  lstm_operands(c, c.n_in() == 27 ? 23 : 0, d);
+  lstm_operands(c, {0, 18, 19, 20, c.n_in() == 27 ? 23u : 0u}, d);
   if (!c.shapes()) return;
   const int64_t gates = d.num_units < 0 ? -1 : d.num_units * (d.cifg ? 3 : 4);
   c.set_output(0, Shape::of({d.batch, gates}));
@@ -182,7 +197,7 @@ void unidirectional_sequence_lstm_rule(Check& c) {
   const auto time_major = c.flag(23);
   if (x.known && x.rank() == 3 && time_major) d.batch = x[*time_major ? 1 : 0];
   d.input_size = c.dim(0, 2);
-  lstm_operands(c, 24, d);
+  lstm_operands(c, {0, 18, 19, 20, 24}, d);
   if (!c.shapes() || !x.known) return;
   Shape out = x;
   out.d[2] = d.output_size;
@@ -263,6 +278,44 @@ void unidirectional_sequence_rnn_rule(Check& c) {
   c.set_output(0, out);
 }
 
+// ---- The outputs of the bidirectional sequence operations at level 3: the
+// forward and backward outputs, or one merged output (merge_outputs), each
+// the input's shape with the direction's size last (their sum when merged).
+
+void bidirectional_output_types(const Check& c) {
+  if (c.n_out() != 1 && c.n_out() != 2)
+    c.fail(Rule::OutputCount, "has " + str(static_cast<int64_t>(c.n_out())) +
+                                  " outputs; at feature level 3 NNAPI's " + c.name() +
+                                  " has 2 (or 1 with merge_outputs)");
+  for (size_t o = 0; o < c.n_out(); ++o) {
+    c.output_same_type(o, 0);
+    c.output_rank(o, 3, 3);
+  }
+}
+
+void merged_output_count(const Check& c, size_t merge_input) {
+  const auto merge = c.flag(merge_input);
+  if (merge && c.n_out() != (*merge ? 1u : 2u))
+    c.fail(Rule::OutputCount, std::string("merge_outputs is ") + (*merge ? "true" : "false") +
+                                  ", so NNAPI's " + c.name() + " has " +
+                                  (*merge ? "1 output" : "2 outputs"));
+}
+
+void bidirectional_output_shapes(Check& c, int64_t fw, int64_t bw) {
+  const Shape& x = c.shape(0);
+  if (!x.known) return;
+  Shape out = x;
+  if (c.n_out() == 1) {
+    out.d[2] = fw < 0 || bw < 0 ? -1 : fw + bw;
+    c.set_output(0, out);
+    return;
+  }
+  out.d[2] = fw;
+  c.set_output(0, out);
+  out.d[2] = bw;
+  c.set_output(1, out);
+}
+
 // ---- BIDIRECTIONAL_SEQUENCE_RNN (level 3; the outputs with final states
 // are level 4): 15 inputs (input; forward weights, recurrent weights, bias,
 // hidden state; the backward ones; auxiliary input and forward/backward
@@ -289,21 +342,10 @@ void bidirectional_sequence_rnn_rule(Check& c) {
            "the auxiliary operands (inputs 9 to 11) must be all omitted, the auxiliary input "
            "alone (parallel linking) or all present (cross linking)");
   if (aux) c.input_rank(9, 3, 3);
-  if (c.n_out() != 1 && c.n_out() != 2)
-    c.fail(Rule::OutputCount, "has " + str(static_cast<int64_t>(c.n_out())) +
-                                  " outputs; at feature level 3 NNAPI's " + c.name() +
-                                  " has 2 (or 1 with merge_outputs)");
-  for (size_t o = 0; o < c.n_out(); ++o) {
-    c.output_same_type(o, 0);
-    c.output_rank(o, 3, 3);
-  }
+  bidirectional_output_types(c);
   if (!c.full()) return;
   c.fuse_code(12);
-  const auto merge = c.flag(14);
-  if (merge && c.n_out() != (*merge ? 1u : 2u))
-    c.fail(Rule::OutputCount, std::string("merge_outputs is ") + (*merge ? "true" : "false") +
-                                  ", so NNAPI's " + c.name() + " has " +
-                                  (*merge ? "1 output" : "2 outputs"));
+  merged_output_count(c, 14);
   if (!c.shapes()) return;
   const Shape& x = c.shape(0);
   const auto time_major = c.flag(13);
@@ -327,22 +369,57 @@ void bidirectional_sequence_rnn_rule(Check& c) {
     c.equal_dims(c.dim(9, 0), c.dim(0, 0), "the auxiliary input and the input differ in dim 0");
     c.equal_dims(c.dim(9, 1), c.dim(0, 1), "the auxiliary input and the input differ in dim 1");
   }
-  if (!x.known) return;
-  Shape out = x;
-  if (c.n_out() == 1) {
-    out.d[2] = units[0] < 0 || units[1] < 0 ? -1 : units[0] + units[1];
-    c.set_output(0, out);
-    return;
-  }
+  bidirectional_output_shapes(c, units[0], units[1]);
+}
+
+// ---- BIDIRECTIONAL_SEQUENCE_LSTM (level 3; the outputs with final states
+// are level 4): 61 inputs (see the runtime's ops/recurrent.cpp for the
+// layout): each direction's operands as LSTM's, an optional auxiliary input
+// (39) with optional auxiliary weights (40-47, all or none, the input gates'
+// omitted with CIFG), merge_outputs (51) and time_major (52) BOOL.
+
+void bidirectional_sequence_lstm_rule(Check& c) {
+  c.input_count({61});
+  typed(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}});
+  c.input_rank(0, 3, 3);
+  c.input_type(51, {T::Bool});
+  c.input_type(52, {T::Bool});
+  for (size_t i = 39; i <= 47; ++i) c.input_type(i, {c.type(0)});
+  bidirectional_output_types(c);
+  const Shape& x = c.shape(0);
+  const auto time_major = c.flag(52);
+  const bool aux = !c.omitted(39);
+  LstmDims dims[2];
+  const LstmAt at[2] = {{0, 35, 36, 48, 53}, {17, 37, 38, 48, 57}};
+  size_t aux_weights = 0;
+  for (size_t i = 40; i <= 47; ++i) aux_weights += c.omitted(i) ? 0 : 1;
   for (size_t d = 0; d < 2; ++d) {
-    out.d[2] = units[d];
-    c.set_output(d, out);
+    dims[d].batch = x.known && time_major ? x[*time_major ? 1 : 0] : -1;
+    // The backward cell reads the auxiliary input in parallel linking.
+    dims[d].input_size = d == 1 && aux && aux_weights == 0 ? c.dim(39, 2) : c.dim(0, 2);
+    lstm_operands(c, at[d], dims[d]);
   }
+  if (aux_weights && !aux)
+    c.fail(Rule::Parameter, "auxiliary weights (inputs 40 to 47) without the auxiliary input 39");
+  const size_t cross_count = (dims[0].cifg ? 3 : 4) + (dims[1].cifg ? 3 : 4);
+  if (aux_weights != 0 && aux_weights != cross_count)
+    c.fail(Rule::Parameter, "the auxiliary weights (inputs 40 to 47) are partly omitted; NNAPI's " +
+                                std::string(c.name()) +
+                                " takes all of them (but the input gates' with CIFG) or none");
+  if (!c.full()) return;
+  merged_output_count(c, 51);
+  if (!c.shapes()) return;
+  if (aux_weights)
+    for (size_t d = 0; d < 2; ++d)
+      for (size_t k = 0; k < 4; ++k)
+        tensor_dims(c, 40 + 4 * d + k, "auxiliary weights", {dims[d].num_units, c.dim(39, 2)});
+  bidirectional_output_shapes(c, dims[0].output_size, dims[1].output_size);
 }
 
 }  // namespace
 
 void add_recurrent_rules(std::vector<OpRule>& t) {
+  t.push_back({nnapi::Op::BidirectionalSequenceLstm, bidirectional_sequence_lstm_rule});
   t.push_back({nnapi::Op::BidirectionalSequenceRnn, bidirectional_sequence_rnn_rule});
   t.push_back({nnapi::Op::Rnn, rnn_rule});
   t.push_back({nnapi::Op::UnidirectionalSequenceRnn, unidirectional_sequence_rnn_rule});

@@ -21,7 +21,7 @@ from test_extra_ops import (BOOL, CODES, F32, I32, T_F32, Model, _refused, close
 
 T_F16, F16 = 8, 10
 CODES.update(LSTM=16, UNIDIRECTIONAL_SEQUENCE_LSTM=92, RNN=24, UNIDIRECTIONAL_SEQUENCE_RNN=93,
-             BIDIRECTIONAL_SEQUENCE_RNN=43)
+             BIDIRECTIONAL_SEQUENCE_RNN=43, BIDIRECTIONAL_SEQUENCE_LSTM=42)
 DTYPE = {T_F32: torch.float32, T_F16: torch.float16}
 GATES = "ifgo"  # input, forget, cell, output: NNAPI's operand order
 
@@ -442,6 +442,124 @@ def case_bidirectional_rnn_validator_refusals():
     bad = {"merged with two outputs": build(merge=True, n_out=2),
            "not merged with one output": build(merge=False, n_out=1),
            "one auxiliary weight": build(one_aux_weight=True)}
+    wrongly_accepted = [what for what, b in bad.items() if not _refused(b)]
+    assert not wrongly_accepted, wrongly_accepted
+
+
+def bidirectional_lstm(x, fw, bw, states, act, time_major, merge, aux=None, aux_w=None,
+                       cell_clip=0.0):
+    """Runs BIDIRECTIONAL_SEQUENCE_LSTM; fw, bw: make_lstm dicts; states:
+    (fw h, fw c, bw h, bw c); aux_w: (fw, bw) dicts of "wa_" + gate."""
+    m = Model()
+    ins = [m.input(T_F32, tuple(x.shape))]
+    ins += lstm_weight_operands(m, fw, T_F32) + lstm_weight_operands(m, bw, T_F32)
+    ins += [m.input(T_F32, tuple(t.shape)) for t in states]
+    ins.append(m.input(T_F32, tuple(aux.shape)) if aux is not None else omitted(m, T_F32))
+    for weights in aux_w or ({}, {}):
+        ins += [m.const(T_F32, weights["wa_" + g].float()) if "wa_" + g in weights
+                else omitted(m, T_F32) for g in GATES]
+    ins += [m.const(I32, act), m.const(F32, cell_clip), m.const(F32, 0.0), m.const(BOOL, merge),
+            m.const(BOOL, time_major)]
+    for p in (fw, bw):
+        ins += [m.const(T_F32, p["ln_" + g].float()) if "ln_" + g in p else omitted(m, T_F32)
+                for g in GATES]
+    outs = [m.output(T_F32, (0, 0, 0)) for _ in range(1 if merge else 2)]
+    m.op("BIDIRECTIONAL_SEQUENCE_LSTM", ins, outs)
+    feeds = [x] + list(states) + ([aux] if aux is not None else [])
+    return m.run(feeds, [torch.float32] * len(outs))
+
+
+def lstm_direction_formula(p, xs, h, c, act, cell_clip, reverse, aux=None, aux_w=None):
+    """The step formula over time-major xs (backwards when reverse), with
+    W_aux aux_t added to each gate when aux_w is given."""
+    out = [None] * xs.shape[0]
+    order = range(xs.shape[0] - 1, -1, -1) if reverse else range(xs.shape[0])
+    q = dict(p)
+    for t in order:
+        if aux_w is not None:
+            # W_x x + W_aux aux = [W_x W_aux] [x; aux]
+            step_x = torch.cat([xs[t], aux[t]], 1)
+            for g in GATES:
+                if "wx_" + g in p:
+                    q["wx_" + g] = torch.cat([p["wx_" + g], aux_w["wa_" + g]], 1)
+        else:
+            step_x = xs[t]
+        h, c = lstm_step_formula(q, step_x, h, c, act, cell_clip, 0.0)
+        out[t] = h
+    return torch.stack(out)
+
+
+def case_bidirectional_sequence_lstm():
+    torch.manual_seed(24)
+    fw = make_lstm(3, 5, 5, peephole=True, layer_norm=True)
+    bw = make_lstm(3, 4, 2, cifg=True, projection=True, proj_bias=True)
+    states = (torch.randn(2, 5) * 0.5, torch.randn(2, 5), torch.randn(2, 2) * 0.5,
+              torch.randn(2, 4))
+    d = [t.double() for t in states]
+    tol = dict(atol=2e-5, rtol=1e-5)
+    # No linking: time-major with two outputs, batch-major merged.
+    for time_major, merge in ((True, False), (False, True)):
+        x = torch.randn(6, 2, 3) if time_major else torch.randn(2, 6, 3)
+        got = bidirectional_lstm(x, fw, bw, states, 4, time_major, merge, cell_clip=1.2)
+        xs = x.double() if time_major else x.double().transpose(0, 1)
+        want_fw = lstm_direction_formula(fw, xs, d[0], d[1], 4, 1.2, False)
+        want_bw = lstm_direction_formula(bw, xs, d[2], d[3], 4, 1.2, True)
+        if not time_major:
+            want_fw, want_bw = want_fw.transpose(0, 1), want_bw.transpose(0, 1)
+        if merge:
+            close(got[0].double(), torch.cat([want_fw, want_bw], 2), **tol)
+        else:
+            close(got[0].double(), want_fw, **tol)
+            close(got[1].double(), want_bw, **tol)
+    # Cross linking: every gate adds W_aux aux_t (none for the CIFG input gate).
+    x, aux = torch.randn(5, 2, 3), torch.randn(5, 2, 2)
+    aux_w = ({"wa_" + g: torch.randn(5, 2, dtype=torch.float64) * 0.4 for g in GATES},
+             {"wa_" + g: torch.randn(4, 2, dtype=torch.float64) * 0.4 for g in "fgo"})
+    got = bidirectional_lstm(x, fw, bw, states, 4, True, False, aux, aux_w)
+    close(got[0].double(), lstm_direction_formula(fw, x.double(), d[0], d[1], 4, 0.0, False,
+                                                  aux.double(), aux_w[0]), **tol)
+    close(got[1].double(), lstm_direction_formula(bw, x.double(), d[2], d[3], 4, 0.0, True,
+                                                  aux.double(), aux_w[1]), **tol)
+    # Parallel linking: the backward cell reads the auxiliary input.
+    aux = torch.randn(5, 2, 3)
+    got = bidirectional_lstm(x, fw, bw, states, 4, True, False, aux)
+    close(got[0].double(), lstm_direction_formula(fw, x.double(), d[0], d[1], 4, 0.0, False),
+          **tol)
+    close(got[1].double(), lstm_direction_formula(bw, aux.double(), d[2], d[3], 4, 0.0, True),
+          **tol)
+
+
+def case_bidirectional_lstm_validator_refusals():
+    def build(merge=False, n_out=2, drop_aux_weight=False, bw_peephole_partial=False):
+        def b(m):
+            fw = make_lstm(3, 4, 4)
+            bw = make_lstm(3, 4, 4, peephole=True)
+            if bw_peephole_partial:
+                bw.pop("p_o")
+            aux_w = None
+            aux = None
+            if drop_aux_weight:
+                aux = torch.randn(5, 2, 2)
+                aux_w = ({"wa_" + g: torch.randn(4, 2, dtype=torch.float64) for g in "ifg"},
+                         {"wa_" + g: torch.randn(4, 2, dtype=torch.float64) for g in GATES})
+            ins = [m.input(T_F32, (5, 2, 3))]
+            ins += lstm_weight_operands(m, fw, T_F32) + lstm_weight_operands(m, bw, T_F32)
+            ins += [m.input(T_F32, (2, 4)) for _ in range(4)]
+            ins.append(m.input(T_F32, (5, 2, 2)) if aux is not None else omitted(m, T_F32))
+            for weights in aux_w or ({}, {}):
+                ins += [m.const(T_F32, weights["wa_" + g].float()) if "wa_" + g in weights
+                        else omitted(m, T_F32) for g in GATES]
+            ins += [m.const(I32, 4), m.const(F32, 0.0), m.const(F32, 0.0), m.const(BOOL, merge),
+                    m.const(BOOL, True)]
+            ins += [omitted(m, T_F32) for _ in range(8)]
+            m.op("BIDIRECTIONAL_SEQUENCE_LSTM", ins,
+                 [m.output(T_F32, (0, 0, 0)) for _ in range(n_out)])
+        return b
+    assert not _refused(build())
+    assert not _refused(build(merge=True, n_out=1))
+    bad = {"merged with two outputs": build(merge=True, n_out=2),
+           "an auxiliary weight omitted": build(drop_aux_weight=True),
+           "a backward peephole omitted": build(bw_peephole_partial=True)}
     wrongly_accepted = [what for what, b in bad.items() if not _refused(b)]
     assert not wrongly_accepted, wrongly_accepted
 

@@ -1,4 +1,5 @@
-// The recurrent operations (LSTM, UNIDIRECTIONAL_SEQUENCE_LSTM, RNN,
+// The recurrent operations (LSTM, UNIDIRECTIONAL_SEQUENCE_LSTM,
+// BIDIRECTIONAL_SEQUENCE_LSTM, RNN,
 // UNIDIRECTIONAL_SEQUENCE_RNN, BIDIRECTIONAL_SEQUENCE_RNN), as NeuralNetworks.h (feature level <=
 // 3) and Android's reference CPU implementation define them, in float32 (FLOAT16 operands are
 // widened and their results rounded back, as Android's reference LSTMEvalFloat16 does):
@@ -57,6 +58,7 @@ struct LstmLayout {
 
 struct LstmParams {
   at::Tensor wx[4], wh[4], peephole[3], bias[4], layer_norm[4];
+  at::Tensor wa[4];  // auxiliary-input weights (BIDIRECTIONAL_SEQUENCE_LSTM's cross linking)
   at::Tensor projection, projection_bias;
   int32_t activation = 4;
   double cell_clip = 0, proj_clip = 0;
@@ -97,11 +99,14 @@ struct LstmState {
   at::Tensor h, c;  // [batch, output_size], [batch, num_units]
 };
 
-// One step of the cell on x [batch, input_size]; updates `s` and returns the
+// One step of the cell on x [batch, input_size] (and the auxiliary input
+// `aux` when the cell has auxiliary weights); updates `s` and returns the
 // activated gates [batch, 4 or 3 (CIFG) * num_units] (the scratch buffer).
-at::Tensor lstm_step(const LstmParams& p, const at::Tensor& x, LstmState& s) {
+at::Tensor lstm_step(const LstmParams& p, const at::Tensor& x, LstmState& s,
+                     const at::Tensor& aux = at::Tensor()) {
   auto gate = [&](size_t k, const at::Tensor& peep_state) {
     at::Tensor v = at::matmul(x, p.wx[k].t()) + at::matmul(s.h, p.wh[k].t());
+    if (p.wa[k].defined()) v = v + at::matmul(aux, p.wa[k].t());
     if (p.use_peephole && k != 2) v = v + p.peephole[k == 3 ? 2 : k] * peep_state;
     if (!p.use_layer_norm) return v + p.bias[k];
     at::Tensor mean = v.mean(-1, true);
@@ -144,12 +149,13 @@ void execute_lstm(ExecContext& ctx) {
 // Runs the cell over x [max_time, batch, input_size] from state `s`;
 // returns the outputs [max_time, batch, output_size] (time steps in reverse
 // order when `reverse`, each output at its own step's index).
-at::Tensor lstm_sequence(const LstmParams& p, const at::Tensor& x, LstmState& s, bool reverse) {
+at::Tensor lstm_sequence(const LstmParams& p, const at::Tensor& x, LstmState& s, bool reverse,
+                         const at::Tensor& aux = at::Tensor()) {
   const int64_t steps = x.size(0);
   std::vector<at::Tensor> out(static_cast<size_t>(steps));
   for (int64_t k = 0; k < steps; ++k) {
     const int64_t t = reverse ? steps - 1 - k : k;
-    lstm_step(p, x[t], s);
+    lstm_step(p, x[t], s, aux.defined() ? aux[t] : at::Tensor());
     out[static_cast<size_t>(t)] = s.h;
   }
   if (steps == 0) return at::empty({0, x.size(1), s.h.size(1)}, at::kFloat);
@@ -169,6 +175,65 @@ void execute_unidirectional_sequence_lstm(ExecContext& ctx) {
   LstmState s{ctx.in(18).t.to(at::kFloat), ctx.in(19).t.to(at::kFloat)};
   at::Tensor y = lstm_sequence(p, x, s, false);
   ctx.set_output(0, time_major ? y : y.transpose(0, 1).contiguous());
+}
+
+// Both directions' outputs [max_time, batch, units] in the input's layout:
+// output 0 and 1, or, merged, output 0 with them side by side.
+void set_bidirectional_outputs(ExecContext& ctx, const at::Tensor& fw, const at::Tensor& bw,
+                               bool time_major, bool merge) {
+  auto layout = [&](const at::Tensor& y) {
+    return time_major ? y.contiguous() : y.transpose(0, 1).contiguous();
+  };
+  if (merge) {
+    ctx.set_output(0, layout(at::cat({fw, bw}, 2)));
+  } else {
+    ctx.set_output(0, layout(fw));
+    ctx.set_output(1, layout(bw));
+  }
+}
+
+// A rank-3 sequence input made time-major.
+at::Tensor time_major_input(const ExecContext& ctx, size_t i, bool time_major) {
+  at::Tensor t = ctx.in(i).t.to(at::kFloat);
+  if (t.dim() != 3) fail(Result::BadData, "the input must have rank 3");
+  return time_major ? t : t.transpose(0, 1);
+}
+
+// BIDIRECTIONAL_SEQUENCE_LSTM (level 3): input (0); the forward cell's
+// inputs 1-17 of LSTM at 1-17, the backward cell's at 18-34; states: forward
+// output and cell (35, 36), backward (37, 38); auxiliary input (39) and
+// forward/backward auxiliary weights for gates i, f, g, o (40-43, 44-47);
+// activation, cell clip, projection clip (48-50); merge_outputs (BOOL, 51);
+// time_major (BOOL, 52); layer-norm weights forward (53-56) and backward
+// (57-60). Linking as BIDIRECTIONAL_SEQUENCE_RNN's: no auxiliary input; the
+// auxiliary input alone (the backward cell reads it); or with the auxiliary
+// weights (each gate adds W_aux aux_t).
+void execute_bidirectional_sequence_lstm(ExecContext& ctx) {
+  const bool time_major = ctx.flag(52), merge = ctx.flag(51);
+  LstmParams fw_p = read_lstm(ctx, {1, 5, 9, 12, 16, 17, 53}, 48);
+  LstmParams bw_p = read_lstm(ctx, {18, 22, 26, 29, 33, 34, 57}, 48);
+  const bool aux = ctx.has(39);
+  bool cross = false;
+  for (size_t k = 0; k < 8; ++k) cross = cross || ctx.has(40 + k);
+  if (cross && !aux) fail(Result::BadData, "auxiliary weights without an auxiliary input");
+  if (cross) {
+    for (size_t k = 0; k < 4; ++k) {
+      fw_p.wa[k] = optional_input(ctx, 40 + k);
+      bw_p.wa[k] = optional_input(ctx, 44 + k);
+      if ((!fw_p.cifg || k) && !fw_p.wa[k].defined())
+        fail(Result::BadData, "an auxiliary weight is omitted");
+      if ((!bw_p.cifg || k) && !bw_p.wa[k].defined())
+        fail(Result::BadData, "an auxiliary weight is omitted");
+    }
+  }
+  const at::Tensor x = time_major_input(ctx, 0, time_major);
+  const at::Tensor x_aux = aux ? time_major_input(ctx, 39, time_major) : at::Tensor();
+  LstmState fw_s{ctx.in(35).t.to(at::kFloat), ctx.in(36).t.to(at::kFloat)};
+  LstmState bw_s{ctx.in(37).t.to(at::kFloat), ctx.in(38).t.to(at::kFloat)};
+  const at::Tensor fw = lstm_sequence(fw_p, x, fw_s, false, cross ? x_aux : at::Tensor());
+  const at::Tensor bw = aux && !cross ? lstm_sequence(bw_p, x_aux, bw_s, true)
+                                      : lstm_sequence(bw_p, x, bw_s, true, x_aux);
+  set_bidirectional_outputs(ctx, fw, bw, time_major, merge);
 }
 
 // The basic RNN cell (RNN, UNIDIRECTIONAL_SEQUENCE_RNN):
@@ -225,18 +290,13 @@ void execute_unidirectional_sequence_rnn(ExecContext& ctx) {
 void execute_bidirectional_sequence_rnn(ExecContext& ctx) {
   const bool time_major = ctx.flag(13), merge = ctx.flag(14);
   const int32_t fuse = ctx.i32(12);
-  auto sequence = [&](size_t i) {
-    at::Tensor t = ctx.in(i).t.to(at::kFloat);
-    if (t.dim() != 3) fail(Result::BadData, "the input must have rank 3");
-    return time_major ? t : t.transpose(0, 1);
-  };
-  const at::Tensor x = sequence(0);
+  const at::Tensor x = time_major_input(ctx, 0, time_major);
   const bool aux = ctx.has(9), cross = aux && ctx.has(10) && ctx.has(11);
   if (!aux && (ctx.has(10) || ctx.has(11)))
     fail(Result::BadData, "auxiliary weights without an auxiliary input");
   if (aux && !cross && (ctx.has(10) || ctx.has(11)))
     fail(Result::BadData, "one of the two auxiliary weights is omitted");
-  const at::Tensor x_aux = aux ? sequence(9) : at::Tensor();
+  const at::Tensor x_aux = aux ? time_major_input(ctx, 9, time_major) : at::Tensor();
   auto direction = [&](size_t first, const at::Tensor& input, const at::Tensor& aux_weights,
                        bool reverse) {
     const at::Tensor w = ctx.in(first).t.to(at::kFloat), r = ctx.in(first + 1).t.to(at::kFloat);
@@ -257,20 +317,14 @@ void execute_bidirectional_sequence_rnn(ExecContext& ctx) {
   const at::Tensor bw_aux = cross ? ctx.in(11).t.to(at::kFloat) : at::Tensor();
   at::Tensor fw = direction(1, x, fw_aux, false);
   at::Tensor bw = direction(5, aux && !cross ? x_aux : x, bw_aux, true);
-  auto layout = [&](const at::Tensor& y) {
-    return time_major ? y.contiguous() : y.transpose(0, 1).contiguous();
-  };
-  if (merge) {
-    ctx.set_output(0, layout(at::cat({fw, bw}, 2)));
-  } else {
-    ctx.set_output(0, layout(fw));
-    ctx.set_output(1, layout(bw));
-  }
+  set_bidirectional_outputs(ctx, fw, bw, time_major, merge);
 }
 
 }  // namespace
 
 void add_recurrent_kernels(std::vector<OpKernel>& table) {
+  table.push_back({Op::BidirectionalSequenceLstm, "BIDIRECTIONAL_SEQUENCE_LSTM",
+                   execute_bidirectional_sequence_lstm});
   table.push_back({Op::BidirectionalSequenceRnn, "BIDIRECTIONAL_SEQUENCE_RNN",
                    execute_bidirectional_sequence_rnn});
   table.push_back({Op::Rnn, "RNN", execute_rnn});
