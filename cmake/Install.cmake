@@ -106,7 +106,8 @@ set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_CLI_PACKAGE_NAME nnapi-convert)
 set(CPACK_DEBIAN_CLI_PACKAGE_DEPENDS
     "libc6 (>= 2.34), libfmt9 (>= 9.1.0+ds1), libgcc-s1 (>= 3.0), libspdlog1.10-fmt9, \
-libstdc++6 (>= 11), libtorch1.13 (>= 1.13.1+dfsg), zlib1g (>= 1:1.1.4)")
+libstdc++6 (>= 11), libtorch1.13 (>= 1.13.1+dfsg), zlib1g (>= 1:1.1.4), \
+libfarmhash0")
 # Descriptions: the first line is the Debian synopsis (no package-wide summary
 # is set, so CPack does not put one in front of both), the rest is wrapped.
 set(CPACK_COMPONENT_CLI_DESCRIPTION "converts TorchScript models to Android NNAPI models

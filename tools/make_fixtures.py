@@ -748,6 +748,70 @@ beyond("scalar-int-arith-scripted-nhwc", lambda: Case(
     _scripted_scalar_arith(), nhwc(torch.randn(1, 3, 4, 4))))
 
 
+# Sizes read in a scripted forward, as hand-written models do: `B, C, H, W =
+# x.shape` (aten::size, then prim::ListUnpack, which LibTorch's interpreter
+# runs itself: no operator), `x.shape[0]` (aten::__getitem__, no in-place
+# write despite its trailing underscore) and `h, w = x.shape[-2:]` (a slice of
+# the size list). With fixed sizes they are folded during conversion; with a
+# flexible batch they become shape-compute lines.
+class ShapeReadsModule(torch.nn.Module):
+    def forward(self, x):
+        B, C, H, W = x.shape
+        n = x.shape[0]
+        h, w = x.shape[-2:]
+        tokens = x.reshape(B, C, H * W).transpose(1, 2)
+        return tokens.reshape(n, h * w * C) * 2, x.flatten(2).mean(-1) + float(h * w)
+
+
+def _shape_reads():
+    return torch.jit.script(ShapeReadsModule().eval())
+
+
+beyond("shape-reads-scripted", lambda: Case(_shape_reads(), torch.randn(2, 3, 4, 5)))
+beyond("shape-reads-scripted-nhwc", lambda: Case(_shape_reads(), nhwc(torch.randn(1, 3, 4, 5))))
+beyond("shape-reads-scripted-flex", lambda: Case(
+    _shape_reads(), torch.randn(2, 3, 4, 5), convert_args=[torch.zeros(0, 3, 4, 5)]))
+
+
+# Self-attention written by hand, as small transformers are (scripted: the
+# sizes come from `B, L, C = x.shape`): softmax(q k^T / sqrt(d)) v over two
+# heads. A flexible sequence length L makes both products multiply over a
+# flexible size, which only BATCH_MATMUL (API 33) can; at the default target
+# that is refused naming the product and the API level.
+class UnfusedAttention(torch.nn.Module):
+    def __init__(self, dim=16, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.qkv = torch.nn.Linear(dim, 3 * dim)
+        self.proj = torch.nn.Linear(dim, dim)
+
+    def forward(self, x):
+        B, L, C = x.shape
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        d = C // self.heads
+        q = q.view(B, L, self.heads, d).transpose(1, 2)
+        k = k.view(B, L, self.heads, d).transpose(1, 2)
+        v = v.view(B, L, self.heads, d).transpose(1, 2)
+        a = (q @ k.transpose(-2, -1) / d ** 0.5).softmax(-1)
+        return self.proj((a @ v).transpose(1, 2).reshape(B, L, C))
+
+
+def _unfused_attention():
+    return torch.jit.script(UnfusedAttention().eval())
+
+
+beyond("unfused-attention-scripted", lambda: Case(_unfused_attention(), torch.randn(2, 10, 16)))
+beyond("unfused-attention-flex-len-api33", lambda: Case(
+    _unfused_attention(), torch.randn(1, 7, 16), convert_args=[torch.zeros(1, 0, 16)],
+    options=API_33))
+beyond("unfused-attention-flex-batch-len-api33", lambda: Case(
+    _unfused_attention(), torch.randn(3, 5, 16), convert_args=[torch.zeros(0, 0, 16)],
+    options=API_33))
+refuse("unfused-attention-flex-len", lambda: Case(
+    _unfused_attention(), torch.randn(1, 7, 16), convert_args=[torch.zeros(1, 0, 16)]),
+    r"BATCH_MATMUL.*--min-android-api 33")
+
+
 # Dropout that survives freezing (freezing drops aten::dropout with train=False
 # only): the identity, as PyTorch returns the input for p = 0 or train=False.
 class DropoutModule(torch.nn.Module):

@@ -81,10 +81,33 @@ bool handled_node(const Node* node) {
 
 namespace {
 
-// The in-place operations among the foldable kinds: they write their first input.
+// The in-place operations among the foldable kinds (fill_, copy_, ...): they
+// write their first input. Python's dunder methods (aten::__getitem__) write
+// nothing.
 bool writes_input(c10::Symbol kind) {
   const std::string name = kind.toUnqualString();
-  return !name.empty() && name.back() == '_';
+  return !name.empty() && name.back() == '_' && name.rfind("__", 0) != 0;
+}
+
+// Runs `node` on its inputs in `stack`, leaving its outputs there. LibTorch's
+// interpreter unpacks lists and tuples itself (no operator to look up), so
+// those are done here.
+void run_node(const Node* node, torch::jit::Stack& stack) {
+  const c10::Symbol kind = node->kind();
+  if (kind == c10::prim::ListUnpack || kind == c10::prim::TupleUnpack) {
+    const c10::IValue packed = stack.at(0);
+    stack.clear();
+    if (packed.isList()) {
+      for (const c10::IValue& item : packed.toListRef()) stack.push_back(item);
+    } else {
+      for (const c10::IValue& item : packed.toTupleRef().elements()) stack.push_back(item);
+    }
+    check(stack.size() == node->outputs().size(),
+          "unpacks " + std::to_string(stack.size()) + " values into " +
+              std::to_string(node->outputs().size()) + " names");
+    return;
+  }
+  node->getOperation()(stack);
 }
 
 // Whether the first input only gives the dtype (new_*) or dtype and shape (*_like).
@@ -146,8 +169,7 @@ bool Folder::try_fold(LoweringContext& cx, const Node* node) {
   }
   std::vector<const c10::StorageImpl*> inputs;
   for (const c10::IValue& v : stack) inputs.push_back(storage_of(v));
-  torch::jit::Operation op = node->getOperation();
-  op(stack);
+  run_node(node, stack);
   check(stack.size() == node->outputs().size(), "constant folding gave the wrong output count");
   for (size_t i = 0; i < stack.size(); ++i) {
     const c10::StorageImpl* s = storage_of(stack[i]);

@@ -122,7 +122,10 @@ void lower_channel_shuffle(LoweringContext& cx, const NodeGroup& group) {
             is_dim(merged[0], 0) &&
             (is_dim(merged[1], 1) || (merged[1].is_constant() && merged[1].value == -1)) &&
             is_dim(merged[2], 2) && is_dim(merged[3], 3);
-  check(ok, "a view/transpose/view sequence that is not a channel shuffle is not supported");
+  if (!ok) {  // an ordinary view, transpose and view: each node lowered by its kind
+    for (const Node* n : group.nodes) (*lowering_table().find(n->kind()))(cx, n);
+    return;
+  }
   int64_t axis = in.dim_order == DimOrder::ChannelsLast ? 3 : 1;
   ModelBuilder& m = cx.model();
   int32_t groups = m.add_int_scalar(static_cast<int32_t>(split[1].value));

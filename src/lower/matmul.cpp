@@ -244,10 +244,27 @@ Tensor product(LoweringContext& cx, const Value* av, const Value* bv, const char
 Tensor product_of(LoweringContext& cx, Tensor a, Tensor b, const char* what, const Value* out) {
   const size_t ra = a.op.shape.size(), rb = b.op.shape.size();
   const int64_t k = a.op.shape[ra - 1];
-  check(k != 0 && b.op.shape[rb - 2] == k, [&] {
-    return std::string(what) + " of " + shape_str(a.op.shape) + " and " + shape_str(b.op.shape) +
-           ": inner dimensions differ or are flexible";
-  });
+  if (k == 0 && b.op.shape[rb - 2] == 0) {
+    // A flexible inner size (attention over a flexible sequence length:
+    // softmax(q @ k^T) @ v): equal when the model runs, as PyTorch requires.
+    // Only BATCH_MATMUL multiplies over it; FULLY_CONNECTED's weights would
+    // be of a size unknown until then.
+    check(cx.allows_feature_level(kBatchMatmulLevel), [&] {
+      return std::string(what) + " of " + shape_str(a.op.shape) + " and " +
+             shape_str(b.op.shape) + " multiplies over a flexible size, which needs the NNAPI " +
+             "operation BATCH_MATMUL, of NNAPI feature level 6 (Android API level 33); give " +
+             "--min-android-api 33 if every device you ship to has it, or give fixed sizes in " +
+             "--input";
+    });
+    cx.add_shape_line("assert " + flex_name(a.id, static_cast<int64_t>(ra) - 1) + " == " +
+                      flex_name(b.id, static_cast<int64_t>(rb) - 2));
+  } else {
+    check(k != 0 && b.op.shape[rb - 2] == k, [&] {
+      return std::string(what) + " of " + shape_str(a.op.shape) + " and " +
+             shape_str(b.op.shape) + ": inner dimensions differ, or one is flexible and the " +
+             "other fixed";
+    });
+  }
   if (rb == 2 && ra > 2) {
     // (..., R, K) @ (K, C): one 2-D product of a flattened to (M, K).
     std::vector<SymInt> dims = sym_shape(a);

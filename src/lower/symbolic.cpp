@@ -3,6 +3,8 @@
 // when a size comes from a flexible dim, aten::size gives a load-time int
 // (SymInt), and the nodes here carry it on as an expression of the
 // shape-compute script, which view and reshape then consume.
+#include <algorithm>
+
 #include "lower/registry.h"
 
 namespace nnapi_convert {
@@ -69,6 +71,47 @@ bool lower_symbolic_arithmetic(LoweringContext& cx, const Node* node) {
         cx.add_symbolic(node->output(i), {items[i]});
       }
     }
+    return true;
+  }
+  // x.shape[i], x.shape[a:b] and len(x.shape) over a size list with load-time
+  // items: the list's length is fixed, so the indices are plain numbers.
+  const auto set_item = [&](const Value* v, const SymInt& item) {
+    if (item.is_constant()) {
+      cx.add_constant(v, v->type(), c10::IValue(item.value));
+    } else {
+      cx.add_symbolic(v, {item});
+    }
+  };
+  if (kind == sym("aten::__getitem__") && cx.has_symbolic(node->input(0))) {
+    const std::vector<SymInt> items = cx.sym_int_list(node->input(0));
+    const auto n = static_cast<int64_t>(items.size());
+    int64_t i = cx.constant_int(node->input(1));
+    check(i >= -n && i < n,
+          "index " + std::to_string(i) + " of a size list of length " + std::to_string(n));
+    set_item(out, items[static_cast<size_t>(i < 0 ? i + n : i)]);
+    return true;
+  }
+  if (kind == sym("aten::len") && cx.has_symbolic(node->input(0))) {
+    const auto n = static_cast<int64_t>(cx.sym_int_list(node->input(0)).size());
+    cx.add_constant(out, out->type(), c10::IValue(n));
+    return true;
+  }
+  if (kind == sym("aten::slice") && node->inputs().size() == 4 &&
+      node->input(0)->type()->kind() == c10::TypeKind::ListType &&
+      cx.has_symbolic(node->input(0))) {
+    const std::vector<SymInt> items = cx.sym_int_list(node->input(0));
+    const auto n = static_cast<int64_t>(items.size());
+    const auto bound = [&](const Value* v, int64_t none) {
+      if (cx.has_constant(v) && cx.constant(v).value.isNone()) return none;
+      const int64_t b = cx.constant_int(v);
+      return std::clamp(b < 0 ? b + n : b, int64_t{0}, n);
+    };
+    const int64_t start = bound(node->input(1), 0), end = bound(node->input(2), n);
+    const int64_t step = cx.constant_int(node->input(3));
+    check(step > 0, "a slice of a size list needs a positive step");
+    std::vector<SymInt> picked;
+    for (int64_t k = start; k < end; k += step) picked.push_back(items[static_cast<size_t>(k)]);
+    cx.add_symbolic(out, std::move(picked));
     return true;
   }
   // Consumers (view, reshape) read symbolic inputs themselves.

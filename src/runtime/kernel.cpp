@@ -38,9 +38,13 @@ bool ExecContext::has(size_t i) const {
   return values_[op_.inputs[i]].present;
 }
 
-const Value& ExecContext::in(size_t i) const {
+const Value& ExecContext::stored_in(size_t i) const {
   if (!has(i)) fail(Result::BadData, "missing value for input " + std::to_string(i));
-  const Value& v = values_[op_.inputs[i]];
+  return values_[op_.inputs[i]];
+}
+
+const Value& ExecContext::in(size_t i) const {
+  const Value& v = stored_in(i);
   if (!widened_ || !is_half(v.type)) return v;
   Value& w = wide_in_[i];
   if (!w.present) {

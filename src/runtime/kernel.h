@@ -44,6 +44,9 @@ class ExecContext {
   // False when the input index is past the end or the operand was omitted.
   bool has(size_t i) const;
   const Value& in(size_t i) const;
+  // Input i as stored, float16 included (in() gives float16 widened to
+  // float32 for kernels that compute in float32).
+  const Value& stored_in(size_t i) const;
   int32_t i32(size_t i) const;
   float f32(size_t i) const;
   bool flag(size_t i) const;

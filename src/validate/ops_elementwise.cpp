@@ -255,14 +255,12 @@ void conversion(Check& c, std::initializer_list<TypeLevel> in_types,
 void quantize_rule(Check& c) {
   conversion(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}}, {T::TensorQuant8Asymm}, kAny);
 }
+// NeuralNetworks.h's DEQUANTIZE takes 8-bit types only (QUANT8_ASYMM; QUANT8_SYMM
+// and QUANT8_SYMM_PER_CHANNEL since level 3): no TENSOR_QUANT16_*.
 void dequantize_rule(Check& c) {
-  conversion(c,
-             {{T::TensorQuant8Asymm, 1},
-              {T::TensorQuant8Symm, 3},
-              {T::TensorQuant8SymmPerChannel, 3},
-              {T::TensorQuant16Asymm, 3},
-              {T::TensorQuant16Symm, 3}},
-             {T::TensorFloat32, T::TensorFloat16}, 4);
+  conversion(
+      c, {{T::TensorQuant8Asymm, 1}, {T::TensorQuant8Symm, 3}, {T::TensorQuant8SymmPerChannel, 3}},
+      {T::TensorFloat32, T::TensorFloat16}, 4);
   if (c.out(0).type == T::TensorFloat16) c.needs_level(3, "DEQUANTIZE to TENSOR_FLOAT16");
 }
 void cast_rule(Check& c) {

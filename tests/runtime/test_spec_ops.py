@@ -10,13 +10,14 @@ it: never with values the runtime produced. The last line is
 """
 import ctypes
 import os
+import struct
 import sys
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_extra_ops import (BOOL, CODES, F32, I32, T_F32, T_I32, T_Q8, Model,  # noqa: E402
-                            close, lib, run_cases)
+                            _refused, close, lib, ok, run_cases)
 
 T_F16, F16 = 8, 10
 CODES.update(TRANSPOSE_CONV_2D=91, SPACE_TO_BATCH_ND=33, BATCH_TO_SPACE_ND=29,
@@ -24,7 +25,8 @@ CODES.update(TRANSPOSE_CONV_2D=91, SPACE_TO_BATCH_ND=33, BATCH_TO_SPACE_ND=29,
              RANDOM_MULTINOMIAL=74, CONV_2D=3, DEPTHWISE_CONV_2D=4, GROUPED_CONV_2D=55,
              DEQUANTIZE=6, ADD=0, SOFTMAX=25, MAX_POOL_2D=17, RELU=19, RELU1=20, RELU6=21,
              LOGISTIC=14, TANH=28, EXP=49, ABS=38, NEG=67, SQRT=88, RSQRT=83, LOG=60, FLOOR=8,
-             FULLY_CONNECTED=9, L2_NORMALIZATION=11, MEAN=31, SUB=36, MUL=18, DIV=30)
+             FULLY_CONNECTED=9, L2_NORMALIZATION=11, MEAN=31, SUB=36, MUL=18, DIV=30,
+             LSH_PROJECTION=15)
 T_Q8_SYMM, T_Q8_PER_CHANNEL = 13, 11
 DTYPE = {T_F32: torch.float32, T_F16: torch.float16, T_I32: torch.int32, T_Q8: torch.uint8}
 
@@ -628,6 +630,140 @@ def case_float16_unary_binary_and_matrix_operations():
     got = m.run([xi], [torch.float16])[0]
     want = transpose_conv_loops(xi.double(), wt.double(), bt.double(), (1, 1, 1, 1), (2, 2))
     close(got.double(), want.double(), **tol)
+
+
+# ------------------------------------------------------------ LSH_PROJECTION
+# NeuralNetworks.h: bit (i, j) is the sign of the weighted sum, over the input's
+# rows k, of a hash of (seed hash[i][j], row k); dense returns every bit,
+# sparse packs hash function i's bits into one int32 (first bit highest) and,
+# for type 3, adds i * 2^num_bits. The hash the header leaves unnamed is
+# FarmHash's Fingerprint64 of the seed's float32 bytes followed by the row's
+# bytes, read as a signed 64-bit integer (Android's reference kernel); here it
+# comes from Debian's libfarmhash through ctypes, and the rest of the formula
+# is written out below.
+
+farmhash = ctypes.CDLL("libfarmhash.so.0")
+fingerprint64 = farmhash._ZN4util13Fingerprint64EPKcm
+fingerprint64.restype = ctypes.c_uint64
+fingerprint64.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+
+
+def lsh_loops(hash_seeds, rows, weight, kind):
+    num_hash, num_bits = hash_seeds.shape
+    row_bytes = [r.contiguous().numpy().tobytes() for r in rows]
+
+    def bit(seed):
+        key = struct.pack("<f", float(seed))
+        score = 0.0
+        for k, rb in enumerate(row_bytes):
+            v = fingerprint64(key + rb, len(key) + len(rb))
+            v = v - (1 << 64) if v >= 1 << 63 else v
+            score += (float(weight[k]) if weight is not None else 1.0) * float(v)
+        return 1 if score > 0 else 0
+
+    bits = [[bit(hash_seeds[i, j]) for j in range(num_bits)] for i in range(num_hash)]
+    if kind == 2:
+        return torch.tensor([b for row in bits for b in row], dtype=torch.int32)
+    out = []
+    for i, row in enumerate(bits):
+        sig = 0
+        for b in row:
+            sig = (sig << 1) | b
+        sig = (sig + (i << num_bits if kind == 3 else 0)) & 0xFFFFFFFF
+        out.append(sig - (1 << 32) if sig >= 1 << 31 else sig)  # an int32, as NNAPI returns it
+    return torch.tensor(out, dtype=torch.int32)
+
+
+def lsh_run(hash_code, seeds, in_code, rows, weight, kind, scale=0.0, zp=0):
+    m = Model()
+    h = m.const(hash_code, seeds)
+    x = m.input(in_code, tuple(rows.shape), scale, zp)
+    if weight is None:
+        w = m.operand(hash_code, (rows.shape[0],))
+        ok(lib.ANeuralNetworksModel_setOperandValue(m.handle, w, None, 0), "omit")
+        inputs = [rows]
+    else:
+        w = m.input(hash_code, (rows.shape[0],))
+        inputs = [rows, weight]
+    t = m.const(I32, kind)
+    out = m.output(T_I32, (0,))
+    m.op("LSH_PROJECTION", [h, x, w, t], [out])
+    return m.run(inputs, [torch.int32])[0]
+
+
+# Android's conformance vectors (frameworks/ml/nn/runtime/test/specs,
+# lsh_projection*.mod.py): NNAPI's own expected values, for the two found:
+# dense with float16 seeds and weights, sparse (type 1) with float32 seeds.
+LSH_SEEDS = [[0.123, 0.456], [-0.321, -0.654], [1.234, 5.678], [-4.321, -8.765]]
+LSH_LOOKUP = [[12345, 54321], [67890, 9876], [-12345678, -87654321]]
+
+
+def case_lsh_projection_android_vectors():
+    lookup = torch.tensor(LSH_LOOKUP, dtype=torch.int32)
+    dense = lsh_run(T_F16, torch.tensor(LSH_SEEDS, dtype=torch.float16), T_I32, lookup,
+                    torch.tensor([0.12, 0.34, 0.56], dtype=torch.float16), 2)
+    assert dense.tolist() == [1, 1, 1, 1, 1, 0, 0, 0], dense
+    sparse = lsh_run(T_F32, torch.tensor(LSH_SEEDS), T_I32, lookup, None, 1)
+    assert sparse.tolist() == [1, 2, 2, 0], sparse
+
+
+def case_lsh_projection_formula():
+    gen = torch.Generator().manual_seed(7)
+    seeds = torch.randn(5, 6, generator=gen)
+    for in_code, rows, scale, zp in (
+            (T_F32, torch.randn(4, 3, generator=gen), 0.0, 0),
+            (T_I32, torch.randint(-1000, 1000, (6, 2), generator=gen, dtype=torch.int32), 0.0, 0),
+            (T_Q8, torch.randint(0, 256, (3, 2, 2), generator=gen, dtype=torch.uint8), 0.5, 3),
+            (T_F16, torch.randn(5, generator=gen).half(), 0.0, 0)):
+        weight = torch.randn(rows.shape[0], generator=gen)
+        got = lsh_run(T_F32, seeds, in_code, rows, weight, 2, scale, zp)
+        assert torch.equal(got, lsh_loops(seeds, rows, weight, 2)), in_code
+        for kind in (1, 3):
+            got = lsh_run(T_F32, seeds, in_code, rows, None, kind, scale, zp)
+            assert torch.equal(got, lsh_loops(seeds, rows, None, kind)), (in_code, kind)
+    # 32 bits of one hash function: ceil(log2(1)) + 32 <= 32.
+    seeds32 = torch.randn(1, 32, generator=gen)
+    rows = torch.randn(3, 2, generator=gen)
+    for kind in (1, 3):
+        got = lsh_run(T_F32, seeds32, T_F32, rows, None, kind)
+        assert torch.equal(got, lsh_loops(seeds32, rows, None, kind)), kind
+
+
+def case_lsh_projection_refusals():
+    def build(kind, weight=True, seeds=(4, 2), hash_code=T_F32, weight_code=T_F32, in_code=T_I32):
+        def b(m):
+            h = m.const(hash_code, torch.zeros(seeds, dtype=DTYPE[hash_code]))
+            x = m.input(in_code, (3, 2))
+            if weight:
+                w = m.input(weight_code, (3,))
+            else:
+                w = m.operand(hash_code, (3,))
+                ok(lib.ANeuralNetworksModel_setOperandValue(m.handle, w, None, 0), "omit")
+            m.op("LSH_PROJECTION", [h, x, w, m.const(I32, kind)], [m.output(T_I32, (0,))])
+        return b
+    assert not _refused(build(2)) and not _refused(build(1, weight=False))
+    assert _refused(build(4)), "type 4"
+    assert _refused(build(2, weight=False)), "dense without weight"
+    assert _refused(build(1)), "sparse with weight"
+    assert _refused(build(2, weight_code=T_F16)), "weight of another type than the seeds"
+    assert _refused(build(2, seeds=(2, 33))), "33 bits"
+    assert _refused(build(3, weight=False, seeds=(3, 31))), "31 bits + ceil(log2(3))"
+    assert not _refused(build(3, weight=False, seeds=(2, 31)))
+    assert _refused(build(2, hash_code=T_I32, weight_code=T_I32)), "int32 seeds"
+
+
+def case_dequantize_takes_no_16_bit_type():
+    # NeuralNetworks.h's DEQUANTIZE takes TENSOR_QUANT8_ASYMM, TENSOR_QUANT8_SYMM
+    # and TENSOR_QUANT8_SYMM_PER_CHANNEL (and QUANT8_ASYMM_SIGNED at level 4):
+    # no TENSOR_QUANT16_SYMM (7) or TENSOR_QUANT16_ASYMM (12).
+    def build(code, scale, zp):
+        def b(m):
+            x = m.input(code, (2, 2), scale, zp)
+            m.op("DEQUANTIZE", [x], [m.output(T_F32, (2, 2))])
+        return b
+    assert not _refused(build(T_Q8, 0.5, 3))
+    assert _refused(build(7, 0.5, 0)), "TENSOR_QUANT16_SYMM"
+    assert _refused(build(12, 0.5, 3)), "TENSOR_QUANT16_ASYMM"
 
 
 CASES = [v for k, v in list(globals().items()) if k.startswith("case_")]
