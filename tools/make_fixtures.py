@@ -1910,6 +1910,36 @@ beyond("gru-state-input", lambda: Case(
     [_seq(2, 3, 4), torch.randn(2, 2, 6)]))
 
 
+# Dynamic quantization (quantize_dynamic, qnnpack): quantized::linear_dynamic,
+# linear_relu_dynamic and aten::quantized_lstm, converted as float operations
+# on the dequantized weights. Eager quantizes each input at run time, so the
+# outputs differ from eager by the inputs' 8-bit rounding: verified with
+# tests/common/fixtures.h's dynamic-quantization tolerance (measured in
+# tests/verify/test_dynamic_quant.py).
+def _dynamic(module, fuse=None):
+    torch.backends.quantized.engine = "qnnpack"
+    module.eval()
+    if fuse:
+        module = torch.ao.quantization.fuse_modules(module, fuse)
+    return torch.ao.quantization.quantize_dynamic(
+        module, {torch.nn.Linear, torch.nn.LSTM, torch.ao.nn.intrinsic.LinearReLU},
+        dtype=torch.qint8)
+
+
+def _mlp():
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+
+
+beyond("dynamic_quant-mlp", lambda: Case(_dynamic(_mlp()), _seq(3, 8)))
+beyond("dynamic_quant-mlp-linear_relu-flex", lambda: Case(
+    _dynamic(_mlp(), [["0", "1"]]), _seq(5, 8), convert_args=[torch.zeros(0, 8)]))
+beyond("dynamic_quant-lstm-text_classifier", lambda: Case(
+    _dynamic(TextClassifier()), _tokens(2, 7)))
+beyond("dynamic_quant-lstm-bidirectional", lambda: Case(
+    _dynamic(RNNModule(torch.nn.LSTM(4, 8, num_layers=2, batch_first=True, bidirectional=True),
+                       last=True)), _seq(2, 5, 4)))
+
+
 # Quantized models with a float NCHW input (the reference refuses its
 # QUANTIZE: "prefer NHWC quantized tensors"), and FX graph-mode quantized
 # models (quantize_per_tensor's scale and zero point are tensor attributes,

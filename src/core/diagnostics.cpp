@@ -124,11 +124,13 @@ ConvertError node_error(const std::string& path, const Node* ret, const Node* cu
 }
 
 // A quantized:: node computes on quantized tensors; a float operand there
-// means a float --input spec for a model that takes quantized input.
+// means a float --input spec for a model that takes quantized input. The
+// dynamic ones (quantized::linear_dynamic, ...) take float tensors.
 void check_quantized_inputs(const LoweringContext& cx, const Node* node,
                             const std::vector<int32_t>& input_ids) {
   static const c10::Symbol quantized = c10::Symbol::fromQualString("namespaces::quantized");
   if (node->kind().ns() != quantized) return;
+  if (std::string(node->kind().toUnqualString()).find("_dynamic") != std::string::npos) return;
   for (const Value* v : node->inputs()) {
     if (!cx.has_operand(v)) continue;
     auto [id, op] = cx.get_operand(v);

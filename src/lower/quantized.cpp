@@ -6,10 +6,20 @@
 #include "lower/convolution.h"
 #include "lower/emit.h"
 #include "lower/matmul.h"
+#include "lower/packed_params.h"
 #include "lower/pointwise.h"
 #include "lower/registry.h"
 
 namespace nnapi_convert {
+
+c10::IValue packed_state(const c10::IValue& packed) {
+  check(packed.isObject(), "quantized weights are not a packed-params object");
+  auto obj = packed.toObject();
+  torch::jit::Function* getstate = obj->type()->findMethod("__getstate__");
+  check(getstate != nullptr, "packed params have no __getstate__");
+  return (*getstate)({packed});
+}
+
 namespace {
 
 using nnapi::Fuse;
@@ -87,15 +97,6 @@ int32_t quantized_bias(LoweringContext& cx, const at::Tensor& bias, double input
         "quantized convolution multiplier is greater than 1; this is supported by NNAPI, but not "
         "by most hardware backends; try a model trained without quantization-aware training");
   return id;
-}
-
-// The state tuple of a packed-params object (its __getstate__).
-c10::IValue packed_state(const c10::IValue& packed) {
-  check(packed.isObject(), "quantized weights are not a packed-params object");
-  auto obj = packed.toObject();
-  torch::jit::Function* getstate = obj->type()->findMethod("__getstate__");
-  check(getstate != nullptr, "packed params have no __getstate__");
-  return (*getstate)({packed});
 }
 
 void lower_qlinear(LoweringContext& cx, const Node* node) {

@@ -1,4 +1,5 @@
-// Recurrent layers: aten::lstm and aten::gru, unrolled over a fixed number
+// Recurrent layers: aten::lstm, aten::quantized_lstm (dynamic quantization,
+// on its dequantized weights) and aten::gru, unrolled over a fixed number
 // of time steps into FULLY_CONNECTED, SPLIT, ADD, MUL, SUB, LOGISTIC, TANH,
 // CONCATENATION and RESHAPE (NNAPI feature level 1-2 operations).
 //
@@ -12,6 +13,7 @@
 #include <optional>
 
 #include "lower/emit.h"
+#include "lower/packed_params.h"
 #include "lower/registry.h"
 
 namespace nnapi_convert {
@@ -150,14 +152,10 @@ at::Tensor input_bias(const RnnSpec& s, const Weights& w) {
 
 // The parameters of every layer and direction, checked against the spec.
 // Sets s.hidden from the first weight_hh.
-std::vector<Weights> read_weights(LoweringContext& cx, RnnSpec& s, const Value* params,
+std::vector<Weights> read_weights(RnnSpec& s, const std::vector<at::Tensor>& p,
                                   int64_t input_size) {
-  const Constant& c = cx.constant(params);
-  check(c.value.isTensorList() && c.value.toTensorList().size() >= 2, [&] {
-    return std::string(s.name) + " needs its parameters as a constant list of tensors (frozen)";
-  });
-  std::vector<at::Tensor> p = c.value.toTensorVector();
-  check(p[1].dim() == 2, [&] { return std::string(s.name) + " has a malformed weight_hh"; });
+  check(p.size() >= 2 && p[1].dim() == 2,
+        [&] { return std::string(s.name) + " has a malformed weight_hh"; });
   s.hidden = p[1].size(1);
   const int64_t dirs = s.bidirectional ? 2 : 1;
   const int64_t per = s.bias ? 4 : 2;
@@ -243,10 +241,14 @@ std::vector<std::vector<State>> initial_states(LoweringContext& cx, const RnnSpe
 //                  train, bidirectional, batch_first) -> (output, h_n, c_n)
 // aten::gru.input(input, hx, params[], has_biases, num_layers, dropout,
 //                 train, bidirectional, batch_first) -> (output, h_n)
-void lower_rnn(LoweringContext& cx, const Node* node, Cell cell) {
+// aten::quantized_lstm takes the inputs of aten::lstm, then dtype and
+// use_dynamic, with its parameters as CellParamsBase objects: `params`, when
+// given, are their weights (see quantized_lstm_params).
+void lower_rnn(LoweringContext& cx, const Node* node, Cell cell,
+               const std::vector<at::Tensor>* params = nullptr) {
   const bool lstm = cell == Cell::Lstm;
-  const char* name = lstm ? "aten::lstm" : "aten::gru";
-  check(node->inputs().size() == 9 && node->outputs().size() == (lstm ? 3u : 2u),
+  const char* name = params ? "aten::quantized_lstm" : lstm ? "aten::lstm" : "aten::gru";
+  check(node->inputs().size() == (params ? 11u : 9u) && node->outputs().size() == (lstm ? 3u : 2u),
         [&] { return std::string("malformed ") + name; });
   check(node->input(2)->type()->kind() == c10::TypeKind::ListType, [&] {
     return std::string(name) +
@@ -286,7 +288,16 @@ void lower_rnn(LoweringContext& cx, const Node* node, Cell cell) {
            shape_str(x_op.shape) + "; give them fixed sizes in --input";
   });
   const int64_t T = x_op.shape[time_dim], B = x_op.shape[1 - time_dim];
-  const std::vector<Weights> weights = read_weights(cx, s, node->input(2), x_op.shape[2]);
+  std::vector<at::Tensor> constant_params;
+  if (!params) {
+    const Constant& c = cx.constant(node->input(2));
+    check(c.value.isTensorList(), [&] {
+      return std::string(s.name) + " needs its parameters as a constant list of tensors (frozen)";
+    });
+    constant_params = c.value.toTensorVector();
+  }
+  const std::vector<Weights> weights =
+      read_weights(s, params ? *params : constant_params, x_op.shape[2]);
   const std::vector<std::vector<State>> init = initial_states(cx, s, node->input(1), B);
 
   const int64_t dirs = s.bidirectional ? 2 : 1;
@@ -354,8 +365,56 @@ void lower_zeros(LoweringContext& cx, const Node* node) {
 
 }  // namespace
 
+// The weights of aten::quantized_lstm's CellParamsBase objects (one per
+// layer and direction; quantize_dynamic's "quantized_dynamic" cells:
+// biases b_ih, b_hh as float tensors, weights w_ih, w_hh packed), in
+// aten::lstm's order: w_ih, w_hh (, b_ih, b_hh) each, the weights dequantized.
+std::vector<at::Tensor> quantized_lstm_params(LoweringContext& cx, const Node* node) {
+  const std::string what = "aten::quantized_lstm";
+  std::vector<c10::IValue> cells;
+  if (cx.has_constant(node->input(2))) {
+    const c10::IValue& list = cx.constant(node->input(2)).value;
+    check(list.isList(), "aten::quantized_lstm needs its parameters as a list");
+    for (const c10::IValue& v : list.toListRef()) cells.push_back(v);
+  } else {
+    check(cx.has_sequence(node->input(2)), "aten::quantized_lstm needs constant parameters");
+    for (const Value* v : cx.sequence(node->input(2))) cells.push_back(cx.constant(v).value);
+  }
+  const bool has_biases = cx.constant_bool(node->input(3));
+  std::vector<at::Tensor> out;
+  for (const c10::IValue& cell : cells) {
+    c10::IValue state = packed_state(cell);
+    // (kind, tensors, doubles, longs, packed weights)
+    std::vector<c10::IValue> t = state.toTupleRef().elements().vec();
+    if (t.size() == 2 && t[0].isTuple()) t = t[0].toTupleRef().elements().vec();
+    check(t.size() == 5 && t[0].isString(), "aten::quantized_lstm has malformed cell parameters");
+    const std::string kind = t[0].toStringRef();
+    check(kind == "quantized_dynamic", [&] {
+      return "aten::quantized_lstm with " + kind +
+             " cells is not supported (only quantize_dynamic's 8-bit cells)";
+    });
+    const std::vector<at::Tensor> biases = t[1].toTensorVector();
+    const c10::List<c10::IValue> packed = t[4].toList();
+    check(packed.size() == 2, "aten::quantized_lstm cell parameters need two packed weights");
+    auto [w_ih, b_ih] = dequantized_linear_params(packed.get(0), what);
+    auto [w_hh, b_hh] = dequantized_linear_params(packed.get(1), what);
+    // The cell keeps the biases beside the packed weights.
+    if (biases.size() == 2) {
+      b_ih = biases[0].to(at::kFloat);
+      b_hh = biases[1].to(at::kFloat);
+    }
+    out.insert(out.end(), {w_ih, w_hh});
+    if (has_biases) out.insert(out.end(), {b_ih, b_hh});
+  }
+  return out;
+}
+
 void register_recurrent_ops(LoweringTable& t) {
   t.add("aten::lstm", [](LoweringContext& cx, const Node* n) { lower_rnn(cx, n, Cell::Lstm); });
+  t.add("aten::quantized_lstm", [](LoweringContext& cx, const Node* n) {
+    const std::vector<at::Tensor> params = quantized_lstm_params(cx, n);
+    lower_rnn(cx, n, Cell::Lstm, &params);
+  });
   t.add("aten::gru", [](LoweringContext& cx, const Node* n) { lower_rnn(cx, n, Cell::Gru); });
   t.add("aten::zeros", lower_zeros);
 }

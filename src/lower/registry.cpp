@@ -80,6 +80,7 @@ const LoweringTable& lowering_table() {
         {"convolution", register_convolution_ops},
         {"linear", register_linear_ops},
         {"quantized", register_quantized_ops},
+        {"quantized", register_dynamic_quant_ops},
         {"activation", register_activation_ops},
         {"normalization", register_normalization_ops},
         {"padding", register_padding_ops},

@@ -102,6 +102,7 @@ void register_pooling_ops(LoweringTable& t);        // pooling.cpp
 void register_convolution_ops(LoweringTable& t);    // convolution.cpp
 void register_linear_ops(LoweringTable& t);         // linear.cpp
 void register_quantized_ops(LoweringTable& t);      // quantized.cpp
+void register_dynamic_quant_ops(LoweringTable& t);  // dynamic_quant.cpp
 void register_activation_ops(LoweringTable& t);     // activation.cpp
 void register_normalization_ops(LoweringTable& t);  // normalization.cpp
 void register_padding_ops(LoweringTable& t);        // padding.cpp

@@ -308,6 +308,7 @@ const std::vector<OpKernel>& all_kernels() {
     add_normalization_kernels(t);
     add_random_kernels(t);
     add_detection_kernels(t);
+    add_recurrent_kernels(t);
     return t;
   }();
   return table;

@@ -95,6 +95,7 @@ void add_lookup_kernels(std::vector<OpKernel>& table);         // ops/lookup.cpp
 void add_normalization_kernels(std::vector<OpKernel>& table);  // ops/normalization.cpp
 void add_random_kernels(std::vector<OpKernel>& table);         // ops/random.cpp
 void add_detection_kernels(std::vector<OpKernel>& table);      // ops/detection.cpp
+void add_recurrent_kernels(std::vector<OpKernel>& table);      // ops/recurrent.cpp
 
 // ---- Helpers shared by the kernels (kernel.cpp) ----
 

@@ -387,6 +387,7 @@ const OpRule* find_rule(int32_t code) {
     add_normalization_rules(t);
     add_random_rules(t);
     add_detection_rules(t);
+    add_recurrent_rules(t);
     std::sort(t.begin(), t.end(), [](const OpRule& a, const OpRule& b) { return a.code < b.code; });
     return t;
   }();

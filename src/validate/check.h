@@ -167,6 +167,7 @@ void add_lookup_rules(std::vector<OpRule>& table);         // ops_lookup.cpp
 void add_normalization_rules(std::vector<OpRule>& table);  // ops_normalization.cpp
 void add_random_rules(std::vector<OpRule>& table);         // ops_random.cpp
 void add_detection_rules(std::vector<OpRule>& table);      // ops_detection.cpp
+void add_recurrent_rules(std::vector<OpRule>& table);      // ops_recurrent.cpp
 const OpRule* find_rule(int32_t code);
 
 }  // namespace nnapi_validate

@@ -152,6 +152,15 @@ inline nnapi_convert::VerifyOptions tolerance_for(const nlohmann::json& cs,
   }
   v.atol = 1e-5;  // torch.testing.assert_close's float32 defaults
   v.rtol = 1.3e-6;
+  if (name_matches(name, "^beyond-dynamic_quant-")) {
+    // Dynamic quantization converted as float on the dequantized weights:
+    // eager quantizes each input to 8 bits at run time. At most 1.2% of the
+    // output's RMS apart on tests/verify/test_dynamic_quant.py's models (it
+    // checks the float twin to 1e-5 and this bound): 5% of max(1, RMS) + 5%.
+    v.atol = 0.05 * std::max(1.0, rms_of(eager));
+    v.rtol = 0.05;
+    return v;
+  }
   if (name == "beyond-leaky_relu-negative-quant") {
     // Slope -0.5 of quantum-aligned inputs: every odd negative input lands
     // exactly half way between two output integers (5% of this output),

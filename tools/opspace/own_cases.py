@@ -620,6 +620,51 @@ add(Sample("aten::zeros", lambda: _LSTMZeros(), [In((2, 5, 4))], "lstm-zeros-sta
 add(Sample("aten::zeros", lambda: _GRUZeros(), [In((2, 5, 4))], "gru-zeros-state", flex=False))
 
 
+# Dynamic quantization (quantize_dynamic, qnnpack), lowered as float on the
+# dequantized weights. Eager quantizes every matrix product's input to 8 bits
+# at run time; on inputs (x > 0) in {0, 1} that rounding is exact (scale
+# 1/255, 1 -> 255), so eager equals the float model within the matrix's
+# 1e-4. The LSTM rows take one step from the zero state (the recurrent
+# product's input is 0, also exact). Other inputs: verify.dynamic_quant.
+def _dynamic(module, fuse=None):
+    torch.backends.quantized.engine = "qnnpack"
+    module = seeded(module, scale=0.4).eval()
+    if fuse:
+        module = torch.ao.quantization.fuse_modules(module, fuse)
+    return torch.ao.quantization.quantize_dynamic(
+        module, {torch.nn.Linear, torch.nn.LSTM, torch.ao.nn.intrinsic.LinearReLU},
+        dtype=torch.qint8)
+
+
+class _OnGrid(torch.nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        out = self.inner((x > 0).to(torch.float32))
+        return out[0] if isinstance(out, tuple) else out
+
+
+add(Sample("quantized::linear_dynamic",
+           lambda: _OnGrid(_dynamic(torch.nn.Sequential(torch.nn.Linear(6, 5)))),
+           [In((3, 6))], "on-grid"))
+add(Sample("quantized::linear_dynamic",
+           lambda: _OnGrid(_dynamic(torch.nn.Sequential(torch.nn.Linear(6, 5)))),
+           [In((2, 3, 6))], "on-grid-rank3"))
+add(Sample("quantized::linear_relu_dynamic",
+           lambda: _OnGrid(_dynamic(torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.ReLU()),
+                                    [["0", "1"]])), [In((3, 6))], "on-grid"))
+add(Sample("aten::quantized_lstm",
+           lambda: _OnGrid(_dynamic(torch.nn.Sequential(torch.nn.LSTM(4, 6, batch_first=True)))),
+           [In((2, 1, 4))],
+           "one-step", flex=False))
+add(Sample("aten::quantized_lstm",
+           lambda: _OnGrid(_dynamic(torch.nn.Sequential(torch.nn.LSTM(4, 3, bidirectional=True)))),
+           [In((1, 2, 4))],
+           "one-step-bidirectional", flex=False))
+
+
 class _RNN(torch.nn.Module):
     def __init__(self, rnn):
         super().__init__()

@@ -1,0 +1,570 @@
+#!/usr/bin/env python3
+"""NNAPI's recurrent operations checked against NeuralNetworks.h's formulas.
+
+Each case builds an NNAPI model by calling libneuralnetworks.so directly (the
+Model helper of test_extra_ops.py), runs it, and compares the result with
+values computed here, in float64, from the formulas NeuralNetworks.h gives
+for the operation (feature level <= 3) and the details Android's reference
+CPU implementation fixes (the layer normalization's epsilon 1e-8, the order
+of the bias and the layer-norm weights): never with values the runtime
+produced. The last line is "N passed, M failed"; the exit status is non-zero
+on any failure.
+"""
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_extra_ops import (BOOL, CODES, F32, I32, T_F32, Model, _refused, close,  # noqa: E402
+                            lib, run_cases)
+
+T_F16, F16 = 8, 10
+CODES.update(LSTM=16, UNIDIRECTIONAL_SEQUENCE_LSTM=92, RNN=24, UNIDIRECTIONAL_SEQUENCE_RNN=93,
+             BIDIRECTIONAL_SEQUENCE_RNN=43, BIDIRECTIONAL_SEQUENCE_LSTM=42)
+DTYPE = {T_F32: torch.float32, T_F16: torch.float16}
+GATES = "ifgo"  # input, forget, cell, output: NNAPI's operand order
+
+
+def omitted(m, code):
+    """An operand with no value (NNAPI's optional input left out)."""
+    idx = m.operand(code, ())
+    if lib.ANeuralNetworksModel_setOperandValue(m.handle, idx, None, 0) != 0:
+        raise RuntimeError("setOperandValue(NULL, 0) returned an error")
+    return idx
+
+
+def activation(v, code):
+    """NeuralNetworks.h's LSTM activations: 0 none, 1 RELU, 3 RELU6, 4 TANH, 6 SIGMOID."""
+    return {0: lambda t: t, 1: lambda t: t.clamp(min=0), 2: lambda t: t.clamp(-1, 1),
+            3: lambda t: t.clamp(0, 6), 4: torch.tanh, 6: torch.sigmoid}[code](v)
+
+
+def make_lstm(n_in, n_units, n_out, cifg=False, peephole=False, projection=False,
+              proj_bias=False, layer_norm=False, scale=0.4):
+    """Random LSTM operands, a dict of float64 tensors (absent ones missing)."""
+    p = {}
+    for g in GATES:
+        if cifg and g == "i":
+            continue
+        p["wx_" + g] = torch.randn(n_units, n_in, dtype=torch.float64) * scale
+        p["wh_" + g] = torch.randn(n_units, n_out, dtype=torch.float64) * scale
+        p["b_" + g] = torch.randn(n_units, dtype=torch.float64) * scale
+        if layer_norm:
+            p["ln_" + g] = 1 + torch.randn(n_units, dtype=torch.float64) * 0.2
+        if peephole and g != "g":
+            p["p_" + g] = torch.randn(n_units, dtype=torch.float64) * scale
+    if projection:
+        p["proj"] = torch.randn(n_out, n_units, dtype=torch.float64) * scale
+        if proj_bias:
+            p["proj_b"] = torch.randn(n_out, dtype=torch.float64) * scale
+    return p
+
+
+def lstm_step_formula(p, x, h, c, act, cell_clip, proj_clip):
+    """One LSTM step as NeuralNetworks.h writes it (x [batch, in], h, c)."""
+    def gate(g, c_peep):
+        v = x @ p["wx_" + g].T + h @ p["wh_" + g].T
+        if "p_" + g in p:
+            v = v + p["p_" + g] * c_peep
+        if "ln_" + g in p:
+            mean = v.mean(1, keepdim=True)
+            var = ((v - mean) ** 2).mean(1, keepdim=True)
+            return (v - mean) / torch.sqrt(var + 1e-8) * p["ln_" + g] + p["b_" + g]
+        return v + p["b_" + g]
+    f = torch.sigmoid(gate("f", c))
+    i = 1 - f if "wx_i" not in p else torch.sigmoid(gate("i", c))
+    c_new = f * c + i * activation(gate("g", None), act)
+    if cell_clip > 0:
+        c_new = c_new.clamp(-cell_clip, cell_clip)
+    o = torch.sigmoid(gate("o", c_new))
+    h_new = o * activation(c_new, act)
+    if "proj" in p:
+        h_new = h_new @ p["proj"].T + p.get("proj_b", 0)
+        if proj_clip > 0:
+            h_new = h_new.clamp(-proj_clip, proj_clip)
+    return h_new, c_new
+
+
+def lstm_weight_operands(m, p, code):
+    """Inputs 1-17 of LSTM and UNIDIRECTIONAL_SEQUENCE_LSTM (omitted where absent)."""
+    dt = DTYPE[code]
+
+    def t(key):
+        return m.const(code, p[key].to(dt)) if key in p else omitted(m, code)
+    ins = [t("wx_" + g) for g in GATES] + [t("wh_" + g) for g in GATES]
+    ins += [t("p_" + g) for g in "ifo"] + [t("b_" + g) for g in GATES]
+    return ins + [t("proj"), t("proj_b")]
+
+
+def scalar_float(m, code, value):
+    if code == T_F16:
+        return m.const(F16, torch.tensor(value, dtype=torch.float16), dims=())
+    return m.const(F32, value)
+
+
+def sequence_lstm(x, p, h0, c0, act=4, cell_clip=0.0, proj_clip=0.0, time_major=True,
+                  code=T_F32, declared_out=None):
+    """Runs UNIDIRECTIONAL_SEQUENCE_LSTM on the runtime; returns its output."""
+    dt = DTYPE[code]
+    m = Model()
+    i = m.input(code, tuple(x.shape))
+    ins = [i] + lstm_weight_operands(m, p, code)
+    ins += [m.input(code, tuple(h0.shape)), m.input(code, tuple(c0.shape))]
+    ins += [m.const(I32, act), scalar_float(m, code, cell_clip), scalar_float(m, code, proj_clip),
+            m.const(BOOL, time_major)]
+    ins += [m.const(code, p["ln_" + g].to(dt)) if "ln_" + g in p else omitted(m, code)
+            for g in GATES]
+    o = m.output(code, declared_out or (0, 0, 0))
+    m.op("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, [o])
+    return m.run([x.to(dt), h0.to(dt), c0.to(dt)], [dt])[0]
+
+
+def sequence_formula(x, p, h0, c0, act=4, cell_clip=0.0, proj_clip=0.0, time_major=True):
+    """The expected output: the step formula at each time step, outputs stacked."""
+    xs = x.double() if time_major else x.double().transpose(0, 1)
+    h, c, out = h0.double(), c0.double(), []
+    for t in range(xs.shape[0]):
+        h, c = lstm_step_formula(p, xs[t], h, c, act, cell_clip, proj_clip)
+        out.append(h)
+    y = torch.stack(out)
+    return y if time_major else y.transpose(0, 1)
+
+
+# ------------------------------------------------------------------ cases
+
+def case_sequence_lstm_every_option():
+    # No CIFG, peephole, projection with bias, layer normalization, both
+    # clips (small enough to bite), time-major [max_time 4, batch 2, input 3].
+    torch.manual_seed(11)
+    p = make_lstm(3, 5, 4, peephole=True, projection=True, proj_bias=True, layer_norm=True,
+                  scale=0.8)
+    x = torch.randn(4, 2, 3)
+    h0, c0 = torch.randn(2, 4) * 0.5, torch.randn(2, 5)
+    args = dict(act=4, cell_clip=0.9, proj_clip=0.6, time_major=True)
+    got = sequence_lstm(x, p, h0, c0, **args)
+    want = sequence_formula(x, p, h0, c0, **args)
+    assert got.shape == (4, 2, 4), got.shape
+    assert (want.abs() == 0.6).any() and (want.abs() < 0.6).any()  # the projection clip bites
+    close(got.double(), want, atol=2e-5, rtol=1e-5)
+
+
+def case_sequence_lstm_cifg_peephole_layer_norm_batch_major():
+    # CIFG (input gate = 1 - forget gate) with peepholes and layer
+    # normalization, batch-major [batch 3, max_time 5, input 2], RELU6.
+    torch.manual_seed(12)
+    p = make_lstm(2, 4, 4, cifg=True, peephole=True, layer_norm=True)
+    x = torch.randn(3, 5, 2)
+    h0, c0 = torch.zeros(3, 4), torch.zeros(3, 4)
+    for act in (3, 6):
+        got = sequence_lstm(x, p, h0, c0, act=act, time_major=False)
+        want = sequence_formula(x, p, h0, c0, act=act, time_major=False)
+        assert got.shape == (3, 5, 4), got.shape
+        close(got.double(), want, atol=2e-5, rtol=1e-5)
+
+
+def case_sequence_lstm_plain_matches_torch_lstm_cell():
+    # Without the options the cell is the classic LSTM: with the biases of a
+    # torch.nn.LSTMCell (b_ih + b_hh) and its weights split by gate (PyTorch
+    # orders them i, f, g, o), the formula gives LSTMCell's steps. Checked
+    # here on the formula itself, then the runtime against the formula.
+    torch.manual_seed(13)
+    cell = torch.nn.LSTMCell(3, 4).double()
+    w_ih, w_hh = cell.weight_ih.detach().chunk(4), cell.weight_hh.detach().chunk(4)
+    b = (cell.bias_ih + cell.bias_hh).detach().chunk(4)
+    p = {}
+    for k, g in enumerate(GATES):
+        p["wx_" + g], p["wh_" + g], p["b_" + g] = w_ih[k], w_hh[k], b[k]
+    x = torch.randn(6, 2, 3, dtype=torch.float64)
+    h, c = torch.zeros(2, 4, dtype=torch.float64), torch.zeros(2, 4, dtype=torch.float64)
+    steps = []
+    with torch.no_grad():
+        for t in range(6):
+            h, c = cell(x[t], (h, c))
+            steps.append(h)
+    want = sequence_formula(x, p, torch.zeros(2, 4), torch.zeros(2, 4))
+    close(want, torch.stack(steps), atol=1e-12, rtol=1e-12)
+    got = sequence_lstm(x.float(), p, torch.zeros(2, 4), torch.zeros(2, 4),
+                        declared_out=(6, 2, 4))
+    close(got.double(), want, atol=2e-6, rtol=1e-5)
+
+
+def case_sequence_lstm_float16():
+    # TENSOR_FLOAT16 operands with FLOAT16 clips: computed in float32 and
+    # rounded to float16 (as Android's LSTMEvalFloat16).
+    torch.manual_seed(14)
+    p = {k: v.half().double() for k, v in
+         make_lstm(3, 4, 3, peephole=True, projection=True, scale=0.5).items()}
+    x = torch.randn(5, 2, 3).half()
+    h0, c0 = torch.zeros(2, 3).half(), torch.randn(2, 4).half()
+    args = dict(act=4, cell_clip=1.5, proj_clip=0.0, time_major=True)
+    got = sequence_lstm(x, p, h0, c0, code=T_F16, **args)
+    assert got.dtype == torch.float16
+    want = sequence_formula(x, p, h0.double(), c0.double(), **args)
+    close(got.double(), want, atol=3e-3, rtol=2e-3)
+
+
+def case_lstm_single_step():
+    # LSTM (one step, 27 inputs: layer normalization): outputs scratch
+    # buffer [batch, 4 * num_units], output state, cell state and output.
+    torch.manual_seed(15)
+    p = make_lstm(3, 5, 2, peephole=True, projection=True, layer_norm=True)
+    x, h0, c0 = torch.randn(2, 3), torch.randn(2, 2), torch.randn(2, 5)
+    m = Model()
+    ins = [m.input(T_F32, (2, 3))] + lstm_weight_operands(m, p, T_F32)
+    ins += [m.input(T_F32, (2, 2)), m.input(T_F32, (2, 5))]
+    ins += [m.const(I32, 4), m.const(F32, 0.0), m.const(F32, 0.0)]
+    ins += [m.const(T_F32, p["ln_" + g].float()) for g in GATES]
+    outs = [m.output(T_F32, (2, 20)), m.output(T_F32, (2, 2)), m.output(T_F32, (2, 5)),
+            m.output(T_F32, (2, 2))]
+    m.op("LSTM", ins, outs)
+    scratch, h, c, out = m.run([x, h0, c0], [torch.float32] * 4)
+    want_h, want_c = lstm_step_formula(p, x.double(), h0.double(), c0.double(), 4, 0.0, 0.0)
+    assert scratch.shape == (2, 20), scratch.shape
+    close(h.double(), want_h, atol=2e-6, rtol=1e-5)
+    close(c.double(), want_c, atol=2e-6, rtol=1e-5)
+    close(out.double(), want_h, atol=2e-6, rtol=1e-5)
+
+
+def case_lstm_single_step_cifg_23_inputs():
+    # LSTM with 23 inputs (feature level 1 form), CIFG: scratch 3 * num_units.
+    torch.manual_seed(16)
+    p = make_lstm(2, 3, 3, cifg=True)
+    x, h0, c0 = torch.randn(1, 2), torch.randn(1, 3), torch.randn(1, 3)
+    m = Model()
+    ins = [m.input(T_F32, (1, 2))] + lstm_weight_operands(m, p, T_F32)
+    ins += [m.input(T_F32, (1, 3)), m.input(T_F32, (1, 3))]
+    ins += [m.const(I32, 4), m.const(F32, 0.5), m.const(F32, 0.0)]
+    outs = [m.output(T_F32, (0, 0)) for _ in range(4)]
+    m.op("LSTM", ins, outs)
+    scratch, h, c, out = m.run([x, h0, c0], [torch.float32] * 4)
+    want_h, want_c = lstm_step_formula(p, x.double(), h0.double(), c0.double(), 4, 0.5, 0.0)
+    assert scratch.shape == (1, 9), scratch.shape
+    assert want_c.abs().max() <= 0.5
+    close(c.double(), want_c, atol=2e-6, rtol=1e-5)
+    close(out.double(), want_h, atol=2e-6, rtol=1e-5)
+
+
+def case_validator_refusals():
+    # What NeuralNetworks.h (and Android's reference validation) rejects.
+    def build(cifg=False, drop=(), act=4, cell_clip=0.0, n_inputs=28, rec_cols=4,
+              input_ln_with_cifg=False, out_dims=(0, 0, 0)):
+        def b(m):
+            p = make_lstm(3, 4, 4, cifg=cifg, peephole=True, layer_norm=True)
+            p["wh_f"] = torch.randn(4, rec_cols, dtype=torch.float64)
+            for k in drop:
+                p.pop(k)
+            ins = [m.input(T_F32, (5, 2, 3))] + lstm_weight_operands(m, p, T_F32)
+            ins += [m.input(T_F32, (2, 4)), m.input(T_F32, (2, 4))]
+            ins += [m.const(I32, act), m.const(F32, cell_clip), m.const(F32, 0.0),
+                    m.const(BOOL, True)]
+            ln = [m.const(T_F32, p["ln_" + g].float()) if "ln_" + g in p else omitted(m, T_F32)
+                  for g in GATES]
+            if input_ln_with_cifg:
+                ln[0] = m.const(T_F32, torch.ones(4))
+            ins = (ins + ln)[:n_inputs]
+            m.op("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, [m.output(T_F32, out_dims)])
+        return b
+
+    assert not _refused(build())
+    assert not _refused(build(cifg=True))
+    bad = {"input gate weights without its bias": build(drop=("b_i",)),
+           "input gate bias without its weights": build(drop=("wx_i", "wh_i", "p_i")),
+           "one peephole omitted": build(drop=("p_f",)),
+           "one layer-norm weight omitted": build(drop=("ln_g",)),
+           "input layer-norm weights with CIFG": build(cifg=True, input_ln_with_cifg=True),
+           "activation 5": build(act=5),
+           "negative cell clip": build(cell_clip=-1.0),
+           "27 inputs": build(n_inputs=27),
+           "recurrent weights of the wrong width": build(rec_cols=3),
+           "forget gate weights omitted": build(drop=("wx_f",)),
+           "output declared with the wrong size": build(out_dims=(5, 2, 3))}
+    wrongly_accepted = [what for what, b in bad.items() if not _refused(b)]
+    assert not wrongly_accepted, wrongly_accepted
+
+
+def rnn_formula(x, w, r, b, h, fuse):
+    """NeuralNetworks.h's RNN: output = activation(input * W^T + h * R^T + bias)."""
+    return activation(x @ w.T + h @ r.T + b, fuse)
+
+
+def case_rnn_single_step():
+    # RNN: outputs hidden state out and output, both the new hidden state.
+    torch.manual_seed(21)
+    x, h = torch.randn(3, 4), torch.randn(3, 5)
+    w, r, b = torch.randn(5, 4) * 0.5, torch.randn(5, 5) * 0.5, torch.randn(5) * 0.5
+    for fuse in (0, 1, 2, 3):
+        m = Model()
+        ins = [m.input(T_F32, (3, 4)), m.const(T_F32, w), m.const(T_F32, r), m.const(T_F32, b),
+               m.input(T_F32, (3, 5)), m.const(I32, fuse)]
+        outs = [m.output(T_F32, (0, 0)), m.output(T_F32, (3, 5))]
+        m.op("RNN", ins, outs)
+        state, out = m.run([x, h], [torch.float32] * 2)
+        want = rnn_formula(x.double(), w.double(), r.double(), b.double(), h.double(), fuse)
+        close(state.double(), want, atol=2e-6, rtol=1e-5)
+        close(out.double(), want, atol=2e-6, rtol=1e-5)
+
+
+def sequence_rnn(x, w, r, b, h, fuse, time_major, code=T_F32):
+    dt = DTYPE[code]
+    m = Model()
+    ins = [m.input(code, tuple(x.shape)), m.const(code, w.to(dt)), m.const(code, r.to(dt)),
+           m.const(code, b.to(dt)), m.input(code, tuple(h.shape)), m.const(I32, fuse),
+           m.const(I32, 1 if time_major else 0)]
+    m.op("UNIDIRECTIONAL_SEQUENCE_RNN", ins, [m.output(code, (0, 0, 0))])
+    return m.run([x.to(dt), h.to(dt)], [dt])[0]
+
+
+def case_sequence_rnn():
+    # UNIDIRECTIONAL_SEQUENCE_RNN, time-major and batch-major, RELU and
+    # none, float32 and float16: the RNN formula at each step.
+    torch.manual_seed(22)
+    w, r, b = torch.randn(6, 3) * 0.5, torch.randn(6, 6) * 0.4, torch.randn(6) * 0.5
+    for time_major, fuse, code in ((True, 1, T_F32), (False, 0, T_F32), (False, 3, T_F16)):
+        x = torch.randn(5, 2, 3) if time_major else torch.randn(2, 5, 3)
+        h0 = torch.randn(2, 6)
+        if code == T_F16:
+            x, h0, w, r, b = (t.half().float() for t in (x, h0, w, r, b))
+        got = sequence_rnn(x, w, r, b, h0, fuse, time_major, code)
+        xs = x.double() if time_major else x.double().transpose(0, 1)
+        h, steps = h0.double(), []
+        for t in range(xs.shape[0]):
+            h = rnn_formula(xs[t], w.double(), r.double(), b.double(), h, fuse)
+            steps.append(h)
+        want = torch.stack(steps) if time_major else torch.stack(steps).transpose(0, 1)
+        tol = dict(atol=3e-3, rtol=2e-3) if code == T_F16 else dict(atol=2e-6, rtol=1e-5)
+        close(got.double(), want, **tol)
+
+
+def case_rnn_validator_refusals():
+    def build(fuse=1, time_major=1, rec=(6, 6), n_inputs=7):
+        def b(m):
+            ins = [m.input(T_F32, (5, 2, 3)), m.const(T_F32, torch.randn(6, 3)),
+                   m.const(T_F32, torch.randn(*rec)), m.const(T_F32, torch.randn(6)),
+                   m.input(T_F32, (2, 6)), m.const(I32, fuse), m.const(I32, time_major)]
+            m.op("UNIDIRECTIONAL_SEQUENCE_RNN", ins[:n_inputs], [m.output(T_F32, (0, 0, 0))])
+        return b
+    assert not _refused(build())
+    bad = {"activation 4": build(fuse=4), "time_major 2": build(time_major=2),
+           "recurrent weights 6x5": build(rec=(6, 5)), "6 inputs": build(n_inputs=6),
+           "hidden state of the wrong batch (batch-major reading)": build(time_major=0)}
+    wrongly_accepted = [what for what, b in bad.items() if not _refused(b)]
+    assert not wrongly_accepted, wrongly_accepted
+
+
+def bidirectional_rnn(x, fw, bw, fuse, time_major, merge, aux=None, aux_w=None):
+    """Runs BIDIRECTIONAL_SEQUENCE_RNN; fw, bw: (weights, recurrent, bias, h0)."""
+    m = Model()
+    ins = [m.input(T_F32, tuple(x.shape))]
+    for w, r, b, h in (fw, bw):
+        ins += [m.const(T_F32, w), m.const(T_F32, r), m.const(T_F32, b), m.input(T_F32, tuple(h.shape))]
+    ins.append(m.input(T_F32, tuple(aux.shape)) if aux is not None else omitted(m, T_F32))
+    ins += [m.const(T_F32, w) if w is not None else omitted(m, T_F32) for w in (aux_w or (None, None))]
+    ins += [m.const(I32, fuse), m.const(BOOL, time_major), m.const(BOOL, merge)]
+    outs = [m.output(T_F32, (0, 0, 0)) for _ in range(1 if merge else 2)]
+    m.op("BIDIRECTIONAL_SEQUENCE_RNN", ins, outs)
+    feeds = [x, fw[3], bw[3]] + ([aux] if aux is not None else [])
+    # Model inputs in operand order: x, fw h0, bw h0, aux.
+    return m.run(feeds, [torch.float32] * len(outs))
+
+
+def bidirectional_formula(x, fw, bw, fuse, time_major, aux=None, aux_w=None, parallel=False):
+    """Forward over time, backward from the last step; each step
+    activation(W x_t [+ W_aux aux_t] + R h + b); in parallel linking the
+    backward direction reads the auxiliary input."""
+    def seq(t):
+        return t.double() if time_major else t.double().transpose(0, 1)
+    xs = seq(x)
+    xa = seq(aux) if aux is not None else None
+
+    def run(params, inputs, aux_weights, reverse):
+        w, r, b, h = (t.double() for t in params)
+        out = [None] * inputs.shape[0]
+        order = range(inputs.shape[0] - 1, -1, -1) if reverse else range(inputs.shape[0])
+        for t in order:
+            extra = xa[t] @ aux_weights.double().T if aux_weights is not None else 0
+            h = rnn_formula(inputs[t], w, r, b + extra, h, fuse)
+            out[t] = h
+        y = torch.stack(out)
+        return y if time_major else y.transpose(0, 1)
+    aw = aux_w or (None, None)
+    return run(fw, xs, aw[0], False), run(bw, xa if parallel else xs, aw[1], True)
+
+
+def case_bidirectional_sequence_rnn():
+    torch.manual_seed(23)
+
+    def direction(units, inputs):
+        return (torch.randn(units, inputs) * 0.5, torch.randn(units, units) * 0.4,
+                torch.randn(units) * 0.3, torch.randn(2, units))
+    fw, bw = direction(5, 3), direction(4, 3)
+    tol = dict(atol=2e-6, rtol=1e-5)
+    # No linking, time-major, two outputs; batch-major merged.
+    for time_major, merge in ((True, False), (False, True)):
+        x = torch.randn(6, 2, 3) if time_major else torch.randn(2, 6, 3)
+        got = bidirectional_rnn(x, fw, bw, 1, time_major, merge)
+        want_fw, want_bw = bidirectional_formula(x, fw, bw, 1, time_major)
+        if merge:
+            close(got[0].double(), torch.cat([want_fw, want_bw], 2), **tol)
+        else:
+            close(got[0].double(), want_fw, **tol)
+            close(got[1].double(), want_bw, **tol)
+    # Cross linking: both directions add aux_weights * aux_input.
+    x, aux = torch.randn(6, 2, 3), torch.randn(6, 2, 2)
+    aux_w = (torch.randn(5, 2) * 0.5, torch.randn(4, 2) * 0.5)
+    got = bidirectional_rnn(x, fw, bw, 0, True, False, aux, aux_w)
+    want_fw, want_bw = bidirectional_formula(x, fw, bw, 0, True, aux, aux_w)
+    close(got[0].double(), want_fw, **tol)
+    close(got[1].double(), want_bw, **tol)
+    # Parallel linking: the backward direction reads the auxiliary input.
+    aux = torch.randn(6, 2, 3)
+    got = bidirectional_rnn(x, fw, bw, 3, True, False, aux)
+    want_fw, want_bw = bidirectional_formula(x, fw, bw, 3, True, aux, parallel=True)
+    close(got[0].double(), want_fw, **tol)
+    close(got[1].double(), want_bw, **tol)
+
+
+def case_bidirectional_rnn_validator_refusals():
+    def build(merge=False, n_out=2, one_aux_weight=False):
+        def b(m):
+            ins = [m.input(T_F32, (6, 2, 3))]
+            for units in (5, 4):
+                ins += [m.const(T_F32, torch.randn(units, 3)), m.const(T_F32, torch.randn(units, units)),
+                        m.const(T_F32, torch.randn(units)), m.input(T_F32, (2, units))]
+            ins.append(m.input(T_F32, (6, 2, 3)) if one_aux_weight else omitted(m, T_F32))
+            ins += [m.const(T_F32, torch.randn(5, 3)) if one_aux_weight else omitted(m, T_F32),
+                    omitted(m, T_F32)]
+            ins += [m.const(I32, 1), m.const(BOOL, True), m.const(BOOL, merge)]
+            m.op("BIDIRECTIONAL_SEQUENCE_RNN", ins, [m.output(T_F32, (0, 0, 0)) for _ in range(n_out)])
+        return b
+    assert not _refused(build())
+    assert not _refused(build(merge=True, n_out=1))
+    bad = {"merged with two outputs": build(merge=True, n_out=2),
+           "not merged with one output": build(merge=False, n_out=1),
+           "one auxiliary weight": build(one_aux_weight=True)}
+    wrongly_accepted = [what for what, b in bad.items() if not _refused(b)]
+    assert not wrongly_accepted, wrongly_accepted
+
+
+def bidirectional_lstm(x, fw, bw, states, act, time_major, merge, aux=None, aux_w=None,
+                       cell_clip=0.0):
+    """Runs BIDIRECTIONAL_SEQUENCE_LSTM; fw, bw: make_lstm dicts; states:
+    (fw h, fw c, bw h, bw c); aux_w: (fw, bw) dicts of "wa_" + gate."""
+    m = Model()
+    ins = [m.input(T_F32, tuple(x.shape))]
+    ins += lstm_weight_operands(m, fw, T_F32) + lstm_weight_operands(m, bw, T_F32)
+    ins += [m.input(T_F32, tuple(t.shape)) for t in states]
+    ins.append(m.input(T_F32, tuple(aux.shape)) if aux is not None else omitted(m, T_F32))
+    for weights in aux_w or ({}, {}):
+        ins += [m.const(T_F32, weights["wa_" + g].float()) if "wa_" + g in weights
+                else omitted(m, T_F32) for g in GATES]
+    ins += [m.const(I32, act), m.const(F32, cell_clip), m.const(F32, 0.0), m.const(BOOL, merge),
+            m.const(BOOL, time_major)]
+    for p in (fw, bw):
+        ins += [m.const(T_F32, p["ln_" + g].float()) if "ln_" + g in p else omitted(m, T_F32)
+                for g in GATES]
+    outs = [m.output(T_F32, (0, 0, 0)) for _ in range(1 if merge else 2)]
+    m.op("BIDIRECTIONAL_SEQUENCE_LSTM", ins, outs)
+    feeds = [x] + list(states) + ([aux] if aux is not None else [])
+    return m.run(feeds, [torch.float32] * len(outs))
+
+
+def lstm_direction_formula(p, xs, h, c, act, cell_clip, reverse, aux=None, aux_w=None):
+    """The step formula over time-major xs (backwards when reverse), with
+    W_aux aux_t added to each gate when aux_w is given."""
+    out = [None] * xs.shape[0]
+    order = range(xs.shape[0] - 1, -1, -1) if reverse else range(xs.shape[0])
+    q = dict(p)
+    for t in order:
+        if aux_w is not None:
+            # W_x x + W_aux aux = [W_x W_aux] [x; aux]
+            step_x = torch.cat([xs[t], aux[t]], 1)
+            for g in GATES:
+                if "wx_" + g in p:
+                    q["wx_" + g] = torch.cat([p["wx_" + g], aux_w["wa_" + g]], 1)
+        else:
+            step_x = xs[t]
+        h, c = lstm_step_formula(q, step_x, h, c, act, cell_clip, 0.0)
+        out[t] = h
+    return torch.stack(out)
+
+
+def case_bidirectional_sequence_lstm():
+    torch.manual_seed(24)
+    fw = make_lstm(3, 5, 5, peephole=True, layer_norm=True)
+    bw = make_lstm(3, 4, 2, cifg=True, projection=True, proj_bias=True)
+    states = (torch.randn(2, 5) * 0.5, torch.randn(2, 5), torch.randn(2, 2) * 0.5,
+              torch.randn(2, 4))
+    d = [t.double() for t in states]
+    tol = dict(atol=2e-5, rtol=1e-5)
+    # No linking: time-major with two outputs, batch-major merged.
+    for time_major, merge in ((True, False), (False, True)):
+        x = torch.randn(6, 2, 3) if time_major else torch.randn(2, 6, 3)
+        got = bidirectional_lstm(x, fw, bw, states, 4, time_major, merge, cell_clip=1.2)
+        xs = x.double() if time_major else x.double().transpose(0, 1)
+        want_fw = lstm_direction_formula(fw, xs, d[0], d[1], 4, 1.2, False)
+        want_bw = lstm_direction_formula(bw, xs, d[2], d[3], 4, 1.2, True)
+        if not time_major:
+            want_fw, want_bw = want_fw.transpose(0, 1), want_bw.transpose(0, 1)
+        if merge:
+            close(got[0].double(), torch.cat([want_fw, want_bw], 2), **tol)
+        else:
+            close(got[0].double(), want_fw, **tol)
+            close(got[1].double(), want_bw, **tol)
+    # Cross linking: every gate adds W_aux aux_t (none for the CIFG input gate).
+    x, aux = torch.randn(5, 2, 3), torch.randn(5, 2, 2)
+    aux_w = ({"wa_" + g: torch.randn(5, 2, dtype=torch.float64) * 0.4 for g in GATES},
+             {"wa_" + g: torch.randn(4, 2, dtype=torch.float64) * 0.4 for g in "fgo"})
+    got = bidirectional_lstm(x, fw, bw, states, 4, True, False, aux, aux_w)
+    close(got[0].double(), lstm_direction_formula(fw, x.double(), d[0], d[1], 4, 0.0, False,
+                                                  aux.double(), aux_w[0]), **tol)
+    close(got[1].double(), lstm_direction_formula(bw, x.double(), d[2], d[3], 4, 0.0, True,
+                                                  aux.double(), aux_w[1]), **tol)
+    # Parallel linking: the backward cell reads the auxiliary input.
+    aux = torch.randn(5, 2, 3)
+    got = bidirectional_lstm(x, fw, bw, states, 4, True, False, aux)
+    close(got[0].double(), lstm_direction_formula(fw, x.double(), d[0], d[1], 4, 0.0, False),
+          **tol)
+    close(got[1].double(), lstm_direction_formula(bw, aux.double(), d[2], d[3], 4, 0.0, True),
+          **tol)
+
+
+def case_bidirectional_lstm_validator_refusals():
+    def build(merge=False, n_out=2, drop_aux_weight=False, bw_peephole_partial=False):
+        def b(m):
+            fw = make_lstm(3, 4, 4)
+            bw = make_lstm(3, 4, 4, peephole=True)
+            if bw_peephole_partial:
+                bw.pop("p_o")
+            aux_w = None
+            aux = None
+            if drop_aux_weight:
+                aux = torch.randn(5, 2, 2)
+                aux_w = ({"wa_" + g: torch.randn(4, 2, dtype=torch.float64) for g in "ifg"},
+                         {"wa_" + g: torch.randn(4, 2, dtype=torch.float64) for g in GATES})
+            ins = [m.input(T_F32, (5, 2, 3))]
+            ins += lstm_weight_operands(m, fw, T_F32) + lstm_weight_operands(m, bw, T_F32)
+            ins += [m.input(T_F32, (2, 4)) for _ in range(4)]
+            ins.append(m.input(T_F32, (5, 2, 2)) if aux is not None else omitted(m, T_F32))
+            for weights in aux_w or ({}, {}):
+                ins += [m.const(T_F32, weights["wa_" + g].float()) if "wa_" + g in weights
+                        else omitted(m, T_F32) for g in GATES]
+            ins += [m.const(I32, 4), m.const(F32, 0.0), m.const(F32, 0.0), m.const(BOOL, merge),
+                    m.const(BOOL, True)]
+            ins += [omitted(m, T_F32) for _ in range(8)]
+            m.op("BIDIRECTIONAL_SEQUENCE_LSTM", ins,
+                 [m.output(T_F32, (0, 0, 0)) for _ in range(n_out)])
+        return b
+    assert not _refused(build())
+    assert not _refused(build(merge=True, n_out=1))
+    bad = {"merged with two outputs": build(merge=True, n_out=2),
+           "an auxiliary weight omitted": build(drop_aux_weight=True),
+           "a backward peephole omitted": build(bw_peephole_partial=True)}
+    wrongly_accepted = [what for what, b in bad.items() if not _refused(b)]
+    assert not wrongly_accepted, wrongly_accepted
+
+
+CASES = [v for k, v in list(globals().items()) if k.startswith("case_")]
+
+if __name__ == "__main__":
+    sys.exit(run_cases(CASES))
