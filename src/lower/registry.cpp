@@ -85,6 +85,7 @@ const LoweringTable& lowering_table() {
         {"indexing", register_indexing_ops},
         {"logical", register_logical_ops},
         {"reduction", register_reduction_ops},
+        {"control", register_control_ops},
     };
     for (const auto& [family, register_family] : families) {
       t.set_family(family);
