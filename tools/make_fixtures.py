@@ -826,6 +826,62 @@ refuse("unfused-attention-flex-len", lambda: Case(
     r"BATCH_MATMUL.*--min-android-api 33")
 
 
+# Checks and branches that scripted models decide by sizes: `assert x.dim() ==
+# 4` (aten::dim, a prim::If that raises), `if x.size(1) == 3:`, the argument
+# handling inside F.adaptive_avg_pool2d (a prim::If), x.dtype in a factory
+# (prim::dtype) and x.view(x.size(0), -1) ahead of a Linear, which needs the
+# -1 as a number with a flexible batch too. The branch taken is lowered; the
+# other is dropped (NNAPI's IF is feature level 4).
+class SizeChecksModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3)
+        self.fc = torch.nn.Linear(8 * 6 * 6, 4)
+
+    def forward(self, x):
+        assert x.dim() == 4, "expects NCHW images"
+        if x.size(1) == 3:
+            x = x * 2
+        else:
+            x = x + 1
+        y = torch.relu(self.conv(x))
+        pooled = torch.nn.functional.adaptive_avg_pool2d(y, 1).view(y.size(0), -1)
+        return self.fc(y.view(y.size(0), -1)), pooled + torch.arange(8, dtype=y.dtype)
+
+
+class NumelModule(torch.nn.Module):
+    def forward(self, x):
+        n = x.numel() // x.size(0)
+        return x.reshape(-1, n) * float(x.dim())
+
+
+def _size_checks():
+    return torch.jit.script(SizeChecksModule().eval())
+
+
+beyond("size-checks-scripted", lambda: Case(_size_checks(), torch.randn(2, 3, 8, 8)))
+beyond("size-checks-scripted-flex", lambda: Case(
+    _size_checks(), torch.randn(3, 3, 8, 8), convert_args=[torch.zeros(0, 3, 8, 8)]))
+beyond("numel-scripted", lambda: Case(
+    torch.jit.script(NumelModule().eval()), torch.randn(2, 3, 4, 5)))
+# The assert fails for a 3-D input: the model's own message is the refusal.
+refuse("size-checks-assert-fails", lambda: Case(
+    torch.jit.script(torch.nn.Sequential(SizeChecksModule()).eval()), torch.randn(2, 3, 8, 8),
+    convert_args=[torch.randn(3, 8, 8)]), r"raises an exception for these input sizes")
+# A condition on a size known only when the model runs (a flexible batch)
+# cannot be decided during conversion: refused naming the node.
+class BatchBranchModule(torch.nn.Module):
+    def forward(self, x):
+        if x.size(0) > 1:
+            return x * 2
+        return x
+
+
+refuse("batch-branch-scripted-flex", lambda: Case(
+    torch.jit.script(BatchBranchModule().eval()), torch.randn(2, 3),
+    convert_args=[torch.zeros(0, 3)]), r"known only when the model runs|only during conversion")
+
+
 # Dropout that survives freezing (freezing drops aten::dropout with train=False
 # only): the identity, as PyTorch returns the input for p = 0 or train=False.
 class DropoutModule(torch.nn.Module):

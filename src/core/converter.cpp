@@ -242,41 +242,46 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
   // messages, and the trace).
   std::vector<const Node*> op_nodes;
   Folder folder;
-  try {
-    for (const Node* node : graph->nodes()) {
-      op_nodes.resize(m.operation_count(), current);
-      current = node;
-      if (folder.try_fold(cx, node) || lower_symbolic_arithmetic(cx, node)) continue;
-      if (plan.claimed(node)) continue;  // lowered with its group, at the group's last node
-      if (plan.folded_activation(node)) {
-        cx.alias(node->output(), node->input(0));  // computed by the producer's fused activation
-        continue;
-      }
-      const NodeGroup* group = plan.group_ending_at(node);
-      const LowerFn* fn = group ? nullptr : lowering_table().find(node->kind());
-      if (!group && !fn && tensor_foldable_kinds().count(node->kind())) {
-        fail(
-            "nnapi-convert computes this operation only during conversion, when all its "
-            "inputs are constant (a mask built from fixed sizes), but here an input is a "
-            "tensor the model computes, or a size of a flexible input dimension");
-      }
-      if (!group && !fn) {
-        fail(
-            "this node computes with values known only when the model runs (sizes of "
-            "flexible dims?); nnapi-convert folds it only when all its inputs are constant");
-      }
-      if (!takes_video_inputs(cx, node)) check_input_ranks(cx, node);
-      check_quantized_inputs(cx, node, input_ids);
-      folder.note_lowered(cx, node);
-      const size_t operands_before = m.operand_count();
-      if (group) {
-        group->lower(cx, *group);
-      } else {
-        (*fn)(cx, node);
-      }
-      check_operand_ranks(m, operands_before);
-      if (const auto& over = m.first_over_limit()) fail_above_target(*over, options);
+  // One node: folded, shape arithmetic, part of a group, or its kind's
+  // lowering. The nodes of an `if` branch taken during conversion come here
+  // too (control.cpp).
+  const auto lower_one = [&](const Node* node) {
+    op_nodes.resize(m.operation_count(), current);
+    current = node;
+    if (folder.try_fold(cx, node) || lower_symbolic_arithmetic(cx, node)) return;
+    if (plan.claimed(node)) return;  // lowered with its group, at the group's last node
+    if (plan.folded_activation(node)) {
+      cx.alias(node->output(), node->input(0));  // computed by the producer's fused activation
+      return;
     }
+    const NodeGroup* group = plan.group_ending_at(node);
+    const LowerFn* fn = group ? nullptr : lowering_table().find(node->kind());
+    if (!group && !fn && tensor_foldable_kinds().count(node->kind())) {
+      fail(
+          "nnapi-convert computes this operation only during conversion, when all its "
+          "inputs are constant (a mask built from fixed sizes), but here an input is a "
+          "tensor the model computes, or a size of a flexible input dimension");
+    }
+    if (!group && !fn) {
+      fail(
+          "this node computes with values known only when the model runs (sizes of "
+          "flexible dims?); nnapi-convert folds it only when all its inputs are constant");
+    }
+    if (!takes_video_inputs(cx, node)) check_input_ranks(cx, node);
+    check_quantized_inputs(cx, node, input_ids);
+    folder.note_lowered(cx, node);
+    const size_t operands_before = m.operand_count();
+    if (group) {
+      group->lower(cx, *group);
+    } else {
+      (*fn)(cx, node);
+    }
+    check_operand_ranks(m, operands_before);
+    if (const auto& over = m.first_over_limit()) fail_above_target(*over, options);
+  };
+  cx.set_node_lowerer(lower_one);
+  try {
+    for (const Node* node : graph->nodes()) lower_one(node);
     op_nodes.resize(m.operation_count(), current);
     if (trace) {
       trace->operations = op_nodes;

@@ -281,6 +281,13 @@ Tensor LoweringContext::add_output(const Value* v, const Operand& rec,
 
 void LoweringContext::compute_operand_shape(int32_t id, int64_t dim, const std::string& expr) {
   shape_lines_.push_back(flex_name(id, dim) + " = " + expr);
+  flex_defs_[flex_name(id, dim)] = expr;
+}
+
+std::string LoweringContext::resolve_flex(std::string expr) const {
+  for (auto it = flex_defs_.find(expr); it != flex_defs_.end(); it = flex_defs_.find(expr))
+    expr = it->second;
+  return expr;
 }
 
 void LoweringContext::forward_operand_shape(int32_t out_id, int64_t out_dim, int32_t in_id,

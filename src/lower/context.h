@@ -6,6 +6,7 @@
 #include <ATen/core/ivalue.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -144,8 +145,21 @@ class LoweringContext {
   // An int list input, constant or symbolic.
   std::vector<SymInt> sym_int_list(const Value* v) const;
 
+  // --- nested blocks (control.cpp) -------------------------------------------
+  // How the driver lowers one node (folding, shape arithmetic, the table):
+  // the nodes of an `if` branch taken during conversion go through it too.
+  void set_node_lowerer(std::function<void(const Node*)> f) { node_lowerer_ = std::move(f); }
+  void lower_nested(const Node* n) const {
+    if (!node_lowerer_) fail("nested blocks are lowered only inside a conversion");
+    node_lowerer_(n);
+  }
+
   // --- shape-compute script -------------------------------------------------
   void compute_operand_shape(int32_t id, int64_t dim, const std::string& expr);
+  // A load-time size's text with forwarded names followed to their source
+  // ("s_7_0 = s_3_0" makes "s_7_0" read "s_3_0"): equal results mean equal
+  // sizes when the model runs.
+  std::string resolve_flex(std::string expr) const;
   void forward_operand_shape(int32_t out_id, int64_t out_dim, int32_t in_id, int64_t in_dim);
   void add_shape_line(std::string line) { shape_lines_.push_back(std::move(line)); }
   const std::vector<std::string>& shape_lines() const { return shape_lines_; }
@@ -164,6 +178,8 @@ class LoweringContext {
   std::unordered_map<const Value*, std::vector<const Value*>> sequences_;
   std::unordered_map<const Value*, std::vector<SymInt>> symbolic_;
   std::vector<std::string> shape_lines_;
+  std::unordered_map<std::string, std::string> flex_defs_;  // s_<id>_<d> -> its text
+  std::function<void(const Node*)> node_lowerer_;
 
   int32_t push_operand(const Operand& o, const at::Tensor* weight = nullptr);
 };

@@ -116,8 +116,8 @@ void register_einsum_ops(LoweringTable& t);         // einsum.cpp
 void register_attention_ops(LoweringTable& t);      // attention.cpp
 void register_indexing_ops(LoweringTable& t);       // indexing.cpp
 void register_logical_ops(LoweringTable& t);        // logical.cpp
-void register_reduction_ops(LoweringTable& t);
-void register_video_ops(
-    LoweringTable& t);  // video.cpp (after pointwise, convolution)      // reduction.cpp
+void register_reduction_ops(LoweringTable& t);      // reduction.cpp
+void register_video_ops(LoweringTable& t);          // video.cpp (after pointwise, convolution)
+void register_control_ops(LoweringTable& t);        // control.cpp (prim::If decided here)
 
 }  // namespace nnapi_convert

@@ -114,6 +114,12 @@ bool lower_symbolic_arithmetic(LoweringContext& cx, const Node* node) {
     cx.add_symbolic(out, std::move(picked));
     return true;
   }
+  for (const char* cmp : {"aten::eq", "aten::ne", "aten::lt", "aten::le", "aten::gt", "aten::ge"}) {
+    check(kind != sym(cmp),
+          "this compares a size known only when the model runs (a flexible dim of --input), "
+          "so the condition cannot be decided during conversion; NNAPI below feature level 4 "
+          "has no control flow. Give that dim a fixed size in --input");
+  }
   // Consumers (view, reshape) read symbolic inputs themselves.
   return false;
 }

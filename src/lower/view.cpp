@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <set>
+#include <string>
 
 #include "lower/emit.h"
 #include "lower/logical.h"
@@ -154,6 +156,27 @@ void lower_flexible_reshape(LoweringContext& cx, const Node* node, Tensor in,
     }
   }
   if (inferred >= 0) dims[inferred] = sym_arith(numel, '/', known);
+  if (inferred >= 0 && !dims[inferred].is_constant()) {
+    // x.view(x.size(0), -1): the load-time sizes on both sides cancel, so the
+    // -1 is a number (the later layers need it fixed).
+    int64_t in_fixed = 1, out_fixed = 1;
+    std::multiset<std::string> in_flex, out_flex;
+    for (const SymInt& d : sym_shape(in)) {
+      if (d.is_constant())
+        in_fixed *= d.value;
+      else
+        in_flex.insert(cx.resolve_flex(d.expr));
+    }
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (static_cast<int64_t>(i) == inferred) continue;
+      if (dims[i].is_constant())
+        out_fixed *= dims[i].value;
+      else
+        out_flex.insert(cx.resolve_flex(dims[i].expr));
+    }
+    if (in_flex == out_flex && out_fixed > 0 && in_fixed % out_fixed == 0)
+      dims[inferred] = SymInt{in_fixed / out_fixed, ""};
+  }
   emit_reshape(cx, in, dims, node->output());
 }
 
@@ -287,6 +310,39 @@ void lower_size(LoweringContext& cx, const Node* node) {
   }
 }
 
+// x.dim(): the rank, known at conversion. x.numel(): the product of the
+// sizes, a load-time int where a size is flexible.
+void lower_dim(LoweringContext& cx, const Node* node) {
+  const Operand& in = cx.get_operand(node->input(0)).op;
+  cx.add_constant(node->output(), node->output()->type(),
+                  c10::IValue(static_cast<int64_t>(in.shape.size())));
+}
+
+void lower_numel(LoweringContext& cx, const Node* node) {
+  auto [in_id, in] = cx.get_operand(node->input(0));
+  SymInt n{1, ""};
+  for (int64_t d = 0; d < static_cast<int64_t>(in.shape.size()); ++d)
+    n = sym_arith(n, '*', sym_dim(in_id, in.shape, d));
+  if (n.is_constant()) {
+    cx.add_constant(node->output(), node->output()->type(), c10::IValue(n.value));
+  } else {
+    cx.add_symbolic(node->output(), {n});
+  }
+}
+
+// x.dtype (prim::dtype), e.g. torch.arange(n, dtype=x.dtype): PyTorch's
+// dtype of the tensor, an int constant of the model.
+void lower_dtype(LoweringContext& cx, const Node* node) {
+  const Operand& in = cx.get_operand(node->input(0)).op;
+  std::optional<c10::ScalarType> t = cx.torch_dtype_of(node->input(0));
+  if (!t && in.type == nnapi::OperandType::TensorFloat32) t = at::kFloat;
+  if (!t && in.type == nnapi::OperandType::TensorQuant8Asymm) t = at::kQUInt8;
+  check(t.has_value(),
+        "the dtype of this integer tensor (int32 or int64 in PyTorch) is not "
+        "known during conversion; give the dtype explicitly");
+  cx.add_constant(node->output(), node->output()->type(), c10::IValue(static_cast<int64_t>(*t)));
+}
+
 }  // namespace
 
 void register_view_ops(LoweringTable& t) {
@@ -303,6 +359,9 @@ void register_view_ops(LoweringTable& t) {
     t.add(kind, lower_dropout);
   }
   t.add("aten::size", lower_size);
+  t.add("aten::dim", lower_dim);
+  t.add("aten::numel", lower_numel);
+  t.add("prim::dtype", lower_dtype);
 }
 
 }  // namespace nnapi_convert

@@ -1,0 +1,74 @@
+// Control flow decided during conversion: scripted models check their input
+// (`assert x.dim() == 4`, torchvision's `_assert`) and branch on sizes
+// (`if x.size(1) == 3:`, F.adaptive_avg_pool2d's argument handling). With
+// the sizes fixed (or the rank, for dim()), the condition is a constant here:
+// the branch taken is lowered in place of the prim::If and the other is
+// dropped, as NNAPI has no control flow below feature level 4 (IF, WHILE).
+// A raise in the branch taken is the model refusing these input sizes.
+#include "lower/registry.h"
+
+namespace nnapi_convert {
+namespace {
+
+// The If's outputs are the taken block's: constants, load-time ints, tensors
+// or sequences of them.
+void bind_outputs(LoweringContext& cx, const Node* node, const torch::jit::Block* block) {
+  for (size_t i = 0; i < node->outputs().size(); ++i) {
+    const Value* out = node->output(i);
+    const Value* in = block->outputs()[i];
+    if (cx.has_constant(in)) {
+      cx.add_constant(out, out->type(), cx.constant(in).value);
+    } else if (cx.has_symbolic(in)) {
+      cx.add_symbolic(out, cx.sym_int_list(in));
+    } else if (cx.has_operand(in)) {
+      cx.alias(out, in);
+    } else if (cx.has_sequence(in)) {
+      cx.add_sequence(out, cx.sequence(in));
+    } else {
+      fail("output " + std::to_string(i) + " of the branch taken (" + value_name(in) +
+           ") has no value during conversion");
+    }
+  }
+}
+
+void lower_if(LoweringContext& cx, const Node* node) {
+  const Value* cond = node->input(0);
+  check(cx.has_constant(cond), [&] {
+    return "this `if` depends on values known only when the model runs (" + value_name(cond) +
+           "); nnapi-convert takes a branch only when its condition is known during conversion "
+           "(from fixed sizes, ranks or dtypes). Compute the condition from sizes given in "
+           "--input, or move the branch out of the model";
+  });
+  const torch::jit::Block* taken = node->blocks()[cx.constant_bool(cond) ? 0 : 1];
+  for (const Node* n : taken->nodes()) cx.lower_nested(n);
+  bind_outputs(cx, node, taken);
+}
+
+// prim::RaiseException(message, class name): reached only in a branch taken.
+void lower_raise(LoweringContext& cx, const Node* node) {
+  std::string message;
+  if (node->inputs().size() > 0 && cx.has_constant(node->input(0)) &&
+      cx.constant(node->input(0)).value.isString()) {
+    message = cx.constant(node->input(0)).value.toStringRef();
+  }
+  fail("the model raises an exception for these input sizes" +
+       (message.empty() ? std::string() : " (\"" + message + "\")") +
+       "; check the --input spec against what the model expects");
+}
+
+// The placeholder TorchScript gives a value on the path that raises; it is
+// only read there.
+void lower_uninitialized(LoweringContext&, const Node*) {}
+
+}  // namespace
+
+void register_control_ops(LoweringTable& t) {
+  t.add("prim::If", lower_if);
+  t.add("prim::RaiseException", lower_raise);
+  t.add("prim::Uninitialized", lower_uninitialized);
+  t.note("prim::If",
+         "only when its condition is known during conversion (fixed sizes, ranks, dtypes): the "
+         "branch taken is lowered in its place");
+}
+
+}  // namespace nnapi_convert
