@@ -33,6 +33,7 @@ const std::set<c10::Symbol>& foldable_kinds() {
       "aten::add",          "aten::sub",      "aten::remainder",  "aten::neg",
       "aten::__getitem__",  "aten::len",      "prim::ListUnpack", "prim::TupleUnpack",
       "prim::TupleIndex",   "aten::size",     "aten::floor",      "aten::ceil",
+      "prim::Uninitialized",
   });
   return kinds;
 }
@@ -97,6 +98,10 @@ bool writes_input(c10::Symbol kind) {
 // those are done here.
 void run_node(const Node* node, torch::jit::Stack& stack) {
   const c10::Symbol kind = node->kind();
+  if (kind == c10::prim::Uninitialized) {  // the value a raising branch "returns"
+    stack.emplace_back();
+    return;
+  }
   if (kind == c10::prim::ListUnpack || kind == c10::prim::TupleUnpack) {
     const c10::IValue packed = stack.at(0);
     stack.clear();

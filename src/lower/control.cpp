@@ -31,21 +31,9 @@ void bind_outputs(LoweringContext& cx, const Node* node, const torch::jit::Block
   }
 }
 
-void lower_if(LoweringContext& cx, const Node* node) {
-  const Value* cond = node->input(0);
-  check(cx.has_constant(cond), [&] {
-    return "this `if` depends on values known only when the model runs (" + value_name(cond) +
-           "); nnapi-convert takes a branch only when its condition is known during conversion "
-           "(from fixed sizes, ranks or dtypes). Compute the condition from sizes given in "
-           "--input, or move the branch out of the model";
-  });
-  const torch::jit::Block* taken = node->blocks()[cx.constant_bool(cond) ? 0 : 1];
-  for (const Node* n : taken->nodes()) cx.lower_nested(n);
-  bind_outputs(cx, node, taken);
-}
-
-// prim::RaiseException(message, class name): reached only in a branch taken.
-void lower_raise(LoweringContext& cx, const Node* node) {
+// prim::RaiseException(message, class name) in the branch taken: the model
+// refuses these input sizes.
+[[noreturn]] void fail_raise(LoweringContext& cx, const Node* node) {
   std::string message;
   if (node->inputs().size() > 0 && cx.has_constant(node->input(0)) &&
       cx.constant(node->input(0)).value.isString()) {
@@ -56,16 +44,26 @@ void lower_raise(LoweringContext& cx, const Node* node) {
        "; check the --input spec against what the model expects");
 }
 
-// The placeholder TorchScript gives a value on the path that raises; it is
-// only read there.
-void lower_uninitialized(LoweringContext&, const Node*) {}
+void lower_if(LoweringContext& cx, const Node* node) {
+  const Value* cond = node->input(0);
+  check(cx.has_constant(cond), [&] {
+    return "this `if` depends on values known only when the model runs (" + value_name(cond) +
+           "); nnapi-convert takes a branch only when its condition is known during conversion "
+           "(from fixed sizes, ranks or dtypes). Compute the condition from sizes given in "
+           "--input, or move the branch out of the model";
+  });
+  const torch::jit::Block* taken = node->blocks()[cx.constant_bool(cond) ? 0 : 1];
+  for (const Node* n : taken->nodes()) {
+    if (n->kind() == c10::prim::RaiseException) fail_raise(cx, n);
+    cx.lower_nested(n);
+  }
+  bind_outputs(cx, node, taken);
+}
 
 }  // namespace
 
 void register_control_ops(LoweringTable& t) {
   t.add("prim::If", lower_if);
-  t.add("prim::RaiseException", lower_raise);
-  t.add("prim::Uninitialized", lower_uninitialized);
   t.note("prim::If",
          "only when its condition is known during conversion (fixed sizes, ranks, dtypes): the "
          "branch taken is lowered in its place");

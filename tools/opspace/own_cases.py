@@ -1072,3 +1072,22 @@ unary("aten::cos", lambda x: torch.cos(x * 10000), labels=("rank4",))
 for _kind, _f in (("aten::gt", torch.gt), ("aten::le", torch.le)):  # a constant on the left
     add(Sample(_kind, fn(lambda m, x, f=_f: f(m.c, x), c=torch.tensor([[-0.5], [0.0], [0.5]])),
                [In((2, 3, 7))], "const-left"))
+
+
+# Scripted models' size checks and branches (view.cpp's aten::dim, aten::numel,
+# prim::dtype; control.cpp's prim::If, decided during conversion): an assert on
+# the rank, a branch on a size, x.numel() and x.dtype in a factory.
+class SizeBranch(torch.nn.Module):
+    def forward(self, x):
+        assert x.dim() >= 2, "needs a batch and features"
+        if x.size(1) > 2:
+            y = x * 2.0
+        else:
+            y = x + 1.0
+        n = x.numel() // x.size(0)
+        return y.reshape(x.size(0), n) + torch.ones(n, dtype=x.dtype)
+
+
+for _kind in ("prim::If", "aten::dim", "aten::numel", "prim::dtype"):
+    for _shape, _label in (((2, 3, 5, 7), "rank4"), ((3, 2), "rank2-else")):
+        add(Sample(_kind, SizeBranch, [In(_shape)], _label, script=True, flex=False))
