@@ -28,11 +28,11 @@ std::set<c10::Symbol> symbols(std::initializer_list<const char*> names) {
 // With fixed input sizes every input is a constant, so it runs once here.
 const std::set<c10::Symbol>& foldable_kinds() {
   static const std::set<c10::Symbol> kinds = symbols({
-      "prim::NumToTensor",  "aten::Int",      "aten::Float",      "aten::ScalarImplicit",
-      "aten::floor_divide", "aten::floordiv", "aten::div",        "aten::mul",
-      "aten::add",          "aten::sub",      "aten::remainder",  "aten::neg",
-      "aten::__getitem__",  "aten::len",      "prim::ListUnpack", "prim::TupleUnpack",
-      "prim::TupleIndex",   "aten::size",     "aten::floor",      "aten::ceil",
+      "prim::NumToTensor",   "aten::Int",      "aten::Float",      "aten::ScalarImplicit",
+      "aten::floor_divide",  "aten::floordiv", "aten::div",        "aten::mul",
+      "aten::add",           "aten::sub",      "aten::remainder",  "aten::neg",
+      "aten::__getitem__",   "aten::len",      "prim::ListUnpack", "prim::TupleUnpack",
+      "prim::TupleIndex",    "aten::size",     "aten::floor",      "aten::ceil",
       "prim::Uninitialized",
   });
   return kinds;
