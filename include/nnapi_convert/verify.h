@@ -75,6 +75,7 @@ struct Divergence {
 struct VerifyReport {
   std::string runtime_library;               // the libneuralnetworks.so that ran
   double atol = 0, rtol = 0;                 // the float tolerances used (relaxed_tolerances)
+  bool dynamic_quantization = false;  // the model quantizes dynamically: tolerances widened
   std::vector<std::vector<int64_t>> shapes;  // the input shapes used
   std::vector<OutputCheck> outputs;
   bool ok = false;
@@ -151,6 +152,8 @@ std::vector<at::Tensor> run_converted(const std::string& module_path,
 // float16 to show it): 5 units of float16's precision at 1 (5 * 2^-10), as
 // Android's generated tests allow relaxed and float16 results.
 constexpr double kFloat16Tolerance = 5.0 / 1024.0;
+// Float tolerances of --verify for a dynamic-quantized model (verify.cpp).
+constexpr double kDynamicQuantTolerance = 0.05;
 
 // `verify` with atol and rtol raised to at least kFloat16Tolerance when the
 // conversion asks for relaxed computation; unchanged otherwise.

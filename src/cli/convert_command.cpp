@@ -57,6 +57,11 @@ void print_verify(const Args& a, const JobResult& r) {
       out << "  relaxed float32 -> float16 computation: float tolerances atol " << v.atol
           << ", rtol " << v.rtol << "\n";
     }
+    if (v.dynamic_quantization) {
+      out << "  dynamic quantization (eager rounds activations to 8 bits at run time, the NNAPI "
+             "model computes in float): float tolerances atol "
+          << v.atol << ", rtol " << v.rtol << "\n";
+    }
     for (size_t i = 0; i < v.outputs.size(); ++i) {
       out << "  " << format_output_check(i, v.outputs[i]) << "\n";
     }

@@ -1,8 +1,8 @@
 """Models for ux_test.sh (the command line as a new user meets it):
 threesorts.pt (one unsupported kind used three times, from this file),
-video.pt (Conv3d, adaptive_avg_pool3d and a dilated grouped convolution:
-kinds the table lowers, but not with these arguments, and one it does not),
-qinput.pt (a quantized convolution that takes a quint8 input),
+video.pt (a Conv3d, which converts, logcumsumexp, which nothing lowers,
+and a dilated grouped convolution: a kind the table lowers, but not with
+these arguments), qinput.pt (a quantized convolution that takes a quint8 input),
 constant.pt (an output that is 0 whatever the input),
 inf.pt (an output of infinities), and inputs.pt (a real input for
 --verify-input, saved with torch.save)."""
@@ -26,10 +26,10 @@ x = torch.randn(1, 3, 8, 8)
 torch.jit.trace(ThreeSorts().eval(), x).save(os.path.join(out, "threesorts.pt"))
 
 
-# A video model in the shape of torchvision's r3d_18 (Conv3d, then
-# adaptive_avg_pool3d) beside a dilated grouped 2-D convolution: the
-# convolutions are kinds the lowering table takes, but not with these
-# arguments, so the refusal lists them beside the kind it has no lowering of.
+# A video model: a Conv3d (lowered), then logcumsumexp over time (no
+# lowering), beside a dilated grouped 2-D convolution: a kind the lowering
+# table takes, but not with these arguments, so the refusal lists it beside
+# the kind it has no lowering of.
 class VideoNet(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -38,7 +38,7 @@ class VideoNet(torch.nn.Module):
         self.t = torch.nn.Conv2d(4, 4, 3, dilation=2, groups=2)
 
     def forward(self, video, image):
-        v = torch.nn.functional.adaptive_avg_pool3d(torch.relu(self.c3(video)), 1)
+        v = torch.logcumsumexp(torch.relu(self.c3(video)), 2)
         return v.flatten(1), self.t(self.c2(image))
 
 
