@@ -53,12 +53,18 @@ struct QuantizedModel {
   std::vector<std::string> notes;  // what stays float and why (for the report)
 };
 
-enum class Mode { Quantized, FakeQuant, Float };
+// Quantized: the graph lowered. QuantizedEager: the same to run eagerly
+// with QNNPACK, whose quantized hardtanh of a channels-last tensor (what
+// quantized convolutions return) gives misordered values in PyTorch 1.13
+// (docs/quantization.md): each gets a contiguous input. FakeQuant: the
+// float graph with fake_quantize_per_tensor_affine at every quantized value
+// and fake-quantized weights and biases. Float: the float graph.
+enum class Mode { Quantized, QuantizedEager, FakeQuant, Float };
 
-// A graph of `q` in `mode`, with `probes` (when not null) filled with the
-// value standing for each quantized node's output (node index -> value):
-// the fake-quantized one (FakeQuant), the float one (Float). Quantized mode
-// rewrites `graph` in place; the others work on a copy of the float graph.
+// A graph of `q` in `mode` (on a copy of the float graph), with `probes`
+// (when not null) filled with the value standing for each quantized node's
+// output (node index -> value): the quantized tensor (Quantized*), the
+// fake-quantized one (FakeQuant), the float one (Float).
 std::shared_ptr<torch::jit::Graph> build_graph(const QuantizedModel& q, Mode mode,
                                                std::map<int, torch::jit::Value*>* probes);
 

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "core/diagnostics.h"
+#include "nnapi_convert/verify.h"
 #include "quantize/plan.h"
 
 namespace nnapi_convert {
@@ -323,8 +324,9 @@ class Builder {
     for (size_t i = 0; i < nodes_.size(); ++i) {
       const NodePlan& p = q_.nodes[i];
       Node* n = nodes_[i];
-      if (p.role == Role::Float || (p.role == Role::Absorbed && mode_ == Mode::Quantized)) continue;
-      Value* out = mode_ == Mode::Quantized ? quantized_node(n, p)
+      const bool quantized = mode_ == Mode::Quantized || mode_ == Mode::QuantizedEager;
+      if (p.role == Role::Float || (p.role == Role::Absorbed && quantized)) continue;
+      Value* out = quantized ? quantized_node(n, p)
                    : mode_ == Mode::Float
                        // The float value the quantized one stands for: after the
                        // ReLU / ReLU6 whose range it takes.
@@ -357,6 +359,9 @@ class Builder {
     Value* q = nullptr;
     if (p.role == Role::Keep) {
       Value* in = quantized_of(n->input(0));
+      if (mode_ == Mode::QuantizedEager && n->kind() == sym("aten::hardtanh")) {
+        in = g_->insert(sym("aten::contiguous"), {in});
+      }
       Node* c = g_->createClone(n, [&](Value* v) { return v == n->input(0) ? in : v; });
       g_->insertNode(c);
       q = c->output();
@@ -573,6 +578,7 @@ std::shared_ptr<const QuantizedModel> quantize_module(torch::jit::Module& module
                               "), so the model would stay float; convert it without --quantize");
   }
   spdlog::debug("--quantize: {} quantized nodes", quantized);
+  QnnpackEngine qnnpack;  // weights packed for Android's engine
   Builder(*q, Mode::Quantized, graph).build(nullptr);
   return q;
 }
