@@ -90,8 +90,11 @@ class SampleReader {
   void batch(const at::Tensor& t, std::vector<Sample>* out) const {
     const InputSpec& spec = specs_[0];
     const int64_t b = spec.dims.empty() || spec.dims[0] == 0 ? 1 : spec.dims[0];
-    if (t.dim() != static_cast<int64_t>(spec.dims.size()) || t.size(0) % b != 0 ||
-        t.size(0) == 0) {
+    bool fits = t.dim() == static_cast<int64_t>(spec.dims.size()) && t.dim() > 0;
+    for (int64_t d = 1; fits && d < t.dim(); ++d) {
+      fits = spec.dims[d] == 0 || spec.dims[d] == t.size(d);
+    }
+    if (!fits || t.size(0) % b != 0 || t.size(0) == 0) {
       refuse("holds a tensor of shape " + dims_text(t.sizes()) + ", which is not a batch of " +
              "samples of --input '" + spec.text + "' along dim 0 (" +
              std::string(t.size(0) == 0 ? "it holds no samples" : "its size must be") +

@@ -74,6 +74,7 @@ Node* only_user(const Value* v) { return v->uses().size() == 1 ? v->uses()[0].us
 
 bool is_relu(const Node* n) { return is_kind(n, {"aten::relu"}); }
 bool is_relu6(const Node* n) {
+  if (is_kind(n, {"aten::relu6"})) return true;
   if (!is_kind(n, {"aten::hardtanh"}) || n->inputs().size() != 3) return false;
   auto lo = torch::jit::toIValue(n->input(1)), hi = torch::jit::toIValue(n->input(2));
   return lo && hi && lo->isScalar() && hi->isScalar() && lo->toScalar().toDouble() == 0.0 &&
@@ -185,7 +186,7 @@ class Planner {
       }
       return Role::Mul;
     }
-    if (is_kind(n, {"aten::relu", "aten::hardtanh", "aten::max_pool2d", "aten::adaptive_avg_pool2d",
+    if (is_kind(n, {"aten::relu", "aten::relu6", "aten::hardtanh", "aten::max_pool2d", "aten::adaptive_avg_pool2d",
                     "aten::flatten", "aten::reshape", "aten::view", "aten::dropout"}) &&
         quantized_output(n->input(0), plans)) {
       return Role::Keep;
@@ -359,7 +360,7 @@ class Builder {
     Value* q = nullptr;
     if (p.role == Role::Keep) {
       Value* in = quantized_of(n->input(0));
-      if (mode_ == Mode::QuantizedEager && n->kind() == sym("aten::hardtanh")) {
+      if (mode_ == Mode::QuantizedEager && is_kind(n, {"aten::hardtanh", "aten::relu6"})) {
         in = g_->insert(sym("aten::contiguous"), {in});
       }
       Node* c = g_->createClone(n, [&](Value* v) { return v == n->input(0) ? in : v; });
