@@ -23,9 +23,10 @@
 //     outputs stay float.
 //  2. Calibrate: run the float graph on the samples with every value that
 //     needs a scale as an extra output; observe its range: minmax, or a
-//     histogram of 2048 bins searched for the range [a, b] that minimizes
-//     the expected squared quantization error (clipping outside, step^2/12
-//     inside), as PyTorch's HistogramObserver does. Activations are quint8
+//     histogram of 2048 bins searched (exhaustively) for the range [a, b]
+//     that minimizes the expected squared quantization error (clipping
+//     outside, step^2/12 inside), the objective of PyTorch's
+//     HistogramObserver. Activations are quint8
 //     per tensor with the range widened to hold 0; weights qint8 symmetric
 //     per tensor (PyTorch's loader carries one scale per operand), packed
 //     with quantized::conv2d_prepack / linear_prepack; biases int32 at
