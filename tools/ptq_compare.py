@@ -137,7 +137,7 @@ def main():
         data = samples(n + m, size, 1)
         cal, hold = data[:n], data[n:]
         path = os.path.join(args.work, name + ".pt")
-        torch.jit.trace(model, cal[:1]).save(path)
+        torch.jit.trace(model, cal[:1], check_trace=False).save(path)
         torch.save(data, os.path.join(args.work, name + "-samples.pt"))
         report = os.path.join(args.work, name + ".json")
         t0 = time.time()

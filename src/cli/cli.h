@@ -41,12 +41,9 @@ struct Args {
   std::string shard;  // --shard K/N
   bool shard_given = false;
   double timeout = 1800;
-  std::string quantize;  // --quantize uint8
-  std::string calibration, calibration_dir, calibration_method = "histogram";
-  int64_t calibration_holdout = 0;
-  std::vector<std::string> quantize_skip;
-  double min_sqnr = 20;
-  bool json = false;  // check: one JSON document on standard output
+  std::string quantize;          // --quantize uint8
+  QuantizeOptions quantization;  // --calibration* and the others of --quantize
+  bool json = false;             // check: one JSON document on standard output
   // Path options the user gave explicitly (an empty one is a usage error).
   std::vector<std::pair<std::string, std::string>> given_paths;  // option name, value
 };

@@ -211,7 +211,7 @@ std::vector<Job> plan_jobs(const Args& a) {
                        "--out-dir for several models");
   }
   if (!a.quantize.empty()) {
-    if (a.calibration.empty() == a.calibration_dir.empty()) {
+    if (a.quantization.calibration_file.empty() == a.quantization.calibration_dir.empty()) {
       throw ConvertError(2,
                          "--quantize needs calibration samples: give one of --calibration "
                          "FILE.pt (a tensor batch or a list of input tuples, torch.save'd) and "
@@ -221,19 +221,14 @@ std::vector<Job> plan_jobs(const Args& a) {
       throw ConvertError(2, "--quantize cannot be combined with --cpu-fallback yet");
     }
     if (!a.manifest.empty()) {
-      throw ConvertError(2, "--quantize applies to the models on the command line, not to a "
-                            "--manifest's");
+      throw ConvertError(2,
+                         "--quantize applies to the models on the command line, not to a "
+                         "--manifest's");
     }
   }
   Job defaults;
-  QuantizeOptions& q = defaults.options.quantize;
-  q.enabled = !a.quantize.empty();
-  q.calibration_file = a.calibration;
-  q.calibration_dir = a.calibration_dir;
-  q.method = a.calibration_method;
-  q.holdout = a.calibration_holdout;
-  q.skip = a.quantize_skip;
-  q.min_sqnr = a.min_sqnr;
+  defaults.options.quantize = a.quantization;
+  defaults.options.quantize.enabled = !a.quantize.empty();
   for (const std::string& s : a.input_specs) defaults.options.inputs.push_back(parse_input_spec(s));
   for (const std::string& s : a.return_shapes) {
     defaults.options.return_shapes.push_back(parse_return_shape(s));

@@ -109,8 +109,8 @@ class SampleReader {
   at::Tensor checked(const at::Tensor& t, size_t i, const std::string& where) const {
     const InputSpec& spec = specs_[i];
     if (spec.dtype != InputDType::Float32) {
-      refuse("is for a model with a " + std::string(dtype_name(spec.dtype)) +
-             " input (--input '" + spec.text + "'): --quantize calibrates float32 inputs only");
+      refuse("is for a model with a " + std::string(dtype_name(spec.dtype)) + " input (--input '" +
+             spec.text + "'): --quantize calibrates float32 inputs only");
     }
     if (t.scalar_type() != at::kFloat) {
       refuse(where + ", tensor " + std::to_string(i) + " is " + c10::toString(t.scalar_type()) +
@@ -167,13 +167,13 @@ std::vector<Sample> load_calibration_samples(const QuantizeOptions& q,
     for (const std::string& f : files) SampleReader(f, specs).read(&samples);
   }
   if (samples.empty()) {
-    throw ConvertError(1, source + " holds no samples; --quantize needs at least one. Nothing "
-                                   "was written.");
+    throw ConvertError(1, source +
+                              " holds no samples; --quantize needs at least one. Nothing "
+                              "was written.");
   }
   if (q.holdout >= static_cast<int64_t>(samples.size())) {
     throw ConvertError(1, source + " holds " + std::to_string(samples.size()) +
-                              " sample(s), and --calibration-holdout " +
-                              std::to_string(q.holdout) +
+                              " sample(s), and --calibration-holdout " + std::to_string(q.holdout) +
                               " would leave none to calibrate on; give more samples or a "
                               "smaller holdout. Nothing was written.");
   }

@@ -21,8 +21,7 @@ QParams qparams_for_range(double lo, double hi) {
   return q;
 }
 
-std::pair<double, double> histogram_range(const std::vector<double>& counts, double lo,
-                                          double hi) {
+std::pair<double, double> histogram_range(const std::vector<double>& counts, double lo, double hi) {
   const size_t n = counts.size();
   if (n == 0 || !(hi > lo)) return {lo, hi};
   const double w = (hi - lo) / static_cast<double>(n);

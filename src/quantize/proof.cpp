@@ -25,8 +25,9 @@ struct Sqnr {
     signal += r.pow(2).sum().item<double>();
     noise += (r - t).pow(2).sum().item<double>();
   }
-  // Capped at 200 dB (an exact match).
+  // Capped at 200 dB (an exact match); -200 for NaN or infinite outputs.
   double db() const {
+    if (!std::isfinite(signal) || !std::isfinite(noise)) return -200.0;
     if (noise <= 0) return 200.0;
     if (signal <= 0) return -200.0;
     return std::min(200.0, 10.0 * std::log10(signal / noise));
@@ -227,7 +228,8 @@ nlohmann::ordered_json prove_quantization(const QuantizedModel& q, const Convert
         rows[k] ? nlohmann::ordered_json(double(agree[k]) / double(rows[k])) : nullptr;
     outputs.push_back(o);
   }
-  j["quality"] = {{"min_sqnr", options.quantize.min_sqnr}, {"ok", quality_ok}, {"outputs", outputs}};
+  j["quality"] = {
+      {"min_sqnr", options.quantize.min_sqnr}, {"ok", quality_ok}, {"outputs", outputs}};
   std::vector<size_t> order(layers.size());
   for (size_t l = 0; l < order.size(); ++l) order[l] = l;
   std::stable_sort(order.begin(), order.end(),
@@ -253,9 +255,8 @@ std::string format_quantization(const nlohmann::ordered_json& p, size_t layers) 
                   std::to_string(p["calibration_samples"].get<int64_t>()) +
                   " calibration samples): " + std::to_string(p["quantized_nodes"].get<int64_t>()) +
                   " nodes quantized, " + std::to_string(p["float_nodes"].get<int64_t>()) +
-                  " kept float; measured on " +
-                  std::to_string(p["proof_samples"].get<int64_t>()) + " " +
-                  p["proof_on"].get<std::string>() + " samples\n";
+                  " kept float; measured on " + std::to_string(p["proof_samples"].get<int64_t>()) +
+                  " " + p["proof_on"].get<std::string>() + " samples\n";
   const auto& fq = p["fake_quant"];
   s += "  fake-quant check: each of the " + std::to_string(fq["quantized_values"].get<int64_t>()) +
        " quantized values against its op fake-quantized on the same inputs: max " +
@@ -289,9 +290,10 @@ std::string format_quantization(const nlohmann::ordered_json& p, size_t layers) 
          "VALUE keeps one float):\n";
     for (size_t l = 0; l < table.size() && l < layers; ++l) {
       const auto& r = table[l];
-      s += "    " + fixed(r["sqnr_db"].get<double>(), 1) + " dB  " +
-           r["value"].get<std::string>() + " " + r["node"].get<std::string>() +
-           (r["location"].get<std::string>().empty() ? "" : " at " + r["location"].get<std::string>()) +
+      s += "    " + fixed(r["sqnr_db"].get<double>(), 1) + " dB  " + r["value"].get<std::string>() +
+           " " + r["node"].get<std::string>() +
+           (r["location"].get<std::string>().empty() ? ""
+                                                     : " at " + r["location"].get<std::string>()) +
            "\n";
     }
   }

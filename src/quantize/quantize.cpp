@@ -168,7 +168,8 @@ class Planner {
       if (n->kind() == sym("aten::_convolution")) {
         auto transposed = torch::jit::toIValue(n->input(6));
         if (!transposed || !transposed->isBool() || transposed->toBool()) return Role::Float;
-      } else if (!torch::jit::toIValue(n->input(4)) || !torch::jit::toIValue(n->input(4))->isIntList()) {
+      } else if (!torch::jit::toIValue(n->input(4)) ||
+                 !torch::jit::toIValue(n->input(4))->isIntList()) {
         return Role::Float;  // padding='same' / 'valid'
       }
       return Role::Conv;
@@ -186,8 +187,9 @@ class Planner {
       }
       return Role::Mul;
     }
-    if (is_kind(n, {"aten::relu", "aten::relu6", "aten::hardtanh", "aten::max_pool2d", "aten::adaptive_avg_pool2d",
-                    "aten::flatten", "aten::reshape", "aten::view", "aten::dropout"}) &&
+    if (is_kind(n, {"aten::relu", "aten::relu6", "aten::hardtanh", "aten::max_pool2d",
+                    "aten::adaptive_avg_pool2d", "aten::flatten", "aten::reshape", "aten::view",
+                    "aten::dropout"}) &&
         quantized_output(n->input(0), plans)) {
       return Role::Keep;
     }
@@ -292,8 +294,7 @@ QParams range_qparams(const Seen& s, const std::string& method) {
 // qint8 symmetric per tensor, as PyTorch's qnnpack weight observer.
 at::Tensor quantize_weight(const at::Tensor& w) {
   const double amax = w.abs().max().item<double>();
-  const double scale =
-      std::max(amax / 127.5, double(std::numeric_limits<float>::epsilon()));
+  const double scale = std::max(amax / 127.5, double(std::numeric_limits<float>::epsilon()));
   return at::quantize_per_tensor(w.contiguous(), static_cast<float>(scale), 0, at::kQInt8);
 }
 
@@ -346,9 +347,8 @@ class Builder {
   Value* quantized_of(Value* v) {
     if (auto it = quantized_.find(v); it != quantized_.end()) return it->second;
     const QParams& qp = q_.quantized_at.at(refs_.at(v));
-    torch::jit::WithInsertPoint guard(v->node()->kind() == c10::prim::Param
-                                          ? g_->block()->nodes().front()
-                                          : v->node()->next());
+    torch::jit::WithInsertPoint guard(
+        v->node()->kind() == c10::prim::Param ? g_->block()->nodes().front() : v->node()->next());
     Value* qv = g_->insert(sym("aten::quantize_per_tensor"),
                            {v, qp.scale, qp.zero_point, static_cast<int64_t>(at::kQUInt8)});
     quantized_[v] = qv;
@@ -509,7 +509,8 @@ std::vector<at::Tensor> GraphRunner::run(const Sample& sample) {
   return out;
 }
 
-std::shared_ptr<Graph> build_graph(const QuantizedModel& q, Mode mode, std::map<int, Value*>* probes) {
+std::shared_ptr<Graph> build_graph(const QuantizedModel& q, Mode mode,
+                                   std::map<int, Value*>* probes) {
   return Builder(q, mode, q.float_graph->copy()).build(probes);
 }
 
