@@ -46,6 +46,9 @@ struct JobResult {
   PhaseTimes times;
   double total_ms = 0;
   std::optional<VerifyReport> verify;
+  // --quantize: the proof (src/quantize/quantize.h, prove_quantization);
+  // null otherwise.
+  nlohmann::ordered_json quantization;
 };
 
 // Runs one job; never throws.

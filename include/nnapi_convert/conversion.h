@@ -52,6 +52,18 @@ class ConvertError : public std::runtime_error {
   std::string location_;
 };
 
+// --quantize uint8: post-training quantization of a float model
+// (src/quantize/quantize.h).
+struct QuantizeOptions {
+  bool enabled = false;
+  std::string calibration_file;      // torch.save'd tensor (a batch) or list of input tuples
+  std::string calibration_dir;       // a directory of such .pt files
+  std::string method = "histogram";  // minmax | histogram
+  int64_t holdout = 0;               // the last N samples: not calibrated on, only measured
+  std::vector<std::string> skip;     // node kinds (aten::add) or value names (%x.3) kept float
+  double min_sqnr = 20;              // --verify fails when an output's SQNR is lower (dB)
+};
+
 struct ConvertOptions {
   std::string model_path;
   std::vector<InputSpec> inputs;
@@ -70,6 +82,7 @@ struct ConvertOptions {
   // Nodes NNAPI cannot run stay TorchScript; the runs of nodes between them
   // become NNAPI models called from the converted module (needs fixed sizes).
   bool cpu_fallback = false;
+  QuantizeOptions quantize;
 };
 
 struct PhaseTimes {
@@ -87,7 +100,8 @@ struct OutputTemplate {
   int64_t zero_point;
 };
 
-struct FallbackGraph;  // src/core/fallback.h
+struct FallbackGraph;   // src/core/fallback.h
+struct QuantizedModel;  // src/quantize/quantize.h
 
 struct Conversion {
   std::vector<int32_t> ser_model;
@@ -125,6 +139,8 @@ struct Conversion {
   std::vector<Conversion> segments;
   std::shared_ptr<const FallbackGraph> fallback;
   std::vector<NodeKindCount> cpu_kinds;
+  // --quantize: the plan, scales and graphs the proof runs.
+  std::shared_ptr<const QuantizedModel> quantized;
 };
 
 }  // namespace nnapi_convert

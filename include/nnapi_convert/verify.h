@@ -15,6 +15,21 @@
 
 namespace nnapi_convert {
 
+// Quantized models for NNAPI are made for QNNPACK, PyTorch's mobile engine
+// (test_nnapi.py sets it, so do the fixtures); x86 builds default to oneDNN,
+// which rounds ties to even where QNNPACK and NNAPI round them away from
+// zero. This selects QNNPACK for its lifetime.
+class QnnpackEngine {
+ public:
+  QnnpackEngine();
+  ~QnnpackEngine();
+  QnnpackEngine(const QnnpackEngine&) = delete;
+  QnnpackEngine& operator=(const QnnpackEngine&) = delete;
+
+ private:
+  int saved_;
+};
+
 struct VerifyOptions {
   // Per input, in --input order: the run-time shape (PyTorch order). Empty:
   // every flexible dimension takes its default size (see default_verify_size).

@@ -41,7 +41,9 @@ struct Args {
   std::string shard;  // --shard K/N
   bool shard_given = false;
   double timeout = 1800;
-  bool json = false;  // check: one JSON document on standard output
+  std::string quantize;          // --quantize uint8
+  QuantizeOptions quantization;  // --calibration* and the others of --quantize
+  bool json = false;             // check: one JSON document on standard output
   // Path options the user gave explicitly (an empty one is a usage error).
   std::vector<std::pair<std::string, std::string>> given_paths;  // option name, value
 };

@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "nnapi_convert/verify.h"
+#include "quantize/quantize.h"
 #include "util/output_file.h"
 
 namespace nnapi_convert::cli {
@@ -129,6 +130,13 @@ class Progress {
       }
       if (r.nnapi_models > 0 && r.ok && !a_.quiet) print_fallback(r);
       if (r.verify) print_verify(a_, r);
+      if (!r.quantization.is_null() && !a_.quiet) {
+        std::ostream& out = names_standard_output(a_.output) || names_standard_output(a_.report)
+                                ? std::cerr
+                                : std::cout;
+        out << r.model << ": " << format_quantization(r.quantization, a_.verbose ? 20 : 5)
+            << std::flush;
+      }
     }
     if (status_line_ && done_ < total_) {
       std::cerr << "[" << done_ << "/" << total_ << "] " << done_ - failed_ << " converted, "
@@ -207,7 +215,25 @@ std::vector<Job> plan_jobs(const Args& a) {
                        "-o names one output file, but several models were given; use "
                        "--out-dir for several models");
   }
+  if (!a.quantize.empty()) {
+    if (a.quantization.calibration_file.empty() == a.quantization.calibration_dir.empty()) {
+      throw ConvertError(2,
+                         "--quantize needs calibration samples: give one of --calibration "
+                         "FILE.pt (a tensor batch or a list of input tuples, torch.save'd) and "
+                         "--calibration-dir DIR (.pt files)");
+    }
+    if (a.cpu_fallback) {
+      throw ConvertError(2, "--quantize cannot be combined with --cpu-fallback yet");
+    }
+    if (!a.manifest.empty()) {
+      throw ConvertError(2,
+                         "--quantize applies to the models on the command line, not to a "
+                         "--manifest's");
+    }
+  }
   Job defaults;
+  defaults.options.quantize = a.quantization;
+  defaults.options.quantize.enabled = !a.quantize.empty();
   for (const std::string& s : a.input_specs) defaults.options.inputs.push_back(parse_input_spec(s));
   for (const std::string& s : a.return_shapes) {
     defaults.options.return_shapes.push_back(parse_return_shape(s));

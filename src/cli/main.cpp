@@ -168,6 +168,45 @@ void add_conversion_options(CLI::App& app, Args& a, std::vector<CLI::Option*>& p
   app.add_option("--rtol", a.rtol, "With --verify: relative tolerance (default 1e-4)")
       ->check(CLI::NonNegativeNumber)
       ->needs(verify);
+  auto* quantize =
+      app.add_option("--quantize", a.quantize,
+                     "Post-training quantization of a float model: uint8 (TENSOR_QUANT8_ASYMM "
+                     "activations, per-tensor int8 weights), calibrated on --calibration or "
+                     "--calibration-dir; inputs and outputs stay float. Prints, and --report "
+                     "holds, the proof: each output against the float graph fake-quantized "
+                     "at the chosen scales (within one quantum) and against the float model "
+                     "(SQNR, max abs error, top-1 agreement), and the layers' SQNR worst first; "
+                     "with --verify, exit 1 when it fails")
+          ->check(CLI::IsMember({"uint8"}));
+  paths.push_back(app.add_option("--calibration", a.quantization.calibration_file,
+                                 "With --quantize: a file written by torch.save, a float32 "
+                                 "tensor whose dim 0 runs over the samples (one-input models) "
+                                 "or a list with one tuple of input tensors per sample")
+                      ->needs(quantize));
+  paths.push_back(app.add_option("--calibration-dir", a.quantization.calibration_dir,
+                                 "With --quantize: a directory of such .pt files (in name "
+                                 "order)")
+                      ->needs(quantize));
+  app.add_option("--calibration-method", a.quantization.method,
+                 "With --quantize: how a value's range is chosen: histogram (default; the "
+                 "range minimizing the quantization error, as PyTorch's HistogramObserver) or "
+                 "minmax")
+      ->check(CLI::IsMember({"minmax", "histogram"}))
+      ->needs(quantize);
+  app.add_option("--calibration-holdout", a.quantization.holdout,
+                 "With --quantize: the last N samples are not calibrated on; the proof is "
+                 "measured on them (default 0: measured on the calibration samples)")
+      ->check(CLI::NonNegativeNumber)
+      ->needs(quantize);
+  app.add_option("--quantize-skip", a.quantization.skip,
+                 "With --quantize: keep float the nodes of this kind (aten::add) or computing "
+                 "this value (%input.3, as the per-layer table names it); repeatable")
+      ->allow_extra_args(false)
+      ->needs(quantize);
+  app.add_option("--min-sqnr", a.quantization.min_sqnr,
+                 "With --quantize --verify: fail when an output's SQNR against the float "
+                 "model is below this (dB, default 20)")
+      ->needs(quantize);
   app.add_flag("--timings", a.timings, "Print the time of each phase");
   app.add_flag("-v,--verbose", a.verbose, "More output");
   app.add_flag("-q,--quiet", a.quiet, "Errors only");

@@ -22,6 +22,7 @@
 #include "lower/registry.h"
 #include "nnapi_convert/converter.h"
 #include "nnapi_convert/nnapi_types.h"
+#include "quantize/quantize.h"
 #include "util/output_file.h"
 #include "util/timing.h"
 
@@ -82,7 +83,26 @@ JobResult run_job(const Job& job) {
     r.nnapi_models = static_cast<int64_t>(c.segments.size());
     r.torchscript_nodes = c.cpu_kinds;
     r.times = c.times;
-    if (job.verify) {
+    if (c.quantized) {
+      // The proof replaces --verify's comparison with the float model (which
+      // a quantized module matches only to its quantization error): --verify
+      // fails when the proof does.
+      std::lock_guard<std::mutex> lock(verify_mutex);
+      r.quantization = prove_quantization(*c.quantized, job.options, files.module->temp_path());
+      if (job.verify && !r.quantization["ok"].get<bool>()) {
+        r.exit_code = 1;
+        r.error = "model '" + r.model + "': the --quantize proof failed (" +
+                  (r.quantization["fake_quant"]["ok"].get<bool>()
+                       ? "an output's SQNR against the float model is below --min-sqnr " +
+                             std::to_string(job.options.quantize.min_sqnr) +
+                             " dB: keep the worst layers float with --quantize-skip, give "
+                             "more representative calibration samples, or lower --min-sqnr"
+                       : "the NNAPI module does not match the fake-quantized graph within "
+                         "one quantum: a fault of nnapi-convert, please report it with the "
+                         "model") +
+                  "); '" + r.output + "' was not written";
+      }
+    } else if (job.verify) {
       std::lock_guard<std::mutex> lock(verify_mutex);
       r.verify = verify_conversion(job.options, files.module->temp_path(), job.verify_options);
       if (!r.verify->ok) {
@@ -272,6 +292,7 @@ nlohmann::ordered_json to_json(const JobResult& r) {
     if (r.verify->dynamic_quantization) j["verify"]["dynamic_quantization"] = true;
     if (r.verify->divergence) j["verify"]["divergence"] = to_json(*r.verify->divergence);
   }
+  if (!r.quantization.is_null()) j["quantization"] = r.quantization;
   return j;
 }
 
@@ -320,6 +341,7 @@ JobResult job_result_from(const nlohmann::ordered_json& j, const std::string& ou
     if (v.contains("divergence")) rep.divergence = divergence_from(v.at("divergence"));
     r.verify = std::move(rep);
   }
+  if (j.contains("quantization")) r.quantization = j.at("quantization");
   return r;
 }
 

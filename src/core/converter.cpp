@@ -18,6 +18,7 @@
 #include "lower/logical.h"
 #include "lower/registry.h"
 #include "nnapi_convert/check.h"
+#include "quantize/quantize.h"
 #include "util/timing.h"
 
 namespace nnapi_convert {
@@ -120,7 +121,10 @@ Conversion convert(const ConvertOptions& options) {
   PhaseTimes times;
   torch::jit::Module module =
       load_frozen_model(options.model_path, &times.load_ms, &times.freeze_ms);
+  std::shared_ptr<const QuantizedModel> quantized;
+  if (options.quantize.enabled) quantized = quantize_module(module, options);
   Conversion result = lower_module(module, options);
+  result.quantized = quantized;
   result.times.load_ms = times.load_ms;
   result.times.freeze_ms = times.freeze_ms;
   return result;

@@ -79,23 +79,18 @@ void flatten(const c10::IValue& v, std::vector<at::Tensor>* out) {
   }
 }
 
-// Quantized models for NNAPI are made for QNNPACK, PyTorch's mobile engine
-// (test_nnapi.py sets it, so do the fixtures); x86 builds default to oneDNN,
-// which rounds ties to even where QNNPACK and NNAPI round them away from zero.
-class QnnpackEngine {
- public:
-  QnnpackEngine() : saved_(at::globalContext().qEngine()) {
-    for (at::QEngine e : at::globalContext().supportedQEngines()) {
-      if (e == at::QEngine::QNNPACK) at::globalContext().setQEngine(e);
-    }
-  }
-  ~QnnpackEngine() { at::globalContext().setQEngine(saved_); }
-  QnnpackEngine(const QnnpackEngine&) = delete;
-  QnnpackEngine& operator=(const QnnpackEngine&) = delete;
+}  // namespace
 
- private:
-  at::QEngine saved_;
-};
+QnnpackEngine::QnnpackEngine() : saved_(static_cast<int>(at::globalContext().qEngine())) {
+  for (at::QEngine e : at::globalContext().supportedQEngines()) {
+    if (e == at::QEngine::QNNPACK) at::globalContext().setQEngine(e);
+  }
+}
+QnnpackEngine::~QnnpackEngine() {
+  at::globalContext().setQEngine(static_cast<at::QEngine>(saved_));
+}
+
+namespace {
 
 std::vector<at::Tensor> run_module(torch::jit::Module& m, const std::vector<at::Tensor>& inputs) {
   std::vector<c10::IValue> args;

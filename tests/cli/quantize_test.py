@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""--quantize uint8 (post-training quantization) as --help states it.
+
+Usage: quantize_test.py BIN WORK (with libneuralnetworks.so, the host
+runtime, on LD_LIBRARY_PATH). A small CNN (conv-bn-relu, depthwise conv +
+ReLU6, 1x1 conv, residual add, pooling, linear) is traced here; seeded
+samples are saved with torch.save. Checks:
+- the converted module, run by PyTorch on the host NNAPI runtime, on the
+  holdout samples: the SQNR and top-1 agreement against the float model
+  that eager PyTorch computes here are the ones the report states, and the
+  SQNR is within 0.5 dB of PyTorch's own FX post-training quantization
+  (qnnpack qconfig) given the same calibration samples, or better;
+- its model inputs and outputs are float32 and its convolutions
+  TENSOR_QUANT8_ASYMM with int32 biases at input scale x filter scale
+  (NeuralNetworks.h's rule for CONV_2D), read back with `inspect --json`;
+- --calibration-method minmax: a layer's scale and zero point are those of
+  PyTorch's MinMaxObserver (quint8, per-tensor affine) over the float
+  model's value on the calibration samples;
+- --calibration-dir of .pt files and a list of input tuples are read;
+- --quantize-skip aten::add keeps the add float;
+- --verify with --min-sqnr above what the model reaches: exit 1, nothing
+  written;
+- bad calibration data: exit 1 with the file named and nothing written
+  (wrong shape, NaN, float64, not a torch.save file, empty folder, no
+  samples, holdout too large); usage errors exit 2.
+Prints "quantize: all passed" when every check passed.
+"""
+import copy
+import json
+import math
+import os
+import sys
+
+import torch
+import torch.nn as nn
+
+sys.dont_write_bytecode = True  # importing cli_checks writes no __pycache__ into the sources
+from cli_checks import check, finish, path, run  # noqa: E402
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 16, 3, padding=1)
+        self.b1 = nn.BatchNorm2d(16)
+        self.dw = nn.Conv2d(16, 16, 3, padding=1, groups=16)
+        self.pw = nn.Conv2d(16, 16, 1)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        y = torch.relu(self.b1(self.c1(x)))  # LINE_C1
+        z = nn.functional.relu6(self.dw(y))
+        y = y + self.pw(z)  # LINE_ADD
+        y = nn.functional.adaptive_avg_pool2d(y, 1).flatten(1)
+        return self.fc(y)
+
+
+def line_of(tag):
+    with open(__file__) as f:
+        for i, text in enumerate(f, 1):
+            if text.rstrip().endswith("# " + tag):
+                return i
+
+
+torch.manual_seed(0)
+net = Net().eval()
+with torch.no_grad():
+    net.b1.running_mean.uniform_(-0.3, 0.3)
+    net.b1.running_var.uniform_(0.5, 1.5)
+torch.jit.trace(net, torch.randn(1, 3, 16, 16)).save(path("net.pt"))
+N_CAL, N_HOLD = 24, 8
+data = torch.randn(N_CAL + N_HOLD, 3, 16, 16)
+torch.save(data, path("samples.pt"))
+SPEC = ["--input", "1x3x16x16"]
+
+
+def quantize(*extra, out="net.q.pt", report="report.json"):
+    for f in (out, report):
+        if os.path.exists(path(f)):
+            os.remove(path(f))
+    return run(path("net.pt"), *SPEC, "--quantize", "uint8", "-o", path(out),
+               "--report", path(report), *extra)
+
+
+def sqnr(ref, test):
+    return 10 * math.log10(ref.double().pow(2).sum() / (ref.double() - test.double()).pow(2).sum())
+
+
+# --- the conversion and its figures ------------------------------------
+
+status, text = quantize("--calibration", path("samples.pt"), "--calibration-holdout", str(N_HOLD))
+check("--quantize converts (exit 0)", status == 0, text)
+q = json.load(open(path("report.json")))["models"][0]["quantization"]
+check("the report's proof passes", q["ok"] and q["fake_quant"]["ok"], q["fake_quant"])
+check("the proof ran on the holdout", q["proof_on"] == "holdout" and q["proof_samples"] == N_HOLD
+      and q["calibration_samples"] == N_CAL, q)
+module = torch.jit.load(path("net.q.pt"))
+hold = data[N_CAL:]
+with torch.no_grad():
+    ref = torch.cat([net(hold[i:i + 1]) for i in range(N_HOLD)])
+    got = torch.cat([module(hold[i:i + 1]) for i in range(N_HOLD)])
+ours = sqnr(ref, got)
+stated = q["quality"]["outputs"][0]["sqnr_db"]
+check("the SQNR eager PyTorch measures is the report's", abs(ours - stated) < 0.01, (ours, stated))
+agree = (ref.argmax(1) == got.argmax(1)).float().mean().item()
+check("the top-1 agreement is the report's",
+      abs(agree - q["quality"]["outputs"][0]["top1_agreement"]) < 1e-9, agree)
+check("the module is quantized, not float (SQNR well below float32's)", ours < 60, ours)
+check("--quantize prints the proof", "fake-quant check" in text and "SQNR" in text, text)
+
+# PyTorch's FX post-training quantization on the same calibration samples.
+from torch.ao.quantization import get_default_qconfig_mapping  # noqa: E402
+from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx  # noqa: E402
+torch.backends.quantized.engine = "qnnpack"
+prepared = prepare_fx(copy.deepcopy(net), get_default_qconfig_mapping("qnnpack"), (data[:1],))
+with torch.no_grad():
+    for i in range(N_CAL):
+        prepared(data[i:i + 1])
+    fx = convert_fx(prepared)
+    fx_out = torch.cat([fx(hold[i:i + 1]) for i in range(N_HOLD)])
+fx_db = sqnr(ref, fx_out)
+check("SQNR within 0.5 dB of FX PTQ's or better", ours >= fx_db - 0.5, (ours, fx_db))
+
+# The NNAPI model's operands, as NeuralNetworks.h requires them.
+status, text = run("inspect", path("net.q.pt"), "--json", stdout_only=True)
+info = json.loads(text)
+model = info
+operands = model["operands"]
+ins = [operands[i] for i in model["inputs"]]
+outs = [operands[i] for i in model["outputs"]]
+check("model inputs and outputs stay float32",
+      all(o["type"] == "TENSOR_FLOAT32" for o in ins + outs), (ins, outs))
+convs = [op for op in model["operations"] if op["name"] in ("CONV_2D", "DEPTHWISE_CONV_2D")]
+check("three convolutions", len(convs) == 3, [op["name"] for op in model["operations"]])
+names = [op["name"] for op in model["operations"]]
+check("every op has a quantized form here: one QUANTIZE (the input), one DEQUANTIZE (the output)",
+      names.count("QUANTIZE") == 1 and names.count("DEQUANTIZE") == 1, names)
+for op in convs:
+    x, w, b = (operands[i] for i in op["inputs"][:3])
+    check("%s is quant8 with an int32 bias at input x filter scale" % op["name"],
+          x["type"] == "TENSOR_QUANT8_ASYMM" and w["type"] == "TENSOR_QUANT8_ASYMM"
+          and b["type"] == "TENSOR_INT32"
+          and abs(b["scale"] - x["scale"] * w["scale"]) <= 1e-5 * b["scale"], (x, w, b))
+
+# --- minmax against PyTorch's MinMaxObserver ----------------------------
+
+status, text = quantize("--calibration", path("samples.pt"), "--calibration-holdout", str(N_HOLD),
+                        "--calibration-method", "minmax")
+check("--calibration-method minmax converts", status == 0, text)
+layers = json.load(open(path("report.json")))["models"][0]["quantization"]["layers"]
+c1 = [r for r in layers if r["location"].endswith(":%d" % line_of("LINE_C1"))]
+obs = torch.ao.quantization.MinMaxObserver(dtype=torch.quint8, qscheme=torch.per_tensor_affine)
+with torch.no_grad():
+    for i in range(N_CAL):
+        obs(torch.relu(net.b1(net.c1(data[i:i + 1]))))
+scale, zp = obs.calculate_qparams()
+check("the first conv+relu's scale and zero point are MinMaxObserver's",
+      len(c1) == 1 and abs(c1[0]["scale"] - scale.item()) <= 1e-6 * scale.item()
+      and c1[0]["zero_point"] == zp.item(), (c1, scale, zp))
+
+# --- other sources of samples, --quantize-skip ---------------------------
+
+os.makedirs(path("dir"), exist_ok=True)
+for i in range(6):
+    torch.save((data[i:i + 1],), path("dir/s%02d.pt" % i))
+status, text = quantize("--calibration-dir", path("dir"))
+check("--calibration-dir of .pt files", status == 0 and json.load(open(path("report.json")))[
+    "models"][0]["quantization"]["calibration_samples"] == 6, text)
+torch.save([(data[i:i + 1],) for i in range(5)], path("tuples.pt"))
+status, text = quantize("--calibration", path("tuples.pt"))
+check("a list of input tuples", status == 0 and json.load(open(path("report.json")))[
+    "models"][0]["quantization"]["calibration_samples"] == 5, text)
+status, text = quantize("--calibration", path("samples.pt"), "--quantize-skip", "aten::add")
+skipped = json.load(open(path("report.json")))["models"][0]["quantization"]
+check("--quantize-skip aten::add keeps the add float",
+      status == 0 and not any(r["node"] == "aten::add" for r in skipped["layers"])
+      and skipped["quantized_nodes"] == q["quantized_nodes"] - 1, skipped)
+status, text = quantize("--calibration", path("samples.pt"), "--verify", "--min-sqnr", "150")
+check("--verify below --min-sqnr: exit 1, nothing written",
+      status == 1 and "below --min-sqnr" in text and not os.path.exists(path("net.q.pt")), text)
+status, text = quantize("--calibration", path("samples.pt"), "--verify")
+check("--verify passes at the default --min-sqnr", status == 0, text)
+
+# --- bad calibration data: exit 1, the file named, nothing written -------
+
+torch.save(torch.randn(4, 3, 8, 8), path("bad_shape.pt"))
+nan = data[:4].clone()
+nan[2, 0, 0, 0] = float("nan")
+torch.save(nan, path("nan.pt"))
+torch.save(data[:4].double(), path("f64.pt"))
+with open(path("text.pt"), "w") as f:
+    f.write("not a tensor\n")
+torch.save(torch.randn(0, 3, 16, 16), path("empty.pt"))
+os.makedirs(path("empty_dir"), exist_ok=True)
+for name, args, words in [
+        ("wrong shape", ["--calibration", path("bad_shape.pt")], ["bad_shape.pt", "shape 4x3x8x8"]),
+        ("NaN", ["--calibration", path("nan.pt")], ["nan.pt", "NaN"]),
+        ("float64", ["--calibration", path("f64.pt")], ["f64.pt", "not float32"]),
+        ("not torch.save", ["--calibration", path("text.pt")], ["text.pt", "torch.save"]),
+        ("no samples", ["--calibration", path("empty.pt")], ["empty.pt", "no samples"]),
+        ("empty folder", ["--calibration-dir", path("empty_dir")], ["empty_dir", "no .pt files"]),
+        ("holdout too large", ["--calibration", path("samples.pt"), "--calibration-holdout", "40"],
+         ["samples.pt", "holdout"])]:
+    status, text = quantize(*args)
+    check("%s: exit 1, named, nothing written" % name,
+          status == 1 and all(w in text for w in words) and not os.path.exists(path("net.q.pt"))
+          and "Traceback" not in text and "what():" not in text, (status, text))
+
+for name, args in [
+        ("no calibration", []),
+        ("both sources", ["--calibration", path("samples.pt"), "--calibration-dir", path("dir")]),
+        ("int8", ["--calibration", path("samples.pt"), "--quantize", "int8"]),
+        ("bad method", ["--calibration", path("samples.pt"), "--calibration-method", "mse"]),
+        ("skip names nothing", ["--calibration", path("samples.pt"), "--quantize-skip", "aten::lstm"])]:
+    status, text = quantize(*args)
+    check("%s: exit 2" % name, status == 2 and not os.path.exists(path("net.q.pt")), (status, text))
+status, text = run(path("net.pt"), *SPEC, "--calibration", path("samples.pt"), "-o", path("x.pt"))
+check("--calibration without --quantize: exit 2", status == 2, text)
+
+finish("quantize")
