@@ -2,7 +2,7 @@
 // TENSOR_FLOAT16 and layer normalization since level 3),
 // UNIDIRECTIONAL_SEQUENCE_LSTM (level 3), RNN (level 1) and
 // UNIDIRECTIONAL_SEQUENCE_RNN and BIDIRECTIONAL_SEQUENCE_RNN (level 3; see
-// their rules below), as Android's reference
+// their rules below), SVDF (level 1), as Android's reference
 // implementation checks them (LSTM.cpp, UnidirectionalSequenceLSTM.cpp).
 //
 // Both take, from input 1 on: input-to-{input, forget, cell, output} weights
@@ -416,6 +416,55 @@ void bidirectional_sequence_lstm_rule(Check& c) {
   bidirectional_output_shapes(c, dims[0].output_size, dims[1].output_size);
 }
 
+// ---- SVDF (level 1; TENSOR_FLOAT16 since level 3): input [batch,
+// input_size], weights_feature [num_filters, input_size], weights_time
+// [num_filters, memory_size], bias [num_units] (optional), state_in [batch,
+// memory_size * num_filters], rank (INT32, > 0, dividing num_filters =
+// num_units * rank), FuseCode. Outputs: state_out (state_in's shape), output
+// [batch, num_units]. The state size is Android's reference implementation's
+// (SVDF.cpp) and its conformance tests'; NeuralNetworks.h's text writes
+// (memory_size - 1) * num_units * rank.
+
+void svdf_rule(Check& c) {
+  c.input_count({7});
+  c.output_count(2);
+  typed(c, {{T::TensorFloat32, 1}, {T::TensorFloat16, 3}});
+  c.input_rank(0, 2, 2);
+  for (size_t i = 1; i <= 4; ++i) c.input_type(i, {c.type(0)});
+  present(c, 1, "weights_feature");
+  present(c, 2, "weights_time");
+  present(c, 4, "state_in");
+  c.input_type(5, {T::Int32});
+  c.input_type(6, {T::Int32});
+  for (size_t o = 0; o < 2; ++o) {
+    c.output_same_type(o, 0);
+    c.output_rank(o, 2, 2);
+  }
+  if (!c.full()) return;
+  c.fuse_code(6);
+  const auto rank = c.i32(5);
+  if (rank && *rank <= 0)
+    c.fail(Rule::Parameter, "input 5 (rank) is " + str(*rank) + "; NNAPI's SVDF needs it > 0");
+  if (!c.shapes()) return;
+  const int64_t batch = c.dim(0, 0), filters = c.dim(1, 0), memory = c.dim(2, 1);
+  tensor_dims(c, 1, "weights_feature", {filters, c.dim(0, 1)});
+  tensor_dims(c, 2, "weights_time", {filters, memory});
+  if (memory == 0)
+    c.fail(Rule::Parameter,
+           "input 2 (weights_time) has memory_size (dim 1) 0; NNAPI's SVDF "
+           "needs at least 1");
+  if (rank && filters >= 0 && filters % *rank != 0)
+    c.fail(Rule::Parameter, "weights_feature has " + str(filters) +
+                                " filters (dim 0), not a multiple of the rank " + str(*rank) +
+                                "; NNAPI's SVDF has num_units * rank filters");
+  const int64_t units = rank && filters >= 0 ? filters / *rank : -1;
+  const int64_t state = filters >= 0 && memory >= 0 ? filters * memory : -1;
+  tensor_dims(c, 3, "bias", {units});
+  tensor_dims(c, 4, "state_in, [batch, memory_size * num_units * rank]", {batch, state});
+  c.set_output(0, Shape::of({batch, state}));
+  c.set_output(1, Shape::of({batch, units}));
+}
+
 }  // namespace
 
 void add_recurrent_rules(std::vector<OpRule>& t) {
@@ -424,6 +473,7 @@ void add_recurrent_rules(std::vector<OpRule>& t) {
   t.push_back({nnapi::Op::Rnn, rnn_rule});
   t.push_back({nnapi::Op::UnidirectionalSequenceRnn, unidirectional_sequence_rnn_rule});
   t.push_back({nnapi::Op::Lstm, lstm_rule});
+  t.push_back({nnapi::Op::Svdf, svdf_rule});
   t.push_back({nnapi::Op::UnidirectionalSequenceLstm, unidirectional_sequence_lstm_rule});
 }
 

@@ -1,8 +1,8 @@
 // The recurrent operations (LSTM, UNIDIRECTIONAL_SEQUENCE_LSTM,
 // BIDIRECTIONAL_SEQUENCE_LSTM, RNN,
-// UNIDIRECTIONAL_SEQUENCE_RNN, BIDIRECTIONAL_SEQUENCE_RNN), as NeuralNetworks.h (feature level <=
-// 3) and Android's reference CPU implementation define them, in float32 (FLOAT16 operands are
-// widened and their results rounded back, as Android's reference LSTMEvalFloat16 does):
+// UNIDIRECTIONAL_SEQUENCE_RNN, BIDIRECTIONAL_SEQUENCE_RNN, SVDF), as NeuralNetworks.h (feature
+// level <= 3) and Android's reference CPU implementation define them, in float32 (FLOAT16 operands
+// are widened and their results rounded back, as Android's reference LSTMEvalFloat16 does):
 //
 // LSTM (one step) and UNIDIRECTIONAL_SEQUENCE_LSTM (one step per time step)
 // share one cell. With gates i (input), f (forget), g (cell), o (output):
@@ -320,6 +320,40 @@ void execute_bidirectional_sequence_rnn(ExecContext& ctx) {
   set_bidirectional_outputs(ctx, fw, bw, time_major, merge);
 }
 
+// SVDF (level 1; TENSOR_FLOAT16 since level 3): input [batch, input_size],
+// weights_feature [num_filters, input_size], weights_time [num_filters,
+// memory_size], bias [num_units] (optional), state_in [batch, num_filters *
+// memory_size], rank (INT32), FuseCode; num_filters = num_units * rank.
+// Outputs: state_out (state_in's shape), output [batch, num_units].
+// NeuralNetworks.h gives the state as [batch, (memory_size - 1) * num_units *
+// rank]; Android's reference implementation (SVDF.cpp) and its conformance
+// tests use memory_size * num_filters, filter-major: state[b, f * memory_size
+// + m], the oldest step at m = 0. One step:
+//   state[b, f, memory_size - 1] = weights_feature[f] . x[b]
+//   scratch[b, f] = sum_m weights_time[f, m] * state[b, f, m]
+//   output[b, u] = act(bias[u] + sum_r scratch[b, u * rank + r])
+//   state_out[b, f, m] = state[b, f, m + 1], and 0 at m = memory_size - 1.
+void execute_svdf(ExecContext& ctx) {
+  const at::Tensor x = ctx.in(0).t.to(at::kFloat);
+  const at::Tensor weights_feature = ctx.in(1).t.to(at::kFloat);
+  const at::Tensor weights_time = ctx.in(2).t.to(at::kFloat);
+  const int32_t rank = ctx.i32(5), fuse = ctx.i32(6);
+  check_fuse_code(fuse);
+  const int64_t batch = x.size(0), filters = weights_feature.size(0);
+  const int64_t memory = weights_time.size(1);
+  if (rank <= 0 || filters % rank != 0)
+    fail(Result::BadData, "the SVDF rank must be positive and divide weights_feature's dim 0");
+  at::Tensor state = ctx.in(4).t.to(at::kFloat).reshape({batch, filters, memory}).clone();
+  state.select(2, memory - 1).copy_(at::matmul(x, weights_feature.t()));
+  const at::Tensor scratch = (state * weights_time).sum(2);
+  at::Tensor out = scratch.reshape({batch, filters / rank, rank}).sum(2);
+  if (ctx.has(3)) out = out + ctx.in(3).t.to(at::kFloat);
+  at::Tensor shifted = at::zeros_like(state);
+  shifted.narrow(2, 0, memory - 1).copy_(state.narrow(2, 1, memory - 1));
+  ctx.set_output(0, shifted.reshape({batch, filters * memory}));
+  ctx.set_output(1, activate(out, fuse));
+}
+
 }  // namespace
 
 void add_recurrent_kernels(std::vector<OpKernel>& table) {
@@ -331,6 +365,7 @@ void add_recurrent_kernels(std::vector<OpKernel>& table) {
   table.push_back({Op::UnidirectionalSequenceRnn, "UNIDIRECTIONAL_SEQUENCE_RNN",
                    execute_unidirectional_sequence_rnn});
   table.push_back({Op::Lstm, "LSTM", execute_lstm});
+  table.push_back({Op::Svdf, "SVDF", execute_svdf});
   table.push_back({Op::UnidirectionalSequenceLstm, "UNIDIRECTIONAL_SEQUENCE_LSTM",
                    execute_unidirectional_sequence_lstm});
 }
