@@ -10,18 +10,21 @@ of the bias and the layer-norm weights): never with values the runtime
 produced. The last line is "N passed, M failed"; the exit status is non-zero
 on any failure.
 """
+import math
 import os
 import sys
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_extra_ops import (BOOL, CODES, F32, I32, T_F32, T_I32, Model, _refused, close,  # noqa: E402
-                            lib, run_cases)
+from test_extra_ops import (BOOL, CODES, F32, I32, T_F32, T_I32, Model, _refused,  # noqa: E402
+                            close, lib, run_cases, u32_array)
 
 T_F16, F16 = 8, 10
+T_Q8, T_Q16S = 5, 7  # TENSOR_QUANT8_ASYMM, TENSOR_QUANT16_SYMM
 CODES.update(LSTM=16, UNIDIRECTIONAL_SEQUENCE_LSTM=92, RNN=24, UNIDIRECTIONAL_SEQUENCE_RNN=93,
-             BIDIRECTIONAL_SEQUENCE_RNN=43, BIDIRECTIONAL_SEQUENCE_LSTM=42, SVDF=27)
+             BIDIRECTIONAL_SEQUENCE_RNN=43, BIDIRECTIONAL_SEQUENCE_LSTM=42, SVDF=27,
+             QUANTIZED_16BIT_LSTM=73)
 DTYPE = {T_F32: torch.float32, T_F16: torch.float16}
 GATES = "ifgo"  # input, forget, cell, output: NNAPI's operand order
 
@@ -754,6 +757,152 @@ def case_svdf_validator_refusals():
            "6 inputs": build(n_inputs=6),
            "output declared [2, 4]": build(out_dims=((2, 40), (2, 4)))}
     wrongly_accepted = [what for what, b in bad.items() if not _refused(b)]
+    assert not wrongly_accepted, wrongly_accepted
+
+
+# ------------------------------------------------------ QUANTIZED_16BIT_LSTM
+
+Q8, Q16 = 1 / 128, 1 / 2048  # NeuralNetworks.h's fixed scales (zero points 128, 0)
+
+
+def qlstm_formula(x, h, c, wx, wh, bias, w_scale, w_zp):
+    """NeuralNetworks.h's QUANTIZED_16BIT_LSTM in float64 loops on the real
+    values, gates i, f, g, o:
+      gate = W [v] + b with v = [x, h] (input then previous output) and the
+      gate's weights laid out [recurrent | input], as Android's reference
+      QuantizedLSTM.cpp concatenates them (its conformance example agrees);
+      i, f, o = sigmoid, g = tanh; c' = f c + i g; h' = o tanh(c').
+    The gate sums are held with 12 fractional bits in [-8, 8) and c' with 11
+    (16-bit fixed point), tanh(c') takes c' clamped to [-8, 8]. Returns the
+    stored values: (c' as QUANT16_SYMM raw, h' as QUANT8_ASYMM)."""
+    batch, n_in, n_out = x.shape[0], x.shape[1], h.shape[1]
+    c_out = torch.zeros(batch, n_out, dtype=torch.int16)
+    h_out = torch.zeros(batch, n_out, dtype=torch.uint8)
+    for b in range(batch):
+        v = [(float(x[b, d]) - 128) * Q8 for d in range(n_in)]
+        v += [(float(h[b, d]) - 128) * Q8 for d in range(n_out)]
+        for u in range(n_out):
+            gates = []
+            for k in range(4):
+                row = [float(wh[k][u, d]) for d in range(n_out)]
+                row += [float(wx[k][u, d]) for d in range(n_in)]
+                acc = sum(vd * (wd - w_zp) * w_scale for vd, wd in zip(v, row))
+                acc += float(bias[k][u]) * w_scale / 128
+                gates.append(min(max(round(acc * 4096), -32768), 32767) / 4096)
+            i, f = 1 / (1 + math.exp(-gates[0])), 1 / (1 + math.exp(-gates[1]))
+            g, o = math.tanh(gates[2]), 1 / (1 + math.exp(-gates[3]))
+            c_new = f * float(c[b, u]) * Q16 + i * g
+            c_raw = min(max(round(c_new / Q16), -32768), 32767)
+            h_new = o * math.tanh(min(max(c_raw * Q16, -8.0), 8.0))
+            c_out[b, u] = c_raw
+            h_out[b, u] = 128 + min(max(round(h_new / Q8), -128), 127)
+    return c_out, h_out
+
+
+def quantized_lstm(x, h, c, wx, wh, bias, w_scale, w_zp, bias_scale=None, x_quant=(Q8, 128),
+                   c_scale=Q16, c_code=T_Q16S, drop_last_input=False, x_dims=None, wx_dims=None):
+    """Builds QUANTIZED_16BIT_LSTM (the weights and biases constant).
+    Returns the model and a function that runs it."""
+    m = Model()
+    bias_scale = w_scale / 128 if bias_scale is None else bias_scale
+    ins = [m.input(T_Q8, x_dims or tuple(x.shape), *x_quant)]
+    ins += [m.const(T_Q8, w, dims=wx_dims, scale=w_scale, zp=w_zp) for w in wx]
+    ins += [m.const(T_Q8, w, scale=w_scale, zp=w_zp) for w in wh]
+    ins += [m.const(T_I32, b_, scale=bias_scale, zp=0) for b_ in bias]
+    ins += [m.input(c_code, tuple(c.shape), c_scale, 0), m.input(T_Q8, tuple(h.shape), Q8, 128)]
+    outs = [m.output(T_Q16S, (0, 0), Q16, 0), m.output(T_Q8, (0, 0), Q8, 128)]
+    m.op("QUANTIZED_16BIT_LSTM", ins[:-1] if drop_last_input else ins, outs)
+    return m, lambda: m.run([x, c, h], [torch.int16, torch.uint8])
+
+
+def u8(values, shape):
+    return torch.tensor(values, dtype=torch.uint8).reshape(shape)
+
+
+# Android's conformance example (runtime/test/specs/V1_2/quantized_lstm.mod.py):
+# batch 2, input_size 2, output_size 4, weights scale 0.00408021 zero point 100.
+QLSTM_WX = [[146, 250, 235, 171, 10, 218, 171, 108], [24, 50, 132, 179, 158, 110, 3, 169],
+            [133, 34, 29, 49, 206, 109, 54, 183], [195, 187, 11, 99, 109, 10, 218, 48]]
+QLSTM_WH = [[254, 206, 77, 168, 71, 20, 215, 6, 223, 7, 118, 225, 59, 130, 174, 26],
+            [137, 240, 103, 52, 68, 51, 237, 112, 0, 220, 89, 23, 69, 4, 207, 253],
+            [172, 60, 205, 65, 14, 0, 140, 168, 240, 223, 133, 56, 142, 64, 246, 216],
+            [106, 214, 67, 23, 59, 158, 45, 3, 119, 132, 49, 205, 129, 218, 11, 98]]
+QLSTM_BIAS = [[-7876, 13488, -726, 32839], [9206, -46884, -11693, -38724],
+              [39481, 48624, 48976, -21419], [-58999, -17050, -41852, -40538]]
+
+
+def qlstm_conformance_operands():
+    x = u8([166, 179, 50, 150], (2, 2))
+    h = u8([136, 150, 140, 115, 135, 152, 138, 112], (2, 4))
+    c = torch.tensor([876, 1034, 955, -909, 761, 1029, 796, -1036], dtype=torch.int16).reshape(2, 4)
+    wx = [u8(w, (4, 2)) for w in QLSTM_WX]
+    wh = [u8(w, (4, 4)) for w in QLSTM_WH]
+    bias = [torch.tensor(b_, dtype=torch.int32) for b_ in QLSTM_BIAS]
+    return x, h, c, wx, wh, bias
+
+
+def case_quantized_16bit_lstm_conformance():
+    # Android's expected values come from its fixed-point reference (gemmlowp
+    # sigmoid and tanh); NNAPI allows one quantum. The output matches exactly,
+    # the cell state within one quantum (3 of 8 values differ by one: float
+    # sigmoid/tanh against gemmlowp's 16-bit ones).
+    x, h, c, wx, wh, bias = qlstm_conformance_operands()
+    c_got, h_got = quantized_lstm(x, h, c, wx, wh, bias, 0.00408021, 100)[1]()
+    want_c = torch.tensor([1485, 1177, 1373, -1023, 1019, 1355, 1097, -1235]).reshape(2, 4)
+    want_h = torch.tensor([140, 151, 146, 112, 136, 156, 142, 112]).reshape(2, 4)
+    assert c_got.dtype == torch.int16 and h_got.dtype == torch.uint8
+    assert (c_got.int() - want_c).abs().max() <= 1, c_got
+    assert (h_got.int() - want_h).abs().max() <= 1, h_got
+    c_f, h_f = qlstm_formula(x, h, c, wx, wh, bias, 0.00408021, 100)
+    assert (c_f.int() - want_c).abs().max() <= 1 and (h_f.int() - want_h).abs().max() <= 1
+    assert torch.equal(c_got, c_f) and torch.equal(h_got, h_f), (c_got, c_f, h_got, h_f)
+
+
+def case_quantized_16bit_lstm_formula():
+    # Random operands, input_size 3 != output_size 5 and equal sizes (4, 4),
+    # three steps with the state fed back: the formula's stored values, to
+    # one quantum (the rounding of the gate sums may differ at ties).
+    torch.manual_seed(41)
+    for n_in, n_out, w_scale, w_zp in ((3, 5, 0.01, 120), (4, 4, 0.02, 128)):
+        wx = [torch.randint(0, 256, (n_out, n_in), dtype=torch.uint8) for _ in range(4)]
+        wh = [torch.randint(0, 256, (n_out, n_out), dtype=torch.uint8) for _ in range(4)]
+        bias = [torch.randint(-20000, 20000, (n_out,), dtype=torch.int32) for _ in range(4)]
+        h = torch.randint(0, 256, (2, n_out), dtype=torch.uint8)
+        c = torch.randint(-6000, 6000, (2, n_out), dtype=torch.int16)
+        for step in range(3):
+            x = torch.randint(0, 256, (2, n_in), dtype=torch.uint8)
+            c_got, h_got = quantized_lstm(x, h, c, wx, wh, bias, w_scale, w_zp)[1]()
+            c_want, h_want = qlstm_formula(x, h, c, wx, wh, bias, w_scale, w_zp)
+            assert (c_got.int() - c_want.int()).abs().max() <= 1, (step, c_got, c_want)
+            assert (h_got.int() - h_want.int()).abs().max() <= 1, (step, h_got, h_want)
+            assert (h_want != 128).any() and (c_want != 0).any()
+            c, h = c_got, h_got
+
+
+def case_quantized_16bit_lstm_validator_refusals():
+    x, h, c, wx, wh, bias = qlstm_conformance_operands()
+
+    def refused(kw):
+        try:
+            m, _ = quantized_lstm(x, h, c, wx, wh, bias, 0.00408021, 100, **kw)
+        except RuntimeError:
+            return True  # addOperation refused
+        a, o = m.inputs, m.outputs
+        lib.ANeuralNetworksModel_identifyInputsAndOutputs(
+            m.handle, len(a), u32_array(a), len(o), u32_array(o))
+        result = lib.ANeuralNetworksModel_finish(m.handle)
+        lib.ANeuralNetworksModel_free(m.handle)
+        return result != 0
+    assert not refused({})
+    bad = {"input zero point 127": dict(x_quant=(Q8, 127)),
+           "input scale 1/256": dict(x_quant=(1 / 256, 128)),
+           "cell state scale 2^-10": dict(c_scale=1 / 1024),
+           "bias scale not weights_scale / 128": dict(bias_scale=0.00408021 / 64),
+           "14 inputs": dict(drop_last_input=True),
+           "cell state TENSOR_QUANT16_ASYMM": dict(c_code=12),
+           "input of rank 3": dict(x_dims=(2, 1, 2)),
+           "input weights of the wrong width": dict(wx_dims=(2, 4))}
+    wrongly_accepted = [what for what, kw in bad.items() if not refused(kw)]
     assert not wrongly_accepted, wrongly_accepted
 
 
