@@ -2,8 +2,8 @@
 // TENSOR_FLOAT16 and layer normalization since level 3),
 // UNIDIRECTIONAL_SEQUENCE_LSTM (level 3), RNN (level 1) and
 // UNIDIRECTIONAL_SEQUENCE_RNN and BIDIRECTIONAL_SEQUENCE_RNN (level 3; see
-// their rules below), as Android's reference
-// implementation checks them (LSTM.cpp, UnidirectionalSequenceLSTM.cpp).
+// their rules below), SVDF (level 1) and QUANTIZED_16BIT_LSTM (level 3),
+// as Android's reference implementation checks them (LSTM.cpp, UnidirectionalSequenceLSTM.cpp).
 //
 // Both take, from input 1 on: input-to-{input, forget, cell, output} weights
 // [num_units, input_size] (1-4), recurrent-to-{...} weights [num_units,
@@ -416,6 +416,109 @@ void bidirectional_sequence_lstm_rule(Check& c) {
   bidirectional_output_shapes(c, dims[0].output_size, dims[1].output_size);
 }
 
+// ---- SVDF (level 1; TENSOR_FLOAT16 since level 3): input [batch,
+// input_size], weights_feature [num_filters, input_size], weights_time
+// [num_filters, memory_size], bias [num_units] (optional), state_in [batch,
+// memory_size * num_filters], rank (INT32, > 0, dividing num_filters =
+// num_units * rank), FuseCode. Outputs: state_out (state_in's shape), output
+// [batch, num_units]. The state size is Android's reference implementation's
+// (SVDF.cpp) and its conformance tests'; NeuralNetworks.h's text writes
+// (memory_size - 1) * num_units * rank.
+
+void svdf_rule(Check& c) {
+  c.input_count({7});
+  c.output_count(2);
+  typed(c, {{T::TensorFloat32, 1}, {T::TensorFloat16, 3}});
+  c.input_rank(0, 2, 2);
+  for (size_t i = 1; i <= 4; ++i) c.input_type(i, {c.type(0)});
+  present(c, 1, "weights_feature");
+  present(c, 2, "weights_time");
+  present(c, 4, "state_in");
+  c.input_type(5, {T::Int32});
+  c.input_type(6, {T::Int32});
+  for (size_t o = 0; o < 2; ++o) {
+    c.output_same_type(o, 0);
+    c.output_rank(o, 2, 2);
+  }
+  if (!c.full()) return;
+  c.fuse_code(6);
+  const auto rank = c.i32(5);
+  if (rank && *rank <= 0)
+    c.fail(Rule::Parameter, "input 5 (rank) is " + str(*rank) + "; NNAPI's SVDF needs it > 0");
+  if (!c.shapes()) return;
+  const int64_t batch = c.dim(0, 0), filters = c.dim(1, 0), memory = c.dim(2, 1);
+  tensor_dims(c, 1, "weights_feature", {filters, c.dim(0, 1)});
+  tensor_dims(c, 2, "weights_time", {filters, memory});
+  if (memory == 0)
+    c.fail(Rule::Parameter,
+           "input 2 (weights_time) has memory_size (dim 1) 0; NNAPI's SVDF "
+           "needs at least 1");
+  if (rank && filters >= 0 && filters % *rank != 0)
+    c.fail(Rule::Parameter, "weights_feature has " + str(filters) +
+                                " filters (dim 0), not a multiple of the rank " + str(*rank) +
+                                "; NNAPI's SVDF has num_units * rank filters");
+  const int64_t units = rank && filters >= 0 ? filters / *rank : -1;
+  const int64_t state = filters >= 0 && memory >= 0 ? filters * memory : -1;
+  tensor_dims(c, 3, "bias", {units});
+  tensor_dims(c, 4, "state_in, [batch, memory_size * num_units * rank]", {batch, state});
+  c.set_output(0, Shape::of({batch, state}));
+  c.set_output(1, Shape::of({batch, units}));
+}
+
+// ---- QUANTIZED_16BIT_LSTM (level 3): 15 inputs, 2 outputs (see the
+// runtime's ops/recurrent.cpp for their meaning). NeuralNetworks.h fixes the
+// quantization: the input, previous output and output scale 1/128 zero
+// point 128; the cell states QUANT16_SYMM scale 2^-11 zero point 0; the
+// eight weights one scale and zero point; the four biases TENSOR_INT32
+// scale weights_scale / 128 zero point 0.
+
+// An operand's scale and zero point are `scale`, `zero_point`.
+void quant_is(const Check& c, const Operand& o, const std::string& what, float scale,
+              int32_t zero_point) {
+  if (o.scale == scale && o.zero_point == zero_point) return;
+  c.fail(Rule::Quantization, what + " has scale " + std::to_string(o.scale) + " and zero point " +
+                                 str(o.zero_point) + "; NNAPI's " + c.name() + " needs scale " +
+                                 std::to_string(scale) + " and zero point " + str(zero_point));
+}
+
+void quantized_16bit_lstm_rule(Check& c) {
+  c.input_count({15});
+  c.output_count(2);
+  typed(c, {{T::TensorQuant8Asymm, 3}});
+  for (size_t i = 1; i <= 8; ++i) c.input_type(i, {T::TensorQuant8Asymm});
+  for (size_t i = 9; i <= 12; ++i) c.input_type(i, {T::TensorInt32});
+  c.input_type(13, {T::TensorQuant16Symm});
+  c.input_type(14, {T::TensorQuant8Asymm});
+  c.output_type(0, {T::TensorQuant16Symm});
+  c.output_type(1, {T::TensorQuant8Asymm});
+  for (size_t i = 0; i < 15; ++i) present(c, i, i == 0 ? "input" : "a weight, bias or state");
+  c.input_rank(0, 2, 2);
+  c.output_rank(0, 2, 2);
+  c.output_rank(1, 2, 2);
+  const float q8 = 1.0f / 128, q16 = 1.0f / 2048;
+  quant_is(c, c.in(0), "input 0 (input)", q8, 128);
+  quant_is(c, c.in(13), "input 13 (previous cell state)", q16, 0);
+  quant_is(c, c.in(14), "input 14 (previous output)", q8, 128);
+  quant_is(c, c.out(0), "output 0 (cell state out)", q16, 0);
+  quant_is(c, c.out(1), "output 1 (output)", q8, 128);
+  const Operand& w = c.in(1);
+  if (w.scale <= 0) c.fail(Rule::Quantization, "input 1 (weights) has scale 0");
+  for (size_t i = 2; i <= 8; ++i)
+    quant_is(c, c.in(i), in_name(i) + " (weights, like input 1)", w.scale, w.zero_point);
+  for (size_t i = 9; i <= 12; ++i)
+    quant_is(c, c.in(i), in_name(i) + " (bias, the weights' scale / 128)", w.scale / 128, 0);
+  if (!c.shapes()) return;
+  const int64_t batch = c.dim(0, 0), in = c.dim(0, 1);
+  const int64_t out = c.dim(14, 1) >= 0 ? c.dim(14, 1) : c.dim(1, 0);
+  for (size_t i = 1; i <= 4; ++i) tensor_dims(c, i, "input weights", {out, in});
+  for (size_t i = 5; i <= 8; ++i) tensor_dims(c, i, "recurrent weights", {out, out});
+  for (size_t i = 9; i <= 12; ++i) tensor_dims(c, i, "bias", {out});
+  tensor_dims(c, 13, "previous cell state", {batch, out});
+  tensor_dims(c, 14, "previous output", {batch, out});
+  c.set_output(0, Shape::of({batch, out}));
+  c.set_output(1, Shape::of({batch, out}));
+}
+
 }  // namespace
 
 void add_recurrent_rules(std::vector<OpRule>& t) {
@@ -424,6 +527,8 @@ void add_recurrent_rules(std::vector<OpRule>& t) {
   t.push_back({nnapi::Op::Rnn, rnn_rule});
   t.push_back({nnapi::Op::UnidirectionalSequenceRnn, unidirectional_sequence_rnn_rule});
   t.push_back({nnapi::Op::Lstm, lstm_rule});
+  t.push_back({nnapi::Op::Svdf, svdf_rule});
+  t.push_back({nnapi::Op::Quantized16BitLstm, quantized_16bit_lstm_rule});
   t.push_back({nnapi::Op::UnidirectionalSequenceLstm, unidirectional_sequence_lstm_rule});
 }
 

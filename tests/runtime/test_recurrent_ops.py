@@ -10,18 +10,21 @@ of the bias and the layer-norm weights): never with values the runtime
 produced. The last line is "N passed, M failed"; the exit status is non-zero
 on any failure.
 """
+import math
 import os
 import sys
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_extra_ops import (BOOL, CODES, F32, I32, T_F32, Model, _refused, close,  # noqa: E402
-                            lib, run_cases)
+from test_extra_ops import (BOOL, CODES, F32, I32, T_F32, T_I32, Model, _refused,  # noqa: E402
+                            close, lib, run_cases, u32_array)
 
 T_F16, F16 = 8, 10
+T_Q8, T_Q16S = 5, 7  # TENSOR_QUANT8_ASYMM, TENSOR_QUANT16_SYMM
 CODES.update(LSTM=16, UNIDIRECTIONAL_SEQUENCE_LSTM=92, RNN=24, UNIDIRECTIONAL_SEQUENCE_RNN=93,
-             BIDIRECTIONAL_SEQUENCE_RNN=43, BIDIRECTIONAL_SEQUENCE_LSTM=42)
+             BIDIRECTIONAL_SEQUENCE_RNN=43, BIDIRECTIONAL_SEQUENCE_LSTM=42, SVDF=27,
+             QUANTIZED_16BIT_LSTM=73)
 DTYPE = {T_F32: torch.float32, T_F16: torch.float16}
 GATES = "ifgo"  # input, forget, cell, output: NNAPI's operand order
 
@@ -561,6 +564,345 @@ def case_bidirectional_lstm_validator_refusals():
            "an auxiliary weight omitted": build(drop_aux_weight=True),
            "a backward peephole omitted": build(bw_peephole_partial=True)}
     wrongly_accepted = [what for what, b in bad.items() if not _refused(b)]
+    assert not wrongly_accepted, wrongly_accepted
+
+
+# ------------------------------------------------------------------ SVDF
+
+def svdf_formula(x, wf, wt, bias, state, rank, fuse):
+    """One SVDF step from NeuralNetworks.h's formula, in float64 loops, with
+    the state layout of Android's reference SVDF.cpp: state [batch, filters *
+    memory], filter f's memory at f * memory .. f * memory + memory - 1, the
+    newest feature last. Returns (state_out, output)."""
+    x, wf, wt, state = (t.double() for t in (x, wf, wt, state))
+    batch, filters, memory = x.shape[0], wf.shape[0], wt.shape[1]
+    units = filters // rank
+    new_state = torch.zeros(batch, filters * memory, dtype=torch.float64)
+    out = torch.zeros(batch, units, dtype=torch.float64)
+    for b in range(batch):
+        scratch = []
+        for f in range(filters):
+            mem = [float(state[b, f * memory + m]) for m in range(memory)]
+            mem[memory - 1] = sum(float(wf[f, i] * x[b, i]) for i in range(x.shape[1]))
+            scratch.append(sum(float(wt[f, m]) * mem[m] for m in range(memory)))
+            for m in range(memory - 1):  # shifted one step: the oldest drops out
+                new_state[b, f * memory + m] = mem[m + 1]
+        for u in range(units):
+            v = sum(scratch[u * rank + r] for r in range(rank))
+            out[b, u] = v + (float(bias[u]) if bias is not None else 0.0)
+    return new_state, activation(out, fuse)
+
+
+def svdf(x, wf, wt, bias, state, rank, fuse, code=T_F32, declared=((0, 0), (0, 0))):
+    """Runs one SVDF step on the runtime; returns (state_out, output)."""
+    dt = DTYPE[code]
+    m = Model()
+    ins = [m.input(code, tuple(x.shape)), m.const(code, wf.to(dt)), m.const(code, wt.to(dt)),
+           m.const(code, bias.to(dt)) if bias is not None else omitted(m, code),
+           m.input(code, tuple(state.shape)), m.const(I32, rank), m.const(I32, fuse)]
+    outs = [m.output(code, declared[0]), m.output(code, declared[1])]
+    m.op("SVDF", ins, outs)
+    return m.run([x.to(dt), state.to(dt)], [dt, dt])
+
+
+def svdf_steps(xs, wf, wt, bias, rank, fuse, code=T_F32):
+    """Runs SVDF over the steps xs [steps, batch, input] from a zero state,
+    feeding each state_out back; returns the outputs and the last state."""
+    filters, memory = wf.shape[0], wt.shape[1]
+    state = torch.zeros(xs.shape[1], filters * memory, dtype=DTYPE[code])
+    got = []
+    for x in xs:
+        state, out = svdf(x, wf, wt, bias, state, rank, fuse, code)
+        got.append(out)
+    return torch.stack(got), state
+
+
+# Android's conformance data (frameworks/ml/nn/runtime/test/specs: svdf2.mod.py
+# and svdf_bias_present.mod.py, from TFLite's svdf_test): weights, ten inputs
+# of two batches and the golden outputs of the ten steps, starting from a zero
+# state with each step's state_out fed back (the .mod.py files run the first
+# step only). Inputs 3 and 4 of svdf2 are batch 0's and batch 1's.
+SVDF_WT = [
+    -0.31930989, 0.37613347, 0.27901134, -0.36137494, -0.36118156,
+    0.22197971, 0.27557442, -0.06634006, 0.0079667, 0.12416199,
+    0.3905206, -0.10640851, -0.0976817, 0.15294972, 0.39635518,
+    -0.02702999, 0.39296314, 0.15785322, 0.21931258, 0.31053296,
+    -0.36916667, 0.38031587, -0.21580373, 0.27072677, 0.23622236,
+    0.34936687, 0.18174365, 0.35907319, -0.17493086, 0.324846,
+    -0.10781813, 0.27201805, 0.14324132, -0.23681851, -0.27115166,
+    -0.01580888, -0.14943552, 0.15465137, 0.09784451, -0.0337657,
+    -0.14884081, 0.19931212, -0.36002168, 0.34663299, -0.11405486,
+    0.12672701, 0.39463779, -0.07886535, -0.06384811, 0.08249187,
+    -0.26816407, -0.19905911, 0.29211238, 0.31264046, -0.28664589,
+    0.05698794, 0.11613581, 0.14078894, 0.02187902, -0.21781836,
+    -0.15567942, 0.08693647, -0.38256618, 0.36580828, -0.22922277,
+    -0.0226903, 0.12878349, -0.28122205, -0.10850525, -0.11955214,
+    0.27179423, -0.04710215, 0.31069002, 0.22672787, 0.09580326,
+    0.08682203, 0.1258215, 0.1851041, 0.29228821, 0.12366763]
+SVDF_INPUTS = [
+    0.12609188, -0.46347019, -0.89598465, 0.35867718, 0.36897406, 0.73463392,
+    0.14278367, -1.64410412, -0.75222826, -0.57290924, 0.12729003, 0.7567004,
+    0.49837467, 0.19278903, 0.26584083, 0.17660543, 0.52949083, -0.77931279,
+    -0.11186574, 0.13164264, -0.05349274, -0.72674477, -0.5683046, 0.55900657,
+    -0.68892461, 0.37783599, 0.18263303, -0.63690937, 0.44483393, -0.71817774,
+    -0.81299269, -0.86831826, 1.43940818, -0.95760226, 1.82078898, 0.71135032,
+    -1.45006323, -0.82251364, -1.69082689, -1.65087092, -1.89238167, 1.54172635,
+    0.03966608, -0.24936394, -0.77526885, 2.06740379, -1.51439476, 1.43768692,
+    0.11771342, -0.23761693, -0.65898693, 0.31088525, -1.55601168, -0.87661445,
+    -0.89477462, 1.67204106, -0.53235275, -0.6230064, 0.29819036, 1.06939757]
+SVDF2_WF = [
+    -0.31930989, 0.0079667, 0.39296314, 0.37613347, 0.12416199, 0.15785322,
+    0.27901134, 0.3905206, 0.21931258, -0.36137494, -0.10640851, 0.31053296,
+    -0.36118156, -0.0976817, -0.36916667, 0.22197971, 0.15294972, 0.38031587,
+    0.27557442, 0.39635518, -0.21580373, -0.06634006, -0.02702999, 0.27072677]
+SVDF2_GOLDEN = [
+    -0.09623547, -0.10193135, 0.11083051, -0.0347917, 0.1141196, 0.12965347, -0.12652366,
+    0.01007236, -0.16396809, -0.21247184, 0.11259045, -0.04156673, 0.10132131, -0.06143532,
+    -0.00924693, 0.10084561, 0.01257364, 0.0506071, -0.19287863, -0.07162561, -0.02033747,
+    0.22673416, 0.15487903, 0.02525555, -0.1411963, -0.37054959, 0.01774767, 0.05867489,
+    0.09607603, -0.0141301, -0.08995658, 0.12867066, -0.27142537, -0.16955489, 0.18521598,
+    -0.12528358, 0.00331409, 0.11167502, 0.02218599, -0.07309391, 0.09593632, -0.28361851,
+    -0.0773851, 0.17199151, -0.00075242, 0.33691186, -0.1536046, 0.16572715, -0.27916506,
+    -0.27626723, 0.42615682, 0.3225764, -0.37472126, -0.55655634, -0.05013514, 0.289112,
+    -0.24418658, 0.07540751, -0.1940318, -0.08911639, 0.00732617, 0.46737891, 0.26449674,
+    0.24888524, -0.17225097, -0.54660404, -0.38795233, 0.08389944, 0.07736043, -0.28260678,
+    0.15666828, 1.14949894, -0.57454878, -0.64704704, 0.73235172, -0.34616736, 0.21120001,
+    -0.22927976, 0.02455296, -0.35906726]
+SVDF_BIAS_WF = [
+    -0.31930989, -0.36118156, 0.0079667, 0.37613347, 0.22197971, 0.12416199,
+    0.27901134, 0.27557442, 0.3905206, -0.36137494, -0.06634006, -0.10640851]
+# svdf_bias_present: both batches get the same input (row 0 of each step).
+SVDF_BIAS_GOLDEN = [
+    1.014899, 1.9482339, 2.856275, 3.99728117, 1.068281, 1.837783, 2.847732, 4.00323521,
+    0.9682179, 1.9666911, 3.0609602, 4.0333759, 0.99376901, 1.922299, 2.608807, 3.9863309,
+    1.201551, 1.835393, 2.820538, 3.9407261, 1.0886511, 1.9124599, 2.730717, 4.0281379,
+    0.798826, 1.413855, 2.371376, 3.9669588, 0.9160904, 1.700671, 3.108746, 4.109808,
+    1.419114, 1.762176, 2.577373, 4.175115, 1.36726, 1.477697, 2.543498, 3.824525]
+
+
+def case_svdf_conformance_rank2():
+    # svdf2.mod.py: 8 filters, rank 2 (4 units), memory 10, no bias, ten steps.
+    xs = torch.tensor(SVDF_INPUTS).reshape(10, 2, 3)
+    wf = torch.tensor(SVDF2_WF).reshape(8, 3)
+    wt = torch.tensor(SVDF_WT).reshape(8, 10)
+    want = torch.tensor(SVDF2_GOLDEN).reshape(10, 2, 4)
+    for code, tol in ((T_F32, dict(atol=1e-5, rtol=1e-5)), (T_F16, dict(atol=6e-3, rtol=5e-3))):
+        got, _ = svdf_steps(xs, wf, wt, None, 2, 0, code)
+        close(got.double(), want.double(), **tol)
+
+
+def case_svdf_conformance_bias_present():
+    # svdf_bias_present.mod.py: 4 filters, rank 1, memory 10, bias 1..4.
+    xs = torch.tensor(SVDF_INPUTS).reshape(10, 2, 3)[:, :1].expand(10, 2, 3).contiguous()
+    wf = torch.tensor(SVDF_BIAS_WF).reshape(4, 3)
+    wt = torch.tensor(SVDF_WT[:40]).reshape(4, 10)
+    bias = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    want = torch.tensor(SVDF_BIAS_GOLDEN).reshape(10, 4)
+    got, _ = svdf_steps(xs, wf, wt, bias, 1, 0)
+    close(got[:, 0].double(), want.double(), atol=1e-5, rtol=1e-5)
+    close(got[:, 1].double(), want.double(), atol=1e-5, rtol=1e-5)
+
+
+def case_svdf_formula():
+    # Random weights, a random (non-zero) state, rank 3, each activation; the
+    # state out and output of one step against the formula; memory_size 1
+    # (no history: the state out is all zeros); float16.
+    torch.manual_seed(31)
+    batch, n_in, units, rank, memory = 2, 5, 3, 3, 4
+    wf, wt = torch.randn(units * rank, n_in), torch.randn(units * rank, memory)
+    bias = torch.randn(units)
+    x, state = torch.randn(batch, n_in), torch.randn(batch, units * rank * memory)
+    for fuse in (0, 1, 2, 3):
+        got_state, got = svdf(x, wf, wt, bias, state, rank, fuse,
+                              declared=((batch, units * rank * memory), (batch, units)))
+        want_state, want = svdf_formula(x, wf, wt, bias, state, rank, fuse)
+        close(got_state.double(), want_state, atol=1e-6, rtol=1e-6)
+        close(got.double(), want, atol=2e-5, rtol=1e-5)
+    wt1 = torch.randn(units * rank, 1)
+    got_state, got = svdf(x, wf, wt1, None, state[:, :units * rank], rank, 0)
+    want_state, want = svdf_formula(x, wf, wt1, None, state[:, :units * rank], rank, 0)
+    assert got_state.shape == (batch, units * rank) and not got_state.any()
+    close(got.double(), want, atol=2e-5, rtol=1e-5)
+    h = [t.half() for t in (x, wf, wt, bias, state)]
+    got_state, got = svdf(*h, rank, 1, code=T_F16)
+    assert got.dtype == torch.float16
+    want_state, want = svdf_formula(*h, rank, 1)
+    # The state moves, and the new features (weights_feature x, now one step
+    # old) are rounded to float16.
+    close(got_state.double(), want_state, atol=1e-3, rtol=1e-3)
+    close(got.double(), want, atol=1e-2, rtol=4e-3)
+
+
+def case_svdf_validator_refusals():
+    def build(rank=2, fuse=0, state_cols=40, bias_len=2, in_code=T_F32, wt_code=T_F32,
+              input_dims=(2, 3), n_inputs=7, out_dims=((0, 0), (0, 0))):
+        def b(m):
+            ins = [m.input(in_code, input_dims), m.const(T_F32, torch.randn(4, 3)),
+                   m.const(wt_code, torch.randn(4, 10).to(DTYPE[wt_code])),
+                   m.const(T_F32, torch.randn(bias_len)), m.input(T_F32, (2, state_cols)),
+                   m.const(I32, rank), m.const(I32, fuse)]
+            code = in_code if in_code in DTYPE else T_F32
+            m.op("SVDF", ins[:n_inputs], [m.output(code, d) for d in out_dims])
+        return b
+    assert not _refused(build())
+    assert not _refused(build(out_dims=((2, 40), (2, 2))))
+    bad = {"rank 0": build(rank=0),
+           "rank 3 not dividing 4 filters": build(rank=3),
+           "activation 4": build(fuse=4),
+           "state of (memory_size - 1) * filters": build(state_cols=36),
+           "bias of the wrong size": build(bias_len=4),
+           "TENSOR_INT32 input": build(in_code=T_I32),
+           "weights_time float16 with a float32 input": build(wt_code=T_F16),
+           "input of rank 3": build(input_dims=(2, 1, 3)),
+           "6 inputs": build(n_inputs=6),
+           "output declared [2, 4]": build(out_dims=((2, 40), (2, 4)))}
+    wrongly_accepted = [what for what, b in bad.items() if not _refused(b)]
+    assert not wrongly_accepted, wrongly_accepted
+
+
+# ------------------------------------------------------ QUANTIZED_16BIT_LSTM
+
+Q8, Q16 = 1 / 128, 1 / 2048  # NeuralNetworks.h's fixed scales (zero points 128, 0)
+
+
+def qlstm_formula(x, h, c, wx, wh, bias, w_scale, w_zp):
+    """NeuralNetworks.h's QUANTIZED_16BIT_LSTM in float64 loops on the real
+    values, gates i, f, g, o:
+      gate = W [v] + b with v = [x, h] (input then previous output) and the
+      gate's weights laid out [recurrent | input], as Android's reference
+      QuantizedLSTM.cpp concatenates them (its conformance example agrees);
+      i, f, o = sigmoid, g = tanh; c' = f c + i g; h' = o tanh(c').
+    The gate sums are held with 12 fractional bits in [-8, 8) and c' with 11
+    (16-bit fixed point), tanh(c') takes c' clamped to [-8, 8]. Returns the
+    stored values: (c' as QUANT16_SYMM raw, h' as QUANT8_ASYMM)."""
+    batch, n_in, n_out = x.shape[0], x.shape[1], h.shape[1]
+    c_out = torch.zeros(batch, n_out, dtype=torch.int16)
+    h_out = torch.zeros(batch, n_out, dtype=torch.uint8)
+    for b in range(batch):
+        v = [(float(x[b, d]) - 128) * Q8 for d in range(n_in)]
+        v += [(float(h[b, d]) - 128) * Q8 for d in range(n_out)]
+        for u in range(n_out):
+            gates = []
+            for k in range(4):
+                row = [float(wh[k][u, d]) for d in range(n_out)]
+                row += [float(wx[k][u, d]) for d in range(n_in)]
+                acc = sum(vd * (wd - w_zp) * w_scale for vd, wd in zip(v, row))
+                acc += float(bias[k][u]) * w_scale / 128
+                gates.append(min(max(round(acc * 4096), -32768), 32767) / 4096)
+            i, f = 1 / (1 + math.exp(-gates[0])), 1 / (1 + math.exp(-gates[1]))
+            g, o = math.tanh(gates[2]), 1 / (1 + math.exp(-gates[3]))
+            c_new = f * float(c[b, u]) * Q16 + i * g
+            c_raw = min(max(round(c_new / Q16), -32768), 32767)
+            h_new = o * math.tanh(min(max(c_raw * Q16, -8.0), 8.0))
+            c_out[b, u] = c_raw
+            h_out[b, u] = 128 + min(max(round(h_new / Q8), -128), 127)
+    return c_out, h_out
+
+
+def quantized_lstm(x, h, c, wx, wh, bias, w_scale, w_zp, bias_scale=None, x_quant=(Q8, 128),
+                   c_scale=Q16, c_code=T_Q16S, drop_last_input=False, x_dims=None, wx_dims=None):
+    """Builds QUANTIZED_16BIT_LSTM (the weights and biases constant).
+    Returns the model and a function that runs it."""
+    m = Model()
+    bias_scale = w_scale / 128 if bias_scale is None else bias_scale
+    ins = [m.input(T_Q8, x_dims or tuple(x.shape), *x_quant)]
+    ins += [m.const(T_Q8, w, dims=wx_dims, scale=w_scale, zp=w_zp) for w in wx]
+    ins += [m.const(T_Q8, w, scale=w_scale, zp=w_zp) for w in wh]
+    ins += [m.const(T_I32, b_, scale=bias_scale, zp=0) for b_ in bias]
+    ins += [m.input(c_code, tuple(c.shape), c_scale, 0), m.input(T_Q8, tuple(h.shape), Q8, 128)]
+    outs = [m.output(T_Q16S, (0, 0), Q16, 0), m.output(T_Q8, (0, 0), Q8, 128)]
+    m.op("QUANTIZED_16BIT_LSTM", ins[:-1] if drop_last_input else ins, outs)
+    return m, lambda: m.run([x, c, h], [torch.int16, torch.uint8])
+
+
+def u8(values, shape):
+    return torch.tensor(values, dtype=torch.uint8).reshape(shape)
+
+
+# Android's conformance example (runtime/test/specs/V1_2/quantized_lstm.mod.py):
+# batch 2, input_size 2, output_size 4, weights scale 0.00408021 zero point 100.
+QLSTM_WX = [[146, 250, 235, 171, 10, 218, 171, 108], [24, 50, 132, 179, 158, 110, 3, 169],
+            [133, 34, 29, 49, 206, 109, 54, 183], [195, 187, 11, 99, 109, 10, 218, 48]]
+QLSTM_WH = [[254, 206, 77, 168, 71, 20, 215, 6, 223, 7, 118, 225, 59, 130, 174, 26],
+            [137, 240, 103, 52, 68, 51, 237, 112, 0, 220, 89, 23, 69, 4, 207, 253],
+            [172, 60, 205, 65, 14, 0, 140, 168, 240, 223, 133, 56, 142, 64, 246, 216],
+            [106, 214, 67, 23, 59, 158, 45, 3, 119, 132, 49, 205, 129, 218, 11, 98]]
+QLSTM_BIAS = [[-7876, 13488, -726, 32839], [9206, -46884, -11693, -38724],
+              [39481, 48624, 48976, -21419], [-58999, -17050, -41852, -40538]]
+
+
+def qlstm_conformance_operands():
+    x = u8([166, 179, 50, 150], (2, 2))
+    h = u8([136, 150, 140, 115, 135, 152, 138, 112], (2, 4))
+    c = torch.tensor([876, 1034, 955, -909, 761, 1029, 796, -1036], dtype=torch.int16).reshape(2, 4)
+    wx = [u8(w, (4, 2)) for w in QLSTM_WX]
+    wh = [u8(w, (4, 4)) for w in QLSTM_WH]
+    bias = [torch.tensor(b_, dtype=torch.int32) for b_ in QLSTM_BIAS]
+    return x, h, c, wx, wh, bias
+
+
+def case_quantized_16bit_lstm_conformance():
+    # Android's expected values come from its fixed-point reference (gemmlowp
+    # sigmoid and tanh); NNAPI allows one quantum. The output matches exactly,
+    # the cell state within one quantum (3 of 8 values differ by one: float
+    # sigmoid/tanh against gemmlowp's 16-bit ones).
+    x, h, c, wx, wh, bias = qlstm_conformance_operands()
+    c_got, h_got = quantized_lstm(x, h, c, wx, wh, bias, 0.00408021, 100)[1]()
+    want_c = torch.tensor([1485, 1177, 1373, -1023, 1019, 1355, 1097, -1235]).reshape(2, 4)
+    want_h = torch.tensor([140, 151, 146, 112, 136, 156, 142, 112]).reshape(2, 4)
+    assert c_got.dtype == torch.int16 and h_got.dtype == torch.uint8
+    assert (c_got.int() - want_c).abs().max() <= 1, c_got
+    assert (h_got.int() - want_h).abs().max() <= 1, h_got
+    c_f, h_f = qlstm_formula(x, h, c, wx, wh, bias, 0.00408021, 100)
+    assert (c_f.int() - want_c).abs().max() <= 1 and (h_f.int() - want_h).abs().max() <= 1
+    assert torch.equal(c_got, c_f) and torch.equal(h_got, h_f), (c_got, c_f, h_got, h_f)
+
+
+def case_quantized_16bit_lstm_formula():
+    # Random operands, input_size 3 != output_size 5 and equal sizes (4, 4),
+    # three steps with the state fed back: the formula's stored values, to
+    # one quantum (the rounding of the gate sums may differ at ties).
+    torch.manual_seed(41)
+    for n_in, n_out, w_scale, w_zp in ((3, 5, 0.01, 120), (4, 4, 0.02, 128)):
+        wx = [torch.randint(0, 256, (n_out, n_in), dtype=torch.uint8) for _ in range(4)]
+        wh = [torch.randint(0, 256, (n_out, n_out), dtype=torch.uint8) for _ in range(4)]
+        bias = [torch.randint(-20000, 20000, (n_out,), dtype=torch.int32) for _ in range(4)]
+        h = torch.randint(0, 256, (2, n_out), dtype=torch.uint8)
+        c = torch.randint(-6000, 6000, (2, n_out), dtype=torch.int16)
+        for step in range(3):
+            x = torch.randint(0, 256, (2, n_in), dtype=torch.uint8)
+            c_got, h_got = quantized_lstm(x, h, c, wx, wh, bias, w_scale, w_zp)[1]()
+            c_want, h_want = qlstm_formula(x, h, c, wx, wh, bias, w_scale, w_zp)
+            assert (c_got.int() - c_want.int()).abs().max() <= 1, (step, c_got, c_want)
+            assert (h_got.int() - h_want.int()).abs().max() <= 1, (step, h_got, h_want)
+            assert (h_want != 128).any() and (c_want != 0).any()
+            c, h = c_got, h_got
+
+
+def case_quantized_16bit_lstm_validator_refusals():
+    x, h, c, wx, wh, bias = qlstm_conformance_operands()
+
+    def refused(kw):
+        try:
+            m, _ = quantized_lstm(x, h, c, wx, wh, bias, 0.00408021, 100, **kw)
+        except RuntimeError:
+            return True  # addOperation refused
+        a, o = m.inputs, m.outputs
+        lib.ANeuralNetworksModel_identifyInputsAndOutputs(
+            m.handle, len(a), u32_array(a), len(o), u32_array(o))
+        result = lib.ANeuralNetworksModel_finish(m.handle)
+        lib.ANeuralNetworksModel_free(m.handle)
+        return result != 0
+    assert not refused({})
+    bad = {"input zero point 127": dict(x_quant=(Q8, 127)),
+           "input scale 1/256": dict(x_quant=(1 / 256, 128)),
+           "cell state scale 2^-10": dict(c_scale=1 / 1024),
+           "bias scale not weights_scale / 128": dict(bias_scale=0.00408021 / 64),
+           "14 inputs": dict(drop_last_input=True),
+           "cell state TENSOR_QUANT16_ASYMM": dict(c_code=12),
+           "input of rank 3": dict(x_dims=(2, 1, 2)),
+           "input weights of the wrong width": dict(wx_dims=(2, 4))}
+    wrongly_accepted = [what for what, kw in bad.items() if not refused(kw)]
     assert not wrongly_accepted, wrongly_accepted
 
 

@@ -1,8 +1,10 @@
 // The recurrent operations (LSTM, UNIDIRECTIONAL_SEQUENCE_LSTM,
-// BIDIRECTIONAL_SEQUENCE_LSTM, RNN,
-// UNIDIRECTIONAL_SEQUENCE_RNN, BIDIRECTIONAL_SEQUENCE_RNN), as NeuralNetworks.h (feature level <=
-// 3) and Android's reference CPU implementation define them, in float32 (FLOAT16 operands are
-// widened and their results rounded back, as Android's reference LSTMEvalFloat16 does):
+// BIDIRECTIONAL_SEQUENCE_LSTM, RNN, UNIDIRECTIONAL_SEQUENCE_RNN,
+// BIDIRECTIONAL_SEQUENCE_RNN, SVDF, QUANTIZED_16BIT_LSTM), as
+// NeuralNetworks.h (feature level <= 3) and Android's reference CPU
+// implementation define them, in float32 (FLOAT16 operands are widened and
+// their results rounded back, as Android's reference LSTMEvalFloat16 does;
+// QUANTIZED_16BIT_LSTM, below, in integers and double):
 //
 // LSTM (one step) and UNIDIRECTIONAL_SEQUENCE_LSTM (one step per time step)
 // share one cell. With gates i (input), f (forget), g (cell), o (output):
@@ -320,6 +322,84 @@ void execute_bidirectional_sequence_rnn(ExecContext& ctx) {
   set_bidirectional_outputs(ctx, fw, bw, time_major, merge);
 }
 
+// SVDF (level 1; TENSOR_FLOAT16 since level 3): input [batch, input_size],
+// weights_feature [num_filters, input_size], weights_time [num_filters,
+// memory_size], bias [num_units] (optional), state_in [batch, num_filters *
+// memory_size], rank (INT32), FuseCode; num_filters = num_units * rank.
+// Outputs: state_out (state_in's shape), output [batch, num_units].
+// NeuralNetworks.h gives the state as [batch, (memory_size - 1) * num_units *
+// rank]; Android's reference implementation (SVDF.cpp) and its conformance
+// tests use memory_size * num_filters, filter-major: state[b, f * memory_size
+// + m], the oldest step at m = 0. One step:
+//   state[b, f, memory_size - 1] = weights_feature[f] . x[b]
+//   scratch[b, f] = sum_m weights_time[f, m] * state[b, f, m]
+//   output[b, u] = act(bias[u] + sum_r scratch[b, u * rank + r])
+//   state_out[b, f, m] = state[b, f, m + 1], and 0 at m = memory_size - 1.
+void execute_svdf(ExecContext& ctx) {
+  const at::Tensor x = ctx.in(0).t.to(at::kFloat);
+  const at::Tensor weights_feature = ctx.in(1).t.to(at::kFloat);
+  const at::Tensor weights_time = ctx.in(2).t.to(at::kFloat);
+  const int32_t rank = ctx.i32(5), fuse = ctx.i32(6);
+  check_fuse_code(fuse);
+  const int64_t batch = x.size(0), filters = weights_feature.size(0);
+  const int64_t memory = weights_time.size(1);
+  if (rank <= 0 || filters % rank != 0)
+    fail(Result::BadData, "the SVDF rank must be positive and divide weights_feature's dim 0");
+  at::Tensor state = ctx.in(4).t.to(at::kFloat).reshape({batch, filters, memory}).clone();
+  state.select(2, memory - 1).copy_(at::matmul(x, weights_feature.t()));
+  const at::Tensor scratch = (state * weights_time).sum(2);
+  at::Tensor out = scratch.reshape({batch, filters / rank, rank}).sum(2);
+  if (ctx.has(3)) out = out + ctx.in(3).t.to(at::kFloat);
+  at::Tensor shifted = at::zeros_like(state);
+  shifted.narrow(2, 0, memory - 1).copy_(state.narrow(2, 1, memory - 1));
+  ctx.set_output(0, shifted.reshape({batch, filters * memory}));
+  ctx.set_output(1, activate(out, fuse));
+}
+
+// QUANTIZED_16BIT_LSTM (level 3): input [batch, input_size] (QUANT8_ASYMM,
+// scale 1/128, zero point 128); input-to-{input, forget, cell, output}
+// weights [output_size, input_size] (1-4) and recurrent-to-{...} weights
+// [output_size, output_size] (5-8), QUANT8_ASYMM sharing one scale and zero
+// point; gate biases [output_size] (9-12, TENSOR_INT32, scale weights_scale /
+// 128); previous cell state [batch, output_size] (13, QUANT16_SYMM, scale
+// 2^-11) and previous output [batch, output_size] (14, QUANT8_ASYMM, 1/128,
+// 128). Outputs: cell state out (QUANT16_SYMM, 2^-11), output (QUANT8_ASYMM,
+// 1/128, 128).
+//
+// As Android's reference (QuantizedLSTM.cpp) computes it: each gate's int32
+// accumulator bias + sum_d (v[d] - 128) * (w[d] - weights_zero_point) over
+// v = [input, previous output] and the gate's weights laid out as
+// [recurrent weights | input weights] (the order Android's reference and its
+// conformance test quantized_lstm.mod.py use; when input_size differs from
+// output_size this is not W_x x + W_h h), rescaled to 16-bit fixed point with
+// 12 fractional bits (saturated); then
+//   i = sigmoid, f = sigmoid, g = tanh, o = sigmoid of the gates,
+//   c = f * c_prev + i * g, stored with 11 fractional bits (saturated),
+//   output = o * tanh(c clamped to [-8, 8]), stored as 128 + round(128 *
+//   output) in [0, 255].
+// The reference evaluates sigmoid, tanh and the products in gemmlowp's 16-bit
+// fixed point; this kernel evaluates them in double, which NNAPI allows
+// within one quantum (Android's conformance example matches to one quantum of
+// the cell state, exactly on the output).
+void execute_quantized_16bit_lstm(ExecContext& ctx) {
+  const Value& w0 = ctx.in(1);
+  const at::Tensor v = at::cat({ctx.in(0).t, ctx.in(14).t}, 1).to(at::kDouble) - 128;
+  const double fc_scale = 4096.0 * static_cast<double>(ctx.in(9).scale);
+  auto gate = [&](size_t k) {
+    const at::Tensor w = at::cat({ctx.in(5 + k).t, ctx.in(1 + k).t}, 1).to(at::kDouble) -
+                         static_cast<double>(w0.zero_point);
+    const at::Tensor acc = at::matmul(v, w.t()) + ctx.in(9 + k).t.to(at::kDouble);
+    return at::clamp(at::round(acc * fc_scale), -32768, 32767) / 4096.0;
+  };
+  const at::Tensor i = at::sigmoid(gate(0)), f = at::sigmoid(gate(1));
+  const at::Tensor g = at::tanh(gate(2)), o = at::sigmoid(gate(3));
+  const at::Tensor c_prev = ctx.in(13).t.to(at::kDouble) / 2048.0;
+  const at::Tensor c_raw = at::clamp(at::round((f * c_prev + i * g) * 2048.0), -32768, 32767);
+  const at::Tensor h = o * at::tanh(at::clamp(c_raw / 2048.0, -8, 8));
+  ctx.set_output(0, c_raw.to(at::kShort));
+  ctx.set_output(1, (at::clamp(at::round(h * 128.0), -128, 127) + 128).to(at::kByte));
+}
+
 }  // namespace
 
 void add_recurrent_kernels(std::vector<OpKernel>& table) {
@@ -331,6 +411,8 @@ void add_recurrent_kernels(std::vector<OpKernel>& table) {
   table.push_back({Op::UnidirectionalSequenceRnn, "UNIDIRECTIONAL_SEQUENCE_RNN",
                    execute_unidirectional_sequence_rnn});
   table.push_back({Op::Lstm, "LSTM", execute_lstm});
+  table.push_back({Op::Svdf, "SVDF", execute_svdf});
+  table.push_back({Op::Quantized16BitLstm, "QUANTIZED_16BIT_LSTM", execute_quantized_16bit_lstm});
   table.push_back({Op::UnidirectionalSequenceLstm, "UNIDIRECTIONAL_SEQUENCE_LSTM",
                    execute_unidirectional_sequence_lstm});
 }
