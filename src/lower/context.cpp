@@ -284,6 +284,14 @@ void LoweringContext::compute_operand_shape(int32_t id, int64_t dim, const std::
   flex_defs_[flex_name(id, dim)] = expr;
 }
 
+void LoweringContext::add_int(const Value* v, const SymInt& i) {
+  if (i.is_constant()) {
+    add_constant(v, v->type(), c10::IValue(i.value));
+  } else {
+    add_symbolic(v, {i});
+  }
+}
+
 std::string LoweringContext::resolve_flex(std::string expr) const {
   for (auto it = flex_defs_.find(expr); it != flex_defs_.end(); it = flex_defs_.find(expr))
     expr = it->second;

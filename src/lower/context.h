@@ -139,6 +139,8 @@ class LoweringContext {
   // `v` is an int, a 0-dim int tensor or an int list with at least one item
   // known only at load time.
   void add_symbolic(const Value* v, std::vector<SymInt> items) { symbolic_[v] = std::move(items); }
+  // An int result: a constant when `i` is a number, else a load-time int.
+  void add_int(const Value* v, const SymInt& i);
   bool has_symbolic(const Value* v) const { return symbolic_.count(v) != 0; }
   // An int (or 0-dim int tensor) input, constant or symbolic.
   SymInt sym_int(const Value* v) const;

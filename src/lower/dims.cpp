@@ -84,6 +84,12 @@ std::vector<SymInt> sym_shape(const Tensor& x) {
   return dims;
 }
 
+SymInt sym_numel(const Tensor& x) {
+  SymInt n{1, ""};
+  for (const SymInt& d : sym_shape(x)) n = sym_arith(n, '*', d);
+  return n;
+}
+
 std::vector<SymInt> dims_like(const Shape& shape, const Tensor* like) {
   std::vector<SymInt> dims;
   for (size_t d = 0; d < shape.size(); ++d) {

@@ -39,6 +39,9 @@ std::vector<SymInt> broadcast_dims(const Shape& shape, std::initializer_list<con
 std::vector<SymInt> permuted_dims(const Tensor& x, const std::vector<int64_t>& perm);
 // `x`'s dims as they are (flexible ones forwarded from `x`).
 std::vector<SymInt> sym_shape(const Tensor& x);
+// `x`'s element count: the product of its dims, "1 * a * b ..." text where
+// one is load-time.
+SymInt sym_numel(const Tensor& x);
 // `shape` with its flexible dims forwarded from the same dims of `like` when
 // given (a dim flexible in `shape` but not in `like` stays a plain 0).
 std::vector<SymInt> dims_like(const Shape& shape, const Tensor* like);

@@ -247,22 +247,15 @@ Tensor product_of(LoweringContext& cx, Tensor a, Tensor b, const char* what, con
   if (k == 0 && b.op.shape[rb - 2] == 0) {
     // A flexible inner size (attention over a flexible sequence length:
     // softmax(q @ k^T) @ v): equal when the model runs, as PyTorch requires.
-    // Only BATCH_MATMUL multiplies over it; FULLY_CONNECTED's weights would
-    // be of a size unknown until then.
-    check(cx.allows_feature_level(kBatchMatmulLevel), [&] {
-      return std::string(what) + " of " + shape_str(a.op.shape) + " and " +
-             shape_str(b.op.shape) + " multiplies over a flexible size, which needs the NNAPI " +
-             "operation BATCH_MATMUL, of NNAPI feature level 6 (Android API level 33); give " +
-             "--min-android-api 33 if every device you ship to has it, or give fixed sizes in " +
-             "--input";
-    });
-    cx.add_shape_line("assert " + flex_name(a.id, static_cast<int64_t>(ra) - 1) + " == " +
-                      flex_name(b.id, static_cast<int64_t>(rb) - 2));
+    // Only BATCH_MATMUL multiplies over it: below feature level 6,
+    // products_by_fully_connected refuses flexible sizes (FULLY_CONNECTED's
+    // weights would be of a size unknown until then).
+    cx.add_shape_line("assert " + flex_name(a.id, static_cast<int64_t>(ra) - 1) +
+                      " == " + flex_name(b.id, static_cast<int64_t>(rb) - 2));
   } else {
     check(k != 0 && b.op.shape[rb - 2] == k, [&] {
-      return std::string(what) + " of " + shape_str(a.op.shape) + " and " +
-             shape_str(b.op.shape) + ": inner dimensions differ, or one is flexible and the " +
-             "other fixed";
+      return std::string(what) + " of " + shape_str(a.op.shape) + " and " + shape_str(b.op.shape) +
+             ": inner dimensions differ, or one is flexible and the " + "other fixed";
     });
   }
   if (rb == 2 && ra > 2) {

@@ -64,31 +64,18 @@ bool lower_symbolic_arithmetic(LoweringContext& cx, const Node* node) {
   if (kind == sym("prim::ListUnpack")) {
     std::vector<SymInt> items = cx.sym_int_list(node->input(0));
     check(items.size() == node->outputs().size(), "ListUnpack of a list of the wrong length");
-    for (size_t i = 0; i < items.size(); ++i) {
-      if (items[i].is_constant()) {
-        cx.add_constant(node->output(i), node->output(i)->type(), c10::IValue(items[i].value));
-      } else {
-        cx.add_symbolic(node->output(i), {items[i]});
-      }
-    }
+    for (size_t i = 0; i < items.size(); ++i) cx.add_int(node->output(i), items[i]);
     return true;
   }
   // x.shape[i], x.shape[a:b] and len(x.shape) over a size list with load-time
   // items: the list's length is fixed, so the indices are plain numbers.
-  const auto set_item = [&](const Value* v, const SymInt& item) {
-    if (item.is_constant()) {
-      cx.add_constant(v, v->type(), c10::IValue(item.value));
-    } else {
-      cx.add_symbolic(v, {item});
-    }
-  };
   if (kind == sym("aten::__getitem__") && cx.has_symbolic(node->input(0))) {
     const std::vector<SymInt> items = cx.sym_int_list(node->input(0));
     const auto n = static_cast<int64_t>(items.size());
     int64_t i = cx.constant_int(node->input(1));
     check(i >= -n && i < n,
           "index " + std::to_string(i) + " of a size list of length " + std::to_string(n));
-    set_item(out, items[static_cast<size_t>(i < 0 ? i + n : i)]);
+    cx.add_int(out, items[static_cast<size_t>(i < 0 ? i + n : i)]);
     return true;
   }
   if (kind == sym("aten::len") && cx.has_symbolic(node->input(0))) {

@@ -144,8 +144,8 @@ void lower_flexible_reshape(LoweringContext& cx, const Node* node, Tensor in,
                             std::vector<SymInt> dims) {
   // PyTorch reshapes in NCHW element order: make the data NCHW first.
   in = emit_relayout(cx, in, DimOrder::Contiguous);
-  SymInt numel{1, ""}, known{1, ""};
-  for (const SymInt& d : sym_shape(in)) numel = sym_arith(numel, '*', d);
+  const SymInt numel = sym_numel(in);
+  SymInt known{1, ""};
   int64_t inferred = -1;
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i].is_constant() && dims[i].value == -1) {
@@ -303,11 +303,7 @@ void lower_size(LoweringContext& cx, const Node* node) {
   }
   const int64_t dim = py_index(cx.constant(node->input(1)).value.toInt(), rank);
   SymInt v = dim_value(dim);
-  if (v.is_constant()) {
-    cx.add_constant(node->output(), node->output()->type(), c10::IValue(v.value));
-  } else {
-    cx.add_symbolic(node->output(), {v});
-  }
+  cx.add_int(node->output(), v);
 }
 
 // x.dim(): the rank, known at conversion. x.numel(): the product of the
@@ -319,15 +315,7 @@ void lower_dim(LoweringContext& cx, const Node* node) {
 }
 
 void lower_numel(LoweringContext& cx, const Node* node) {
-  auto [in_id, in] = cx.get_operand(node->input(0));
-  SymInt n{1, ""};
-  for (int64_t d = 0; d < static_cast<int64_t>(in.shape.size()); ++d)
-    n = sym_arith(n, '*', sym_dim(in_id, in.shape, d));
-  if (n.is_constant()) {
-    cx.add_constant(node->output(), node->output()->type(), c10::IValue(n.value));
-  } else {
-    cx.add_symbolic(node->output(), {n});
-  }
+  cx.add_int(node->output(), sym_numel(cx.get_operand(node->input(0))));
 }
 
 // x.dtype (prim::dtype), e.g. torch.arange(n, dtype=x.dtype): PyTorch's

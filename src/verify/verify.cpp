@@ -757,8 +757,6 @@ VerifyReport verify_conversion(const ConvertOptions& options,
                                const VerifyOptions& requested) {
   VerifyOptions verify = relaxed_tolerances(options, requested);
   VerifyReport report;
-  report.atol = verify.atol;
-  report.rtol = verify.rtol;
   report.runtime_library = load_nnapi_runtime(verify.runtime_library);
   std::vector<at::Tensor> inputs;
   if (verify.input_file.empty()) {
@@ -777,8 +775,6 @@ VerifyReport verify_conversion(const ConvertOptions& options,
     if (has_dynamic_quantization(original)) {
       verify.atol = std::max(verify.atol, kDynamicQuantTolerance);
       verify.rtol = std::max(verify.rtol, kDynamicQuantTolerance);
-      report.atol = verify.atol;
-      report.rtol = verify.rtol;
       report.dynamic_quantization = true;
     }
     eager = run_module(original, inputs);
@@ -791,6 +787,8 @@ VerifyReport verify_conversion(const ConvertOptions& options,
                               "dimensions): " +
                               script_error_text(e));
   }
+  report.atol = verify.atol;  // the tolerances used: relaxed, or dynamic quantization's
+  report.rtol = verify.rtol;
 
   // Not our one-model layout (--cpu-fallback's): compare without knowing
   // the quanta of float outputs.
