@@ -90,7 +90,7 @@ struct Divergence {
 struct VerifyReport {
   std::string runtime_library;               // the libneuralnetworks.so that ran
   double atol = 0, rtol = 0;                 // the float tolerances used (relaxed_tolerances)
-  bool dynamic_quantization = false;  // the model quantizes dynamically: tolerances widened
+  bool dynamic_quantization = false;         // the model quantizes dynamically: tolerances widened
   std::vector<std::vector<int64_t>> shapes;  // the input shapes used
   std::vector<OutputCheck> outputs;
   bool ok = false;
@@ -130,7 +130,9 @@ std::vector<at::Tensor> make_verify_inputs(const std::vector<InputSpec>& specs, 
 std::vector<at::Tensor> load_verify_inputs(const std::string& path,
                                            const std::vector<InputSpec>& specs, bool nhwc_all);
 
-std::string load_nnapi_runtime(const std::string& explicit_path = "");
+// `purpose` names what needs the runtime, for the message when it is missing.
+std::string load_nnapi_runtime(const std::string& explicit_path = "",
+                               const std::string& purpose = "--verify");
 
 // The scale of the quantized operand each model output of a converted module
 // is dequantized from (0 when the output is not produced by DEQUANTIZE),
@@ -156,10 +158,12 @@ std::string constant_output_would_pass(const at::Tensor& eager, double quantum,
                                        const VerifyOptions& options);
 
 // Runs `module_path` (a converted module) on `inputs` on the NNAPI runtime and
-// returns its outputs as a flat list. Loads the runtime first.
+// returns its outputs as a flat list. Loads the runtime first; `purpose` names
+// what needs it in the message when it cannot be loaded.
 std::vector<at::Tensor> run_converted(const std::string& module_path,
                                       const std::vector<at::Tensor>& inputs,
-                                      const std::string& runtime_library = "");
+                                      const std::string& runtime_library = "",
+                                      const std::string& purpose = "--verify");
 
 // Tolerances that fit float16, for a model converted with relax_f32_to_f16
 // (NNAPI's relaxComputationFloat32toFloat16: a device may compute float32

@@ -129,7 +129,8 @@ nlohmann::ordered_json prove_quantization(const QuantizedModel& q, const Convert
       const bool nhwc = options.inputs[i].nhwc || (options.nhwc && device[i].dim() == 4);
       if (nhwc) device[i] = device[i].contiguous(at::MemoryFormat::ChannelsLast);
     }
-    const std::vector<at::Tensor> nnapi = run_converted(converted_module_path, device);
+    const std::vector<at::Tensor> nnapi =
+        run_converted(converted_module_path, device, "", "--quantize's proof");
     const std::vector<at::Tensor> fq = fq_runner.run(sample);
     const std::vector<at::Tensor> fl = float_runner.run(sample);
     const std::vector<at::Tensor> qe = q_runner.run(sample);

@@ -164,12 +164,25 @@ int64_t fail_operation() {
   return index;
 }
 
-// A wrong value of the same type and shape.
-at::Tensor perturbed(const at::Tensor& t, const Fault& f) {
+// A wrong value of the same type and shape. TENSOR_QUANT16_ASYMM's values
+// (0 to 65535, stored as int16: quant16_asymm_values) are perturbed as the
+// values they stand for, not as their signed storage.
+at::Tensor perturbed(const at::Tensor& stored, OperandType type, const Fault& f) {
+  const bool unsigned16 = type == OperandType::TensorQuant16Asymm;
+  const at::Tensor t = unsigned16 ? quant16_asymm_values(stored) : stored;
+  const int64_t top = unsigned16                      ? 65535
+                      : t.scalar_type() == at::kByte  ? 255
+                      : t.scalar_type() == at::kChar  ? 127
+                      : t.scalar_type() == at::kShort ? 32767
+                                                      : std::numeric_limits<int32_t>::max();
+  auto stored_as = [&](const at::Tensor& wide) {
+    return unsigned16 ? quant16_asymm_storage(wide) : wide.to(t.scalar_type());
+  };
   if (f.whole) {  // floats + 1, booleans negated, integers (and quantized values) + 8, wrapping
     if (at::isFloatingType(t.scalar_type())) return t + 1.0;
     if (t.scalar_type() == at::kBool) return t.logical_not();
-    return (t.to(at::kLong) + 8).to(t.scalar_type());
+    at::Tensor wide = t.to(at::kLong) + 8;
+    return stored_as(unsigned16 ? wide.remainder(65536) : wide);
   }
   // The first ceil(share * n) elements in index order: floats + ADD,
   // booleans negated, integers and quantized values + round(ADD), or
@@ -186,13 +199,9 @@ at::Tensor perturbed(const at::Tensor& t, const Fault& f) {
   } else {
     const int64_t add = std::llround(f.add);
     at::Tensor wide = head.to(at::kLong);
-    const int64_t top = t.scalar_type() == at::kByte    ? 255
-                        : t.scalar_type() == at::kChar  ? 127
-                        : t.scalar_type() == at::kShort ? 32767
-                                                        : std::numeric_limits<int32_t>::max();
-    head.copy_(at::where(wide + add > top, wide - add, wide + add).to(t.scalar_type()));
+    head.copy_(at::where(wide + add > top, wide - add, wide + add));
   }
-  return r;
+  return unsigned16 ? stored_as(r) : r;
 }
 
 // relaxComputationFloat32toFloat16: NNAPI then lets a device compute float32
@@ -301,7 +310,7 @@ Result Execution::run() {
       if (!values[o].present) failed("left an output unset");
     if (model_.relaxed() && relaxed_float16_rounding()) round_to_float16(op, operands, values);
     if (static_cast<int64_t>(k) == fault().operation) {
-      for (uint32_t o : op.outputs) values[o].t = perturbed(values[o].t, fault());
+      for (uint32_t o : op.outputs) values[o].t = perturbed(values[o].t, values[o].type, fault());
     }
     if (g_observer.fn != nullptr) notify_observer(k, op, values);
     if (verbose())

@@ -267,7 +267,7 @@ std::vector<at::Tensor> load_verify_inputs(const std::string& path,
   return inputs;
 }
 
-std::string load_nnapi_runtime(const std::string& explicit_path) {
+std::string load_nnapi_runtime(const std::string& explicit_path, const std::string& purpose) {
   LoadedRuntime& rt = loaded_runtime();
   std::lock_guard<std::mutex> lock(rt.mu);
   if (rt.handle) return rt.path;
@@ -315,8 +315,7 @@ std::string load_nnapi_runtime(const std::string& explicit_path) {
   if (!handle) {
     std::string where;
     for (const std::string& l : looked) where += (where.empty() ? "" : "; ") + l;
-    throw ConvertError(1, std::string("--verify runs the converted module on the host NNAPI "
-                                      "runtime ") +
+    throw ConvertError(1, purpose + " runs the converted module on the host NNAPI runtime " +
                               kRuntimeName +
                               " (build target `neuralnetworks`, written to "
                               "<build dir>/runtime/, installed to <dir of "
@@ -712,8 +711,9 @@ bool is_whole_module(const torch::jit::Module& converted) {
 
 std::vector<at::Tensor> run_converted(const std::string& module_path,
                                       const std::vector<at::Tensor>& inputs,
-                                      const std::string& runtime_library) {
-  load_nnapi_runtime(runtime_library);
+                                      const std::string& runtime_library,
+                                      const std::string& purpose) {
+  load_nnapi_runtime(runtime_library, purpose);
   std::vector<at::Tensor> outputs;
   RunFailure failure;
   if (!try_run_converted(module_path, inputs, &outputs, &failure)) {
