@@ -1552,6 +1552,63 @@ beyond("int32-view-api33", lambda: Case(
     ViewInt(), torch.randint(-2**30, 2**30, (2, 6), dtype=torch.int32), options=API_33))
 
 
+# Slicing int32 data (and bool inputs, which move as int32): NeuralNetworks.h's
+# STRIDED_SLICE takes no TENSOR_INT32 at any level; SLICE (every step 1) and
+# GATHER (a step along one dim, or a flip) do from level 3.
+class SliceInt(torch.nn.Module):
+    def forward(self, m):
+        return m[:, 1:3], m[:, ::2], m[:, -3:], m[:, 1::3], m.flip(1)[:, 1:3], m[:, :, 2:, :-1]
+
+
+class SliceIntBatch(torch.nn.Module):
+    def forward(self, m):
+        return m[1:, -3:], m[::2, 1:3]
+
+
+beyond("int32-slice", lambda: Case(
+    SliceInt(), torch.randint(-2**30, 2**30, (3, 5, 4, 6), dtype=torch.int32)))
+beyond("int32-slice-batch", lambda: Case(
+    SliceIntBatch(), torch.randint(-2**30, 2**30, (3, 5), dtype=torch.int32)))
+beyond("int32-slice-flex", lambda: Case(
+    SliceInt(), torch.randint(-2**30, 2**30, (2, 5, 4, 6), dtype=torch.int32),
+    convert_args=[torch.zeros(0, 5, 4, 6, dtype=torch.int32)]))
+
+
+class SelectInt(torch.nn.Module):
+    def forward(self, m):
+        return m[:, 1]
+
+
+refuse("int32-select", lambda: Case(
+    SelectInt(), torch.randint(-100, 100, (3, 5), dtype=torch.int32)),
+    r"node aten::select .*selecting one index of an int32 or bool tensor is not supported")
+
+
+# int32 tensors and integers (PyTorch keeps int32): ADD, SUB and MUL of
+# TENSOR_INT32 from feature level 4 (Android 11); a float number makes a float
+# result, refused.
+class ArithInt(torch.nn.Module):
+    def forward(self, m):
+        return m * 3, 2 + m, m - 7, m * m
+
+
+class ArithIntFloat(torch.nn.Module):
+    def forward(self, m):
+        return m * 1.5
+
+
+API_30 = ["--min-android-api", "30"]
+beyond("int32-arith-number-api30", lambda: Case(
+    ArithInt(), torch.randint(-1000, 1000, (3, 5), dtype=torch.int32), options=API_30))
+refuse("int32-arith-number-api29", lambda: Case(
+    ArithInt(), torch.randint(-1000, 1000, (3, 5), dtype=torch.int32)),
+    r"node aten::mul .*arithmetic \(MUL\) on int32 or bool tensors needs NNAPI feature level 4 "
+    r".*--min-android-api 30")
+refuse("int32-arith-float-number", lambda: Case(
+    ArithIntFloat(), torch.randint(-1000, 1000, (3, 5), dtype=torch.int32), options=API_30),
+    r"node aten::mul .*MUL of an int32 or bool tensor and a float number is not supported")
+
+
 class ViewBoolMask(torch.nn.Module):
     """A bool input (and its logical_not) viewed, then used as masks."""
 
@@ -2975,6 +3032,9 @@ VALIDATOR_REFUSES = {
     **{f"beyond-dims-slice-{k}-nhwc": _NHWC_SLICE for k in ("float", "quant", "flex-batch")},
     **{f"beyond-ghost-slice-{k}-nhwc": _NHWC_SLICE for k in ("float", "flex-batch")},
     **{f"beyond-rank0-{k}": _RANK0_OUTPUT for k in ("mean-1d", "mean-4d", "mean-4d-nhwc")},
+    "beyond-int32-slice-batch": ("PyTorch's converter slices int32 data with STRIDED_SLICE; "
+                                 "NeuralNetworks.h, STRIDED_SLICE: TENSOR_FLOAT16, "
+                                 "TENSOR_FLOAT32 and TENSOR_QUANT8_ASYMM only"),
 }
 
 

@@ -164,6 +164,64 @@ Tensor emit_tile(LoweringContext& cx, const Tensor& x, const std::vector<int64_t
   return y;
 }
 
+// NeuralNetworks.h's STRIDED_SLICE takes no TENSOR_INT32 (the type int32 and
+// bool tensors have here) at any level; SLICE and GATHER do from level 3. A
+// strided slice of such an x (arguments as strided_slice_inputs', per NNAPI
+// axis) becomes SLICE when every stride is 1, or GATHER of the indices taken
+// along the one axis it cuts otherwise; into `out_id`.
+void emit_int32_slice(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& begins,
+                      const std::vector<int64_t>& ends, const std::vector<int64_t>& strides,
+                      int32_t end_mask, int32_t out_id) {
+  const Shape dims = fix_shape(x.op.shape, x.op.dim_order);  // per NNAPI axis, 0 = flexible
+  const auto rank = static_cast<int64_t>(dims.size());
+  const std::string why = "slicing an int32 or bool tensor of shape " + shape_str(x.op.shape);
+  std::vector<int64_t> starts(rank), sizes(rank);
+  int64_t cut = -1;  // the one axis a stride other than 1 cuts
+  for (int64_t a = 0; a < rank; ++a) {
+    const bool whole_end = (end_mask >> a) & 1;
+    const int64_t n = dims[a];
+    int64_t b = begins[a], e = ends[a];
+    if (strides[a] != 1) {
+      check(cut < 0 && n != 0, why + " with a step needs a fixed size along the dim it steps");
+      cut = a;
+      continue;
+    }
+    if (b < 0 || (!whole_end && e <= 0)) {
+      check(n != 0, why + " from the end needs a fixed size along that dim");
+    }
+    if (b < 0) b += n;
+    starts[a] = b;
+    if (whole_end) {
+      sizes[a] = -1;  // SLICE: all that remain
+    } else {
+      if (e <= 0) e += n;
+      sizes[a] = e - b;
+    }
+  }
+  ModelBuilder& m = cx.model();
+  if (cut < 0) {
+    m.add_operation(Op::Slice, {x.id, m.add_int_vector(starts), m.add_int_vector(sizes)}, {out_id});
+    return;
+  }
+  for (int64_t a = 0; a < rank; ++a) {
+    check(a == cut || (starts[a] == 0 && (sizes[a] == -1 || sizes[a] == dims[a])),
+          why +
+              " with a step and a cut along another dim too is not supported; slice one dim at "
+              "a time");
+  }
+  const int64_t n = dims[cut], step = strides[cut];
+  int64_t b = begins[cut] < 0 ? begins[cut] + n : begins[cut];
+  int64_t e =
+      ((end_mask >> cut) & 1) ? (step > 0 ? n : -1) : (ends[cut] < 0 ? ends[cut] + n : ends[cut]);
+  std::vector<int64_t> taken;
+  for (int64_t i = b; step > 0 ? i < std::min(e, n) : i > e; i += step) {
+    if (i >= 0 && i < n) taken.push_back(i);
+  }
+  m.add_operation(Op::Gather,
+                  {x.id, m.add_int_scalar(static_cast<int32_t>(cut)), m.add_int_vector(taken)},
+                  {out_id});
+}
+
 Tensor emit_crop(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& before,
                  const std::vector<int64_t>& after, const Value* out) {
   const auto rank = static_cast<int64_t>(x.op.shape.size());
@@ -182,6 +240,11 @@ Tensor emit_crop(LoweringContext& cx, const Tensor& x, const std::vector<int64_t
     begins[a] = before[d];
     ends[a] = -after[d];
     if (after[d] == 0) end_mask |= 1 << a;
+  }
+  if (x.op.type == OperandType::TensorInt32) {
+    const Tensor y = cx.add_output(out, x.op, dims);
+    emit_int32_slice(cx, x, begins, ends, strides, end_mask, y.id);
+    return y;
   }
   const std::vector<int32_t> inputs =
       strided_slice_inputs(cx, x.id, begins, ends, strides, end_mask, 0);
@@ -327,6 +390,15 @@ Tensor emit_binary(LoweringContext& cx, Op op, const Tensor& a, const Tensor& b,
   const int32_t id = cx.add_output(out, o, broadcast_dims(o.shape, {&a, &b})).id;
   // ADD, SUB, MUL and DIV take a fused activation; MAXIMUM, MINIMUM and the rest don't.
   if (op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Div) {
+    // NeuralNetworks.h: TENSOR_INT32 arithmetic from feature level 4 (Android
+    // 11), with no fused activation.
+    check(a.op.type != OperandType::TensorInt32 || cx.allows_feature_level(4), [&] {
+      return std::string("arithmetic (") + nnapi::op_name(op) +
+             ") on int32 or bool tensors needs NNAPI feature level 4 (Android 11): give "
+             "--min-android-api 30, or compute in float in the model";
+    });
+    check(a.op.type != OperandType::TensorInt32 || fuse == Fuse::None,
+          "a fused activation on int32 arithmetic is not supported");
     int32_t fuse_id = cx.model().add_int_scalar(static_cast<int32_t>(fuse));
     cx.model().add_operation(op, {a.id, b.id, fuse_id}, {id});
   } else {
@@ -412,9 +484,14 @@ Tensor emit_take(LoweringContext& cx, const Tensor& x, int64_t d, int64_t begin,
   strides[axis] = step;
   Shape shape = x.op.shape;
   shape[d] = count;
+  Operand o = x.op.with_shape(shape);
+  if (x.op.type == OperandType::TensorInt32) {
+    const int32_t id = make_output(cx, nullptr, o, &x);
+    emit_int32_slice(cx, x, begins, ends, strides, end_mask, id);
+    return {id, o};
+  }
   const std::vector<int32_t> inputs =
       strided_slice_inputs(cx, x.id, begins, ends, strides, end_mask, 0);
-  Operand o = x.op.with_shape(shape);
   const int32_t id = make_output(cx, nullptr, o, &x);
   cx.model().add_operation(nnapi::Op::StridedSlice, inputs, {id});
   return {id, o};

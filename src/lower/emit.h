@@ -109,6 +109,12 @@ Tensor emit_crop(LoweringContext& cx, const Tensor& x, const std::vector<int64_t
 // Broadcast output shape per PyTorch's rules (trailing alignment); 0 = flexible.
 Shape broadcast_shape(const Shape& a, const Shape& b);
 
+// A STRIDED_SLICE of an int32 (or bool) tensor, which NNAPI's STRIDED_SLICE
+// does not take: SLICE or GATHER into `out_id` (arguments as
+// strided_slice_inputs'); refused where neither can express it.
+void emit_int32_slice(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& begins,
+                      const std::vector<int64_t>& ends, const std::vector<int64_t>& strides,
+                      int32_t end_mask, int32_t out_id);
 // The inputs of a STRIDED_SLICE of operand `x`: begins, ends and strides per
 // NNAPI axis, begin mask 0, `end_mask` and `shrink_mask` (operands made in
 // that order).

@@ -259,9 +259,27 @@ void lower_binary_number(LoweringContext& cx, const Value* a, const Value* b,
   const Value* tensor = number_first ? b : a;
   check(cx.has_operand(tensor), "can't do an NNAPI binary op on two constants");
   const Tensor x = cx.get_operand(tensor);
-  check(x.op.type == OperandType::TensorFloat32 && !quantized_op,
-        "a binary op between a number and a non-float tensor is not supported");
-  Tensor k = float_scalar_tensor(cx, static_cast<float>(number));
+  Tensor k;
+  if (x.op.type == OperandType::TensorInt32 && !quantized_op) {
+    // An int32 tensor and an integer (or bool) stay int32 under PyTorch's
+    // promotion; a float number would make a float result, and `/` of
+    // integers divides truly.
+    const c10::IValue& n = cx.constant(number_first ? a : b).value;
+    const bool integral = n.isInt() || n.isBool() ||
+                          (n.isTensor() && !at::isFloatingType(n.toTensor().scalar_type()));
+    check(integral && (op == Op::Add || op == Op::Sub || op == Op::Mul), [&] {
+      return std::string(nnapi::op_name(op)) + " of an int32 or bool tensor and a " +
+             (integral ? "number" : "float number") +
+             " is not supported (NNAPI has int32 ADD, SUB and MUL only, and a float number "
+             "makes PyTorch's result float32); convert the tensor with .float() first";
+    });
+    const int32_t id = cx.add_weight(at::full({1}, static_cast<int64_t>(number), at::kInt));
+    k = {id, cx.operand(id)};
+  } else {
+    check(x.op.type == OperandType::TensorFloat32 && !quantized_op,
+          "a binary op between a number and a non-float tensor is not supported");
+    k = float_scalar_tensor(cx, static_cast<float>(number));
+  }
   if (x.op.shape.empty()) {
     // A 0-dim tensor and a number give a 0-dim tensor (both NNAPI shape [1]).
     const Tensor r = emit_binary(cx, op, number_first ? k : x, number_first ? x : k, fuse);

@@ -113,6 +113,10 @@ void lower_slice(LoweringContext& cx, const Node* node) {
   begins[axis] = start;
   ends[axis] = stop;
   strides[axis] = step;
+  if (in.type == nnapi::OperandType::TensorInt32) {
+    emit_int32_slice(cx, {in_id, in}, begins, ends, strides, end_mask, out_id);
+    return;
+  }
   cx.model().add_operation(Op::StridedSlice,
                            strided_slice_inputs(cx, in_id, begins, ends, strides, end_mask, 0),
                            {out_id});
@@ -142,6 +146,10 @@ void lower_select(LoweringContext& cx, const Node* node) {
   }
   check(in.dim_order == DimOrder::Contiguous || in.dim_order == DimOrder::ChannelsLast,
         "select of a tensor with this memory layout is not supported");
+  check(in.type != nnapi::OperandType::TensorInt32,
+        "selecting one index of an int32 or bool tensor is not supported (NNAPI's STRIDED_SLICE "
+        "takes no int32 tensor, and RESHAPE none before Android 13); slice it with x[:, i:i+1] "
+        "instead, or select after converting it with .float()");
   const int64_t dim = py_index(cx.constant_int(node->input(1)), rank);
   int64_t index = cx.constant_int(node->input(2));
   const int64_t size = in.shape[dim];
