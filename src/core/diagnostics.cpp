@@ -123,6 +123,15 @@ ConvertError node_error(const std::string& path, const Node* ret, const Node* cu
                       current->kind().toQualString(), node_location(current));
 }
 
+bool is_dynamic_quantization_kind(const std::string& kind) {
+  const std::string suffix = "_dynamic";
+  if (kind.rfind("quantized::", 0) == 0 && kind.size() > suffix.size() &&
+      kind.compare(kind.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    return true;
+  }
+  return kind == "aten::quantized_lstm" || kind == "aten::quantized_gru";
+}
+
 // A quantized:: node computes on quantized tensors; a float operand there
 // means a float --input spec for a model that takes quantized input. The
 // dynamic ones (quantized::linear_dynamic, ...) take float tensors.
@@ -130,7 +139,7 @@ void check_quantized_inputs(const LoweringContext& cx, const Node* node,
                             const std::vector<int32_t>& input_ids) {
   static const c10::Symbol quantized = c10::Symbol::fromQualString("namespaces::quantized");
   if (node->kind().ns() != quantized) return;
-  if (std::string(node->kind().toUnqualString()).find("_dynamic") != std::string::npos) return;
+  if (is_dynamic_quantization_kind(node->kind().toQualString())) return;
   for (const Value* v : node->inputs()) {
     if (!cx.has_operand(v)) continue;
     auto [id, op] = cx.get_operand(v);

@@ -44,6 +44,12 @@ std::string script_error_text(const std::exception& e);
                                     const ConvertOptions& options);
 // A quantized:: node reading a float32 operand: the model takes quantized
 // input, but its --input spec is float.
+// Whether `kind` (e.g. "quantized::linear_dynamic") is an operation of
+// dynamic quantization (quantize_dynamic): it takes float tensors and
+// quantizes them itself at run time (quantized::*_dynamic,
+// aten::quantized_lstm, aten::quantized_gru).
+bool is_dynamic_quantization_kind(const std::string& kind);
+
 void check_quantized_inputs(const LoweringContext& cx, const torch::jit::Node* node,
                             const std::vector<int32_t>& input_ids);
 

@@ -743,9 +743,7 @@ bool has_dynamic_quantization(const torch::jit::Module& model) {
   for (const torch::jit::Module& m : model.modules()) {
     for (const torch::jit::Method& method : m.get_methods()) {
       for (const torch::jit::Node* n : method.graph()->nodes()) {
-        const std::string kind = n->kind().toQualString();
-        if (kind.size() > 8 && kind.compare(kind.size() - 8, 8, "_dynamic") == 0) return true;
-        if (kind == "aten::quantized_lstm" || kind == "aten::quantized_gru") return true;
+        if (is_dynamic_quantization_kind(n->kind().toQualString())) return true;
       }
     }
   }
