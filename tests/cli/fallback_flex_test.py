@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""--cpu-fallback with flexible (0) --input sizes, as docs/cpu-fallback.md states it.
+
+Usage: fallback_flex_test.py BIN WORK (with libneuralnetworks.so, the host
+runtime, on LD_LIBRARY_PATH). Converts small models with an operator
+nnapi-convert does not lower (logcumsumexp, sort) in the middle, with a
+flexible batch (NCHW and NHWC), a flexible height and width and a flexible
+sequence length, and checks:
+- each NNAPI model's input is flexible where the model's boundary tensor
+  follows the input's flexible size (`inspect --json`: dims null), fixed
+  elsewhere;
+- the converted module, loaded afresh for each size (an NNAPI model's
+  flexible sizes are set when it first runs, as in PyTorch's NnapiModule),
+  gives eager PyTorch's outputs at two or more sizes (torch.testing's float32
+  tolerances; a comparison a constant output would pass fails);
+- a node that cannot take a flexible size in NNAPI (cumsum along it, NNAPI's
+  lowering refuses) and a node reading a tensor whose rank follows the input
+  size (squeeze(0) of a batch) stay TorchScript;
+- `--verify --verify-shape` checks a split module at a batch other than 1;
+- a model that fails at one of the sizes the converter tries is refused
+  (exit 1) naming the size and the node, and writes nothing.
+Prints "fallback-flex: all passed" when every check passed.
+"""
+import json
+import os
+import sys
+
+import torch
+import torch.nn as nn
+
+sys.dont_write_bytecode = True  # importing cli_checks writes no __pycache__ into the sources
+from cli_checks import check, finish, path, run  # noqa: E402
+from fallback_checks import compare  # noqa: E402
+
+
+class CumsumBetween(nn.Module):
+    """An unlowered operator (logcumsumexp over the channels) between two convolutions."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(3, 8, 3, padding=1)
+        self.b = nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        return torch.sigmoid(self.b(torch.logcumsumexp(torch.relu(self.a(x)), 1)))
+
+
+class SortHead(nn.Module):
+    """A classifier whose sort stays TorchScript, with NNAPI arithmetic after it."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        p = torch.softmax(self.fc(torch.relu(self.conv(x)).mean([2, 3])), 1)
+        return torch.sort(p, 1, descending=True)[0] * 2.0 - 0.1
+
+
+class Sequence(nn.Module):
+    """A sequence model: cumsum along the (flexible) sequence, logcumsumexp over features."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(16, 16)
+        self.b = nn.Linear(16, 8)
+
+    def forward(self, x):
+        y = torch.cumsum(torch.relu(self.a(x)), 1)
+        return self.b(torch.logcumsumexp(y, 2)) * 0.5
+
+
+class SqueezeBatch(nn.Module):
+    """squeeze(0) drops a batch of 1 only: the rank after it follows the batch."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.logcumsumexp(self.a(x), 1).squeeze(0) * 2.0 + 1.0
+
+
+class BatchOfOne(nn.Module):
+    """Takes a batch of 1 only: the view fails for any other batch."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.logcumsumexp(self.a(x), 1).view(1, 8) * 2.0
+
+
+def save(name, model, example):
+    torch.manual_seed(0)
+    model.eval()
+    with torch.no_grad():
+        traced = torch.jit.trace(model, example, check_trace=False)
+    traced.save(path(name + ".pt"))
+    return traced
+
+
+torch.manual_seed(0)
+models = {
+    "cumsum": save("cumsum", CumsumBetween(), torch.randn(1, 3, 8, 8)),
+    "sort": save("sort", SortHead(), torch.randn(1, 3, 8, 8)),
+    "sequence": save("sequence", Sequence(), torch.randn(1, 8, 16)),
+    "squeeze": save("squeeze", SqueezeBatch(), torch.randn(1, 8)),
+    "one": save("one", BatchOfOne(), torch.randn(1, 8)),
+}
+
+
+def model_inputs(module_path):
+    """The dims of each NNAPI model's inputs (None: flexible), by `inspect --json`."""
+    rc, text = run("inspect", module_path, "--json", stdout_only=True)
+    reports = json.loads(text) if rc == 0 else []
+    reports = [reports] if isinstance(reports, dict) else reports  # one NNAPI model: no list
+    return [[op["dims"] for op in r["operands"] if op["source"]["kind"] == "model_input"]
+            for r in reports]
+
+
+# name, --input, extra flags, each NNAPI model's input dims, code TorchScript
+# keeps, code it must not keep, sizes checked against eager
+cases = [
+    ("cumsum", "0x3x8x8", [], [[[None, 3, 8, 8]], [[None, 8, 8, 8]]], ["torch.logcumsumexp"],
+     ["_convolution"], [(1, 3, 8, 8), (2, 3, 8, 8), (5, 3, 8, 8)]),
+    # NHWC: NNAPI's inputs are channels-last ([N, H, W, C]).
+    ("cumsum", "0x3x8x8", ["--nhwc"], [[[None, 8, 8, 3]], [[None, 8, 8, 8]]],
+     ["torch.logcumsumexp"], ["_convolution"], [(1, 3, 8, 8), (3, 3, 8, 8)]),
+    ("cumsum", "1x3x0x0", [], [[[1, 3, None, None]], [[1, 8, None, None]]],
+     ["torch.logcumsumexp"], ["_convolution"], [(1, 3, 8, 8), (1, 3, 12, 10), (1, 3, 5, 17)]),
+    # The second NNAPI model reads the sort's result: flexible batch, 10 classes.
+    ("sort", "0x3x8x8", [], [[[None, 3, 8, 8]], [[None, 10]]], ["torch.sort"],
+     ["_convolution", "linear"], [(1, 3, 8, 8), (3, 3, 8, 8)]),
+    # cumsum along the flexible sequence stays TorchScript (NNAPI's lowering
+    # refuses a flexible cumsum; with a fixed length it runs in NNAPI).
+    ("sequence", "1x0x16", [], [[[1, None, 16]], [[1, None, 16]]],
+     ["torch.cumsum", "torch.logcumsumexp"], ["linear"], [(1, 8, 16), (1, 5, 16), (1, 13, 16)]),
+    # squeeze(0) of a flexible batch stays TorchScript, and so does the
+    # arithmetic after it: its input is 1-D at batch 1, 2-D otherwise.
+    ("squeeze", "0x8", [], [[[None, 8]]], ["torch.logcumsumexp", "torch.squeeze", "torch.mul"],
+     ["linear"], [(1, 8), (2, 8), (4, 8)]),
+]
+for name, spec, flags, inputs, kept, gone, sizes in cases:
+    label = f"{name} {spec}" + (" --nhwc" if "--nhwc" in flags else "")
+    out = path(f"{name}-{spec}{'-nhwc' if '--nhwc' in flags else ''}.nnapi.pt")
+    rc, text = run(path(name + ".pt"), "--input", spec, "--cpu-fallback", *flags, "-o", out)
+    check(f"{label}: converts with --cpu-fallback", rc == 0, text)
+    if rc != 0:
+        continue
+    got = model_inputs(out)
+    check(f"{label}: the NNAPI models' inputs are {inputs}", got == inputs, got)
+    code = torch.jit.load(out).code
+    check(f"{label}: TorchScript keeps {kept}, not {gone}",
+          all(k in code for k in kept) and not any(g in code for g in gone), code)
+    torch.manual_seed(100)  # not the seeds the converter ran the model with
+    for shape in sizes:
+        compare(f"{label}: matches eager at {'x'.join(map(str, shape))}", torch.jit.load(out),
+                models[name], [torch.randn(*shape)])
+
+# With a fixed sequence length the cumsum runs in NNAPI: what keeps it in
+# TorchScript above is the flexible size.
+rc, text = run(path("sequence.pt"), "--input", "1x8x16", "--cpu-fallback", "-o",
+               path("sequence-fixed.nnapi.pt"))
+check("sequence 1x8x16: the cumsum runs in NNAPI",
+      rc == 0 and "torch.cumsum" not in torch.jit.load(path("sequence-fixed.nnapi.pt")).code,
+      text)
+
+# --verify checks a split module with a flexible batch at the batch asked for.
+rc, text = run(path("cumsum.pt"), "--input", "0x3x8x8", "--cpu-fallback", "--verify",
+               "--verify-shape", "3x3x8x8", "-o", path("cumsum-verified.nnapi.pt"))
+check("--verify --verify-shape 3x3x8x8 checks the split module at batch 3",
+      rc == 0 and "verify on inputs 3x3x8x8" in text and "output 0: 3x4x8x8 Float" in text
+      and ", ok" in text, text)
+
+# A model that takes a batch of 1 only, converted with a flexible batch: the
+# converter runs it at batch 2, where its view fails.
+rc, text = run(path("one.pt"), "--input", "0x8", "--cpu-fallback", "-o", path("x.pt"))
+check("a model failing at a size the converter tries: exit 1 naming the size and the node",
+      rc == 1 and "on inputs of size 2x8 at node aten::view at " in text
+      and "fallback_flex_test.py:" in text and "shape '[1, 8]' is invalid" in text
+      and "give that size fixed" in text and "Traceback" not in text
+      and text.strip().count("\n") == 0, text)
+check("no output is left by the refusal", not os.path.exists(path("x.pt")))
+
+finish("fallback-flex")
