@@ -16,7 +16,9 @@ sequence length, and checks:
 - a node that cannot take a flexible size in NNAPI (cumsum along it, NNAPI's
   lowering refuses) and a node reading a tensor whose rank follows the input
   size (squeeze(0) of a batch) stay TorchScript;
-- `--verify --verify-shape` checks a split module at a batch other than 1;
+- `--verify` checks a split module at its default batch (1), and with
+  `--verify-shape` at another;
+- `check --cpu-fallback` prints the split of a flexible model;
 - a model that fails at one of the sizes the converter tries is refused
   (exit 1) naming the size and the node, and writes nothing.
 Prints "fallback-flex: all passed" when every check passed.
@@ -168,12 +170,20 @@ check("sequence 1x8x16: the cumsum runs in NNAPI",
       rc == 0 and "torch.cumsum" not in torch.jit.load(path("sequence-fixed.nnapi.pt")).code,
       text)
 
-# --verify checks a split module with a flexible batch at the batch asked for.
-rc, text = run(path("cumsum.pt"), "--input", "0x3x8x8", "--cpu-fallback", "--verify",
-               "--verify-shape", "3x3x8x8", "-o", path("cumsum-verified.nnapi.pt"))
-check("--verify --verify-shape 3x3x8x8 checks the split module at batch 3",
-      rc == 0 and "verify on inputs 3x3x8x8" in text and "output 0: 3x4x8x8 Float" in text
-      and ", ok" in text, text)
+# --verify checks a split module with a flexible batch at its default batch
+# (1) and at the batch --verify-shape asks for, NCHW and NHWC.
+for flags in ([], ["--nhwc"]):
+    for batch in (1, 3):
+        shape = ["--verify-shape", f"{batch}x3x8x8"] if batch != 1 else []
+        rc, text = run(path("cumsum.pt"), "--input", "0x3x8x8", "--cpu-fallback", *flags,
+                       "--verify", *shape, "-o", path("cumsum-verified.nnapi.pt"))
+        check(f"--verify {' '.join(flags + shape)}: checks the split module at batch {batch}",
+              rc == 0 and f"verify on inputs {batch}x3x8x8" in text
+              and f"output 0: {batch}x4x8x8 Float" in text and ", ok" in text, text)
+
+rc, text = run("check", path("sequence.pt"), "--input", "1x0x16", "--cpu-fallback")
+check("check --cpu-fallback with a flexible length prints the split",
+      rc == 0 and "--cpu-fallback: 2 NNAPI model(s); 2 node(s) stay TorchScript" in text, text)
 
 # A model that takes a batch of 1 only, converted with a flexible batch: the
 # converter runs it at batch 2, where its view fails.
