@@ -1,14 +1,51 @@
-"""What fallback_test.py and fallback_flex_test.py share: comparing a
---cpu-fallback module's outputs with eager PyTorch's. Import it after
-cli_checks (it reports through cli_checks.check)."""
+"""What fallback_test.py and fallback_flex_test.py share: saving a traced
+model, two models with an unlowered operator (sort, logcumsumexp), and
+comparing a --cpu-fallback module's outputs with eager PyTorch's. Import it
+after cli_checks (it reports through cli_checks.check)."""
 import os
 import sys
 
 import torch
+import torch.nn as nn
 
-from cli_checks import check
+from cli_checks import check, path
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 import numeric_rules  # noqa: E402
+
+
+class TopK(nn.Module):
+    """A classifier whose post-processing (sort) has no NNAPI lowering."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        p = torch.softmax(self.fc(torch.relu(self.conv(x)).mean([2, 3])), 1)
+        values, indices = torch.sort(p, 1, descending=True)
+        return values * 2.0, indices
+
+
+class CumsumBetween(nn.Module):
+    """An unlowered operator (logcumsumexp) between two convolutions."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(3, 8, 3, padding=1)
+        self.b = nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        return torch.sigmoid(self.b(torch.logcumsumexp(torch.relu(self.a(x)), 1)))
+
+
+def save(name, model, example):
+    torch.manual_seed(0)
+    model.eval()
+    with torch.no_grad():
+        traced = torch.jit.trace(model, example, check_trace=False)
+    traced.save(path(name + ".pt"))
+    return traced
 
 
 def outputs(result):

@@ -32,32 +32,7 @@ import torch.nn as nn
 
 sys.dont_write_bytecode = True  # importing cli_checks writes no __pycache__ into the sources
 from cli_checks import check, finish, path, run  # noqa: E402
-from fallback_checks import compare  # noqa: E402
-
-
-class CumsumBetween(nn.Module):
-    """An unlowered operator (logcumsumexp over the channels) between two convolutions."""
-
-    def __init__(self):
-        super().__init__()
-        self.a = nn.Conv2d(3, 8, 3, padding=1)
-        self.b = nn.Conv2d(8, 4, 1)
-
-    def forward(self, x):
-        return torch.sigmoid(self.b(torch.logcumsumexp(torch.relu(self.a(x)), 1)))
-
-
-class SortHead(nn.Module):
-    """A classifier whose sort stays TorchScript, with NNAPI arithmetic after it."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(3, 8, 3, padding=1)
-        self.fc = nn.Linear(8, 10)
-
-    def forward(self, x):
-        p = torch.softmax(self.fc(torch.relu(self.conv(x)).mean([2, 3])), 1)
-        return torch.sort(p, 1, descending=True)[0] * 2.0 - 0.1
+from fallback_checks import CumsumBetween, TopK, compare, save  # noqa: E402
 
 
 class Sequence(nn.Module):
@@ -95,19 +70,10 @@ class BatchOfOne(nn.Module):
         return torch.logcumsumexp(self.a(x), 1).view(1, 8) * 2.0
 
 
-def save(name, model, example):
-    torch.manual_seed(0)
-    model.eval()
-    with torch.no_grad():
-        traced = torch.jit.trace(model, example, check_trace=False)
-    traced.save(path(name + ".pt"))
-    return traced
-
-
 torch.manual_seed(0)
 models = {
     "cumsum": save("cumsum", CumsumBetween(), torch.randn(1, 3, 8, 8)),
-    "sort": save("sort", SortHead(), torch.randn(1, 3, 8, 8)),
+    "topk": save("topk", TopK(), torch.randn(1, 3, 8, 8)),
     "sequence": save("sequence", Sequence(), torch.randn(1, 8, 16)),
     "squeeze": save("squeeze", SqueezeBatch(), torch.randn(1, 8)),
     "one": save("one", BatchOfOne(), torch.randn(1, 8)),
@@ -134,7 +100,7 @@ cases = [
     ("cumsum", "1x3x0x0", [], [[[1, 3, None, None]], [[1, 8, None, None]]],
      ["torch.logcumsumexp"], ["_convolution"], [(1, 3, 8, 8), (1, 3, 12, 10), (1, 3, 5, 17)]),
     # The second NNAPI model reads the sort's result: flexible batch, 10 classes.
-    ("sort", "0x3x8x8", [], [[[None, 3, 8, 8]], [[None, 10]]], ["torch.sort"],
+    ("topk", "0x3x8x8", [], [[[None, 3, 8, 8]], [[None, 10]]], ["torch.sort"],
      ["_convolution", "linear"], [(1, 3, 8, 8), (3, 3, 8, 8)]),
     # cumsum along the flexible sequence stays TorchScript (NNAPI's lowering
     # refuses a flexible cumsum; with a fixed length it runs in NNAPI).

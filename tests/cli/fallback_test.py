@@ -29,36 +29,10 @@ import torchvision
 
 sys.dont_write_bytecode = True  # importing cli_checks writes no __pycache__ into the sources
 from cli_checks import check, finish, path, run  # noqa: E402
-from fallback_checks import compare, outputs  # noqa: E402
+from fallback_checks import CumsumBetween, TopK, compare, outputs, save  # noqa: E402
 
 
 # --- models -------------------------------------------------------------
-
-
-class TopK(nn.Module):
-    """A classifier whose post-processing (sort) has no NNAPI lowering."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(3, 8, 3, padding=1)
-        self.fc = nn.Linear(8, 10)
-
-    def forward(self, x):
-        p = torch.softmax(self.fc(torch.relu(self.conv(x)).mean([2, 3])), 1)
-        values, indices = torch.sort(p, 1, descending=True)
-        return values * 2.0, indices
-
-
-class CumsumBetween(nn.Module):
-    """An unlowered operator (logcumsumexp) between two convolutions."""
-
-    def __init__(self):
-        super().__init__()
-        self.a = nn.Conv2d(3, 8, 3, padding=1)
-        self.b = nn.Conv2d(8, 4, 1)
-
-    def forward(self, x):
-        return torch.sigmoid(self.b(torch.logcumsumexp(torch.relu(self.a(x)), 1)))
 
 
 class MaskedSelect(nn.Module):
@@ -134,15 +108,6 @@ def quantized(model, example):
     for _ in range(4):
         model(torch.randn_like(example))
     return torch.ao.quantization.convert(model)
-
-
-def save(name, model, example):
-    torch.manual_seed(0)
-    model.eval()
-    with torch.no_grad():
-        traced = torch.jit.trace(model, example, check_trace=False)
-    traced.save(path(name + ".pt"))
-    return traced
 
 
 torch.manual_seed(0)
