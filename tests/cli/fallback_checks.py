@@ -1,7 +1,8 @@
 """What fallback_test.py and fallback_flex_test.py share: saving a traced
-model, two models with an unlowered operator (sort, logcumsumexp), and
-comparing a --cpu-fallback module's outputs with eager PyTorch's. Import it
-after cli_checks (it reports through cli_checks.check)."""
+model, three models with an unlowered operator (sort, logcumsumexp, rot90
+between quantized convolutions), and comparing a --cpu-fallback module's
+outputs with eager PyTorch's. Import it after cli_checks (it reports through
+cli_checks.check)."""
 import os
 import sys
 
@@ -37,6 +38,30 @@ class CumsumBetween(nn.Module):
 
     def forward(self, x):
         return torch.sigmoid(self.b(torch.logcumsumexp(torch.relu(self.a(x)), 1)))
+
+
+class QuantFlip(nn.Module):
+    """Quantized convolutions around an unlowered quantized op (rot90)."""
+
+    def __init__(self):
+        super().__init__()
+        self.quant = torch.ao.quantization.QuantStub()
+        self.a = nn.Conv2d(3, 8, 3, padding=1)
+        self.b = nn.Conv2d(8, 8, 1)
+        self.dequant = torch.ao.quantization.DeQuantStub()
+
+    def forward(self, x):
+        y = torch.relu(self.a(self.quant(x)))
+        return self.dequant(self.b(torch.rot90(y, 1, [2, 3])))
+
+
+def quantized(model, example):
+    torch.backends.quantized.engine = "qnnpack"
+    model.qconfig = torch.ao.quantization.get_default_qconfig("qnnpack")
+    torch.ao.quantization.prepare(model, inplace=True)
+    for _ in range(4):
+        model(torch.randn_like(example))
+    return torch.ao.quantization.convert(model)
 
 
 def save(name, model, example):

@@ -32,7 +32,7 @@ import torch.nn as nn
 
 sys.dont_write_bytecode = True  # importing cli_checks writes no __pycache__ into the sources
 from cli_checks import check, finish, path, run  # noqa: E402
-from fallback_checks import CumsumBetween, TopK, compare, save  # noqa: E402
+from fallback_checks import (CumsumBetween, QuantFlip, TopK, compare, quantized, save)  # noqa: E402
 
 
 class Sequence(nn.Module):
@@ -78,6 +78,9 @@ models = {
     "squeeze": save("squeeze", SqueezeBatch(), torch.randn(1, 8)),
     "one": save("one", BatchOfOne(), torch.randn(1, 8)),
 }
+torch.manual_seed(0)
+models["qflip"] = save("qflip", quantized(QuantFlip().eval(), torch.randn(1, 3, 8, 8)),
+                       torch.randn(1, 3, 8, 8))
 
 
 def model_inputs(module_path):
@@ -99,6 +102,9 @@ cases = [
      ["torch.logcumsumexp"], ["_convolution"], [(1, 3, 8, 8), (3, 3, 8, 8)]),
     ("cumsum", "1x3x0x0", [], [[[1, 3, None, None]], [[1, 8, None, None]]],
      ["torch.logcumsumexp"], ["_convolution"], [(1, 3, 8, 8), (1, 3, 12, 10), (1, 3, 5, 17)]),
+    # Quantized: the rot90 between two quantized convolutions stays TorchScript.
+    ("qflip", "0x3x8x8", [], [[[None, 3, 8, 8]], [[None, 8, 8, 8]]], ["torch.rot90"],
+     ["conv2d"], [(1, 3, 8, 8), (2, 3, 8, 8), (3, 3, 8, 8)]),
     # The second NNAPI model reads the sort's result: flexible batch, 10 classes.
     ("topk", "0x3x8x8", [], [[[None, 3, 8, 8]], [[None, 10]]], ["torch.sort"],
      ["_convolution", "linear"], [(1, 3, 8, 8), (3, 3, 8, 8)]),

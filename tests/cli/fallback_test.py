@@ -29,7 +29,8 @@ import torchvision
 
 sys.dont_write_bytecode = True  # importing cli_checks writes no __pycache__ into the sources
 from cli_checks import check, finish, path, run  # noqa: E402
-from fallback_checks import CumsumBetween, TopK, compare, outputs, save  # noqa: E402
+from fallback_checks import (CumsumBetween, QuantFlip, TopK, compare, outputs,  # noqa: E402
+                             quantized, save)
 
 
 # --- models -------------------------------------------------------------
@@ -67,21 +68,6 @@ class Detector(nn.Module):
         return boxes[keep], scores[keep]
 
 
-class QuantFlip(nn.Module):
-    """Quantized convolutions around an unlowered quantized op (rot90)."""
-
-    def __init__(self):
-        super().__init__()
-        self.quant = torch.ao.quantization.QuantStub()
-        self.a = nn.Conv2d(3, 8, 3, padding=1)
-        self.b = nn.Conv2d(8, 8, 1)
-        self.dequant = torch.ao.quantization.DeQuantStub()
-
-    def forward(self, x):
-        y = torch.relu(self.a(self.quant(x)))
-        return self.dequant(self.b(torch.rot90(y, 1, [2, 3])))
-
-
 class SortOnly(nn.Module):
     def forward(self, x):
         return torch.sort(x, 1)[0]
@@ -99,15 +85,6 @@ class Plain(nn.Module):
 
     def forward(self, x):
         return torch.relu(self.conv(x))
-
-
-def quantized(model, example):
-    torch.backends.quantized.engine = "qnnpack"
-    model.qconfig = torch.ao.quantization.get_default_qconfig("qnnpack")
-    torch.ao.quantization.prepare(model, inplace=True)
-    for _ in range(4):
-        model(torch.randn_like(example))
-    return torch.ao.quantization.convert(model)
 
 
 torch.manual_seed(0)
