@@ -304,18 +304,12 @@ constexpr uint64_t kProbeRuns = 4;
 constexpr int64_t kFlexibleSteps[] = {1, 3};
 int64_t flexible_step(int64_t base) { return base >= 32 ? 32 : 1; }
 
-std::string join_sizes(const std::vector<int64_t>& dims) {
-  std::string out;
-  for (int64_t d : dims) out += (out.empty() ? "" : "x") + std::to_string(d);
-  return dims.empty() ? "()" : out;
-}
-
 // The runs' sizes, each once in the order seen, joined: "8, 2x8, 4x8".
 std::string runs_text(const std::vector<std::vector<int64_t>>& runs) {
   std::string text;
   for (size_t i = 0; i < runs.size(); ++i) {
     if (std::find(runs.begin(), runs.begin() + i, runs[i]) != runs.begin() + i) continue;
-    text += (text.empty() ? "" : ", ") + join_sizes(runs[i]);
+    text += (text.empty() ? "" : ", ") + join_dims(runs[i]);
   }
   return text;
 }
@@ -438,7 +432,7 @@ void Planner::probe_all() {
     const Node* culprit = failing_node(inputs);
     std::string at_sizes;
     for (const auto& dims : run_shapes.at(run)) {
-      at_sizes += (at_sizes.empty() ? "" : ", ") + join_sizes(dims);
+      at_sizes += (at_sizes.empty() ? "" : ", ") + join_dims(dims);
     }
     throw ConvertError(
         1, "model '" + options_.model_path +
