@@ -1,6 +1,6 @@
 """What fallback_test.py and fallback_flex_test.py share: saving a traced
-model, three models with an unlowered operator (sort, logcumsumexp, rot90
-between quantized convolutions), and comparing a --cpu-fallback module's
+model, four models with an unlowered operator (sort, logcumsumexp, rot90
+between quantized convolutions, torchvision's NMS), and comparing a --cpu-fallback module's
 outputs with eager PyTorch's. Import it after cli_checks (it reports through
 cli_checks.check)."""
 import os
@@ -8,6 +8,7 @@ import sys
 
 import torch
 import torch.nn as nn
+import torchvision
 
 from cli_checks import check, path
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
@@ -53,6 +54,26 @@ class QuantFlip(nn.Module):
     def forward(self, x):
         y = torch.relu(self.a(self.quant(x)))
         return self.dequant(self.b(torch.rot90(y, 1, [2, 3])))
+
+
+class Detector(nn.Module):
+    """A tiny detector: convolutional head, box decoding, torchvision's NMS."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1), nn.ReLU(), nn.Conv2d(16, 16, 3, 2, 1),
+                                  nn.ReLU())
+        self.box = nn.Conv2d(16, 4, 1)
+        self.cls = nn.Conv2d(16, 1, 1)
+
+    def forward(self, x):
+        f = self.body(x)
+        b = self.box(f).permute(0, 2, 3, 1).reshape(-1, 4)
+        xy, wh = torch.sigmoid(b[:, :2]) * 32, torch.exp(b[:, 2:]) * 4
+        boxes = torch.cat([xy - wh / 2, xy + wh / 2], 1)
+        scores = torch.sigmoid(self.cls(f)).reshape(-1)
+        keep = torchvision.ops.nms(boxes, scores, 0.5)
+        return boxes[keep], scores[keep]
 
 
 def quantized(model, example):

@@ -3,9 +3,9 @@
 
 Usage: fallback_flex_test.py BIN WORK (with libneuralnetworks.so, the host
 runtime, on LD_LIBRARY_PATH). Converts small models with an operator
-nnapi-convert does not lower (logcumsumexp, sort) in the middle, with a
-flexible batch (NCHW and NHWC), a flexible height and width and a flexible
-sequence length, and checks:
+nnapi-convert does not lower (logcumsumexp, sort, rot90 between quantized
+convolutions, torchvision's NMS) with a flexible batch (NCHW and NHWC), a
+flexible height and width and a flexible sequence length, and checks:
 - each NNAPI model's input is flexible where the model's boundary tensor
   follows the input's flexible size (`inspect --json`: dims null), fixed
   elsewhere;
@@ -23,6 +23,7 @@ sequence length, and checks:
   (exit 1) naming the size and the node, and writes nothing.
 Prints "fallback-flex: all passed" when every check passed.
 """
+import glob
 import json
 import os
 import sys
@@ -32,7 +33,8 @@ import torch.nn as nn
 
 sys.dont_write_bytecode = True  # importing cli_checks writes no __pycache__ into the sources
 from cli_checks import check, finish, path, run  # noqa: E402
-from fallback_checks import (CumsumBetween, QuantFlip, TopK, compare, quantized, save)  # noqa: E402
+from fallback_checks import (CumsumBetween, Detector, QuantFlip, TopK, compare,  # noqa: E402
+                             quantized, save)
 
 
 class Sequence(nn.Module):
@@ -74,6 +76,7 @@ torch.manual_seed(0)
 models = {
     "cumsum": save("cumsum", CumsumBetween(), torch.randn(1, 3, 8, 8)),
     "topk": save("topk", TopK(), torch.randn(1, 3, 8, 8)),
+    "detector": save("detector", Detector(), torch.randn(1, 3, 32, 32)),
     "sequence": save("sequence", Sequence(), torch.randn(1, 8, 16)),
     "squeeze": save("squeeze", SqueezeBatch(), torch.randn(1, 8)),
     "one": save("one", BatchOfOne(), torch.randn(1, 8)),
@@ -81,11 +84,13 @@ models = {
 torch.manual_seed(0)
 models["qflip"] = save("qflip", quantized(QuantFlip().eval(), torch.randn(1, 3, 8, 8)),
                        torch.randn(1, 3, 8, 8))
+torchvision_ops = glob.glob("/usr/lib/python3/dist-packages/torchvision/_C*.so")[0]
 
 
 def model_inputs(module_path):
     """The dims of each NNAPI model's inputs (None: flexible), by `inspect --json`."""
-    rc, text = run("inspect", module_path, "--json", stdout_only=True)
+    rc, text = run("inspect", module_path, "--json", "--ops-library", torchvision_ops,
+                   stdout_only=True)
     reports = json.loads(text) if rc == 0 else []
     reports = [reports] if isinstance(reports, dict) else reports  # one NNAPI model: no list
     return [[op["dims"] for op in r["operands"] if op["source"]["kind"] == "model_input"]
@@ -108,6 +113,10 @@ cases = [
     # The second NNAPI model reads the sort's result: flexible batch, 10 classes.
     ("topk", "0x3x8x8", [], [[[None, 3, 8, 8]], [[None, 10]]], ["torch.sort"],
      ["_convolution", "linear"], [(1, 3, 8, 8), (3, 3, 8, 8)]),
+    # The detector's box decoding (a reshape(-1, 4) of the box map) runs in
+    # NNAPI over a flexible height and width, its NMS in TorchScript.
+    ("detector", "1x3x0x0", ["--ops-library", torchvision_ops], [[[1, 3, None, None]]],
+     ["torchvision.nms", "torch.index"], ["_convolution"], [(1, 3, 32, 32), (1, 3, 64, 48)]),
     # cumsum along the flexible sequence stays TorchScript (NNAPI's lowering
     # refuses a flexible cumsum; with a fixed length it runs in NNAPI).
     ("sequence", "1x0x16", [], [[[1, None, 16]], [[1, None, 16]]],

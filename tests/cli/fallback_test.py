@@ -29,8 +29,8 @@ import torchvision
 
 sys.dont_write_bytecode = True  # importing cli_checks writes no __pycache__ into the sources
 from cli_checks import check, finish, path, run  # noqa: E402
-from fallback_checks import (CumsumBetween, QuantFlip, TopK, compare, outputs,  # noqa: E402
-                             quantized, save)
+from fallback_checks import (CumsumBetween, Detector, QuantFlip, TopK, compare,  # noqa: E402
+                             outputs, quantized, save)
 
 
 # --- models -------------------------------------------------------------
@@ -46,26 +46,6 @@ class MaskedSelect(nn.Module):
     def forward(self, x):
         y = self.fc(x)
         return y[y > 0.3] * 3.0 + 1.0, y
-
-
-class Detector(nn.Module):
-    """A tiny detector: convolutional head, box decoding, torchvision's NMS."""
-
-    def __init__(self):
-        super().__init__()
-        self.body = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1), nn.ReLU(), nn.Conv2d(16, 16, 3, 2, 1),
-                                  nn.ReLU())
-        self.box = nn.Conv2d(16, 4, 1)
-        self.cls = nn.Conv2d(16, 1, 1)
-
-    def forward(self, x):
-        f = self.body(x)
-        b = self.box(f).permute(0, 2, 3, 1).reshape(-1, 4)
-        xy, wh = torch.sigmoid(b[:, :2]) * 32, torch.exp(b[:, 2:]) * 4
-        boxes = torch.cat([xy - wh / 2, xy + wh / 2], 1)
-        scores = torch.sigmoid(self.cls(f)).reshape(-1)
-        keep = torchvision.ops.nms(boxes, scores, 0.5)
-        return boxes[keep], scores[keep]
 
 
 class SortOnly(nn.Module):
