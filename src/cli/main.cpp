@@ -127,8 +127,9 @@ void add_conversion_options(CLI::App& app, Args& a, std::vector<CLI::Option*>& p
                "operation (fewer NNAPI operations; differs from PyTorch's converter)");
   app.add_flag("--cpu-fallback", a.cpu_fallback,
                "Keep the nodes NNAPI cannot run as TorchScript in the converted module, and "
-               "convert the parts between them to NNAPI models it calls (needs fixed --input "
-               "sizes; differs from PyTorch's converter, which refuses such models)");
+               "convert the parts between them to NNAPI models it calls (flexible --input sizes "
+               "are tried at several values; differs from PyTorch's converter, which refuses "
+               "such models)");
   app.add_option("--min-android-api", a.min_android_api,
                  "Oldest Android API level the model must run on (29 = Android 10, the default "
                  "and the least PyTorch's NNAPI runtime needs, to 35): newer NNAPI operations are "

@@ -12,6 +12,12 @@
 //   dtypes and quantization come from running the model on seeded random
 //   inputs (kProbeRuns times); a tensor whose size differs between the runs (data-dependent, e.g.
 //   after NMS or a boolean mask) cannot be one, as the NNAPI module fixes its sizes when first run;
+// - with flexible (0) --input sizes the model also runs with those at other
+//   sizes (kFlexibleSteps): a boundary tensor's dim that follows them is a
+//   flexible dim of the segment's input, which the segment's own
+//   shape-compute sets when the module first runs (a node that cannot take
+//   it flexible fails to lower and stays TorchScript); one whose rank
+//   follows them cannot be an input;
 // - a segment whose output comes back with another dtype than the model's
 //   (int32 for int64, ...), or that cannot be an NNAPI output (a constant
 //   there, an input unchanged), gives that output's node to TorchScript; a
@@ -36,6 +42,7 @@
 #include "core/sample_inputs.h"
 #include "lower/emit.h"
 #include "nnapi_convert/nnapi_types.h"
+#include "nnapi_convert/verify.h"
 
 namespace nnapi_convert {
 
@@ -198,15 +205,24 @@ GraphCopy copy_graph(Graph& g) {
 }
 
 // The frozen graph made to return what each of `values` holds, compiled once
-// and run per set of inputs.
+// and run per set of inputs; with `last`, the graph up to that node only
+// (`values` computed there or before).
 class Probe {
  public:
-  Probe(Graph& g, const std::vector<const Value*>& values) {
+  Probe(Graph& g, const std::vector<const Value*>& values, const Node* last = nullptr) {
     GraphCopy c = copy_graph(g);
     std::vector<Value*> wanted;
     for (const Value* v : values) wanted.push_back(c.values.at(v));
     while (!c.graph->outputs().empty()) c.graph->eraseOutput(0);
-    c.graph->registerOutput(c.graph->insertNode(c.graph->createTuple(wanted))->output());
+    Node* tuple = c.graph->insertNode(c.graph->createTuple(wanted));
+    c.graph->registerOutput(tuple->output());
+    if (last) {
+      std::vector<Node*> after;
+      for (Node* n : c.graph->nodes()) {
+        if (n != tuple && n->isAfter(c.nodes.at(last))) after.push_back(n);
+      }
+      for (auto it = after.rbegin(); it != after.rend(); ++it) (*it)->destroy();
+    }
     code_ = std::make_unique<torch::jit::Code>(c.graph, "cpu_fallback_probe");
   }
 
@@ -223,11 +239,14 @@ class Probe {
 };
 
 // What the probe runs saw in a value: its tensor in the first run (kept
-// without data) and whether every run gave the same sizes.
+// without data), whether the runs at the same input sizes gave the same
+// sizes, and which of its dims follow the flexible input sizes.
 struct Seen {
   bool tensor = false;
   at::Tensor first;        // sizes, dtype and quantization only
-  std::string sizes_seen;  // the runs' sizes when they differ, else empty
+  std::string sizes_seen;  // the runs' sizes when they differ at the same input sizes, else empty
+  std::string ranks_seen;  // the runs' sizes when their rank follows the input sizes, else empty
+  std::vector<int64_t> dims;  // first's sizes, 0 where they follow the input sizes
 };
 
 // A segment input's spec from what the runs gave it, or nullopt with the
@@ -266,12 +285,34 @@ std::optional<InputSpec> boundary_spec(const Seen& seen, std::string* why) {
            "), while an NNAPI model's sizes are set when it is first run";
     return std::nullopt;
   }
-  s.dims = a.sizes().vec();
+  if (!seen.ranks_seen.empty()) {
+    *why = "whose rank depends on the flexible input sizes (runs at several sizes gave " +
+           seen.ranks_seen + "), while an NNAPI model's ranks are fixed";
+    return std::nullopt;
+  }
+  s.dims = seen.dims;
   return s;
 }
 
-// How often the model runs to learn the sizes at segment boundaries.
+// How often the model runs at the same input sizes to learn the sizes at
+// segment boundaries.
 constexpr uint64_t kProbeRuns = 4;
+// With flexible input sizes, the model runs kProbeRuns times with each at
+// --verify's default (default_verify_size), then once with each at that
+// plus each of these steps times flexible_step (batch 1: 2 and 4; 224: 256
+// and 320; 8: 9 and 11), so that a size that follows them is seen to.
+constexpr int64_t kFlexibleSteps[] = {1, 3};
+int64_t flexible_step(int64_t base) { return base >= 32 ? 32 : 1; }
+
+// The runs' sizes, each once in the order seen, joined: "8, 2x8, 4x8".
+std::string runs_text(const std::vector<std::vector<int64_t>>& runs) {
+  std::string text;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (std::find(runs.begin(), runs.begin() + i, runs[i]) != runs.begin() + i) continue;
+    text += (text.empty() ? "" : ", ") + join_dims(runs[i]);
+  }
+  return text;
+}
 
 class Planner {
  public:
@@ -292,6 +333,7 @@ class Planner {
   }
   bool apply_type_rules(const std::vector<Segment>& segments);
   void probe_all();
+  const Node* failing_node(const std::vector<at::Tensor>& inputs);
   bool apply_probe(const std::vector<Segment>& segments);
   std::optional<Conversion> convert_segment(const Segment& s, size_t index);
   Conversion assemble(const std::vector<Segment>& segments, std::vector<Conversion> parts);
@@ -329,28 +371,51 @@ bool Planner::apply_type_rules(const std::vector<Segment>& segments) {
 }
 
 // Runs the model kProbeRuns times on seeded random inputs of the --input
-// sizes, recording what each value any split could put at a part's boundary
-// holds: the graph's inputs and the outputs of its non-constant nodes.
+// sizes (flexible ones at their defaults), and with flexible sizes once more
+// at each of kFlexibleSteps, recording what each value any split could put
+// at a part's boundary holds: the graph's inputs and the outputs of its
+// non-constant nodes.
 void Planner::probe_all() {
   std::vector<const Value*> values(graph_.inputs().begin() + 1, graph_.inputs().end());
   for (const Node* n : graph_.nodes()) {
     if (constant_.count(n)) continue;
     for (const Value* v : n->outputs()) values.push_back(v);
   }
-  std::vector<std::vector<int64_t>> shapes;
-  for (const InputSpec& spec : options_.inputs) shapes.push_back(spec.dims);
+  // The input sizes of each run.
+  std::vector<std::vector<std::vector<int64_t>>> run_shapes(kProbeRuns);
+  bool flexible = false;
+  for (const InputSpec& spec : options_.inputs) {
+    std::vector<int64_t> dims = spec.dims;
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (dims[d] == 0) dims[d] = default_verify_size(dims.size(), d);
+    }
+    for (auto& run : run_shapes) run.push_back(dims);
+    flexible |= std::find(spec.dims.begin(), spec.dims.end(), 0) != spec.dims.end();
+  }
+  if (flexible) {
+    for (int64_t step : kFlexibleSteps) {
+      std::vector<std::vector<int64_t>> shapes = run_shapes[0];
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        for (size_t d = 0; d < shapes[i].size(); ++d) {
+          if (options_.inputs[i].dims[d] == 0) shapes[i][d] += step * flexible_step(shapes[i][d]);
+        }
+      }
+      run_shapes.push_back(shapes);
+    }
+  }
   std::vector<std::vector<std::vector<int64_t>>> sizes(values.size());
+  size_t run = 0;
   try {
     Probe probe(graph_, values);
-    for (uint64_t seed = 0; seed < kProbeRuns; ++seed) {
+    for (; run < run_shapes.size(); ++run) {
       const std::vector<c10::IValue> got =
-          probe.run(self_, sample_inputs(options_.inputs, shapes, options_.nhwc, seed));
+          probe.run(self_, sample_inputs(options_.inputs, run_shapes[run], options_.nhwc, run));
       for (size_t i = 0; i < values.size(); ++i) {
         Seen& s = seen_[values[i]];  // not a tensor unless the first run says so
         if (!got[i].isTensor()) continue;
         const at::Tensor& t = got[i].toTensor();
         sizes[i].push_back(t.sizes().vec());
-        if (seed > 0) continue;
+        if (run > 0) continue;
         s.tensor = true;
         s.first = t.is_quantized() ? at::_empty_affine_quantized(
                                          t.sizes(), t.options(),
@@ -362,25 +427,78 @@ void Planner::probe_all() {
   } catch (const ConvertError&) {
     throw;
   } catch (const std::exception& e) {
-    throw ConvertError(1, "model '" + options_.model_path +
-                              "': --cpu-fallback runs the model on random inputs of the "
-                              "--input sizes to learn the sizes between its NNAPI and "
-                              "TorchScript parts, and the model failed: " +
-                              script_error_text(e));
+    const std::vector<at::Tensor> inputs =
+        sample_inputs(options_.inputs, run_shapes.at(run), options_.nhwc, run);
+    const Node* culprit = failing_node(inputs);
+    std::string at_sizes;
+    for (const auto& dims : run_shapes.at(run)) {
+      at_sizes += (at_sizes.empty() ? "" : ", ") + join_dims(dims);
+    }
+    throw ConvertError(
+        1, "model '" + options_.model_path +
+               "': --cpu-fallback runs the model on random inputs of the --input sizes" +
+               (flexible ? " (flexible ones at several sizes)" : "") +
+               " to learn the sizes between its NNAPI and TorchScript parts, and the model "
+               "failed on inputs of size " +
+               at_sizes + (culprit ? " at " + describe_node(culprit) : std::string()) + ": " +
+               script_error_text(e) +
+               (flexible && run >= kProbeRuns
+                    ? ". A flexible (0) size in --input says the model takes any size there; "
+                      "if it does not, give that size fixed"
+                    : ""));
   }
   for (size_t i = 0; i < values.size(); ++i) {
     const auto& runs = sizes[i];
-    if (std::all_of(runs.begin(), runs.end(), [&](const auto& r) { return r == runs[0]; })) {
+    Seen& seen = seen_[values[i]];
+    if (runs.size() != run_shapes.size()) {  // not a tensor in every run
+      seen.tensor = false;
       continue;
     }
-    std::string text;
-    for (const auto& r : runs) {
-      std::string one;
-      for (int64_t d : r) one += (one.empty() ? "" : "x") + std::to_string(d);
-      text += (text.empty() ? "" : ", ") + one;
+    const std::vector<std::vector<int64_t>> same(runs.begin(), runs.begin() + kProbeRuns);
+    if (std::any_of(same.begin(), same.end(), [&](const auto& r) { return r != runs[0]; })) {
+      seen.sizes_seen = runs_text(same);
+      continue;
     }
-    seen_[values[i]].sizes_seen = text;
+    if (std::any_of(runs.begin(), runs.end(),
+                    [&](const auto& r) { return r.size() != runs[0].size(); })) {
+      seen.ranks_seen = runs_text(runs);
+      continue;
+    }
+    seen.dims = runs[0];
+    for (const auto& r : runs) {
+      for (size_t d = 0; d < r.size(); ++d) {
+        if (r[d] != runs[0][d]) seen.dims[d] = 0;
+      }
+    }
   }
+}
+
+// The first top-level node at which the model fails on `inputs`, or nullptr
+// (the model gets that far): the graph's prefixes bisected.
+const Node* Planner::failing_node(const std::vector<at::Tensor>& inputs) {
+  std::vector<const Node*> order;
+  for (const Node* n : graph_.nodes()) {
+    if (!constant_.count(n)) order.push_back(n);
+  }
+  auto fails = [&](size_t k) {
+    try {
+      Probe(graph_, {}, order[k]).run(self_, inputs);
+      return false;
+    } catch (const std::exception&) {
+      return true;
+    }
+  };
+  if (order.empty() || !fails(order.size() - 1)) return nullptr;
+  size_t lo = 0, hi = order.size() - 1;
+  while (lo < hi) {
+    const size_t mid = (lo + hi) / 2;
+    if (fails(mid)) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return order[lo];
 }
 
 bool Planner::apply_probe(const std::vector<Segment>& segments) {
@@ -548,14 +666,6 @@ Conversion Planner::run() {
       throw ConvertError(2, "input spec '" + spec.text +
                                 "': bool inputs are not supported with --cpu-fallback; "
                                 "convert without it, or pass the mask as float32");
-    }
-  }
-  for (const InputSpec& spec : options_.inputs) {
-    if (std::find(spec.dims.begin(), spec.dims.end(), 0) != spec.dims.end()) {
-      throw ConvertError(2, "input spec '" + spec.text +
-                                "' has a flexible (0) size, but --cpu-fallback needs fixed "
-                                "input sizes: it runs the model once to learn the sizes "
-                                "between its NNAPI and TorchScript parts. Give every size");
     }
   }
   for (const Node* n : graph_.nodes()) {

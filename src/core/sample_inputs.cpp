@@ -49,4 +49,10 @@ std::vector<at::Tensor> sample_inputs(const std::vector<InputSpec>& specs,
   return inputs;
 }
 
+std::string join_dims(const std::vector<int64_t>& dims) {
+  std::string s;
+  for (size_t k = 0; k < dims.size(); ++k) s += (k ? "x" : "") + std::to_string(dims[k]);
+  return s.empty() ? "scalar" : s;
+}
+
 }  // namespace nnapi_convert

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "nnapi_convert/input_spec.h"
@@ -22,5 +23,9 @@ at::Tensor sample_input(const InputSpec& spec, const std::vector<int64_t>& shape
 std::vector<at::Tensor> sample_inputs(const std::vector<InputSpec>& specs,
                                       const std::vector<std::vector<int64_t>>& shapes,
                                       bool nhwc_all, uint64_t seed);
+
+// Sizes joined by x ("1x3x224x224"), "scalar" for none: how messages name
+// the sizes of sample inputs.
+std::string join_dims(const std::vector<int64_t>& dims);
 
 }  // namespace nnapi_convert

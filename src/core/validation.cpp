@@ -18,12 +18,6 @@ Blob parse(const std::vector<int32_t>& words, const std::vector<int64_t>& weight
                     &weight_sizes);
 }
 
-std::string join_dims(const std::vector<int64_t>& dims) {
-  std::string s;
-  for (size_t k = 0; k < dims.size(); ++k) s += (k ? "x" : "") + std::to_string(dims[k]);
-  return s.empty() ? "scalar" : s;
-}
-
 // Findings of one blob; `unknown` operands have no known value.
 std::vector<nnapi_validate::Finding> findings_of(
     const Blob& blob, const std::vector<std::pair<const uint8_t*, size_t>>& buffers,

@@ -44,16 +44,6 @@ constexpr const char* kRuntimeName = "libneuralnetworks.so";
 #define NNAPI_CONVERT_INSTALLED_RUNTIME_DIR "../lib/nnapi-convert"
 #endif
 
-std::string join_dims(const std::vector<int64_t>& dims) {
-  if (dims.empty()) return "scalar";
-  std::string s;
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (i) s += 'x';
-    s += std::to_string(dims[i]);
-  }
-  return s;
-}
-
 std::string num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2g", v);
