@@ -95,8 +95,8 @@ void print_text(const Json& j) {
       const Json& f = j["cpu_fallback"];
       int64_t nodes = 0;
       for (const Json& k : f["torchscript_nodes"]) nodes += k["count"].get<int64_t>();
-      os << "--cpu-fallback: " << f["nnapi_models"].get<int64_t>() << " NNAPI model(s); "
-         << nodes << " node(s) stay TorchScript\n";
+      os << "--cpu-fallback: " << f["nnapi_models"].get<int64_t>() << " NNAPI model(s); " << nodes
+         << " node(s) stay TorchScript\n";
     }
   } else {
     os << "does not convert: " << j["error"]["message"].get<std::string>() << "\n";
@@ -107,6 +107,24 @@ void print_text(const Json& j) {
 }  // namespace
 
 int run_check(const Args& a) {
+  // `check` converts in memory only: the options that write, run or quantize
+  // a conversion would be ignored, so they are refused.
+  std::string conversion_only;
+  for (const auto& [given, name] : {std::pair{!a.output.empty(), "-o"},
+                                    {!a.out_dir.empty(), "--out-dir"},
+                                    {!a.report.empty(), "--report"},
+                                    {!a.junit.empty(), "--junit"},
+                                    {a.verify, "--verify"},
+                                    {!a.quantize.empty(), "--quantize"}}) {
+    if (given) conversion_only += std::string(conversion_only.empty() ? "" : ", ") + name;
+  }
+  if (!conversion_only.empty()) {
+    spdlog::error(
+        "check writes, runs and quantizes nothing, so it does not take {}: those are options "
+        "of a conversion. Drop them to see what converts, or leave out `check` to convert",
+        conversion_only);
+    return 2;
+  }
   std::vector<Job> jobs;
   try {
     jobs = plan_jobs(a);

@@ -177,6 +177,20 @@ check("`nnapi-convert convert m.pt ...` writes the module `nnapi-convert m.pt ..
       and all(torch.equal(x, y) for x, y in zip(a.mod.weights, b.mod.weights))
       and list(a.mod.inp_mem_fmts) == [1] == list(b.mod.inp_mem_fmts), text + text2)
 
+# --- `check` takes no option of a conversion ---------------------------------------
+# It converts in memory only: -o, --verify, --quantize and the rest would be
+# ignored, so each is a usage error naming it, and nothing is written.
+for flags, named in ((["-o", path("checked.nnapi.pt")], "-o"), (["--verify"], "--verify"),
+                     (["--quantize", "uint8", "--calibration", path("none.pt")], "--quantize"),
+                     (["--report", path("checked.json")], "--report")):
+    rc, text = run("check", conv, "--input", "1x4x9x9", *flags)
+    check(f"check {named}: exit 2 naming it, nothing written",
+          rc == 2 and f"does not take {named}" in text
+          and not os.path.exists(path("checked.nnapi.pt"))
+          and not os.path.exists(path("checked.json")), text)
+rc, text = run("check", conv, "--input", "1x4x9x9")
+check("check without them: exit 0", rc == 0 and "converts" in text, text)
+
 # --- NNAPI_CONVERT_IN_PROCESS ------------------------------------------------------
 # A model whose __setstate__ (run while LibTorch loads it) never returns. By
 # default a worker process loads it and --timeout 2 ends it (exit 1); with
