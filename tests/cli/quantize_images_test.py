@@ -18,10 +18,12 @@ here with PIL. Checks:
 - the conversion on images converts and passes --verify with the proof;
 - errors: an empty folder, a folder of other files, a file that is not an
   image (named, with stb_image's reason), .pt files and images mixed, a
-  model input images cannot feed (2 channels, flexible H/W, two inputs), an
-  odd image count for a batch of 2: exit 1, nothing written; --mean/--std
-  of the wrong arity, a zero --std, --mean without --calibration-dir, and
-  --mean with a folder of .pt files: exit 2, nothing written.
+  model input images cannot feed (2 channels, flexible H/W, a two-input
+  model), an odd image count for a batch of 2: exit 1, nothing written;
+  --mean/--std of the wrong arity, a zero --std, --mean without
+  --calibration-dir, --mean with a folder of .pt files, and two --input
+  specs for a one-input model (the converter's own message, before any
+  sample is read): exit 2, nothing written.
 Prints "quantize_images: all passed" when every check passed.
 """
 import json
@@ -55,10 +57,16 @@ class Net(nn.Module):
         return self.fc(nn.functional.adaptive_avg_pool2d(y, 1).flatten(1))
 
 
+class TwoInputs(nn.Module):
+    def forward(self, x, y):
+        return x + y
+
+
 torch.manual_seed(0)
 H, W = 24, 32
 for c in (3, 1):
     torch.jit.trace(Net(c).eval(), torch.randn(1, c, H, W)).save(path("net%d.pt" % c))
+torch.jit.trace(TwoInputs().eval(), (torch.randn(1, 3, H, W),) * 2).save(path("two.pt"))
 
 
 def smooth_image(h, w, mode, seed):
@@ -212,7 +220,7 @@ for name, model, spec, args, words in [
          ["1x2x24x32", "1 (gray) or 3 (RGB) channels"]),
         ("flexible H and W", "net3.pt", "1x3x0x0", ["--calibration-dir", imgs],
          ["1x3x0x0", "fixed height and width"]),
-        ("two inputs", "net3.pt", SPEC, ["--input", SPEC, "--calibration-dir", imgs],
+        ("a two-input model", "two.pt", SPEC, ["--input", SPEC, "--calibration-dir", imgs],
          ["one-input model", "2 --input"]),
         ("5 images for a batch of 2", "net3.pt", "2x3x%dx%d" % (H, W),
          ["--calibration-dir", five], ["5 images", "whole batches"])]:
@@ -230,7 +238,9 @@ for name, args, words in [
         ("--mean with --calibration", ["--calibration", os.path.join(pts, "s.pt"), "--mean",
                                        "0,0,0"], ["--mean", "--calibration-dir"]),
         ("--mean with .pt files", ["--calibration-dir", pts, "--mean", "0,0,0"],
-         ["--mean", ".pt files"])]:
+         ["--mean", ".pt files"]),
+        ("two --input for a one-input model", ["--input", SPEC, "--calibration-dir", imgs],
+         ["takes 1 input(s), but 2 --input spec(s)"])]:
     status, text = quantize("net3.pt", SPEC, *args)
     check("%s: exit 2, nothing written" % name,
           status == 2 and all(w in text for w in words) and not os.path.exists(path("net.q.pt")),
