@@ -15,6 +15,7 @@ here with PIL. Checks:
   (measured: 0 for PNG; at most 0.025/255 and 0.65/255 for JPEG);
 - a gray (1-channel) model: color images become PIL's convert("L");
 - --input with a batch of 2: two images a sample;
+- a progress line while images are read, on a terminal only;
 - the conversion on images converts and passes --verify with the proof;
 - errors: an empty folder, a folder of other files, a file that is not an
   image (named, with stb_image's reason), .pt files and images mixed, a
@@ -28,7 +29,9 @@ Prints "quantize_images: all passed" when every check passed.
 """
 import json
 import os
+import shlex
 import shutil
+import subprocess
 import sys
 
 import torch
@@ -38,7 +41,7 @@ from PIL import Image
 from torchvision.transforms import InterpolationMode
 
 sys.dont_write_bytecode = True  # importing cli_checks writes no __pycache__ into the sources
-from cli_checks import check, finish, path, run  # noqa: E402
+from cli_checks import BIN, check, finish, path, run  # noqa: E402
 
 DUMP = "NNAPI_CONVERT_TEST_DUMP_CALIBRATION"
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
@@ -176,6 +179,16 @@ check("--input 2x3x24x32: two images a sample, in name order",
       status == 0 and len(got) == 3 and all(
           max_diff(got[i][0], torch.stack(want[2 * i:2 * i + 2])) <= 1e-5 for i in range(3)),
       (status, text))
+
+# Progress on a terminal only: under script(1) (util-linux, Essential in
+# Debian) standard error is a terminal; through run() it is a pipe.
+cmd = [BIN, path("net3.pt"), "--input", "1x3x%dx%d" % (H, W), "--quantize", "uint8",
+       "--calibration-dir", imgs, "-o", path("tty.q.pt")]
+tty = subprocess.run(["script", "-qec", " ".join(shlex.quote(a) for a in cmd), "/dev/null"],
+                     capture_output=True, text=True)
+check("on a terminal, image reading shows progress ('reading calibration images 5/6')",
+      tty.returncode == 0 and "reading calibration images 5/6" in tty.stdout, tty.stdout[-400:])
+check("on a pipe, no progress line", "reading calibration images" not in text, text)
 
 # --- (b) a conversion on images converts and verifies ----------------------
 
