@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <memory>
 
 #include "core/diagnostics.h"
@@ -73,6 +74,9 @@ class ImageReader {
     if (!f) refuse_image(file, std::string("cannot be read: ") + std::strerror(errno));
     const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     if (f.bad()) refuse_image(file, std::string("cannot be read: ") + std::strerror(errno));
+    if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
+      refuse_image(file, "is larger than stb_image reads (2 GiB)");
+    }
     int w = 0, h = 0, n = 0;
     std::unique_ptr<unsigned char, void (*)(void*)> px(
         stbi_load_from_memory(reinterpret_cast<const unsigned char*>(bytes.data()),
