@@ -2,7 +2,7 @@
 """nnapi-convert --quantize against PyTorch's FX post-training quantization.
 
 Usage: tools/ptq_compare.py --bin build/nnapi-convert [--only a,b] [--work DIR]
-    [--calibration N] [--holdout M] [--method histogram|minmax] [--size S]
+    [--calibration N] [--holdout M] [--method histogram|minmax] [--size S] [--images]
 
 For each model (torchvision's with tools/model_zoo.py's realistic random
 weights, traced): N + M samples (seeded; smooth random images: a normal
@@ -13,6 +13,13 @@ the same N calibration samples, convert_fx), run eagerly with the QNNPACK
 engine on the M holdout samples. Prints per model the SQNR (dB) against the
 float model and top-1 agreement of both, and whether nnapi-convert's
 fake-quant check passed. A model FX cannot trace is reported as such.
+
+--images: the samples are PNG files instead (the same smooth random images,
+8-bit, 8/7 of the model's size on one side and 10/7 on the other), given to
+nnapi-convert as --calibration-dir with ImageNet's --mean and --std; FX and
+the float model get them through torchvision (PIL decoding, ToTensor,
+Resize(size, antialias=True) on the tensor, CenterCrop(size), Normalize:
+what nnapi-convert computes from them).
 """
 import argparse
 import json
@@ -81,6 +88,31 @@ def samples(n, size, seed):
     return ((x.clamp(0, 1) - mean) / std).float()
 
 
+def image_samples(n, size, seed, folder):
+    """`n` PNG images (8-bit RGB, larger than size x size, one 8/7 and the
+    other 10/7 of it) in `folder`, named in order, and what torchvision
+    makes of them for a size x size model."""
+    from PIL import Image
+    import torchvision.transforms as T
+    g = torch.Generator().manual_seed(seed)
+    h, w = size * 8 // 7, size * 10 // 7
+    x = torch.rand(n, 3, h // 8, w // 8, generator=g)
+    x = torch.nn.functional.interpolate(x, size=(h, w), mode="bilinear", align_corners=False)
+    x = (x + 0.05 * torch.randn(n, 3, h, w, generator=g)).clamp(0, 1)
+    pixels = (x * 255).round().to(torch.uint8).permute(0, 2, 3, 1).numpy()
+    os.makedirs(folder, exist_ok=True)
+    for f in os.listdir(folder):
+        os.remove(os.path.join(folder, f))
+    prep = T.Compose([T.ToTensor(), T.Resize(size, antialias=True), T.CenterCrop(size),
+                      T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
+    out = []
+    for i in range(n):
+        f = os.path.join(folder, "img%04d.png" % i)
+        Image.fromarray(pixels[i], "RGB").save(f)
+        out.append(prep(Image.open(f).convert("RGB")))
+    return torch.stack(out)
+
+
 def sqnr(ref, test):
     noise = (ref.double() - test.double()).pow(2).sum().item()
     signal = ref.double().pow(2).sum().item()
@@ -123,6 +155,8 @@ def main():
     ap.add_argument("--holdout", type=int, default=8)
     ap.add_argument("--method", default="histogram")
     ap.add_argument("--size", type=int, default=0, help="image size (default: the model's)")
+    ap.add_argument("--images", action="store_true",
+                    help="calibrate on PNG files (--calibration-dir, --mean, --std)")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     names = args.only.split(",") if args.only else MODELS
@@ -134,16 +168,22 @@ def main():
         model, size = build(name)
         size = args.size or size
         n, m = args.calibration, args.holdout
-        data = samples(n + m, size, 1)
+        if args.images:
+            folder = os.path.join(args.work, name + "-images")
+            data = image_samples(n + m, size, 1, folder)
+            source = ["--calibration-dir", folder, "--mean", "0.485,0.456,0.406", "--std",
+                      "0.229,0.224,0.225"]
+        else:
+            data = samples(n + m, size, 1)
+            torch.save(data, os.path.join(args.work, name + "-samples.pt"))
+            source = ["--calibration", os.path.join(args.work, name + "-samples.pt")]
         cal, hold = data[:n], data[n:]
         path = os.path.join(args.work, name + ".pt")
         torch.jit.trace(model, cal[:1], check_trace=False).save(path)
-        torch.save(data, os.path.join(args.work, name + "-samples.pt"))
         report = os.path.join(args.work, name + ".json")
         t0 = time.time()
         r = subprocess.run([args.bin, path, "--input", "1x3x%dx%d" % (size, size), "--nhwc",
-                            "--quantize", "uint8", "--calibration",
-                            os.path.join(args.work, name + "-samples.pt"),
+                            "--quantize", "uint8", *source,
                             "--calibration-holdout", str(m), "--calibration-method", args.method,
                             "-o", os.path.join(args.work, name + ".nnapi.pt"), "--report", report,
                             "-q"], capture_output=True, text=True)

@@ -56,8 +56,10 @@ class ConvertError : public std::runtime_error {
 // (src/quantize/quantize.h).
 struct QuantizeOptions {
   bool enabled = false;
-  std::string calibration_file;      // torch.save'd tensor (a batch) or list of input tuples
-  std::string calibration_dir;       // a directory of such .pt files
+  std::string calibration_file;  // torch.save'd tensor (a batch) or list of input tuples
+  std::string calibration_dir;   // a directory of such .pt files, or of PNG/JPEG images
+  std::vector<double> mean,
+      stddev;  // --mean, --std: images: per channel, in pixel/255 units (empty: 0 and 1)
   std::string method = "histogram";  // minmax | histogram
   int64_t holdout = 0;               // the last N samples: not calibrated on, only measured
   std::vector<std::string> skip;     // node kinds (aten::add) or value names (%x.3) kept float

@@ -220,7 +220,7 @@ std::vector<Job> plan_jobs(const Args& a) {
       throw ConvertError(2,
                          "--quantize needs calibration samples: give one of --calibration "
                          "FILE.pt (a tensor batch or a list of input tuples, torch.save'd) and "
-                         "--calibration-dir DIR (.pt files)");
+                         "--calibration-dir DIR (.pt files, or PNG/JPEG images)");
     }
     if (a.cpu_fallback) {
       throw ConvertError(2, "--quantize cannot be combined with --cpu-fallback yet");

@@ -184,10 +184,27 @@ void add_conversion_options(CLI::App& app, Args& a, std::vector<CLI::Option*>& p
                                  "tensor whose dim 0 runs over the samples (one-input models) "
                                  "or a list with one tuple of input tensors per sample")
                       ->needs(quantize));
-  paths.push_back(app.add_option("--calibration-dir", a.quantization.calibration_dir,
-                                 "With --quantize: a directory of such .pt files (in name "
-                                 "order)")
-                      ->needs(quantize));
+  auto* calibration_dir =
+      app.add_option("--calibration-dir", a.quantization.calibration_dir,
+                     "With --quantize: a directory of such .pt files, or of PNG/JPEG images "
+                     "(.png, .jpg, .jpeg; not both kinds), in name order; other files are "
+                     "ignored. Images calibrate a one-input N x C x H x W model (C 1 or 3): "
+                     "each is made C channels, resized to cover H x W (antialiased bilinear, "
+                     "aspect ratio kept), center cropped, divided by 255 and normalized with "
+                     "--mean and --std")
+          ->needs(quantize);
+  paths.push_back(calibration_dir);
+  app.add_option("--mean", a.quantization.mean,
+                 "With --calibration-dir of images: per channel mean subtracted, in the 0..1 "
+                 "scale of pixel/255, comma-separated (torchvision's Normalize; default 0)")
+      ->delimiter(',')
+      ->needs(calibration_dir);
+  app.add_option("--std", a.quantization.stddev,
+                 "With --calibration-dir of images: per channel standard deviation divided by, "
+                 "comma-separated (default 1), e.g. --mean 0.485,0.456,0.406 --std "
+                 "0.229,0.224,0.225 for ImageNet's")
+      ->delimiter(',')
+      ->needs(calibration_dir);
   app.add_option("--calibration-method", a.quantization.method,
                  "With --quantize: how a value's range is chosen: histogram (default; the "
                  "range minimizing the quantization error, as PyTorch's HistogramObserver) or "

@@ -115,6 +115,17 @@ void check_input_ranks(const LoweringContext& cx, const Node* node) {
   }
 }
 
+// One --input spec per model input (usage: exit 2).
+void check_input_count(const torch::jit::Graph& graph, const ConvertOptions& options) {
+  const size_t n_args = graph.inputs().size() - 1;
+  if (options.inputs.size() != n_args) {
+    throw ConvertError(2, "model '" + options.model_path + "' takes " + std::to_string(n_args) +
+                              " input(s), but " + std::to_string(options.inputs.size()) +
+                              " --input spec(s) were given; give one --input per model input, "
+                              "in order");
+  }
+}
+
 }  // namespace
 
 Conversion convert(const ConvertOptions& options) {
@@ -122,7 +133,11 @@ Conversion convert(const ConvertOptions& options) {
   torch::jit::Module module =
       load_frozen_model(options.model_path, &times.load_ms, &times.freeze_ms);
   std::shared_ptr<const QuantizedModel> quantized;
-  if (options.quantize.enabled) quantized = quantize_module(module, options);
+  if (options.quantize.enabled) {
+    // Before the calibration samples are read against the specs.
+    check_input_count(*module.get_method("forward").graph(), options);
+    quantized = quantize_module(module, options);
+  }
   Conversion result = lower_module(module, options);
   result.quantized = quantized;
   result.times.load_ms = times.load_ms;
@@ -173,12 +188,7 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
 
   auto graph_inputs = graph->inputs();
   size_t n_args = graph_inputs.size() - 1;
-  if (options.inputs.size() != n_args) {
-    throw ConvertError(2, "model '" + path + "' takes " + std::to_string(n_args) +
-                              " input(s), but " + std::to_string(options.inputs.size()) +
-                              " --input spec(s) were given; give one --input per model input, "
-                              "in order");
-  }
+  check_input_count(*graph, options);
   for (size_t i = 0; i < n_args; ++i) {
     const Value* v = graph_inputs[i + 1];
     if (v->type()->kind() != c10::TypeKind::TensorType) {

@@ -1,14 +1,19 @@
 // --calibration FILE / --calibration-dir DIR: the samples --quantize
-// calibrates on, checked against the --input specs before any work.
+// calibrates on (tensors saved with torch.save, or images: images.cpp),
+// checked against the --input specs before any work.
 #include <ATen/ATen.h>
+#include <torch/csrc/jit/serialization/pickle.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "core/diagnostics.h"
+#include "quantize/progress.h"
 #include "quantize/quantize.h"
 #include "verify/torch_save.h"
 
@@ -135,6 +140,80 @@ class SampleReader {
   const std::vector<InputSpec>& specs_;
 };
 
+// The files of a --calibration-dir by kind, each list in name order: .pt
+// files and PNG/JPEG images (the extension in any case); other files and
+// subdirectories are ignored.
+struct DirectoryFiles {
+  std::vector<std::string> pt, images;
+};
+
+DirectoryFiles list_directory(const std::string& source, const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    throw ConvertError(1, source +
+                              " is not a directory; give a directory of .pt files written by "
+                              "torch.save, or of PNG/JPEG images. Nothing was written.");
+  }
+  DirectoryFiles files;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (!e.is_regular_file(ec)) continue;
+    std::string ext = e.path().extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (ext == ".pt") files.pt.push_back(e.path().string());
+    if (ext == ".png" || ext == ".jpg" || ext == ".jpeg") files.images.push_back(e.path().string());
+  }
+  if (ec) throw ConvertError(1, source + " cannot be listed: " + ec.message());
+  std::sort(files.pt.begin(), files.pt.end());
+  std::sort(files.images.begin(), files.images.end());
+  return files;
+}
+
+void read_directory(const std::string& source, const QuantizeOptions& q,
+                    const std::vector<InputSpec>& specs, std::vector<Sample>* samples) {
+  const DirectoryFiles files = list_directory(source, q.calibration_dir);
+  if (files.pt.empty() && files.images.empty()) {
+    throw ConvertError(1, source +
+                              " holds no .pt files and no PNG or JPEG images (.png, .jpg, "
+                              ".jpeg); save each sample (a tensor, or a tuple of input tensors) "
+                              "with torch.save as NAME.pt there, or put images there. Nothing "
+                              "was written.");
+  }
+  if (!files.pt.empty() && !files.images.empty()) {
+    throw ConvertError(1, source + " holds both .pt files ('" + files.pt[0] +
+                              "', ...) and images ('" + files.images[0] +
+                              "', ...); calibrate on one kind: move the others out. Nothing was "
+                              "written.");
+  }
+  if (!files.images.empty()) {
+    check_image_calibration(source, q, specs);
+    *samples = read_calibration_images(files.images, q, specs);
+    return;
+  }
+  if (!q.mean.empty() || !q.stddev.empty()) {
+    throw ConvertError(2, "--mean and --std normalize images, but " + source +
+                              " holds .pt files, which are used as saved; leave them out");
+  }
+  Progress progress("reading calibration files", files.pt.size());
+  for (size_t i = 0; i < files.pt.size(); ++i) {
+    progress.step(i);
+    SampleReader(files.pt[i], specs).read(samples);
+  }
+}
+
+// A test hook: NNAPI_CONVERT_TEST_DUMP_CALIBRATION=FILE saves the samples'
+// tensors (a list with a list of input tensors per sample) with
+// torch::jit::pickle_save, which Python's torch.load reads.
+void dump_for_tests(const std::vector<Sample>& samples) {
+  const char* path = std::getenv("NNAPI_CONVERT_TEST_DUMP_CALIBRATION");
+  if (!path || !*path) return;
+  c10::impl::GenericList all(c10::AnyType::get());
+  for (const Sample& s : samples) all.push_back(c10::List<at::Tensor>(s));
+  const std::vector<char> bytes = torch::jit::pickle_save(all);
+  std::ofstream(path, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
 }  // namespace
 
 std::vector<Sample> load_calibration_samples(const QuantizeOptions& q,
@@ -147,24 +226,7 @@ std::vector<Sample> load_calibration_samples(const QuantizeOptions& q,
   }
   if (!q.calibration_dir.empty()) {
     source = "--calibration-dir '" + q.calibration_dir + "'";
-    std::error_code ec;
-    if (!fs::is_directory(q.calibration_dir, ec)) {
-      throw ConvertError(1, source + " is not a directory; give a directory of .pt files " +
-                                "written by torch.save. Nothing was written.");
-    }
-    std::vector<std::string> files;
-    for (const auto& e : fs::directory_iterator(q.calibration_dir, ec)) {
-      if (e.path().extension() == ".pt") files.push_back(e.path().string());
-    }
-    if (ec) throw ConvertError(1, source + " cannot be listed: " + ec.message());
-    std::sort(files.begin(), files.end());
-    if (files.empty()) {
-      throw ConvertError(1, source +
-                                " holds no .pt files; save each sample (a tensor, or a tuple "
-                                "of input tensors) with torch.save as NAME.pt there. Nothing "
-                                "was written.");
-    }
-    for (const std::string& f : files) SampleReader(f, specs).read(&samples);
+    read_directory(source, q, specs, &samples);
   }
   if (samples.empty()) {
     throw ConvertError(1, source +
@@ -177,6 +239,7 @@ std::vector<Sample> load_calibration_samples(const QuantizeOptions& q,
                               " would leave none to calibrate on; give more samples or a "
                               "smaller holdout. Nothing was written.");
   }
+  dump_for_tests(samples);
   return samples;
 }
 

@@ -17,6 +17,7 @@
 #include "core/diagnostics.h"
 #include "nnapi_convert/verify.h"
 #include "quantize/plan.h"
+#include "quantize/progress.h"
 
 namespace nnapi_convert {
 namespace {
@@ -204,24 +205,6 @@ class Planner {
 };
 
 // --- calibration --------------------------------------------------------
-
-// A terminal progress line on standard error.
-class Progress {
- public:
-  Progress(std::string what, size_t total)
-      : what_(std::move(what)), total_(total), on_(::isatty(STDERR_FILENO)) {}
-  void step(size_t done) {
-    if (on_) std::cerr << "\r" << what_ << " " << done << "/" << total_ << std::flush;
-  }
-  ~Progress() {
-    if (on_) std::cerr << "\r\033[K" << std::flush;
-  }
-
- private:
-  std::string what_;
-  size_t total_;
-  bool on_;
-};
 
 constexpr int kBins = 2048;
 

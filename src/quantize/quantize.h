@@ -63,6 +63,23 @@ using Sample = std::vector<at::Tensor>;
 std::vector<Sample> load_calibration_samples(const QuantizeOptions& q,
                                              const std::vector<InputSpec>& specs);
 
+// Images calibrate a one-input model whose input is 4-D float32 N x C x H x W
+// with C 1 or 3 and H, W fixed; --mean and --std give C values. Throws
+// ConvertError (1, or 2 for --mean/--std) naming `source` otherwise.
+void check_image_calibration(const std::string& source, const QuantizeOptions& q,
+                             const std::vector<InputSpec>& specs);
+
+// PNG/JPEG `files` (checked by check_image_calibration) as samples: each
+// image decoded (stb_image), made C channels (gray repeated, alpha dropped,
+// color to gray as PIL's convert("L")), resized to cover H x W keeping its
+// aspect ratio (antialiased bilinear, as torchvision's Resize on a tensor)
+// and center cropped to H x W (torchvision's CenterCrop), divided by 255,
+// then (x - mean) / std per channel; N images make one sample. Throws
+// ConvertError(1) naming the image that cannot be read or decoded.
+std::vector<Sample> read_calibration_images(const std::vector<std::string>& files,
+                                            const QuantizeOptions& q,
+                                            const std::vector<InputSpec>& specs);
+
 // quint8 (per tensor) parameters for the range [lo, hi] (widened to hold 0).
 struct QParams {
   double scale = 1;

@@ -46,7 +46,7 @@ done
 depends=$(field "$cli" Depends)
 echo "deb: Depends: $depends"
 names=$(echo "$depends" | tr ',' '\n' | sed 's/(.*//; s/[[:space:]]//g')
-for p in libtorch1.13 libspdlog1.10-fmt9 libfmt9 zlib1g libstdc++6 libgcc-s1 libc6 libfarmhash0; do
+for p in libtorch1.13 libspdlog1.10-fmt9 libfmt9 zlib1g libstdc++6 libgcc-s1 libc6 libfarmhash0 libstb0; do
   echo "$names" | grep -qxF "$p" || fail "Depends lacks $p"
 done
 # Every Depends is a package Debian knows (when apt-cache can tell).
