@@ -123,7 +123,8 @@ Conversion convert(const ConvertOptions& options) {
       load_frozen_model(options.model_path, &times.load_ms, &times.freeze_ms);
   std::shared_ptr<const QuantizedModel> quantized;
   if (options.quantize.enabled) quantized = quantize_module(module, options);
-  Conversion result = lower_module(module, options);
+  Conversion result =
+      lower_module(module, quantized ? lowering_options(*quantized, options) : options);
   result.quantized = quantized;
   result.times.load_ms = times.load_ms;
   result.times.freeze_ms = times.freeze_ms;

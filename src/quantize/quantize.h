@@ -78,6 +78,11 @@ std::pair<double, double> histogram_range(const std::vector<double>& counts, dou
 // What --quantize decided and measured; shared with the proof.
 struct QuantizedModel;
 
+// The options the quantized graph is lowered and written with: `options`
+// with, under --quantized-io, each input spec quint8 at its calibrated
+// scale and zero point.
+ConvertOptions lowering_options(const QuantizedModel& q, const ConvertOptions& options);
+
 // Rewrites `module`'s forward graph (frozen, float) into a quantized graph,
 // calibrated on the samples. Throws ConvertError.
 std::shared_ptr<const QuantizedModel> quantize_module(torch::jit::Module& module,
