@@ -57,6 +57,9 @@ namespace {
 struct OpCheck {
   double max_quanta = 0;
   int64_t off = 0, numel = 0;  // elements off by one quantum
+  // The eager quantized value's scale or zero point is not the plan's (a
+  // fixed output quantization the rewrite got wrong, say).
+  bool params_differ = false;
 };
 
 }  // namespace
@@ -185,6 +188,11 @@ nlohmann::ordered_json prove_quantization(const QuantizedModel& q, const Convert
       ops[k].max_quanta = std::max(ops[k].max_quanta, d.max().item<double>());
       ops[k].off += (d > 0.5).sum().item<int64_t>();
       ops[k].numel += d.numel();
+      const at::Tensor& qv = qe[qe_first + k];
+      ops[k].params_differ =
+          ops[k].params_differ ||
+          (qv.is_quantized() && (std::abs(qv.q_scale() - scale) > 1e-6 * scale ||
+                                 qv.q_zero_point() != q.nodes[forced[k]].out.zero_point));
     }
     for (size_t l = 0; l < layers.size(); ++l) {
       if (fq[fq_first + l].defined() && fl[fl_first + l].defined())
@@ -241,8 +249,13 @@ nlohmann::ordered_json prove_quantization(const QuantizedModel& q, const Convert
   double worst = 0;
   int64_t off = 0, numel = 0;
   std::string worst_value;
+  std::vector<std::string> params_differ;
   for (size_t k = 0; k < forced.size(); ++k) {
-    ops_ok = ops_ok && ops[k].max_quanta <= 1.0 + 1e-3;
+    ops_ok = ops_ok && ops[k].max_quanta <= 1.0 + 1e-3 && !ops[k].params_differ;
+    if (ops[k].params_differ) {
+      params_differ.push_back("%" + nodes[forced[k]]->output()->debugName() + " " +
+                              nodes[forced[k]]->kind().toQualString());
+    }
     off += ops[k].off;
     numel += ops[k].numel;
     if (ops[k].max_quanta >= worst) {
@@ -256,6 +269,7 @@ nlohmann::ordered_json prove_quantization(const QuantizedModel& q, const Convert
                      {"max_quanta", worst},
                      {"worst_value", worst_value},
                      {"off_by_one_share", numel ? double(off) / double(numel) : 0.0},
+                     {"scale_differs_from_plan", params_differ},
                      {"outputs", lowering_outputs}};
   const bool fake_ok = lowering_ok && ops_ok;
   bool quality_ok = true;
@@ -320,6 +334,10 @@ std::string format_quantization(const nlohmann::ordered_json& p, size_t layers) 
        fq["worst_value"].get<std::string>() + "), " +
        fixed(100 * fq["off_by_one_share"].get<double>(), 3) + "% off by one; " +
        (fq["ok"].get<bool>() ? "ok" : "FAILS") + "\n";
+  for (const auto& v : fq["scale_differs_from_plan"]) {
+    s += "  FAILS: the quantized graph computes " + v.get<std::string>() +
+         " at another scale or zero point than the plan's (a fault of nnapi-convert)\n";
+  }
   const auto& quality = p["quality"]["outputs"];
   for (size_t k = 0; k < quality.size(); ++k) {
     const auto& f = fq["outputs"][k];

@@ -92,28 +92,6 @@ std::optional<QParams> fixed_output(const Node* n) {
   return std::nullopt;
 }
 
-// silu(x) = x * sigmoid(x), as the float lowering emits it (LOGISTIC, MUL):
-// rewritten so in the float graph so that --quantize computes both
-// quantized (sigmoid at its fixed scale, the product at its calibrated one).
-// Not where --quantize-skip names aten::silu.
-void decompose_silu(Graph& g, const QuantizeOptions& opts) {
-  if (std::count(opts.skip.begin(), opts.skip.end(), "aten::silu")) return;
-  for (Node* n : top_nodes(g)) {
-    if (!is_kind(n, {"aten::silu"}) || n->inputs().size() != 1) continue;
-    torch::jit::WithInsertPoint guard(n);
-    Value* s = g.insert(sym("aten::sigmoid"), {n->input(0)});
-    Value* y = g.insert(sym("aten::mul"), {n->input(0), s});
-    s->node()->setSourceRange(n->sourceRange());
-    y->node()->setSourceRange(n->sourceRange());
-    y->setType(n->output()->type());
-    s->setType(n->output()->type());
-    const std::string name = n->output()->debugName();
-    n->output()->replaceAllUsesWith(y);
-    n->destroy();
-    y->setDebugName(name);
-  }
-}
-
 // --- the plan -----------------------------------------------------------
 
 class Planner {
@@ -674,7 +652,6 @@ std::shared_ptr<const QuantizedModel> quantize_module(torch::jit::Module& module
   q->samples = load_calibration_samples(opts, options.inputs);
   q->holdout = opts.holdout;
   std::shared_ptr<Graph> graph = module.get_method("forward").graph();
-  decompose_silu(*graph, opts);
   q->float_graph = graph->copy();
   q->self = module._ivalue();
   const std::vector<Sample> calibration(q->samples.begin(), q->samples.end() - opts.holdout);
