@@ -11,8 +11,9 @@ field blurred, normalized as ImageNet's), saved with torch.save; nnapi-convert
 and FX graph-mode PTQ (prepare_fx with get_default_qconfig_mapping("qnnpack"),
 the same N calibration samples, convert_fx), run eagerly with the QNNPACK
 engine on the M holdout samples. Prints per model the SQNR (dB) against the
-float model and top-1 agreement of both, and whether nnapi-convert's
-fake-quant check passed. A model FX cannot trace is reported as such.
+float model and top-1 agreement of both, whether nnapi-convert's
+fake-quant check passed, and how many QUANTIZE and DEQUANTIZE operations
+(float islands) its NNAPI model has. A model FX cannot trace is reported as such.
 
 --images: the samples are PNG files instead (the same smooth random images,
 8-bit, 8/7 of the model's size on one side and 10/7 on the other), given to
@@ -160,9 +161,9 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     names = args.only.split(",") if args.only else MODELS
-    print("| model | nnapi-convert SQNR dB | top-1 | fake-quant check | FX SQNR dB | FX top-1 |"
-          " time s |")
-    print("|---|---|---|---|---|---|---|")
+    print("| model | nnapi-convert SQNR dB | top-1 | fake-quant check | QUANTIZE/DEQUANTIZE ops |"
+          " FX SQNR dB | FX top-1 | time s |")
+    print("|---|---|---|---|---|---|---|---|")
     for name in names:
         torch.manual_seed(0)
         model, size = build(name)
@@ -189,9 +190,10 @@ def main():
                             "-q"], capture_output=True, text=True)
         secs = time.time() - t0
         if r.returncode != 0:
-            ours = ("fails: " + r.stderr.strip().splitlines()[-1][:150], "", "")
+            ours = ("fails: " + r.stderr.strip().splitlines()[-1][:150], "", "", "")
         else:
-            q = json.load(open(report))["models"][0]["quantization"]
+            rep = json.load(open(report))["models"][0]
+            q = rep["quantization"]
             o = q["quality"]["outputs"][0]
             f = q["fake_quant"]
             lo = f["outputs"][0]
@@ -199,14 +201,16 @@ def main():
                     "" if o["top1_agreement"] is None else "%.0f%%" % (100 * o["top1_agreement"]),
                     "%s (ops: max %.2f quantum, %.4f%% off by one; NNAPI vs quantized graph: "
                     "max %d)" % ("ok" if f["ok"] else "FAILS", f["max_quanta"],
-                                 100 * f["off_by_one_share"], lo["max_quanta"]))
+                                 100 * f["off_by_one_share"], lo["max_quanta"]),
+                    "%d/%d" % (rep["operations"].get("QUANTIZE", 0),
+                               rep["operations"].get("DEQUANTIZE", 0)))
         with torch.no_grad():
             ref = torch.cat([model(hold[i:i + 1]) for i in range(m)])
         fx_out, why = fx_ptq(model, cal, hold)
         fx = (why, "") if fx_out is None else (
             "%.1f" % sqnr(ref, fx_out),
             "" if top1(ref, fx_out) is None else "%.0f%%" % (100 * top1(ref, fx_out)))
-        print("| %s | %s | %s | %s | %s | %s | %.0f |" % ((name,) + ours + fx + (secs,)),
+        print("| %s | %s | %s | %s | %s | %s | %s | %.0f |" % ((name,) + ours + fx + (secs,)),
               flush=True)
 
 

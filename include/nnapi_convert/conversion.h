@@ -64,6 +64,7 @@ struct QuantizeOptions {
   int64_t holdout = 0;               // the last N samples: not calibrated on, only measured
   std::vector<std::string> skip;     // node kinds (aten::add) or value names (%x.3) kept float
   double min_sqnr = 20;              // --verify fails when an output's SQNR is lower (dB)
+  bool quantized_io = false;         // the module takes and returns quint8 tensors
 };
 
 struct ConvertOptions {

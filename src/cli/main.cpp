@@ -173,7 +173,8 @@ void add_conversion_options(CLI::App& app, Args& a, std::vector<CLI::Option*>& p
       app.add_option("--quantize", a.quantize,
                      "Post-training quantization of a float model: uint8 (TENSOR_QUANT8_ASYMM "
                      "activations, per-tensor int8 weights), calibrated on --calibration or "
-                     "--calibration-dir; inputs and outputs stay float. Prints, and --report "
+                     "--calibration-dir; inputs and outputs stay float (see --quantized-io). "
+                     "Prints, and --report "
                      "holds, the proof: each output against the float graph fake-quantized "
                      "at the chosen scales (within one quantum) and against the float model "
                      "(SQNR, max abs error, top-1 agreement), and the layers' SQNR worst first; "
@@ -220,6 +221,11 @@ void add_conversion_options(CLI::App& app, Args& a, std::vector<CLI::Option*>& p
                  "With --quantize: keep float the nodes of this kind (aten::add) or computing "
                  "this value (%input.3, as the per-layer table names it); repeatable")
       ->allow_extra_args(false)
+      ->needs(quantize);
+  app.add_flag("--quantized-io", a.quantization.quantized_io,
+               "With --quantize: the converted module takes and returns quint8 tensors at "
+               "the calibrated scale and zero point of each input and output (printed, and "
+               "in --report), instead of float ones")
       ->needs(quantize);
   app.add_option("--min-sqnr", a.quantization.min_sqnr,
                  "With --quantize --verify: fail when an output's SQNR against the float "

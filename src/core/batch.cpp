@@ -72,7 +72,9 @@ JobResult run_job(const Job& job) {
     auto tw = std::chrono::steady_clock::now();
     // Every output of the model is written and verified before any replaces
     // an existing file: all of them appear together, or none.
-    ConversionFiles files = write_conversion(c, job.options, job.output, job.lite, job.parts);
+    ConversionFiles files =
+        write_conversion(c, c.quantized ? lowering_options(*c.quantized, job.options) : job.options,
+                         job.output, job.lite, job.parts);
     c.times.write_ms = ms_since(tw);
     r.operand_count = c.operand_count;
     r.operation_count = c.operation_count;

@@ -138,7 +138,8 @@ Conversion convert(const ConvertOptions& options) {
     check_input_count(*module.get_method("forward").graph(), options);
     quantized = quantize_module(module, options);
   }
-  Conversion result = lower_module(module, options);
+  Conversion result =
+      lower_module(module, quantized ? lowering_options(*quantized, options) : options);
   result.quantized = quantized;
   result.times.load_ms = times.load_ms;
   result.times.freeze_ms = times.freeze_ms;

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "lower/emit.h"
 #include "lower/node_args.h"
@@ -29,6 +30,45 @@ namespace {
 
 bool is_quant(const Operand& o) { return o.type == OperandType::TensorQuant8Asymm; }
 
+// PyTorch's own result of a quantized elementwise op `f` on each of the 256
+// values a quint8 tensor of x's parameters can hold, on the QNNPACK engine
+// (as on Android): a (256) quint8 tensor at the output's parameters.
+at::Tensor quantized_table(const Operand& x,
+                           const std::function<at::Tensor(const at::Tensor&)>& f) {
+  at::Context& ctx = at::globalContext();
+  const at::QEngine engine = ctx.qEngine();
+  const auto& engines = ctx.supportedQEngines();
+  if (std::find(engines.begin(), engines.end(), at::QEngine::QNNPACK) != engines.end())
+    ctx.setQEngine(at::QEngine::QNNPACK);
+  at::Tensor all =
+      at::_make_per_tensor_quantized_tensor(at::arange(256, at::kByte), x.scale, x.zero_point);
+  at::Tensor table = f(all);
+  ctx.setQEngine(engine);
+  return table;
+}
+
+// y = table[x] for a quant8 x: an input holds one of 256 stored values, so
+// the output is GATHER (feature level 3) from the table by the stored value
+// (CAST to TENSOR_INT32 keeps stored values). Exact to PyTorch's kernel,
+// where DEQUANTIZE, float arithmetic and QUANTIZE round ties otherwise (up
+// to 5% of outputs one quantum off, measured on hardswish).
+void emit_table_lookup(LoweringContext& cx, const Tensor& x, const at::Tensor& table,
+                       const Value* out_value) {
+  const int32_t table_id = cx.add_weight(table);
+  Operand index = x.op;
+  index.type = OperandType::TensorInt32;
+  index.scale = 0.0;
+  index.zero_point = 0;
+  const Tensor indices = emit_unary_to(cx, Op::Cast, x, index);
+  Operand out = x.op;
+  out.scale = table.q_scale();
+  out.zero_point = table.q_zero_point();
+  ModelBuilder& m = cx.model();
+  const int32_t axis = m.add_int_scalar(0);
+  const int32_t out_id = make_output(cx, out_value, out, &indices);
+  m.add_operation(Op::Gather, {table_id, axis, indices.id}, {out_id});
+}
+
 // hardsigmoid(x) = relu6(x + 3) / 6, on float32.
 Tensor float_hardsigmoid(LoweringContext& cx, const Tensor& x, const Value* out) {
   Tensor t = emit_binary(cx, Op::Add, x, float_scalar_tensor(cx, 3.0f), Fuse::Relu6);
@@ -41,9 +81,11 @@ void lower_hardsigmoid(LoweringContext& cx, const Node* node) {
     float_hardsigmoid(cx, x, node->output());
     return;
   }
-  // PyTorch's quantized hardsigmoid outputs scale 1/256, zero point 0.
-  Tensor f = float_hardsigmoid(cx, emit_dequantize(cx, x), nullptr);
-  emit_quantize(cx, f, 1.0 / 256, 0, node->output());
+  // NNAPI has no HARD_SIGMOID: PyTorch's quantized hardsigmoid (output scale
+  // 1/256, zero point 0) as a lookup table.
+  emit_table_lookup(cx, x,
+                    quantized_table(x.op, [](const at::Tensor& t) { return at::hardsigmoid(t); }),
+                    node->output());
 }
 
 // HARD_SWISH came with NNAPI feature level 4 (Android 11).
@@ -64,49 +106,21 @@ void lower_hardswish(LoweringContext& cx, const Node* node) {
   emit_unary(cx, Op::HardSwish, x, node->output());
 }
 
-// PyTorch's own quantized hardswish of each of the 256 values a quint8 tensor
-// of x's parameters can hold, on the QNNPACK engine (as on Android): a (256)
-// quint8 tensor with the output's scale and zero point.
-at::Tensor quantized_hardswish_table(const Operand& x, double scale, int64_t zero_point) {
-  static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow("quantized::hardswish", "")
-                             .typed<at::Tensor(const at::Tensor&, double, int64_t)>();
-  at::Context& ctx = at::globalContext();
-  const at::QEngine engine = ctx.qEngine();
-  const auto& engines = ctx.supportedQEngines();
-  if (std::find(engines.begin(), engines.end(), at::QEngine::QNNPACK) != engines.end())
-    ctx.setQEngine(at::QEngine::QNNPACK);
-  at::Tensor all =
-      at::_make_per_tensor_quantized_tensor(at::arange(256, at::kByte), x.scale, x.zero_point);
-  at::Tensor table = op.call(all, scale, zero_point);
-  ctx.setQEngine(engine);
-  return table;
-}
-
 void lower_quantized_hardswish(LoweringContext& cx, const Node* node) {
   Tensor x = cx.get_operand(node->input(0));
   check(is_quant(x.op), "quantized::hardswish of a float tensor");
   const QuantParams out_quant{cx.constant_float(node->input(1)), cx.constant_int(node->input(2))};
   if (!cx.allows_feature_level(kHardSwishLevel)) {
-    // Below Android 11: a lookup table. An input holds one of 256 stored
-    // values, so the output is GATHER (feature level 3) from the table of
-    // PyTorch's results by the stored value (CAST to TENSOR_INT32 keeps stored
-    // values). Exact, where DEQUANTIZE, float arithmetic and QUANTIZE rounded
-    // ties otherwise than QNNPACK's table (up to 5% of outputs one quantum off).
-    const int32_t table_id =
-        cx.add_weight(quantized_hardswish_table(x.op, out_quant.scale, out_quant.zero_point));
-    Operand index = x.op;
-    index.type = OperandType::TensorInt32;
-    index.scale = 0.0;
-    index.zero_point = 0;
-    const Tensor indices = emit_unary_to(cx, Op::Cast, x, index);
-    Operand out = x.op;
-    out.scale = out_quant.scale;
-    out.zero_point = out_quant.zero_point;
-    ModelBuilder& m = cx.model();
-    const int32_t axis = m.add_int_scalar(0);
-    const int32_t out_id = make_output(cx, node->output(), out, &indices);
-    m.add_operation(Op::Gather, {table_id, axis, indices.id}, {out_id});
+    // Below Android 11: PyTorch's quantized hardswish as a lookup table.
+    static const auto op = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow("quantized::hardswish", "")
+                               .typed<at::Tensor(const at::Tensor&, double, int64_t)>();
+    emit_table_lookup(cx, x,
+                      quantized_table(x.op,
+                                      [&](const at::Tensor& t) {
+                                        return op.call(t, out_quant.scale, out_quant.zero_point);
+                                      }),
+                      node->output());
     return;
   }
   emit_unary(cx, Op::HardSwish, x, node->output(), out_quant);

@@ -166,13 +166,10 @@ void lower_mul_div(LoweringContext& cx, const Node* node, Op op) {
   lower_binary(cx, node, op, cx.fuse_following_activation(node->output()));
 }
 
-void lower_softmax_like(LoweringContext& cx, const Node* node, Op op) {
+// SOFTMAX / LOG_SOFTMAX of x over PyTorch dim `dim`, output parameters `o`.
+Tensor emit_softmax_like(LoweringContext& cx, const Value* out, Op op, const Tensor& x, int64_t dim,
+                         const Operand& o) {
   bool is_log = op == Op::LogSoftmax;
-  const Tensor x = cx.get_operand(node->input(0));
-  if (node->inputs().size() > 2) {
-    check_dtype_argument(cx, node->input(2), x, node->kind().toQualString());
-  }
-  int64_t dim = cx.constant_int(node->input(1));
   if (x.op.dim_order == DimOrder::ChannelsLast) {
     // The NNAPI axis that holds PyTorch dim `dim` (the reference passes `dim`
     // as is, which is a different axis of NHWC data).
@@ -185,12 +182,44 @@ void lower_softmax_like(LoweringContext& cx, const Node* node, Op op) {
     beta = m.add_float_scalar(1.0f);
     axis = m.add_int_scalar(static_cast<int32_t>(dim));
   }
-  out_id = make_output(cx, node->output(), x.op, &x);
+  out_id = make_output(cx, out, o, &x);
   if (!is_log) {
     beta = m.add_float_scalar(1.0f);
     axis = m.add_int_scalar(static_cast<int32_t>(dim));
   }
   m.add_operation(op, {x.id, beta, axis}, {out_id});
+  return {out_id, cx.operand(out_id)};
+}
+
+void lower_softmax_like(LoweringContext& cx, const Node* node, Op op) {
+  const Tensor x = cx.get_operand(node->input(0));
+  if (node->inputs().size() > 2) {
+    check_dtype_argument(cx, node->input(2), x, node->kind().toQualString());
+  }
+  emit_softmax_like(cx, node->output(), op, x, cx.constant_int(node->input(1)), x.op);
+}
+
+// quantized::softmax(qx, dim, output_scale, output_zero_point): a quant8
+// SOFTMAX, whose output NeuralNetworks.h fixes at scale 1/256, zero point 0
+// (what --quantize gives it); at other output parameters the float SOFTMAX
+// between DEQUANTIZE and QUANTIZE.
+void lower_quantized_softmax(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 4, "malformed quantized::softmax");
+  const Tensor x = cx.get_operand(node->input(0));
+  check(x.op.type == OperandType::TensorQuant8Asymm, "quantized::softmax of a float tensor");
+  const int64_t dim = cx.constant_int(node->input(1));
+  const double scale = cx.constant_float(node->input(2));
+  const int64_t zero_point = cx.constant_int(node->input(3));
+  Operand o = x.op;
+  if (scale == 1.0 / 256 && zero_point == 0) {
+    o.scale = scale;
+    o.zero_point = zero_point;
+    emit_softmax_like(cx, node->output(), Op::Softmax, x, dim, o);
+    return;
+  }
+  const Tensor f = emit_dequantize(cx, x);
+  const Tensor y = emit_softmax_like(cx, nullptr, Op::Softmax, f, dim, f.op);
+  emit_quantize(cx, y, scale, zero_point, node->output());
 }
 
 void lower_prelu(LoweringContext& cx, const Node* node) {
@@ -544,6 +573,7 @@ void register_pointwise_ops(LoweringTable& t) {
   t.add("aten::div", [](LoweringContext& cx, const Node* n) { lower_mul_div(cx, n, Op::Div); });
   t.add("aten::softmax",
         [](LoweringContext& cx, const Node* n) { lower_softmax_like(cx, n, Op::Softmax); });
+  t.add("quantized::softmax", lower_quantized_softmax);
   t.add("aten::log_softmax",
         [](LoweringContext& cx, const Node* n) { lower_softmax_like(cx, n, Op::LogSoftmax); });
   t.add("aten::prelu", lower_prelu);

@@ -31,6 +31,8 @@ enum class Role {
   Add,       // quantized::add (or add_relu)
   Mul,       // quantized::mul
   Keep,      // an op that takes its quantized input as it is (relu, pools, views)
+  Unary,     // sigmoid, tanh, hardsigmoid, softmax (NNAPI's and PyTorch's fixed
+             // output scale) or hardswish (calibrated) of a quantized input
   Absorbed,  // a ReLU done by the conv2d_relu / add_relu before it
 };
 
@@ -51,6 +53,10 @@ struct QuantizedModel {
   std::vector<Sample> samples;               // calibration samples, then the holdout
   int64_t holdout = 0;
   std::vector<std::string> notes;  // what stays float and why (for the report)
+  // --quantized-io: each model input's and returned value's quint8
+  // parameters (empty without it).
+  std::vector<std::optional<QParams>> io_inputs;  // by model input: a float tensor's
+  std::vector<QParams> io_outputs;                // by returned value
 };
 
 // Quantized: the graph lowered. QuantizedEager: the same to run eagerly
@@ -67,6 +73,9 @@ enum class Mode { Quantized, QuantizedEager, FakeQuant, Float };
 // fake-quantized one (FakeQuant), the float one (Float).
 std::shared_ptr<torch::jit::Graph> build_graph(const QuantizedModel& q, Mode mode,
                                                std::map<int, torch::jit::Value*>* probes);
+
+// The values `g` returns, in output order (a tuple's elements).
+std::vector<torch::jit::Value*> returned_values(torch::jit::Graph& g);
 
 // Runs a graph (self first) on samples, with `extra` values of it appended
 // to its outputs: run() returns the model's outputs (flattened) then the

@@ -34,17 +34,17 @@ struct Sqnr {
   }
 };
 
+// A float32 scale in full (9 significant digits round-trip it).
+std::string significant(double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
 std::string fixed(double v, int digits) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
-}
-
-// The returned values of the float graph, in output order.
-std::vector<Value*> returned_values(torch::jit::Graph& g) {
-  Value* ret = g.outputs()[0];
-  if (ret->node()->kind() == c10::prim::TupleConstruct) return ret->node()->inputs().vec();
-  return {ret};
 }
 
 }  // namespace
@@ -57,6 +57,9 @@ namespace {
 struct OpCheck {
   double max_quanta = 0;
   int64_t off = 0, numel = 0;  // elements off by one quantum
+  // The eager quantized value's scale or zero point is not the plan's (a
+  // fixed output quantization the rewrite got wrong, say).
+  bool params_differ = false;
 };
 
 }  // namespace
@@ -106,6 +109,15 @@ nlohmann::ordered_json prove_quantization(const QuantizedModel& q, const Convert
     const bool quantized = it != nodes.end() && q.nodes[it - nodes.begin()].role != Role::Float;
     quanta.push_back(quantized ? q.nodes[it - nodes.begin()].out.scale : 0.0);
   }
+  // --quantized-io: the module's outputs are quint8 at these.
+  for (size_t k = 0; k < q.io_outputs.size() && k < quanta.size(); ++k) {
+    quanta[k] = q.io_outputs[k].scale;
+  }
+  auto at_io_output = [&](const at::Tensor& t, size_t k) {
+    if (k >= q.io_outputs.size()) return t;
+    const QParams& p = q.io_outputs[k];
+    return at::fake_quantize_per_tensor_affine(t, p.scale, p.zero_point, 0, 255);
+  };
 
   VerifyOptions any_share;
   any_share.max_off_by_one_share = 1.0;
@@ -124,29 +136,44 @@ nlohmann::ordered_json prove_quantization(const QuantizedModel& q, const Convert
     acc->quantum = quantum;
   };
   for (const Sample& sample : samples) {
-    Sample device = sample;
+    // --quantized-io: the module takes each input quantized at its
+    // parameters; the eager graphs take the same values dequantized (which
+    // their QUANTIZE of the input gives back exactly), the float model the
+    // sample as it is.
+    Sample device = sample, eager = sample;
+    for (size_t i = 0; i < q.io_inputs.size() && i < device.size(); ++i) {
+      if (!q.io_inputs[i]) continue;
+      device[i] = at::quantize_per_tensor(sample[i], q.io_inputs[i]->scale,
+                                          q.io_inputs[i]->zero_point, at::kQUInt8);
+      eager[i] = device[i].dequantize();
+    }
     for (size_t i = 0; i < device.size(); ++i) {
       const bool nhwc = options.inputs[i].nhwc || (options.nhwc && device[i].dim() == 4);
       if (nhwc) device[i] = device[i].contiguous(at::MemoryFormat::ChannelsLast);
     }
     const std::vector<at::Tensor> nnapi =
         run_converted(converted_module_path, device, "", "--quantize's proof");
-    const std::vector<at::Tensor> fq = fq_runner.run(sample);
+    const std::vector<at::Tensor> fq = fq_runner.run(eager);
     const std::vector<at::Tensor> fl = float_runner.run(sample);
-    const std::vector<at::Tensor> qe = q_runner.run(sample);
-    Sample forced_in = sample;
+    const std::vector<at::Tensor> qe = q_runner.run(eager);
+    Sample forced_in = eager;
     const size_t qe_first = qe.size() - q_extra.size();
     for (size_t k = 0; k < forced.size(); ++k) forced_in.push_back(qe[qe_first + k].dequantize());
     const std::vector<at::Tensor> ff = forced_runner.run(forced_in);
     const size_t n_out = returns.size(), fq_first = fq.size() - fq_extra.size(),
                  fl_first = fl.size() - float_extra.size(), ff_first = ff.size() - forced.size();
     for (size_t k = 0; k < n_out && k < nnapi.size(); ++k) {
-      const at::Tensor a = nnapi[k].contiguous(), f = fl[k].contiguous();
+      const at::Tensor a = (nnapi[k].is_quantized() ? nnapi[k].dequantize() : nnapi[k])
+                               .contiguous(),
+                       f = fl[k].contiguous();
       // The lowering: the NNAPI module against the eager quantized graph,
       // with --verify's rule for quantized models.
-      merge(&lowering[k], compare_output(a, qe[k].contiguous(), quanta[k], VerifyOptions()),
+      merge(&lowering[k],
+            compare_output(a, at_io_output(qe[k], k).contiguous(), quanta[k], VerifyOptions()),
             quanta[k]);
-      merge(&end_to_end[k], compare_output(a, fq[k].contiguous(), quanta[k], any_share), quanta[k]);
+      merge(&end_to_end[k],
+            compare_output(a, at_io_output(fq[k], k).contiguous(), quanta[k], any_share),
+            quanta[k]);
       quality[k].add(f, a);
       max_abs[k] = std::max(max_abs[k], (f - a).abs().max().item<double>());
       if (f.dim() == 2 && f.size(1) > 1) {
@@ -162,6 +189,11 @@ nlohmann::ordered_json prove_quantization(const QuantizedModel& q, const Convert
       ops[k].max_quanta = std::max(ops[k].max_quanta, d.max().item<double>());
       ops[k].off += (d > 0.5).sum().item<int64_t>();
       ops[k].numel += d.numel();
+      const at::Tensor& qv = qe[qe_first + k];
+      ops[k].params_differ =
+          ops[k].params_differ ||
+          (qv.is_quantized() && (std::abs(qv.q_scale() - scale) > 1e-6 * scale ||
+                                 qv.q_zero_point() != q.nodes[forced[k]].out.zero_point));
     }
     for (size_t l = 0; l < layers.size(); ++l) {
       if (fq[fq_first + l].defined() && fl[fl_first + l].defined())
@@ -184,6 +216,22 @@ nlohmann::ordered_json prove_quantization(const QuantizedModel& q, const Convert
   j["quantized_nodes"] = quantized;
   j["float_nodes"] = kept_float;
   j["notes"] = q.notes;
+  if (!q.io_outputs.empty()) {
+    // --quantized-io: what the app quantizes its inputs with and
+    // dequantizes the outputs with: real = scale * (q - zero_point).
+    nlohmann::ordered_json ins = nlohmann::ordered_json::array(),
+                           outs = nlohmann::ordered_json::array();
+    for (const auto& p : q.io_inputs) {
+      ins.push_back(p ? nlohmann::ordered_json{{"dtype", "quint8"},
+                                               {"scale", p->scale},
+                                               {"zero_point", p->zero_point}}
+                      : nlohmann::ordered_json{{"dtype", "unchanged"}});
+    }
+    for (const QParams& p : q.io_outputs) {
+      outs.push_back({{"dtype", "quint8"}, {"scale", p.scale}, {"zero_point", p.zero_point}});
+    }
+    j["quantized_io"] = {{"inputs", ins}, {"outputs", outs}};
+  }
   bool lowering_ok = true;
   nlohmann::ordered_json lowering_outputs = nlohmann::ordered_json::array();
   for (size_t k = 0; k < returns.size(); ++k) {
@@ -202,8 +250,13 @@ nlohmann::ordered_json prove_quantization(const QuantizedModel& q, const Convert
   double worst = 0;
   int64_t off = 0, numel = 0;
   std::string worst_value;
+  std::vector<std::string> params_differ;
   for (size_t k = 0; k < forced.size(); ++k) {
-    ops_ok = ops_ok && ops[k].max_quanta <= 1.0 + 1e-3;
+    ops_ok = ops_ok && ops[k].max_quanta <= 1.0 + 1e-3 && !ops[k].params_differ;
+    if (ops[k].params_differ) {
+      params_differ.push_back("%" + nodes[forced[k]]->output()->debugName() + " " +
+                              nodes[forced[k]]->kind().toQualString());
+    }
     off += ops[k].off;
     numel += ops[k].numel;
     if (ops[k].max_quanta >= worst) {
@@ -217,6 +270,7 @@ nlohmann::ordered_json prove_quantization(const QuantizedModel& q, const Convert
                      {"max_quanta", worst},
                      {"worst_value", worst_value},
                      {"off_by_one_share", numel ? double(off) / double(numel) : 0.0},
+                     {"scale_differs_from_plan", params_differ},
                      {"outputs", lowering_outputs}};
   const bool fake_ok = lowering_ok && ops_ok;
   bool quality_ok = true;
@@ -258,6 +312,22 @@ std::string format_quantization(const nlohmann::ordered_json& p, size_t layers) 
                   " nodes quantized, " + std::to_string(p["float_nodes"].get<int64_t>()) +
                   " kept float; measured on " + std::to_string(p["proof_samples"].get<int64_t>()) +
                   " " + p["proof_on"].get<std::string>() + " samples\n";
+  if (p.contains("quantized_io")) {
+    auto line = [](const char* what, const nlohmann::ordered_json& list) {
+      std::string t;
+      for (size_t k = 0; k < list.size(); ++k) {
+        const auto& e = list[k];
+        t += std::string(k ? "; " : "  ") + what + " " + std::to_string(k) + ": " +
+             (e["dtype"] == "quint8"
+                  ? "quint8 scale " + significant(e["scale"].get<double>()) + " zero_point " +
+                        std::to_string(e["zero_point"].get<int64_t>())
+                  : std::string("unchanged (not a float tensor)"));
+      }
+      return t + "\n";
+    };
+    s += "  --quantized-io (real = scale * (q - zero_point)):\n" +
+         line("input", p["quantized_io"]["inputs"]) + line("output", p["quantized_io"]["outputs"]);
+  }
   const auto& fq = p["fake_quant"];
   s += "  fake-quant check: each of the " + std::to_string(fq["quantized_values"].get<int64_t>()) +
        " quantized values against its op fake-quantized on the same inputs: max " +
@@ -265,6 +335,10 @@ std::string format_quantization(const nlohmann::ordered_json& p, size_t layers) 
        fq["worst_value"].get<std::string>() + "), " +
        fixed(100 * fq["off_by_one_share"].get<double>(), 3) + "% off by one; " +
        (fq["ok"].get<bool>() ? "ok" : "FAILS") + "\n";
+  for (const auto& v : fq["scale_differs_from_plan"]) {
+    s += "  FAILS: the quantized graph computes " + v.get<std::string>() +
+         " at another scale or zero point than the plan's (a fault of nnapi-convert)\n";
+  }
   const auto& quality = p["quality"]["outputs"];
   for (size_t k = 0; k < quality.size(); ++k) {
     const auto& f = fq["outputs"][k];

@@ -82,6 +82,17 @@ bool is_relu6(const Node* n) {
          hi->toScalar().toDouble() == 6.0;
 }
 
+// The output quantization NNAPI prescribes for a TENSOR_QUANT8_ASYMM
+// LOGISTIC and SOFTMAX (scale 1/256, zero point 0) and TANH (1/128, 128),
+// NeuralNetworks.h; PyTorch's quantized sigmoid, softmax, tanh and
+// hardsigmoid (which NNAPI has not: a lookup table) output the same.
+std::optional<QParams> fixed_output(const Node* n) {
+  if (is_kind(n, {"aten::sigmoid", "aten::hardsigmoid", "aten::softmax"}))
+    return QParams{1.0 / 256, 0};
+  if (is_kind(n, {"aten::tanh"})) return QParams{1.0 / 128, 128};
+  return std::nullopt;
+}
+
 // --- the plan -----------------------------------------------------------
 
 class Planner {
@@ -101,6 +112,7 @@ class Planner {
       plans[i].role = role_of(n, plans);
       plans[i].range_node = static_cast<int>(i);
       if (plans[i].role == Role::Float || plans[i].role == Role::Keep) continue;
+      if (plans[i].role == Role::Unary && fixed_output(n)) continue;
       // A ReLU / ReLU6 that is the only use: its range is this output's
       // (so the clamp at 0 costs no levels); a ReLU after a convolution or
       // ADD is absorbed into conv2d_relu / add_relu.
@@ -187,6 +199,15 @@ class Planner {
         return Role::Add;
       }
       return Role::Mul;
+    }
+    if (is_kind(n, {"aten::sigmoid", "aten::tanh", "aten::hardsigmoid", "aten::hardswish"}) &&
+        n->inputs().size() == 1 && quantized_output(n->input(0), plans)) {
+      return Role::Unary;
+    }
+    if (is_kind(n, {"aten::softmax"}) && n->inputs().size() == 3 &&
+        quantized_output(n->input(0), plans)) {
+      auto dim = torch::jit::toIValue(n->input(1)), dtype = torch::jit::toIValue(n->input(2));
+      if (dim && dim->isInt() && dtype && dtype->isNone()) return Role::Unary;
     }
     if (is_kind(n, {"aten::relu", "aten::relu6", "aten::hardtanh", "aten::max_pool2d",
                     "aten::adaptive_avg_pool2d", "aten::flatten", "aten::reshape", "aten::view",
@@ -306,6 +327,8 @@ class Builder {
       : q_(q), mode_(mode), g_(std::move(g)), nodes_(top_nodes(*g_)), refs_(value_refs(*g_)) {}
 
   std::shared_ptr<Graph> build(std::map<int, Value*>* probes) {
+    const bool io = mode_ == Mode::Quantized && !q_.io_inputs.empty();
+    if (io) quantized_inputs_io();
     for (size_t i = 0; i < nodes_.size(); ++i) {
       const NodePlan& p = q_.nodes[i];
       Node* n = nodes_[i];
@@ -319,12 +342,52 @@ class Builder {
                        : fake_node(n, p);
       if (probes) (*probes)[static_cast<int>(i)] = out;
     }
+    if (io) quantized_outputs_io();
     torch::jit::EliminateDeadCode(g_);
     return g_;
   }
 
  private:
   Value* constant(const c10::IValue& v) { return g_->insertConstant(v); }
+
+  // --quantized-io: a quint8 model input is read as it is by quantized
+  // nodes, dequantized by float ones.
+  void quantized_inputs_io() {
+    for (size_t i = 0; i < q_.io_inputs.size(); ++i) {
+      if (!q_.io_inputs[i]) continue;
+      Value* v = g_->inputs()[i + 1];
+      torch::jit::WithInsertPoint guard(g_->block()->nodes().front());
+      Value* f = g_->insert(sym("aten::dequantize"), {v});
+      v->replaceAllUsesWith(f);
+      f->node()->replaceInput(0, v);
+      quantized_[f] = v;
+    }
+  }
+
+  // --quantized-io: each returned value quint8: a quantized node's own
+  // output (not its DEQUANTIZE), a float one QUANTIZEd at its range.
+  void quantized_outputs_io() {
+    Node* ret = g_->outputs()[0]->node();
+    const bool tuple = ret->kind() == c10::prim::TupleConstruct;
+    std::vector<Value*> values = returned_values(*g_);
+    for (size_t k = 0; k < values.size(); ++k) {
+      Value* v = values[k];
+      Value* qv = nullptr;
+      if (auto it = quantized_.find(v); it != quantized_.end()) {
+        qv = it->second;
+      } else {
+        torch::jit::WithInsertPoint guard(tuple ? ret : g_->return_node());
+        const QParams& qp = q_.io_outputs[k];
+        qv = g_->insert(sym("aten::quantize_per_tensor"),
+                        {v, qp.scale, qp.zero_point, static_cast<int64_t>(at::kQUInt8)});
+      }
+      if (tuple) {
+        ret->replaceInput(k, qv);
+      } else {
+        g_->return_node()->replaceInput(0, qv);
+      }
+    }
+  }
 
   // The quantized counterpart of float value `v` (its QUANTIZE, once).
   Value* quantized_of(Value* v) {
@@ -338,6 +401,13 @@ class Builder {
     return qv;
   }
 
+  // `n` on `in` instead of its first input.
+  Value* clone_on(Node* n, Value* in) {
+    Node* c = g_->createClone(n, [&](Value* v) { return v == n->input(0) ? in : v; });
+    g_->insertNode(c);
+    return c->output();
+  }
+
   Value* quantized_node(Node* n, const NodePlan& p) {
     torch::jit::WithInsertPoint guard(n);
     Value* q = nullptr;
@@ -346,9 +416,18 @@ class Builder {
       if (mode_ == Mode::QuantizedEager && is_kind(n, {"aten::hardtanh", "aten::relu6"})) {
         in = g_->insert(sym("aten::contiguous"), {in});
       }
-      Node* c = g_->createClone(n, [&](Value* v) { return v == n->input(0) ? in : v; });
-      g_->insertNode(c);
-      q = c->output();
+      q = clone_on(n, in);
+    } else if (p.role == Role::Unary) {
+      // PyTorch's quantized sigmoid, tanh and hardsigmoid output the fixed
+      // quantization (p.out); hardswish and softmax take theirs.
+      Value* in = quantized_of(n->input(0));
+      if (is_kind(n, {"aten::hardswish"})) {
+        q = g_->insert(sym("quantized::hardswish"), {in, p.out.scale, p.out.zero_point});
+      } else if (is_kind(n, {"aten::softmax"})) {
+        q = g_->insert(sym("quantized::softmax"), {in, n->input(1), p.out.scale, p.out.zero_point});
+      } else {
+        q = clone_on(n, in);
+      }
     } else if (p.role == Role::Conv || p.role == Role::Linear) {
       Value* x = quantized_of(n->input(0));
       const char* kind = p.role == Role::Linear ? "quantized::linear"
@@ -442,7 +521,45 @@ std::set<ValueRef> quantized_inputs(Graph& g, const std::vector<NodePlan>& plans
   return out;
 }
 
+// --quantized-io: the model's float tensor inputs and its returned values
+// (which must be float tensors), added to `to_quantize` where no quantized
+// node computes them. Returns the returned values' refs.
+std::vector<ValueRef> io_values(const QuantizedModel& q, const std::map<ValueRef, Seen>& seen,
+                                const ConvertOptions& options, std::set<ValueRef>* to_quantize) {
+  Graph& g = *q.float_graph;
+  auto refs = value_refs(g);
+  auto is_float = [&](ValueRef r) {
+    auto s = seen.find(r);
+    return s != seen.end() && s->second.is_float;
+  };
+  for (size_t i = 0; i + 1 < g.inputs().size(); ++i) {
+    if (is_float({-1, int(i)})) to_quantize->insert({-1, int(i)});
+  }
+  std::vector<ValueRef> out;
+  std::vector<Value*> values = returned_values(g);
+  for (size_t k = 0; k < values.size(); ++k) {
+    auto r = refs.find(values[k]);
+    if (r == refs.end() || !is_float(r->second)) {
+      throw ConvertError(1, "model '" + options.model_path + "': --quantized-io: output " +
+                                std::to_string(k) +
+                                " is not a float32 tensor on the calibration samples, and "
+                                "only float tensors become quint8; convert without "
+                                "--quantized-io");
+    }
+    if (r->second.node < 0 || q.nodes[r->second.node].role == Role::Float)
+      to_quantize->insert(r->second);
+    out.push_back(r->second);
+  }
+  return out;
+}
+
 }  // namespace
+
+std::vector<Value*> returned_values(Graph& g) {
+  Value* ret = g.outputs()[0];
+  if (ret->node()->kind() == c10::prim::TupleConstruct) return ret->node()->inputs().vec();
+  return {ret};
+}
 
 GraphRunner::GraphRunner(const std::shared_ptr<Graph>& graph, c10::IValue self,
                          const std::vector<Value*>& extra)
@@ -492,6 +609,20 @@ std::vector<at::Tensor> GraphRunner::run(const Sample& sample) {
   return out;
 }
 
+ConvertOptions lowering_options(const QuantizedModel& q, const ConvertOptions& options) {
+  ConvertOptions o = options;
+  for (size_t i = 0; i < q.io_inputs.size() && i < o.inputs.size(); ++i) {
+    if (!q.io_inputs[i]) continue;
+    InputSpec& s = o.inputs[i];
+    s.dtype = InputDType::QUInt8;
+    s.scale = q.io_inputs[i]->scale;
+    s.zero_point = q.io_inputs[i]->zero_point;
+    s.has_scale = s.has_zero_point = true;
+    s.text = format_input_spec(s);
+  }
+  return o;
+}
+
 std::shared_ptr<Graph> build_graph(const QuantizedModel& q, Mode mode,
                                    std::map<int, Value*>* probes) {
   return Builder(q, mode, q.float_graph->copy()).build(probes);
@@ -511,15 +642,16 @@ std::shared_ptr<const QuantizedModel> quantize_module(torch::jit::Module& module
   std::map<ValueRef, Seen> seen =
       observe(q->float_graph, q->self, calibration, options.model_path, nullptr, {});
   q->nodes = Planner(*q->float_graph, seen, opts).plan(&q->notes);
-  std::set<ValueRef> wanted = quantized_inputs(*q->float_graph, q->nodes);
+  std::set<ValueRef> to_quantize = quantized_inputs(*q->float_graph, q->nodes);
+  const std::vector<ValueRef> returned =
+      opts.quantized_io ? io_values(*q, seen, options, &to_quantize) : std::vector<ValueRef>();
+  std::set<ValueRef> wanted = to_quantize;
   for (const NodePlan& p : q->nodes)
     if (p.role != Role::Float && p.role != Role::Keep) wanted.insert({p.range_node, 0});
   if (opts.method == "histogram") {
     seen = observe(q->float_graph, q->self, calibration, options.model_path, &wanted, seen);
   }
-  for (const ValueRef& r : quantized_inputs(*q->float_graph, q->nodes)) {
-    q->quantized_at[r] = range_qparams(seen.at(r), opts.method);
-  }
+  for (const ValueRef& r : to_quantize) q->quantized_at[r] = range_qparams(seen.at(r), opts.method);
 
   // Scales in model order: a Keep node takes its input's; a convolution's
   // or linear's output scale must exceed input scale x weight scale (NNAPI's
@@ -541,6 +673,10 @@ std::shared_ptr<const QuantizedModel> quantize_module(torch::jit::Module& module
       p.out = scale_of_input(n->input(0));
       continue;
     }
+    if (auto fixed = fixed_output(n); p.role == Role::Unary && fixed) {
+      p.out = *fixed;
+      continue;
+    }
     if (p.role == Role::Absorbed) {
       p.out = q->nodes[refs.at(n->input(0)).node].out;
       continue;
@@ -556,11 +692,23 @@ std::shared_ptr<const QuantizedModel> quantize_module(torch::jit::Module& module
     }
   }
   if (quantized == 0) {
-    throw ConvertError(1, "model '" + options.model_path +
-                              "': --quantize found no node it quantizes (convolutions, linear, "
-                              "tensor add and mul with float32 inputs" +
-                              std::string(opts.skip.empty() ? "" : ", not --quantize-skip'd") +
-                              "), so the model would stay float; convert it without --quantize");
+    throw ConvertError(
+        1, "model '" + options.model_path +
+               "': --quantize found no node it quantizes (convolutions, linear, "
+               "tensor add and mul with float32 inputs, and the activations after them" +
+               std::string(opts.skip.empty() ? "" : ", not --quantize-skip'd") +
+               "), so the model would stay float; convert it without --quantize");
+  }
+  if (opts.quantized_io) {
+    for (size_t i = 0; i + 1 < q->float_graph->inputs().size(); ++i) {
+      auto it = q->quantized_at.find({-1, int(i)});
+      q->io_inputs.push_back(it == q->quantized_at.end() ? std::nullopt
+                                                         : std::optional<QParams>(it->second));
+    }
+    for (const ValueRef& r : returned) {
+      auto it = q->quantized_at.find(r);
+      q->io_outputs.push_back(it != q->quantized_at.end() ? it->second : q->nodes[r.node].out);
+    }
   }
   spdlog::debug("--quantize: {} quantized nodes", quantized);
   QnnpackEngine qnnpack;  // weights packed for Android's engine

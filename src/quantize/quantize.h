@@ -17,10 +17,20 @@
 //     output's range [0, max], so the ReLU6 after it is exact); relu,
 //     hardtanh, max_pool2d, adaptive_avg_pool2d, avg_pool2d, flatten,
 //     reshape, view, dropout take a quantized input as it is and keep its
-//     scale (as PyTorch's quantized kernels do). Everything else stays float
+//     scale (as PyTorch's quantized kernels do); sigmoid, tanh, hardsigmoid
+//     and softmax of a quantized input are computed quantized at the output
+//     quantization NNAPI prescribes for LOGISTIC, TANH and SOFTMAX (1/256
+//     and 0; 1/128 and 128; hardsigmoid as PyTorch's, 1/256 and 0), which
+//     PyTorch's quantized kernels also give, hardswish at its calibrated
+//     range (quantized::hardswish). SiLU stays float, as FX's PTQ keeps it:
+//     computed quantized as x * sigmoid(x) (two roundings) it cost
+//     EfficientNet-B0 3.5 dB of SQNR (docs/quantization.md). Everything else stays float
 //     (a DEQUANTIZE before it, a QUANTIZE after it where a quantized node
 //     reads its result), as do nodes --quantize-skip names. Model inputs and
-//     outputs stay float.
+//     outputs stay float, unless --quantized-io: then each float input is
+//     quint8 at its calibrated range (read as it is by quantized nodes,
+//     dequantized for float ones) and each output quint8 (a quantized
+//     node's own, or a float one quantized at its range).
 //  2. Calibrate: run the float graph on the samples with every value that
 //     needs a scale as an extra output; observe its range: minmax, or a
 //     histogram of 2048 bins searched (exhaustively) for the range [a, b]
@@ -94,6 +104,11 @@ std::pair<double, double> histogram_range(const std::vector<double>& counts, dou
 
 // What --quantize decided and measured; shared with the proof.
 struct QuantizedModel;
+
+// The options the quantized graph is lowered and written with: `options`
+// with, under --quantized-io, each input spec quint8 at its calibrated
+// scale and zero point.
+ConvertOptions lowering_options(const QuantizedModel& q, const ConvertOptions& options);
 
 // Rewrites `module`'s forward graph (frozen, float) into a quantized graph,
 // calibrated on the samples. Throws ConvertError.

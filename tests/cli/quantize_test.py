@@ -20,6 +20,15 @@ samples are saved with torch.save. Checks:
 - --quantize-skip aten::add keeps the add float;
 - --verify with --min-sqnr above what the model reaches: exit 1, nothing
   written;
+- sigmoid, tanh, softmax (and hardswish, hardsigmoid) after quantized
+  ops are quant8 in the NNAPI model, LOGISTIC, TANH and SOFTMAX at the
+  output scale and zero point NeuralNetworks.h prescribes, and the
+  one-quantum proof passes;
+- --quantized-io: the module takes and returns quint8 at the printed (and
+  reported) parameters, its NNAPI model has no QUANTIZE/DEQUANTIZE, its
+  dequantized outputs are the float-io module's exactly and the float
+  model's at the reported SQNR; float-read inputs and float outputs too;
+  without --quantize it is a usage error (exit 2);
 - bad calibration data: exit 1 with the file named and nothing written
   (wrong shape, NaN, float64, not a torch.save file, empty folder, no
   samples, holdout too large); usage errors exit 2.
@@ -181,6 +190,147 @@ check("--verify below --min-sqnr: exit 1, nothing written",
 status, text = quantize("--calibration", path("samples.pt"), "--verify")
 check("--verify passes at the default --min-sqnr", status == 0, text)
 
+# --- activations with a quantized NNAPI form; --quantized-io -------------
+
+
+class Acts(nn.Module):
+    """Hardswish, a squeeze-excitation gate (hardsigmoid, mul), tanh,
+    sigmoid, softmax: each after a quantized op."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2 = nn.Conv2d(3, 16, 3, padding=1), nn.Conv2d(16, 16, 3, padding=1)
+        self.se, self.c3 = nn.Conv2d(16, 16, 1), nn.Conv2d(16, 16, 1)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        y = torch.relu(self.c2(nn.functional.hardswish(self.c1(x))))
+        y = y * nn.functional.hardsigmoid(self.se(nn.functional.adaptive_avg_pool2d(y, 1)))
+        y = torch.tanh(self.c3(y)) + torch.sigmoid(self.c3(y))
+        return torch.softmax(self.fc(nn.functional.adaptive_avg_pool2d(y, 1).flatten(1)), 1)
+
+
+acts = Acts().eval()
+torch.jit.trace(acts, torch.randn(1, 3, 16, 16)).save(path("acts.pt"))
+
+
+def quantize_acts(*extra, out="acts.q.pt"):
+    for f in (out, "acts.json"):
+        if os.path.exists(path(f)):
+            os.remove(path(f))
+    return run(path("acts.pt"), *SPEC, "--quantize", "uint8", "--calibration", path("samples.pt"),
+               "--calibration-holdout", str(N_HOLD), "-o", path(out), "--report",
+               path("acts.json"), *extra)
+
+
+status, text = quantize_acts()
+check("activations: --quantize converts (exit 0)", status == 0, text)
+if status != 0:
+    finish("quantize")  # what follows reads its report
+aq = json.load(open(path("acts.json")))["models"][0]["quantization"]
+check("activations: the one-quantum proof passes",
+      aq["fake_quant"]["ok"] and aq["fake_quant"]["max_quanta"] <= 1.0 + 1e-3, aq["fake_quant"])
+info = json.loads(run("inspect", path("acts.q.pt"), "--json", stdout_only=True)[1])
+operands = info["operands"]
+names = [op["name"] for op in info["operations"]]
+check("activations: every op is quantized (one QUANTIZE, the input; one DEQUANTIZE, the output)",
+      names.count("QUANTIZE") == 1 and names.count("DEQUANTIZE") == 1, names)
+# NeuralNetworks.h: LOGISTIC and SOFTMAX of TENSOR_QUANT8_ASYMM "the scale must be 1.f / 256
+# and the zeroPoint must be 0"; TANH "the scale must be 1.f / 128 and the zeroPoint must be 128".
+PRESCRIBED = {"LOGISTIC": (1 / 256, 0), "SOFTMAX": (1 / 256, 0), "TANH": (1 / 128, 128)}
+for name, (scale, zp) in PRESCRIBED.items():
+    found = [op for op in info["operations"] if op["name"] == name]
+    check("activations: %s is quant8 with NeuralNetworks.h's output scale %g, zero point %d"
+          % (name, scale, zp),
+          found and all(operands[op["inputs"][0]]["type"] == "TENSOR_QUANT8_ASYMM"
+                        and operands[op["outputs"][0]]["type"] == "TENSOR_QUANT8_ASYMM"
+                        and operands[op["outputs"][0]]["scale"] == scale
+                        and operands[op["outputs"][0]]["zero_point"] == zp for op in found),
+          [(operands[op["outputs"][0]]) for op in found])
+check("activations: hardswish and hardsigmoid are quant8 lookups (GATHER)",
+      names.count("GATHER") == 2 and names.count("LOGISTIC") == 1 and names.count("MUL") == 1,
+      names)
+with torch.no_grad():
+    a_ref = torch.cat([acts(hold[i:i + 1]) for i in range(N_HOLD)])
+    a_got = torch.cat([torch.jit.load(path("acts.q.pt"))(hold[i:i + 1]) for i in range(N_HOLD)])
+check("activations: the SQNR eager PyTorch measures is the report's",
+      abs(sqnr(a_ref, a_got) - aq["quality"]["outputs"][0]["sqnr_db"]) < 0.01,
+      (sqnr(a_ref, a_got), aq["quality"]["outputs"][0]))
+
+status, text = quantize_acts("--quantized-io", out="acts.io.pt")
+check("--quantized-io converts (exit 0)", status == 0, text)
+io = json.load(open(path("acts.json")))["models"][0]["quantization"]
+check("--quantized-io: the proof passes", io["ok"] and io["fake_quant"]["ok"], io["fake_quant"])
+qin, qout = io["quantized_io"]["inputs"][0], io["quantized_io"]["outputs"][0]
+check("--quantized-io prints each input's and output's scale and zero point",
+      "input 0: quint8 scale %.9g zero_point %d" % (qin["scale"], qin["zero_point"]) in text
+      and "output 0: quint8 scale %.9g zero_point %d" % (qout["scale"], qout["zero_point"]) in text,
+      text)
+check("--quantized-io: the softmax output keeps NNAPI's 1/256, 0",
+      qout["scale"] == 1 / 256 and qout["zero_point"] == 0, qout)
+info = json.loads(run("inspect", path("acts.io.pt"), "--json", stdout_only=True)[1])
+operands = info["operands"]
+names = [op["name"] for op in info["operations"]]
+mi, mo = operands[info["inputs"][0]], operands[info["outputs"][0]]
+check("--quantized-io: the NNAPI model's input and output are quant8 at the printed parameters",
+      mi["type"] == mo["type"] == "TENSOR_QUANT8_ASYMM"
+      and abs(mi["scale"] - qin["scale"]) <= 1e-7 * qin["scale"] and mi["zero_point"] == qin["zero_point"]
+      and abs(mo["scale"] - qout["scale"]) <= 1e-7 * qout["scale"] and mo["zero_point"] == qout["zero_point"],
+      (mi, mo, qin, qout))
+check("--quantized-io: no QUANTIZE or DEQUANTIZE left",
+      "QUANTIZE" not in names and "DEQUANTIZE" not in names, names)
+io_module = torch.jit.load(path("acts.io.pt"))
+float_io = torch.jit.load(path("acts.q.pt"))
+outs, same = [], True
+with torch.no_grad():
+    for i in range(N_HOLD):
+        x = torch.quantize_per_tensor(hold[i:i + 1], qin["scale"], qin["zero_point"], torch.quint8)
+        y = io_module(x)
+        same = same and y.dtype == torch.quint8 and y.q_scale() == qout["scale"] \
+            and y.q_zero_point() == qout["zero_point"]
+        outs.append(y.dequantize())
+        # The float-io module quantizes its input at the same parameters.
+        same = same and torch.equal(y.dequantize(), float_io(hold[i:i + 1]))
+io_out = torch.cat(outs)
+check("--quantized-io: quint8 in, quint8 out at the printed parameters, the float-io module's "
+      "values exactly", same)
+check("--quantized-io: the float model's output within the report's SQNR (>= --min-sqnr's 20 dB)",
+      abs(sqnr(a_ref, io_out) - io["quality"]["outputs"][0]["sqnr_db"]) < 0.01
+      and sqnr(a_ref, io_out) >= 20, (sqnr(a_ref, io_out), io["quality"]))
+
+
+class FloatEnds(nn.Module):
+    """The input read by a float op first, two outputs, one float (layer_norm)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 8, 3, padding=1)
+
+    def forward(self, x):
+        y = self.c(nn.functional.layer_norm(x, [16, 16]))
+        return torch.relu(y), nn.functional.layer_norm(y, [16, 16])
+
+
+fe = FloatEnds().eval()
+torch.jit.trace(fe, torch.randn(1, 3, 16, 16)).save(path("ends.pt"))
+status, text = run(path("ends.pt"), *SPEC, "--quantize", "uint8", "--calibration", path("samples.pt"),
+                   "--calibration-holdout", str(N_HOLD), "--quantized-io", "-o", path("ends.q.pt"),
+                   "--report", path("ends.json"))
+check("--quantized-io of float-read inputs and float outputs converts", status == 0, text)
+eq = json.load(open(path("ends.json")))["models"][0]["quantization"]
+check("--quantized-io of float ends: the proof passes", eq["fake_quant"]["ok"], eq["fake_quant"])
+ends = torch.jit.load(path("ends.q.pt"))
+qin = eq["quantized_io"]["inputs"][0]
+with torch.no_grad():
+    got = ends(torch.quantize_per_tensor(hold[:1], qin["scale"], qin["zero_point"], torch.quint8))
+    ref = fe(hold[:1])
+check("--quantized-io of float ends: two quint8 outputs at the report's parameters",
+      all(g.dtype == torch.quint8 and g.q_scale() == o["scale"] and g.q_zero_point() == o["zero_point"]
+          for g, o in zip(got, eq["quantized_io"]["outputs"])), got)
+check("--quantized-io of float ends: each output within 20 dB of the float model's",
+      all(sqnr(r, g.dequantize()) >= 20 for r, g in zip(ref, got)),
+      [sqnr(r, g.dequantize()) for r, g in zip(ref, got)])
+
 # --- bad calibration data: exit 1, the file named, nothing written -------
 
 torch.save(torch.randn(4, 3, 8, 8), path("bad_shape.pt"))
@@ -216,5 +366,8 @@ for name, args in [
     check("%s: exit 2" % name, status == 2 and not os.path.exists(path("net.q.pt")), (status, text))
 status, text = run(path("net.pt"), *SPEC, "--calibration", path("samples.pt"), "-o", path("x.pt"))
 check("--calibration without --quantize: exit 2", status == 2, text)
+status, text = run(path("net.pt"), *SPEC, "--quantized-io", "-o", path("x.pt"))
+check("--quantized-io without --quantize: exit 2, named, nothing written",
+      status == 2 and "--quantized-io" in text and not os.path.exists(path("x.pt")), text)
 
 finish("quantize")

@@ -535,6 +535,14 @@ add(Sample("quantized::hardswish", None, [In((2, 3, 5, 7))], "rank4",
            qmake=lambda: torch.ao.nn.quantized.Hardswish(0.03, 64).eval(), extra_forms=("quant_api30",)))
 add(Sample("quantized::hardswish", None, [In((2, 3, 5, 7))], "scale-0.05",
            qmake=lambda: torch.ao.nn.quantized.Hardswish(0.05, 128).eval(), extra_forms=("quant_api30",)))
+# quantized::softmax (what --quantize emits): NNAPI's quant8 SOFTMAX at its
+# prescribed output scale 1/256, zero point 0; other output parameters take
+# the float SOFTMAX between DEQUANTIZE and QUANTIZE.
+for _shape, _d, _q, _label in (((2, 3, 5, 7), 1, (1 / 256, 0), "rank4-dim1"),
+                               ((3, 5), -1, (1 / 256, 0), "rank2"),
+                               ((2, 3, 5, 7), -1, (0.01, 10), "rank4-scale-0.01")):
+    add(Sample("quantized::softmax", None, [In(_shape)], _label,
+               qmake=fn(lambda x, d=_d, q=_q: torch.ops.quantized.softmax(x, d, q[0], q[1]))))
 add(Sample("quantized::relu6", None, [In((2, 3, 5, 7))], "rank4",
            qmake=lambda: torch.ao.nn.quantized.ReLU6().eval()))
 add(Sample("aten::dequantize", None, [In((2, 3, 5, 7))], "rank4", qmake=fn(lambda x: x.dequantize() * 1.0),
