@@ -167,9 +167,10 @@ nlohmann::ordered_json prove_quantization(const QuantizedModel& q, const Convert
                                .contiguous(),
                        f = fl[k].contiguous();
       // The lowering: the NNAPI module against the eager quantized graph,
-      // with --verify's rule for quantized models.
+      // within one quantum (issue 22's criterion; the share off by one is
+      // reported, not limited: on a 10-class output one element is 10%).
       merge(&lowering[k],
-            compare_output(a, at_io_output(qe[k], k).contiguous(), quanta[k], VerifyOptions()),
+            compare_output(a, at_io_output(qe[k], k).contiguous(), quanta[k], any_share),
             quanta[k]);
       merge(&end_to_end[k],
             compare_output(a, at_io_output(fq[k], k).contiguous(), quanta[k], any_share),
