@@ -47,12 +47,7 @@ Tensor emit_max_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, b
   check(a.dilation_h == 1 && a.dilation_w == 1, "NNAPI does not support dilated pooling");
   const Shape& s = image.op.shape;
   check(s.size() == 4, "max_pool2d needs a 4-D input");
-  if (ceil_mode) {
-    check(s[2] != 0 && s[3] != 0,
-          "max_pool2d with ceil_mode over a flexible height or width is not supported; give "
-          "them fixed sizes in --input");
-    apply_ceil_mode(s, &a);
-  }
+  if (ceil_mode) apply_ceil_mode(s, &a);
   const std::vector<SymInt> dims = conv_pool_out_dims(image, a, s[1], false);
   std::vector<int32_t> inputs = pool_inputs(cx, image.id, image.op, a);
   const Tensor y = cx.add_output(out, image.op, dims);
@@ -64,22 +59,27 @@ Tensor emit_avg_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, b
                      const Value* out, AvgDivisor div) {
   const Shape& s = image.op.shape;
   check(s.size() == 4, "avg_pool2d needs a 4-D input");
-  check(!ceil_mode || (s[2] != 0 && s[3] != 0),
-        "avg_pool2d with ceil_mode over a flexible height or width is not supported; give "
-        "them fixed sizes in --input");
   ConvPoolArgs c = a;
   if (ceil_mode) apply_ceil_mode(s, &c);
   const bool overhang = c.pad_b != a.pad_b || c.pad_r != a.pad_r;
   const bool padded = a.pad_t || a.pad_b || a.pad_l || a.pad_r;
+  const bool flexible_hw = s[2] == 0 || s[3] == 0;
   Tensor x = image;
-  if (div.count_include_pad && !div.divisor_override && !overhang && padded) {
+  if (padded && ((div.count_include_pad && !div.divisor_override && (!overhang || flexible_hw)) ||
+                 (div.divisor_override && flexible_hw))) {
     // count_include_pad: PyTorch divides by the whole window, padded cells
-    // included, where NNAPI's AVERAGE_POOL_2D leaves them out of the count.
-    // Pad with zeros (a quantized tensor's zero point) first, then pool.
+    // included (up to the padding's end, not a ceil_mode window's overhang),
+    // where NNAPI's AVERAGE_POOL_2D leaves them out of the count. Pad with
+    // zeros (a quantized tensor's zero point) first, then pool, keeping only
+    // ceil_mode's extra cells as NNAPI padding. (divisor_override over a
+    // flexible size: the same zeros, so that each window is whole.)
     x = emit_pad(cx, x, {0, 0, a.pad_t, a.pad_l}, {0, 0, a.pad_b, a.pad_r}, 0.0);
-    c.pad_t = c.pad_b = c.pad_l = c.pad_r = 0;
+    c.pad_t = c.pad_l = 0;
+    c.pad_b -= a.pad_b;
+    c.pad_r -= a.pad_r;
   }
-  const bool scaled = div.divisor_override || (div.count_include_pad && overhang && padded);
+  const bool scaled =
+      div.divisor_override || (div.count_include_pad && overhang && padded && !flexible_hw);
   const std::vector<SymInt> dims = conv_pool_out_dims(x, c, x.op.shape[1], false);
   std::vector<int32_t> inputs = pool_inputs(cx, x.id, x.op, c);
   const Tensor y = cx.add_output(scaled ? nullptr : out, x.op, dims);
@@ -88,8 +88,19 @@ Tensor emit_avg_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, b
   check(x.op.type == nnapi::OperandType::TensorFloat32,
         "quantized avg_pool2d with divisor_override, or with count_include_pad, padding and a "
         "ceil_mode window past the padding, is not supported");
-  check(s[2] != 0 && s[3] != 0,
-        "avg_pool2d with divisor_override over a flexible height or width is not supported");
+  if (flexible_hw) {
+    // divisor_override over whole windows of a flexible size: the mean times
+    // kernel_h kernel_w / divisor everywhere.
+    check(!overhang,
+          "avg_pool2d with divisor_override and ceil_mode over a flexible height or width is "
+          "not supported: the last windows' cell counts depend on the size; give height and "
+          "width fixed sizes in --input");
+    const double factor =
+        static_cast<double>(a.kernel_h * a.kernel_w) / static_cast<double>(div.divisor_override);
+    return emit_binary(cx, Op::Mul, y,
+                       float_weight_like(cx, at::full({1, 1, 1, 1}, factor, at::kFloat), y.op),
+                       Fuse::None, out);
+  }
   const int64_t out_h = dims[2].value, out_w = dims[3].value;
   // Per axis: the cells of window i within the input, and within the padded input.
   auto counts = [](int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t n,
@@ -166,11 +177,32 @@ Tensor emit_adaptive_pool(LoweringContext& cx, Op op, const Tensor& image,
   const char* what = op == Op::MaxPool2d ? "adaptive_max_pool2d" : "adaptive_avg_pool2d";
   const Shape& s = image.op.shape;
   check(s.size() == 4, [&] { return std::string(what) + " needs a 4-D input"; });
-  check(s[2] != 0 && s[3] != 0, [&] {
-    return std::string(what) +
-           " over a flexible height or width is not supported; give them fixed sizes in --input";
-  });
   check(size.size() == 2, [&] { return std::string(what) + " needs two output sizes"; });
+  if ((s[2] == 0 || s[3] == 0) && size == std::vector<int64_t>{1, 1}) {
+    // To 1x1 over a flexible height or width: MEAN (level 1) or REDUCE_MAX
+    // (level 3) over both, keeping dims (no pool window to fix when the model
+    // is converted).
+    check(
+        image.op.dim_order == DimOrder::Contiguous || image.op.dim_order == DimOrder::ChannelsLast,
+        "unknown memory layout");
+    const std::vector<int64_t> axes =
+        image.op.use_nchw() ? std::vector<int64_t>{2, 3} : std::vector<int64_t>{1, 2};
+    ModelBuilder& m = cx.model();
+    const int32_t axes_id = m.add_int_vector(axes);
+    // MEAN's keep_dims is an INT32, REDUCE_MAX's a BOOL.
+    const int32_t keep_id = op == Op::MaxPool2d ? m.add_bool_scalar(true) : m.add_int_scalar(1);
+    const Operand o = image.op.with_shape({s[0], s[1], 1, 1});
+    const int32_t out_id = make_output(cx, out, o, &image);
+    m.add_operation(op == Op::MaxPool2d ? Op::ReduceMax : Op::Mean, {image.id, axes_id, keep_id},
+                    {out_id});
+    return {out_id, o};
+  }
+  check(s[2] != 0 && s[3] != 0, [&] {
+    return std::string(what) + " to " + shape_str(size) +
+           " over a flexible height or width is not supported: its windows depend on the input "
+           "size, which NNAPI's pools fix when the model is converted (only output size 1x1 "
+           "converts, as a reduction); give height and width fixed sizes in --input";
+  });
   ConvPoolArgs a{s[2], s[3], 1, 1, 0, 0, 0, 0, 1, 1, 0};
   if (size != std::vector<int64_t>({1, 1})) {
     // Output sizes that divide the input: a plain pool.
@@ -218,26 +250,8 @@ namespace {
 
 void lower_adaptive_avg_pool2d(LoweringContext& cx, const Node* node) {
   NodeArgs args(cx, node);
-  const Tensor x = args.tensor("self");
-  const auto& [image_id, image] = x;
-  const std::vector<int64_t> size = args.ints("output_size");
-  const Shape& s = image.shape;
-  if (s.size() == 4 && (s[2] == 0 || s[3] == 0) && size == std::vector<int64_t>{1, 1}) {
-    // To 1x1 over a flexible height or width: MEAN over both, keeping dims
-    // (no pool window to fix when the model is converted).
-    check(image.dim_order == DimOrder::Contiguous || image.dim_order == DimOrder::ChannelsLast,
-          "unknown memory layout");
-    const std::vector<int64_t> axes =
-        image.use_nchw() ? std::vector<int64_t>{2, 3} : std::vector<int64_t>{1, 2};
-    ModelBuilder& m = cx.model();
-    const int32_t axes_id = m.add_int_vector(axes);
-    const int32_t keep_id = m.add_int_scalar(1);
-    const int32_t out_id =
-        make_output(cx, node->output(), image.with_shape({s[0], s[1], 1, 1}), &x);
-    m.add_operation(Op::Mean, {image_id, axes_id, keep_id}, {out_id});
-    return;
-  }
-  emit_adaptive_pool(cx, Op::AveragePool2d, x, size, node->output());
+  emit_adaptive_pool(cx, Op::AveragePool2d, args.tensor("self"), args.ints("output_size"),
+                     node->output());
 }
 
 // adaptive_max_pool2d(x, size) -> (values, indices); NNAPI has no indices.
