@@ -562,58 +562,129 @@ Tensor bilinear_by_products(LoweringContext& cx, const Tensor& x, int64_t out_h,
                                weights(w, {1, w, 1, w}, {1, out_w}));
 }
 
+// QUANTIZE of float `v` to (scale, zero_point) rounding v / scale half to
+// even, as PyTorch's quantized kernels round (nearbyint), where NNAPI's
+// QUANTIZE rounds half away from zero; on ties (exact halves, which bilinear
+// weights like 1/4 and 3/4 make common) the two differ by one quantum. With
+// t = v / scale snapped to a 2^-10 grid (so that float error in v does not
+// hide a tie; |t| < 2^9 keeps the grid exact), r = t + 0.5 and f = floor(r):
+// a tie is r == f, i.e. tie = 1 + floor(f - r) in {0, 1}; f is odd when
+// odd = 2 floor((f + 1) / 2) - f is 1; half to even is f - tie * odd. All
+// float operations of level 1 (FLOOR, ADD, SUB, MUL), then QUANTIZE of the
+// whole number times scale.
+Tensor quantize_half_to_even(LoweringContext& cx, const Tensor& v, double scale, int64_t zero_point,
+                             const Value* out) {
+  auto mul = [&](const Tensor& a, double k) {
+    return emit_binary(cx, Op::Mul, a, float_scalar_tensor(cx, static_cast<float>(k)));
+  };
+  auto add = [&](const Tensor& a, double k) {
+    return emit_binary(cx, Op::Add, a, float_scalar_tensor(cx, static_cast<float>(k)));
+  };
+  auto floor = [&](const Tensor& a) { return emit_unary(cx, Op::Floor, a); };
+  auto sub = [&](const Tensor& a, const Tensor& b) { return emit_binary(cx, Op::Sub, a, b); };
+  constexpr double kGrid = 1024.0;
+  const Tensor t = mul(floor(add(mul(v, kGrid / scale), 0.5)), 1.0 / kGrid);
+  const Tensor r = add(t, 0.5);
+  const Tensor f = floor(r);
+  const Tensor tie = add(floor(sub(f, r)), 1.0);
+  const Tensor odd = sub(mul(floor(mul(add(f, 1.0), 0.5)), 2.0), f);
+  const Tensor even = sub(f, emit_binary(cx, Op::Mul, tie, odd));
+  return emit_quantize(cx, mul(even, scale), scale, zero_point, out);
+}
+
 // upsample_bilinear2d(input, output_size, align_corners, scale_factors) and
 // (input, output_size, align_corners, scales_h, scales_w) -> RESIZE_BILINEAR
-// with NNAPI's align_corners / half_pixel_centers flags (feature level 4); a
-// float one below that (--min-android-api under 30) by bilinear_by_products.
+// with NNAPI's align_corners / half_pixel_centers flags (feature level 4),
+// over fixed or flexible height and width (a flexible one by output size or
+// by a whole scale factor, NNAPI's FLOAT32 scale form). Below level 4
+// (--min-android-api under 30) over fixed sizes by bilinear_by_products, a
+// quantized input between DEQUANTIZE and QUANTIZE to its own parameters
+// (PyTorch's quantized kernel keeps them).
 void lower_upsample_bilinear2d(LoweringContext& cx, const Node* node) {
   NodeArgs args(cx, node);
   const Tensor x = cx.get_operand(node->input(0));  // `self` or `input`, by overload
   const auto& [image_id, image] = x;
   check(image.shape.size() == 4, "upsample_bilinear2d needs a 4-D input");
-  check(image.shape[1] != 0 && image.shape[2] != 0 && image.shape[3] != 0,
-        "upsample_bilinear2d over flexible channels, height or width is not supported; give "
-        "them fixed sizes in --input");
+  check(image.shape[1] != 0,
+        "upsample_bilinear2d over flexible channels is not supported; give them a fixed size "
+        "in --input");
+  const bool fixed_hw = image.shape[2] != 0 && image.shape[3] != 0;
   bool align_corners = args.flag("align_corners");
   const c10::IValue& size_iv = args.constant("output_size");
-  int64_t out_h, out_w;
+  std::vector<int64_t> size;
+  std::vector<double> scales;
   if (!size_iv.isNone()) {
-    std::vector<int64_t> size = size_iv.toIntVector();
+    size = size_iv.toIntVector();
     check(size.size() == 2, "upsample_bilinear2d size must have 2 values");
-    out_h = size[0];
-    out_w = size[1];
   } else {
-    std::vector<double> scales;
     if (args.has("scale_factors")) {
       scales = args.constant("scale_factors").toDoubleVector();
     } else {
       scales = {args.constant("scales_h").toDouble(), args.constant("scales_w").toDouble()};
     }
     check(scales.size() == 2, "upsample_bilinear2d scale must have 2 values");
-    double h = scales[0] * image.shape[2], w = scales[1] * image.shape[3];
-    // PyTorch maps coordinates with the given scale; NNAPI with the size ratio.
-    // They agree when the scaled size is whole.
-    check(h == std::floor(h) && w == std::floor(w),
-          "upsample_bilinear2d with a scale factor that does not give a whole output size");
-    out_h = static_cast<int64_t>(h);
-    out_w = static_cast<int64_t>(w);
+    if (fixed_hw) {
+      double h = scales[0] * image.shape[2], w = scales[1] * image.shape[3];
+      // PyTorch maps coordinates with the given scale; NNAPI with the size
+      // ratio. They agree when the scaled size is whole.
+      check(h == std::floor(h) && w == std::floor(w),
+            "upsample_bilinear2d with a scale factor that does not give a whole output size");
+      size = {static_cast<int64_t>(h), static_cast<int64_t>(w)};
+    } else {
+      // Over a flexible size only a whole scale gives a whole size (and
+      // in / (s in) is 1 / s in float32) at every size.
+      for (double sc : scales) {
+        check(sc >= 1 && sc == std::floor(sc), [&] {
+          return "upsample_bilinear2d by scale factor " + py_float_repr(scales[0]) + ", " +
+                 py_float_repr(scales[1]) +
+                 " over a flexible height or width: PyTorch maps coordinates by 1 / scale, "
+                 "NNAPI by the size ratio, and they differ for some sizes unless the scale is "
+                 "whole; give height and width fixed sizes in --input (or use whole scale "
+                 "factors, or an output size)";
+        });
+      }
+    }
   }
-  if (!cx.allows_feature_level(kResizeFlagsLevel) &&
-      image.type == nnapi::OperandType::TensorFloat32) {
-    const Tensor r = bilinear_by_products(cx, x, out_h, out_w, align_corners);
-    cx.reinterpret(node->output(), r.id, r.op);
+  if (!cx.allows_feature_level(kResizeFlagsLevel)) {
+    check(fixed_hw, [&] {
+      return "upsample_bilinear2d over a flexible height or width needs Android 11 (NNAPI "
+             "feature level 4: RESIZE_BILINEAR's align_corners and half_pixel_centers flags); "
+             "below it NNAPI maps coordinates otherwise than PyTorch, and the interpolation "
+             "weights that stand in for the flags depend on the input size. Give height and "
+             "width fixed sizes in --input, or convert with --min-android-api 30 if every "
+             "device you ship to has it";
+    });
+    const bool quantized = image.type != nnapi::OperandType::TensorFloat32;
+    const Tensor f = quantized ? emit_dequantize(cx, x) : x;
+    const Tensor r = bilinear_by_products(cx, f, size[0], size[1], align_corners);
+    if (quantized) {
+      quantize_half_to_even(cx, r, image.scale, image.zero_point, node->output());
+    } else {
+      cx.reinterpret(node->output(), r.id, r.op);
+    }
     return;
   }
   ModelBuilder& m = cx.model();
-  std::vector<int32_t> inputs = {image_id,
-                                 m.add_int_scalar(static_cast<int32_t>(out_w)),
-                                 m.add_int_scalar(static_cast<int32_t>(out_h)),
-                                 m.add_bool_scalar(image.use_nchw()),
-                                 m.add_bool_scalar(align_corners),
-                                 m.add_bool_scalar(!align_corners)};
-  Shape out_shape = {image.shape[0], image.shape[1], out_h, out_w};
-  int32_t out_id = make_output(cx, node->output(), image.with_shape(out_shape), &x);
-  m.add_operation(Op::ResizeBilinear, inputs, {out_id});
+  const bool by_scale = size.empty();
+  std::vector<int32_t> inputs = {image_id};
+  for (int64_t d : {3, 2}) {  // width, then height
+    inputs.push_back(by_scale ? m.add_float_scalar(static_cast<float>(scales[d - 2]))
+                              : m.add_int_scalar(static_cast<int32_t>(size[d - 2])));
+  }
+  for (bool flag : {image.use_nchw(), align_corners, !align_corners}) {
+    inputs.push_back(m.add_bool_scalar(flag));
+  }
+  std::vector<SymInt> dims = {sym_dim(image_id, image.shape, 0), {image.shape[1], ""}};
+  for (int64_t d : {2, 3}) {
+    if (!by_scale) {
+      dims.push_back({size[d - 2], ""});
+    } else {
+      dims.push_back(
+          {0, "int(" + py_float_repr(scales[d - 2]) + " * " + flex_name(image_id, d) + ")"});
+    }
+  }
+  const Tensor y = cx.add_output(node->output(), image, dims);
+  m.add_operation(Op::ResizeBilinear, inputs, {y.id});
 }
 
 }  // namespace
