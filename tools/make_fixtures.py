@@ -1115,8 +1115,18 @@ flexhw_refused("avg_pool2d-divisor_override-ceil",
                "divisor_override and ceil_mode over a flexible height or width")
 flexhw_refused("adaptive_avg_pool2d-2", lambda: torch.nn.AdaptiveAvgPool2d(2),
                r"adaptive_avg_pool2d to \(2, 2\) over a flexible height or width")
-flexhw_refused("upsample_bilinear2d-api29", lambda: BilinearModule(False, scale_factor=2.0),
-               "over a flexible height or width needs Android 11")
+# Below API 30 over a flexible size: one whole scale, align_corners=False, as
+# replicate padding, a DEPTHWISE_CONV_2D of the s * s phases' weights and
+# pixel_shuffle; the rest is refused.
+for _s in (2.0, 3.0):
+    flexhw(f"upsample_bilinear2d-scale{int(_s)}-api29",
+           lambda sc=_s: BilinearModule(False, scale_factor=sc), KINDS)
+flexhw("upsample_bilinear2d-scale2-api29-flex-batch",
+       lambda: BilinearModule(False, scale_factor=2.0), ["float-nhwc", "quant"], batch=0)
+flexhw_refused("upsample_bilinear2d-ac1-api29", lambda: BilinearModule(True, scale_factor=2.0),
+               "with align_corners=True needs Android 11")
+flexhw_refused("upsample_bilinear2d-size-api29", lambda: BilinearModule(False, size=(12, 10)),
+               "with an output size needs Android 11")
 flexhw_refused("upsample_bilinear2d-scale1.5-api30",
                lambda: BilinearModule(False, scale_factor=1.5), "by scale factor 1.5, 1.5",
                options=API_30)

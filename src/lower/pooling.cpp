@@ -8,13 +8,16 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 
 #include "lower/conv_pool.h"
+#include "lower/convolution.h"
 #include "lower/emit.h"
 #include "lower/matmul.h"
 #include "lower/node_args.h"
+#include "lower/pixel_shuffle.h"
 #include "lower/registry.h"
 #include "serialize/pyrepr.h"
 
@@ -562,6 +565,75 @@ Tensor bilinear_by_products(LoweringContext& cx, const Tensor& x, int64_t out_h,
                                weights(w, {1, w, 1, w}, {1, out_w}));
 }
 
+// `x` with its first and last row (d = 2) or column (d = 3) once more on
+// either side (replicate padding by 1) over a fixed or flexible size: a
+// STRIDED_SLICE of the first, one of the last (begin -1 to the end) and a
+// CONCATENATION.
+Tensor replicate_edges(LoweringContext& cx, const Tensor& x, int64_t d) {
+  const int64_t axis = nnapi_axis(x.op, d);
+  ModelBuilder& m = cx.model();
+  auto edge = [&](int64_t begin) {
+    std::vector<int64_t> begins(4, 0), ends(4, 0), strides(4, 1);
+    begins[axis] = begin;
+    ends[axis] = begin + 1;
+    int32_t end_mask = 0;  // every other axis, and the last edge's, to its end
+    for (int64_t a = 0; a < 4; ++a) {
+      if (a != axis || begin < 0) end_mask |= 1 << a;
+    }
+    std::vector<SymInt> dims = sym_shape(x);
+    dims[d] = {1, ""};
+    const Tensor y = cx.add_output(nullptr, x.op, dims);
+    m.add_operation(Op::StridedSlice,
+                    strided_slice_inputs(cx, x.id, begins, ends, strides, end_mask, 0), {y.id});
+    return y;
+  };
+  const Tensor first = edge(0), last = edge(-1);
+  std::vector<SymInt> dims = sym_shape(x);
+  dims[d] = padded_dim(dims[d], 2);
+  const Tensor y = cx.add_output(nullptr, x.op, dims);
+  m.add_operation(Op::Concatenation,
+                  {first.id, x.id, last.id, m.add_int_scalar(static_cast<int32_t>(axis))}, {y.id});
+  return y;
+}
+
+// Float bilinear upsampling (align_corners=False) of `x` by a whole scale s
+// over a fixed or flexible height and width, without RESIZE_BILINEAR's
+// flags. PyTorch's output row s i + r reads source row i + delta_r, delta_r =
+// (2 r + 1 - s) / (2 s) in (-1/2, 1/2): rows i - 1 and i (delta_r < 0) or i
+// and i + 1, clamped to the image, with weights that do not depend on i or on
+// the size. So: the edges repeated once (the clamp), one DEPTHWISE_CONV_2D
+// whose 3x3 kernel for phase (r_h, r_w) is the outer product of the two
+// axes' taps (s * s outputs per channel, in pixel_shuffle's order), and
+// pixel_shuffle by s (levels 1 and 3 operations).
+Tensor bilinear_by_phases(LoweringContext& cx, const Tensor& x, int64_t s) {
+  const int64_t channels = x.op.shape[1], phases = s * s;
+  auto taps = [&](int64_t r) {
+    const double delta = static_cast<double>(2 * r + 1 - s) / static_cast<double>(2 * s);
+    return delta < 0 ? std::array<double, 3>{-delta, 1 + delta, 0}
+                     : std::array<double, 3>{0, 1 - delta, delta};
+  };
+  at::Tensor w = at::zeros({channels * phases, 1, 3, 3}, at::kFloat);
+  auto a = w.accessor<float, 4>();
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t i = 0; i < s; ++i) {
+      for (int64_t j = 0; j < s; ++j) {
+        const auto th = taps(i), tw = taps(j);
+        for (size_t u = 0; u < 3; ++u) {
+          for (size_t v = 0; v < 3; ++v) {
+            a[c * phases + i * s + j][0][static_cast<int64_t>(u)][static_cast<int64_t>(v)] =
+                static_cast<float>(th[u] * tw[v]);
+          }
+        }
+      }
+    }
+  }
+  const Tensor padded = replicate_edges(cx, replicate_edges(cx, x, 2), 3);
+  const int32_t bias_id = cx.add_weight(at::zeros({channels * phases}, at::kFloat));
+  const ConvPoolArgs args{3, 3, 1, 1, 0, 0, 0, 0, 1, 1, channels};
+  const Tensor y = emit_conv2d(cx, nullptr, 0.0, 0, padded, w, bias_id, args, false, Fuse::None);
+  return emit_pixel_shuffle(cx, y, s, nullptr);
+}
+
 // QUANTIZE of float `v` to (scale, zero_point) rounding v / scale half to
 // even, as PyTorch's quantized kernels round (nearbyint), where NNAPI's
 // QUANTIZE rounds half away from zero; on ties (exact halves, which bilinear
@@ -646,17 +718,23 @@ void lower_upsample_bilinear2d(LoweringContext& cx, const Node* node) {
     }
   }
   if (!cx.allows_feature_level(kResizeFlagsLevel)) {
-    check(fixed_hw, [&] {
-      return "upsample_bilinear2d over a flexible height or width needs Android 11 (NNAPI "
-             "feature level 4: RESIZE_BILINEAR's align_corners and half_pixel_centers flags); "
-             "below it NNAPI maps coordinates otherwise than PyTorch, and the interpolation "
-             "weights that stand in for the flags depend on the input size. Give height and "
-             "width fixed sizes in --input, or convert with --min-android-api 30 if every "
-             "device you ship to has it";
+    const bool by_phases = !fixed_hw && size.empty() && !align_corners && scales[0] == scales[1];
+    check(fixed_hw || by_phases, [&] {
+      return "upsample_bilinear2d over a flexible height or width with " +
+             std::string(align_corners  ? "align_corners=True"
+                         : size.empty() ? "different scale factors for height and width"
+                                        : "an output size") +
+             " needs Android 11 (NNAPI feature level 4: RESIZE_BILINEAR's align_corners and "
+             "half_pixel_centers flags); below it NNAPI maps coordinates otherwise than "
+             "PyTorch, and the interpolation weights that stand in for the flags depend on the "
+             "input size (only one whole scale factor with align_corners=False converts). Give "
+             "height and width fixed sizes in --input, or convert with --min-android-api 30 "
+             "if every device you ship to has it";
     });
     const bool quantized = image.type != nnapi::OperandType::TensorFloat32;
     const Tensor f = quantized ? emit_dequantize(cx, x) : x;
-    const Tensor r = bilinear_by_products(cx, f, size[0], size[1], align_corners);
+    const Tensor r = by_phases ? bilinear_by_phases(cx, f, static_cast<int64_t>(scales[0]))
+                               : bilinear_by_products(cx, f, size[0], size[1], align_corners);
     if (quantized) {
       quantize_half_to_even(cx, r, image.scale, image.zero_point, node->output());
     } else {
