@@ -29,7 +29,7 @@ import warnings
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
-from typing import Tuple  # noqa: E402
+from typing import Optional, Tuple  # noqa: E402
 
 from fixtures_common import (  # noqa: E402
     as_list, nhwc, qpt, regex_matches, run_reference, write_case)
@@ -1140,6 +1140,34 @@ for _kind in ["quant", "quant-nhwc"]:
                    lambda k=_kind, ac=_ac, kw=_kw: Case(
                        BilinearModule(ac, **kw),
                        float_and_quant_and_nhwc(torch.randn(2, 3, 4, 5))[k]))
+# An in-place operation opening forward on its input (x.sigmoid_()), made
+# functional (the converted module never writes into its inputs), with a
+# fixed and a flexible size.
+class InplaceInputModule(torch.nn.Module):
+    def forward(self, x):
+        x.sigmoid_()
+        return x * 2 + x
+
+
+beyond("inplace-input-sigmoid_", lambda: Case(InplaceInputModule(), torch.randn(2, 3, 4, 5)))
+beyond("inplace-input-sigmoid_-scripted-flex", lambda: Case(
+    torch.jit.script(InplaceInputModule().eval()), torch.randn(2, 3, 6, 5),
+    convert_args=[torch.zeros(0, 3, 0, 0)]))
+
+
+# An Optional second input left at its default (one --input): the None is
+# specialized into the graph and the branch on it folds.
+class OptionalMaskModule(torch.nn.Module):
+    def forward(self, x, mask: Optional[torch.Tensor] = None):
+        if mask is not None:
+            x = x.masked_fill(mask, 0.0)
+        return torch.relu(x) + 1
+
+
+beyond("optional-input-none-scripted", lambda: Case(
+    torch.jit.script(OptionalMaskModule().eval()), torch.randn(2, 3, 4)))
+
+
 for _kind in ["float", "float-nhwc"]:
     beyond(f"adaptive_max_pool2d-{_kind}", lambda k=_kind: Case(
         torch.nn.AdaptiveMaxPool2d((2, 3)), float_and_quant_and_nhwc(torch.randn(2, 3, 4, 6))[k]))
@@ -3069,6 +3097,12 @@ VALIDATOR_REFUSES = {
 }
 
 
+def _copies(tensors):
+    """Tracing and eager run on copies (strides kept), so that a forward that
+    writes into its input (x.sigmoid_()) leaves the saved args as given."""
+    return tuple(t.clone() if isinstance(t, torch.Tensor) else t for t in tensors)
+
+
 def generate(out_dir, name, source, builder):
     """Build, trace, run eager and the reference, write the directory.
     Returns (case_json, problems)."""
@@ -3084,12 +3118,12 @@ def generate(out_dir, name, source, builder):
     if isinstance(module, torch.jit.ScriptModule):
         traced = module  # scripted by the builder (Scalar overloads, control flow)
     else:
-        traced = torch.jit.trace(module, tuple(trace_args),
+        traced = torch.jit.trace(module, _copies(trace_args),
                                  check_trace=(source == "test_nnapi"))
     traced.eval()
     if c.engine:
         torch.backends.quantized.engine = c.engine
-    eager = as_list(module(*args))
+    eager = as_list(module(*_copies(args)))
     torch.backends.quantized.engine = 'qnnpack'
     # The torchvision references' modules are big: kept only where a test runs
     # them (googlenet's, whose ceil_mode the reference gets wrong).
