@@ -1155,6 +1155,25 @@ beyond("inplace-input-sigmoid_-scripted-flex", lambda: Case(
     convert_args=[torch.zeros(0, 3, 0, 0)]))
 
 
+# zeros_like of a float input with flexible sizes: a zero constant TILEd to
+# its shape at load time (plus a per-channel constant, so that the output has
+# zeros_like's shape and is not all zeros).
+class ZerosLikeModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("b", torch.randn(3, 1, 1))
+
+    def forward(self, x):
+        return torch.zeros_like(x) + self.b
+
+
+for _kind in ["float", "float-nhwc"]:
+    for _s, (_h, _w) in _FLEXHW_SIZES.items():
+        beyond(f"zeros_like-flex-{_kind}-{_s}", lambda k=_kind, h=_h, w=_w: Case(
+            ZerosLikeModule(), float_and_quant_and_nhwc(torch.randn(2, 3, h, w))[k],
+            convert_args=[float_and_quant_and_nhwc(torch.zeros(0, 3, 0, 0))[k]]))
+
+
 # An Optional second input left at its default (one --input): the None is
 # specialized into the graph and the branch on it folds.
 class OptionalMaskModule(torch.nn.Module):
