@@ -371,8 +371,9 @@ void register_attention_ops(LoweringTable& t) {
   t.add("aten::masked_fill", lower_masked_fill);
   t.add("aten::zeros_like", lower_zeros_like_of_mask);
   t.note("aten::zeros_like",
-         "of a computed bool mask, dtype float32: CAST, MUL by 0 (constant inputs fold during "
-         "conversion)");
+         "of a computed float32 tensor: a zero constant TILEd to its shape (flexible sizes "
+         "too); of a computed bool mask, dtype float32: CAST, MUL by 0 (constant inputs fold "
+         "during conversion)");
   t.note("aten::masked_fill",
          "with a computed bool mask, float32 or int32: SELECT of the value and x, the mask and "
          "value broadcast to x (a constant mask folds during conversion)");
