@@ -29,7 +29,7 @@ import warnings
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
-from typing import Tuple  # noqa: E402
+from typing import Optional, Tuple  # noqa: E402
 
 from fixtures_common import (  # noqa: E402
     as_list, nhwc, qpt, regex_matches, run_reference, write_case)
@@ -589,6 +589,8 @@ class PadModule(torch.nn.Module):
 
 # Android 13's NNAPI (feature level 6: BATCH_MATMUL) as the target.
 API_33 = ["--min-android-api", "33"]
+# Android 11's (feature level 4: RESIZE_BILINEAR's corner flags).
+API_30 = ["--min-android-api", "30"]
 
 
 def beyond(name, builder):
@@ -1049,6 +1051,142 @@ for _kind in ["float", "float-nhwc"]:
     beyond(f"upsample_bilinear2d-flex-batch-{_kind}", lambda k=_kind: Case(
         BilinearModule(False, scale_factor=2.0), float_and_quant_and_nhwc(torch.randn(3, 2, 4, 5))[k],
         convert_args=[float_and_quant_and_nhwc(torch.zeros(0, 2, 4, 5))[k]]))
+# Pools and upsampling over a flexible height and width (0x0 in --input),
+# each run at two sizes (suffixes -a and -b), the batch fixed (1x) or flexible
+# (0x, "-flex-batch"). ceil_mode: NNAPI has none; stride - 1 more cells of
+# bottom/right padding give PyTorch's ceil size at every size when no last
+# window can start in the padding (stride <= kernel - padding).
+_FLEXHW_SIZES = {"a": (9, 7), "b": (16, 12)}
+
+
+def flexhw(name, module, kinds, options=(), batch=1, channels=3):
+    for _k in kinds:
+        for _s, (_h, _w) in _FLEXHW_SIZES.items():
+            beyond(f"flexhw-{name}-{_k}-{_s}", lambda k=_k, h=_h, w=_w: Case(
+                module(), float_and_quant_and_nhwc(torch.randn(batch or 2, channels, h, w))[k],
+                convert_args=[float_and_quant_and_nhwc(torch.zeros(batch, channels, 0, 0))[k]],
+                options=list(options)))
+
+
+def flexhw_refused(name, module, regex, options=(), kind="float"):
+    refuse(f"flexhw-{name}", lambda: Case(
+        module(), float_and_quant_and_nhwc(torch.randn(1, 3, 9, 7))[kind],
+        convert_args=[float_and_quant_and_nhwc(torch.zeros(1, 3, 0, 0))[kind]],
+        options=list(options)), regex)
+
+
+flexhw("max_pool2d-ceil", lambda: torch.nn.MaxPool2d(3, 2, ceil_mode=True), KINDS)
+flexhw("max_pool2d-ceil-pad-flex-batch",
+       lambda: torch.nn.MaxPool2d(3, 2, padding=1, ceil_mode=True), ["float-nhwc", "quant"],
+       batch=0)
+# count_include_pad over padding and a ceil_mode overhang: PyTorch counts the
+# padding but not the overhang; padded with zeros first, NNAPI's count is that.
+flexhw("avg_pool2d-ceil-pad", lambda: torch.nn.AvgPool2d(3, 2, padding=1, ceil_mode=True), KINDS)
+flexhw("avg_pool2d-ceil-exclude-pad-flex-batch",
+       lambda: torch.nn.AvgPool2d(3, 2, padding=1, ceil_mode=True, count_include_pad=False),
+       ["float", "float-nhwc"], batch=0)
+flexhw("avg_pool2d-divisor_override-pad",
+       lambda: torch.nn.AvgPool2d(3, 2, padding=1, divisor_override=5), ["float", "float-nhwc"])
+# adaptive pools to 1x1: MEAN and REDUCE_MAX over H and W (PyTorch has no
+# quantized adaptive_max_pool2d).
+flexhw("adaptive_max_pool2d-1", lambda: torch.nn.AdaptiveMaxPool2d(1), ["float", "float-nhwc"])
+flexhw("adaptive_max_pool2d-1-flex-batch", lambda: torch.nn.AdaptiveMaxPool2d((1, 1)),
+       ["float-nhwc"], batch=0)
+flexhw("adaptive_avg_pool2d-1-flex-batch", lambda: torch.nn.AdaptiveAvgPool2d(1),
+       ["float", "quant-nhwc"], batch=0)
+# Bilinear at API 30 (RESIZE_BILINEAR's corner flags), by whole scale (the
+# FLOAT32 scale form) and by output size.
+for _ac in (False, True):
+    flexhw(f"upsample_bilinear2d-scale2-ac{int(_ac)}-api30",
+           lambda ac=_ac: BilinearModule(ac, scale_factor=2.0), KINDS, options=API_30)
+    flexhw(f"upsample_bilinear2d-size-ac{int(_ac)}-api30",
+           lambda ac=_ac: BilinearModule(ac, size=(12, 10)), ["float", "quant-nhwc"],
+           options=API_30)
+flexhw("upsample_bilinear2d-scale3-api30-flex-batch",
+       lambda: BilinearModule(False, scale_factor=(3.0, 2.0)), ["float-nhwc", "quant"],
+       options=API_30, batch=0)
+flexhw("upsample_nearest2d-scale2-flex-batch", lambda: torch.nn.Upsample(scale_factor=2),
+       ["float-nhwc", "quant"], batch=0)
+flexhw_refused("max_pool2d-ceil-stride-past-window",
+               lambda: torch.nn.MaxPool2d(2, 3, ceil_mode=True),
+               "stride 3 greater than the kernel size 2 minus the padding 0")
+flexhw_refused("avg_pool2d-divisor_override-ceil",
+               lambda: torch.nn.AvgPool2d(3, 2, ceil_mode=True, divisor_override=4),
+               "divisor_override and ceil_mode over a flexible height or width")
+flexhw_refused("adaptive_avg_pool2d-2", lambda: torch.nn.AdaptiveAvgPool2d(2),
+               r"adaptive_avg_pool2d to \(2, 2\) over a flexible height or width")
+# Below API 30 over a flexible size: one whole scale, align_corners=False, as
+# replicate padding, a DEPTHWISE_CONV_2D of the s * s phases' weights and
+# pixel_shuffle; the rest is refused.
+for _s in (2.0, 3.0):
+    flexhw(f"upsample_bilinear2d-scale{int(_s)}-api29",
+           lambda sc=_s: BilinearModule(False, scale_factor=sc), KINDS)
+flexhw("upsample_bilinear2d-scale2-api29-flex-batch",
+       lambda: BilinearModule(False, scale_factor=2.0), ["float-nhwc", "quant"], batch=0)
+flexhw_refused("upsample_bilinear2d-ac1-api29", lambda: BilinearModule(True, scale_factor=2.0),
+               "with align_corners=True needs Android 11")
+flexhw_refused("upsample_bilinear2d-size-api29", lambda: BilinearModule(False, size=(12, 10)),
+               "with an output size needs Android 11")
+flexhw_refused("upsample_bilinear2d-scale1.5-api30",
+               lambda: BilinearModule(False, scale_factor=1.5), "by scale factor 1.5, 1.5",
+               options=API_30)
+# Quantized bilinear at the default target (Android 10: no corner flags):
+# DEQUANTIZE, PyTorch's interpolation weights as FULLY_CONNECTED products, and
+# QUANTIZE to the input's parameters, as PyTorch's quantized kernel keeps them.
+for _kind in ["quant", "quant-nhwc"]:
+    for _ac in (False, True):
+        for _name, _kw in [("size", {"size": (7, 9)}), ("scale", {"scale_factor": 2.0})]:
+            beyond(f"upsample_bilinear2d-{_name}-ac{int(_ac)}-{_kind}",
+                   lambda k=_kind, ac=_ac, kw=_kw: Case(
+                       BilinearModule(ac, **kw),
+                       float_and_quant_and_nhwc(torch.randn(2, 3, 4, 5))[k]))
+# An in-place operation opening forward on its input (x.sigmoid_()), made
+# functional (the converted module never writes into its inputs), with a
+# fixed and a flexible size.
+class InplaceInputModule(torch.nn.Module):
+    def forward(self, x):
+        x.sigmoid_()
+        return x * 2 + x
+
+
+beyond("inplace-input-sigmoid_", lambda: Case(InplaceInputModule(), torch.randn(2, 3, 4, 5)))
+beyond("inplace-input-sigmoid_-scripted-flex", lambda: Case(
+    torch.jit.script(InplaceInputModule().eval()), torch.randn(2, 3, 6, 5),
+    convert_args=[torch.zeros(0, 3, 0, 0)]))
+
+
+# zeros_like of a float input with flexible sizes: a zero constant TILEd to
+# its shape at load time (plus a per-channel constant, so that the output has
+# zeros_like's shape and is not all zeros).
+class ZerosLikeModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("b", torch.randn(3, 1, 1))
+
+    def forward(self, x):
+        return torch.zeros_like(x) + self.b
+
+
+for _kind in ["float", "float-nhwc"]:
+    for _s, (_h, _w) in _FLEXHW_SIZES.items():
+        beyond(f"zeros_like-flex-{_kind}-{_s}", lambda k=_kind, h=_h, w=_w: Case(
+            ZerosLikeModule(), float_and_quant_and_nhwc(torch.randn(2, 3, h, w))[k],
+            convert_args=[float_and_quant_and_nhwc(torch.zeros(0, 3, 0, 0))[k]]))
+
+
+# An Optional second input left at its default (one --input): the None is
+# specialized into the graph and the branch on it folds.
+class OptionalMaskModule(torch.nn.Module):
+    def forward(self, x, mask: Optional[torch.Tensor] = None):
+        if mask is not None:
+            x = x.masked_fill(mask, 0.0)
+        return torch.relu(x) + 1
+
+
+beyond("optional-input-none-scripted", lambda: Case(
+    torch.jit.script(OptionalMaskModule().eval()), torch.randn(2, 3, 4)))
+
+
 for _kind in ["float", "float-nhwc"]:
     beyond(f"adaptive_max_pool2d-{_kind}", lambda k=_kind: Case(
         torch.nn.AdaptiveMaxPool2d((2, 3)), float_and_quant_and_nhwc(torch.randn(2, 3, 4, 6))[k]))
@@ -3038,6 +3176,12 @@ VALIDATOR_REFUSES = {
 }
 
 
+def _copies(tensors):
+    """Tracing and eager run on copies (strides kept), so that a forward that
+    writes into its input (x.sigmoid_()) leaves the saved args as given."""
+    return tuple(t.clone() if isinstance(t, torch.Tensor) else t for t in tensors)
+
+
 def generate(out_dir, name, source, builder):
     """Build, trace, run eager and the reference, write the directory.
     Returns (case_json, problems)."""
@@ -3053,12 +3197,12 @@ def generate(out_dir, name, source, builder):
     if isinstance(module, torch.jit.ScriptModule):
         traced = module  # scripted by the builder (Scalar overloads, control flow)
     else:
-        traced = torch.jit.trace(module, tuple(trace_args),
+        traced = torch.jit.trace(module, _copies(trace_args),
                                  check_trace=(source == "test_nnapi"))
     traced.eval()
     if c.engine:
         torch.backends.quantized.engine = c.engine
-    eager = as_list(module(*args))
+    eager = as_list(module(*_copies(args)))
     torch.backends.quantized.engine = 'qnnpack'
     # The torchvision references' modules are big: kept only where a test runs
     # them (googlenet's, whose ceil_mode the reference gets wrong).

@@ -132,6 +132,7 @@ Conversion convert(const ConvertOptions& options) {
   PhaseTimes times;
   torch::jit::Module module =
       load_frozen_model(options.model_path, &times.load_ms, &times.freeze_ms);
+  specialize_omitted_inputs(module, options.inputs.size());
   std::shared_ptr<const QuantizedModel> quantized;
   if (options.quantize.enabled) {
     // Before the calibration samples are read against the specs.
@@ -151,6 +152,7 @@ CheckReport check_model(const ConvertOptions& options) {
   r.model = options.model_path;
   torch::jit::Module module =
       load_frozen_model(options.model_path, &r.times.load_ms, &r.times.freeze_ms);
+  specialize_omitted_inputs(module, options.inputs.size());
   std::shared_ptr<torch::jit::Graph> graph = module.get_method("forward").graph();
   r.kinds = census(*graph);
   for (const NodeKindCount& k : r.kinds) r.node_count += k.count;

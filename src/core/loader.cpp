@@ -1,6 +1,9 @@
 #include "core/loader.h"
 
 #include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/passes/constant_propagation.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/freeze_module.h>
 #include <torch/csrc/jit/passes/remove_mutation.h>
 #include <torch/csrc/jit/serialization/import.h>
@@ -100,9 +103,71 @@ torch::jit::Module load_torchscript(const std::string& path, const std::string& 
                               "rather than torch.jit.save, or damaged?): " +
                               plain_loader_message(e.what_without_backtrace()));
   } catch (const std::exception& e) {
-    throw ConvertError(1, file + "could not be loaded as TorchScript: " + e.what() +
-                              unknown_op_hint(e.what()));
+    throw ConvertError(
+        1, file + "could not be loaded as TorchScript: " + e.what() + unknown_op_hint(e.what()));
   }
+}
+
+namespace {
+
+// An in-place operation on a model input that is that input's first use
+// (`x.relu_()` opening forward) made functional: RemoveTensorMutation leaves
+// mutations of graph inputs alone, since the caller could see them, but the
+// converted module never writes into its inputs. The functional node
+// (aten::relu for aten::relu_) takes the in-place one's inputs, and every
+// later use of the input reads its result instead.
+void functionalize_input_mutations(torch::jit::Graph& graph) {
+  for (torch::jit::Value* input : graph.inputs()) {
+    if (!input->type()->cast<c10::TensorType>() || input->uses().empty()) continue;
+    torch::jit::Node* first = nullptr;
+    for (const torch::jit::Use& use : input->uses()) {
+      if (use.user->owningBlock() != graph.block()) {
+        first = nullptr;
+        break;
+      }
+      if (!first || use.user->isBefore(first)) first = use.user;
+    }
+    if (!first || !first->kind().is_aten() || first->outputs().size() != 1 ||
+        first->input(0) != input) {
+      continue;
+    }
+    const std::string kind = first->kind().toQualString();
+    const c10::FunctionSchema* schema = first->maybeSchema();
+    if (kind.back() != '_' || !schema || !schema->is_mutable()) continue;
+    torch::jit::Node* functional = graph.create(
+        c10::Symbol::fromQualString(kind.substr(0, kind.size() - 1)), first->inputs(), 1);
+    functional->insertBefore(first);
+    if (!functional->maybeSchema()) {
+      functional->destroy();
+      continue;
+    }
+    functional->output()->setType(first->output()->type());
+    functional->copyMetadata(first);
+    first->output()->replaceAllUsesWith(functional->output());
+    input->replaceAllUsesAfterNodeWith(functional, functional->output());
+    first->destroy();
+  }
+}
+
+}  // namespace
+
+void specialize_omitted_inputs(torch::jit::Module& module, size_t given) {
+  torch::jit::Method forward = module.get_method("forward");
+  std::shared_ptr<torch::jit::Graph> graph = forward.graph();
+  const std::vector<c10::Argument>& args = forward.function().getSchema().arguments();
+  const size_t n = graph->inputs().size() - 1;  // after `self`
+  if (given >= n || args.size() != n + 1) return;
+  for (size_t i = given; i < n; ++i) {
+    const auto& d = args[i + 1].default_value();
+    if (!d || !d->isNone()) return;  // the input count check reports it
+  }
+  torch::jit::WithInsertPoint guard(graph->block()->nodes().front());
+  for (size_t i = n; i-- > given;) {
+    graph->inputs()[i + 1]->replaceAllUsesWith(graph->insertConstant(c10::IValue()));
+    graph->eraseInput(i + 1);
+  }
+  torch::jit::ConstantPropagation(graph);
+  torch::jit::EliminateDeadCode(graph);
 }
 
 torch::jit::Module load_frozen_model(const std::string& path, double* load_ms, double* freeze_ms) {
@@ -132,6 +197,7 @@ torch::jit::Module load_frozen_model(const std::string& path, double* load_ms, d
   try {
     frozen = torch::jit::freeze(module);
     auto graph = frozen.get_method("forward").graph();
+    functionalize_input_mutations(*graph);
     torch::jit::RemoveListMutation(graph);
     torch::jit::RemoveTensorMutation(graph);
   } catch (const c10::Error& e) {

@@ -319,9 +319,26 @@ void lower_masked_fill(LoweringContext& cx, const Node* node) {
 // zeros_like(mask, dtype=float32) of a computed bool mask (a constant one
 // folds during conversion), as F.multi_head_attention_forward makes a float
 // mask of a bool one: CAST and MUL by 0, of any (also load-time) shape.
+// zeros_like(x) of a float32 tensor the model computes (an input with
+// flexible sizes too): a (1, ..., 1) zero constant TILEd to x's shape
+// (multiples set when the model is loaded for flexible dims); exact for any
+// x, where x * 0 would give NaN for infinities.
 void lower_zeros_like_of_mask(LoweringContext& cx, const Node* node) {
   const char* what = "zeros_like";
   const Value* dtype = node->inputs().size() > 1 ? node->input(1) : nullptr;
+  if (cx.has_operand(node->input(0))) {
+    const Tensor x = cx.get_operand(node->input(0));
+    if (x.op.type == nnapi::OperandType::TensorFloat32 &&
+        (!dtype || cx.constant_is_none(dtype) ||
+         static_cast<c10::ScalarType>(cx.constant_int(dtype)) == at::kFloat)) {
+      const auto rank = static_cast<int64_t>(x.op.shape.size());
+      const Tensor zero =
+          float_weight_like(cx, at::zeros(std::vector<int64_t>(rank, 1), at::kFloat), x.op);
+      const Tensor z = emit_expand(cx, zero, sym_shape(x));
+      cx.reinterpret(node->output(), z.id, z.op);
+      return;
+    }
+  }
   check(dtype && !cx.constant_is_none(dtype) &&
             static_cast<c10::ScalarType>(cx.constant_int(dtype)) == at::kFloat,
         "zeros_like of a tensor the model computes is supported for a bool mask to float32 "
@@ -354,8 +371,9 @@ void register_attention_ops(LoweringTable& t) {
   t.add("aten::masked_fill", lower_masked_fill);
   t.add("aten::zeros_like", lower_zeros_like_of_mask);
   t.note("aten::zeros_like",
-         "of a computed bool mask, dtype float32: CAST, MUL by 0 (constant inputs fold during "
-         "conversion)");
+         "of a computed float32 tensor: a zero constant TILEd to its shape (flexible sizes "
+         "too); of a computed bool mask, dtype float32: CAST, MUL by 0 (constant inputs fold "
+         "during conversion)");
   t.note("aten::masked_fill",
          "with a computed bool mask, float32 or int32: SELECT of the value and x, the mask and "
          "value broadcast to x (a constant mask folds during conversion)");

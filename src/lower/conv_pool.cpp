@@ -24,6 +24,21 @@ ConvPoolArgs make_conv_pool_args(const std::vector<int64_t>& kernel,
 
 void apply_ceil_mode(const Shape& image, ConvPoolArgs* a) {
   auto extra = [](int64_t in, int64_t k, int64_t s, int64_t pad) {
+    if (in == 0) {
+      // A flexible size: s - 1 more cells give ceil((in + 2 pad - k) / s) + 1
+      // windows for every size. PyTorch drops a last window that would start
+      // at in + pad or later, which needs (ceil_out - 1) s <= in + 2 pad - k
+      // + s - 1 to reach in + pad, that is s > k - pad; else it never does.
+      check(s <= k - pad, [&] {
+        return "ceil_mode over a flexible height or width with stride " + std::to_string(s) +
+               " greater than the kernel size " + std::to_string(k) + " minus the padding " +
+               std::to_string(pad) +
+               ": PyTorch then drops a last window that starts in the padding at some sizes "
+               "only, which NNAPI's fixed padding cannot follow; give height and width fixed "
+               "sizes in --input";
+      });
+      return s - 1;
+    }
     int64_t floor_out = (in + 2 * pad - k) / s + 1;
     int64_t ceil_out = (in + 2 * pad - k + s - 1) / s + 1;
     if ((ceil_out - 1) * s >= in + pad) --ceil_out;

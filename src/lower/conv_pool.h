@@ -24,8 +24,10 @@ ConvPoolArgs make_conv_pool_args(const std::vector<int64_t>& kernel,
 // ceil_mode: PyTorch rounds the output size up, but drops a last window that
 // would start in the bottom/right padding. NNAPI has no ceil mode: pads the
 // bottom/right edge of `a` so the floor formula gives the same size over the
-// (fixed-size) `image`. Max pooling ignores padded positions, so values are
-// unchanged.
+// `image`. Max pooling ignores padded positions, so values are unchanged. A
+// flexible (0) height or width gets stride - 1 more cells, which gives the
+// ceil size at every size when no last window can start in the padding
+// (stride <= kernel - padding); otherwise it is refused.
 void apply_ceil_mode(const Shape& image, ConvPoolArgs* a);
 
 // The PyTorch (NCHW) output dims of a convolution or pool over `image`, with

@@ -8,6 +8,8 @@
 //   NNAPI (TensorFlow's order, both data layouts): (i * r + j) * C + c.
 // A GATHER along the channel axis turns one order into the other; it is left
 // out when they agree (C = 1).
+#include "lower/pixel_shuffle.h"
+
 #include "lower/emit.h"
 #include "lower/registry.h"
 
@@ -58,17 +60,10 @@ Image image_and_block(LoweringContext& cx, const Node* node, const char* what) {
   return {{id, in}, r};
 }
 
-void lower_pixel_shuffle(LoweringContext& cx, const Node* node) {
-  auto [x, r] = image_and_block(cx, node, "pixel_shuffle");
+}  // namespace
+
+Tensor emit_pixel_shuffle(LoweringContext& cx, const Tensor& x, int64_t r, const Value* out) {
   const Shape& s = x.op.shape;
-  check(s[1] % (r * r) == 0, [&] {
-    return "pixel_shuffle by " + std::to_string(r) + " needs a channel count divisible by " +
-           std::to_string(r * r) + ", got " + std::to_string(s[1]);
-  });
-  if (r == 1) {
-    cx.alias(node->output(), node->input(0));
-    return;
-  }
   const int64_t c = s[1] / (r * r);
   // NNAPI depth channel q takes PyTorch channel k where nnapi_channel(k) = q.
   std::vector<int64_t> index(s[1]);
@@ -82,8 +77,25 @@ void lower_pixel_shuffle(LoweringContext& cx, const Node* node) {
   ModelBuilder& m = cx.model();
   const int32_t block = m.add_int_scalar(static_cast<int32_t>(r));
   const int32_t layout = m.add_bool_scalar(g.op.use_nchw());
-  const int32_t id = cx.add_output(node->output(), g.op, dims).id;
-  m.add_operation(Op::DepthToSpace, {g.id, block, layout}, {id});
+  const Tensor y = cx.add_output(out, g.op, dims);
+  m.add_operation(Op::DepthToSpace, {g.id, block, layout}, {y.id});
+  return y;
+}
+
+namespace {
+
+void lower_pixel_shuffle(LoweringContext& cx, const Node* node) {
+  auto [x, r] = image_and_block(cx, node, "pixel_shuffle");
+  const Shape& s = x.op.shape;
+  check(s[1] % (r * r) == 0, [&] {
+    return "pixel_shuffle by " + std::to_string(r) + " needs a channel count divisible by " +
+           std::to_string(r * r) + ", got " + std::to_string(s[1]);
+  });
+  if (r == 1) {
+    cx.alias(node->output(), node->input(0));
+    return;
+  }
+  emit_pixel_shuffle(cx, x, r, node->output());
 }
 
 void lower_pixel_unshuffle(LoweringContext& cx, const Node* node) {

@@ -8,13 +8,16 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 
 #include "lower/conv_pool.h"
+#include "lower/convolution.h"
 #include "lower/emit.h"
 #include "lower/matmul.h"
 #include "lower/node_args.h"
+#include "lower/pixel_shuffle.h"
 #include "lower/registry.h"
 #include "serialize/pyrepr.h"
 
@@ -47,12 +50,7 @@ Tensor emit_max_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, b
   check(a.dilation_h == 1 && a.dilation_w == 1, "NNAPI does not support dilated pooling");
   const Shape& s = image.op.shape;
   check(s.size() == 4, "max_pool2d needs a 4-D input");
-  if (ceil_mode) {
-    check(s[2] != 0 && s[3] != 0,
-          "max_pool2d with ceil_mode over a flexible height or width is not supported; give "
-          "them fixed sizes in --input");
-    apply_ceil_mode(s, &a);
-  }
+  if (ceil_mode) apply_ceil_mode(s, &a);
   const std::vector<SymInt> dims = conv_pool_out_dims(image, a, s[1], false);
   std::vector<int32_t> inputs = pool_inputs(cx, image.id, image.op, a);
   const Tensor y = cx.add_output(out, image.op, dims);
@@ -64,22 +62,27 @@ Tensor emit_avg_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, b
                      const Value* out, AvgDivisor div) {
   const Shape& s = image.op.shape;
   check(s.size() == 4, "avg_pool2d needs a 4-D input");
-  check(!ceil_mode || (s[2] != 0 && s[3] != 0),
-        "avg_pool2d with ceil_mode over a flexible height or width is not supported; give "
-        "them fixed sizes in --input");
   ConvPoolArgs c = a;
   if (ceil_mode) apply_ceil_mode(s, &c);
   const bool overhang = c.pad_b != a.pad_b || c.pad_r != a.pad_r;
   const bool padded = a.pad_t || a.pad_b || a.pad_l || a.pad_r;
+  const bool flexible_hw = s[2] == 0 || s[3] == 0;
   Tensor x = image;
-  if (div.count_include_pad && !div.divisor_override && !overhang && padded) {
+  if (padded && ((div.count_include_pad && !div.divisor_override && (!overhang || flexible_hw)) ||
+                 (div.divisor_override && flexible_hw))) {
     // count_include_pad: PyTorch divides by the whole window, padded cells
-    // included, where NNAPI's AVERAGE_POOL_2D leaves them out of the count.
-    // Pad with zeros (a quantized tensor's zero point) first, then pool.
+    // included (up to the padding's end, not a ceil_mode window's overhang),
+    // where NNAPI's AVERAGE_POOL_2D leaves them out of the count. Pad with
+    // zeros (a quantized tensor's zero point) first, then pool, keeping only
+    // ceil_mode's extra cells as NNAPI padding. (divisor_override over a
+    // flexible size: the same zeros, so that each window is whole.)
     x = emit_pad(cx, x, {0, 0, a.pad_t, a.pad_l}, {0, 0, a.pad_b, a.pad_r}, 0.0);
-    c.pad_t = c.pad_b = c.pad_l = c.pad_r = 0;
+    c.pad_t = c.pad_l = 0;
+    c.pad_b -= a.pad_b;
+    c.pad_r -= a.pad_r;
   }
-  const bool scaled = div.divisor_override || (div.count_include_pad && overhang && padded);
+  const bool scaled =
+      div.divisor_override || (div.count_include_pad && overhang && padded && !flexible_hw);
   const std::vector<SymInt> dims = conv_pool_out_dims(x, c, x.op.shape[1], false);
   std::vector<int32_t> inputs = pool_inputs(cx, x.id, x.op, c);
   const Tensor y = cx.add_output(scaled ? nullptr : out, x.op, dims);
@@ -88,8 +91,19 @@ Tensor emit_avg_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, b
   check(x.op.type == nnapi::OperandType::TensorFloat32,
         "quantized avg_pool2d with divisor_override, or with count_include_pad, padding and a "
         "ceil_mode window past the padding, is not supported");
-  check(s[2] != 0 && s[3] != 0,
-        "avg_pool2d with divisor_override over a flexible height or width is not supported");
+  if (flexible_hw) {
+    // divisor_override over whole windows of a flexible size: the mean times
+    // kernel_h kernel_w / divisor everywhere.
+    check(!overhang,
+          "avg_pool2d with divisor_override and ceil_mode over a flexible height or width is "
+          "not supported: the last windows' cell counts depend on the size; give height and "
+          "width fixed sizes in --input");
+    const double factor =
+        static_cast<double>(a.kernel_h * a.kernel_w) / static_cast<double>(div.divisor_override);
+    return emit_binary(cx, Op::Mul, y,
+                       float_weight_like(cx, at::full({1, 1, 1, 1}, factor, at::kFloat), y.op),
+                       Fuse::None, out);
+  }
   const int64_t out_h = dims[2].value, out_w = dims[3].value;
   // Per axis: the cells of window i within the input, and within the padded input.
   auto counts = [](int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t n,
@@ -166,11 +180,32 @@ Tensor emit_adaptive_pool(LoweringContext& cx, Op op, const Tensor& image,
   const char* what = op == Op::MaxPool2d ? "adaptive_max_pool2d" : "adaptive_avg_pool2d";
   const Shape& s = image.op.shape;
   check(s.size() == 4, [&] { return std::string(what) + " needs a 4-D input"; });
-  check(s[2] != 0 && s[3] != 0, [&] {
-    return std::string(what) +
-           " over a flexible height or width is not supported; give them fixed sizes in --input";
-  });
   check(size.size() == 2, [&] { return std::string(what) + " needs two output sizes"; });
+  if ((s[2] == 0 || s[3] == 0) && size == std::vector<int64_t>{1, 1}) {
+    // To 1x1 over a flexible height or width: MEAN (level 1) or REDUCE_MAX
+    // (level 3) over both, keeping dims (no pool window to fix when the model
+    // is converted).
+    check(
+        image.op.dim_order == DimOrder::Contiguous || image.op.dim_order == DimOrder::ChannelsLast,
+        "unknown memory layout");
+    const std::vector<int64_t> axes =
+        image.op.use_nchw() ? std::vector<int64_t>{2, 3} : std::vector<int64_t>{1, 2};
+    ModelBuilder& m = cx.model();
+    const int32_t axes_id = m.add_int_vector(axes);
+    // MEAN's keep_dims is an INT32, REDUCE_MAX's a BOOL.
+    const int32_t keep_id = op == Op::MaxPool2d ? m.add_bool_scalar(true) : m.add_int_scalar(1);
+    const Operand o = image.op.with_shape({s[0], s[1], 1, 1});
+    const int32_t out_id = make_output(cx, out, o, &image);
+    m.add_operation(op == Op::MaxPool2d ? Op::ReduceMax : Op::Mean, {image.id, axes_id, keep_id},
+                    {out_id});
+    return {out_id, o};
+  }
+  check(s[2] != 0 && s[3] != 0, [&] {
+    return std::string(what) + " to " + shape_str(size) +
+           " over a flexible height or width is not supported: its windows depend on the input "
+           "size, which NNAPI's pools fix when the model is converted (only output size 1x1 "
+           "converts, as a reduction); give height and width fixed sizes in --input";
+  });
   ConvPoolArgs a{s[2], s[3], 1, 1, 0, 0, 0, 0, 1, 1, 0};
   if (size != std::vector<int64_t>({1, 1})) {
     // Output sizes that divide the input: a plain pool.
@@ -218,26 +253,8 @@ namespace {
 
 void lower_adaptive_avg_pool2d(LoweringContext& cx, const Node* node) {
   NodeArgs args(cx, node);
-  const Tensor x = args.tensor("self");
-  const auto& [image_id, image] = x;
-  const std::vector<int64_t> size = args.ints("output_size");
-  const Shape& s = image.shape;
-  if (s.size() == 4 && (s[2] == 0 || s[3] == 0) && size == std::vector<int64_t>{1, 1}) {
-    // To 1x1 over a flexible height or width: MEAN over both, keeping dims
-    // (no pool window to fix when the model is converted).
-    check(image.dim_order == DimOrder::Contiguous || image.dim_order == DimOrder::ChannelsLast,
-          "unknown memory layout");
-    const std::vector<int64_t> axes =
-        image.use_nchw() ? std::vector<int64_t>{2, 3} : std::vector<int64_t>{1, 2};
-    ModelBuilder& m = cx.model();
-    const int32_t axes_id = m.add_int_vector(axes);
-    const int32_t keep_id = m.add_int_scalar(1);
-    const int32_t out_id =
-        make_output(cx, node->output(), image.with_shape({s[0], s[1], 1, 1}), &x);
-    m.add_operation(Op::Mean, {image_id, axes_id, keep_id}, {out_id});
-    return;
-  }
-  emit_adaptive_pool(cx, Op::AveragePool2d, x, size, node->output());
+  emit_adaptive_pool(cx, Op::AveragePool2d, args.tensor("self"), args.ints("output_size"),
+                     node->output());
 }
 
 // adaptive_max_pool2d(x, size) -> (values, indices); NNAPI has no indices.
@@ -548,58 +565,204 @@ Tensor bilinear_by_products(LoweringContext& cx, const Tensor& x, int64_t out_h,
                                weights(w, {1, w, 1, w}, {1, out_w}));
 }
 
+// `x` with its first and last row (d = 2) or column (d = 3) once more on
+// either side (replicate padding by 1) over a fixed or flexible size: a
+// STRIDED_SLICE of the first, one of the last (begin -1 to the end) and a
+// CONCATENATION.
+Tensor replicate_edges(LoweringContext& cx, const Tensor& x, int64_t d) {
+  const int64_t axis = nnapi_axis(x.op, d);
+  ModelBuilder& m = cx.model();
+  auto edge = [&](int64_t begin) {
+    std::vector<int64_t> begins(4, 0), ends(4, 0), strides(4, 1);
+    begins[axis] = begin;
+    ends[axis] = begin + 1;
+    int32_t end_mask = 0;  // every other axis, and the last edge's, to its end
+    for (int64_t a = 0; a < 4; ++a) {
+      if (a != axis || begin < 0) end_mask |= 1 << a;
+    }
+    std::vector<SymInt> dims = sym_shape(x);
+    dims[d] = {1, ""};
+    const Tensor y = cx.add_output(nullptr, x.op, dims);
+    m.add_operation(Op::StridedSlice,
+                    strided_slice_inputs(cx, x.id, begins, ends, strides, end_mask, 0), {y.id});
+    return y;
+  };
+  const Tensor first = edge(0), last = edge(-1);
+  std::vector<SymInt> dims = sym_shape(x);
+  dims[d] = padded_dim(dims[d], 2);
+  const Tensor y = cx.add_output(nullptr, x.op, dims);
+  m.add_operation(Op::Concatenation,
+                  {first.id, x.id, last.id, m.add_int_scalar(static_cast<int32_t>(axis))}, {y.id});
+  return y;
+}
+
+// Float bilinear upsampling (align_corners=False) of `x` by a whole scale s
+// over a fixed or flexible height and width, without RESIZE_BILINEAR's
+// flags. PyTorch's output row s i + r reads source row i + delta_r, delta_r =
+// (2 r + 1 - s) / (2 s) in (-1/2, 1/2): rows i - 1 and i (delta_r < 0) or i
+// and i + 1, clamped to the image, with weights that do not depend on i or on
+// the size. So: the edges repeated once (the clamp), one DEPTHWISE_CONV_2D
+// whose 3x3 kernel for phase (r_h, r_w) is the outer product of the two
+// axes' taps (s * s outputs per channel, in pixel_shuffle's order), and
+// pixel_shuffle by s (levels 1 and 3 operations).
+Tensor bilinear_by_phases(LoweringContext& cx, const Tensor& x, int64_t s) {
+  const int64_t channels = x.op.shape[1], phases = s * s;
+  auto taps = [&](int64_t r) {
+    const double delta = static_cast<double>(2 * r + 1 - s) / static_cast<double>(2 * s);
+    return delta < 0 ? std::array<double, 3>{-delta, 1 + delta, 0}
+                     : std::array<double, 3>{0, 1 - delta, delta};
+  };
+  at::Tensor w = at::zeros({channels * phases, 1, 3, 3}, at::kFloat);
+  auto a = w.accessor<float, 4>();
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t i = 0; i < s; ++i) {
+      for (int64_t j = 0; j < s; ++j) {
+        const auto th = taps(i), tw = taps(j);
+        for (size_t u = 0; u < 3; ++u) {
+          for (size_t v = 0; v < 3; ++v) {
+            a[c * phases + i * s + j][0][static_cast<int64_t>(u)][static_cast<int64_t>(v)] =
+                static_cast<float>(th[u] * tw[v]);
+          }
+        }
+      }
+    }
+  }
+  const Tensor padded = replicate_edges(cx, replicate_edges(cx, x, 2), 3);
+  const int32_t bias_id = cx.add_weight(at::zeros({channels * phases}, at::kFloat));
+  const ConvPoolArgs args{3, 3, 1, 1, 0, 0, 0, 0, 1, 1, channels};
+  const Tensor y = emit_conv2d(cx, nullptr, 0.0, 0, padded, w, bias_id, args, false, Fuse::None);
+  return emit_pixel_shuffle(cx, y, s, nullptr);
+}
+
+// QUANTIZE of float `v` to (scale, zero_point) rounding v / scale half to
+// even, as PyTorch's quantized kernels round (nearbyint), where NNAPI's
+// QUANTIZE rounds half away from zero; on ties (exact halves, which bilinear
+// weights like 1/4 and 3/4 make common) the two differ by one quantum. With
+// t = v / scale snapped to a 2^-10 grid (so that float error in v does not
+// hide a tie; |t| < 2^9 keeps the grid exact), r = t + 0.5 and f = floor(r):
+// a tie is r == f, i.e. tie = 1 + floor(f - r) in {0, 1}; f is odd when
+// odd = 2 floor((f + 1) / 2) - f is 1; half to even is f - tie * odd. All
+// float operations of level 1 (FLOOR, ADD, SUB, MUL), then QUANTIZE of the
+// whole number times scale.
+Tensor quantize_half_to_even(LoweringContext& cx, const Tensor& v, double scale, int64_t zero_point,
+                             const Value* out) {
+  auto mul = [&](const Tensor& a, double k) {
+    return emit_binary(cx, Op::Mul, a, float_scalar_tensor(cx, static_cast<float>(k)));
+  };
+  auto add = [&](const Tensor& a, double k) {
+    return emit_binary(cx, Op::Add, a, float_scalar_tensor(cx, static_cast<float>(k)));
+  };
+  auto floor = [&](const Tensor& a) { return emit_unary(cx, Op::Floor, a); };
+  auto sub = [&](const Tensor& a, const Tensor& b) { return emit_binary(cx, Op::Sub, a, b); };
+  constexpr double kGrid = 1024.0;
+  const Tensor t = mul(floor(add(mul(v, kGrid / scale), 0.5)), 1.0 / kGrid);
+  const Tensor r = add(t, 0.5);
+  const Tensor f = floor(r);
+  const Tensor tie = add(floor(sub(f, r)), 1.0);
+  const Tensor odd = sub(mul(floor(mul(add(f, 1.0), 0.5)), 2.0), f);
+  const Tensor even = sub(f, emit_binary(cx, Op::Mul, tie, odd));
+  return emit_quantize(cx, mul(even, scale), scale, zero_point, out);
+}
+
 // upsample_bilinear2d(input, output_size, align_corners, scale_factors) and
 // (input, output_size, align_corners, scales_h, scales_w) -> RESIZE_BILINEAR
-// with NNAPI's align_corners / half_pixel_centers flags (feature level 4); a
-// float one below that (--min-android-api under 30) by bilinear_by_products.
+// with NNAPI's align_corners / half_pixel_centers flags (feature level 4),
+// over fixed or flexible height and width (a flexible one by output size or
+// by a whole scale factor, NNAPI's FLOAT32 scale form). Below level 4
+// (--min-android-api under 30) over fixed sizes by bilinear_by_products, a
+// quantized input between DEQUANTIZE and QUANTIZE to its own parameters
+// (PyTorch's quantized kernel keeps them).
 void lower_upsample_bilinear2d(LoweringContext& cx, const Node* node) {
   NodeArgs args(cx, node);
   const Tensor x = cx.get_operand(node->input(0));  // `self` or `input`, by overload
   const auto& [image_id, image] = x;
   check(image.shape.size() == 4, "upsample_bilinear2d needs a 4-D input");
-  check(image.shape[1] != 0 && image.shape[2] != 0 && image.shape[3] != 0,
-        "upsample_bilinear2d over flexible channels, height or width is not supported; give "
-        "them fixed sizes in --input");
+  check(image.shape[1] != 0,
+        "upsample_bilinear2d over flexible channels is not supported; give them a fixed size "
+        "in --input");
+  const bool fixed_hw = image.shape[2] != 0 && image.shape[3] != 0;
   bool align_corners = args.flag("align_corners");
   const c10::IValue& size_iv = args.constant("output_size");
-  int64_t out_h, out_w;
+  std::vector<int64_t> size;
+  std::vector<double> scales;
   if (!size_iv.isNone()) {
-    std::vector<int64_t> size = size_iv.toIntVector();
+    size = size_iv.toIntVector();
     check(size.size() == 2, "upsample_bilinear2d size must have 2 values");
-    out_h = size[0];
-    out_w = size[1];
   } else {
-    std::vector<double> scales;
     if (args.has("scale_factors")) {
       scales = args.constant("scale_factors").toDoubleVector();
     } else {
       scales = {args.constant("scales_h").toDouble(), args.constant("scales_w").toDouble()};
     }
     check(scales.size() == 2, "upsample_bilinear2d scale must have 2 values");
-    double h = scales[0] * image.shape[2], w = scales[1] * image.shape[3];
-    // PyTorch maps coordinates with the given scale; NNAPI with the size ratio.
-    // They agree when the scaled size is whole.
-    check(h == std::floor(h) && w == std::floor(w),
-          "upsample_bilinear2d with a scale factor that does not give a whole output size");
-    out_h = static_cast<int64_t>(h);
-    out_w = static_cast<int64_t>(w);
+    if (fixed_hw) {
+      double h = scales[0] * image.shape[2], w = scales[1] * image.shape[3];
+      // PyTorch maps coordinates with the given scale; NNAPI with the size
+      // ratio. They agree when the scaled size is whole.
+      check(h == std::floor(h) && w == std::floor(w),
+            "upsample_bilinear2d with a scale factor that does not give a whole output size");
+      size = {static_cast<int64_t>(h), static_cast<int64_t>(w)};
+    } else {
+      // Over a flexible size only a whole scale gives a whole size (and
+      // in / (s in) is 1 / s in float32) at every size.
+      for (double sc : scales) {
+        check(sc >= 1 && sc == std::floor(sc), [&] {
+          return "upsample_bilinear2d by scale factor " + py_float_repr(scales[0]) + ", " +
+                 py_float_repr(scales[1]) +
+                 " over a flexible height or width: PyTorch maps coordinates by 1 / scale, "
+                 "NNAPI by the size ratio, and they differ for some sizes unless the scale is "
+                 "whole; give height and width fixed sizes in --input (or use whole scale "
+                 "factors, or an output size)";
+        });
+      }
+    }
   }
-  if (!cx.allows_feature_level(kResizeFlagsLevel) &&
-      image.type == nnapi::OperandType::TensorFloat32) {
-    const Tensor r = bilinear_by_products(cx, x, out_h, out_w, align_corners);
-    cx.reinterpret(node->output(), r.id, r.op);
+  if (!cx.allows_feature_level(kResizeFlagsLevel)) {
+    const bool by_phases = !fixed_hw && size.empty() && !align_corners && scales[0] == scales[1];
+    check(fixed_hw || by_phases, [&] {
+      return "upsample_bilinear2d over a flexible height or width with " +
+             std::string(align_corners  ? "align_corners=True"
+                         : size.empty() ? "different scale factors for height and width"
+                                        : "an output size") +
+             " needs Android 11 (NNAPI feature level 4: RESIZE_BILINEAR's align_corners and "
+             "half_pixel_centers flags); below it NNAPI maps coordinates otherwise than "
+             "PyTorch, and the interpolation weights that stand in for the flags depend on the "
+             "input size (only one whole scale factor with align_corners=False converts). Give "
+             "height and width fixed sizes in --input, or convert with --min-android-api 30 "
+             "if every device you ship to has it";
+    });
+    const bool quantized = image.type != nnapi::OperandType::TensorFloat32;
+    const Tensor f = quantized ? emit_dequantize(cx, x) : x;
+    const Tensor r = by_phases ? bilinear_by_phases(cx, f, static_cast<int64_t>(scales[0]))
+                               : bilinear_by_products(cx, f, size[0], size[1], align_corners);
+    if (quantized) {
+      quantize_half_to_even(cx, r, image.scale, image.zero_point, node->output());
+    } else {
+      cx.reinterpret(node->output(), r.id, r.op);
+    }
     return;
   }
   ModelBuilder& m = cx.model();
-  std::vector<int32_t> inputs = {image_id,
-                                 m.add_int_scalar(static_cast<int32_t>(out_w)),
-                                 m.add_int_scalar(static_cast<int32_t>(out_h)),
-                                 m.add_bool_scalar(image.use_nchw()),
-                                 m.add_bool_scalar(align_corners),
-                                 m.add_bool_scalar(!align_corners)};
-  Shape out_shape = {image.shape[0], image.shape[1], out_h, out_w};
-  int32_t out_id = make_output(cx, node->output(), image.with_shape(out_shape), &x);
-  m.add_operation(Op::ResizeBilinear, inputs, {out_id});
+  const bool by_scale = size.empty();
+  std::vector<int32_t> inputs = {image_id};
+  for (int64_t d : {3, 2}) {  // width, then height
+    inputs.push_back(by_scale ? m.add_float_scalar(static_cast<float>(scales[d - 2]))
+                              : m.add_int_scalar(static_cast<int32_t>(size[d - 2])));
+  }
+  for (bool flag : {image.use_nchw(), align_corners, !align_corners}) {
+    inputs.push_back(m.add_bool_scalar(flag));
+  }
+  std::vector<SymInt> dims = {sym_dim(image_id, image.shape, 0), {image.shape[1], ""}};
+  for (int64_t d : {2, 3}) {
+    if (!by_scale) {
+      dims.push_back({size[d - 2], ""});
+    } else {
+      dims.push_back(
+          {0, "int(" + py_float_repr(scales[d - 2]) + " * " + flex_name(image_id, d) + ")"});
+    }
+  }
+  const Tensor y = cx.add_output(node->output(), image, dims);
+  m.add_operation(Op::ResizeBilinear, inputs, {y.id});
 }
 
 }  // namespace

@@ -104,15 +104,20 @@ const LoweringTable& lowering_table() {
     }
     // What a user of list-ops should know beyond "supported".
     t.note("aten::upsample_bilinear2d",
-           "flexible height or width is refused; needs --min-android-api 30 (RESIZE_BILINEAR's "
-           "corner flags are NNAPI feature level 4)");
+           "RESIZE_BILINEAR with its corner flags at --min-android-api 30 (fixed or flexible "
+           "height and width; by output size or whole scale factor); below: fixed sizes as "
+           "FULLY_CONNECTED products with PyTorch's weights, a flexible size by one whole scale "
+           "factor with align_corners=False as replicate padding, DEPTHWISE_CONV_2D and "
+           "pixel_shuffle; quantized through DEQUANTIZE and a QUANTIZE rounding half to even");
     t.note("aten::linear", "needs a bias");
     t.note("aten::matmul",
            "float32; with a constant 2-D right side it is FULLY_CONNECTED; a product of two "
            "computed tensors is BATCH_MATMUL (NNAPI feature level 6) with --min-android-api 33 "
            "or more, else one FULLY_CONNECTED per batch entry (fixed sizes only)");
     t.note("aten::bmm", "as aten::matmul of two computed tensors");
-    t.note("aten::max_pool2d", "ceil_mode over a flexible height or width is refused");
+    t.note("aten::max_pool2d",
+           "ceil_mode over a flexible height or width: stride - 1 more bottom/right padding "
+           "(refused when stride > kernel - padding)");
     t.note("aten::lstm",
            "unrolled per time step (FULLY_CONNECTED, SPLIT, LOGISTIC, TANH, MUL, ADD, "
            "CONCATENATION); fixed sizes, no proj_size, no packed sequences");
@@ -133,11 +138,13 @@ const LoweringTable& lowering_table() {
            "count_include_pad: PAD then AVERAGE_POOL_2D (PyTorch's converter passes the padding "
            "to AVERAGE_POOL_2D, which does not count padded cells); divisor_override, or ceil_mode "
            "past the padding with count_include_pad: MUL by a constant map of divisors (float32, "
-           "fixed height and width)");
+           "fixed height and width; over a flexible one: PAD, then ceil_mode as max_pool2d's, "
+           "divisor_override without ceil_mode as one MUL)");
     t.note("aten::adaptive_avg_pool2d",
            "output sizes that divide the input: AVERAGE_POOL_2D; others (interpolate "
            "mode='area'): float32, FULLY_CONNECTED over W and H with PyTorch's window weights; "
-           "flexible height or width is refused");
+           "to 1x1 over a flexible height or width: MEAN (adaptive_max_pool2d: REDUCE_MAX); "
+           "other output sizes over a flexible size are refused");
     t.note("aten::cumsum",
            "float32: FULLY_CONNECTED with a triangular matrix of ones along the dim (fixed size)");
     t.note("aten::softplus",

@@ -82,12 +82,20 @@ class QuantUpsample(torch.nn.Module):
         return torch.nn.functional.interpolate(q, scale_factor=2, mode="bilinear").dequantize()
 
 
+class UpsampleCorners(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.interpolate(x, scale_factor=2, mode="bilinear",
+                                               align_corners=True)
+
+
 class Product(torch.nn.Module):
     def forward(self, a, b):
         return torch.bmm(a, b)
 
 
 torch.jit.trace(Upsample().eval(), torch.randn(1, 3, 4, 4)).save(os.path.join(out, "upsample.pt"))
+torch.jit.trace(UpsampleCorners().eval(), torch.randn(1, 3, 4, 4)).save(
+    os.path.join(out, "upsample_corners.pt"))
 torch.jit.trace(QuantUpsample().eval(), torch.randn(1, 3, 4, 4)).save(
     os.path.join(out, "qupsample.pt"))
 

@@ -102,10 +102,14 @@ check "--verify-input of the wrong shape is exit 2 before any work" \
   "[ $rc = 2 ] && grep -q 'has shape 1x3x16x16' $W/err && [ ! -e $W/v2.pt ]"
 
 # --min-android-api: the target decides which NNAPI operations may be used.
-"$BIN" "$W/qupsample.pt" --input 1x3x4x4 -o "$W/up29.pt" 2>"$W/err"; rc=$?
-check "an operation newer than the target is exit 1 naming it and the level it needs" \
-  "[ $rc = 1 ] && grep -q 'RESIZE_BILINEAR, of NNAPI feature level 4 (Android API level 30)' $W/err \
-   && grep -q 'give --min-android-api 30' $W/err && [ ! -e $W/up29.pt ]"
+"$BIN" "$W/upsample_corners.pt" --input 1x3x0x0 -o "$W/up29.pt" 2>"$W/err"; rc=$?
+check "what needs a newer target is exit 1 naming the level it needs" \
+  "[ $rc = 1 ] && grep -q 'needs Android 11 (NNAPI feature level 4' $W/err \
+   && grep -q 'min-android-api 30' $W/err && [ ! -e $W/up29.pt ]"
+"$BIN" "$W/qupsample.pt" --input 1x3x4x4 -o "$W/qup29.pt" --verify -q; rc=$?
+"$BIN" inspect "$W/qup29.pt" >"$W/out"
+check "quantized bilinear upsampling at the default target: no RESIZE_BILINEAR" \
+  "[ $rc = 0 ] && ! grep -q RESIZE_BILINEAR $W/out && grep -q ' QUANTIZE ' $W/out"
 "$BIN" "$W/upsample.pt" --input 1x3x4x4 -o "$W/fup29.pt" --verify -q; rc=$?
 "$BIN" inspect "$W/fup29.pt" >"$W/out"
 check "float bilinear upsampling at the default target is two FULLY_CONNECTED, no RESIZE_BILINEAR" \

@@ -91,6 +91,9 @@ const std::map<std::string, std::string> kKnownReferenceBugPrefixes = {
     {"beyond-pad-avg_pool2d-",
      "the reference hands avg_pool2d's padding to AVERAGE_POOL_2D, which leaves padded cells out "
      "of the count; PyTorch's count_include_pad counts them"},
+    {"beyond-flexhw-avg_pool2d-ceil-pad-",
+     "the reference ignores avg_pool2d's ceil_mode (a smaller output at some sizes) and hands "
+     "its padding to AVERAGE_POOL_2D, which leaves padded cells out of the count"},
     {"beyond-softmax-4d-nhwc",
      "the reference passes softmax's PyTorch dim as the NNAPI axis, which is another dim of NHWC "
      "data"},
