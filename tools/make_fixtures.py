@@ -1856,6 +1856,11 @@ for _b in (2, 3):
     beyond(f"tiny-swin-flex-batch-{_b}", lambda b=_b: Case(
         _tiny_swin(), torch.randn(b, 3, 32, 32), convert_args=[torch.zeros(0, 3, 32, 32)],
         options=API_33))
+# At the default target (Android 10) those products over a flexible batch are
+# refused, naming the node and the level they need.
+refuse("tiny-swin-flex-batch-api29", lambda: Case(
+    _tiny_swin(), torch.randn(2, 3, 32, 32), convert_args=[torch.zeros(0, 3, 32, 32)]),
+    r"node aten::matmul .*needs the NNAPI operation BATCH_MATMUL")
 beyond("tiny-swin-flex-batch-nhwc", lambda: Case(
     _tiny_swin(), nhwc(torch.randn(2, 3, 32, 32)), convert_args=[nhwc(torch.zeros(0, 3, 32, 32))],
     options=API_33))
