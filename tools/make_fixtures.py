@@ -1939,6 +1939,51 @@ beyond("window-partition-6d-grid", lambda: Case(
     WindowPartitionModule(4, grid=True), torch.randn(2, 3, 8, 12)))
 beyond("window-partition-6d-grid-nhwc", lambda: Case(
     WindowPartitionModule(2, grid=True), nhwc(torch.randn(1, 3, 4, 6))))
+# The same with a flexible batch (issue 20): B rides along, merged with its
+# neighbours in each RESHAPE (a -1) and held as dim 0 of the operand behind a
+# rank > 4 view (src/lower/rank_reduce.cpp); at two batch sizes each.
+for _b in (2, 3):
+    beyond(f"window-partition-6d-flex-batch-{_b}", lambda b=_b: Case(
+        WindowPartitionModule(4), torch.randn(b, 8, 12, 3),
+        convert_args=[torch.zeros(0, 8, 12, 3)]))
+    beyond(f"window-partition-6d-grid-flex-batch-{_b}", lambda b=_b: Case(
+        WindowPartitionModule(4, grid=True), torch.randn(b, 3, 8, 12),
+        convert_args=[torch.zeros(0, 3, 8, 12)]))
+beyond("window-partition-6d-grid-flex-batch-nhwc", lambda: Case(
+    WindowPartitionModule(2, grid=True), nhwc(torch.randn(2, 3, 4, 6)),
+    convert_args=[nhwc(torch.zeros(0, 3, 4, 6))]))
+
+
+# select, slice, an elementwise op, pow, cat and unsqueeze of rank 5 with a
+# flexible batch, each read through the operand's data as rank <= 4.
+class HighRankFlexModule(torch.nn.Module):
+    def forward(self, x):  # (B, 6, 4, 5)
+        B = x.shape[0]
+        y = x.view(B, 2, 3, 4, 5)
+        a = y.select(1, 0)  # (B, 3, 4, 5)
+        s = y[:, :, 1:3]  # (B, 2, 2, 4, 5)
+        p = torch.sigmoid(s) ** 2
+        c = torch.cat([p, s], 2)  # (B, 2, 4, 4, 5)
+        u = a.unsqueeze(2) * 3.0  # (B, 3, 1, 4, 5)
+        return c.reshape(B, 8, 4, 5), u.reshape(B, 3, 4, 5) + a
+
+
+for _b in (2, 3):
+    beyond(f"high-rank-ops-flex-batch-{_b}", lambda b=_b: Case(
+        HighRankFlexModule(), torch.randn(b, 6, 4, 5), convert_args=[torch.zeros(0, 6, 4, 5)]))
+
+
+# A flexible size that a rank > 4 view puts at dim 3: NNAPI's operand would
+# need rank 5 (the flexible size is held at dim 0, 1 or 2 only): refused.
+class FlexDim3ViewModule(torch.nn.Module):
+    def forward(self, x):  # (B, 2, 3, 4)
+        y = x.permute(1, 2, 3, 0).reshape(2, 3, 4, -1, 1)
+        return (y * 2).reshape(2, 3, 4, -1)
+
+
+refuse("high-rank-flex-dim3", lambda: Case(
+    FlexDim3ViewModule(), torch.randn(2, 2, 3, 4), convert_args=[torch.zeros(0, 2, 3, 4)]),
+    r"node aten::reshape.*rank 5")
 
 
 # Arithmetic of rank > 4 (NNAPI's ADD, SUB, MUL and DIV take rank <= 4): Swin's
@@ -1997,12 +2042,23 @@ def _tiny_swin():
 
 beyond("tiny-swin", lambda: Case(_tiny_swin(), torch.randn(1, 3, 32, 32)))
 beyond("tiny-swin-nhwc", lambda: Case(_tiny_swin(), nhwc(torch.randn(1, 3, 32, 32))))
-# A flexible batch: the window partition's views and permutes of rank 6 are
-# merged to rank <= 4 at fixed sizes only, so it is refused (it used to be
-# written with rank-6 RESHAPE and TRANSPOSE operands, which NNAPI rejects).
-refuse("tiny-swin-flex-batch", lambda: Case(
-    _tiny_swin(), torch.randn(2, 3, 32, 32), convert_args=[torch.zeros(0, 3, 32, 32)],
-    options=API_33), r"an NNAPI tensor of rank 6 .*take tensors of rank 4 at most")
+# A flexible batch (issue 20): the window partition's views and permutes of
+# rank 6 carry the load-time B as one merged dim (src/lower/rank_reduce.cpp),
+# so no operand has rank > 4 (the converter checks every operand); checked at
+# batch 2 and 3, NCHW and NHWC. The attention products of computed tensors
+# over a flexible batch need BATCH_MATMUL (API 33).
+for _b in (2, 3):
+    beyond(f"tiny-swin-flex-batch-{_b}", lambda b=_b: Case(
+        _tiny_swin(), torch.randn(b, 3, 32, 32), convert_args=[torch.zeros(0, 3, 32, 32)],
+        options=API_33))
+# At the default target (Android 10) those products over a flexible batch are
+# refused, naming the node and the level they need.
+refuse("tiny-swin-flex-batch-api29", lambda: Case(
+    _tiny_swin(), torch.randn(2, 3, 32, 32), convert_args=[torch.zeros(0, 3, 32, 32)]),
+    r"node aten::matmul .*needs the NNAPI operation BATCH_MATMUL")
+beyond("tiny-swin-flex-batch-nhwc", lambda: Case(
+    _tiny_swin(), nhwc(torch.randn(2, 3, 32, 32)), convert_args=[nhwc(torch.zeros(0, 3, 32, 32))],
+    options=API_33))
 
 
 # group_norm (MEAN/SUB/MUL/RSQRT over (N, G, C/G * spatial)) and
@@ -2383,11 +2439,12 @@ class YoloDetectModule(torch.nn.Module):
 
 beyond("yolo-detect", lambda: Case(YoloDetectModule(), torch.randn(1, 8, 16, 16)))
 beyond("yolo-detect-nhwc", lambda: Case(YoloDetectModule(), nhwc(torch.randn(1, 8, 16, 16))))
-# With a flexible batch the rank-5 views are not merged (fixed sizes only):
-# refused naming the node, where it used to be written with rank-5 operands.
-refuse("yolo-detect-flex-batch", lambda: Case(
-    YoloDetectModule(), torch.randn(2, 8, 16, 16), convert_args=[torch.zeros(0, 8, 16, 16)]),
-    r"node aten::view .*an NNAPI tensor of rank 5 .*give fixed sizes in --input")
+# With a flexible batch (issue 20) the rank-5 views, slices, pow and cat
+# carry the load-time batch as dim 0 of rank <= 4 operands
+# (src/lower/rank_reduce.cpp); at batch 2 and 3.
+for _b in (2, 3):
+    beyond(f"yolo-detect-flex-batch-{_b}", lambda b=_b: Case(
+        YoloDetectModule(), torch.randn(b, 8, 16, 16), convert_args=[torch.zeros(0, 8, 16, 16)]))
 
 
 # Slicing NHWC data (STRIDED_SLICE's vectors are per NNAPI axis): GhostNet's
@@ -2755,7 +2812,7 @@ beyond("everyday-positional-table-flex", lambda: Case(
 # Issue 20: 3-D convolutions and pools as NNAPI 2-D operations over the
 # video's frames (src/lower/video.cpp), each without and with --nhwc (the
 # frames NCHW or NHWC in NNAPI; the 5-D input itself is contiguous either
-# way). Fixed sizes: NNAPI takes a 5-D input merged to 4-D.
+# way).
 class _Video(torch.nn.Module):
     def __init__(self, *layers):
         super().__init__()
@@ -2825,6 +2882,14 @@ for _name, (_make, _shape) in _VIDEO_CASES.items():
     for _suffix, _opts in (("", []), ("-nhwc", ["--nhwc"])):
         beyond(f"video-{_name}{_suffix}", lambda m=_make, s=_shape, o=_opts: Case(
             m().eval(), torch.randn(*s), options=o))
+# A flexible batch (issue 20): the 5-D input reaches NNAPI as (N, C*T, H, W),
+# the frames are (T*N, C, H, W) with T*N a load-time size, and what takes
+# time steps reads them as (T, N*C, H, W) blocks. Each case at batch 3 (NCHW
+# frames) and batch 2 (NHWC frames).
+for _name, (_make, _shape) in _VIDEO_CASES.items():
+    for _suffix, _opts, _b in (("", [], 3), ("-nhwc", ["--nhwc"], 2)):
+        beyond(f"video-{_name}-flex-batch{_suffix}", lambda m=_make, s=_shape, o=_opts, b=_b: Case(
+            m().eval(), torch.randn(b, *s[1:]), convert_args=[torch.zeros(0, *s[1:])], options=o))
 refuse("video-conv_transpose3d", lambda: Case(
     _Video(torch.nn.ConvTranspose3d(3, 2, 3)), torch.randn(1, 3, 3, 4, 4)), r"3-D transposed convolution")
 

@@ -608,5 +608,5 @@ FAMILIES = {
     "cropping_unet": Family(CroppingUNet, [((1, 3, 64, 64), None)],
                             flex=[((0, 3, 64, 64), (2, 3, 64, 64))]),
     "video_r2plus1d": Family(VideoR2Plus1D, [((1, 3, 8, 56, 56), None)],
-                             why_fixed="NNAPI takes a 5-D input merged to 4-D at fixed sizes only"),
+                             flex=[((0, 3, 8, 56, 56), (2, 3, 8, 56, 56))]),
 }

@@ -320,9 +320,10 @@ def case_inputs(kind, name):
     torch.manual_seed(1)
     if kind == "video":
         spec = "x".join(map(str, VIDEO_INPUT))
-        return {"xs": (torch.randn(*VIDEO_INPUT),), "xs2": (torch.randn(*VIDEO_INPUT),),
-                "inputs": [spec], "flex_inputs": None, "options": [],
-                "why_fixed": "NNAPI takes a 5-D input merged to 4-D at fixed sizes only"}
+        # the flexible form: a flexible batch, checked at batch 2
+        return {"xs": (torch.randn(*VIDEO_INPUT),), "xs2": (torch.randn(2, *VIDEO_INPUT[1:]),),
+                "inputs": [spec], "flex_inputs": ["x".join(map(str, (0,) + VIDEO_INPUT[1:]))],
+                "options": [], "why_fixed": ""}
     x = torch.randn(1, 3, 224, 224)
     x2 = torch.randn(2, 3, 224, 224)  # the flexible-batch inputs
     return {"xs": (x,), "xs2": (x2,), "inputs": ["1x3x224x224"],

@@ -90,8 +90,9 @@ void check_operand_ranks(const ModelBuilder& m, size_t first) {
              shape_str(dims) +
              "), but NNAPI operations take tensors of rank 4 at most. nnapi-convert merges "
              "dims for views, permutes, selects, slices, cat and elementwise operations of "
-             "rank > 4 at fixed sizes, but not here: reshape the tensor to rank 4 or less "
-             "before this operation (or give fixed sizes in --input)";
+             "rank > 4 (with one flexible size at most, among the first three dims), but not "
+             "here: reshape the tensor to rank 4 or less before this operation (or give "
+             "fixed sizes in --input)";
     });
   }
 }
@@ -234,12 +235,12 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
     // flattens it, nnapi_input_dims) and is read as its full shape here.
     const Shape dims = nnapi_input_dims(options.inputs[i].dims);
     if (dims != o.shape) {
-      if (std::find(o.shape.begin(), o.shape.end(), 0) != o.shape.end()) {
+      if (std::find(o.shape.begin() + 1, o.shape.end(), 0) != o.shape.end()) {
         throw ConvertError(1, "model '" + path + "': input " + std::to_string(i) + " (spec '" +
                                   options.inputs[i].text + "') has " +
                                   std::to_string(o.shape.size()) +
-                                  " dims, which NNAPI takes merged to 4 at fixed sizes only; "
-                                  "give every size in --input");
+                                  " dims, which NNAPI takes merged to 4 with a flexible batch "
+                                  "(dim 0) at most; give every other size in --input");
       }
       const int32_t id = cx.add_input(static_cast<int>(i), graph_inputs[i + 1], o.with_shape(dims));
       cx.rebind(graph_inputs[i + 1], id, o);

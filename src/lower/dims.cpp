@@ -84,6 +84,12 @@ std::vector<SymInt> sym_shape(const Tensor& x) {
   return dims;
 }
 
+Shape shape_of(const std::vector<SymInt>& dims) {
+  Shape s;
+  for (const SymInt& d : dims) s.push_back(d.is_constant() ? d.value : 0);
+  return s;
+}
+
 SymInt sym_numel(const Tensor& x) {
   SymInt n{1, ""};
   for (const SymInt& d : sym_shape(x)) n = sym_arith(n, '*', d);

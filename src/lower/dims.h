@@ -39,6 +39,8 @@ std::vector<SymInt> broadcast_dims(const Shape& shape, std::initializer_list<con
 std::vector<SymInt> permuted_dims(const Tensor& x, const std::vector<int64_t>& perm);
 // `x`'s dims as they are (flexible ones forwarded from `x`).
 std::vector<SymInt> sym_shape(const Tensor& x);
+// A record's shape for sizes `dims`: 0 for each load-time size.
+Shape shape_of(const std::vector<SymInt>& dims);
 // `x`'s element count: the product of its dims, "1 * a * b ..." text where
 // one is load-time.
 SymInt sym_numel(const Tensor& x);

@@ -131,7 +131,21 @@ Tensor emit_take(LoweringContext& cx, const Tensor& x, int64_t d, int64_t begin,
 // <= 4 (rank_reduce.cpp: adjacent dims merged): the result's record has the
 // permuted shape, which may have rank > 4 (its operand then holds the same
 // elements with fewer dims; bind it with bind_reshaped).
+// A flexible leading size (a load-time batch) is allowed: see rank_reduce.cpp.
 Tensor permute_merged(LoweringContext& cx, const Tensor& x, std::vector<int64_t> perm);
+// permute_merged of `x` of sizes `dims` (one may be a load-time size) whose
+// record need not say them.
+Tensor permute_merged(LoweringContext& cx, const Tensor& x, const std::vector<SymInt>& dims,
+                      std::vector<int64_t> perm);
+// The operation of permute_merged for `x` of sizes `dims` (one may be a
+// load-time size) whose record need not say them: the operand holding the
+// permuted elements, with its own (rank <= 4) shape.
+Tensor permute_merged_raw(LoweringContext& cx, const Tensor& x, const std::vector<SymInt>& dims,
+                          std::vector<int64_t> perm);
+// The target sizes of x.view(dims) with a -1 resolved (view.cpp): a number
+// where the load-time sizes of `in` and `dims` cancel.
+std::vector<SymInt> view_dims(const LoweringContext& cx, const Tensor& in,
+                              std::vector<SymInt> dims);
 // `x`'s contiguous data read as `shape` (same element count), bound to
 // `out`: for rank > 4 no operation when every use of `out` reads it so (the
 // rank > 4 views, permutes, selects, slices, cat and elementwise operations

@@ -1,6 +1,6 @@
 // Views and permutes of rank > 4 (Swin's window partition
 // `x.view(B, H/w, w, W/w, w, C).permute(0, 1, 3, 2, 4, 5).reshape(-1, w*w, C)`,
-// MaxViT's), with fixed sizes. NNAPI's RESHAPE and TRANSPOSE take rank <= 4:
+// MaxViT's). NNAPI's RESHAPE and TRANSPOSE take rank <= 4:
 // - a view to rank > 4 whose uses only reshape or permute it again emits
 //   nothing: the (contiguous) buffer is read with the new shape;
 // - a permute of rank > 4 merges the input dims that stay adjacent under the
@@ -18,6 +18,13 @@
 //   reshaped here. More than 4 such groups are refused.
 // A result is again read with its full shape when its uses only reshape,
 // permute, select from or do such arithmetic on it, else RESHAPEd to it.
+// One size may be flexible (a load-time batch; Swin's B rides along in the
+// window partition, (B, H/w, w, W/w, w, C)). The flexible size is then
+// merged with its neighbours like any other, a -1 in each RESHAPE, and a
+// record of rank > 4 with a flexible dim f names an operand whose dim f is
+// that size (so that the shape-compute lines read it there, sym_dim): one of
+// (dims before f, dim f, the product of the rest), RESHAPEd to it where the
+// operand made has another shape. So f is 0, 1 or 2.
 // Registered after view.cpp, layout.cpp, slicing.cpp and pointwise.cpp: other
 // views, permutes, selects, slices and arithmetic go to their lowerings.
 #include <ATen/ATen.h>
@@ -36,7 +43,63 @@
 namespace nnapi_convert {
 namespace {
 
+using Dims = std::vector<SymInt>;
+
 bool has_flexible(const Shape& s) { return std::find(s.begin(), s.end(), 0) != s.end(); }
+
+Dims fixed_dims(const Shape& shape) {
+  Dims dims;
+  for (int64_t d : shape) dims.push_back(SymInt{d, ""});
+  return dims;
+}
+
+SymInt product(const Dims& dims, size_t begin, size_t end) {
+  SymInt p{1, ""};
+  for (size_t i = begin; i < end; ++i) p = sym_arith(p, '*', dims[i]);
+  return p;
+}
+
+// Whether `a` and `b` are one size: equal numbers, or load-time sizes of one
+// expression.
+bool same_size(const LoweringContext& cx, const SymInt& a, const SymInt& b) {
+  if (a.is_constant() || b.is_constant()) {
+    return a.is_constant() && b.is_constant() && a.value == b.value;
+  }
+  return cx.resolve_flex(a.expr) == cx.resolve_flex(b.expr);
+}
+
+// Whether a record of rank > 4 may have `shape`: one flexible dim at most,
+// at 0, 1 or 2 (see the top).
+bool holdable(const Shape& shape) {
+  const auto n = std::count(shape.begin(), shape.end(), 0);
+  return n == 0 || (n == 1 && std::find(shape.begin(), shape.end(), 0) - shape.begin() <= 2);
+}
+
+// Contiguous `x` (an operand, or the record of one) holding the elements of
+// a tensor of sizes `dims`, as that tensor's record: where a size is
+// flexible, the operand RESHAPEd to (dims before it, it, the product of the
+// rest) unless its dim there is that size already.
+Tensor hold(LoweringContext& cx, const Tensor& x, const Dims& dims) {
+  const Shape shape = shape_of(dims);
+  check(holdable(shape), [&] {
+    return "a tensor of shape " + shape_str(shape) +
+           " (0: flexible) has rank > 4, which NNAPI takes as a rank <= 4 operand with one "
+           "flexible size among its first three dims only; give fixed sizes in --input";
+  });
+  const auto f = static_cast<size_t>(std::find(shape.begin(), shape.end(), 0) - shape.begin());
+  Tensor r = x;
+  if (f < shape.size()) {
+    const Operand& real = cx.operand(x.id);
+    const bool held = f < real.shape.size() && real.shape[f] == 0 &&
+                      same_size(cx, sym_dim(x.id, real.shape, static_cast<int64_t>(f)), dims[f]);
+    if (!held) {
+      Dims to(dims.begin(), dims.begin() + static_cast<std::ptrdiff_t>(f) + 1);
+      to.push_back(product(dims, f + 1, dims.size()));
+      r = emit_reshape(cx, {x.id, real}, to);
+    }
+  }
+  return {r.id, r.op.with_shape(shape)};
+}
 
 // The elementwise arithmetic lowered below, by kind.
 const std::map<c10::Symbol, nnapi::Op>& arithmetic() {
@@ -115,67 +178,73 @@ bool only_reshaped(const Value* v, bool transposes) {
   return v->hasUses();
 }
 
-// `x`'s contiguous buffer read as `shape` (same element count), bound to `out`:
-// no operation when `shape` has rank > 4 (so the uses come here) and `out` is
-// only reshaped again, else a RESHAPE.
-void bind_as(LoweringContext& cx, const Tensor& x, const Shape& shape, const Value* out) {
-  if (shape.size() > 4 && only_reshaped(out, true)) {
-    cx.reinterpret(out, x.id, x.op.with_shape(shape));
+// `x`'s contiguous buffer read as `dims` (same element count), bound to `out`:
+// no operation (or a RESHAPE that hold needs) when `dims` has rank > 4 (so the
+// uses come here) and `out` is only reshaped again, else a RESHAPE.
+void bind_as(LoweringContext& cx, const Tensor& x, const Dims& dims, const Value* out) {
+  if (dims.size() > 4 && holdable(shape_of(dims)) && only_reshaped(out, true)) {
+    const Tensor h = hold(cx, x, dims);
+    cx.reinterpret(out, h.id, h.op);
     return;
   }
-  std::vector<SymInt> dims;
-  for (int64_t d : shape) dims.push_back(SymInt{d, ""});
   emit_reshape(cx, x, dims, out);
 }
 
-// A RESHAPE of contiguous `x` to `shape`, or `x` when it already has it.
-Tensor reshape_to(LoweringContext& cx, const Tensor& x, const Shape& shape) {
-  if (x.op.shape == shape) return x;
-  std::vector<SymInt> dims;
-  for (int64_t d : shape) dims.push_back(SymInt{d, ""});
+// A RESHAPE of contiguous `x` to `dims`, or `x` when it already has them.
+Tensor reshape_to(LoweringContext& cx, const Tensor& x, const Dims& dims) {
+  if (x.op.shape == shape_of(dims)) {
+    const Dims have = sym_shape(x);
+    bool same = true;
+    for (size_t d = 0; d < dims.size(); ++d) same = same && same_size(cx, have[d], dims[d]);
+    if (same) return x;
+  }
   return emit_reshape(cx, x, dims);
 }
 
-int64_t product(const Shape& s, size_t begin, size_t end) {
-  return std::accumulate(s.begin() + begin, s.begin() + end, int64_t{1}, std::multiplies<>());
-}
-
-// view/reshape to rank > 4 of fixed sizes, only reshaped again.
+// view/reshape to rank > 4, only reshaped again.
 bool lower_high_rank_view(LoweringContext& cx, const Node* node) {
-  if (!cx.has_operand(node->input(0)) || cx.has_symbolic(node->input(1))) {
-    return false;
+  if (!cx.has_operand(node->input(0)) || !only_reshaped(node->output(), false)) return false;
+  Tensor in = cx.get_operand(node->input(0));
+  Dims dims = cx.sym_int_list(node->input(1));
+  if (dims.size() <= 4) return false;
+  const bool fixed =
+      !has_flexible(in.op.shape) &&
+      std::all_of(dims.begin(), dims.end(), [](const SymInt& d) { return d.is_constant(); });
+  if (fixed) {
+    Shape shape = shape_of(dims);
+    try {
+      shape = at::scalar_tensor(0).expand(in.op.shape).reshape(shape).sizes().vec();
+    } catch (const c10::Error& e) {
+      fail("can't reshape " + shape_str(in.op.shape) + " to " + shape_str(shape) + ": " +
+           e.what_without_backtrace());
+    }
+    dims = fixed_dims(shape);
+  } else {
+    dims = view_dims(cx, in, std::move(dims));
+    if (!holdable(shape_of(dims))) return false;
   }
-  auto [id, in] = cx.get_operand(node->input(0));
-  if (has_flexible(in.shape) || !only_reshaped(node->output(), false)) return false;
-  Shape shape = cx.constant_int_list(node->input(1));
-  if (shape.size() <= 4) return false;
-  try {
-    shape = at::scalar_tensor(0).expand(in.shape).reshape(shape).sizes().vec();
-  } catch (const c10::Error& e) {
-    fail("can't reshape " + shape_str(in.shape) + " to " + shape_str(shape) + ": " +
-         e.what_without_backtrace());
-  }
-  const Tensor x = emit_relayout(cx, {id, in}, DimOrder::Contiguous);
-  cx.reinterpret(node->output(), x.id, x.op.with_shape(shape));
+  const Tensor x = emit_relayout(cx, in, DimOrder::Contiguous);
+  const Tensor h = hold(cx, x, dims);
+  cx.reinterpret(node->output(), h.id, h.op);
   return true;
 }
 
 }  // namespace
 
-// permute by `dims` of a fixed-size contiguous tensor of rank > 4: the input
-// dims that stay adjacent merged (size-1 dims dropped), one RESHAPE and one
-// TRANSPOSE of rank <= 4, or more where more than 4 groups remain.
-Tensor permute_merged(LoweringContext& cx, const Tensor& in_tensor, std::vector<int64_t> dims) {
-  const Operand& in = in_tensor.op;
-  const auto rank = static_cast<int64_t>(in.shape.size());
+// The groups of input dims (size-1 dims dropped) that stay adjacent under
+// the permutation `dims` of a contiguous `in_tensor` of sizes `in`, merged:
+// one RESHAPE and one TRANSPOSE of rank <= 4, or more where more than 4
+// groups remain. The operand made.
+Tensor permute_merged_raw(LoweringContext& cx, const Tensor& in_tensor, const Dims& in,
+                          std::vector<int64_t> dims) {
+  const auto rank = static_cast<int64_t>(in.size());
   check(static_cast<int64_t>(dims.size()) == rank, "permute needs one dim per input dim");
   for (int64_t& d : dims) d = py_index(d, rank);
-  Shape out_shape;
-  for (int64_t d : dims) out_shape.push_back(in.shape[d]);
+  auto is_one = [&](int64_t d) { return in[d].is_constant() && in[d].value == 1; };
   // Groups of input dims (size-1 dims dropped) that stay adjacent in the output.
   std::vector<std::vector<int64_t>> groups;  // in output order
   for (int64_t d : dims) {
-    if (in.shape[d] == 1) continue;
+    if (is_one(d)) continue;
     if (!groups.empty() && groups.back().back() + 1 == d) {
       groups.back().push_back(d);
     } else {
@@ -187,11 +256,11 @@ Tensor permute_merged(LoweringContext& cx, const Tensor& in_tensor, std::vector<
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(),
             [&](size_t a, size_t b) { return groups[a][0] < groups[b][0]; });
-  std::vector<int64_t> size(groups.size(), 1);
+  Dims size(groups.size(), SymInt{1, ""});
   for (size_t g = 0; g < groups.size(); ++g) {
-    for (int64_t d : groups[g]) size[g] *= in.shape[d];
+    for (int64_t d : groups[g]) size[g] = sym_arith(size[g], '*', in[d]);
   }
-  Shape merged;
+  Dims merged;
   for (size_t g : order) merged.push_back(size[g]);
   Tensor x = emit_relayout(cx, in_tensor, DimOrder::Contiguous);
   if (groups.size() <= 4) {
@@ -200,68 +269,102 @@ Tensor permute_merged(LoweringContext& cx, const Tensor& in_tensor, std::vector<
     for (size_t i = 0; i < groups.size(); ++i) {
       perm[i] = std::find(order.begin(), order.end(), i) - order.begin();
     }
-    x = emit_permute(cx, x, perm);
-  } else {
-    // cur: the groups in their current order; place output group i at i.
-    std::vector<size_t> cur = order;
-    for (size_t i = 0; i < groups.size(); ++i) {
-      const size_t j = std::find(cur.begin(), cur.end(), i) - cur.begin();
-      if (j == i) continue;
-      Shape s;
-      for (size_t g : cur) s.push_back(size[g]);
-      x = reshape_to(cx, x,
-                     {product(s, 0, i), product(s, i, j), s[j], product(s, j + 1, s.size())});
-      x = emit_permute(cx, x, {0, 2, 1, 3});
-      std::rotate(cur.begin() + i, cur.begin() + j, cur.begin() + j + 1);
-    }
+    return emit_permute(cx, x, perm);
   }
-  return {x.id, x.op.with_shape(out_shape)};
+  // cur: the groups in their current order; place output group i at i.
+  std::vector<size_t> cur = order;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const size_t j = std::find(cur.begin(), cur.end(), i) - cur.begin();
+    if (j == i) continue;
+    Dims s;
+    for (size_t g : cur) s.push_back(size[g]);
+    x = reshape_to(cx, x, {product(s, 0, i), product(s, i, j), s[j], product(s, j + 1, s.size())});
+    x = emit_permute(cx, x, {0, 2, 1, 3});
+    std::rotate(cur.begin() + i, cur.begin() + j, cur.begin() + j + 1);
+  }
+  return x;
+}
+
+// permute by `perm` of contiguous `in` of sizes `dims`: permute_merged_raw,
+// held as the permuted sizes.
+Tensor permute_merged(LoweringContext& cx, const Tensor& in, const Dims& dims,
+                      std::vector<int64_t> perm) {
+  const Tensor x = permute_merged_raw(cx, in, dims, perm);
+  Dims out;
+  for (int64_t d : perm) out.push_back(dims[py_index(d, static_cast<int64_t>(dims.size()))]);
+  return hold(cx, {x.id, cx.operand(x.id)}, out);
+}
+
+// permute by `perm` of a contiguous tensor of rank > 4 (a record holding it
+// as hold says).
+Tensor permute_merged(LoweringContext& cx, const Tensor& in, std::vector<int64_t> perm) {
+  return permute_merged(cx, in, sym_shape(in), std::move(perm));
 }
 
 void bind_reshaped(LoweringContext& cx, const Tensor& x, const Shape& shape, const Value* out) {
-  bind_as(cx, x, shape, out);
+  bind_as(cx, x, fixed_dims(shape), out);
 }
 
 namespace {
 
-// permute (or transpose) by `dims` of a fixed-size tensor of rank > 4.
+// permute (or transpose) by `dims` of a tensor of rank > 4.
 bool lower_high_rank_permute(LoweringContext& cx, const Node* node, std::vector<int64_t> dims) {
   if (!cx.has_operand(node->input(0))) return false;
   const Tensor in = cx.get_operand(node->input(0));
-  if (in.op.shape.size() <= 4 || has_flexible(in.op.shape)) return false;
-  const Tensor r = permute_merged(cx, in, std::move(dims));
-  bind_as(cx, {r.id, cx.operand(r.id)}, r.op.shape, node->output());
+  const auto rank = static_cast<int64_t>(in.op.shape.size());
+  if (rank <= 4) return false;
+  const Dims in_dims = sym_shape(in);
+  const Tensor r = permute_merged_raw(cx, in, in_dims, dims);
+  Dims out;
+  for (int64_t d : dims) out.push_back(in_dims[py_index(d, rank)]);
+  bind_as(cx, {r.id, cx.operand(r.id)}, out, node->output());
   return true;
 }
 
-// select(x, d, i) of a fixed-size tensor of rank > 4: x read as (dims before
-// d, dim d, dims after d), a STRIDED_SLICE of [i, i + 1) along the middle.
+// A tensor of rank > 4 read as 3-D: (dims before d, dim d, dims after d).
+Tensor as_3d(LoweringContext& cx, const Tensor& x, int64_t d) {
+  const Dims s = sym_shape(x);
+  const auto at = static_cast<size_t>(d);
+  return reshape_to(cx, emit_relayout(cx, x, DimOrder::Contiguous),
+                    {product(s, 0, at), s[at], product(s, at + 1, s.size())});
+}
+
+// `x`'s sizes with dim d of size `size`, or without dim d (size < 0).
+Dims with_dim(const Tensor& x, int64_t d, int64_t size) {
+  Dims dims = sym_shape(x);
+  if (size < 0) {
+    dims.erase(dims.begin() + d);
+  } else {
+    dims[d] = SymInt{size, ""};
+  }
+  return dims;
+}
+
+// select(x, d, i) of a tensor of rank > 4 (d not flexible): x read as (dims
+// before d, dim d, dims after d), a STRIDED_SLICE of [i, i + 1) along the middle.
 bool lower_high_rank_select(LoweringContext& cx, const Node* node) {
   if (!cx.has_operand(node->input(0))) return false;
-  auto [id, in] = cx.get_operand(node->input(0));
-  const auto rank = static_cast<int64_t>(in.shape.size());
-  if (rank <= 4 || has_flexible(in.shape)) return false;
+  const Tensor in = cx.get_operand(node->input(0));
+  const auto rank = static_cast<int64_t>(in.op.shape.size());
+  if (rank <= 4) return false;
   const int64_t d = py_index(cx.constant_int(node->input(1)), rank);
-  const int64_t i = py_index(cx.constant_int(node->input(2)), in.shape[d]);
-  const Tensor x =
-      reshape_to(cx, emit_relayout(cx, {id, in}, DimOrder::Contiguous),
-                 {product(in.shape, 0, d), in.shape[d], product(in.shape, d + 1, in.shape.size())});
-  Shape out_shape = in.shape;
-  out_shape.erase(out_shape.begin() + d);
-  bind_as(cx, emit_take(cx, x, 1, i, 1, 1), out_shape, node->output());
+  if (in.op.shape[d] == 0) return false;
+  const int64_t i = py_index(cx.constant_int(node->input(2)), in.op.shape[d]);
+  bind_as(cx, emit_take(cx, as_3d(cx, in, d), 1, i, 1, 1), with_dim(in, d, -1), node->output());
   return true;
 }
 
-// slice(x, d, start, stop, step) of a fixed-size tensor of rank > 4 (a
+// slice(x, d, start, stop, step) of a tensor of rank > 4 (d not flexible; a
 // detection head's `p[..., 4:]`): x read as (dims before d, dim d, dims after
 // d), a STRIDED_SLICE along the middle (NNAPI's takes rank <= 4).
 bool lower_high_rank_slice(LoweringContext& cx, const Node* node) {
   if (!cx.has_operand(node->input(0)) || cx.has_symbolic(node->input(3))) return false;
-  auto [id, in] = cx.get_operand(node->input(0));
-  const auto rank = static_cast<int64_t>(in.shape.size());
-  if (rank <= 4 || has_flexible(in.shape)) return false;
+  const Tensor in = cx.get_operand(node->input(0));
+  const auto rank = static_cast<int64_t>(in.op.shape.size());
+  if (rank <= 4) return false;
   const int64_t d = py_index(cx.constant_int(node->input(1)), rank);
-  const int64_t size = in.shape[d];
+  const int64_t size = in.op.shape[d];
+  if (size == 0) return false;
   auto bound = [&](const Value* v, int64_t none_value) {  // Python's slice bounds
     const c10::IValue& iv = cx.constant(v).value;
     int64_t i = iv.isNone() ? none_value : iv.toInt();
@@ -277,27 +380,23 @@ bool lower_high_rank_slice(LoweringContext& cx, const Node* node) {
                      (raw_stop.isNone() || raw_stop.toInt() == std::numeric_limits<int64_t>::max());
   if (step <= 0 || stop <= start || whole) return false;
   const int64_t count = (stop - start + step - 1) / step;
-  const Tensor x =
-      reshape_to(cx, emit_relayout(cx, {id, in}, DimOrder::Contiguous),
-                 {product(in.shape, 0, d), size, product(in.shape, d + 1, in.shape.size())});
-  Shape out_shape = in.shape;
-  out_shape[d] = count;
-  bind_as(cx, emit_take(cx, x, 1, start, count, step), out_shape, node->output());
+  bind_as(cx, emit_take(cx, as_3d(cx, in, d), 1, start, count, step), with_dim(in, d, count),
+          node->output());
   return true;
 }
 
 // One side of arithmetic of rank > 4: an operand, or a constant tensor or
-// number (float32 when the other side is).
+// number (float32 when the other side is), and its sizes.
 struct Side {
   std::optional<Tensor> x;
   at::Tensor t;
-  Shape shape;
+  Dims dims;
 };
 
 std::optional<Side> arithmetic_side(LoweringContext& cx, const Value* v) {
   if (cx.has_operand(v)) {
     const Tensor x = cx.get_operand(v);
-    return Side{x, {}, x.op.shape};
+    return Side{x, {}, sym_shape(x)};
   }
   if (!cx.has_constant(v)) return std::nullopt;
   const c10::IValue& iv = cx.constant(v).value;
@@ -311,19 +410,25 @@ std::optional<Side> arithmetic_side(LoweringContext& cx, const Value* v) {
   } else {
     return std::nullopt;
   }
-  return Side{std::nullopt, t, t.sizes().vec()};
+  return Side{std::nullopt, t, fixed_dims(t.sizes().vec())};
 }
 
-// `s` as `shape` (same element count, contiguous): a weight for a constant,
-// else the operand itself when its buffer has that shape, else a RESHAPE.
-Tensor side_as(LoweringContext& cx, const Side& s, const Shape& shape) {
+// `s` as `dims` (same element count, contiguous): a weight for a constant,
+// else the operand itself when its buffer has those sizes, else a RESHAPE.
+Tensor side_as(LoweringContext& cx, const Side& s, const Dims& dims) {
   if (!s.x) {
-    const int32_t id = cx.add_weight(s.t.reshape(shape).contiguous(), DimOrder::Contiguous);
+    const int32_t id =
+        cx.add_weight(s.t.reshape(shape_of(dims)).contiguous(), DimOrder::Contiguous);
     return {id, cx.operand(id)};
   }
-  const Operand& real = cx.operand(s.x->id);
-  if (real.shape == shape && real.dim_order == DimOrder::Contiguous) return {s.x->id, real};
-  return reshape_to(cx, emit_relayout(cx, *s.x, DimOrder::Contiguous), shape);
+  const Tensor real{s.x->id, cx.operand(s.x->id)};
+  if (real.op.dim_order == DimOrder::Contiguous && real.op.shape == shape_of(dims)) {
+    const Dims have = sym_shape(real);
+    bool same = true;
+    for (size_t d = 0; d < dims.size(); ++d) same = same && same_size(cx, have[d], dims[d]);
+    if (same) return real;
+  }
+  return reshape_to(cx, emit_relayout(cx, *s.x, DimOrder::Contiguous), dims);
 }
 
 // add/sub/mul/div of rank > 4 as the op on dims merged to rank <= 4.
@@ -333,21 +438,35 @@ bool lower_high_rank_arithmetic(LoweringContext& cx, const Node* node, nnapi::Op
   std::optional<Side> a = arithmetic_side(cx, node->input(0));
   std::optional<Side> b = arithmetic_side(cx, node->input(1));
   if (!a || !b || !(a->x || b->x)) return false;
-  const size_t rank = std::max(a->shape.size(), b->shape.size());
+  const size_t rank = std::max(a->dims.size(), b->dims.size());
   if (rank <= 4 || (add_sub && cx.constant_number(node->input(2)) != 1)) return false;
   const std::string where = "%" + node->output()->debugName() + " = " +
                             node->kind().toQualString() + " of rank " + std::to_string(rank);
-  // Flexible sizes (a load-time batch) are left to pointwise.cpp.
-  if (has_flexible(a->shape) || has_flexible(b->shape)) return false;
-  for (Side* s : {&*a, &*b}) s->shape.insert(s->shape.begin(), rank - s->shape.size(), 1);
-  const Shape out_shape = broadcast_shape(a->shape, b->shape);
+  for (Side* s : {&*a, &*b}) s->dims.insert(s->dims.begin(), rank - s->dims.size(), SymInt{1, ""});
+  auto is_one = [](const SymInt& d) { return d.is_constant() && d.value == 1; };
+  // The result's sizes; a flexible size broadcasts with 1 or itself only
+  // (else pointwise.cpp decides).
+  Dims out;
+  for (size_t d = 0; d < rank; ++d) {
+    const SymInt &p = a->dims[d], &q = b->dims[d];
+    if (is_one(p) || same_size(cx, p, q)) {
+      out.push_back(q);
+    } else if (is_one(q)) {
+      out.push_back(p);
+    } else if (p.is_constant() && q.is_constant()) {
+      fail(where + ": cannot broadcast shapes " + shape_str(shape_of(a->dims)) + " and " +
+           shape_str(shape_of(b->dims)));
+    } else {
+      return false;
+    }
+  }
   // Dims grouped by how they broadcast: bit 0 a broadcasts, bit 1 b does;
   // dims where both are 1 are dropped.
   std::vector<int> kind;
   std::vector<std::vector<size_t>> groups;
   for (size_t d = 0; d < rank; ++d) {
-    if (out_shape[d] == 1) continue;
-    kind.push_back((a->shape[d] == 1 ? 1 : 0) | (b->shape[d] == 1 ? 2 : 0));
+    if (is_one(out[d])) continue;
+    kind.push_back((is_one(a->dims[d]) ? 1 : 0) | (is_one(b->dims[d]) ? 2 : 0));
     groups.push_back({d});
   }
   if (groups.size() > 4) {
@@ -362,49 +481,42 @@ bool lower_high_rank_arithmetic(LoweringContext& cx, const Node* node, nnapi::Op
     groups = std::move(merged);
   }
   check(groups.size() <= 4, [&] {
-    return where + " of " + shape_str(a->shape) + " and " + shape_str(b->shape) +
+    return where + " of " + shape_str(shape_of(a->dims)) + " and " + shape_str(shape_of(b->dims)) +
            ": NNAPI takes rank <= 4, and the dims merge to no fewer than " +
            std::to_string(groups.size()) + " groups that broadcast alike";
   });
-  auto grouped = [&](const Shape& s) {
-    Shape r;
-    for (const auto& g : groups) {
-      int64_t n = 1;
-      for (size_t d : g) n *= s[d];
-      r.push_back(n);
-    }
-    if (r.empty()) r.push_back(1);
+  auto grouped = [&](const Dims& s) {
+    Dims r;
+    for (const auto& g : groups) r.push_back(product(s, g.front(), g.back() + 1));
+    if (r.empty()) r.push_back(SymInt{1, ""});
     return r;
   };
-  const Tensor x = side_as(cx, *a, grouped(a->shape));
-  const Tensor y = side_as(cx, *b, grouped(b->shape));
+  const Tensor x = side_as(cx, *a, grouped(a->dims));
+  const Tensor y = side_as(cx, *b, grouped(b->dims));
   check(x.op.type == y.op.type, [&] { return where + ": operands have different types"; });
   const Tensor r = emit_binary(cx, op, x, y, cx.fuse_following_activation(node->output()));
-  bind_as(cx, r, out_shape, node->output());
+  bind_as(cx, r, out, node->output());
   return true;
 }
 
-// A fixed-size operand of rank > 4 as its contiguous data read as `shape`.
+// An operand of rank > 4.
 std::optional<Tensor> high_rank_operand(LoweringContext& cx, const Value* v) {
   if (!cx.has_operand(v)) return std::nullopt;
   const Tensor x = cx.get_operand(v);
-  if (x.op.shape.size() <= 4 || has_flexible(x.op.shape)) return std::nullopt;
+  if (x.op.shape.size() <= 4) return std::nullopt;
   return x;
 }
 
-// The rank > 4 tensor `x` read as 3-D: (dims before d, dim d, dims after d).
-Tensor as_3d(LoweringContext& cx, const Tensor& x, int64_t d) {
-  const Shape& s = x.op.shape;
-  return side_as(cx, Side{x, {}, s}, {product(s, 0, d), s[d], product(s, d + 1, s.size())});
+// `x` of rank > 4 as its data in 1-D.
+Tensor flat(LoweringContext& cx, const Tensor& x) {
+  return side_as(cx, Side{x, {}, sym_shape(x)}, {sym_numel(x)});
 }
 
 // sigmoid, relu, ... of rank > 4: the operation on the data as 1-D.
 bool lower_high_rank_unary(LoweringContext& cx, const Node* node, nnapi::Op op) {
   const std::optional<Tensor> x = high_rank_operand(cx, node->input(0));
   if (!x) return false;
-  const Shape& s = x->op.shape;
-  const Tensor flat = side_as(cx, Side{*x, {}, s}, {product(s, 0, s.size())});
-  bind_as(cx, emit_unary(cx, op, flat), s, node->output());
+  bind_as(cx, emit_unary(cx, op, flat(cx, *x)), sym_shape(*x), node->output());
   return true;
 }
 
@@ -418,27 +530,27 @@ bool lower_high_rank_pow(LoweringContext& cx, const Node* node) {
   const double exponent = e.isScalar() ? e.toScalar().toDouble() : e.toTensor().item<double>();
   check(x->op.type == nnapi::OperandType::TensorFloat32,
         "pow of a non-float tensor is not supported");
-  const Shape& s = x->op.shape;
-  const Tensor flat = side_as(cx, Side{*x, {}, s}, {product(s, 0, s.size())});
+  const Tensor data = flat(cx, *x);
   Tensor r;
   if (exponent == 1) {
-    r = flat;
+    r = data;
   } else if (exponent == 2) {
-    r = emit_binary(cx, nnapi::Op::Mul, flat, flat);
+    r = emit_binary(cx, nnapi::Op::Mul, data, data);
   } else if (exponent == 0.5) {
-    r = emit_unary(cx, nnapi::Op::Sqrt, flat);
+    r = emit_unary(cx, nnapi::Op::Sqrt, data);
   } else if (exponent == -0.5) {
-    r = emit_unary(cx, nnapi::Op::Rsqrt, flat);
+    r = emit_unary(cx, nnapi::Op::Rsqrt, data);
   } else {
-    r = emit_binary(cx, nnapi::Op::Pow, flat,
+    r = emit_binary(cx, nnapi::Op::Pow, data,
                     float_scalar_tensor(cx, static_cast<float>(exponent)));
   }
-  bind_as(cx, r, s, node->output());
+  bind_as(cx, r, sym_shape(*x), node->output());
   return true;
 }
 
-// cat of rank > 4 tensors along d (YOLO's torch.cat((xy, wh, conf), -1)): a
-// CONCATENATION of the middle dims of the parts read as 3-D.
+// cat of rank > 4 tensors along d, not a flexible dim (YOLO's
+// torch.cat((xy, wh, conf), -1)): a CONCATENATION of the middle dims of the
+// parts read as 3-D.
 bool lower_high_rank_cat(LoweringContext& cx, const Node* node) {
   if (!cx.has_sequence(node->input(0))) return false;
   const std::vector<const Value*>& values = cx.sequence(node->input(0));
@@ -451,30 +563,35 @@ bool lower_high_rank_cat(LoweringContext& cx, const Node* node) {
   if (parts.empty()) return false;
   const auto rank = static_cast<int64_t>(parts[0].op.shape.size());
   const int64_t d = py_index(cx.constant_int(node->input(1)), rank);
-  const Shape first = parts[0].op.shape;
-  Shape out_shape = first;
-  out_shape[d] = 0;
+  const Dims first = sym_shape(parts[0]);
+  if (parts[0].op.shape[d] == 0) return false;
+  int64_t total = 0;
   std::vector<Tensor> parts_3d;
   for (const Tensor& p : parts) {
-    Shape a = p.op.shape, b = first;
+    const Dims a = sym_shape(p);
     check(static_cast<int64_t>(a.size()) == rank && p.op.type == parts[0].op.type, [&] {
-      return "cat inputs have different ranks or types: " + shape_str(a) + ", " + shape_str(b);
+      return "cat inputs have different ranks or types: " + shape_str(p.op.shape) + ", " +
+             shape_str(parts[0].op.shape);
     });
-    out_shape[d] += a[d];
-    a[d] = b[d] = -1;
-    check(a == b, [&] {
+    total += a[d].value;
+    bool same = true;
+    for (int64_t i = 0; i < rank; ++i) same = same && (i == d || same_size(cx, a[i], first[i]));
+    check(same, [&] {
       return "cat inputs differ outside the cat dim: " + shape_str(p.op.shape) + " vs " +
-             shape_str(first);
+             shape_str(parts[0].op.shape);
     });
-    parts_3d.push_back(as_3d(cx, p, d));
+    const auto at = static_cast<size_t>(d);
+    parts_3d.push_back(
+        side_as(cx, Side{p, {}, a}, {product(a, 0, at), a[at], product(a, at + 1, a.size())}));
   }
-  bind_as(cx, emit_concat(cx, parts_3d, 1), out_shape, node->output());
+  bind_as(cx, emit_concat(cx, parts_3d, 1), with_dim(parts[0], d, total), node->output());
   return true;
 }
 
 // unsqueeze to rank > 4: the same buffer read with a 1 inserted, no
-// operation, when its uses read it so (bind_as); a flexible size only when
-// it is returned (the module reshapes it, with -1 for that size).
+// operation, when its uses read it so (bind_as); with a flexible size when
+// it is returned (the module reshapes it, with -1 for that size) or the 1
+// goes after that size (the operand holds the record, see hold).
 bool lower_high_rank_unsqueeze(LoweringContext& cx, const Node* node) {
   if (!cx.has_operand(node->input(0))) return false;
   const Tensor x = cx.get_operand(node->input(0));
@@ -485,7 +602,9 @@ bool lower_high_rank_unsqueeze(LoweringContext& cx, const Node* node) {
   check(dim >= 0 && dim <= rank, "unsqueeze dim out of range");
   Shape shape = x.op.shape;
   shape.insert(shape.begin() + dim, 1);
-  if (has_flexible(shape) && !only_returned(node->output())) return false;
+  const auto f = std::find(shape.begin(), shape.end(), 0) - shape.begin();
+  const bool held = holdable(shape) && f < dim;
+  if (has_flexible(shape) && !held && !only_returned(node->output())) return false;
   if (!only_reshaped(node->output(), true)) return false;
   const Tensor c = emit_relayout(cx, x, DimOrder::Contiguous);
   cx.reinterpret(node->output(), c.id, c.op.with_shape(shape));

@@ -22,8 +22,10 @@
 // NNAPI as its elements, nnapi_input_dims) enters the frames layout by one
 // TRANSPOSE where a video operation first reads it; a video tensor that any
 // other node reads, or the model returns, leaves it by the inverse TRANSPOSE
-// (takes_video_inputs, called by the driver before each node). Fixed sizes
-// and float32 only.
+// (takes_video_inputs, called by the driver before each node). Float32
+// only; the batch N may be flexible (a load-time size: the frames' dim 0 is
+// then T*N, and what takes time steps reads them as (T, N*C, H, W) blocks),
+// the other sizes are fixed.
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -46,30 +48,36 @@ using nnapi::Op;
 using nnapi::OperandType;
 
 // A video tensor's frames: the 4-D operand as an image of PyTorch shape
-// (T*N, C, H, W) (Contiguous or ChannelsLast), and N and T.
+// (T*N, C, H, W) (Contiguous or ChannelsLast), and N (fixed, or a load-time
+// size) and T.
 struct Frames {
   Tensor image;
-  int64_t n = 0, t = 0;
+  SymInt n;
+  int64_t t = 0;
 };
 
-// The record of the video tensor (N, C, T, H, W) whose frames `f` are.
+// The record of the video tensor (N, C, T, H, W) whose frames `f` are (N 0
+// when flexible).
 Operand video_record(const Frames& f) {
   const Shape& s = f.image.op.shape;
   Operand o = f.image.op;
-  o.shape = {f.n, s[1], f.t, s[2], s[3]};
+  o.shape = {f.n.is_constant() ? f.n.value : 0, s[1], f.t, s[2], s[3]};
   o.dim_order =
       f.image.op.dim_order == DimOrder::ChannelsLast ? DimOrder::FramesNhwc : DimOrder::FramesNchw;
   return o;
 }
 
-// The frames of a video tensor held as frames.
+// The frames of a video tensor held as frames (a flexible N: the operand's
+// dim 0 over T).
 Frames frames_of(const Tensor& v) {
   const Shape& s = v.op.shape;
   Operand o = v.op;
   o.shape = {s[2] * s[0], s[1], s[3], s[4]};
   o.dim_order =
       v.op.dim_order == DimOrder::FramesNhwc ? DimOrder::ChannelsLast : DimOrder::Contiguous;
-  return {{v.id, o}, s[0], s[2]};
+  const SymInt n =
+      s[0] != 0 ? SymInt{s[0], ""} : sym_arith(sym_dim(v.id, o.shape, 0), '/', SymInt{s[2], ""});
+  return {{v.id, o}, n, s[2]};
 }
 
 // An image's operand with its NNAPI dims as a contiguous record.
@@ -89,12 +97,29 @@ Tensor image_of(const Tensor& raw, DimOrder order) {
   return {raw.id, o};
 }
 
-// A contiguous operand as `dims` (RESHAPE, none when it has them).
-Tensor reshape_raw(LoweringContext& cx, const Tensor& raw, const Shape& dims) {
-  if (raw.op.shape == dims) return raw;
-  std::vector<SymInt> sym;
-  for (int64_t d : dims) sym.push_back({d, ""});
-  return emit_reshape(cx, raw, sym);
+// A contiguous operand as `dims` (RESHAPE, none when it has them: fixed
+// sizes only).
+Tensor reshape_raw(LoweringContext& cx, const Tensor& raw, const std::vector<SymInt>& dims) {
+  const bool fixed =
+      std::all_of(dims.begin(), dims.end(), [](const SymInt& d) { return d.is_constant(); });
+  if (fixed && raw.op.shape == shape_of(dims)) return raw;
+  return emit_reshape(cx, raw, dims);
+}
+
+// The frames' operand `raw` (T*N, a, b, c) as (T, N*a, b, c): time steps as
+// blocks along dim 0.
+Tensor as_blocks(LoweringContext& cx, const Tensor& raw, int64_t t, const SymInt& n) {
+  const Shape& r = raw.op.shape;
+  return reshape_raw(cx, raw, {{t, ""}, sym_arith(n, '*', {r[1], ""}), {r[2], ""}, {r[3], ""}});
+}
+
+// The inverse of as_blocks: (steps, N*a, b, c) as frames (steps*N, a, b, c)
+// in `order`.
+Tensor from_blocks(LoweringContext& cx, const Tensor& blocks, int64_t steps, const SymInt& n,
+                   const Shape& frame, DimOrder order) {
+  const std::vector<SymInt> dims = {
+      sym_arith({steps, ""}, '*', n), {frame[0], ""}, {frame[1], ""}, {frame[2], ""}};
+  return image_of(reshape_raw(cx, blocks, dims), order);
 }
 
 bool is_video(const LoweringContext& cx, const Value* v) {
@@ -113,22 +138,27 @@ Frames to_frames(LoweringContext& cx, const Value* v, const std::string& what) {
   check(s.size() == 5,
         [&] { return what + " needs a 5-D (N, C, T, H, W) input, got " + shape_str(s); });
   if (is_frames(x.op.dim_order)) return frames_of(x);
-  check(x.op.dim_order == DimOrder::Contiguous && std::find(s.begin(), s.end(), 0) == s.end(), [&] {
-    return what + " of a video tensor with flexible sizes " + shape_str(s) +
-           " is not supported (NNAPI holds it as 2-D frames, which need fixed sizes): "
-           "give every size in --input";
-  });
+  check(x.op.dim_order == DimOrder::Contiguous && std::find(s.begin() + 1, s.end(), 0) == s.end(),
+        [&] {
+          return what + " of a video tensor with flexible sizes " + shape_str(s) +
+                 " is not supported (NNAPI holds it as 2-D frames, whose channels, time and "
+                 "image sizes must be fixed): give those sizes in --input (the batch may be 0)";
+        });
   check(x.op.type == OperandType::TensorFloat32, [&] {
     return what + " of a " + nnapi::operand_type_name(x.op.type) +
            " video tensor is not supported: nnapi-convert lowers 3-D operations in float32 "
            "only (quantized ones: dequantize the model's video part)";
   });
   const bool nhwc = cx.nhwc();
-  const int64_t n = s[0], c = s[1], t = s[2], h = s[3], w = s[4];
-  const Tensor p = permute_merged(
-      cx, x, nhwc ? std::vector<int64_t>{2, 0, 3, 4, 1} : std::vector<int64_t>{2, 0, 1, 3, 4});
-  const Tensor raw = reshape_raw(cx, {p.id, cx.operand(p.id)},
-                                 nhwc ? Shape{t * n, h, w, c} : Shape{t * n, c, h, w});
+  const std::vector<SymInt> dims = sym_shape(x);
+  const SymInt n = dims[0], tn = sym_arith({s[2], ""}, '*', n);
+  const SymInt c{s[1], ""}, h{s[3], ""}, w{s[4], ""};
+  const int64_t t = s[2];
+  const Tensor p = permute_merged_raw(
+      cx, x, dims,
+      nhwc ? std::vector<int64_t>{2, 0, 3, 4, 1} : std::vector<int64_t>{2, 0, 1, 3, 4});
+  const Tensor raw = reshape_raw(
+      cx, p, nhwc ? std::vector<SymInt>{tn, h, w, c} : std::vector<SymInt>{tn, c, h, w});
   const Frames f{image_of(raw, nhwc ? DimOrder::ChannelsLast : DimOrder::Contiguous), n, t};
   cx.rebind(v, f.image.id, video_record(f));
   return f;
@@ -138,10 +168,11 @@ Frames to_frames(LoweringContext& cx, const Value* v, const std::string& what) {
 Tensor from_frames(LoweringContext& cx, const Frames& f) {
   const Tensor raw = raw_of(f.image);
   const Shape& r = raw.op.shape;  // (T*N, a, b, c)
-  const Tensor five{raw.id, raw.op.with_shape({f.t, f.n, r[1], r[2], r[3]})};
+  const std::vector<SymInt> dims = {{f.t, ""}, f.n, {r[1], ""}, {r[2], ""}, {r[3], ""}};
   const bool nhwc = f.image.op.dim_order == DimOrder::ChannelsLast;
   return permute_merged(
-      cx, five, nhwc ? std::vector<int64_t>{1, 4, 0, 2, 3} : std::vector<int64_t>{1, 2, 0, 3, 4});
+      cx, {raw.id, raw.op.with_shape(shape_of(dims))}, dims,
+      nhwc ? std::vector<int64_t>{1, 4, 0, 2, 3} : std::vector<int64_t>{1, 2, 0, 3, 4});
 }
 
 void bind_video(LoweringContext& cx, const Value* out, const Frames& f) {
@@ -152,22 +183,33 @@ void bind_video(LoweringContext& cx, const Value* out, const Frames& f) {
 Tensor take_steps(LoweringContext& cx, const Frames& f, int64_t begin, int64_t count,
                   int64_t step) {
   if (begin == 0 && count == f.t && (step == 1 || count == 1)) return f.image;
-  if (f.n == 1) return emit_take(cx, f.image, 0, begin, count, step);
-  if (step == 1 || count == 1) return emit_take(cx, f.image, 0, begin * f.n, count * f.n, 1);
+  const bool fixed = f.n.is_constant();
+  if (fixed && f.n.value == 1) return emit_take(cx, f.image, 0, begin, count, step);
+  if (fixed && (step == 1 || count == 1)) {
+    return emit_take(cx, f.image, 0, begin * f.n.value, count * f.n.value, 1);
+  }
   // Every step-th block of N frames: the operand read as (T, N*a, b, c).
   const Tensor raw = raw_of(f.image);
+  const Tensor taken = emit_take(cx, as_blocks(cx, raw, f.t, f.n), 0, begin, count, step);
   const Shape& r = raw.op.shape;
-  const Tensor blocks = reshape_raw(cx, raw, {f.t, f.n * r[1], r[2], r[3]});
-  const Tensor taken = emit_take(cx, blocks, 0, begin, count, step);
-  return image_of(reshape_raw(cx, taken, {count * f.n, r[1], r[2], r[3]}), f.image.op.dim_order);
+  return from_blocks(cx, taken, count, f.n, {r[1], r[2], r[3]}, f.image.op.dim_order);
 }
 
 // `f` with `before` and `after` time steps of `value` around it.
 Frames pad_steps(LoweringContext& cx, const Frames& f, int64_t before, int64_t after,
                  double value) {
   if (!before && !after) return f;
-  const Tensor p = emit_pad(cx, f.image, {before * f.n, 0, 0, 0}, {after * f.n, 0, 0, 0}, value);
-  return {p, f.n, f.t + before + after};
+  const int64_t t = f.t + before + after;
+  if (f.n.is_constant()) {
+    const int64_t n = f.n.value;
+    return {emit_pad(cx, f.image, {before * n, 0, 0, 0}, {after * n, 0, 0, 0}, value), f.n, t};
+  }
+  // A flexible N: whole blocks of N frames padded, the operand as (T, N*a, b, c).
+  const Tensor raw = raw_of(f.image);
+  const Tensor p =
+      emit_pad(cx, as_blocks(cx, raw, f.t, f.n), {before, 0, 0, 0}, {after, 0, 0, 0}, value);
+  const Shape& r = raw.op.shape;
+  return {from_blocks(cx, p, t, f.n, {r[1], r[2], r[3]}, f.image.op.dim_order), f.n, t};
 }
 
 // A window over the time axis.
@@ -354,27 +396,37 @@ void lower_avg_pool3d(LoweringContext& cx, const Node* node) {
       std::all_of(factor.begin(), factor.end(), [&](float f) { return f == factor[0]; });
   if (uniform && factor[0] != 1.0f) {
     r = emit_binary(cx, Op::Mul, sum, float_scalar_tensor(cx, factor[0]));
-  } else if (!uniform) {
-    at::Tensor map = at::empty({out_t, x.n, 1, 1, 1}, at::kFloat);
+  } else if (!uniform && x.n.is_constant()) {
+    at::Tensor map = at::empty({out_t, x.n.value, 1, 1, 1}, at::kFloat);
     for (int64_t i = 0; i < out_t; ++i) map[i].fill_(factor[i]);
     r = emit_binary(cx, Op::Mul, sum,
-                    float_weight_like(cx, map.reshape({out_t * x.n, 1, 1, 1}), sum.op));
+                    float_weight_like(cx, map.reshape({out_t * x.n.value, 1, 1, 1}), sum.op));
+  } else if (!uniform) {
+    // The factor of each block of N frames: (out_t, 1, 1, 1) over the sum as
+    // (out_t, N*a, b, c).
+    const at::Tensor map = at::tensor(factor, at::kFloat).reshape({out_t, 1, 1, 1});
+    const Tensor raw = raw_of(sum);
+    const Tensor scaled = emit_binary(cx, Op::Mul, as_blocks(cx, raw, out_t, x.n),
+                                      float_weight_like(cx, map, raw.op));
+    const Shape& s = raw.op.shape;
+    r = from_blocks(cx, scaled, out_t, x.n, {s[1], s[2], s[3]}, sum.op.dim_order);
   }
   bind_video(cx, node->output(), {r, x.n, out_t});
 }
 
 // The mean of frames `block` over its `steps` time steps: MEAN of the
 // operand read as (steps, N*a, b, c).
-Tensor mean_steps(LoweringContext& cx, const Tensor& block, int64_t n, int64_t steps) {
+Tensor mean_steps(LoweringContext& cx, const Tensor& block, const SymInt& n, int64_t steps) {
   const Tensor raw = raw_of(block);
   const Shape& r = raw.op.shape;
-  const Tensor blocks = reshape_raw(cx, raw, {steps, n * r[1], r[2], r[3]});
+  const Tensor blocks = as_blocks(cx, raw, steps, n);
   ModelBuilder& m = cx.model();
   const std::vector<int32_t> inputs = {blocks.id, m.add_int_vector({0}), m.add_int_scalar(1)};
-  const Tensor mean =
-      cx.add_output(nullptr, blocks.op, {{1, ""}, {n * r[1], ""}, {r[2], ""}, {r[3], ""}});
+  std::vector<SymInt> dims = sym_shape(blocks);
+  dims[0] = {1, ""};
+  const Tensor mean = cx.add_output(nullptr, blocks.op, dims);
   m.add_operation(Op::Mean, inputs, {mean.id});
-  return image_of(reshape_raw(cx, mean, {n, r[1], r[2], r[3]}), block.op.dim_order);
+  return from_blocks(cx, mean, 1, n, {r[1], r[2], r[3]}, block.op.dim_order);
 }
 
 // adaptive_avg_pool3d(x, output_size): the 2-D adaptive pool of each frame,
@@ -393,7 +445,18 @@ void lower_adaptive_avg_pool3d(LoweringContext& cx, const Node* node) {
     const Tensor block = take_steps(cx, pooled, start, end - start, 1);
     parts.push_back(end - start == 1 ? block : mean_steps(cx, block, x.n, end - start));
   }
-  const Tensor r = parts.size() == 1 ? parts[0] : emit_concat(cx, parts, 0);
+  Tensor r = parts[0];
+  if (parts.size() > 1 && x.n.is_constant()) {
+    r = emit_concat(cx, parts, 0);
+  } else if (parts.size() > 1) {
+    // A flexible N: the parts as (1, N*a, b, c) blocks, concatenated along
+    // the (fixed) time steps.
+    std::vector<Tensor> blocks;
+    for (const Tensor& p : parts) blocks.push_back(as_blocks(cx, raw_of(p), 1, x.n));
+    const Shape& s = raw_of(parts[0]).op.shape;
+    r = from_blocks(cx, emit_concat(cx, blocks, 0), size[0], x.n, {s[1], s[2], s[3]},
+                    parts[0].op.dim_order);
+  }
   bind_video(cx, node->output(), {r, x.n, size[0]});
 }
 
@@ -471,6 +534,11 @@ bool reads_video(const LoweringContext& cx, const Node* node) {
     }
     return k;
   }();
+  // The size of a video tensor with a flexible N is read from its 5-D
+  // record, which the inverse TRANSPOSE makes (the frames' dim 0 is T*N).
+  if (node->kind() == c10::Symbol::fromQualString("aten::size")) {
+    return !is_video(cx, node->input(0)) || cx.get_operand(node->input(0)).op.shape[0] != 0;
+  }
   return kinds.count(node->kind()) || per_frame(cx, node);
 }
 

@@ -141,43 +141,10 @@ void lower_squeeze(LoweringContext& cx, const Node* node) {
 
 // Reshape where the input or the target has load-time sizes.
 void lower_flexible_reshape(LoweringContext& cx, const Node* node, Tensor in,
-                            std::vector<SymInt> dims) {
+                            const std::vector<SymInt>& dims) {
   // PyTorch reshapes in NCHW element order: make the data NCHW first.
   in = emit_relayout(cx, in, DimOrder::Contiguous);
-  const SymInt numel = sym_numel(in);
-  SymInt known{1, ""};
-  int64_t inferred = -1;
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i].is_constant() && dims[i].value == -1) {
-      check(inferred < 0, "only one dimension of a view can be -1");
-      inferred = static_cast<int64_t>(i);
-    } else {
-      known = sym_arith(known, '*', dims[i]);
-    }
-  }
-  if (inferred >= 0) dims[inferred] = sym_arith(numel, '/', known);
-  if (inferred >= 0 && !dims[inferred].is_constant()) {
-    // x.view(x.size(0), -1): the load-time sizes on both sides cancel, so the
-    // -1 is a number (the later layers need it fixed).
-    int64_t in_fixed = 1, out_fixed = 1;
-    std::multiset<std::string> in_flex, out_flex;
-    for (const SymInt& d : sym_shape(in)) {
-      if (d.is_constant())
-        in_fixed *= d.value;
-      else
-        in_flex.insert(cx.resolve_flex(d.expr));
-    }
-    for (size_t i = 0; i < dims.size(); ++i) {
-      if (static_cast<int64_t>(i) == inferred) continue;
-      if (dims[i].is_constant())
-        out_fixed *= dims[i].value;
-      else
-        out_flex.insert(cx.resolve_flex(dims[i].expr));
-    }
-    if (in_flex == out_flex && out_fixed > 0 && in_fixed % out_fixed == 0)
-      dims[inferred] = SymInt{in_fixed / out_fixed, ""};
-  }
-  emit_reshape(cx, in, dims, node->output());
+  emit_reshape(cx, in, view_dims(cx, in, dims), node->output());
 }
 
 void lower_reshape(LoweringContext& cx, const Node* node) {
@@ -332,6 +299,44 @@ void lower_dtype(LoweringContext& cx, const Node* node) {
 }
 
 }  // namespace
+
+std::vector<SymInt> view_dims(const LoweringContext& cx, const Tensor& in,
+                              std::vector<SymInt> dims) {
+  const SymInt numel = sym_numel(in);
+  SymInt known{1, ""};
+  int64_t inferred = -1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i].is_constant() && dims[i].value == -1) {
+      check(inferred < 0, "only one dimension of a view can be -1");
+      inferred = static_cast<int64_t>(i);
+    } else {
+      known = sym_arith(known, '*', dims[i]);
+    }
+  }
+  if (inferred >= 0) dims[inferred] = sym_arith(numel, '/', known);
+  if (inferred >= 0 && !dims[inferred].is_constant()) {
+    // x.view(x.size(0), -1): the load-time sizes on both sides cancel, so the
+    // -1 is a number (the later layers need it fixed).
+    int64_t in_fixed = 1, out_fixed = 1;
+    std::multiset<std::string> in_flex, out_flex;
+    for (const SymInt& d : sym_shape(in)) {
+      if (d.is_constant())
+        in_fixed *= d.value;
+      else
+        in_flex.insert(cx.resolve_flex(d.expr));
+    }
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (static_cast<int64_t>(i) == inferred) continue;
+      if (dims[i].is_constant())
+        out_fixed *= dims[i].value;
+      else
+        out_flex.insert(cx.resolve_flex(dims[i].expr));
+    }
+    if (in_flex == out_flex && out_fixed > 0 && in_fixed % out_fixed == 0)
+      dims[inferred] = SymInt{in_fixed / out_fixed, ""};
+  }
+  return dims;
+}
 
 void register_view_ops(LoweringTable& t) {
   t.add("aten::to", lower_to);

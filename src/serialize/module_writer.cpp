@@ -113,7 +113,9 @@ std::string wrapper_forward_source(const std::vector<InputSpec>& inputs, const C
     args += (i ? ", " : "") + a;
     passed += (i ? ", " : "") + a + (inputs[i].dtype == InputDType::Bool ? ".int()" : "");
     if (inputs[i].dims.size() > 4) {  // as nnapi_input_dims merges them
-      passed += ".flatten(0, " + std::to_string(inputs[i].dims.size() - 4) + ")";
+      const size_t first = inputs[i].dims[0] == 0 ? 1 : 0;
+      passed += ".flatten(" + std::to_string(first) + ", " +
+                std::to_string(inputs[i].dims.size() - 4 + first) + ")";
     }
   }
   auto retval = [&](int i) {

@@ -10,9 +10,13 @@ namespace nnapi_convert {
 
 std::vector<int64_t> nnapi_input_dims(const std::vector<int64_t>& dims) {
   if (dims.size() <= 4) return dims;
-  std::vector<int64_t> out = {1};
-  for (size_t d = 0; d + 3 < dims.size(); ++d) out[0] *= dims[d];
-  out.insert(out.end(), dims.end() - 3, dims.end());
+  // A flexible batch stays dim 0 (the dims after it merged): the lowerings
+  // read the load-time size there.
+  const size_t first = dims[0] == 0 ? 1 : 0;
+  std::vector<int64_t> out(dims.begin(), dims.begin() + first);
+  out.push_back(1);
+  for (size_t d = first; d + 3 - first < dims.size(); ++d) out.back() *= dims[d];
+  out.insert(out.end(), dims.end() - 3 + first, dims.end());
   return out;
 }
 

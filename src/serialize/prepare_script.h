@@ -15,7 +15,8 @@ std::string flex_name(int32_t id, int64_t dim);
 // The dims an input of PyTorch shape `dims` has as an NNAPI model input:
 // `dims` itself up to rank 4; of rank r > 4 (NNAPI operations take rank <= 4)
 // its first r - 3 dims merged into one, as the converted module's forward
-// hands it over (`flatten(0, r - 4)`).
+// hands it over (`flatten(0, r - 4)`); with a flexible dim 0 (a load-time
+// batch), that dim kept and dims 1 to r - 3 merged (`flatten(1, r - 3)`).
 std::vector<int64_t> nnapi_input_dims(const std::vector<int64_t>& dims);
 
 }  // namespace nnapi_convert
