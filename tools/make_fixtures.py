@@ -823,6 +823,10 @@ beyond("unfused-attention-flex-len-api33", lambda: Case(
 beyond("unfused-attention-flex-batch-len-api33", lambda: Case(
     _unfused_attention(), torch.randn(3, 5, 16), convert_args=[torch.zeros(0, 0, 16)],
     options=API_33))
+# A flexible batch at a fixed length at the default target: the products
+# are a broadcast MUL and REDUCE_SUM (no BATCH_MATMUL below API 33).
+beyond("unfused-attention-flex-batch", lambda: Case(
+    _unfused_attention(), torch.randn(3, 5, 16), convert_args=[torch.zeros(0, 5, 16)]))
 refuse("unfused-attention-flex-len", lambda: Case(
     _unfused_attention(), torch.randn(1, 7, 16), convert_args=[torch.zeros(1, 0, 16)]),
     r"BATCH_MATMUL.*--min-android-api 33")
@@ -2046,16 +2050,19 @@ beyond("tiny-swin-nhwc", lambda: Case(_tiny_swin(), nhwc(torch.randn(1, 3, 32, 3
 # rank 6 carry the load-time B as one merged dim (src/lower/rank_reduce.cpp),
 # so no operand has rank > 4 (the converter checks every operand); checked at
 # batch 2 and 3, NCHW and NHWC. The attention products of computed tensors
-# over a flexible batch need BATCH_MATMUL (API 33).
+# over a flexible batch are BATCH_MATMUL at API 33.
 for _b in (2, 3):
     beyond(f"tiny-swin-flex-batch-{_b}", lambda b=_b: Case(
         _tiny_swin(), torch.randn(b, 3, 32, 32), convert_args=[torch.zeros(0, 3, 32, 32)],
         options=API_33))
-# At the default target (Android 10) those products over a flexible batch are
-# refused, naming the node and the level they need.
-refuse("tiny-swin-flex-batch-api29", lambda: Case(
-    _tiny_swin(), torch.randn(2, 3, 32, 32), convert_args=[torch.zeros(0, 3, 32, 32)]),
-    r"node aten::matmul .*needs the NNAPI operation BATCH_MATMUL")
+# At the default target (Android 10), with no BATCH_MATMUL, those products of
+# fixed-size matrices over a flexible batch are a broadcast MUL and a
+# REDUCE_SUM over the inner size (NNAPI level 3).
+for _b in (2, 3):
+    beyond(f"tiny-swin-flex-batch-api29-{_b}", lambda b=_b: Case(
+        _tiny_swin(), torch.randn(b, 3, 32, 32), convert_args=[torch.zeros(0, 3, 32, 32)]))
+beyond("tiny-swin-flex-batch-api29-nhwc", lambda: Case(
+    _tiny_swin(), nhwc(torch.randn(2, 3, 32, 32)), convert_args=[nhwc(torch.zeros(0, 3, 32, 32))]))
 beyond("tiny-swin-flex-batch-nhwc", lambda: Case(
     _tiny_swin(), nhwc(torch.randn(2, 3, 32, 32)), convert_args=[nhwc(torch.zeros(0, 3, 32, 32))],
     options=API_33))

@@ -124,6 +124,35 @@ std::vector<Tensor> split_batch(LoweringContext& cx, const Tensor& x) {
   return parts;
 }
 
+// a (B..., R, K) @ b (B..., K, C) of float32 with flexible batch dims (e.g.
+// windowed attention over a flexible batch) and fixed R, K and C, below
+// feature level 6: with the batch flattened to one dim N, MUL of a as
+// (N, R, 1, K) and b^T as (N, 1, C, K), broadcast to (N, R, C, K), then
+// REDUCE_SUM over K. NNAPI has both at level 3; the (N, R, C, K) product is
+// R*C*K floats per batch entry.
+Tensor products_by_broadcast(LoweringContext& cx, const Tensor& a, const Tensor& b,
+                             const Value* out) {
+  const size_t r = a.op.shape.size();
+  const int64_t rows = a.op.shape[r - 2], k = a.op.shape[r - 1], cols = b.op.shape[r - 1];
+  std::vector<SymInt> dims = sym_shape(a);
+  SymInt batch{1, ""};
+  for (size_t d = 0; d + 2 < r; ++d) batch = sym_arith(batch, '*', dims[d]);
+  const SymInt one{1, ""};
+  const Tensor a4 = emit_reshape(cx, a, {batch, SymInt{rows, ""}, one, SymInt{k, ""}});
+  const Tensor bt =
+      swap_last_two(cx, emit_reshape(cx, b, {batch, SymInt{k, ""}, SymInt{cols, ""}}));
+  const Tensor b4 = emit_reshape(cx, bt, {batch, one, SymInt{cols, ""}, SymInt{k, ""}});
+  const Tensor terms = emit_binary(cx, Op::Mul, a4, b4);
+  Operand summed = terms.op;
+  summed.shape[3] = 1;
+  const int32_t sum_id = make_output(cx, nullptr, summed, &terms);
+  ModelBuilder& m = cx.model();
+  m.add_operation(Op::ReduceSum, {terms.id, m.add_int_vector({3}), m.add_bool_scalar(true)},
+                  {sum_id});
+  dims.back() = SymInt{cols, ""};
+  return emit_reshape(cx, {sum_id, summed}, dims, out);
+}
+
 // a (B..., R, K) @ b (B..., K, C) with equal, fixed batch dims, below feature
 // level 6: b's matrices transposed by one TRANSPOSE, both split along the
 // flattened batch by SPLIT, one FULLY_CONNECTED (weights b_i^T, zero bias)
@@ -132,6 +161,13 @@ Tensor products_by_fully_connected(LoweringContext& cx, const Tensor& a, const T
                                    const Value* out) {
   const size_t r = a.op.shape.size();
   auto fixed = [](const Shape& s) { return std::find(s.begin(), s.end(), 0) == s.end(); };
+  auto fixed_matrices = [&](const Shape& s) {
+    return s[r - 1] != 0 && s[r - 2] != 0 && a.op.type == OperandType::TensorFloat32;
+  };
+  if (r >= 3 && fixed_matrices(a.op.shape) && fixed_matrices(b.op.shape) &&
+      !(fixed(a.op.shape) && fixed(b.op.shape))) {
+    return products_by_broadcast(cx, a, b, out);
+  }
   check(fixed(a.op.shape) && fixed(b.op.shape), [&] {
     return "a product of two computed tensors over flexible sizes (" + shape_str(a.op.shape) +
            " and " + shape_str(b.op.shape) +
