@@ -793,8 +793,8 @@ beyond("shape-reads-scripted-flex", lambda: Case(
 # Self-attention written by hand, as small transformers are (scripted: the
 # sizes come from `B, L, C = x.shape`): softmax(q k^T / sqrt(d)) v over two
 # heads. A flexible sequence length L makes both products multiply over a
-# flexible size, which only BATCH_MATMUL (API 33) can; at the default target
-# that is refused naming the product and the API level.
+# flexible size: BATCH_MATMUL at API 33; at the default target a broadcast
+# MUL and a REDUCE_SUM over the inner size.
 class UnfusedAttention(torch.nn.Module):
     def __init__(self, dim=16, heads=2):
         super().__init__()
@@ -824,13 +824,14 @@ beyond("unfused-attention-flex-len-api33", lambda: Case(
 beyond("unfused-attention-flex-batch-len-api33", lambda: Case(
     _unfused_attention(), torch.randn(3, 5, 16), convert_args=[torch.zeros(0, 0, 16)],
     options=API_33))
-# A flexible batch at a fixed length at the default target: the products
-# are a broadcast MUL and REDUCE_SUM (no BATCH_MATMUL below API 33).
+# A flexible batch, length or both at the default target: the products are a
+# broadcast MUL and a REDUCE_SUM (no BATCH_MATMUL below API 33).
 beyond("unfused-attention-flex-batch", lambda: Case(
     _unfused_attention(), torch.randn(3, 5, 16), convert_args=[torch.zeros(0, 5, 16)]))
-refuse("unfused-attention-flex-len", lambda: Case(
-    _unfused_attention(), torch.randn(1, 7, 16), convert_args=[torch.zeros(1, 0, 16)]),
-    r"BATCH_MATMUL.*--min-android-api 33")
+beyond("unfused-attention-flex-len", lambda: Case(
+    _unfused_attention(), torch.randn(1, 7, 16), convert_args=[torch.zeros(1, 0, 16)]))
+beyond("unfused-attention-flex-batch-len", lambda: Case(
+    _unfused_attention(), torch.randn(3, 5, 16), convert_args=[torch.zeros(0, 0, 16)]))
 
 
 # Checks and branches that scripted models decide by sizes: `assert x.dim() ==

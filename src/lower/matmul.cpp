@@ -124,32 +124,31 @@ std::vector<Tensor> split_batch(LoweringContext& cx, const Tensor& x) {
   return parts;
 }
 
-// a (B..., R, K) @ b (B..., K, C) of float32 with flexible batch dims (e.g.
-// windowed attention over a flexible batch) and fixed R, K and C, below
+// a (B..., R, K) @ b (B..., K, C) of float32 over flexible sizes (windowed
+// attention over a flexible batch, attention over a flexible length), below
 // feature level 6: with the batch flattened to one dim N, MUL of a as
-// (N, R, 1, K) and b^T as (N, 1, C, K), broadcast to (N, R, C, K), then
-// REDUCE_SUM over K. NNAPI has both at level 3; the (N, R, C, K) product is
-// R*C*K floats per batch entry.
+// (N, R, K, 1) and b as (N, 1, K, C), broadcast to (N, R, K, C), then
+// REDUCE_SUM over K. NNAPI has both at level 3; the (N, R, K, C) product is
+// R*K*C floats per batch entry.
 Tensor products_by_broadcast(LoweringContext& cx, const Tensor& a, const Tensor& b,
                              const Value* out) {
   const size_t r = a.op.shape.size();
-  const int64_t rows = a.op.shape[r - 2], k = a.op.shape[r - 1], cols = b.op.shape[r - 1];
   std::vector<SymInt> dims = sym_shape(a);
+  const std::vector<SymInt> b_dims = sym_shape(b);
+  const SymInt rows = dims[r - 2], k = dims[r - 1], cols = b_dims[r - 1];
   SymInt batch{1, ""};
   for (size_t d = 0; d + 2 < r; ++d) batch = sym_arith(batch, '*', dims[d]);
   const SymInt one{1, ""};
-  const Tensor a4 = emit_reshape(cx, a, {batch, SymInt{rows, ""}, one, SymInt{k, ""}});
-  const Tensor bt =
-      swap_last_two(cx, emit_reshape(cx, b, {batch, SymInt{k, ""}, SymInt{cols, ""}}));
-  const Tensor b4 = emit_reshape(cx, bt, {batch, one, SymInt{cols, ""}, SymInt{k, ""}});
+  const Tensor a4 = emit_reshape(cx, a, {batch, rows, k, one});
+  const Tensor b4 = emit_reshape(cx, b, {batch, one, k, cols});
   const Tensor terms = emit_binary(cx, Op::Mul, a4, b4);
   Operand summed = terms.op;
-  summed.shape[3] = 1;
+  summed.shape[2] = 1;
   const int32_t sum_id = make_output(cx, nullptr, summed, &terms);
   ModelBuilder& m = cx.model();
-  m.add_operation(Op::ReduceSum, {terms.id, m.add_int_vector({3}), m.add_bool_scalar(true)},
+  m.add_operation(Op::ReduceSum, {terms.id, m.add_int_vector({2}), m.add_bool_scalar(true)},
                   {sum_id});
-  dims.back() = SymInt{cols, ""};
+  dims.back() = cols;
   return emit_reshape(cx, {sum_id, summed}, dims, out);
 }
 
@@ -161,11 +160,7 @@ Tensor products_by_fully_connected(LoweringContext& cx, const Tensor& a, const T
                                    const Value* out) {
   const size_t r = a.op.shape.size();
   auto fixed = [](const Shape& s) { return std::find(s.begin(), s.end(), 0) == s.end(); };
-  auto fixed_matrices = [&](const Shape& s) {
-    return s[r - 1] != 0 && s[r - 2] != 0 && a.op.type == OperandType::TensorFloat32;
-  };
-  if (r >= 3 && fixed_matrices(a.op.shape) && fixed_matrices(b.op.shape) &&
-      !(fixed(a.op.shape) && fixed(b.op.shape))) {
+  if (a.op.type == OperandType::TensorFloat32 && !(fixed(a.op.shape) && fixed(b.op.shape))) {
     return products_by_broadcast(cx, a, b, out);
   }
   check(fixed(a.op.shape) && fixed(b.op.shape), [&] {
@@ -283,9 +278,9 @@ Tensor product_of(LoweringContext& cx, Tensor a, Tensor b, const char* what, con
   if (k == 0 && b.op.shape[rb - 2] == 0) {
     // A flexible inner size (attention over a flexible sequence length:
     // softmax(q @ k^T) @ v): equal when the model runs, as PyTorch requires.
-    // Only BATCH_MATMUL multiplies over it: below feature level 6,
-    // products_by_fully_connected refuses flexible sizes (FULLY_CONNECTED's
-    // weights would be of a size unknown until then).
+    // BATCH_MATMUL multiplies over it; below feature level 6,
+    // products_by_broadcast (FULLY_CONNECTED's weights would be of a size
+    // unknown until then).
     cx.add_shape_line("assert " + flex_name(a.id, static_cast<int64_t>(ra) - 1) +
                       " == " + flex_name(b.id, static_cast<int64_t>(rb) - 2));
   } else {
