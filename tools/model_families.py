@@ -581,13 +581,12 @@ FAMILIES = {
         lambda: BiLSTMClassifier(vocab=1000, dim=32, hidden=48), [((1, 20), 1000)],
         why_fixed=RECURRENT, post=dynamic_quantize, tolerance=DYNAMIC_QUANT_TOLERANCE),
     "text_cnn": Family(TextCNN, [((1, 24), 2000)], flex=[((0, 24), (2, 24))]),
-    # A flexible batch through the fused attention needs BATCH_MATMUL (Android 13).
-    "transformer_text": Family(TransformerText, [((1, 16), 1000)], flex=[((0, 16), (2, 16))],
-                               flex_options=["--min-android-api", "33"]),
-    # flexible batch and sequence length: BATCH_MATMUL
+    # A flexible batch through the fused attention: its products are a broadcast
+    # MUL and REDUCE_SUM below Android 13 (BATCH_MATMUL from it).
+    "transformer_text": Family(TransformerText, [((1, 16), 1000)], flex=[((0, 16), (2, 16))]),
+    # flexible batch and sequence length (products as above)
     "text_encoder_padding": Family(TextEncoderPadding, [((1, 16), 1000), ((1, 16), "mask")],
-                                   flex=[((0, 0), (2, 12)), ((0, 0), (2, 12))],
-                                   flex_options=["--min-android-api", "33"]),
+                                   flex=[((0, 0), (2, 12)), ((0, 0), (2, 12))]),
     "espcn_x3": Family(ESPCN, [((1, 1, 32, 32), None)], flex=[((0, 1, 32, 32), (2, 1, 32, 32))]),
     "unshuffle_sr": Family(UnshuffleSR, [((1, 3, 32, 32), None)],
                            flex=[((0, 3, 32, 32), (2, 3, 32, 32))]),
@@ -597,14 +596,12 @@ FAMILIES = {
                               flex=[((0, 3, 32, 32), (2, 3, 32, 32))]),
     "any_size_classifier": Family(AnySizeClassifier, [((1, 3, 64, 64), None)],
                                   flex=[((1, 3, 0, 0), (1, 3, 96, 80))]),
-    # flexible batch: the attention's products need BATCH_MATMUL (Android 13);
-    # the sequence length stays fixed (the causal mask is folded at that length)
+    # flexible batch (the attention's products as above); the sequence length
+    # stays fixed (the causal mask is folded at that length)
     "gpt_decoder": Family(GPTDecoder, [((1, 16), 500), ((1, 16), "mask")],
-                          flex=[((0, 16), (2, 16)), ((0, 16), (2, 16))],
-                          flex_options=["--min-android-api", "33"]),
+                          flex=[((0, 16), (2, 16)), ((0, 16), (2, 16))]),
     "conformer_encoder": Family(ConformerEncoder, [((1, 50, 40), None)],
-                                flex=[((0, 50, 40), (2, 50, 40))],
-                                flex_options=["--min-android-api", "33"]),
+                                flex=[((0, 50, 40), (2, 50, 40))]),
     "cropping_unet": Family(CroppingUNet, [((1, 3, 64, 64), None)],
                             flex=[((0, 3, 64, 64), (2, 3, 64, 64))]),
     "video_r2plus1d": Family(VideoR2Plus1D, [((1, 3, 8, 56, 56), None)],

@@ -32,8 +32,6 @@ namespace {
 using nnapi::Fuse;
 using nnapi::Op;
 
-constexpr int kBatchMatmulLevel = 6;  // BATCH_MATMUL, Android 13
-
 // x (B, L, E) @ w.t() + b, with w (N, E) and b (N) constants.
 Tensor project(LoweringContext& cx, const Tensor& x, const at::Tensor& w, const at::Tensor& b,
                const Value* out) {
@@ -136,13 +134,9 @@ Tensor self_attention(LoweringContext& cx, const Tensor& x, int64_t e, int64_t h
     return std::string(what) + " needs a (B, L, E) input with a fixed width E of " +
            std::to_string(e) + ": give it a fixed size in --input";
   });
-  check(x.op.shape[1] != 0 || cx.allows_feature_level(kBatchMatmulLevel), [&] {
-    return std::string(what) +
-           ": a flexible sequence length needs BATCH_MATMUL (NNAPI feature level 6): convert "
-           "with --min-android-api 33, or give the length a fixed size in --input";
-  });
   check(h > 0 && e % h == 0, [&] { return std::string(what) + ": bad number of heads"; });
-  // flexible batch or length: emit_batch_matmul needs API 33
+  // A flexible batch or length: emit_batch_matmul is BATCH_MATMUL at API 33,
+  // a broadcast MUL and REDUCE_SUM below it.
   const SymInt batch = sym_shape(x)[0], len = sym_shape(x)[1];
   const int64_t d = e / h;
   auto heads = [&](int part, std::vector<int64_t> perm) {

@@ -134,7 +134,8 @@ torch.jit.trace(Product().eval(), (torch.randn(3, 4, 5), torch.randn(3, 5, 2))).
 
 
 # A key padding mask (bool input) and a flexible sequence length: the fused
-# encoder layer needs BATCH_MATMUL for it (--min-android-api 33).
+# encoder layer's products are BATCH_MATMUL at API 33, a broadcast MUL and
+# REDUCE_SUM below it.
 class PaddedEncoder(torch.nn.Module):
     def __init__(self):
         super().__init__()

@@ -132,11 +132,12 @@ check "bmm at the default target is FULLY_CONNECTED per batch entry, no BATCH_MA
 check "bmm at --min-android-api 33 is BATCH_MATMUL; the report names level 6 and API 33" \
   "[ $rc = 0 ] && grep -q ' BATCH_MATMUL .*(feature level 6)' $W/out \
    && grep -q '\"nnapi_feature_level\": 6' $W/bmm.json && grep -q '\"android_api\": 33' $W/bmm.json"
-"$BIN" "$W/padded_encoder.pt" --input 1x0x8 --input 1x0,dtype=bool -o "$W/pe29.pt" 2>"$W/err"; rc=$?
-check "a flexible sequence length below API 33 is exit 1 naming the node and the fix" \
-  "[ $rc = 1 ] && grep -q 'node aten::_transformer_encoder_layer_fwd at .*make_ux_models.py' $W/err \
-   && grep -q 'flexible sequence length needs BATCH_MATMUL.*--min-android-api 33' $W/err \
-   && [ ! -e $W/pe29.pt ]"
+"$BIN" "$W/padded_encoder.pt" --input 1x0x8 --input 1x0,dtype=bool -o "$W/pe29.pt" \
+  --verify --verify-shape 1x7x8 --verify-shape 1x7 >"$W/out" 2>&1; rc=$?
+"$BIN" inspect "$W/pe29.pt" >"$W/insp" 2>&1
+check "a flexible sequence length at the default target converts without BATCH_MATMUL and verifies" \
+  "[ $rc = 0 ] && grep -q 'verify on inputs 1x7x8, 1x7' $W/out && ! grep -q BATCH_MATMUL $W/insp \
+   && grep -q 'Android API level 29 or later' $W/insp && grep -q ' REDUCE_SUM ' $W/insp"
 "$BIN" "$W/padded_encoder.pt" --input 0x0x8 --input 0x0,dtype=bool -o "$W/pe33.pt" \
   --min-android-api 33 --verify --verify-shape 2x7x8 --verify-shape 2x7 >"$W/out" 2>&1; rc=$?
 check "a bool padding mask with a flexible length at API 33 converts and verifies" \
