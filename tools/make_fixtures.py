@@ -1746,7 +1746,7 @@ beyond("int32-arith-number-api30", lambda: Case(
     ArithInt(), torch.randint(-1000, 1000, (3, 5), dtype=torch.int32), options=API_30))
 refuse("int32-arith-number-api29", lambda: Case(
     ArithInt(), torch.randint(-1000, 1000, (3, 5), dtype=torch.int32)),
-    r"node aten::mul .*arithmetic \(MUL\) on int32 or bool tensors needs NNAPI feature level 4 "
+    r"node aten::mul .*needs the NNAPI operation MUL of TENSOR_INT32, of NNAPI feature level 4 "
     r".*--min-android-api 30")
 refuse("int32-arith-float-number", lambda: Case(
     ArithIntFloat(), torch.randint(-1000, 1000, (3, 5), dtype=torch.int32), options=API_30),

@@ -390,13 +390,8 @@ Tensor emit_binary(LoweringContext& cx, Op op, const Tensor& a, const Tensor& b,
   const int32_t id = cx.add_output(out, o, broadcast_dims(o.shape, {&a, &b})).id;
   // ADD, SUB, MUL and DIV take a fused activation; MAXIMUM, MINIMUM and the rest don't.
   if (op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Div) {
-    // NeuralNetworks.h: TENSOR_INT32 arithmetic from feature level 4 (Android
-    // 11), with no fused activation.
-    check(a.op.type != OperandType::TensorInt32 || cx.allows_feature_level(4), [&] {
-      return std::string("arithmetic (") + nnapi::op_name(op) +
-             ") on int32 or bool tensors needs NNAPI feature level 4 (Android 11): give "
-             "--min-android-api 30, or compute in float in the model";
-    });
+    // NeuralNetworks.h: TENSOR_INT32 arithmetic (from feature level 4, which
+    // ModelBuilder's level check reports below it) has no fused activation.
     check(a.op.type != OperandType::TensorInt32 || fuse == Fuse::None,
           "a fused activation on int32 arithmetic is not supported");
     int32_t fuse_id = cx.model().add_int_scalar(static_cast<int32_t>(fuse));
