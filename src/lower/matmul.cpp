@@ -160,9 +160,6 @@ Tensor products_by_fully_connected(LoweringContext& cx, const Tensor& a, const T
                                    const Value* out) {
   const size_t r = a.op.shape.size();
   auto fixed = [](const Shape& s) { return std::find(s.begin(), s.end(), 0) == s.end(); };
-  if (a.op.type == OperandType::TensorFloat32 && !(fixed(a.op.shape) && fixed(b.op.shape))) {
-    return products_by_broadcast(cx, a, b, out);
-  }
   check(fixed(a.op.shape) && fixed(b.op.shape), [&] {
     return "a product of two computed tensors over flexible sizes (" + shape_str(a.op.shape) +
            " and " + shape_str(b.op.shape) +
@@ -201,12 +198,24 @@ Tensor products_by_fully_connected(LoweringContext& cx, const Tensor& a, const T
   return emit_reshape(cx, joined, dims, out);
 }
 
+// a @ b below feature level 6 (no BATCH_MATMUL): FULLY_CONNECTED per batch
+// entry at fixed sizes; a broadcast product over flexible float32 ones
+// (FULLY_CONNECTED's weights would be of a size unknown until the model runs).
+Tensor products_without_batch_matmul(LoweringContext& cx, const Tensor& a, const Tensor& b,
+                                     const Value* out) {
+  auto flexible = [](const Shape& s) { return std::find(s.begin(), s.end(), 0) != s.end(); };
+  if (a.op.type == OperandType::TensorFloat32 && (flexible(a.op.shape) || flexible(b.op.shape))) {
+    return products_by_broadcast(cx, a, b, out);
+  }
+  return products_by_fully_connected(cx, a, b, out);
+}
+
 }  // namespace
 
 // BATCH_MATMUL of a (..., R, K) and b (..., K, C) with equal batch dims.
 Tensor emit_batch_matmul(LoweringContext& cx, const Tensor& a, const Tensor& b, const Value* out) {
   if (!cx.allows_feature_level(kBatchMatmulLevel)) {
-    return products_by_fully_connected(cx, a, b, out);
+    return products_without_batch_matmul(cx, a, b, out);
   }
   const size_t r = a.op.shape.size();
   // a's dims, but the last: b's.
@@ -279,8 +288,7 @@ Tensor product_of(LoweringContext& cx, Tensor a, Tensor b, const char* what, con
     // A flexible inner size (attention over a flexible sequence length:
     // softmax(q @ k^T) @ v): equal when the model runs, as PyTorch requires.
     // BATCH_MATMUL multiplies over it; below feature level 6,
-    // products_by_broadcast (FULLY_CONNECTED's weights would be of a size
-    // unknown until then).
+    // products_without_batch_matmul's broadcast product.
     cx.add_shape_line("assert " + flex_name(a.id, static_cast<int64_t>(ra) - 1) +
                       " == " + flex_name(b.id, static_cast<int64_t>(rb) - 2));
   } else {
@@ -297,7 +305,7 @@ Tensor product_of(LoweringContext& cx, Tensor a, Tensor b, const char* what, con
     Tensor flat = emit_reshape(cx, a, {rows, dims.back()});
     if (!cx.allows_feature_level(kBatchMatmulLevel)) {
       dims.back() = SymInt{b.op.shape[1], ""};
-      return emit_reshape(cx, products_by_fully_connected(cx, flat, b, nullptr), dims, out);
+      return emit_reshape(cx, products_without_batch_matmul(cx, flat, b, nullptr), dims, out);
     }
     const int32_t id =
         cx.add_output(nullptr, a.op,
