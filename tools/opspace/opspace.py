@@ -66,16 +66,17 @@ def sanitize(text):
 
 
 def form_options(form):
-    """(nhwc, flex, quant, manifest options) of a form."""
+    """(nhwc, flex, flexhw, quant, manifest options) of a form."""
     opts = {}
-    nhwc = form.endswith("nhwc")
+    parts = form.split("_")
+    nhwc = "nhwc" in parts
     if nhwc:
         opts["nhwc"] = True
     if form.startswith("fuse"):
         opts["fuse_activations"] = True
     if "api" in form:
         opts["min_android_api"] = int(form.split("api")[1])
-    return nhwc, "flex" in form, form.startswith("quant"), opts
+    return nhwc, "flex" in parts, "flexhw" in parts, form.startswith("quant"), opts
 
 
 def cli_line(bin_path, model, specs, opts, out):
@@ -120,8 +121,10 @@ def generate_sample(sample, sid, work, forms, bin_path):
     conversions, skipped = [], []
     built = {}
     for form in forms:
-        nhwc, flex, quant, opts = form_options(form)
+        nhwc, flex, flexhw, quant, opts = form_options(form)
         if flex and not sample.flex:
+            continue
+        if flexhw and not sample.flexhw:
             continue
         if nhwc and not sample.has_4d():
             continue
@@ -146,8 +149,12 @@ def generate_sample(sample, sid, work, forms, bin_path):
             path, loaded, kinds = built[key]
             runs = []
             gen = torch.Generator().manual_seed(2)
-            for batch in (FLEX_BATCHES if flex else (None,)):
-                xs = [i.make(gen, batch if i.batched else None) for i in inputs]
+            # A flexible batch runs at FLEX_BATCHES, a flexible height and
+            # width at two sizes; each (batch, hw) is one run.
+            sizes = ([(b, None) for b in FLEX_BATCHES] if flex else
+                     [(None, hw) for hw in sample.flexhw_sizes()] if flexhw else [(None, None)])
+            for batch, hw in sizes:
+                xs = [i.make(gen, batch if i.batched else None, hw if i.spatial else None) for i in inputs]
                 # Eager runs on contiguous inputs: PyTorch 1.13's quantized
                 # relu6 computes wrong values on channels-last quint8 tensors
                 # (up to 42 quanta off). The converted module gets the
@@ -166,7 +173,7 @@ def generate_sample(sample, sid, work, forms, bin_path):
         cid = f"{sid}:{form}"
         runs_path = os.path.join(d, f"runs-{form}.pt")
         torch.save(runs, runs_path)
-        specs = [i.spec(flex) for i in inputs]
+        specs = [i.spec(flex, flexhw) for i in inputs]
         out = os.path.join(work, "converted", sanitize(cid) + ".nnapi.pt")
         conversions.append({
             "id": cid, "sample": sid, "kind": sample.kind, "label": sample.label, "form": form,
@@ -298,8 +305,8 @@ def run_child(list_path, results_path):
                     for k, (o, r) in enumerate(zip(outs, refs)):
                         why = detail or compare(o, r, c.get("quantum"))
                         if why:
-                            batch = f" at batch {xs[0].shape[0]}" if len(runs) > 1 else ""
-                            detail = f"output {k}{batch}: {why}"
+                            at = f" at input shape {tuple(xs[0].shape)}" if len(runs) > 1 else ""
+                            detail = f"output {k}{at}: {why}"
                             break
                     if detail:
                         break

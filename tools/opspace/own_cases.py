@@ -83,7 +83,7 @@ def unary(kind, f, quant=False, positive=False, labels=tuple(RANKS), extra_forms
     for label in labels:
         add(Sample(kind, fn(f), [In(RANKS[label], positive=positive)], label,
                    qmake=True if quant and label in QUANT_LABELS else None,
-                   extra_forms=extra_forms))
+                   extra_forms=extra_forms, flexhw=label == "rank4"))
 
 
 unary("aten::relu", torch.relu, quant=True)
@@ -133,12 +133,13 @@ BINARY_SHAPES = {
 def binary(kind, f, positive_rhs=False, labels=tuple(BINARY_SHAPES)):
     for label in labels:
         a, b = BINARY_SHAPES[label]
-        add(Sample(kind, fn(f), [In(a), In(b, positive=positive_rhs)], label))
+        add(Sample(kind, fn(f), [In(a), In(b, positive=positive_rhs)], label,
+                   flexhw=label in ("same4", "bcast4")))
     # A scalar operand and a constant tensor operand.
     add(Sample(kind, fn(lambda x: f(x, torch.tensor(2.5) if positive_rhs else 0.75)),
-               [In((2, 3, 5, 7))], "scalar"))
+               [In((2, 3, 5, 7))], "scalar", flexhw=True))
     add(Sample(kind, fn(lambda m, x: f(x, m.c), c=torch.rand(3, 1, 1) + 0.5),
-               [In((2, 3, 5, 7))], "const"))
+               [In((2, 3, 5, 7))], "const", flexhw=True))
 
 
 def qfunctional(op, scale=0.1, zero_point=120):
@@ -167,7 +168,8 @@ binary("aten::pow", torch.pow, labels=("same4", "bcast4"), positive_rhs=True)
 binary("aten::rsub", torch.rsub, labels=("same4", "bcast4", "rank1"))
 for _label in ("same4", "bcast4", "rank1", "rank3"):
     _a, _b = BINARY_SHAPES[_label]
-    add(Sample("quantized::add", None, [In(_a), In(_b)], _label, qmake=qfunctional("add")))
+    add(Sample("quantized::add", None, [In(_a), In(_b)], _label, qmake=qfunctional("add"),
+               flexhw=_label == "same4"))
     add(Sample("quantized::add_relu", None, [In(_a), In(_b)], _label,
                qmake=qfunctional("add_relu")))
     add(Sample("quantized::mul", None, [In(_a), In(_b)], _label, qmake=qfunctional("mul", 0.2, 100)))
@@ -195,7 +197,7 @@ for _r, _shape in ((4, (2, 3, 5, 7)), (2, (3, 5)), (3, (2, 3, 5))):
     for _d in dims(_r):
         for _kind, _f in (("aten::softmax", torch.softmax), ("aten::log_softmax", torch.log_softmax)):
             add(Sample(_kind, fn(lambda x, d=_d, f=_f: f(x, d)), [In(_shape)], f"rank{_r}-dim{_d}",
-                       qmake=(True if _kind == "aten::softmax" and _r == 4 else None)))
+                       qmake=(True if _kind == "aten::softmax" and _r == 4 else None), flexhw=_r == 4))
 add(Sample("aten::softmax", fn(lambda x: torch.softmax(x, -1)), [In(RANKS["rank5"])], "rank5"))
 add(Sample("aten::softmax", fn(lambda x: torch.softmax(x, 1, dtype=torch.float64)), [In((2, 3, 5))],
            "dtype64"))
@@ -213,7 +215,8 @@ for _kind, _f in (("aten::mean", torch.mean), ("aten::sum", torch.sum)):
             ("rank4-neg2", (2, 3, 5, 7), (-2, -1), True), ("rank5", (2, 3, 4, 5, 3), (2,), False),
             ("rank1-all", (7,), (-1,), False), ("rank4-all", (2, 3, 5, 7), (0, 1, 2, 3), False)):
         add(Sample(_kind, fn(lambda x, f=_f, d=_dim, k=_keep: f(x, d, keepdim=k)), [In(_shape)],
-                   _label, qmake=True if _kind == "aten::mean" and _label.startswith("rank4-hw") else None))
+                   _label, qmake=True if _kind == "aten::mean" and _label.startswith("rank4-hw") else None,
+                   flexhw=_label.startswith("rank4")))
 add(Sample("aten::mean", fn(lambda x: x.mean()), [In((2, 3, 5, 7))], "all-nodim"))
 add(Sample("aten::sum", fn(lambda x: x.sum()), [In((2, 3, 5, 7))], "all-nodim"))
 add(Sample("aten::sum", fn(lambda x: x.sum(1, dtype=torch.float64)), [In((2, 3, 5))], "dtype64"))
@@ -238,7 +241,8 @@ for _r, _shape in ((4, (2, 4, 6, 5)), (3, (3, 4, 5)), (2, (3, 6)), (1, (7,))):
         _s2 = list(_shape)
         _s2[_d] = 2
         add(Sample("aten::cat", fn(lambda x, y, d=_d: torch.cat([x, y, x], d)), [In(_shape), In(_s2)],
-                   f"rank{_r}-dim{_d}", qmake=True if _r == 4 else None, flex=(_d % _r) != 0))
+                   f"rank{_r}-dim{_d}", qmake=True if _r == 4 else None, flex=(_d % _r) != 0,
+                   flexhw=_r == 4 and _d % _r == 1))
         add(Sample("aten::narrow", fn(lambda x, d=_d, n=n: x.narrow(d, 1, n - 1) * 2), [In(_shape)],
                    f"rank{_r}-dim{_d}", qmake=None, flex=(_d % _r) != 0))
 add(Sample("aten::slice", fn(lambda x: x[:, :, 1:-1, 2:]), [In((1, 3, 6, 7))], "crop-hw"))
@@ -327,7 +331,8 @@ for _s, _d in ((2, 1), ((-3, 2), (1, 2)), (1, -1), (-1, 0), (3, None)):
                [In((2, 7, 6, 4))], f"s{_s}-d{_d}", flex=_d not in (0, None)))
 
 # ----------------------------------------------------------- pixel shuffle
-add(Sample("aten::pixel_shuffle", fn(lambda x: F.pixel_shuffle(x, 2)), [In((1, 8, 3, 5))], "r2", qmake=True))
+add(Sample("aten::pixel_shuffle", fn(lambda x: F.pixel_shuffle(x, 2)), [In((1, 8, 3, 5))], "r2", qmake=True,
+           flexhw=True))
 add(Sample("aten::pixel_shuffle", fn(lambda x: F.pixel_shuffle(x, 3)), [In((2, 9, 2, 3))], "r3"))
 add(Sample("aten::pixel_unshuffle", fn(lambda x: F.pixel_unshuffle(x, 2)), [In((1, 2, 6, 4))], "r2",
            qmake=True))
@@ -337,7 +342,7 @@ add(Sample("aten::pixel_shuffle", fn(lambda x: F.pixel_shuffle(x, 2)), [In((4, 3
 for _pad, _label in (((1, 2), "last"), ((1, 1, 2, 0), "hw"), ((0, 0, 0, 0, 1, 1), "channels"),
                      ((2, 1, 0, 3), "asym")):
     add(Sample("aten::constant_pad_nd", fn(lambda x, p=_pad: torch.constant_pad_nd(x, p, 0.5)),
-               [In((2, 3, 5, 7))], _label, qmake=True if _label == "hw" else None))
+               [In((2, 3, 5, 7))], _label, qmake=True if _label == "hw" else None, flexhw=True))
     add(Sample("aten::pad", fn(lambda x, p=_pad: F.pad(x, p)), [In((2, 3, 5, 7))], _label))
 add(Sample("aten::constant_pad_nd", fn(lambda x: torch.constant_pad_nd(x, (1, 2))), [In((3, 5))], "rank2"))
 add(Sample("aten::pad", fn(lambda x: F.pad(x, (1, 2, 2, 1), mode="reflect")), [In((2, 3, 5, 7))], "reflect"))
@@ -359,10 +364,10 @@ for _args, _label in ((dict(kernel_size=2), "k2"), (dict(kernel_size=3, stride=2
                       (dict(kernel_size=(2, 3), stride=(1, 2)), "rect"),
                       (dict(kernel_size=2, dilation=2), "dilation")):
     add(Sample("aten::max_pool2d", fn(lambda x, a=_args: F.max_pool2d(x, **a)), [In((2, 3, 7, 9))], _label,
-               qmake=True if _label in ("k2", "ceil") else None))
+               qmake=True if _label in ("k2", "ceil") else None, flexhw=True))
     if "dilation" not in _args:
         add(Sample("aten::avg_pool2d", fn(lambda x, a=_args: F.avg_pool2d(x, **a)), [In((2, 3, 7, 9))], _label,
-                   qmake=True if _label in ("k2", "ceil") else None))
+                   qmake=True if _label in ("k2", "ceil") else None, flexhw=True))
 add(Sample("aten::avg_pool2d", fn(lambda x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False)), [In((2, 3, 7, 9))],
            "exclude-pad"))
 add(Sample("aten::avg_pool2d", fn(lambda x: F.avg_pool2d(x, 2, divisor_override=3)), [In((2, 3, 6, 8))],
@@ -370,9 +375,9 @@ add(Sample("aten::avg_pool2d", fn(lambda x: F.avg_pool2d(x, 2, divisor_override=
 add(Sample("aten::max_pool2d", fn(lambda x: F.max_pool2d(x, 2)), [In((3, 6, 8))], "rank3"))
 for _os, _label in (((1, 1), "global"), ((2, 3), "2x3"), (1, "int1"), ((None, 2), "none")):
     add(Sample("aten::adaptive_avg_pool2d", fn(lambda x, o=_os: F.adaptive_avg_pool2d(x, o)), [In((2, 3, 6, 9))],
-               _label, qmake=True if _label in ("global", "2x3") else None))
+               _label, qmake=True if _label in ("global", "2x3") else None, flexhw=True))
     add(Sample("aten::adaptive_max_pool2d", fn(lambda x, o=_os: F.adaptive_max_pool2d(x, o)), [In((2, 3, 6, 9))],
-               _label))
+               _label, flexhw=True))
 add(Sample("aten::adaptive_avg_pool2d", fn(lambda x: F.adaptive_avg_pool2d(x, (4, 4))), [In((2, 3, 6, 9))],
            "non-dividing"))
 add(Sample("aten::max_pool1d", fn(lambda x: F.max_pool1d(x, 3, 2)), [In((2, 3, 9))], "k3s2"))
@@ -389,15 +394,16 @@ for _args, _label in ((dict(scale_factor=2), "x2"), (dict(size=(7, 10)), "size")
                       (dict(scale_factor=(2, 3)), "x2x3"), (dict(scale_factor=1.7), "x1.7"),
                       (dict(scale_factor=0.6), "x0.6"), (dict(size=(3, 4)), "down")):
     add(Sample("aten::upsample_nearest2d", fn(lambda x, a=_args: F.interpolate(x, **a)), [In((2, 3, 5, 6))],
-               _label, qmake=True if _label in ("x2", "size") else None))
+               _label, qmake=True if _label in ("x2", "size") else None, flexhw=True))
     for _ac in (False, True):
         add(Sample("aten::upsample_bilinear2d",
                    fn(lambda x, a=_args, ac=_ac: F.interpolate(x, mode="bilinear", align_corners=ac, **a)),
                    [In((2, 3, 5, 6))], f"{_label}-ac{int(_ac)}", extra_forms=("api30",),
-                   qmake=True if _label == "x2" else None))
+                   qmake=True if _label == "x2" else None, flexhw=True))
 
 # ------------------------------------------------------------ normalization
-add(Sample("aten::batch_norm", lambda: seeded(torch.nn.BatchNorm2d(3)), [In((2, 3, 5, 7))], "rank4"))
+add(Sample("aten::batch_norm", lambda: seeded(torch.nn.BatchNorm2d(3)), [In((2, 3, 5, 7))], "rank4",
+           flexhw=True))
 add(Sample("aten::batch_norm", lambda: seeded(torch.nn.BatchNorm1d(5)), [In((3, 5))], "rank2"))
 add(Sample("aten::batch_norm", lambda: seeded(torch.nn.BatchNorm1d(3)), [In((2, 3, 7))], "rank3"))
 add(Sample("aten::batch_norm", lambda: seeded(torch.nn.BatchNorm2d(3, affine=False)), [In((2, 3, 5, 7))],
@@ -440,7 +446,7 @@ for _kind, _script in (("aten::_convolution", False), ("aten::conv2d", True)):
             (dict(in_channels=3, out_channels=2, kernel_size=(2, 3), stride=(2, 1), padding=(0, 1)), (1, 3, 7, 8),
              "rect")):
         conv(_kind, lambda a=_args: seeded(torch.nn.Conv2d(**a)), _shape, _label,
-             fuse=_label == "k3", script=_script)
+             fuse=_label == "k3", script=_script, flexhw=True)
 for _act, _g in ACTS.items():
     add(Sample("aten::_convolution",
                lambda g=_g: seeded(torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), Fn(g))),
@@ -449,7 +455,7 @@ conv("aten::_convolution", lambda: seeded(torch.nn.Conv1d(3, 4, 3, padding=1)), 
 conv("aten::_convolution", lambda: seeded(torch.nn.Conv1d(4, 4, 3, groups=4, stride=2)), (2, 4, 9),
      "conv1d-dw")
 conv("aten::_convolution", lambda: seeded(torch.nn.ConvTranspose2d(3, 4, 2, stride=2)), (2, 3, 4, 5),
-     "transpose-s2", quant=False)
+     "transpose-s2", quant=False, flexhw=True)
 conv("aten::_convolution", lambda: seeded(torch.nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1,
                                                                      output_padding=1)), (1, 3, 4, 5),
      "transpose-outpad", quant=False)
@@ -457,18 +463,17 @@ conv("aten::_convolution", lambda: seeded(torch.nn.ConvTranspose2d(4, 4, 3, grou
      "transpose-groups", quant=False)
 conv("aten::_convolution", lambda: seeded(torch.nn.ConvTranspose1d(3, 2, 3, stride=2)), (1, 3, 5),
      "transpose1d", quant=False)
-conv("aten::_convolution", lambda: seeded(torch.nn.Conv3d(2, 3, 3)), (1, 2, 4, 5, 5), "conv3d", quant=False)
-# A video model's head (video.cpp; a flexible 5-D input is refused at the
-# input spec, before any node).
+conv("aten::_convolution", lambda: seeded(torch.nn.Conv3d(2, 3, 3)), (1, 2, 4, 5, 5), "conv3d", quant=False,
+     video=True)
+# A video model's head (video.cpp).
 add(Sample("aten::_convolution", lambda: seeded(torch.nn.Sequential(torch.nn.Conv3d(2, 3, 3),
                                                                     torch.nn.AdaptiveAvgPool3d(1))),
-           [In((1, 2, 4, 5, 5))], "conv3d-pool3d", flex=False))
+           [In((1, 2, 4, 5, 5))], "conv3d-pool3d", video=True))
 
 # ------------------------------------------------------------------- video
 # 3-D convolutions and pools as NNAPI 2-D operations over the frames
-# (video.cpp); fixed sizes only (a flexible 5-D input is refused), and the
-# --nhwc frames are in make_fixtures.py's beyond-video-* cases (the matrix's
-# nhwc forms need a 4-D input).
+# (video.cpp): NCHW and (video=True: --nhwc on the 5-D input) NHWC frames, a
+# flexible batch (the frames' T*N a load-time size).
 for _args, _shape, _label in (
         (dict(in_channels=3, out_channels=4, kernel_size=3, stride=(2, 1, 2), padding=1), (2, 3, 5, 6, 7),
          "conv3d-s2p1"),
@@ -478,31 +483,33 @@ for _args, _shape, _label in (
         (dict(in_channels=4, out_channels=6, kernel_size=(1, 3, 3), groups=2, bias=False), (1, 4, 3, 6, 5),
          "conv3d-grouped")):
     conv("aten::_convolution", lambda a=_args: seeded(torch.nn.Conv3d(**a)), _shape, _label, quant=False,
-         flex=False, fuse=_label == "conv3d-s2p1")
+         video=True, fuse=_label == "conv3d-s2p1")
 conv("aten::conv3d", lambda: seeded(torch.nn.Conv3d(2, 3, 3, padding=1)), (1, 2, 4, 5, 6), "k3", quant=False,
-     flex=False, script=True)
+     video=True, script=True)
+conv("aten::conv3d", lambda: seeded(torch.nn.Conv3d(4, 8, (2, 3, 3), stride=(1, 2, 2), groups=4)), (2, 4, 3, 7, 6),
+     "dw-mult2-s2", quant=False, video=True, script=True)
 conv("aten::_convolution_mode", lambda: seeded(torch.nn.Conv3d(3, 4, (4, 3, 2), padding="same")), (1, 3, 6, 5, 5),
-     "conv3d-same", quant=False, flex=False)
+     "conv3d-same", quant=False, video=True)
 for _args, _label in ((dict(kernel_size=3, stride=2, padding=1), "k3s2p1"),
                       (dict(kernel_size=2, stride=2, ceil_mode=True), "ceil"),
                       (dict(kernel_size=(2, 3, 1), stride=(1, 2, 1)), "rect")):
     add(Sample("aten::max_pool3d", fn(lambda x, a=_args: F.max_pool3d(x, **a)), [In((2, 3, 7, 9, 6))], _label,
-               flex=False))
+               video=True))
     add(Sample("aten::avg_pool3d", fn(lambda x, a=_args: F.avg_pool3d(x, **a)), [In((2, 3, 7, 9, 6))], _label,
-               flex=False))
+               video=True))
 add(Sample("aten::avg_pool3d", fn(lambda x: F.avg_pool3d(x, 3, 2, 1, count_include_pad=False)),
-           [In((1, 3, 7, 9, 6))], "exclude-pad", flex=False))
+           [In((1, 3, 7, 9, 6))], "exclude-pad", video=True))
 add(Sample("aten::avg_pool3d", fn(lambda x: F.avg_pool3d(x, 2, 2, 1, ceil_mode=True)),
-           [In((1, 3, 7, 9, 6))], "ceil-pad", flex=False))
+           [In((1, 3, 7, 9, 6))], "ceil-pad", video=True))
 add(Sample("aten::avg_pool3d", fn(lambda x: F.avg_pool3d(x, 3, 2, 1, divisor_override=5)),
-           [In((1, 3, 7, 9, 6))], "divisor", flex=False))
+           [In((1, 3, 7, 9, 6))], "divisor", video=True))
 for _os, _label in (((1, 1, 1), "global"), ((3, 2, 4), "non-dividing"), ((2, 3, 3), "dividing")):
     add(Sample("aten::adaptive_avg_pool3d", fn(lambda x, o=_os: F.adaptive_avg_pool3d(x, o)),
-               [In((2, 3, 6, 9, 6))], _label, flex=False))
+               [In((2, 3, 6, 9, 6))], _label, video=True))
 
 # --------------------------------------------------------------- quantized
 add(Sample("quantized::conv2d", None, [In((1, 3, 7, 9))], "k3",
-           qmake=qmodule(lambda: seeded(torch.nn.Conv2d(3, 4, 3, padding=1)), [In((1, 3, 7, 9))])))
+           qmake=qmodule(lambda: seeded(torch.nn.Conv2d(3, 4, 3, padding=1)), [In((1, 3, 7, 9))]), flexhw=True))
 add(Sample("quantized::conv2d", None, [In((2, 4, 6, 6))], "depthwise-s2",
            qmake=qmodule(lambda: seeded(torch.nn.Conv2d(4, 4, 3, stride=2, groups=4)), [In((2, 4, 6, 6))])))
 add(Sample("quantized::conv2d_relu", None, [In((1, 3, 7, 9))], "k3",
@@ -750,6 +757,10 @@ add(Sample("aten::logical_or", lambda: _MHA(True, torch.triu(torch.ones(5, 5, dt
            [In((3, 5, 8)), _MASK], "causal-key-padding"))
 add(Sample("aten::zeros_like", lambda: _MHA(True, torch.triu(torch.ones(5, 5, dtype=torch.bool), 1)),
            [In((3, 5, 8)), _MASK], "causal-key-padding"))
+# zeros_like of a computed 4-D float tensor (NCHW, NHWC, flexible batch and
+# height/width: its shape follows the input's).
+add(Sample("aten::zeros_like", fn(lambda x: torch.zeros_like(torch.relu(x)) + x * 2), [In((2, 3, 5, 7))], "rank4",
+           flexhw=True))
 add(Sample("aten::logical_not", fn(lambda x, m: x.masked_fill(torch.logical_not(m).unsqueeze(-1), 0.0)),
            [In((3, 5, 8)), _MASK], "masked-fill"))
 add(Sample("aten::masked_fill", fn(lambda x, m: x.masked_fill(m.unsqueeze(-1), -1.5)), [In((3, 5, 8)), _MASK],

@@ -10,6 +10,12 @@ conversions it gets. The forms are:
     flex        a flexible batch: `0` as dimension 0 of each batched input,
                 run at FLEX_BATCHES
     flex_nhwc   both
+    flexhw      a flexible height and width: `0` as dimensions 2 and 3 of each
+                spatial input (4-D, at the first 4-D input's height and width),
+                the batch fixed; run at the sample's size and FLEXHW_GROWTH more
+                (only samples marked flexhw=True)
+    flexhw_nhwc both
+    quant_flexhw quint8 inputs with a flexible height and width
     quant       quint8 inputs (a quantized module)
     quant_nhwc  quint8 inputs and --nhwc
     quant_flex  quint8 inputs with a flexible batch
@@ -21,9 +27,12 @@ conversions it gets. The forms are:
 """
 import torch
 
-FORMS = ["nchw", "nhwc", "flex", "flex_nhwc", "quant", "quant_nhwc", "quant_flex", "fuse",
-         "fuse_nhwc", "api30", "api33", "quant_api30"]
+FORMS = ["nchw", "nhwc", "flex", "flex_nhwc", "flexhw", "flexhw_nhwc", "quant", "quant_nhwc",
+         "quant_flex", "quant_flexhw", "fuse", "fuse_nhwc", "api30", "api33", "quant_api30"]
 FLEX_BATCHES = (1, 3)
+# The second height and width a flexhw form runs at: the sample's plus these
+# (an odd and an even step: ceil_mode and stride windows see both parities).
+FLEXHW_GROWTH = (3, 4)
 
 # Quantization of quantized inputs: randn inputs fit [-6.4, 6.35].
 IN_SCALE, IN_ZP = 0.05, 128
@@ -47,21 +56,26 @@ class In:
     """
 
     def __init__(self, shape, dtype="float32", low=0, high=8, batched=None, positive=False,
-                 scale=IN_SCALE, zero_point=IN_ZP, values=None):
+                 scale=IN_SCALE, zero_point=IN_ZP, values=None, spatial=None):
         self.shape = tuple(shape)
         self.dtype = dtype
         self.low, self.high = low, high
         self.batched = batched
+        # spatial: whether dimensions 2 and 3 are the height and width a
+        # flexhw form varies (None: decided by Sample).
+        self.spatial = spatial
         self.positive = positive
         self.scale, self.zero_point = scale, zero_point
         self.values = values  # a fixed tensor (e.g. a padding mask), used as is
 
     def quantized(self):
         return In(self.shape, "quint8", batched=self.batched, scale=self.scale,
-                  zero_point=self.zero_point, positive=self.positive)
+                  zero_point=self.zero_point, positive=self.positive, spatial=self.spatial)
 
-    def make(self, gen, batch=None):
+    def make(self, gen, batch=None, hw=None):
         shape = self.shape if batch is None else (batch,) + self.shape[1:]
+        if hw is not None:
+            shape = shape[:2] + tuple(hw) + shape[4:]
         if self.values is not None:
             t = self.values
             if batch is not None and batch != t.shape[0]:
@@ -79,11 +93,13 @@ class In:
                 t = torch.quantize_per_tensor(t, self.scale, self.zero_point, torch.quint8)
         return t.clone()
 
-    def spec(self, flex=False):
+    def spec(self, flex=False, flexhw=False):
         """The --input spec (layout options are command-line options)."""
         dims = list(self.shape)
         if flex and self.batched:
             dims[0] = 0
+        if flexhw and self.spatial:
+            dims[2] = dims[3] = 0
         s = "x".join(str(d) for d in dims)
         if self.dtype == "int32":
             s += ",dtype=int32"
@@ -106,11 +122,14 @@ class Sample:
     script: torch.jit.script instead of trace (where tracing loses the kind).
     forms: explicit forms, else the defaults (see default_forms).
     flex: False where dimension 0 cannot vary (a constant reshape).
+    flexhw: True where the height and width of its 4-D inputs can vary (the
+    flexhw forms; a refusal naming the node is a clean outcome there too).
+    video: its 5-D inputs take --nhwc (NHWC frames, src/lower/video.cpp).
     """
 
     def __init__(self, kind, make, inputs, label, qmake=None, script=False, forms=None,
                  extra_forms=(), flex=True, qinputs=None, subset=False, quantum=None,
-                 must_name=(), source="own"):
+                 must_name=(), source="own", flexhw=False, video=False):
         self.kind = kind
         self.source = source  # own, opinfo or moduleinfo
         self.make = make
@@ -119,6 +138,12 @@ class Sample:
         for i in self.inputs:
             if i.batched is None:
                 i.batched = bool(i.shape) and i.shape[:1] == first
+        hw = next((i.shape[2:4] for i in self.inputs if len(i.shape) == 4), None)
+        for i in self.inputs:
+            if i.spatial is None:
+                i.spatial = len(i.shape) == 4 and i.shape[2:4] == hw and hw[0] * hw[1] > 1
+        self.video = video
+        self.flexhw = flexhw and any(i.spatial for i in self.inputs)
         self.qinputs = qinputs
         self.label = label
         self.qmake = qmake
@@ -136,7 +161,13 @@ class Sample:
         self.must_name = list(must_name)
 
     def has_4d(self):
-        return any(len(i.shape) == 4 for i in self.inputs)
+        """Whether --nhwc applies: a 4-D input (or a 5-D one of a video sample)."""
+        return any(len(i.shape) == 4 or (self.video and len(i.shape) == 5) for i in self.inputs)
+
+    def flexhw_sizes(self):
+        """The heights and widths a flexhw form runs at."""
+        h, w = next(i.shape[2:4] for i in self.inputs if i.spatial)
+        return ((h, w), (h + FLEXHW_GROWTH[0], w + FLEXHW_GROWTH[1]))
 
     def default_forms(self):
         forms = []
@@ -148,12 +179,16 @@ class Sample:
             forms.append("flex")
             if self.has_4d():
                 forms.append("flex_nhwc")
+        if self.make is not None and self.flexhw:
+            forms += ["flexhw", "flexhw_nhwc"]
         if self.qmake is not None:
             forms.append("quant")
             if self.has_4d():
                 forms.append("quant_nhwc")
             if self.flex:
                 forms.append("quant_flex")
+            if self.flexhw:
+                forms.append("quant_flexhw")
         return forms
 
     def quant_inputs(self):
