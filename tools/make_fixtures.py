@@ -1718,6 +1718,31 @@ beyond("int32-slice-flex", lambda: Case(
     convert_args=[torch.zeros(0, 5, 4, 6, dtype=torch.int32)]))
 
 
+# A slice from a negative start over a flexible dim: PyTorch's converter
+# refuses it (start - 3 + size 0 is no whole-dim slice); clamped to 0, it was
+# converted as the identity (the output the input's shape). Refused, naming
+# the node.
+class SliceLastThree(torch.nn.Module):
+    def forward(self, x):
+        return x[..., -3:] * 2
+
+
+refuse("flexhw-slice-negative-start", lambda: Case(
+    SliceLastThree(), torch.randn(1, 3, 9, 7), convert_args=[torch.zeros(1, 3, 0, 0)]),
+    r"node aten::slice .*unable to slice with flexible shape \(dim 3 of \(1, 3, 0, 0\)\)")
+
+
+# A bool input moved (sliced by SLICE and GATHER, flipped, split): int32 0/1
+# in NNAPI, bool again in the converted module's outputs, as eager returns
+# them (they came back int32).
+class MoveBool(torch.nn.Module):
+    def forward(self, m):
+        return m[:, 1:3], m[:, ::2], m.flip(1), m.chunk(2, 1)[1], m.narrow(0, 1, 2)
+
+
+beyond("bool-moved-outputs", lambda: Case(MoveBool(), torch.randn(3, 5) > 0))
+
+
 class SelectInt(torch.nn.Module):
     def forward(self, m):
         return m[:, 1]

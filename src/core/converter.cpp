@@ -294,6 +294,7 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
     } else {
       (*fn)(cx, node);
     }
+    note_bool_results(cx, node);
     check_operand_ranks(m, operands_before);
     if (const auto& over = m.first_over_limit()) fail_above_target(*over, options);
   };

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "lower/emit.h"
@@ -34,6 +35,36 @@ bool is_bool_value(const LoweringContext& cx, const Value* v) {
   if (!cx.has_constant(v)) return false;
   const c10::IValue& c = cx.constant(v).value;
   return c.isBool() || (c.isTensor() && c.toTensor().scalar_type() == at::kBool);
+}
+
+void note_bool_results(LoweringContext& cx, const Node* node) {
+  static const std::set<std::string> moves = {
+      "aten::slice",     "aten::narrow",           "aten::select",    "aten::flip",
+      "aten::roll",      "aten::index_select",     "aten::repeat",    "aten::expand",
+      "aten::expand_as", "aten::permute",          "aten::transpose", "aten::t",
+      "aten::view",      "aten::reshape",          "aten::flatten",   "aten::squeeze",
+      "aten::unsqueeze", "aten::contiguous",       "aten::clone",     "aten::cat",
+      "aten::stack",     "aten::pixel_shuffle",    "aten::unbind",    "prim::ListUnpack",
+      "aten::chunk",     "aten::split_with_sizes", "aten::split",     "aten::pixel_unshuffle"};
+  if (node->inputs().empty() || !moves.count(node->kind().toQualString())) return;
+  // The tensors moved: input 0, the elements of a list (cat, stack), or the
+  // tensor a ListUnpack's chunk/split parts come from.
+  const Value* in = node->input(0);
+  if (node->kind() == c10::prim::ListUnpack)
+    in = in->node()->inputs().empty() ? in : in->node()->input(0);
+  std::vector<const Value*> sources = {in};
+  if (in->node()->kind() == c10::prim::ListConstruct) {
+    sources.assign(in->node()->inputs().begin(), in->node()->inputs().end());
+  }
+  for (const Value* v : sources) {
+    if (!cx.has_operand(v) || !is_bool_value(cx, v)) return;
+  }
+  for (const Value* out : node->outputs()) {
+    if (cx.has_operand(out) && !cx.torch_dtype_of(out) &&
+        cx.get_operand(out).op.type == OperandType::TensorInt32) {
+      cx.set_torch_dtype(out, at::kBool);
+    }
+  }
 }
 
 namespace {

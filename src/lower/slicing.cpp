@@ -76,8 +76,10 @@ void lower_slice(LoweringContext& cx, const Node* node) {
   int64_t size = in.shape[dim];
   if (start < 0) {
     // Python clamps a start before the first element to 0 (x[..., -9:] of 7
-    // elements is all 7); NNAPI would read a negative begin from the end.
-    start = std::max<int64_t>(start + size, 0);
+    // elements is all 7); NNAPI would read a negative begin from the end. Of
+    // a flexible dim (size 0 here) the start stays negative: refused below,
+    // as PyTorch's converter does (clamped, it would be the identity).
+    if (size != 0) start = std::max<int64_t>(start + size, 0);
   } else if (start == kMax) {
     start = 0;
   }
@@ -88,7 +90,9 @@ void lower_slice(LoweringContext& cx, const Node* node) {
   }
   check(size != 0, [&] {
     return "unable to slice with flexible shape (dim " + std::to_string(dim) + " of " +
-           shape_str(in.shape) + ")";
+           shape_str(in.shape) +
+           "): of a flexible dim only the whole is taken; give the input dims it comes from "
+           "fixed sizes in --input";
   });
   if (stop < 0) {
     stop = std::max<int64_t>(stop + size, 0);

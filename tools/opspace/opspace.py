@@ -28,7 +28,8 @@ Run with Debian's interpreter (it imports python3-torch):
         [--kinds REGEX] [--forms nchw,nhwc,...] [--sources own,opinfo,moduleinfo] \\
         [--json summary.json] [--jobs 2]
 
-Prints the table kinds x forms, writes it as JSON (--json), lists every
+Prints the table kinds x forms (samples with int32 or bool inputs in columns
+int_FORM), writes it as JSON (--json), lists every
 failing case with its reproduction (model.pt and the command line) and exits 1
 when a case is wrong, crashed or refused uncleanly (known bugs excepted, see
 known.py), or (--subset) when a kind of the lowering table has no verified
@@ -177,12 +178,19 @@ def generate_sample(sample, sid, work, forms, bin_path):
         out = os.path.join(work, "converted", sanitize(cid) + ".nnapi.pt")
         conversions.append({
             "id": cid, "sample": sid, "kind": sample.kind, "label": sample.label, "form": form,
+            "column": column(form, inputs),
             "source": sample.source, "model": path, "specs": specs,
             "options": opts, "output": out, "runs": runs_path, "graph_kinds": kinds,
             "quantum": sample.quantum, "must_name": sample.must_name,
             "command": cli_line(bin_path, path, specs, opts, out),
         })
     return conversions, skipped
+
+
+def column(form, inputs):
+    """The table column of a case: its form, "int_" + form for a sample with
+    int32 or bool inputs (bool tensors move as TENSOR_INT32 in NNAPI)."""
+    return ("int_" if any(i.dtype in ("int32", "bool") for i in inputs) else "") + form
 
 
 # ------------------------------------------------------------------ convert
@@ -396,7 +404,7 @@ def summarize(cases, table_kinds, only_kinds):
     from collections import defaultdict
     table = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
     for c in cases:
-        table[c["kind"]][c["form"]][c["outcome"]] += 1
+        table[c["kind"]][c["column"]][c["outcome"]] += 1
     kinds = sorted(set(table) | set(only_kinds))
     return {k: {f: dict(v) for f, v in table[k].items()} for k in kinds}
 
@@ -410,7 +418,7 @@ def cell(counts):
 
 def print_table(summary, forms, out):
     width = max([len(k) for k in summary] + [4])
-    cols = [f for f in forms if any(f in v for v in summary.values())]
+    cols = [f for f in forms + ["int_" + f for f in forms] if any(f in v for v in summary.values())]
     out.write("kind".ljust(width) + " | " + " | ".join(f.ljust(9) for f in cols) + "\n")
     out.write("-" * width + "-|-" + "-|-".join("-" * 9 for _ in cols) + "\n")
     for k, v in summary.items():

@@ -1110,3 +1110,47 @@ class SizeBranch(torch.nn.Module):
 for _kind in ("prim::If", "aten::dim", "aten::numel", "prim::dtype"):
     for _shape, _label in (((2, 3, 5, 7), "rank4"), ((3, 2), "rank2-else")):
         add(Sample(_kind, SizeBranch, [In(_shape)], _label, script=True, flex=False))
+
+
+# --------------------------------------------- int32 and bool data (int_ columns)
+# NeuralNetworks.h: STRIDED_SLICE takes no TENSOR_INT32, SLICE (every step 1)
+# and GATHER (a step, a flip) do from feature level 3; ADD, SUB and MUL of
+# TENSOR_INT32 from level 4 (--min-android-api 30); RESHAPE from level 6
+# (--min-android-api 33); comparisons take TENSOR_INT32 and give
+# TENSOR_BOOL8, SELECT takes both (level 3). bool inputs move as int32.
+_I4 = (2, 5, 4, 6)
+_INT = dict(low=-2 ** 30, high=2 ** 30)
+
+
+def _int4(shape=_I4, **kw):
+    return In(shape, "int32", **dict(_INT, **kw))
+
+
+for _f, _label in ((lambda m: m[:, 1:3], "dim1"), (lambda m: m[:, :, 2:, :-1], "hw"),
+                   (lambda m: m[:, ::2], "dim1-step2"), (lambda m: m[:, :, :, 1::3], "dim3-step3"),
+                   (lambda m: m[..., -3:], "neg-start")):
+    add(Sample("aten::slice", fn(lambda m, f=_f: f(m)), [_int4()], "int32-" + _label, flexhw=True))
+add(Sample("aten::slice", fn(lambda m: m[1:, -3:]), [In((3, 5), "int32", **_INT)], "int32-batch", flex=False))
+add(Sample("aten::slice", fn(lambda m: m[:, 1:]), [In((3, 5), "bool")], "bool"))
+add(Sample("aten::flip", fn(lambda m: m.flip(1)), [_int4()], "int32", flexhw=True))
+add(Sample("aten::narrow", fn(lambda m: m.narrow(1, 1, 3)), [_int4()], "int32"))
+add(Sample("aten::cat", fn(lambda m, n: torch.cat([m, n], 1)), [_int4(), _int4()], "int32", flexhw=True))
+add(Sample("aten::chunk", fn(lambda m: m.chunk(2, 1)[1]), [_int4()], "int32"))
+add(Sample("aten::permute", fn(lambda m: m.permute(0, 2, 3, 1)), [_int4()], "int32"))
+add(Sample("aten::view", fn(lambda m: m.view(m.size(0), -1)), [_int4()], "int32", extra_forms=("api33",)))
+for _kind, _f in (("aten::add", lambda m: m + 3), ("aten::sub", lambda m: 2 - m),
+                  ("aten::mul", lambda m: m * -3), ("aten::add", lambda m, n: m + n),
+                  ("aten::mul", lambda m, n: m * n), ("aten::sub", lambda m, n: m - n)):
+    _n = _f.__code__.co_argcount
+    add(Sample(_kind, fn(_f), [_int4(low=-1000, high=1000)] + [In((1, 5, 1, 1), "int32", -50, 50)] * (_n - 1),
+               "int32-" + ("number" if _n == 1 else "tensors"), extra_forms=("api30",)))
+for _kind, _f in _CMP.items():
+    add(Sample(_kind, fn(lambda x, y, f=_f: f(x, y)), [In(_I4, "int32", **_HALVES),
+                                                      In((1, 5, 1, 1), "int32", **_HALVES)],
+               "int32-rank4", flexhw=True))
+add(Sample("aten::where", fn(lambda m, x, y: torch.where(m, x, y)),
+           [In(_I4, "bool"), _int4(), In((1, 5, 1, 1), "int32", **_INT)], "int32-bool-rank4", flexhw=True))
+add(Sample("aten::where", fn(lambda x, y: torch.where(x > y, x * 2.0, 0.5)),
+           [In(_I4, "int32", **_HALVES), In(_I4, "int32", **_HALVES)], "int32-compared"))
+add(Sample("aten::logical_and", fn(lambda m, n: torch.logical_and(m, n)),
+           [In(_I4, "bool"), In(_I4, "bool")], "bool-rank4", flexhw=True))
