@@ -285,7 +285,7 @@ for _a, _b in ((1, -1), (0, 0), (2, 3), (-4, -1), (1, 2)):
 add(Sample("aten::flatten", fn(lambda x: x.flatten()), [In((3, 5))], "rank2-all"))
 for _d in (0, 1, -1, -2, 3):
     add(Sample("aten::squeeze", fn(lambda x, d=_d: x.squeeze(d) + 1), [In((1, 3, 1, 5) if _d != 3 else (2, 3, 4, 1))],
-               f"dim{_d}", qmake=fn(lambda x, d=_d: x.squeeze(d)) if _d == 2 else None, flex=_d != 0))
+               f"dim{_d}", qmake=fn(lambda x, d=_d: x.squeeze(d)) if _d == -2 else None, flex=_d != 0))
 add(Sample("aten::squeeze", fn(lambda x: x.squeeze() + 1), [In((1, 3, 1, 5))], "all", flex=False))
 add(Sample("aten::squeeze", fn(lambda x: x.squeeze() + 1), [In((1, 1, 1, 1))], "all-to-rank0", flex=False))
 for _d in (0, 1, 2, -1, -3, 4):
@@ -1154,3 +1154,54 @@ add(Sample("aten::where", fn(lambda x, y: torch.where(x > y, x * 2.0, 0.5)),
            [In(_I4, "int32", **_HALVES), In(_I4, "int32", **_HALVES)], "int32-compared"))
 add(Sample("aten::logical_and", fn(lambda m, n: torch.logical_and(m, n)),
            [In(_I4, "bool"), In(_I4, "bool")], "bool-rank4", flexhw=True))
+
+
+# ------------------------------------------- rows the audit found missing
+# Quantized data movement (PyTorch moves quint8 tensors with the same ops; no
+# arithmetic: eager has no quantized add of a number; no quantized roll).
+_QMOVES = (
+    ("aten::chunk", lambda x: x.chunk(2, 1)[1], (2, 4, 5, 7)),
+    ("aten::split", lambda x: x.split(2, 2)[1], (2, 3, 5, 7)),
+    ("aten::split_with_sizes", lambda x: x.split([1, 4], 2)[1], (2, 3, 5, 7)),
+    ("aten::unbind", lambda x: x.unbind(1)[2], (2, 3, 5, 7)),
+    ("aten::expand", lambda x: x.expand(-1, 3, -1, 7), (2, 1, 5, 1)),
+    ("aten::contiguous", lambda x: x.permute(0, 2, 3, 1).contiguous(), (2, 3, 5, 7)),
+    ("prim::ListUnpack", lambda x: torch.cat(x.chunk(3, 1)[::2], 1), (2, 6, 5, 7)))
+for _kind, _f, _shape in _QMOVES:
+    add(Sample(_kind, fn(_f), [In(_shape)], "rank4-quant-move", qmake=True))
+add(Sample("aten::expand_as", fn(lambda x, y: x.expand_as(y)), [In((2, 1, 5, 1)), In((2, 3, 5, 7))],
+           "rank4-quant-move", qmake=True))
+# NHWC: 4-D operands of kinds whose samples were 2-D or 3-D.
+add(Sample("aten::masked_fill", fn(lambda x, y: x.masked_fill(y > 0.5, -1.5)), [In((2, 3, 5, 7)), In((1, 3, 1, 7))],
+           "rank4-computed-mask"))
+add(Sample("aten::masked_fill", fn(lambda x, m: x.masked_fill(m, 2.0)), [In((2, 3, 5, 7)), In((2, 3, 5, 7), "bool")],
+           "rank4-bool-input"))
+add(Sample("aten::__or__", fn(lambda x, y: (x > 0) | (y > 0)), [In((2, 3, 5, 7)), In((1, 3, 1, 1))], "rank4-bools"))
+add(Sample("aten::__xor__", fn(lambda x, y: (x > 0) ^ (y > 0)), [In((2, 3, 5, 7)), In((2, 3, 5, 7))], "rank4-bools"))
+add(Sample("aten::alpha_dropout", fn(lambda x: F.alpha_dropout(x, 0.3, False) + 1), [In((2, 3, 5, 7))], "rank4-eval"))
+add(Sample("aten::type_as", fn(lambda m, x: torch.relu(x).type_as(m.like), like=torch.zeros(1)), [In((2, 3, 5, 7))],
+           "rank4"))
+# A flexible batch: the recurrent state made inside the model, dynamically
+# quantized LSTM, the scripted size checks (refused where a size must be fixed).
+add(Sample("aten::zeros", lambda: _LSTMZeros(), [In((2, 5, 4))], "lstm-zeros-state-flex", forms=["flex"]))
+add(Sample("aten::quantized_lstm",
+           lambda: _OnGrid(_dynamic(torch.nn.Sequential(torch.nn.LSTM(4, 6, batch_first=True)))),
+           [In((2, 1, 4))], "one-step-flex", forms=["flex"]))
+for _kind in ("prim::If", "aten::dim", "aten::numel", "prim::dtype"):
+    add(Sample(_kind, SizeBranch, [In((2, 3, 5, 7))], "rank4-flex", script=True, forms=["flex", "flex_nhwc"]))
+
+
+class SizeBranchFlex(torch.nn.Module):
+    """SizeBranch's checks on the fixed dims of a flexible batch."""
+
+    def forward(self, x):
+        assert x.dim() == 4, "needs NCHW"
+        if x.size(1) > 2:
+            y = x * 2.0
+        else:
+            y = x + 1.0
+        return y + torch.ones(x.size(3), dtype=x.dtype) * float(x[0].numel())
+
+
+for _kind in ("prim::If", "aten::dim", "aten::numel", "prim::dtype"):
+    add(Sample(_kind, SizeBranchFlex, [In((2, 3, 5, 7))], "rank4-fixed-dims", script=True))
