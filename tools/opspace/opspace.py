@@ -5,8 +5,8 @@ For every node kind of nnapi-convert's lowering table, small modules (the
 matrix's own samples, own_cases.py, and PyTorch's OpInfo/ModuleInfo samples,
 torch_samples.py) are traced or scripted, converted in each applicable form
 (NCHW, NHWC, flexible batch, flexible height and width, quantized, fused
-activations, target APIs; see samples.py), run on the host NNAPI runtime against eager PyTorch, and each
-case is classified:
+activations, target APIs; see samples.py), run on the host NNAPI runtime
+against eager PyTorch, and each case is classified:
 
     verified  exit 0 and every output matches eager: float within --verify's
               tolerances (|nnapi - eager| <= 1e-4 + 1e-4 |eager|); quantized
