@@ -1205,3 +1205,20 @@ class SizeBranchFlex(torch.nn.Module):
 
 for _kind in ("prim::If", "aten::dim", "aten::numel", "prim::dtype"):
     add(Sample(_kind, SizeBranchFlex, [In((2, 3, 5, 7))], "rank4-fixed-dims", script=True))
+
+
+def _flexhw_for_every_kind():
+    """A flexible height and width for every kind with a 4-D sample: where no
+    sample of a kind is marked flexhw=True, its first sample with a spatial
+    input gets the flexhw forms (a refusal naming the node is a clean
+    outcome: a size NNAPI must know, a window that depends on it)."""
+    marked = {s.kind for s in SAMPLES if s.flexhw}
+    for s in SAMPLES:
+        if s.kind in marked or not any(i.spatial for i in s.inputs) or s.forms != s.default_forms():
+            continue
+        s.flexhw = True
+        s.forms = s.default_forms()
+        marked.add(s.kind)
+
+
+_flexhw_for_every_kind()
