@@ -378,19 +378,24 @@ def run_all(args, converted, work):
 
 def subset(samples):
     """Per kind, the fewest own samples (in order) that together have every
-    form any of the kind's own samples has, and the samples marked subset."""
+    column (form, int_form) any of the kind's own samples has, and the
+    samples marked subset."""
     from collections import defaultdict
     by_kind = defaultdict(list)
     for s in samples:
         if s.source == "own":
             by_kind[s.kind].append(s)
     chosen = {id(s) for s in samples if s.subset}
+
+    def columns(s):
+        return {column(f, s.quant_inputs() if form_options(f)[3] else s.inputs) for f in s.forms}
+
     for group in by_kind.values():
-        todo = set(f for s in group for f in s.forms)
+        todo = set(c for s in group for c in columns(s))
         while todo:
-            best = max(group, key=lambda s: len(todo & set(s.forms)))
+            best = max(group, key=lambda s: len(todo & columns(s)))
             chosen.add(id(best))
-            todo -= set(best.forms)
+            todo -= columns(best)
     return [s for s in samples if id(s) in chosen]
 
 

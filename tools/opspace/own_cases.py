@@ -1138,7 +1138,7 @@ add(Sample("aten::cat", fn(lambda m, n: torch.cat([m, n], 1)), [_int4(), _int4()
 add(Sample("aten::chunk", fn(lambda m: m.chunk(2, 1)[1]), [_int4()], "int32"))
 add(Sample("aten::permute", fn(lambda m: m.permute(0, 2, 3, 1)), [_int4()], "int32"))
 add(Sample("aten::view", fn(lambda m: m.view(m.size(0), -1)), [_int4()], "int32", extra_forms=("api33",)))
-for _kind, _f in (("aten::add", lambda m: m + 3), ("aten::sub", lambda m: 2 - m),
+for _kind, _f in (("aten::add", lambda m: m + 3), ("aten::sub", lambda m: m - 7),
                   ("aten::mul", lambda m: m * -3), ("aten::add", lambda m, n: m + n),
                   ("aten::mul", lambda m, n: m * n), ("aten::sub", lambda m, n: m - n)):
     _n = _f.__code__.co_argcount
