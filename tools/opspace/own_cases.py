@@ -1222,3 +1222,20 @@ def _flexhw_for_every_kind():
 
 
 _flexhw_for_every_kind()
+
+
+# Quantized rows of kinds PyTorch has a quantized kernel for (eager runs them
+# on quint8 tensors: masked_fill, reflection padding, the 1-D pools, stack, t).
+add(Sample("aten::masked_fill", fn(lambda x, m: x.masked_fill(m, 0.5)), [In((2, 3, 5, 7)), In((2, 3, 5, 7), "bool")],
+           "rank4-quant", qmake=True))
+add(Sample("aten::reflection_pad1d", fn(lambda x: torch.ops.aten.reflection_pad1d(x, (2, 1))), [In((2, 3, 7))],
+           "rank3-quant", qmake=True))
+add(Sample("aten::reflection_pad2d", fn(lambda x: torch.ops.aten.reflection_pad2d(x, (1, 2, 2, 1))),
+           [In((2, 3, 5, 7))], "rank4-quant", qmake=True))
+add(Sample("aten::max_pool1d", fn(lambda x: F.max_pool1d(x, 3, 2)), [In((2, 3, 9))], "k3s2-quant", qmake=True))
+add(Sample("aten::avg_pool1d", fn(lambda x: F.avg_pool1d(x, 2)), [In((2, 3, 8))], "k2-quant", qmake=True))
+add(Sample("aten::adaptive_avg_pool1d", fn(lambda x: F.adaptive_avg_pool1d(x, 1)), [In((2, 3, 8))], "global-quant",
+           qmake=True))
+add(Sample("aten::stack", fn(lambda x, y: torch.stack([x, y], 1)), [In((3, 5)), In((3, 5))], "rank2-quant",
+           qmake=True))
+add(Sample("aten::t", fn(lambda x: x.t()), [In((3, 5))], "rank2-quant", qmake=True, forms=["quant"]))
