@@ -48,10 +48,14 @@ void note_bool_results(LoweringContext& cx, const Node* node) {
       "aten::chunk",     "aten::split_with_sizes", "aten::split",     "aten::pixel_unshuffle"};
   if (node->inputs().empty() || !moves.count(node->kind().toQualString())) return;
   // The tensors moved: input 0, the elements of a list (cat, stack), or the
-  // tensor a ListUnpack's chunk/split parts come from.
+  // tensor a ListUnpack's chunk/split/unbind parts come from (not the parts
+  // of a ListConstruct, each its own dtype).
   const Value* in = node->input(0);
-  if (node->kind() == c10::prim::ListUnpack)
-    in = in->node()->inputs().empty() ? in : in->node()->input(0);
+  if (node->kind() == c10::prim::ListUnpack) {
+    const Node* parts = in->node();
+    if (parts->kind() == c10::prim::ListConstruct || parts->inputs().empty()) return;
+    in = parts->input(0);
+  }
   std::vector<const Value*> sources = {in};
   if (in->node()->kind() == c10::prim::ListConstruct) {
     sources.assign(in->node()->inputs().begin(), in->node()->inputs().end());
