@@ -1239,3 +1239,12 @@ add(Sample("aten::adaptive_avg_pool1d", fn(lambda x: F.adaptive_avg_pool1d(x, 1)
 add(Sample("aten::stack", fn(lambda x, y: torch.stack([x, y], 1)), [In((3, 5)), In((3, 5))], "rank2-quant",
            qmake=True))
 add(Sample("aten::t", fn(lambda x: x.t()), [In((3, 5))], "rank2-quant", qmake=True, forms=["quant"]))
+# Kinds that pass a quint8 tensor on (identities in eval, a size read), then
+# a flatten so that the output is no model input.
+for _kind, _f in (("aten::alpha_dropout", lambda x: F.alpha_dropout(x, 0.3, False).flatten(1)),
+                  ("aten::feature_alpha_dropout", lambda x: F.feature_alpha_dropout(x, 0.3, False).flatten(1)),
+                  ("aten::type_as", lambda x: x.type_as(x).flatten(1)),
+                  ("aten::to", lambda x: x.to(torch.quint8).flatten(1)),
+                  ("aten::size", lambda x: x.view(x.size(0), x.size(1) * x.size(2), -1))):
+    add(Sample(_kind, fn(_f), [In((2, 3, 5, 7))], "rank4-quant", qmake=True,
+               forms=["quant", "quant_nhwc", "quant_flex"]))
