@@ -1248,3 +1248,6 @@ for _kind, _f in (("aten::alpha_dropout", lambda x: F.alpha_dropout(x, 0.3, Fals
                   ("aten::size", lambda x: x.view(x.size(0), x.size(1) * x.size(2), -1))):
     add(Sample(_kind, fn(_f), [In((2, 3, 5, 7))], "rank4-quant", qmake=True,
                forms=["quant", "quant_nhwc", "quant_flex"]))
+# A slice from a negative start over a flexible width: refused, naming the
+# node (beyond-flexhw-slice-negative-start); it was converted as the identity.
+add(Sample("aten::slice", fn(lambda x: x[..., -3:] * 2), [In((2, 3, 5, 7))], "neg-start-last", flexhw=True))
