@@ -364,11 +364,20 @@ std::vector<double> dequantized_output_quanta(const std::vector<int32_t>& ser_mo
   for (uint32_t o : blob.outputs) {
     double q = 0;
     int32_t producer = blob.operands[o].producer;
-    if (producer >= 0) {
+    // Through the layout operations that move a DEQUANTIZE's values
+    // unchanged (a video's frames unfolded to 5-D: TRANSPOSE, RESHAPE).
+    while (producer >= 0) {
       const BlobOperation& op = blob.operations[producer];
-      if (op.opcode == static_cast<int32_t>(nnapi::Op::Dequantize) && !op.inputs.empty()) {
+      if (op.inputs.empty()) break;
+      if (op.opcode == static_cast<int32_t>(nnapi::Op::Dequantize)) {
         q = blob.operands[op.inputs[0]].scale;
+        break;
       }
+      if (op.opcode != static_cast<int32_t>(nnapi::Op::Transpose) &&
+          op.opcode != static_cast<int32_t>(nnapi::Op::Reshape)) {
+        break;
+      }
+      producer = blob.operands[op.inputs[0]].producer;
     }
     quanta.push_back(q);
   }
