@@ -185,25 +185,50 @@ void bind_video(LoweringContext& cx, const Value* out, const Frames& f) {
 // (DEQUANTIZE, the float operation, QUANTIZE): PyTorch's quantized 3-D
 // kernels accumulate exactly and round once to the output's scale and zero
 // point, which one QUANTIZE of the float result matches but at rounding ties,
-// where sums of 2-D quant8 operations would round at every tap.
+// where sums of 2-D quant8 operations would round at every tap. `units`: the
+// float frames hold integer units q - zero point (CAST of the stored values,
+// exact, and SUB), not real values, and the result is QUANTIZEd at scale 1
+// and CAST to the output's parameters (the pools, whose output has the
+// input's): sums and power-of-two divisors are then exact, so ties (a mean
+// of an even number of values, which PyTorch's avg_pool3d rounds half to
+// even, as QUANTIZE does) are ties here too, where the products by the scale
+// of DEQUANTIZE and QUANTIZE would tip them either way.
 struct Requantize {
   bool quantized = false;
   double scale = 0.0;
   int64_t zero_point = 0;
+  bool units = false;
 };
 
-// `v` as float frames: DEQUANTIZE of a quant8 video value, whose scale and
-// zero point `rq` then keeps.
-Frames float_frames(LoweringContext& cx, const Value* v, const std::string& what, Requantize* rq) {
+// `v` as float frames: of a quant8 video value, DEQUANTIZE (or its units,
+// when `units`); `rq` then keeps its scale and zero point.
+Frames float_frames(LoweringContext& cx, const Value* v, const std::string& what, Requantize* rq,
+                    bool units = false) {
   const Frames f = to_frames(cx, v, what);
   if (f.image.op.type != OperandType::TensorQuant8Asymm) return f;
-  *rq = {true, f.image.op.scale, f.image.op.zero_point};
-  return {emit_dequantize(cx, f.image), f.n, f.t};
+  *rq = {true, f.image.op.scale, f.image.op.zero_point, units};
+  if (!units) return {emit_dequantize(cx, f.image), f.n, f.t};
+  Operand o = f.image.op;
+  o.type = OperandType::TensorFloat32;
+  o.scale = 0.0;
+  o.zero_point = 0;
+  Tensor u = emit_unary_to(cx, Op::Cast, f.image, o);
+  if (rq->zero_point != 0) {
+    u = emit_binary(cx, Op::Sub, u, float_scalar_tensor(cx, static_cast<float>(rq->zero_point)));
+  }
+  return {u, f.n, f.t};
 }
 
 // bind_video of float frames `f`, QUANTIZEd as `rq` says.
 void bind_requantized(LoweringContext& cx, const Value* out, Frames f, const Requantize& rq) {
-  if (rq.quantized) f.image = emit_quantize(cx, f.image, rq.scale, rq.zero_point);
+  if (rq.quantized && rq.units) {
+    const Tensor q = emit_quantize(cx, f.image, 1.0, rq.zero_point);
+    Operand o = q.op;
+    o.scale = rq.scale;
+    f.image = emit_unary_to(cx, Op::Cast, q, o);
+  } else if (rq.quantized) {
+    f.image = emit_quantize(cx, f.image, rq.scale, rq.zero_point);
+  }
   bind_video(cx, out, f);
 }
 
@@ -426,7 +451,7 @@ void lower_max_pool3d(LoweringContext& cx, const Node* node) {
     check(d == 1, "max_pool3d with dilation is not supported (NNAPI's pools have no dilation)");
   }
   Requantize rq;
-  const Frames x = float_frames(cx, args.value("self"), "max_pool3d", &rq);
+  const Frames x = float_frames(cx, args.value("self"), "max_pool3d", &rq, true);
   const Tensor y = emit_max_pool(cx, x.image, p.image(), p.ceil_mode, nullptr);
   const Frames padded = pad_steps(cx, {y, x.n, x.t}, p.padding[0], p.pad_after(x.t),
                                   std::numeric_limits<float>::lowest());
@@ -452,7 +477,7 @@ void lower_avg_pool3d(LoweringContext& cx, const Node* node) {
     check(div.divisor_override > 0, "avg_pool3d divisor_override must be positive");
   }
   Requantize rq;
-  const Frames x = float_frames(cx, args.value("self"), "avg_pool3d", &rq);
+  const Frames x = float_frames(cx, args.value("self"), "avg_pool3d", &rq, true);
   const Tensor y = emit_avg_pool(cx, x.image, p.image(), p.ceil_mode, nullptr, div);
   const int64_t out_t = p.out_steps(x.t);
   const Frames padded = pad_steps(cx, {y, x.n, x.t}, p.padding[0], p.pad_after(x.t), 0.0);
@@ -514,7 +539,7 @@ void lower_adaptive_avg_pool3d(LoweringContext& cx, const Node* node) {
   NodeArgs args(cx, node);
   const auto size = triple(args.ints("output_size"), "adaptive_avg_pool3d output_size");
   Requantize rq;
-  const Frames x = float_frames(cx, args.value("self"), "adaptive_avg_pool3d", &rq);
+  const Frames x = float_frames(cx, args.value("self"), "adaptive_avg_pool3d", &rq, true);
   check(size[0] > 0, "adaptive pooling needs positive output sizes");
   const Tensor y = emit_adaptive_pool(cx, Op::AveragePool2d, x.image, {size[1], size[2]}, nullptr);
   const Frames pooled{y, x.n, x.t};
