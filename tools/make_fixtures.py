@@ -2914,7 +2914,10 @@ class _QVideo(torch.nn.Module):
     """quant, conv (+ relu), then `tail`: "pool" an AvgPool3d, "adaptive" an
     AdaptiveAvgPool3d((2, 1, 1)), "add" a second conv added to the first's
     output (FloatFunctional.add) and a ReLU, "add_relu" the same add by
-    add_relu, "head" AdaptiveAvgPool3d(1), flatten and a quantized Linear."""
+    add_relu, "head" AdaptiveAvgPool3d(1), flatten and a quantized Linear,
+    "bn" a BatchNorm3d (quantized::batch_norm3d) and "bn_relu" one with a
+    ReLU (quantized::batch_norm3d_relu), each after a convolution without
+    ReLU, which eager-mode fusion does not fold them into."""
 
     def __init__(self, conv, relu=True, tail=None):
         super().__init__()
@@ -2934,6 +2937,9 @@ class _QVideo(torch.nn.Module):
         elif tail == "head":
             self.pool = torch.nn.AdaptiveAvgPool3d(1)
             self.fc = torch.nn.Linear(c, 5)
+        elif tail in ("bn", "bn_relu"):
+            self.bn = _video_bn(c)
+            self.relu2 = torch.nn.ReLU() if tail == "bn_relu" else torch.nn.Identity()
         self.dequant = torch.quantization.DeQuantStub()
 
     def forward(self, x):
@@ -2946,6 +2952,8 @@ class _QVideo(torch.nn.Module):
             y = self.pool(y)
         elif self.tail == "head":
             y = self.fc(torch.flatten(self.pool(y), 1))
+        elif self.tail in ("bn", "bn_relu"):
+            y = self.relu2(self.bn(y))
         return self.dequant(y)
 
 
@@ -2954,6 +2962,8 @@ def _quantized_video(model, shape, qconfig):
     model.eval()
     if isinstance(model.relu, torch.nn.ReLU):
         torch.quantization.fuse_modules(model, [["conv", "relu"]], inplace=True)
+    if model.tail == "bn_relu":
+        torch.quantization.fuse_modules(model, [["bn", "relu2"]], inplace=True)
     model.qconfig = torch.quantization.get_default_qconfig(qconfig)
     model = torch.quantization.prepare(model)
     for x in _calibration(shape):
@@ -2968,9 +2978,13 @@ _QVIDEO_CASES = {
     "add": (lambda: _QVideo(torch.nn.Conv3d(3, 6, (1, 3, 3), padding=(0, 1, 1)), tail="add"), (1, 3, 4, 6, 6)),
     "add_relu": (lambda: _QVideo(torch.nn.Conv3d(3, 6, (1, 3, 3), padding=(0, 1, 1)), tail="add_relu"),
                  (1, 3, 4, 6, 6)),
-    "avg_pool3d": (lambda: _QVideo(torch.nn.Conv3d(3, 4, 3, padding=1), tail="pool"), (1, 3, 5, 7, 7)),
-    "adaptive_avg_pool3d": (lambda: _QVideo(torch.nn.Conv3d(3, 4, 3, padding=1), tail="adaptive"),
+    # (no ReLU before the pools: their input's zero point is not 0)
+    "avg_pool3d": (lambda: _QVideo(torch.nn.Conv3d(3, 4, 3, padding=1), relu=False, tail="pool"), (1, 3, 5, 7, 7)),
+    "adaptive_avg_pool3d": (lambda: _QVideo(torch.nn.Conv3d(3, 4, 3, padding=1), relu=False, tail="adaptive"),
                             (2, 3, 5, 6, 6)),
+    "bn": (lambda: _QVideo(torch.nn.Conv3d(3, 6, 3, padding=1), relu=False, tail="bn"), (1, 3, 4, 6, 6)),
+    "bn_relu": (lambda: _QVideo(torch.nn.Conv3d(3, 6, 3, padding=1), relu=False, tail="bn_relu"),
+                (1, 3, 4, 6, 6)),
     "head": (lambda: _QVideo(torch.nn.Conv3d(3, 8, 3, stride=(1, 2, 2), padding=1), tail="head"),
              (1, 3, 4, 8, 8)),
 }

@@ -406,6 +406,36 @@ void lower_qconv3d(LoweringContext& cx, const Node* node, Fuse fuse) {
                    rq);
 }
 
+// quantized::batch_norm3d(x, weight, bias, mean, var, eps, scale,
+// zero_point) (+relu), which FX graph-mode quantization leaves where it
+// cannot fold a batch norm into the convolution before it (torchvision's
+// r3d_18: its Conv3DNoBias is no nn.Conv3d to its fusion patterns):
+// DEQUANTIZE, x * a + b per channel with a = weight / sqrt(var + eps) and b =
+// bias - mean * a (eval mode), the ReLU fused into the ADD, QUANTIZE to the
+// output's scale and zero point.
+void lower_qbatch_norm3d(LoweringContext& cx, const Node* node, Fuse fuse) {
+  const std::string what = node->kind().toQualString();
+  check(node->inputs().size() == 8, [&] { return "malformed " + what; });
+  Requantize in;
+  const Frames x = float_frames(cx, node->input(0), what, &in);
+  check(in.quantized, [&] { return what + " of a float tensor"; });
+  const int64_t c = x.image.op.shape[1];
+  const auto param = [&](size_t i, double none) {
+    return cx.constant_is_none(node->input(i)) ? at::full({c}, none, at::kDouble)
+                                               : cx.constant_tensor(node->input(i)).to(at::kDouble);
+  };
+  const at::Tensor a = param(1, 1.0) / (param(4, 1.0) + cx.constant_float(node->input(5))).sqrt();
+  const at::Tensor b = param(2, 0.0) - param(3, 0.0) * a;
+  const auto per_channel = [&](const at::Tensor& t) {
+    return float_weight_like(cx, t.to(at::kFloat).reshape({1, c, 1, 1}), x.image.op);
+  };
+  Tensor y = emit_binary(cx, Op::Mul, x.image, per_channel(a));
+  y = emit_binary(cx, Op::Add, y, per_channel(b), fuse);
+  bind_requantized(
+      cx, node->output(), {y, x.n, x.t},
+      {true, cx.constant_float(node->input(6)), cx.constant_int(node->input(7)), false});
+}
+
 // PyTorch's pooled length (pooling_output_shape, dilation 1): ceil_mode's
 // last window must start inside the input or its left padding.
 int64_t pooled_steps(int64_t in, int64_t k, int64_t s, int64_t pad, bool ceil_mode) {
@@ -641,9 +671,10 @@ bool lower_per_frame(LoweringContext& cx, const Node* node, const LowerFn& earli
 bool reads_video(const LoweringContext& cx, const Node* node) {
   static const std::set<c10::Symbol> kinds = [] {
     std::set<c10::Symbol> k;
-    for (const char* name : {"aten::conv3d", "aten::_convolution", "aten::_convolution_mode",
-                             "quantized::conv3d", "quantized::conv3d_relu", "aten::max_pool3d",
-                             "aten::avg_pool3d", "aten::adaptive_avg_pool3d", "aten::size"}) {
+    for (const char* name :
+         {"aten::conv3d", "aten::_convolution", "aten::_convolution_mode", "quantized::conv3d",
+          "quantized::conv3d_relu", "quantized::batch_norm3d", "quantized::batch_norm3d_relu",
+          "aten::max_pool3d", "aten::avg_pool3d", "aten::adaptive_avg_pool3d", "aten::size"}) {
       k.insert(c10::Symbol::fromQualString(name));
     }
     return k;
@@ -683,6 +714,10 @@ void register_video_ops(LoweringTable& t) {
         [](LoweringContext& cx, const Node* node) { lower_qconv3d(cx, node, Fuse::None); });
   t.add("quantized::conv3d_relu",
         [](LoweringContext& cx, const Node* node) { lower_qconv3d(cx, node, Fuse::Relu); });
+  t.add("quantized::batch_norm3d",
+        [](LoweringContext& cx, const Node* node) { lower_qbatch_norm3d(cx, node, Fuse::None); });
+  t.add("quantized::batch_norm3d_relu",
+        [](LoweringContext& cx, const Node* node) { lower_qbatch_norm3d(cx, node, Fuse::Relu); });
   t.add("aten::max_pool3d", lower_max_pool3d);
   t.add("aten::avg_pool3d", lower_avg_pool3d);
   t.add("aten::adaptive_avg_pool3d", lower_adaptive_avg_pool3d);

@@ -582,6 +582,17 @@ class _QVideoAdd(torch.nn.Module):
         return self.ff.add(self.conv2(y), y)
 
 
+def _bn_relu3d(shape):
+    m = torch.nn.Sequential(seeded(torch.nn.BatchNorm3d(3)), torch.nn.ReLU()).eval()
+    m = torch.ao.quantization.fuse_modules(m, [["0", "1"]])
+    m.qconfig = torch.ao.quantization.get_default_qconfig("qnnpack")
+    m = torch.ao.quantization.prepare(m)
+    with torch.no_grad():
+        for _ in range(4):
+            m(torch.randn(shape))
+    return torch.ao.quantization.convert(m)
+
+
 def _qvideo(*args, **kw):
     return Sample(*args, engine="onednn", **kw)
 
@@ -604,6 +615,9 @@ add(_qvideo("quantized::conv3d_relu", None, [In(_QV)], "k3",
 add(_qvideo("quantized::conv3d_relu", None, [In(_QV)], "k3-perchannel",
             qmake=lambda: _conv_relu(_QV, conv=torch.nn.Conv3d, qconfig="fbgemm")))
 add(_qvideo("quantized::add", None, [In(_QV)], "video", qmake=qmodule(_QVideoAdd, [In(_QV)])))
+add(_qvideo("quantized::batch_norm3d", None, [In(_QV)], "rank5",
+            qmake=qmodule(lambda: seeded(torch.nn.BatchNorm3d(3)), [In(_QV)])))
+add(_qvideo("quantized::batch_norm3d_relu", None, [In(_QV)], "rank5", qmake=lambda: _bn_relu3d(_QV)))
 add(_qvideo("aten::avg_pool3d", None, [In((1, 3, 5, 7, 7))], "quant-video",
             qmake=_qconv3d_then(torch.nn.AvgPool3d(3, stride=2, padding=1), (1, 3, 5, 7, 7))))
 add(_qvideo("aten::adaptive_avg_pool3d", None, [In((1, 3, 5, 6, 6))], "quant-video",
