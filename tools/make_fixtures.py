@@ -2322,9 +2322,10 @@ def _calibration(shape):
     return [torch.randn(shape) * 2 for _ in range(4)]
 
 
-def _eager_quantized(model, shape, qconfig="qnnpack"):
+def _eager_quantized(model, shape, qconfig="qnnpack", fuse=(["conv", "relu"],)):
     model.eval()
-    torch.quantization.fuse_modules(model, [["conv", "relu"]], inplace=True)
+    if fuse:
+        torch.quantization.fuse_modules(model, list(fuse), inplace=True)
     model.qconfig = torch.quantization.get_default_qconfig(qconfig)
     model = torch.quantization.prepare(model)
     for x in _calibration(shape):
@@ -2959,16 +2960,10 @@ class _QVideo(torch.nn.Module):
 
 def _quantized_video(model, shape, qconfig):
     torch.backends.quantized.engine = "onednn"
-    model.eval()
-    if isinstance(model.relu, torch.nn.ReLU):
-        torch.quantization.fuse_modules(model, [["conv", "relu"]], inplace=True)
+    fuse = [["conv", "relu"]] if isinstance(model.relu, torch.nn.ReLU) else []
     if model.tail == "bn_relu":
-        torch.quantization.fuse_modules(model, [["bn", "relu2"]], inplace=True)
-    model.qconfig = torch.quantization.get_default_qconfig(qconfig)
-    model = torch.quantization.prepare(model)
-    for x in _calibration(shape):
-        model(x)
-    return torch.quantization.convert(model)
+        fuse.append(["bn", "relu2"])
+    return _eager_quantized(model, shape, qconfig, fuse)
 
 
 _QVIDEO_CASES = {
