@@ -22,10 +22,11 @@
 // NNAPI as its elements, nnapi_input_dims) enters the frames layout by one
 // TRANSPOSE where a video operation first reads it; a video tensor that any
 // other node reads, or the model returns, leaves it by the inverse TRANSPOSE
-// (takes_video_inputs, called by the driver before each node). Float32
-// only; the batch N may be flexible (a load-time size: the frames' dim 0 is
-// then T*N, and what takes time steps reads them as (T, N*C, H, W) blocks),
-// the other sizes are fixed.
+// (takes_video_inputs, called by the driver before each node). Float32 or
+// quint8 (quantized::conv3d, the quantized pools: lower_qconv3d, Requantize);
+// the batch N may be flexible (a load-time size: the frames' dim 0 is then
+// T*N, and what takes time steps reads them as (T, N*C, H, W) blocks), the
+// other sizes are fixed.
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -733,7 +734,15 @@ void register_video_ops(LoweringTable& t) {
          "AVERAGE_POOL_2D per frame (avg_pool2d's forms), then ADD over the time window and MUL "
          "by PyTorch's time divisor");
   t.note("aten::adaptive_avg_pool3d",
-         "adaptive_avg_pool2d per frame, then MEAN over each of PyTorch's time windows");
+         "adaptive_avg_pool2d per frame, then MEAN over each of PyTorch's time windows; the "
+         "3-D pools of quint8 in integer units (CAST, SUB of the zero point; QUANTIZE at scale "
+         "1, CAST)");
+  t.note("quantized::conv3d",
+         "DEQUANTIZE of the quint8 frames, aten::conv3d's float decomposition with the weight "
+         "dequantized (per tensor or per channel), one QUANTIZE; also quantized::conv3d_relu");
+  t.note("quantized::batch_norm3d",
+         "DEQUANTIZE of the quint8 frames, per-channel MUL and ADD (RELU fused for "
+         "quantized::batch_norm3d_relu), QUANTIZE");
 }
 
 }  // namespace nnapi_convert
