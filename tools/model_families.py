@@ -27,8 +27,11 @@ import torch.nn.functional as F
 
 class Family:
     def __init__(self, make, inputs, flex=None, options=(), flex_options=(), why_fixed=None,
-                 post=None, tolerance=None):
+                 post=None, tolerance=None, quantize_video=False):
         self.make = make
+        # FX-quantized (fbgemm's qconfig, onednn engine: model_zoo's
+        # fx_quantize_video), checked in quanta of its last quantized tensor.
+        self.quantize_video = quantize_video
         # Applied to the initialised model (e.g. quantize_dynamic), and the
         # float tolerance (atol in units of max(1, RMS), rtol) when the
         # converted model cannot match eager to issue 3's 1e-3.
@@ -544,14 +547,16 @@ class VideoR2Plus1D(nn.Module):
     and a (1, 3, 3) max pool, an R(2+1)D residual block (a (1, 3, 3) spatial
     then a (3, 1, 1) temporal convolution, Tran et al. 2018), a C3D-style
     3x3x3 convolution with stride 2, a (2, 1, 1) average pool over time,
-    adaptive_avg_pool3d to 1x1x1 and a linear layer."""
+    adaptive_avg_pool3d to 1x1x1 and a linear layer. stem_pool=False: the
+    stem without its max pool (PyTorch 1.13 has no quantized max_pool3d, so
+    the quantized family cannot have it)."""
 
-    def __init__(self, classes=10):
+    def __init__(self, classes=10, stem_pool=True):
         super().__init__()
         self.stem = nn.Sequential(
             nn.Conv3d(3, 16, (1, 7, 7), stride=(1, 2, 2), padding=(0, 3, 3), bias=False),
             nn.BatchNorm3d(16), nn.ReLU(inplace=True),
-            nn.MaxPool3d((1, 3, 3), stride=(1, 2, 2), padding=(0, 1, 1)))
+            nn.MaxPool3d((1, 3, 3), stride=(1, 2, 2), padding=(0, 1, 1)) if stem_pool else nn.Identity())
         self.spatial = nn.Sequential(nn.Conv3d(16, 16, (1, 3, 3), padding=(0, 1, 1), bias=False),
                                      nn.BatchNorm3d(16), nn.ReLU(inplace=True))
         self.temporal = nn.Sequential(nn.Conv3d(16, 16, (3, 1, 1), padding=(1, 0, 0), bias=False),
@@ -606,4 +611,6 @@ FAMILIES = {
                             flex=[((0, 3, 64, 64), (2, 3, 64, 64))]),
     "video_r2plus1d": Family(VideoR2Plus1D, [((1, 3, 8, 56, 56), None)],
                              flex=[((0, 3, 8, 56, 56), (2, 3, 8, 56, 56))]),
+    "video_r2plus1d_quant": Family(lambda: VideoR2Plus1D(stem_pool=False), [((1, 3, 8, 56, 56), None)],
+                                   flex=[((0, 3, 8, 56, 56), (2, 3, 8, 56, 56))], quantize_video=True),
 }

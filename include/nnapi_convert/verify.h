@@ -88,9 +88,12 @@ struct Divergence {
 };
 
 struct VerifyReport {
-  std::string runtime_library;               // the libneuralnetworks.so that ran
-  double atol = 0, rtol = 0;                 // the float tolerances used (relaxed_tolerances)
-  bool dynamic_quantization = false;         // the model quantizes dynamically: tolerances widened
+  std::string runtime_library;        // the libneuralnetworks.so that ran
+  double atol = 0, rtol = 0;          // the float tolerances used (relaxed_tolerances)
+  bool dynamic_quantization = false;  // the model quantizes dynamically: tolerances widened
+  // QNNPACK cannot load the model (quantized 3-D convolutions): eager ran on
+  // PyTorch's default quantized engine
+  bool eager_default_engine = false;
   std::vector<std::vector<int64_t>> shapes;  // the input shapes used
   std::vector<OutputCheck> outputs;
   bool ok = false;

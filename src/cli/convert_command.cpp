@@ -63,6 +63,10 @@ void print_verify(const Args& a, const JobResult& r) {
              "model computes in float): float tolerances atol "
           << v.atol << ", rtol " << v.rtol << "\n";
     }
+    if (v.eager_default_engine) {
+      out << "  eager on PyTorch's default quantized engine: QNNPACK (Android's) cannot load the "
+             "model's quantized weights (its quantized 3-D convolutions)\n";
+    }
     for (size_t i = 0; i < v.outputs.size(); ++i) {
       out << "  " << format_output_check(i, v.outputs[i]) << "\n";
     }

@@ -292,6 +292,7 @@ nlohmann::ordered_json to_json(const JobResult& r) {
                    {"atol", r.verify->atol},     {"rtol", r.verify->rtol},
                    {"shapes", r.verify->shapes}, {"outputs", outputs}};
     if (r.verify->dynamic_quantization) j["verify"]["dynamic_quantization"] = true;
+    if (r.verify->eager_default_engine) j["verify"]["eager_default_engine"] = true;
     if (r.verify->divergence) j["verify"]["divergence"] = to_json(*r.verify->divergence);
   }
   if (!r.quantization.is_null()) j["quantization"] = r.quantization;
@@ -337,6 +338,7 @@ JobResult job_result_from(const nlohmann::ordered_json& j, const std::string& ou
     rep.atol = v.value("atol", 0.0);
     rep.rtol = v.value("rtol", 0.0);
     rep.dynamic_quantization = v.value("dynamic_quantization", false);
+    rep.eager_default_engine = v.value("eager_default_engine", false);
     rep.shapes = v.at("shapes").get<std::vector<std::vector<int64_t>>>();
     for (const nlohmann::ordered_json& o : v.at("outputs"))
       rep.outputs.push_back(output_check_from(o));

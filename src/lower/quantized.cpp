@@ -20,6 +20,27 @@ c10::IValue packed_state(const c10::IValue& packed) {
   return (*getstate)({packed});
 }
 
+PackedConv packed_conv_params(const c10::IValue& packed, const std::string& cls) {
+  check(packed.isObject() && packed.toObject()->type()->name() &&
+            packed.toObject()->type()->name()->name() == cls,
+        [&] { return "quantized convolution weights are not " + cls; });
+  auto state = packed_state(packed).toTuple();
+  check(state->elements().at(0).toStringRef() == "2",
+        "unsupported packed convolution params version");
+  auto tensors = state->elements().at(1).toTensorVector();
+  auto opt_tensors = state->elements().at(2).toList();
+  check(tensors.size() == 2 && opt_tensors.size() == 1, "malformed packed convolution params");
+  PackedConv p;
+  const at::Tensor& config = tensors[0];
+  for (int64_t i = 0; i < config.numel(); ++i) p.config.push_back(config[i].item<int64_t>());
+  const int64_t dims = p.config.empty() ? 0 : p.config[0];
+  check(dims >= 2 && static_cast<int64_t>(p.config.size()) == 3 + 4 * dims,
+        "malformed packed convolution config");
+  p.weight = tensors[1];
+  p.bias = opt_tensors.get(0);
+  return p;
+}
+
 namespace {
 
 using nnapi::Fuse;
@@ -145,23 +166,13 @@ void lower_qconv(LoweringContext& cx, const Node* node, Fuse fuse, bool transpos
   check(node->inputs().size() == 4, "malformed quantized convolution");
   double out_scale = cx.constant_float(node->input(2));
   int64_t out_zero_point = cx.constant_int(node->input(3));
-  const Constant& packed = cx.constant(node->input(1));
-  auto cls = packed.type->cast<c10::ClassType>();
-  check(cls && cls->name() && cls->name()->name() == "Conv2dPackedParamsBase",
-        "quantized convolution weights are not Conv2dPackedParamsBase");
-  auto state = packed_state(packed.value).toTuple();
-  check(state->elements().at(0).toStringRef() == "2",
-        "unsupported packed convolution params version");
-  auto tensors = state->elements().at(1).toTensorVector();
-  auto opt_tensors = state->elements().at(2).toList();
-  check(tensors.size() == 2 && opt_tensors.size() == 1, "malformed packed convolution params");
-  at::Tensor config = tensors[0];
-  at::Tensor raw_weight = tensors[1];
-  c10::IValue raw_bias_iv = opt_tensors.get(0);
+  PackedConv packed =
+      packed_conv_params(cx.constant(node->input(1)).value, "Conv2dPackedParamsBase");
+  const std::vector<int64_t>& pc = packed.config;
+  at::Tensor raw_weight = packed.weight;
+  const c10::IValue& raw_bias_iv = packed.bias;
   check(!raw_bias_iv.isNone(), "quantized convolution without bias is not supported");
-  std::vector<int64_t> pc;
-  for (int64_t i = 0; i < config.numel(); ++i) pc.push_back(config[i].item<int64_t>());
-  check(pc.size() == 11 && pc[0] == 2, "malformed packed convolution config");
+  check(pc[0] == 2, "malformed packed convolution config");
   check(pc[7] == 0 && pc[8] == 0, "transposed convolution with output_padding is not supported");
   if (raw_weight.dim() == 3) raw_weight = raw_weight.unsqueeze(2);
   check(raw_weight.dim() == 4, "quantized convolution weight must be 3-D or 4-D");

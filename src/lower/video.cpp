@@ -22,10 +22,11 @@
 // NNAPI as its elements, nnapi_input_dims) enters the frames layout by one
 // TRANSPOSE where a video operation first reads it; a video tensor that any
 // other node reads, or the model returns, leaves it by the inverse TRANSPOSE
-// (takes_video_inputs, called by the driver before each node). Float32
-// only; the batch N may be flexible (a load-time size: the frames' dim 0 is
-// then T*N, and what takes time steps reads them as (T, N*C, H, W) blocks),
-// the other sizes are fixed.
+// (takes_video_inputs, called by the driver before each node). Float32 or
+// quint8 (quantized::conv3d, the quantized pools: lower_qconv3d, Requantize);
+// the batch N may be flexible (a load-time size: the frames' dim 0 is then
+// T*N, and what takes time steps reads them as (T, N*C, H, W) blocks), the
+// other sizes are fixed.
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -37,6 +38,7 @@
 #include "lower/convolution.h"
 #include "lower/emit.h"
 #include "lower/node_args.h"
+#include "lower/packed_params.h"
 #include "lower/pooling.h"
 #include "lower/registry.h"
 
@@ -144,11 +146,12 @@ Frames to_frames(LoweringContext& cx, const Value* v, const std::string& what) {
                  " is not supported (NNAPI holds it as 2-D frames, whose channels, time and "
                  "image sizes must be fixed): give those sizes in --input (the batch may be 0)";
         });
-  check(x.op.type == OperandType::TensorFloat32, [&] {
-    return what + " of a " + nnapi::operand_type_name(x.op.type) +
-           " video tensor is not supported: nnapi-convert lowers 3-D operations in float32 "
-           "only (quantized ones: dequantize the model's video part)";
-  });
+  check(x.op.type == OperandType::TensorFloat32 || x.op.type == OperandType::TensorQuant8Asymm,
+        [&] {
+          return what + " of a " + nnapi::operand_type_name(x.op.type) +
+                 " video tensor is not supported: nnapi-convert holds video tensors of float32 "
+                 "or quint8 (TENSOR_QUANT8_ASYMM) only";
+        });
   const bool nhwc = cx.nhwc();
   const std::vector<SymInt> dims = sym_shape(x);
   const SymInt n = dims[0], tn = sym_arith({s[2], ""}, '*', n);
@@ -177,6 +180,57 @@ Tensor from_frames(LoweringContext& cx, const Frames& f) {
 
 void bind_video(LoweringContext& cx, const Value* out, const Frames& f) {
   cx.reinterpret(out, f.image.id, video_record(f));
+}
+
+// The quantization of a quant8 video value whose operation runs in float
+// (DEQUANTIZE, the float operation, QUANTIZE): PyTorch's quantized 3-D
+// kernels accumulate exactly and round once to the output's scale and zero
+// point, which one QUANTIZE of the float result matches but at rounding ties,
+// where sums of 2-D quant8 operations would round at every tap. `units`: the
+// float frames hold integer units q - zero point (CAST of the stored values,
+// exact, and SUB), not real values, and the result is QUANTIZEd at scale 1
+// and CAST to the output's parameters (the pools, whose output has the
+// input's): sums and power-of-two divisors are then exact, so ties (a mean
+// of an even number of values, which PyTorch's avg_pool3d rounds half to
+// even, as QUANTIZE does) are ties here too, where the products by the scale
+// of DEQUANTIZE and QUANTIZE would tip them either way.
+struct Requantize {
+  bool quantized = false;
+  double scale = 0.0;
+  int64_t zero_point = 0;
+  bool units = false;
+};
+
+// `v` as float frames: of a quant8 video value, DEQUANTIZE (or its units,
+// when `units`); `rq` then keeps its scale and zero point.
+Frames float_frames(LoweringContext& cx, const Value* v, const std::string& what, Requantize* rq,
+                    bool units = false) {
+  const Frames f = to_frames(cx, v, what);
+  if (f.image.op.type != OperandType::TensorQuant8Asymm) return f;
+  *rq = {true, f.image.op.scale, f.image.op.zero_point, units};
+  if (!units) return {emit_dequantize(cx, f.image), f.n, f.t};
+  Operand o = f.image.op;
+  o.type = OperandType::TensorFloat32;
+  o.scale = 0.0;
+  o.zero_point = 0;
+  Tensor u = emit_unary_to(cx, Op::Cast, f.image, o);
+  if (rq->zero_point != 0) {
+    u = emit_binary(cx, Op::Sub, u, float_scalar_tensor(cx, static_cast<float>(rq->zero_point)));
+  }
+  return {u, f.n, f.t};
+}
+
+// bind_video of float frames `f`, QUANTIZEd as `rq` says.
+void bind_requantized(LoweringContext& cx, const Value* out, Frames f, const Requantize& rq) {
+  if (rq.quantized && rq.units) {
+    const Tensor q = emit_quantize(cx, f.image, 1.0, rq.zero_point);
+    Operand o = q.op;
+    o.scale = rq.scale;
+    f.image = emit_unary_to(cx, Op::Cast, q, o);
+  } else if (rq.quantized) {
+    f.image = emit_quantize(cx, f.image, rq.scale, rq.zero_point);
+  }
+  bind_video(cx, out, f);
 }
 
 // The frames of `count` time steps from `begin` in steps of `step`.
@@ -237,42 +291,17 @@ std::array<int64_t, 3> triple(const std::vector<int64_t>& v, const std::string& 
   return {v[0], v[1], v[2]};
 }
 
-// conv3d(x, w, b, stride, padding, dilation, groups) (padding ints, or
-// 'same'/'valid' for _convolution_mode); _convolution(x, w, b, stride,
-// padding, dilation, transposed, output_padding, groups, ...). False for
-// another weight rank (the 1-D and 2-D lowerings of convolution.cpp).
-bool lower_conv3d(LoweringContext& cx, const Node* node) {
-  const bool full = node->kind() == c10::Symbol::fromQualString("aten::_convolution");
-  check(node->inputs().size() == (full ? 13u : 7u),
-        [&] { return std::string("malformed ") + node->kind().toQualString(); });
-  const at::Tensor weight = cx.constant_tensor(node->input(1));
-  if (weight.dim() != 5) return false;
-  check(!full || !cx.constant_bool(node->input(6)),
-        "3-D transposed convolution (ConvTranspose3d) is not supported: NNAPI has no 3-D "
-        "operations, and nnapi-convert decomposes forward 3-D convolutions only");
-  check(weight.scalar_type() == at::kFloat, "a 3-D convolution needs a float32 weight");
-  const auto stride = triple(cx.constant_int_list(node->input(3)), "conv3d stride");
-  const auto dilation = triple(cx.constant_int_list(node->input(5)), "conv3d dilation");
-  const int64_t groups = cx.constant_int(node->input(full ? 8 : 6));
-  const std::array<int64_t, 3> kernel{weight.size(2), weight.size(3), weight.size(4)};
-  std::array<int64_t, 3> before{}, after{};
-  const c10::IValue& pad = cx.constant(node->input(4)).value;
-  if (pad.isString()) {
-    const std::string& mode = pad.toStringRef();
-    check(mode == "same" || mode == "valid",
-          [&] { return "unknown convolution padding '" + mode + "'"; });
-    for (size_t d = 0; mode == "same" && d < 3; ++d) {
-      // As ATen's _convolution_mode: dilation * (kernel - 1) in all, the odd
-      // element after; PyTorch allows 'same' with stride 1 only.
-      check(stride[d] == 1, "padding='same' needs stride 1 (PyTorch refuses strided 'same')");
-      const int64_t total = dilation[d] * (kernel[d] - 1);
-      before[d] = total / 2;
-      after[d] = total - before[d];
-    }
-  } else {
-    before = after = triple(cx.constant_int_list(node->input(4)), "conv3d padding");
-  }
-  const Frames x = to_frames(cx, node->input(0), "a 3-D convolution");
+// A 3-D convolution's arguments (padding before and after each dim).
+struct Conv3d {
+  std::array<int64_t, 3> kernel{}, stride{}, dilation{}, before{}, after{};
+  int64_t groups = 1;
+};
+
+// The float 3-D convolution of frames `x` with float `weight` and `bias`
+// (None: zeros), `fuse` applied to the result.
+Frames conv3d_frames(LoweringContext& cx, const Frames& x, const Conv3d& c,
+                     const at::Tensor& weight, const at::Tensor& bias, Fuse fuse) {
+  const auto& [kernel, stride, dilation, before, after, groups] = c;
   const TimeWindow tw{kernel[0], stride[0], dilation[0]};
   const int64_t out_t =
       (x.t + before[0] + after[0] - dilation[0] * (kernel[0] - 1) - 1) / stride[0] + 1;
@@ -288,12 +317,9 @@ bool lower_conv3d(LoweringContext& cx, const Node* node) {
   a.pad_l = before[2];
   a.pad_r = after[2];
   const int64_t out_c = weight.size(0);
-  const at::Tensor bias = cx.constant_is_none(node->input(2))
-                              ? at::zeros({out_c}, at::kFloat)
-                              : cx.constant_tensor(node->input(2)).to(at::kFloat);
-  const int32_t bias_id = cx.add_weight(bias);
+  const int32_t bias_id =
+      cx.add_weight(bias.defined() ? bias.to(at::kFloat) : at::zeros({out_c}, at::kFloat));
   const int32_t zero_id = kernel[0] > 1 ? cx.add_weight(at::zeros({out_c}, at::kFloat)) : -1;
-  const Fuse fuse = cx.fuse_following_activation(node->output());
   const Frames padded = pad_steps(cx, x, before[0], after[0], 0.0);
   const Tensor y =
       combine_taps(cx, padded, tw, out_t, Op::Add, fuse, [&](const Tensor& taps, int64_t k) {
@@ -301,8 +327,114 @@ bool lower_conv3d(LoweringContext& cx, const Node* node) {
                            k == 0 ? bias_id : zero_id, a, false,
                            kernel[0] == 1 ? fuse : Fuse::None);
       });
-  bind_video(cx, node->output(), {y, x.n, out_t});
+  return {y, x.n, out_t};
+}
+
+// conv3d(x, w, b, stride, padding, dilation, groups) (padding ints, or
+// 'same'/'valid' for _convolution_mode); _convolution(x, w, b, stride,
+// padding, dilation, transposed, output_padding, groups, ...). False for
+// another weight rank (the 1-D and 2-D lowerings of convolution.cpp).
+bool lower_conv3d(LoweringContext& cx, const Node* node) {
+  const bool full = node->kind() == c10::Symbol::fromQualString("aten::_convolution");
+  check(node->inputs().size() == (full ? 13u : 7u),
+        [&] { return std::string("malformed ") + node->kind().toQualString(); });
+  const at::Tensor weight = cx.constant_tensor(node->input(1));
+  if (weight.dim() != 5) return false;
+  check(!full || !cx.constant_bool(node->input(6)),
+        "3-D transposed convolution (ConvTranspose3d) is not supported: NNAPI has no 3-D "
+        "operations, and nnapi-convert decomposes forward 3-D convolutions only");
+  check(weight.scalar_type() == at::kFloat, "a 3-D convolution needs a float32 weight");
+  Conv3d c;
+  c.stride = triple(cx.constant_int_list(node->input(3)), "conv3d stride");
+  c.dilation = triple(cx.constant_int_list(node->input(5)), "conv3d dilation");
+  c.groups = cx.constant_int(node->input(full ? 8 : 6));
+  c.kernel = {weight.size(2), weight.size(3), weight.size(4)};
+  const c10::IValue& pad = cx.constant(node->input(4)).value;
+  if (pad.isString()) {
+    const std::string& mode = pad.toStringRef();
+    check(mode == "same" || mode == "valid",
+          [&] { return "unknown convolution padding '" + mode + "'"; });
+    for (size_t d = 0; mode == "same" && d < 3; ++d) {
+      // As ATen's _convolution_mode: dilation * (kernel - 1) in all, the odd
+      // element after; PyTorch allows 'same' with stride 1 only.
+      check(c.stride[d] == 1, "padding='same' needs stride 1 (PyTorch refuses strided 'same')");
+      const int64_t total = c.dilation[d] * (c.kernel[d] - 1);
+      c.before[d] = total / 2;
+      c.after[d] = total - c.before[d];
+    }
+  } else {
+    c.before = c.after = triple(cx.constant_int_list(node->input(4)), "conv3d padding");
+  }
+  const Frames x = to_frames(cx, node->input(0), "a 3-D convolution");
+  check(x.image.op.type == OperandType::TensorFloat32,
+        "a 3-D convolution (aten::conv3d) of a quantized tensor is not supported: quantized "
+        "models call quantized::conv3d");
+  const at::Tensor bias =
+      cx.constant_is_none(node->input(2)) ? at::Tensor() : cx.constant_tensor(node->input(2));
+  const Fuse fuse = cx.fuse_following_activation(node->output());
+  bind_video(cx, node->output(), conv3d_frames(cx, x, c, weight, bias, fuse));
   return true;
+}
+
+// quantized::conv3d(x, packed, scale, zero_point) (+relu): DEQUANTIZE, the
+// float 3-D convolution with the weight dequantized (per tensor or per
+// channel) and the float bias, QUANTIZE to the output's scale and zero point
+// (Requantize; per-channel quantized 2-D convolutions are lowered so too,
+// quantized.cpp).
+void lower_qconv3d(LoweringContext& cx, const Node* node, Fuse fuse) {
+  check(node->inputs().size() == 4, "malformed quantized::conv3d");
+  const PackedConv p =
+      packed_conv_params(cx.constant(node->input(1)).value, "Conv3dPackedParamsBase");
+  const std::vector<int64_t>& pc = p.config;
+  check(pc[0] == 3 && p.weight.dim() == 5, "malformed quantized::conv3d params");
+  check(pc[14] == 0,
+        "quantized 3-D transposed convolution (ConvTranspose3d) is not supported: NNAPI has no "
+        "3-D operations, and nnapi-convert decomposes forward 3-D convolutions only");
+  Conv3d c;
+  for (size_t d = 0; d < 3; ++d) {
+    c.kernel[d] = p.weight.size(2 + d);
+    c.stride[d] = pc[1 + d];
+    c.before[d] = c.after[d] = pc[4 + d];
+    c.dilation[d] = pc[7 + d];
+  }
+  c.groups = pc[13];
+  Requantize rq{true, cx.constant_float(node->input(2)), cx.constant_int(node->input(3))};
+  Requantize in;
+  const Frames x = float_frames(cx, node->input(0), "quantized::conv3d", &in);
+  check(in.quantized, "quantized::conv3d of a float tensor");
+  const at::Tensor bias = p.bias.isNone() ? at::Tensor() : p.bias.toTensor();
+  bind_requantized(cx, node->output(), conv3d_frames(cx, x, c, p.weight.dequantize(), bias, fuse),
+                   rq);
+}
+
+// quantized::batch_norm3d(x, weight, bias, mean, var, eps, scale,
+// zero_point) (+relu), which FX graph-mode quantization leaves where it
+// cannot fold a batch norm into the convolution before it (torchvision's
+// r3d_18: its Conv3DNoBias is no nn.Conv3d to its fusion patterns):
+// DEQUANTIZE, x * a + b per channel with a = weight / sqrt(var + eps) and b =
+// bias - mean * a (eval mode), the ReLU fused into the ADD, QUANTIZE to the
+// output's scale and zero point.
+void lower_qbatch_norm3d(LoweringContext& cx, const Node* node, Fuse fuse) {
+  const std::string what = node->kind().toQualString();
+  check(node->inputs().size() == 8, [&] { return "malformed " + what; });
+  Requantize in;
+  const Frames x = float_frames(cx, node->input(0), what, &in);
+  check(in.quantized, [&] { return what + " of a float tensor"; });
+  const int64_t c = x.image.op.shape[1];
+  const auto param = [&](size_t i, double none) {
+    return cx.constant_is_none(node->input(i)) ? at::full({c}, none, at::kDouble)
+                                               : cx.constant_tensor(node->input(i)).to(at::kDouble);
+  };
+  const at::Tensor a = param(1, 1.0) / (param(4, 1.0) + cx.constant_float(node->input(5))).sqrt();
+  const at::Tensor b = param(2, 0.0) - param(3, 0.0) * a;
+  const auto per_channel = [&](const at::Tensor& t) {
+    return float_weight_like(cx, t.to(at::kFloat).reshape({1, c, 1, 1}), x.image.op);
+  };
+  Tensor y = emit_binary(cx, Op::Mul, x.image, per_channel(a));
+  y = emit_binary(cx, Op::Add, y, per_channel(b), fuse);
+  bind_requantized(
+      cx, node->output(), {y, x.n, x.t},
+      {true, cx.constant_float(node->input(6)), cx.constant_int(node->input(7)), false});
 }
 
 // PyTorch's pooled length (pooling_output_shape, dilation 1): ceil_mode's
@@ -349,14 +481,15 @@ void lower_max_pool3d(LoweringContext& cx, const Node* node) {
   for (int64_t d : triple(args.ints("dilation"), "max_pool3d dilation")) {
     check(d == 1, "max_pool3d with dilation is not supported (NNAPI's pools have no dilation)");
   }
-  const Frames x = to_frames(cx, args.value("self"), "max_pool3d");
+  Requantize rq;
+  const Frames x = float_frames(cx, args.value("self"), "max_pool3d", &rq, true);
   const Tensor y = emit_max_pool(cx, x.image, p.image(), p.ceil_mode, nullptr);
   const Frames padded = pad_steps(cx, {y, x.n, x.t}, p.padding[0], p.pad_after(x.t),
                                   std::numeric_limits<float>::lowest());
   const int64_t out_t = p.out_steps(x.t);
   const Tensor r = combine_taps(cx, padded, {p.kernel[0], p.stride[0], 1}, out_t, Op::Maximum,
                                 Fuse::None, [](const Tensor& taps, int64_t) { return taps; });
-  bind_video(cx, node->output(), {r, x.n, out_t});
+  bind_requantized(cx, node->output(), {r, x.n, out_t}, rq);
 }
 
 // avg_pool3d(x, kernel_size, stride, padding, ceil_mode, count_include_pad,
@@ -374,7 +507,8 @@ void lower_avg_pool3d(LoweringContext& cx, const Node* node) {
     div.divisor_override = args.integer("divisor_override");
     check(div.divisor_override > 0, "avg_pool3d divisor_override must be positive");
   }
-  const Frames x = to_frames(cx, args.value("self"), "avg_pool3d");
+  Requantize rq;
+  const Frames x = float_frames(cx, args.value("self"), "avg_pool3d", &rq, true);
   const Tensor y = emit_avg_pool(cx, x.image, p.image(), p.ceil_mode, nullptr, div);
   const int64_t out_t = p.out_steps(x.t);
   const Frames padded = pad_steps(cx, {y, x.n, x.t}, p.padding[0], p.pad_after(x.t), 0.0);
@@ -411,7 +545,7 @@ void lower_avg_pool3d(LoweringContext& cx, const Node* node) {
     const Shape& s = raw.op.shape;
     r = from_blocks(cx, scaled, out_t, x.n, {s[1], s[2], s[3]}, sum.op.dim_order);
   }
-  bind_video(cx, node->output(), {r, x.n, out_t});
+  bind_requantized(cx, node->output(), {r, x.n, out_t}, rq);
 }
 
 // The mean of frames `block` over its `steps` time steps: MEAN of the
@@ -435,7 +569,8 @@ Tensor mean_steps(LoweringContext& cx, const Tensor& block, const SymInt& n, int
 void lower_adaptive_avg_pool3d(LoweringContext& cx, const Node* node) {
   NodeArgs args(cx, node);
   const auto size = triple(args.ints("output_size"), "adaptive_avg_pool3d output_size");
-  const Frames x = to_frames(cx, args.value("self"), "adaptive_avg_pool3d");
+  Requantize rq;
+  const Frames x = float_frames(cx, args.value("self"), "adaptive_avg_pool3d", &rq, true);
   check(size[0] > 0, "adaptive pooling needs positive output sizes");
   const Tensor y = emit_adaptive_pool(cx, Op::AveragePool2d, x.image, {size[1], size[2]}, nullptr);
   const Frames pooled{y, x.n, x.t};
@@ -457,7 +592,7 @@ void lower_adaptive_avg_pool3d(LoweringContext& cx, const Node* node) {
     r = from_blocks(cx, emit_concat(cx, blocks, 0), size[0], x.n, {s[1], s[2], s[3]},
                     parts[0].op.dim_order);
   }
-  bind_video(cx, node->output(), {r, x.n, size[0]});
+  bind_requantized(cx, node->output(), {r, x.n, size[0]}, rq);
 }
 
 // The kinds lowered per frame when they read a video tensor: elementwise
@@ -467,10 +602,12 @@ const std::set<c10::Symbol>& per_frame_kinds() {
   static const std::set<c10::Symbol> kinds = [] {
     std::set<c10::Symbol> k;
     for (const char* name :
-         {"aten::relu", "aten::relu6", "aten::hardtanh", "aten::sigmoid", "aten::tanh",
-          "aten::hardswish", "aten::hardsigmoid", "aten::silu", "aten::leaky_relu", "aten::elu",
-          "aten::add", "aten::sub", "aten::mul", "aten::div", "aten::batch_norm", "aten::dropout",
-          "aten::contiguous", "aten::detach", "aten::clamp"}) {
+         {"aten::relu",       "aten::relu6",     "aten::hardtanh",      "aten::sigmoid",
+          "aten::tanh",       "aten::hardswish", "aten::hardsigmoid",   "aten::silu",
+          "aten::leaky_relu", "aten::elu",       "aten::add",           "aten::sub",
+          "aten::mul",        "aten::div",       "aten::batch_norm",    "aten::dropout",
+          "aten::contiguous", "aten::detach",    "aten::clamp",         "aten::quantize_per_tensor",
+          "aten::dequantize", "quantized::add",  "quantized::add_relu", "quantized::mul"}) {
       k.insert(c10::Symbol::fromQualString(name));
     }
     return k;
@@ -484,7 +621,15 @@ const std::set<c10::Symbol>& per_frame_kinds() {
 // broadcast against the frames' dims, not the video's).
 bool per_frame(const LoweringContext& cx, const Node* node) {
   if (!per_frame_kinds().count(node->kind())) return false;
-  bool video = false;
+  // A quantize of a contiguous 5-D tensor with fixed sizes but the batch (a
+  // quantized video model's input) makes its frames, which keep its quant8
+  // operations at rank 4.
+  bool video = node->kind() == c10::Symbol::fromQualString("aten::quantize_per_tensor") &&
+               is_5d_operand(cx, node->input(0)) && [&] {
+                 const Operand& o = cx.get_operand(node->input(0)).op;
+                 return o.dim_order == DimOrder::Contiguous &&
+                        std::find(o.shape.begin() + 1, o.shape.end(), 0) == o.shape.end();
+               }();
   const Shape* shape = nullptr;
   for (const Value* v : node->inputs()) {
     if (cx.has_operand(v)) {
@@ -528,8 +673,9 @@ bool reads_video(const LoweringContext& cx, const Node* node) {
   static const std::set<c10::Symbol> kinds = [] {
     std::set<c10::Symbol> k;
     for (const char* name :
-         {"aten::conv3d", "aten::_convolution", "aten::_convolution_mode", "aten::max_pool3d",
-          "aten::avg_pool3d", "aten::adaptive_avg_pool3d", "aten::size"}) {
+         {"aten::conv3d", "aten::_convolution", "aten::_convolution_mode", "quantized::conv3d",
+          "quantized::conv3d_relu", "quantized::batch_norm3d", "quantized::batch_norm3d_relu",
+          "aten::max_pool3d", "aten::avg_pool3d", "aten::adaptive_avg_pool3d", "aten::size"}) {
       k.insert(c10::Symbol::fromQualString(name));
     }
     return k;
@@ -565,6 +711,14 @@ void register_video_ops(LoweringTable& t) {
       return lower_conv3d(cx, node);
     });
   }
+  t.add("quantized::conv3d",
+        [](LoweringContext& cx, const Node* node) { lower_qconv3d(cx, node, Fuse::None); });
+  t.add("quantized::conv3d_relu",
+        [](LoweringContext& cx, const Node* node) { lower_qconv3d(cx, node, Fuse::Relu); });
+  t.add("quantized::batch_norm3d",
+        [](LoweringContext& cx, const Node* node) { lower_qbatch_norm3d(cx, node, Fuse::None); });
+  t.add("quantized::batch_norm3d_relu",
+        [](LoweringContext& cx, const Node* node) { lower_qbatch_norm3d(cx, node, Fuse::Relu); });
   t.add("aten::max_pool3d", lower_max_pool3d);
   t.add("aten::avg_pool3d", lower_avg_pool3d);
   t.add("aten::adaptive_avg_pool3d", lower_adaptive_avg_pool3d);
@@ -580,7 +734,15 @@ void register_video_ops(LoweringTable& t) {
          "AVERAGE_POOL_2D per frame (avg_pool2d's forms), then ADD over the time window and MUL "
          "by PyTorch's time divisor");
   t.note("aten::adaptive_avg_pool3d",
-         "adaptive_avg_pool2d per frame, then MEAN over each of PyTorch's time windows");
+         "adaptive_avg_pool2d per frame, then MEAN over each of PyTorch's time windows; the "
+         "3-D pools of quint8 in integer units (CAST, SUB of the zero point; QUANTIZE at scale "
+         "1, CAST)");
+  t.note("quantized::conv3d",
+         "DEQUANTIZE of the quint8 frames, aten::conv3d's float decomposition with the weight "
+         "dequantized (per tensor or per channel), one QUANTIZE; also quantized::conv3d_relu");
+  t.note("quantized::batch_norm3d",
+         "DEQUANTIZE of the quint8 frames, per-channel MUL and ADD (RELU fused for "
+         "quantized::batch_norm3d_relu), QUANTIZE");
 }
 
 }  // namespace nnapi_convert

@@ -82,6 +82,21 @@ QnnpackEngine::~QnnpackEngine() {
 
 namespace {
 
+// The model for the eager run, loaded on QNNPACK (Android's engine; quantized
+// weights are packed for the engine at load), or on PyTorch's default engine
+// (`*other` set) where QNNPACK cannot pack them: PyTorch 1.13's QNNPACK
+// packs few quantized 3-D convolutions (and unpacks none).
+torch::jit::Module load_for_eager(const std::string& path, bool* other) {
+  try {
+    QnnpackEngine qnnpack;
+    return torch::jit::load(path);
+  } catch (const c10::Error& e) {
+    if (std::string(e.what()).find("QNNPACK only supports") == std::string::npos) throw;
+  }
+  *other = true;
+  return torch::jit::load(path);
+}
+
 std::vector<at::Tensor> run_module(torch::jit::Module& m, const std::vector<at::Tensor>& inputs) {
   std::vector<c10::IValue> args;
   // Clones: a model may write into its inputs; both sides get the same values.
@@ -364,11 +379,20 @@ std::vector<double> dequantized_output_quanta(const std::vector<int32_t>& ser_mo
   for (uint32_t o : blob.outputs) {
     double q = 0;
     int32_t producer = blob.operands[o].producer;
-    if (producer >= 0) {
+    // Through the layout operations that move a DEQUANTIZE's values
+    // unchanged (a video's frames unfolded to 5-D: TRANSPOSE, RESHAPE).
+    while (producer >= 0) {
       const BlobOperation& op = blob.operations[producer];
-      if (op.opcode == static_cast<int32_t>(nnapi::Op::Dequantize) && !op.inputs.empty()) {
+      if (op.inputs.empty()) break;
+      if (op.opcode == static_cast<int32_t>(nnapi::Op::Dequantize)) {
         q = blob.operands[op.inputs[0]].scale;
+        break;
       }
+      if (op.opcode != static_cast<int32_t>(nnapi::Op::Transpose) &&
+          op.opcode != static_cast<int32_t>(nnapi::Op::Reshape)) {
+        break;
+      }
+      producer = blob.operands[op.inputs[0]].producer;
     }
     quanta.push_back(q);
   }
@@ -757,8 +781,8 @@ VerifyReport verify_conversion(const ConvertOptions& options,
 
   std::vector<at::Tensor> eager;
   try {
-    QnnpackEngine qnnpack;  // before loading: quantized weights are packed for the engine
-    torch::jit::Module original = torch::jit::load(options.model_path);
+    torch::jit::Module original = load_for_eager(options.model_path, &report.eager_default_engine);
+    QnnpackEngine qnnpack;
     original.eval();
     if (has_dynamic_quantization(original)) {
       verify.atol = std::max(verify.atol, kDynamicQuantTolerance);

@@ -116,6 +116,16 @@ def generate_sample(sample, sid, work, forms, bin_path):
     """Writes the sample's model(s) and run inputs; returns its conversions
     (dicts for the manifest and the runner) and the forms that do not apply."""
     import torch
+    if sample.engine:
+        torch.backends.quantized.engine = sample.engine
+    try:
+        return generate_sample_forms(sample, sid, work, forms, bin_path)
+    finally:
+        torch.backends.quantized.engine = "qnnpack"
+
+
+def generate_sample_forms(sample, sid, work, forms, bin_path):
+    import torch
     from samples import FLEX_BATCHES, frozen_kinds
     d = os.path.join(work, "cases", sid)
     os.makedirs(d, exist_ok=True)

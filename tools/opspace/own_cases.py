@@ -573,6 +573,63 @@ def _conv_relu(shape, conv=torch.nn.Conv2d, qconfig="qnnpack"):
     return torch.ao.quantization.convert(m)
 
 
+# Quantized video (video.cpp): quantized::conv3d(_relu) (per-tensor and
+# per-channel weights) and the pools and adds of its quint8 frames, each
+# DEQUANTIZE, the float operation, QUANTIZE. On the onednn engine: QNNPACK
+# cannot unpack 3-D packed params, so cannot save (or freeze) them.
+class _QVideoAdd(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = seeded(torch.nn.Conv3d(3, 4, (1, 3, 3), padding=(0, 1, 1)))
+        self.conv2 = seeded(torch.nn.Conv3d(4, 4, (3, 1, 1), padding=(1, 0, 0)), seed=1)
+        self.ff = torch.nn.quantized.FloatFunctional()
+
+    def forward(self, x):
+        y = self.conv(x)
+        return self.ff.add(self.conv2(y), y)
+
+
+def _bn_relu3d(shape):
+    m = torch.nn.Sequential(seeded(torch.nn.BatchNorm3d(3)), torch.nn.ReLU()).eval()
+    m = torch.ao.quantization.fuse_modules(m, [["0", "1"]])
+    m.qconfig = torch.ao.quantization.get_default_qconfig("qnnpack")
+    m = torch.ao.quantization.prepare(m)
+    with torch.no_grad():
+        for _ in range(4):
+            m(torch.randn(shape))
+    return torch.ao.quantization.convert(m)
+
+
+def _qvideo(*args, **kw):
+    return Sample(*args, engine="onednn", **kw)
+
+
+_QV = (1, 3, 4, 5, 6)
+_QV_S2 = (2, 3, 5, 6, 6)
+
+
+def _qconv3d_then(layer, shape):
+    return qmodule(lambda: torch.nn.Sequential(seeded(torch.nn.Conv3d(3, 4, 3, padding=1)), layer), [In(shape)])
+
+
+add(_qvideo("quantized::conv3d", None, [In(_QV)], "k3p1",
+            qmake=qmodule(lambda: seeded(torch.nn.Conv3d(3, 4, 3, padding=1)), [In(_QV)])))
+add(_qvideo("quantized::conv3d", None, [In(_QV_S2)], "s2-perchannel",
+            qmake=qmodule(lambda: seeded(torch.nn.Conv3d(3, 4, 3, stride=2, padding=1)), [In(_QV_S2)],
+                          "fbgemm")))
+add(_qvideo("quantized::conv3d_relu", None, [In(_QV)], "k3",
+            qmake=lambda: _conv_relu(_QV, conv=torch.nn.Conv3d)))
+add(_qvideo("quantized::conv3d_relu", None, [In(_QV)], "k3-perchannel",
+            qmake=lambda: _conv_relu(_QV, conv=torch.nn.Conv3d, qconfig="fbgemm")))
+add(_qvideo("quantized::add", None, [In(_QV)], "video", qmake=qmodule(_QVideoAdd, [In(_QV)])))
+add(_qvideo("quantized::batch_norm3d", None, [In(_QV)], "rank5",
+            qmake=qmodule(lambda: seeded(torch.nn.BatchNorm3d(3)), [In(_QV)])))
+add(_qvideo("quantized::batch_norm3d_relu", None, [In(_QV)], "rank5", qmake=lambda: _bn_relu3d(_QV)))
+add(_qvideo("aten::avg_pool3d", None, [In((1, 3, 5, 7, 7))], "quant-video",
+            qmake=_qconv3d_then(torch.nn.AvgPool3d(3, stride=2, padding=1), (1, 3, 5, 7, 7))))
+add(_qvideo("aten::adaptive_avg_pool3d", None, [In((1, 3, 5, 6, 6))], "quant-video",
+            qmake=_qconv3d_then(torch.nn.AdaptiveAvgPool3d((2, 1, 3)), (1, 3, 5, 6, 6))))
+
 # ---------------------------------------------------------------- linear
 class Addmm(torch.nn.Module):
     def __init__(self, k, n):

@@ -129,8 +129,11 @@ class Sample:
 
     def __init__(self, kind, make, inputs, label, qmake=None, script=False, forms=None,
                  extra_forms=(), flex=True, qinputs=None, subset=False, quantum=None,
-                 must_name=(), source="own", flexhw=False, video=False):
+                 must_name=(), source="own", flexhw=False, video=False, engine=None):
         self.kind = kind
+        # The quantized engine the sample is made, saved and run in eager
+        # with (None: qnnpack, as on Android).
+        self.engine = engine
         self.source = source  # own, opinfo or moduleinfo
         self.make = make
         self.inputs = [i if isinstance(i, In) else In(i) for i in inputs]
