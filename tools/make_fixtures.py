@@ -1113,6 +1113,28 @@ flexhw("upsample_bilinear2d-scale3-api30-flex-batch",
        options=API_30, batch=0)
 flexhw("upsample_nearest2d-scale2-flex-batch", lambda: torch.nn.Upsample(scale_factor=2),
        ["float-nhwc", "quant"], batch=0)
+
+
+class ReduceNoKeepdim(torch.nn.Module):
+    """mean or sum over `dims` without keepdim, after a ReLU (a computed,
+    channels-last tensor under --nhwc)."""
+
+    def __init__(self, op, dims):
+        super().__init__()
+        self.op, self.dims = op, dims
+
+    def forward(self, x):
+        return getattr(torch, self.op)(x.relu(), self.dims)
+
+
+# Without keepdim, dropping C (or one of H, W) of a channels-last tensor: the
+# reduction runs on its NCHW relayout (PyTorch's converter refuses these).
+for _op, _dims in [("mean", [1]), ("sum", [1, 2]), ("mean", [1, 3]), ("sum", [3])]:
+    _tag = f"{_op}-{''.join(map(str, _dims))}"
+    beyond(f"nhwc-reduce-{_tag}", lambda op=_op, dims=_dims: Case(
+        ReduceNoKeepdim(op, dims), float_and_quant_and_nhwc(torch.randn(2, 3, 5, 6))["float-nhwc"]))
+    flexhw(f"reduce-{_tag}", lambda op=_op, dims=_dims: ReduceNoKeepdim(op, dims),
+           ["float", "float-nhwc"], batch=0)
 flexhw_refused("max_pool2d-ceil-stride-past-window",
                lambda: torch.nn.MaxPool2d(2, 3, ceil_mode=True),
                "stride 3 greater than the kernel size 2 minus the padding 0")

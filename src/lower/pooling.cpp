@@ -351,19 +351,23 @@ void lower_reduce(LoweringContext& cx, const Node* node, Op op) {
   check(op == Op::Mean || in.type == nnapi::OperandType::TensorFloat32,
         "sum is supported on float32 tensors only (NNAPI's REDUCE_SUM)");
   int64_t rank = static_cast<int64_t>(in.shape.size());
-  std::vector<int64_t> nnapi_dims = dims;
-  if (in.dim_order == DimOrder::ChannelsLast) {
-    check(rank == 4, "channels-last mean needs 4 dims");
-    for (int64_t& d : nnapi_dims) d = nnapi_axis(in.dim_order, py_index(d, 4));
-  }
   std::vector<bool> collapsed(rank, false);
   for (int64_t d : dims) collapsed[py_index(d, rank)] = true;
-  DimOrder out_order = in.dim_order;
-  if (in.dim_order == DimOrder::ChannelsLast && !keep_dim) {
-    check(collapsed[2] && collapsed[3],
-          "mean over a channels-last tensor without keepdim must reduce H and W");
-    out_order = DimOrder::Contiguous;
+  if (in.dim_order == DimOrder::ChannelsLast && !keep_dim && !(collapsed[2] && collapsed[3])) {
+    // Dropping a dim other than H and W leaves no layout to keep the result
+    // channels-last in: the reduction runs on the NCHW relayout.
+    const Tensor nchw = emit_relayout(cx, {in_id, in}, DimOrder::Contiguous);
+    in_id = nchw.id;
+    in = nchw.op;
   }
+  std::vector<int64_t> nnapi_dims = dims;
+  if (in.dim_order == DimOrder::ChannelsLast) {
+    check(rank == 4, [&] { return std::string("channels-last ") + what + " needs 4 dims"; });
+    for (int64_t& d : nnapi_dims) d = nnapi_axis(in.dim_order, py_index(d, 4));
+  }
+  // Without keepdim, a channels-last input reduced over H and W (at least)
+  // leaves (N, C) or fewer dims, which are in NCHW order.
+  const DimOrder out_order = keep_dim ? in.dim_order : DimOrder::Contiguous;
   // Kept dims as they are, reduced ones 1 (keepdim) or dropped.
   std::vector<SymInt> out_dims;
   for (int64_t i = 0; i < rank; ++i) {
