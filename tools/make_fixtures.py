@@ -700,6 +700,30 @@ for _s, _n in (("a", 5), ("b", 9)):
         convert_args=[torch.zeros(1, 1, 4), torch.zeros(1, 0, 4), torch.zeros(1, 2, 4)]))
 
 
+# A flexible size the model needs to be a multiple of something: the
+# validator's sample size (--verify's default: 1 for the batch, 8 for a
+# sequence) is one the model itself fails at, so the validator checks the blob
+# at the next sizes the model runs at instead. Each at two valid sizes.
+class MultipleOfModule(torch.nn.Module):
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+
+    def forward(self, x):
+        if self.kind == "windows7":  # (B, L, 4): windows of 7 along L
+            b, n, c = x.shape
+            return torch.relu(x.reshape(b, n // 7, 7, c)).sum(2)
+        b = x.shape[0]  # "pairs": (B, 4), rows taken two by two
+        return x.reshape(b // 2, 8) + 1.0
+
+
+for _s, (_b, _n) in (("a", (2, 14)), ("b", (6, 35))):
+    beyond(f"flex-multiple-windows7-{_s}", lambda n=_n: Case(
+        MultipleOfModule("windows7"), torch.randn(2, n, 4), convert_args=[torch.zeros(2, 0, 4)]))
+    beyond(f"flex-multiple-pairs-{_s}", lambda b=_b: Case(
+        MultipleOfModule("pairs"), torch.randn(b, 4), convert_args=[torch.zeros(0, 4)]))
+
+
 # Shape arithmetic on flexible sizes (shape-compute lines, patched RESHAPE shapes).
 class ViewSizeModule(torch.nn.Module):
     def __init__(self, kind):

@@ -127,6 +127,24 @@ void check_input_count(const torch::jit::Graph& graph, const ConvertOptions& opt
   }
 }
 
+// Whether the module `self` runs on given inputs, where `graph` is its
+// forward (not a segment of it): the validator's test of a sample size.
+ModelRuns model_runs(const torch::jit::Graph& graph, const c10::IValue& self) {
+  if (!self.isObject()) return {};
+  torch::jit::Module module(self.toObject());
+  const auto forward = module.find_method("forward");
+  if (!forward || forward->graph().get() != &graph) return {};
+  return [module](const std::vector<at::Tensor>& inputs) mutable {
+    c10::InferenceMode guard;
+    try {
+      module.forward(std::vector<c10::IValue>(inputs.begin(), inputs.end()));
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  };
+}
+
 }  // namespace
 
 Conversion convert(const ConvertOptions& options) {
@@ -442,7 +460,8 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
   result.times.serialize_ms = ms_since(t0);
 
   t0 = std::chrono::steady_clock::now();
-  validate_conversion(result, m.patched_operands(), op_nodes, options, failed);
+  validate_conversion(result, m.patched_operands(), op_nodes, options, failed,
+                      model_runs(graph_ref, self));
   result.times.validate_ms = ms_since(t0);
   return result;
 }
