@@ -1821,6 +1821,28 @@ beyond("bool-view-api29", lambda: Case(
     ViewBoolMask(), [torch.randn(3, 4), torch.randn(2, 6) > 0]))
 
 
+class BoolOutputs(torch.nn.Module):
+    """Bool outputs: views, a slice and an expand of a bool input (NNAPI holds
+    them as int32 0/1, and the converted module must return bool as eager
+    does), a logical_and with a comparison; and comparisons of a float input."""
+
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+
+    def forward(self, x, *m):
+        if self.kind == "float-input":
+            return x > 0, torch.logical_not(x < 0.5)
+        b = m[0]
+        return b.view(5, 2), b[:, 1:], b.unsqueeze(1).expand(2, 3, 5), torch.logical_and(b, x > 0)
+
+
+beyond("bool-outputs-bool-input", lambda: Case(
+    BoolOutputs("bool-input"), [torch.randn(2, 5), torch.randn(2, 5) > 0]))
+beyond("bool-outputs-float-input", lambda: Case(
+    BoolOutputs("float-input"), torch.randn(2, 5)))
+
+
 class SumModule(torch.nn.Module):
     def __init__(self, dims, keepdim):
         super().__init__()
