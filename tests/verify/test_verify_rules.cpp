@@ -153,4 +153,32 @@ TEST(VerifyRules, VerifyFailsOnTheOutputTemplatesScale) {
   fs::remove_all(out);
 }
 
+// A quint8 avg_pool2d with count_include_pad=False and no ceil_mode: the
+// conversion's AVERAGE_POOL_2D averages over the cells within the input
+// (NeuralNetworks.h), as the flag asks, where eager PyTorch's QNNPACK kernel
+// divides by the whole window; --verify compares with what the flag asks, so
+// the right conversion passes and one whose output scale is doubled fails.
+TEST(VerifyRules, QuantizedAvgPoolExcludingPaddingAsTheFlagAsks) {
+  const char* root = std::getenv("NNAPI_FIXTURES_DIR");
+  ASSERT_TRUE(root) << "NNAPI_FIXTURES_DIR must name the test_nnapi fixtures";
+  for (const char* name :
+       {"beyond-qavg_pool2d-exclude-pad-quant", "beyond-qavg_pool2d-exclude-pad-quant-nhwc"}) {
+    const fs::path dir = fs::path(root) / name;
+    ConvertOptions o = fixtures::convert_options(dir, fixtures::read_json(dir / "case.json"));
+    Conversion c = convert(o);
+    const fs::path out = fixtures::unique_temp_path("verify-qavg");
+    fs::create_directories(out);
+    write_nnapi_module(c, o, (out / "right.nnapi.pt").string(), false);
+    VerifyReport right = verify_conversion(o, (out / "right.nnapi.pt").string(), VerifyOptions());
+    EXPECT_TRUE(right.ok) << name << ": "
+                          << (right.outputs.empty() ? "" : right.outputs[0].problem);
+    ASSERT_EQ(c.templates.size(), 1u);
+    c.templates[0].scale *= 2;
+    write_nnapi_module(c, o, (out / "wrong.nnapi.pt").string(), false);
+    VerifyReport wrong = verify_conversion(o, (out / "wrong.nnapi.pt").string(), VerifyOptions());
+    EXPECT_FALSE(wrong.ok) << name;
+    fs::remove_all(out);
+  }
+}
+
 }  // namespace
