@@ -11,6 +11,7 @@
 // has another scale than the model's output, the integers being right.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+#include <torch/csrc/jit/serialization/import.h>
 
 #include <cmath>
 #include <filesystem>
@@ -179,6 +180,43 @@ TEST(VerifyRules, QuantizedAvgPoolExcludingPaddingAsTheFlagAsks) {
     EXPECT_FALSE(wrong.ok) << name;
     fs::remove_all(out);
   }
+}
+
+// A converted module with a flexible batch called at batch 1, 3, then 1 again:
+// it compiles again for each new size (the reference's NnapiModule compiles
+// once, and PyTorch's NNAPI binding then refuses other sizes at
+// Execution_setInput), and each call matches eager PyTorch.
+TEST(VerifyRules, FlexibleModuleCompilesAgainForOtherSizes) {
+  const char* root = std::getenv("NNAPI_FIXTURES_DIR");
+  ASSERT_TRUE(root) << "NNAPI_FIXTURES_DIR must name the test_nnapi fixtures";
+  const fs::path dir = fs::path(root) / "beyond-split-flex-batch";  // --input 0x3x4
+  ConvertOptions o = fixtures::convert_options(dir, fixtures::read_json(dir / "case.json"));
+  ASSERT_EQ(o.inputs.size(), 1u);
+  ASSERT_EQ(o.inputs[0].dims[0], 0) << "the fixture's batch is flexible";
+  Conversion c = convert(o);
+  const fs::path out = fixtures::unique_temp_path("verify-resize");
+  fs::create_directories(out);
+  write_nnapi_module(c, o, (out / "m.nnapi.pt").string(), false);
+  load_nnapi_runtime(std::getenv("NNAPI_CONVERT_RUNTIME") ? std::getenv("NNAPI_CONVERT_RUNTIME")
+                                                          : "");
+  torch::jit::Module converted = torch::jit::load((out / "m.nnapi.pt").string());
+  torch::jit::Module model = torch::jit::load((dir / "model.pt").string());
+  model.eval();
+  at::NoGradGuard no_grad;
+  for (int64_t batch : {1, 3, 1}) {
+    const at::Tensor x = at::randn({batch, 3, 4});
+    c10::IValue got, want = model.forward({x.clone()});
+    ASSERT_NO_THROW(got = converted.forward({x.clone()})) << "batch " << batch;
+    const auto& g = got.toTupleRef().elements();
+    const auto& w = want.toTupleRef().elements();
+    ASSERT_EQ(g.size(), w.size());
+    for (size_t i = 0; i < g.size(); ++i) {
+      EXPECT_EQ(g[i].toTensor().sizes(), w[i].toTensor().sizes()) << "batch " << batch;
+      EXPECT_TRUE(at::allclose(g[i].toTensor(), w[i].toTensor(), 1e-4, 1e-4))
+          << "batch " << batch << ", output " << i;
+    }
+  }
+  fs::remove_all(out);
 }
 
 }  // namespace
