@@ -668,6 +668,62 @@ beyond("split-flex-batch", lambda: Case(
     SplitModule([2, 1], 1), torch.randn(3, 3, 4), convert_args=[torch.zeros(0, 3, 4)]))
 
 
+# cat along a flexible dim with fixed parts before and after it: eager's size
+# there is the fixed parts' sizes plus the flexible one. The reference sums the
+# parts' numbers, a load-time size counting 0, and declares that fixed size
+# (it converts "inputs", whose parts are all model inputs, so; it has no
+# operand for the others' constant parts). Each at two sizes.
+class CatFlexModule(torch.nn.Module):
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+        self.cls = torch.nn.Parameter(torch.randn(1, 1, 8))
+        self.pad = torch.nn.Parameter(torch.randn(1, 2, 8))
+
+    def forward(self, x, *rest):
+        if self.kind == "seq":  # a class token and padding around (B, L, 8)
+            b = x.shape[0]
+            return torch.relu(
+                torch.cat([self.cls.expand(b, 1, 8), x, self.pad.expand(b, 2, 8)], 1))
+        if self.kind == "batch":  # fixed rows around a flexible batch (B, 8)
+            return torch.cat([self.cls[0], x, self.pad[0]], 0) * 2.0
+        return torch.relu(torch.cat([x, rest[0], rest[1]], 1))  # (1, 1, 4), (1, L, 4), (1, 2, 4)
+
+
+for _s, _n in (("a", 5), ("b", 9)):
+    beyond(f"cat-flex-seq-{_s}", lambda n=_n: Case(
+        CatFlexModule("seq"), torch.randn(2, n, 8), convert_args=[torch.zeros(2, 0, 8)]))
+    beyond(f"cat-flex-batch-{_s}", lambda n=_n: Case(
+        CatFlexModule("batch"), torch.randn(n - 4, 8), convert_args=[torch.zeros(0, 8)]))
+    beyond(f"cat-flex-inputs-{_s}", lambda n=_n: Case(
+        CatFlexModule("inputs"), [torch.randn(1, 1, 4), torch.randn(1, n, 4), torch.randn(1, 2, 4)],
+        convert_args=[torch.zeros(1, 1, 4), torch.zeros(1, 0, 4), torch.zeros(1, 2, 4)]))
+
+
+# A flexible size the model needs to be a multiple of something: the
+# validator's sample size (--verify's default: 1 for the batch, 8 for a
+# sequence) is one the model itself fails at, so the validator checks the blob
+# at the next sizes the model runs at instead. Each at two valid sizes.
+class MultipleOfModule(torch.nn.Module):
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+
+    def forward(self, x):
+        if self.kind == "windows7":  # (B, L, 4): windows of 7 along L
+            b, n, c = x.shape
+            return torch.relu(x.reshape(b, n // 7, 7, c)).sum(2)
+        b = x.shape[0]  # "pairs": (B, 4), rows taken two by two
+        return x.reshape(b // 2, 8) + 1.0
+
+
+for _s, (_b, _n) in (("a", (2, 14)), ("b", (6, 35))):
+    beyond(f"flex-multiple-windows7-{_s}", lambda n=_n: Case(
+        MultipleOfModule("windows7"), torch.randn(2, n, 4), convert_args=[torch.zeros(2, 0, 4)]))
+    beyond(f"flex-multiple-pairs-{_s}", lambda b=_b: Case(
+        MultipleOfModule("pairs"), torch.randn(b, 4), convert_args=[torch.zeros(0, 4)]))
+
+
 # Shape arithmetic on flexible sizes (shape-compute lines, patched RESHAPE shapes).
 class ViewSizeModule(torch.nn.Module):
     def __init__(self, kind):
@@ -1810,6 +1866,28 @@ class ViewBoolMask(torch.nn.Module):
 
 beyond("bool-view-api29", lambda: Case(
     ViewBoolMask(), [torch.randn(3, 4), torch.randn(2, 6) > 0]))
+
+
+class BoolOutputs(torch.nn.Module):
+    """Bool outputs: views, a slice and an expand of a bool input (NNAPI holds
+    them as int32 0/1, and the converted module must return bool as eager
+    does), a logical_and with a comparison; and comparisons of a float input."""
+
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+
+    def forward(self, x, *m):
+        if self.kind == "float-input":
+            return x > 0, torch.logical_not(x < 0.5)
+        b = m[0]
+        return b.view(5, 2), b[:, 1:], b.unsqueeze(1).expand(2, 3, 5), torch.logical_and(b, x > 0)
+
+
+beyond("bool-outputs-bool-input", lambda: Case(
+    BoolOutputs("bool-input"), [torch.randn(2, 5), torch.randn(2, 5) > 0]))
+beyond("bool-outputs-float-input", lambda: Case(
+    BoolOutputs("float-input"), torch.randn(2, 5)))
 
 
 class SumModule(torch.nn.Module):
@@ -3394,6 +3472,10 @@ VALIDATOR_REFUSES = {
     "beyond-int32-slice-batch": ("PyTorch's converter slices int32 data with STRIDED_SLICE; "
                                  "NeuralNetworks.h, STRIDED_SLICE: TENSOR_FLOAT16, "
                                  "TENSOR_FLOAT32 and TENSOR_QUANT8_ASYMM only"),
+    **{f"beyond-cat-flex-inputs-{s}": (
+        "PyTorch's converter declares a cat's size along a flexible dim as its fixed parts' "
+        "sum; NeuralNetworks.h, CONCATENATION: the output's size along the axis is the sum of "
+        "the inputs' sizes") for s in ("a", "b")},
 }
 
 

@@ -1,6 +1,7 @@
 #include "core/validation.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "core/diagnostics.h"
 #include "core/sample_inputs.h"
@@ -31,11 +32,19 @@ std::vector<nnapi_validate::Finding> findings_of(
   return nnapi_validate::validate_model(m, o);
 }
 
+std::string model_fails_text() {
+  return ". The model itself fails at these sizes too, and at each flexible size rounded up to "
+         "a multiple of 2 to " +
+         std::to_string(kMaxSizeMultiple) +
+         ": check that the model runs at the --input spec's fixed sizes, or fix more of them";
+}
+
 }  // namespace
 
 void validate_conversion(const Conversion& c, const std::vector<int32_t>& patched,
                          const std::vector<const torch::jit::Node*>& op_nodes,
-                         const ConvertOptions& options, const torch::jit::Node** failed) {
+                         const ConvertOptions& options, const torch::jit::Node** failed,
+                         const ModelRuns& model_runs) {
   const std::string& path = options.model_path;
   // Weight bytes are read only where they are contiguous (no copy): the
   // rules read small parameters, which are immediates.
@@ -63,22 +72,55 @@ void validate_conversion(const Conversion& c, const std::vector<int32_t>& patche
   // shape-compute script has filled them in. Check it at the sample sizes
   // --verify and --cpu-fallback use.
   std::string at_sizes;
+  bool model_fails = false;  // the model itself fails at every size tried
   if (findings.empty() && !c.shape_lines.empty()) {
-    const std::vector<std::vector<int64_t>> shapes = verify_input_shapes(options.inputs, {});
-    std::vector<int32_t> words;
-    try {
-      words = prepared_ser_model(c, sample_inputs(options.inputs, shapes, options.nhwc, 0));
-    } catch (const c10::Error& e) {
-      throw ConvertError(1,
-                         "model '" + path +
-                             "': the shape-compute script of the converted "
-                             "model fails at the sample input sizes (" +
-                             std::string(e.what_without_backtrace()) +
-                             "); this is a bug in nnapi-convert, please report it with the model");
+    // The findings at `shapes`; nullopt where the shape-compute script fails.
+    auto findings_at =
+        [&](const std::vector<std::vector<int64_t>>& shapes,
+            std::string* script_error) -> std::optional<std::vector<nnapi_validate::Finding>> {
+      std::vector<int32_t> words;
+      try {
+        words = prepared_ser_model(c, sample_inputs(options.inputs, shapes, options.nhwc, 0));
+      } catch (const c10::Error& e) {
+        *script_error = e.what_without_backtrace();
+        return std::nullopt;
+      }
+      return findings_of(parse(words, sizes), buffers, {}, level);
+    };
+    std::vector<std::vector<int64_t>> shapes = verify_input_shapes(options.inputs, {});
+    std::string script_error;
+    auto found = findings_at(shapes, &script_error);
+    auto model_runs_at = [&](const std::vector<std::vector<int64_t>>& s) {
+      return model_runs(sample_inputs(options.inputs, s, options.nhwc, 0));
+    };
+    if ((!found || !found->empty()) && model_runs && !model_runs_at(shapes)) {
+      // The model itself fails at these sizes: try sizes it runs at.
+      model_fails = true;
+      for (int64_t m = 2; m <= kMaxSizeMultiple; ++m) {
+        std::vector<std::vector<int64_t>> next = shapes;
+        for (size_t i = 0; i < next.size(); ++i) {
+          for (size_t d = 0; d < next[i].size(); ++d) {
+            if (options.inputs[i].dims[d] == 0) next[i][d] = (next[i][d] + m - 1) / m * m;
+          }
+        }
+        if (!model_runs_at(next)) continue;
+        model_fails = false;
+        shapes = next;
+        found = findings_at(shapes, &script_error);
+        break;
+      }
     }
-    blob = parse(words, sizes);
-    findings = findings_of(blob, buffers, {}, level);
     for (const auto& s : shapes) at_sizes += (at_sizes.empty() ? "" : ", ") + join_dims(s);
+    if (!found) {
+      throw ConvertError(1, "model '" + path +
+                                "': the shape-compute script of the converted "
+                                "model fails at the sample input sizes " +
+                                at_sizes + " (" + script_error + ")" +
+                                (model_fails ? model_fails_text()
+                                             : "; this is a bug in nnapi-convert, please report "
+                                               "it with the model"));
+    }
+    findings = *found;
   }
   if (findings.empty()) return;
 
@@ -96,8 +138,12 @@ void validate_conversion(const Conversion& c, const std::vector<int32_t>& patche
   if (findings.size() > 1)
     msg += " (and " + std::to_string(findings.size() - 1) + " more finding" +
            (findings.size() > 2 ? "s" : "") + ")";
-  msg += ". This is a bug in nnapi-convert; please report it with the model";
-  msg += node ? ". --cpu-fallback can keep that node in TorchScript" : "";
+  if (model_fails) {
+    msg += model_fails_text();
+  } else {
+    msg += ". This is a bug in nnapi-convert; please report it with the model";
+    msg += node ? ". --cpu-fallback can keep that node in TorchScript" : "";
+  }
   if (failed && node) *failed = node;
   throw ConvertError(1, msg, node ? node->kind().toQualString() : "",
                      node ? node_location(node) : "");

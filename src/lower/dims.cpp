@@ -1,5 +1,7 @@
 #include "lower/dims.h"
 
+#include <algorithm>
+
 namespace nnapi_convert {
 
 namespace {
@@ -44,9 +46,13 @@ SymInt space_to_depth_dim(const SymInt& in, int64_t r) {
 }
 
 SymInt concat_dim(const std::vector<SymInt>& parts) {
-  int64_t sum = 0;
-  for (const SymInt& p : parts) sum += p.value;
-  if (sum != 0) return {sum, ""};
+  const bool fixed =
+      std::all_of(parts.begin(), parts.end(), [](const SymInt& p) { return p.is_constant(); });
+  if (fixed) {
+    int64_t sum = 0;
+    for (const SymInt& p : parts) sum += p.value;
+    return {sum, ""};
+  }
   std::string text;
   for (size_t k = 0; k < parts.size(); ++k) text += (k ? " + " : "") + parts[k].str();
   return {0, text};

@@ -27,9 +27,11 @@ SymInt tiled_dim(const SymInt& in, int64_t m);
 // width for block size r): "in * r", "in // r" for a load-time size.
 SymInt depth_to_space_dim(const SymInt& in, int64_t r);
 SymInt space_to_depth_dim(const SymInt& in, int64_t r);
-// The sum of the parts' sizes along a concatenated dim. As the reference
-// computes it: the sum of the parts' numbers, load-time parts counting 0;
-// only when that is 0 (every part load-time) the text "a + b + ...".
+// The sum of the parts' sizes along a concatenated dim: a number when every
+// part's size is one, else the text "a + b + ..." (numbers and load-time
+// sizes). The reference sums the numbers with load-time parts counting 0, and
+// writes the text only when that sum is 0: the same where every part is
+// fixed or every part load-time; for a mix its fixed size is wrong.
 SymInt concat_dim(const std::vector<SymInt>& parts);
 // The dims of a broadcast result whose PyTorch shape is `shape` (0 =
 // flexible): a flexible dim is that dim of the first input that has it

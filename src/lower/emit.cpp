@@ -343,16 +343,16 @@ std::vector<int32_t> emit_split(LoweringContext& cx, const Tensor& in, int64_t d
 // CONCATENATION of `parts` along PyTorch dim d.
 Tensor emit_concat(LoweringContext& cx, const std::vector<Tensor>& parts, int64_t d,
                    const Value* out) {
-  Shape shape = parts[0].op.shape;
-  shape[d] = 0;
-  for (const Tensor& p : parts) shape[d] += p.op.shape[d];
+  std::vector<SymInt> dims = sym_shape(parts[0]);
+  std::vector<SymInt> along;
+  for (const Tensor& p : parts) along.push_back(sym_dim(p.id, p.op.shape, d));
+  dims[d] = concat_dim(along);
   std::vector<int32_t> inputs;
   for (const Tensor& p : parts) inputs.push_back(p.id);
   inputs.push_back(cx.model().add_int_scalar(static_cast<int32_t>(nnapi_axis(parts[0].op, d))));
-  Operand o = parts[0].op.with_shape(shape);
-  const int32_t id = make_output(cx, out, o, &parts[0]);
-  cx.model().add_operation(Op::Concatenation, inputs, {id});
-  return {id, o};
+  const Tensor r = cx.add_output(out, parts[0].op, dims);
+  cx.model().add_operation(Op::Concatenation, inputs, {r.id});
+  return r;
 }
 
 Shape broadcast_shape(const Shape& a, const Shape& b) {

@@ -37,40 +37,6 @@ bool is_bool_value(const LoweringContext& cx, const Value* v) {
   return c.isBool() || (c.isTensor() && c.toTensor().scalar_type() == at::kBool);
 }
 
-void note_bool_results(LoweringContext& cx, const Node* node) {
-  static const std::set<std::string> moves = {
-      "aten::slice",     "aten::narrow",           "aten::select",    "aten::flip",
-      "aten::roll",      "aten::index_select",     "aten::repeat",    "aten::expand",
-      "aten::expand_as", "aten::permute",          "aten::transpose", "aten::t",
-      "aten::view",      "aten::reshape",          "aten::flatten",   "aten::squeeze",
-      "aten::unsqueeze", "aten::contiguous",       "aten::clone",     "aten::cat",
-      "aten::stack",     "aten::pixel_shuffle",    "aten::unbind",    "prim::ListUnpack",
-      "aten::chunk",     "aten::split_with_sizes", "aten::split",     "aten::pixel_unshuffle"};
-  if (node->inputs().empty() || !moves.count(node->kind().toQualString())) return;
-  // The tensors moved: input 0, the elements of a list (cat, stack), or the
-  // tensor a ListUnpack's chunk/split/unbind parts come from (not the parts
-  // of a ListConstruct, each its own dtype).
-  const Value* in = node->input(0);
-  if (node->kind() == c10::prim::ListUnpack) {
-    const Node* parts = in->node();
-    if (parts->kind() == c10::prim::ListConstruct || parts->inputs().empty()) return;
-    in = parts->input(0);
-  }
-  std::vector<const Value*> sources = {in};
-  if (in->node()->kind() == c10::prim::ListConstruct) {
-    sources.assign(in->node()->inputs().begin(), in->node()->inputs().end());
-  }
-  for (const Value* v : sources) {
-    if (!cx.has_operand(v) || !is_bool_value(cx, v)) return;
-  }
-  for (const Value* out : node->outputs()) {
-    if (cx.has_operand(out) && !cx.torch_dtype_of(out) &&
-        cx.get_operand(out).op.type == OperandType::TensorInt32) {
-      cx.set_torch_dtype(out, at::kBool);
-    }
-  }
-}
-
 namespace {
 
 Tensor weight(LoweringContext& cx, const at::Tensor& t, DimOrder order = DimOrder::Contiguous) {

@@ -18,11 +18,6 @@ namespace nnapi_convert {
 // recorded bool (LoweringContext::torch_dtype_of: bool inputs, int32 0/1
 // results).
 bool is_bool_value(const LoweringContext& cx, const Value* v);
-// After `node` is lowered: when it only moves the elements of bool tensors
-// (slicing, joining, reordering, views), its TENSOR_INT32 results are
-// recorded bool too, so that they leave the model as bool and take part in
-// logical operations as bools.
-void note_bool_results(LoweringContext& cx, const Node* node);
 // The truth of `t` as TENSOR_BOOL8: itself when it is one, else NOT_EQUAL
 // to 0 (int32 0/1 bools, and PyTorch's truth of numbers: non-zero is true).
 Tensor bool8_of(LoweringContext& cx, const Tensor& t);

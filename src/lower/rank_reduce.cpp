@@ -564,8 +564,10 @@ bool lower_high_rank_cat(LoweringContext& cx, const Node* node) {
   const auto rank = static_cast<int64_t>(parts[0].op.shape.size());
   const int64_t d = py_index(cx.constant_int(node->input(1)), rank);
   const Dims first = sym_shape(parts[0]);
-  if (parts[0].op.shape[d] == 0) return false;
-  int64_t total = 0;
+  for (const Tensor& p : parts) {
+    if (static_cast<int64_t>(p.op.shape.size()) > d && p.op.shape[d] == 0) return false;
+  }
+  Dims along;
   std::vector<Tensor> parts_3d;
   for (const Tensor& p : parts) {
     const Dims a = sym_shape(p);
@@ -573,7 +575,7 @@ bool lower_high_rank_cat(LoweringContext& cx, const Node* node) {
       return "cat inputs have different ranks or types: " + shape_str(p.op.shape) + ", " +
              shape_str(parts[0].op.shape);
     });
-    total += a[d].value;
+    along.push_back(a[d]);
     bool same = true;
     for (int64_t i = 0; i < rank; ++i) same = same && (i == d || same_size(cx, a[i], first[i]));
     check(same, [&] {
@@ -584,7 +586,9 @@ bool lower_high_rank_cat(LoweringContext& cx, const Node* node) {
     parts_3d.push_back(
         side_as(cx, Side{p, {}, a}, {product(a, 0, at), a[at], product(a, at + 1, a.size())}));
   }
-  bind_as(cx, emit_concat(cx, parts_3d, 1), with_dim(parts[0], d, total), node->output());
+  Dims out = first;
+  out[d] = concat_dim(along);
+  bind_as(cx, emit_concat(cx, parts_3d, 1), out, node->output());
   return true;
 }
 

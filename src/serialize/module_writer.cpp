@@ -55,8 +55,19 @@ class NnapiResolver : public torch::jit::Resolver {
 };
 
 // NnapiModule's methods: compile on first use, then run with the inputs and
-// outputs permuted to and from NHWC as their memory formats say.
+// outputs permuted to and from NHWC as their memory formats say. Unlike the
+// reference's, it compiles again when the inputs' sizes differ from those it
+// was compiled for: the shape-compute script fills the flexible sizes into
+// ser_model (every one of them, each time) and NNAPI's Execution_setInput
+// refuses inputs of other sizes than the compiled model's.
 const char* const kNnapiModuleSource = R"TS(
+def input_sizes(self, args: List[Tensor]) -> List[int]:
+    sizes: List[int] = []
+    for a in args:
+        sizes.append(a.dim())
+        sizes.extend(a.size())
+    return sizes
+
 def init(self, args: List[Tensor]):
     assert self.comp is None
     self.out_templates = self.shape_compute_module.prepare(self.ser_model, args)
@@ -64,8 +75,11 @@ def init(self, args: List[Tensor]):
     comp = Compilation()
     comp.init2(self.ser_model, self.weights, self.compilation_preference, self.relax_f32_to_f16)
     self.comp = comp
+    self.compiled_sizes = self.input_sizes(args)
 
 def forward(self, args: List[Tensor]) -> List[Tensor]:
+    if self.comp is not None and self.input_sizes(args) != self.compiled_sizes:
+        self.comp = None
     if self.comp is None:
         self.init(args)
     comp = self.comp
@@ -191,6 +205,7 @@ Module nnapi_module(const ModuleScope& scope, const Conversion& c, const Convert
                            c10::List<int64_t>(c.out_mem_fmts));
   nnapi.register_attribute("out_templates", c10::ListType::ofTensors(), c10::List<at::Tensor>());
   nnapi.register_attribute("comp", c10::OptionalType::create(scope.compilation), c10::IValue());
+  nnapi.register_attribute("compiled_sizes", c10::ListType::ofInts(), c10::List<int64_t>());
   nnapi.register_attribute("compilation_preference", c10::IntType::get(),
                            int64_t{options.compilation_preference});
   nnapi.register_attribute("relax_f32_to_f16", c10::BoolType::get(), options.relax_f32_to_f16);

@@ -6,6 +6,9 @@
 #include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
 #include <dlfcn.h>
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/subgraph_matcher.h>
+#include <torch/csrc/jit/passes/subgraph_rewrite.h>
 #include <torch/csrc/jit/runtime/interpreter.h>
 #include <torch/csrc/jit/serialization/import.h>
 
@@ -95,6 +98,71 @@ torch::jit::Module load_for_eager(const std::string& path, bool* other) {
   }
   *other = true;
   return torch::jit::load(path);
+}
+
+// NeuralNetworks.h's AVERAGE_POOL_2D averages over the cells within the input,
+// which is what avg_pool2d's count_include_pad=False asks; eager PyTorch's
+// QNNPACK kernel (qnnpack_avg_pool2d: quint8, no ceil_mode) ignores the flag
+// and divides by the whole window. In the eager model --verify compares with,
+// each such node (count_include_pad and ceil_mode constant False) computes as
+// PyTorch's generic kernel does, which honours the flag: the average of the
+// integers less the zero point, rounded half to even, plus the zero point,
+// with the input's scale and zero point (the output parameters of every
+// quantized avg_pool2d); another input is left as it is.
+void honour_count_include_pad(torch::jit::Module& module) {
+  if (at::globalContext().qEngine() != at::QEngine::QNNPACK) return;
+  static const char* const kPattern = R"IR(
+graph(%x, %k, %s, %p, %c, %i, %d):
+  %r = aten::avg_pool2d(%x, %k, %s, %p, %c, %i, %d)
+  return (%r))IR";
+  static const char* const kReplacement = R"IR(
+graph(%x, %k, %s, %p, %c, %i, %d):
+  %quint8 : int = prim::Constant[value=13]()
+  %q : bool = prim::is_quantized(%x)
+  %t : int = prim::dtype(%x)
+  %u : bool = aten::eq(%t, %quint8)
+  %qu : bool = aten::__and__(%q, %u)
+  %r : Tensor = prim::If(%qu)
+    block0():
+      %none : NoneType = prim::Constant()
+      %no : bool = prim::Constant[value=0]()
+      %one : int = prim::Constant[value=1]()
+      %float : int = prim::Constant[value=6]()
+      %uint8 : int = prim::Constant[value=0]()
+      %lo : int = prim::Constant[value=0]()
+      %hi : int = prim::Constant[value=255]()
+      %scale : float = aten::q_scale(%x)
+      %zp : int = aten::q_zero_point(%x)
+      %ints : Tensor = aten::int_repr(%x)
+      %f : Tensor = aten::to(%ints, %float, %no, %no, %none)
+      %v : Tensor = aten::sub(%f, %zp, %one)
+      %y : Tensor = aten::avg_pool2d(%v, %k, %s, %p, %c, %i, %d)
+      %n : Tensor = aten::round(%y)
+      %a : Tensor = aten::add(%n, %zp, %one)
+      %b : Tensor = aten::clamp(%a, %lo, %hi)
+      %bytes : Tensor = aten::to(%b, %uint8, %no, %no, %none)
+      %z : Tensor = aten::_make_per_tensor_quantized_tensor(%bytes, %scale, %zp)
+      -> (%z)
+    block1():
+      %w : Tensor = aten::avg_pool2d(%x, %k, %s, %p, %c, %i, %d)
+      -> (%w)
+  return (%r))IR";
+  const auto constant_false = [](const torch::jit::Match& match,
+                                 const std::unordered_map<std::string, torch::jit::Value*>& vars) {
+    for (const char* name : {"c", "i"}) {
+      const auto v = torch::jit::toIValue(match.values_map.at(vars.at(name)));
+      if (!v || !v->isBool() || v->toBool()) return false;
+    }
+    return true;
+  };
+  torch::jit::SubgraphRewriter rewriter;
+  rewriter.RegisterRewritePattern(kPattern, kReplacement);
+  for (const torch::jit::Module& m : module.modules()) {
+    for (const torch::jit::Method& method : m.get_methods()) {
+      std::shared_ptr<torch::jit::Graph> graph = method.graph();
+      rewriter.runOnGraph(graph, constant_false);
+    }
+  }
 }
 
 std::vector<at::Tensor> run_module(torch::jit::Module& m, const std::vector<at::Tensor>& inputs) {
@@ -784,6 +852,7 @@ VerifyReport verify_conversion(const ConvertOptions& options,
     torch::jit::Module original = load_for_eager(options.model_path, &report.eager_default_engine);
     QnnpackEngine qnnpack;
     original.eval();
+    honour_count_include_pad(original);
     if (has_dynamic_quantization(original)) {
       verify.atol = std::max(verify.atol, kDynamicQuantTolerance);
       verify.rtol = std::max(verify.rtol, kDynamicQuantTolerance);

@@ -3,6 +3,7 @@
 train.pt (saved in training mode), listarg.pt (forward takes a list),
 twounsupported.pt (two node kinds NNAPI conversion has no lowering for),
 flexsize.pt (an upsampling size computed from the input's height and width),
+neverfits.pt (a reshape that fails at every flexible length),
 truncated.pt (the first half of a good archive), empty.pt."""
 import os
 import sys
@@ -51,6 +52,17 @@ class FlexSize(torch.nn.Module):
 
 
 torch.jit.trace(FlexSize().eval(), x).save(os.path.join(out, "flexsize.pt"))
+
+
+class NeverFits(torch.nn.Module):
+    """(B, L, 4) into windows of 7 with 5 channels: no L fits."""
+
+    def forward(self, x):
+        b, n, c = x.shape
+        return x.reshape(b, n // 7, 7, c + 1)
+
+
+torch.jit.script(NeverFits().eval()).save(os.path.join(out, "neverfits.pt"))
 
 good = os.path.join(out, "good.pt")
 torch.jit.trace(Conv().eval(), x).save(good)

@@ -189,6 +189,12 @@ tty = subprocess.run(["script", "-qec", " ".join(shlex.quote(a) for a in cmd), "
 check("on a terminal, image reading shows progress ('reading calibration images 5/6')",
       tty.returncode == 0 and "reading calibration images 5/6" in tty.stdout, tty.stdout[-400:])
 check("on a pipe, no progress line", "reading calibration images" not in text, text)
+quiet = subprocess.run(["script", "-qec", " ".join(shlex.quote(a) for a in cmd + ["-q"]),
+                        "/dev/null"], capture_output=True, text=True)
+check("on a terminal with -q (errors only), no progress line",
+      quiet.returncode == 0 and os.path.exists(path("tty.q.pt")) and
+      "reading calibration images" not in quiet.stdout and "on samples" not in quiet.stdout,
+      quiet.stdout[-400:])
 
 # --- (b) a conversion on images converts and verifies ----------------------
 

@@ -32,6 +32,7 @@
    names the same options as the main `--help`.
 
 Usage: docs_commands.py NNAPI_CONVERT SOURCE_DIR EXAMPLE_MODEL [MAN_PAGE]
+       docs_commands.py --self-test    (the table reader on rows written here)
 """
 import gzip
 import json
@@ -43,8 +44,10 @@ import subprocess
 import sys
 import tempfile
 
-BIN, SRC, EXAMPLE = sys.argv[1], sys.argv[2], sys.argv[3]
-MAN = sys.argv[4] if len(sys.argv) > 4 else ""
+SELF_TEST = sys.argv[1:] == ["--self-test"]
+if not SELF_TEST:
+    BIN, SRC, EXAMPLE = sys.argv[1], sys.argv[2], sys.argv[3]
+    MAN = sys.argv[4] if len(sys.argv) > 4 else ""
 # Words after which "nnapi-convert" is a name, not the command being run.
 NOT_A_COMMAND_AFTER = {"-t", "--bin", "man", "install", "clone", "cd", "NNAPI_CONVERT="}
 # Command lines the docs show as usage errors on purpose.
@@ -137,7 +140,8 @@ def table_options(text):
     for line in text.split("\n"):
         if not line.startswith("| `-"):
             continue
-        first = line.split("|")[1]
+        # A cell's `\|` (an escaped bar, as in `a\|b` choices) is no column break.
+        first = re.split(r"(?<!\\)\|", line)[1]
         for span in re.findall(r"`([^`]+)`", first):
             for o in re.findall(r"(?:^|[\s,/])(--[a-z][a-z0-9-]*|-[a-zA-Z])\b", " " + span):
                 opts.add(o)
@@ -151,7 +155,7 @@ def subcommands():
     return tuple(m.group(1) for m in re.finditer(r"^  ([a-z][a-z-]*)\s", block, re.M))
 
 
-SUBCOMMANDS = subcommands()
+SUBCOMMANDS = () if SELF_TEST else subcommands()
 
 
 def run(args, cwd, timeout=300):
@@ -328,5 +332,25 @@ def main():
         shutil.rmtree(work_root, ignore_errors=True)
 
 
+def self_test():
+    """table_options on rows like docs/cli.md's: an escaped bar in the first
+    cell must not hide the options after it."""
+    row = ("| `--quantize uint8`, `--calibration-method minmax\\|histogram`, "
+           "`--quantize-skip KIND\\|VALUE`, `--min-sqnr DB` | quantization; `a\\|b` |\n")
+    cases = [
+        (row, {"--quantize", "--calibration-method", "--quantize-skip", "--min-sqnr"}),
+        ("| `--preference low-power\\|fast` | preference |\n", {"--preference"}),
+        ("| `-q`, `--quiet` | quiet |\n| not an option row `--x` |\n", {"-q", "--quiet"}),
+    ]
+    failed = 0
+    for text, want in cases:
+        got = table_options(text)
+        if got != want:
+            failed += 1
+            print("docs: table_options(%r) = %s, expected %s" % (text, sorted(got), sorted(want)))
+    print("docs: table self-test %s" % ("failed" if failed else "ok"))
+    return 1 if failed else 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(self_test() if SELF_TEST else main())

@@ -98,13 +98,16 @@ TEST(Dims, PadTileAndBlockSizes) {
   EXPECT_EQ(space_to_depth_dim({8, ""}, 2).value, 4);
 }
 
-// lower_cat's rule, the reference's: the parts' numbers summed; only when all
-// parts are load-time sizes the text of their sum.
-TEST(Dims, ConcatDimSumsAsTheReferenceDoes) {
+// torch.cat's size along the dim is the sum of the parts' sizes: a number
+// when every part's is one, else the text of the sum (the reference's text
+// where every part is a load-time size; where fixed and load-time parts mix,
+// the reference declares the fixed parts' sum alone, which is wrong).
+TEST(Dims, ConcatDimSumsEveryPart) {
   const SymInt a = sym_dim(1, {0}, 0), b = sym_dim(2, {0}, 0);
   EXPECT_EQ(concat_dim({a, b}).expr, "s_1_0 + s_2_0");
   EXPECT_EQ(concat_dim({{3, ""}, {4, ""}}).value, 7);
-  EXPECT_EQ(concat_dim({a, {4, ""}}).value, 4);
+  EXPECT_EQ(concat_dim({a, {4, ""}}).expr, "s_1_0 + 4");
+  EXPECT_EQ(concat_dim({{1, ""}, a, {2, ""}}).expr, "1 + s_1_0 + 2");
 }
 
 TEST(Dims, BroadcastAndPermutedDimsForwardFlexibleSizes) {

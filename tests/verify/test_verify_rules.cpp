@@ -11,6 +11,7 @@
 // has another scale than the model's output, the integers being right.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+#include <torch/csrc/jit/serialization/import.h>
 
 #include <cmath>
 #include <filesystem>
@@ -150,6 +151,71 @@ TEST(VerifyRules, VerifyFailsOnTheOutputTemplatesScale) {
   ASSERT_EQ(wrong.outputs.size(), 1u);
   EXPECT_NE(wrong.outputs[0].problem.find("but the model's output has scale"), std::string::npos)
       << wrong.outputs[0].problem;
+  fs::remove_all(out);
+}
+
+// A quint8 avg_pool2d with count_include_pad=False and no ceil_mode: the
+// conversion's AVERAGE_POOL_2D averages over the cells within the input
+// (NeuralNetworks.h), as the flag asks, where eager PyTorch's QNNPACK kernel
+// divides by the whole window; --verify compares with what the flag asks, so
+// the right conversion passes and one whose output scale is doubled fails.
+TEST(VerifyRules, QuantizedAvgPoolExcludingPaddingAsTheFlagAsks) {
+  const char* root = std::getenv("NNAPI_FIXTURES_DIR");
+  ASSERT_TRUE(root) << "NNAPI_FIXTURES_DIR must name the test_nnapi fixtures";
+  for (const char* name :
+       {"beyond-qavg_pool2d-exclude-pad-quant", "beyond-qavg_pool2d-exclude-pad-quant-nhwc"}) {
+    const fs::path dir = fs::path(root) / name;
+    ConvertOptions o = fixtures::convert_options(dir, fixtures::read_json(dir / "case.json"));
+    Conversion c = convert(o);
+    const fs::path out = fixtures::unique_temp_path("verify-qavg");
+    fs::create_directories(out);
+    write_nnapi_module(c, o, (out / "right.nnapi.pt").string(), false);
+    VerifyReport right = verify_conversion(o, (out / "right.nnapi.pt").string(), VerifyOptions());
+    EXPECT_TRUE(right.ok) << name << ": "
+                          << (right.outputs.empty() ? "" : right.outputs[0].problem);
+    ASSERT_EQ(c.templates.size(), 1u);
+    c.templates[0].scale *= 2;
+    write_nnapi_module(c, o, (out / "wrong.nnapi.pt").string(), false);
+    VerifyReport wrong = verify_conversion(o, (out / "wrong.nnapi.pt").string(), VerifyOptions());
+    EXPECT_FALSE(wrong.ok) << name;
+    fs::remove_all(out);
+  }
+}
+
+// A converted module with a flexible batch called at batch 1, 3, then 1 again:
+// it compiles again for each new size (the reference's NnapiModule compiles
+// once, and PyTorch's NNAPI binding then refuses other sizes at
+// Execution_setInput), and each call matches eager PyTorch.
+TEST(VerifyRules, FlexibleModuleCompilesAgainForOtherSizes) {
+  const char* root = std::getenv("NNAPI_FIXTURES_DIR");
+  ASSERT_TRUE(root) << "NNAPI_FIXTURES_DIR must name the test_nnapi fixtures";
+  const fs::path dir = fs::path(root) / "beyond-split-flex-batch";  // --input 0x3x4
+  ConvertOptions o = fixtures::convert_options(dir, fixtures::read_json(dir / "case.json"));
+  ASSERT_EQ(o.inputs.size(), 1u);
+  ASSERT_EQ(o.inputs[0].dims[0], 0) << "the fixture's batch is flexible";
+  Conversion c = convert(o);
+  const fs::path out = fixtures::unique_temp_path("verify-resize");
+  fs::create_directories(out);
+  write_nnapi_module(c, o, (out / "m.nnapi.pt").string(), false);
+  load_nnapi_runtime(std::getenv("NNAPI_CONVERT_RUNTIME") ? std::getenv("NNAPI_CONVERT_RUNTIME")
+                                                          : "");
+  torch::jit::Module converted = torch::jit::load((out / "m.nnapi.pt").string());
+  torch::jit::Module model = torch::jit::load((dir / "model.pt").string());
+  model.eval();
+  at::NoGradGuard no_grad;
+  for (int64_t batch : {1, 3, 1}) {
+    const at::Tensor x = at::randn({batch, 3, 4});
+    c10::IValue got, want = model.forward({x.clone()});
+    ASSERT_NO_THROW(got = converted.forward({x.clone()})) << "batch " << batch;
+    const auto& g = got.toTupleRef().elements();
+    const auto& w = want.toTupleRef().elements();
+    ASSERT_EQ(g.size(), w.size());
+    for (size_t i = 0; i < g.size(); ++i) {
+      EXPECT_EQ(g[i].toTensor().sizes(), w[i].toTensor().sizes()) << "batch " << batch;
+      EXPECT_TRUE(at::allclose(g[i].toTensor(), w[i].toTensor(), 1e-4, 1e-4))
+          << "batch " << batch << ", output " << i;
+    }
+  }
   fs::remove_all(out);
 }
 
