@@ -116,11 +116,15 @@ JobResult run_job(const Job& job) {
       }
     }
     if (r.exit_code == 0) {
+      // The renames and the directory's fsync are the write phase's too (as a
+      // save's truncation and fsyncs would be): --timings' write includes them.
+      const auto tc = std::chrono::steady_clock::now();
       try {
         files.commit();
       } catch (const OutputError& e) {
         throw ConvertError(1, e.what());
       }
+      r.times.write_ms += ms_since(tc);
       r.ok = true;
     }
   } catch (const ConvertError& e) {

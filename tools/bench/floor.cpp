@@ -9,33 +9,16 @@
 //
 // --save-only gives the write phase's floor: LibTorch saving the bytes
 // nnapi-convert wrote (load its output, save it again).
-#include <fcntl.h>
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/passes/freeze_module.h>
 #include <torch/csrc/jit/serialization/import.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
 
-namespace {
-
-// fsync of `path`, then of its directory; false on any failure.
-bool sync_file_and_directory(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
-  bool ok = true;
-  for (const std::string& p : {path, dir}) {
-    const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-    ok = ok && fd >= 0 && ::fsync(fd) == 0;
-    if (fd >= 0) ::close(fd);
-  }
-  return ok;
-}
-
-}  // namespace
+#include "durable.h"
 
 int main(int argc, char** argv) {
   const bool save_only = argc >= 4 && std::strcmp(argv[1], "--save-only") == 0;
@@ -50,7 +33,7 @@ int main(int argc, char** argv) {
     torch::jit::Module module = torch::jit::load(in);
     const auto t0 = std::chrono::steady_clock::now();
     module.save(out);
-    if (durable && !sync_file_and_directory(out)) {
+    if (durable && !bench::sync_file_and_directory(out)) {
       std::fprintf(stderr, "fsync of %s failed\n", out);
       return 1;
     }
