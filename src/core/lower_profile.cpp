@@ -1,21 +1,36 @@
 #include "core/lower_profile.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
 namespace nnapi_convert {
+namespace {
+
+int64_t minor_faults() {
+  rusage u{};
+  getrusage(RUSAGE_THREAD, &u);
+  return u.ru_minflt;
+}
+
+}  // namespace
 
 LowerProfile::LowerProfile() : on_(std::getenv("NNAPI_CONVERT_PROFILE_LOWER") != nullptr) {
-  if (on_) t0_ = Clock::now();
+  if (!on_) return;
+  faults0_ = minor_faults();
+  t0_ = Clock::now();
 }
 
 void LowerProfile::step(const char* name) {
   if (!on_) return;
   const Clock::time_point now = Clock::now();
-  steps_.emplace_back(name,
-                      std::chrono::duration_cast<std::chrono::nanoseconds>(now - t0_).count());
-  t0_ = now;
+  const int64_t faults = minor_faults();
+  steps_.push_back({name, std::chrono::duration_cast<std::chrono::nanoseconds>(now - t0_).count(),
+                    faults - faults0_});
+  faults0_ = faults;
+  t0_ = Clock::now();  // (the fault count's own time left out)
 }
 
 void LowerProfile::end_node(c10::Symbol kind) {
@@ -34,10 +49,12 @@ void LowerProfile::report(const std::string& model, const char* last) {
   std::sort(rows.begin(), rows.end(),
             [](const auto& a, const auto& b) { return a.second.ns > b.second.ns; });
   int64_t total = 0;
-  for (const auto& s : steps_) total += s.second;
+  for (const Step& s : steps_) total += s.ns;
   std::fprintf(stderr, "nnapi-convert: profile: %s: lower %.3f ms\n", model.c_str(), total / 1e6);
-  for (const auto& s : steps_)
-    std::fprintf(stderr, "  step %-28s %9.3f ms\n", s.first.c_str(), s.second / 1e6);
+  for (const Step& s : steps_) {
+    std::fprintf(stderr, "  step %-28s %9.3f ms %5lld page faults\n", s.name.c_str(), s.ns / 1e6,
+                 static_cast<long long>(s.faults));
+  }
   for (const auto& r : rows) {
     std::fprintf(stderr, "  kind %-28s %9.3f ms %5lld nodes %8.2f us/node\n",
                  r.first.toQualString(), r.second.ns / 1e6, static_cast<long long>(r.second.count),

@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
-#include <utility>
 #include <vector>
 
 namespace nnapi_convert {
@@ -39,7 +38,12 @@ class LowerProfile {
   bool on_ = false;
   int depth_ = 0;
   Clock::time_point t0_, node_t0_;
-  std::vector<std::pair<std::string, int64_t>> steps_;  // name, ns
+  int64_t faults0_ = 0;  // minor page faults of this thread at t0_
+  struct Step {
+    std::string name;
+    int64_t ns, faults;
+  };
+  std::vector<Step> steps_;
   std::unordered_map<c10::Symbol, KindTime> kinds_;
 };
 
