@@ -213,6 +213,8 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
     }
   }
   profile.step("input checks");
+  lowering_table();
+  profile.step("lowering table");
   check_supported(*graph, path);
   profile.step("check_supported");
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 
 namespace nnapi_convert {
 namespace {
@@ -15,21 +16,32 @@ int64_t minor_faults() {
   return u.ru_minflt;
 }
 
+// This thread's CPU time: unlike the wall clock, not counting the time
+// other processes had the core.
+int64_t thread_cpu_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return int64_t{t.tv_sec} * 1000000000 + t.tv_nsec;
+}
+
 }  // namespace
 
 LowerProfile::LowerProfile() : on_(std::getenv("NNAPI_CONVERT_PROFILE_LOWER") != nullptr) {
   if (!on_) return;
   faults0_ = minor_faults();
+  cpu0_ = thread_cpu_ns();
   t0_ = Clock::now();
 }
 
 void LowerProfile::step(const char* name) {
   if (!on_) return;
   const Clock::time_point now = Clock::now();
+  const int64_t cpu = thread_cpu_ns();
   const int64_t faults = minor_faults();
   steps_.push_back({name, std::chrono::duration_cast<std::chrono::nanoseconds>(now - t0_).count(),
-                    faults - faults0_});
+                    cpu - cpu0_, faults - faults0_});
   faults0_ = faults;
+  cpu0_ = thread_cpu_ns();
   t0_ = Clock::now();  // (the fault count's own time left out)
 }
 
@@ -48,12 +60,16 @@ void LowerProfile::report(const std::string& model, const char* last) {
   std::vector<std::pair<c10::Symbol, KindTime>> rows(kinds_.begin(), kinds_.end());
   std::sort(rows.begin(), rows.end(),
             [](const auto& a, const auto& b) { return a.second.ns > b.second.ns; });
-  int64_t total = 0;
-  for (const Step& s : steps_) total += s.ns;
-  std::fprintf(stderr, "nnapi-convert: profile: %s: lower %.3f ms\n", model.c_str(), total / 1e6);
+  int64_t total = 0, cpu = 0;
   for (const Step& s : steps_) {
-    std::fprintf(stderr, "  step %-28s %9.3f ms %5lld page faults\n", s.name.c_str(), s.ns / 1e6,
-                 static_cast<long long>(s.faults));
+    total += s.ns;
+    cpu += s.cpu_ns;
+  }
+  std::fprintf(stderr, "nnapi-convert: profile: %s: lower %.3f ms (CPU %.3f ms)\n", model.c_str(),
+               total / 1e6, cpu / 1e6);
+  for (const Step& s : steps_) {
+    std::fprintf(stderr, "  step %-28s %9.3f ms (CPU %.3f ms) %5lld page faults\n", s.name.c_str(),
+                 s.ns / 1e6, s.cpu_ns / 1e6, static_cast<long long>(s.faults));
   }
   for (const auto& r : rows) {
     std::fprintf(stderr, "  kind %-28s %9.3f ms %5lld nodes %8.2f us/node\n",

@@ -39,9 +39,10 @@ class LowerProfile {
   int depth_ = 0;
   Clock::time_point t0_, node_t0_;
   int64_t faults0_ = 0;  // minor page faults of this thread at t0_
+  int64_t cpu0_ = 0;     // this thread's CPU time at t0_, ns
   struct Step {
     std::string name;
-    int64_t ns, faults;
+    int64_t ns, cpu_ns, faults;
   };
   std::vector<Step> steps_;
   std::unordered_map<c10::Symbol, KindTime> kinds_;

@@ -347,15 +347,14 @@ std::string convolution_support(const Node* node) {
   const auto transposed = full ? torch::jit::toIValue(node->input(6)) : c10::nullopt;
   const bool transpose = transposed && transposed->isBool() && transposed->toBool();
   if (w.dim() == 5) return "";  // video.cpp (which refuses a transposed one, naming the node)
-  const int64_t groups = integer(full ? 8 : 6);
-  const std::vector<int64_t> dilation = ints(5);
-  const bool dilated =
-      std::any_of(dilation.begin(), dilation.end(), [](int64_t d) { return d != 1; });
   // A transposed convolution takes groups, dilation and any output_padding
   // (densify_transposed_weight, emit_transposed_extra).
   // (out, in / groups, kh, kw): depthwise when each group has one input channel.
-  if (!transpose && groups != 1 && w.size(1) != 1 && dilated) return "dilated grouped";
-  return "";
+  if (transpose || w.size(1) == 1 || integer(full ? 8 : 6) == 1) return "";
+  const std::vector<int64_t> dilation = ints(5);
+  const bool dilated =
+      std::any_of(dilation.begin(), dilation.end(), [](int64_t d) { return d != 1; });
+  return dilated ? "dilated grouped" : "";
 }
 
 }  // namespace

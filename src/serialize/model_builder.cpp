@@ -72,11 +72,11 @@ int32_t ModelBuilder::add_weight(NnapiOperand operand, at::Tensor tensor) {
 
 int32_t ModelBuilder::add_immediate(nnapi::OperandType type, std::vector<uint8_t> bytes,
                                     std::vector<int64_t> dims) {
-  auto key = std::make_pair(static_cast<int32_t>(type), bytes);
+  auto key = std::make_pair(static_cast<int32_t>(type), std::move(bytes));
   auto it = immediates_.find(key);
   if (it != immediates_.end()) return it->second;
   int32_t id = add_operand({type, std::move(dims), 0.0, 0, {}});
-  values_.push_back({id, nnapi::ValueSource::Immediate, std::move(bytes), {}});
+  values_.push_back({id, nnapi::ValueSource::Immediate, key.second, {}});
   immediates_.emplace(std::move(key), id);
   return id;
 }
@@ -123,15 +123,20 @@ void ModelBuilder::add_operation(nnapi::Op op, const std::vector<int32_t>& input
   operation_args_.insert(operation_args_.end(), inputs.begin(), inputs.end());
   operation_args_.insert(operation_args_.end(), outputs.begin(), outputs.end());
   // The level from the validator's rules, which know the operand types each
-  // operation takes since which level (RESHAPE of TENSOR_INT32: 6).
-  std::vector<nnapi_validate::Operand> views(inputs.size() + outputs.size());
-  std::vector<const nnapi_validate::Operand*> ins, outs;
+  // operation takes since which level (RESHAPE of TENSOR_INT32: 6). The views
+  // are kept from one operation to the next (their dims' memory too).
+  thread_local std::vector<nnapi_validate::Operand> views;
+  thread_local std::vector<const nnapi_validate::Operand*> ins, outs;
+  if (views.size() < inputs.size() + outputs.size()) views.resize(inputs.size() + outputs.size());
+  ins.clear();
+  outs.clear();
   size_t k = 0;
   for (const auto* ids : {&inputs, &outputs}) {
     for (int32_t id : *ids) {
       const NnapiOperand& o = operands_.at(id);
       nnapi_validate::Operand& v = views[k++];
       v.type = o.type;
+      v.dims.clear();
       for (int64_t d : o.dims) v.dims.push_back(d > 0 ? static_cast<uint32_t>(d) : 0);
       v.scale = static_cast<float>(o.scale);
       v.zero_point = static_cast<int32_t>(o.zero_point);
