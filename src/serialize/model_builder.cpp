@@ -81,16 +81,36 @@ int32_t ModelBuilder::add_immediate(nnapi::OperandType type, std::vector<uint8_t
   return id;
 }
 
+int32_t ModelBuilder::add_scalar(nnapi::OperandType type, uint32_t bits, size_t bytes) {
+  const uint64_t key = (uint64_t{static_cast<uint32_t>(type)} << 32) | bits;
+  auto it = scalars_.find(key);
+  if (it != scalars_.end()) return it->second;
+  // The value's bytes as bytes_of gives them (a bool's one byte, 0 or 1).
+  std::vector<uint8_t> data(bytes);
+  if (bytes == 1) {
+    data[0] = static_cast<uint8_t>(bits);
+  } else {
+    std::memcpy(data.data(), &bits, bytes);
+  }
+  const int32_t id = add_immediate(type, std::move(data), {});
+  scalars_.emplace(key, id);
+  return id;
+}
+
 int32_t ModelBuilder::add_int_scalar(int32_t v) {
-  return add_immediate(nnapi::OperandType::Int32, bytes_of(v), {});
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return add_scalar(nnapi::OperandType::Int32, bits, sizeof v);
 }
 
 int32_t ModelBuilder::add_float_scalar(float v) {
-  return add_immediate(nnapi::OperandType::Float32, bytes_of(v), {});
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return add_scalar(nnapi::OperandType::Float32, bits, sizeof v);
 }
 
 int32_t ModelBuilder::add_bool_scalar(bool v) {
-  return add_immediate(nnapi::OperandType::Bool, {static_cast<uint8_t>(v ? 1 : 0)}, {});
+  return add_scalar(nnapi::OperandType::Bool, v ? 1 : 0, 1);
 }
 
 int32_t ModelBuilder::add_int_vector(const std::vector<int64_t>& v) {
