@@ -391,6 +391,24 @@ TEST_F(Validate, ReshapeOfInt32NeedsFeatureLevel6) {
   EXPECT_EQ(all_text(validate(c, b, level)), "");
 }
 
+TEST_F(Validate, OperandTypeAboveTheTargetLevelIsNamed) {
+  // TENSOR_FLOAT16 came with feature level 3 (Android API level 29), and
+  // RELU takes it since the same level: the first reason found, the
+  // operand's type, is the one named.
+  Converted c = load("pointwise_unary-relu");
+  Blob b = c.blob;
+  for (BlobOperand& o : b.operands)
+    if (o.type == OperandType::TensorFloat32) o.type = OperandType::TensorFloat16;
+  const size_t k = first_op(b, Op::Relu);
+  nnapi_validate::Options level;
+  level.feature_level = 2;
+  expect_one(validate(c, b, level), static_cast<int64_t>(k), Rule::FeatureLevel,
+             "an operand of type TENSOR_FLOAT16 needs NNAPI feature level 3 (Android API level "
+             "29), above the target level 2 (Android API level 28)");
+  level.feature_level = 3;
+  EXPECT_EQ(all_text(validate(c, b, level)), "");
+}
+
 TEST_F(Validate, MovesWithoutInt32AreRefusedAtEveryLevel) {
   // SQUEEZE, STRIDED_SLICE, TRANSPOSE, CONCATENATION: FLOAT16, FLOAT32,
   // QUANT8_ASYMM (and QUANT8_ASYMM_SIGNED), no TENSOR_INT32 at any level.
