@@ -52,6 +52,7 @@ void LowerProfile::end_node(c10::Symbol kind) {
   KindTime& k = kinds_[kind];
   ++k.count;
   k.ns += ns;
+  nodes_.emplace_back(kind, ns);
 }
 
 void LowerProfile::report(const std::string& model, const char* last) {
@@ -75,6 +76,17 @@ void LowerProfile::report(const std::string& model, const char* last) {
     std::fprintf(stderr, "  kind %-28s %9.3f ms %5lld nodes %8.2f us/node\n",
                  r.first.toQualString(), r.second.ns / 1e6, static_cast<long long>(r.second.count),
                  r.second.ns / 1e3 / static_cast<double>(r.second.count));
+  }
+  // The slowest nodes: a first call's cost (a cold path, an operator's
+  // first dispatch) shows here rather than in its kind's average.
+  std::vector<size_t> order(nodes_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const size_t shown = std::min<size_t>(order.size(), 8);
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(shown), order.end(),
+                    [&](size_t a, size_t b) { return nodes_[a].second > nodes_[b].second; });
+  for (size_t i = 0; i < shown; ++i) {
+    const auto& [kind, ns] = nodes_[order[i]];
+    std::fprintf(stderr, "  node %-5zu %-27s %9.3f ms\n", order[i], kind.toQualString(), ns / 1e6);
   }
 }
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace nnapi_convert {
@@ -46,6 +47,8 @@ class LowerProfile {
   };
   std::vector<Step> steps_;
   std::unordered_map<c10::Symbol, KindTime> kinds_;
+  // Each outermost node's time, in graph order (the slowest are listed).
+  std::vector<std::pair<c10::Symbol, int64_t>> nodes_;
 };
 
 }  // namespace nnapi_convert
