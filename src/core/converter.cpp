@@ -13,6 +13,7 @@
 #include "core/fallback.h"
 #include "core/folding.h"
 #include "core/loader.h"
+#include "core/lower_profile.h"
 #include "core/trace.h"
 #include "core/validation.h"
 #include "lower/emit.h"
@@ -263,6 +264,7 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
                        const ConvertOptions& options, LoweringTrace* trace, const Node** failed) {
   Conversion result;
   auto t0 = std::chrono::steady_clock::now();
+  LowerProfile profile;
   torch::jit::Graph* graph = &graph_ref;
   const std::string& path = options.model_path;
 
@@ -286,10 +288,15 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
       }
     }
   }
+  profile.step("input checks");
+  lowering_table();
+  profile.step("lowering table");
   check_supported(*graph, path);
+  profile.step("check_supported");
 
   LoweringContext cx;
   FusionPlan plan(*graph, lowering_table(), options.fuse_activations);
+  profile.step("fusion plan");
   cx.set_fusion_plan(&plan);
   cx.set_min_android_api(options.min_android_api);
   cx.set_nhwc(options.nhwc);
@@ -330,6 +337,7 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
     input_ids.push_back(id);
     result.inp_mem_fmts.push_back(static_cast<int64_t>(cx.operand(id).dim_order));
   }
+  profile.step("model inputs");
   const Node* current = nullptr;
   const Node* offending = nullptr;  // the node of a returned value that is no operand
   // Per NNAPI operation: the node it was lowered from (for the validator's
@@ -339,7 +347,7 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
   // One node: folded, shape arithmetic, part of a group, or its kind's
   // lowering. The nodes of an `if` branch taken during conversion come here
   // too (control.cpp).
-  const auto lower_one = [&](const Node* node) {
+  const auto lower_node = [&](const Node* node) {
     op_nodes.resize(m.operation_count(), current);
     current = node;
     if (folder.try_fold(cx, node) || lower_symbolic_arithmetic(cx, node)) return;
@@ -374,10 +382,16 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
     check_operand_ranks(m, operands_before);
     if (const auto& over = m.first_over_limit()) fail_above_target(*over, options);
   };
+  const auto lower_one = [&](const Node* node) {
+    profile.begin_node();
+    lower_node(node);
+    profile.end_node(node->kind());
+  };
   cx.set_node_lowerer(lower_one);
   try {
     for (const Node* node : graph->nodes()) lower_one(node);
     op_nodes.resize(m.operation_count(), current);
+    profile.step("nodes");
     if (trace) {
       trace->operations = op_nodes;
       record_values(cx, *graph, trace);
@@ -496,6 +510,7 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
     throw node_error(path, graph->return_node(), current, e.what_without_backtrace());
   }
   result.times.lower_ms = ms_since(t0);
+  profile.report(path, "model outputs");
 
   t0 = std::chrono::steady_clock::now();
   SerializedModel ser;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <sstream>
+#include <type_traits>
 #include <utility>
 
 #include "nnapi_convert/blob.h"
@@ -45,6 +46,17 @@ float load_f32(const uint8_t* p) {
   float f;
   std::memcpy(&f, &u, sizeof f);
   return f;
+}
+
+// What a check is about, for its message: a string, or a callable that makes
+// one, so that the text is built only when the check fails.
+template <typename What>
+std::string what_text(const What& what) {
+  if constexpr (std::is_invocable_v<const What&>) {
+    return what();
+  } else {
+    return std::string(what);
+  }
 }
 
 // Stored size of a value: its length rounded up to a multiple of 4.
@@ -154,10 +166,11 @@ class Parser {
 
  private:
   // Fails unless `bytes` more bytes are available at pos_.
-  void need(uint64_t bytes, const std::string& what) const {
+  template <typename What>
+  void need(uint64_t bytes, const What& what) const {
     if (bytes > size_ - pos_)
-      fail(what, " needs ", bytes, " bytes at byte offset ", pos_, " but the blob ends at byte ",
-           size_);
+      fail(what_text(what), " needs ", bytes, " bytes at byte offset ", pos_,
+           " but the blob ends at byte ", size_);
   }
 
   int32_t word_at(size_t offset) const { return load_i32(data_ + offset); }
@@ -297,7 +310,7 @@ class Parser {
   void read_dims() {
     for (size_t i = 0; i < blob_.operands.size(); ++i) {
       const uint32_t rank = ranks_[i];
-      need(uint64_t{4} * rank, "dimensions of operand " + std::to_string(i));
+      need(uint64_t{4} * rank, [&] { return "dimensions of operand " + std::to_string(i); });
       auto& dims = blob_.operands[i].dims;
       dims.resize(rank);
       for (uint32_t d = 0; d < rank; ++d) {
@@ -316,7 +329,9 @@ class Parser {
       const size_t idx = static_cast<size_t>(val.operand);
       BlobOperand& op = blob_.operands[idx];
       const uint64_t phys = physical_size(val.length);
-      need(phys, "data of value " + std::to_string(v) + " (operand " + std::to_string(idx) + ")");
+      need(phys, [&] {
+        return "data of value " + std::to_string(v) + " (operand " + std::to_string(idx) + ")";
+      });
       val.data_offset = pos_;
       const uint8_t* p = data_ + pos_;
       if (op.value >= 0)
@@ -373,11 +388,12 @@ class Parser {
     }
   }
 
-  uint32_t read_operand_index(const std::string& what) {
+  template <typename What>
+  uint32_t read_operand_index(const What& what) {
     const int32_t i = word_at(pos_);
     if (i < 0 || i >= counts_[0])
-      fail(what, " (byte offset ", pos_, ") refers to operand ", i, ", out of range (there are ",
-           counts_[0], " operands)");
+      fail(what_text(what), " (byte offset ", pos_, ") refers to operand ", i,
+           ", out of range (there are ", counts_[0], " operands)");
     pos_ += 4;
     return static_cast<uint32_t>(i);
   }
@@ -386,22 +402,26 @@ class Parser {
     for (size_t k = 0; k < blob_.operations.size(); ++k) {
       BlobOperation& op = blob_.operations[k];
       const auto [in, out] = arg_counts_[k];
-      const std::string label = "operation " + std::to_string(k) + " (" +
-                                nnapi::op_name(static_cast<nnapi::Op>(op.opcode)) + ")";
-      need(uint64_t{4} * (uint64_t(in) + out), "arguments of " + label);
+      const auto label = [&] {
+        return "operation " + std::to_string(k) + " (" +
+               nnapi::op_name(static_cast<nnapi::Op>(op.opcode)) + ")";
+      };
+      need(uint64_t{4} * (uint64_t(in) + out), [&] { return "arguments of " + label(); });
       op.inputs.reserve(in);
       for (uint32_t j = 0; j < in; ++j)
-        op.inputs.push_back(read_operand_index(label + " input " + std::to_string(j)));
+        op.inputs.push_back(
+            read_operand_index([&] { return label() + " input " + std::to_string(j); }));
       op.outputs.reserve(out);
       for (uint32_t j = 0; j < out; ++j) {
         const size_t at = pos_;
-        const uint32_t o = read_operand_index(label + " output " + std::to_string(j));
+        const uint32_t o =
+            read_operand_index([&] { return label() + " output " + std::to_string(j); });
         BlobOperand& operand = blob_.operands[o];
         if (operand.value >= 0)
-          fail(label, " output ", j, " (byte offset ", at, ") writes operand ", o,
+          fail(label(), " output ", j, " (byte offset ", at, ") writes operand ", o,
                ", which has a constant value");
         if (operand.producer >= 0)
-          fail(label, " output ", j, " (byte offset ", at, ") writes operand ", o,
+          fail(label(), " output ", j, " (byte offset ", at, ") writes operand ", o,
                ", which operation ", operand.producer, " already writes");
         operand.producer = static_cast<int32_t>(k);
         op.outputs.push_back(o);
@@ -414,7 +434,7 @@ class Parser {
     blob_.inputs.reserve(static_cast<size_t>(counts_[3]));
     for (int32_t j = 0; j < counts_[3]; ++j) {
       const size_t at = pos_;
-      const uint32_t o = read_operand_index("model input " + std::to_string(j));
+      const uint32_t o = read_operand_index([&] { return "model input " + std::to_string(j); });
       const BlobOperand& operand = blob_.operands[o];
       if (operand.value >= 0)
         fail("model input ", j, " (byte offset ", at, ") is operand ", o,
@@ -432,7 +452,7 @@ class Parser {
     blob_.outputs.reserve(static_cast<size_t>(counts_[4]));
     for (int32_t j = 0; j < counts_[4]; ++j) {
       const size_t at = pos_;
-      const uint32_t o = read_operand_index("model output " + std::to_string(j));
+      const uint32_t o = read_operand_index([&] { return "model output " + std::to_string(j); });
       if (blob_.operands[o].value >= 0)
         fail("model output ", j, " (byte offset ", at, ") is operand ", o,
              ", which has a constant value");

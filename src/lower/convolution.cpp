@@ -11,6 +11,7 @@
 #include <cmath>
 #include <utility>
 
+#include "lower/constant_value.h"
 #include "lower/emit.h"
 #include "lower/registry.h"
 #include "lower/relayout.h"
@@ -159,7 +160,8 @@ void lower_conv(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 7,
         [&] { return std::string("malformed ") + node->kind().toQualString(); });
   at::Tensor weight = cx.constant_tensor(node->input(1));
-  const bool conv1d = node->kind() == c10::Symbol::fromQualString("aten::conv1d");
+  static const c10::Symbol conv1d_kind = c10::Symbol::fromQualString("aten::conv1d");
+  const bool conv1d = node->kind() == conv1d_kind;
   check(!conv1d || weight.dim() == 3, "aten::conv1d needs a 3-D weight");
   int32_t bias_id = optional_bias(cx, node->input(2), weight, false);
   ConvPoolArgs a =
@@ -330,9 +332,10 @@ namespace {
 // _convolution(x, w, b, stride, padding, dilation, transposed, output_padding,
 // groups, ...).
 std::string convolution_support(const Node* node) {
-  const bool full = node->kind() == c10::Symbol::fromQualString("aten::_convolution");
+  static const c10::Symbol convolution = c10::Symbol::fromQualString("aten::_convolution");
+  const bool full = node->kind() == convolution;
   if (node->inputs().size() != (full ? 13u : 7u)) return "";
-  const auto weight = torch::jit::toIValue(node->input(1));
+  const auto weight = constant_value(node->input(1));
   if (!weight || !weight->isTensor()) return "";
   const at::Tensor& w = weight->toTensor();
   if (w.dim() < 3 || w.dim() > 5) return std::to_string(w.dim() - 2) + "-D";
@@ -347,15 +350,14 @@ std::string convolution_support(const Node* node) {
   const auto transposed = full ? torch::jit::toIValue(node->input(6)) : c10::nullopt;
   const bool transpose = transposed && transposed->isBool() && transposed->toBool();
   if (w.dim() == 5) return "";  // video.cpp (which refuses a transposed one, naming the node)
-  const int64_t groups = integer(full ? 8 : 6);
-  const std::vector<int64_t> dilation = ints(5);
-  const bool dilated =
-      std::any_of(dilation.begin(), dilation.end(), [](int64_t d) { return d != 1; });
   // A transposed convolution takes groups, dilation and any output_padding
   // (densify_transposed_weight, emit_transposed_extra).
   // (out, in / groups, kh, kw): depthwise when each group has one input channel.
-  if (!transpose && groups != 1 && w.size(1) != 1 && dilated) return "dilated grouped";
-  return "";
+  if (transpose || w.size(1) == 1 || integer(full ? 8 : 6) == 1) return "";
+  const std::vector<int64_t> dilation = ints(5);
+  const bool dilated =
+      std::any_of(dilation.begin(), dilation.end(), [](int64_t d) { return d != 1; });
+  return dilated ? "dilated grouped" : "";
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Graph plumbing: constants, module attributes, lists and tuples.
 #include <torch/csrc/jit/ir/constants.h>
 
+#include "lower/constant_value.h"
 #include "lower/registry.h"
 
 namespace nnapi_convert {
@@ -17,7 +18,7 @@ void lower_getattr(LoweringContext& cx, const Node* node) {
 
 void lower_constant(LoweringContext& cx, const Node* node) {
   check(node->inputs().empty() && node->outputs().size() == 1, "malformed prim::Constant");
-  auto value = torch::jit::toIValue(node->output());
+  auto value = constant_value(node->output());
   check(value.has_value(), "prim::Constant without a value");
   cx.add_constant(node->output(), node->output()->type(), *value);
 }

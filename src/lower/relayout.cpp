@@ -207,6 +207,30 @@ bool owns_storage_alone(const at::Tensor& w) {
   return w.unsafeGetTensorImpl()->allow_tensor_metadata_change();
 }
 
+// w.permute(perm) for a strided CPU tensor, made without ATen's dispatcher
+// (whose first call of an operator costs tens of microseconds, and each
+// later one about one): a shallow copy of w's TensorImpl (a quantized one
+// keeps its quantizer) given the permuted sizes and strides.
+at::Tensor permuted_view(const at::Tensor& w, const std::vector<int64_t>& perm) {
+  if (!w.device().is_cpu() || w.layout() != at::kStrided ||
+      static_cast<int64_t>(perm.size()) != w.dim()) {
+    return w.permute(perm);
+  }
+  std::vector<int64_t> size(perm.size()), stride(perm.size());
+  std::vector<bool> seen(perm.size(), false);
+  for (size_t k = 0; k < perm.size(); ++k) {
+    const int64_t d = perm[k] < 0 ? perm[k] + w.dim() : perm[k];
+    if (d < 0 || d >= w.dim() || seen[d]) return w.permute(perm);  // (ATen's message)
+    seen[d] = true;
+    size[k] = w.size(d);
+    stride[k] = w.stride(d);
+  }
+  c10::intrusive_ptr<c10::TensorImpl> impl = w.unsafeGetTensorImpl()->shallow_copy_and_detach(
+      /*version_counter=*/c10::VariableVersion(0), /*allow_tensor_metadata_change=*/true);
+  impl->set_sizes_and_strides(size, stride);
+  return at::Tensor(std::move(impl));
+}
+
 }  // namespace
 
 void gather_strided(const void* src, void* dst, const std::vector<int64_t>& size,
@@ -219,7 +243,7 @@ void gather_strided(const void* src, void* dst, const std::vector<int64_t>& size
 }
 
 at::Tensor permuted_contiguous(const at::Tensor& w, const std::vector<int64_t>& perm) {
-  at::Tensor view = w.permute(perm);
+  at::Tensor view = permuted_view(w, perm);
   if (view.is_contiguous()) return view;
   const size_t elem = w.element_size();
   const std::vector<int64_t> size = view.sizes().vec();
@@ -241,7 +265,7 @@ at::Tensor permuted_contiguous(const at::Tensor& w, const std::vector<int64_t>& 
       step *= size[k];
     }
     w.unsafeGetTensorImpl()->set_sizes_and_strides(w.sizes(), restride);
-    return w.permute(perm);
+    return permuted_view(w, perm);
   }
   if (!w.device().is_cpu() || w.layout() != at::kStrided ||
       (w.is_quantized() && w.qscheme() != at::kPerTensorAffine)) {

@@ -335,7 +335,8 @@ Frames conv3d_frames(LoweringContext& cx, const Frames& x, const Conv3d& c,
 // padding, dilation, transposed, output_padding, groups, ...). False for
 // another weight rank (the 1-D and 2-D lowerings of convolution.cpp).
 bool lower_conv3d(LoweringContext& cx, const Node* node) {
-  const bool full = node->kind() == c10::Symbol::fromQualString("aten::_convolution");
+  static const c10::Symbol convolution = c10::Symbol::fromQualString("aten::_convolution");
+  const bool full = node->kind() == convolution;
   check(node->inputs().size() == (full ? 13u : 7u),
         [&] { return std::string("malformed ") + node->kind().toQualString(); });
   const at::Tensor weight = cx.constant_tensor(node->input(1));
@@ -621,6 +622,7 @@ const std::set<c10::Symbol>& per_frame_kinds() {
 // broadcast against the frames' dims, not the video's).
 bool per_frame(const LoweringContext& cx, const Node* node) {
   if (!per_frame_kinds().count(node->kind())) return false;
+  static const c10::Symbol batch_norm = c10::Symbol::fromQualString("aten::batch_norm");
   // A quantize of a contiguous 5-D tensor with fixed sizes but the batch (a
   // quantized video model's input) makes its frames, which keep its quant8
   // operations at rank 4.
@@ -639,8 +641,7 @@ bool per_frame(const LoweringContext& cx, const Node* node) {
       video = video || is_video(cx, v);
     } else if (cx.has_constant(v)) {
       const c10::IValue& c = cx.constant(v).value;
-      if (c.isTensor() && c.toTensor().numel() != 1 &&
-          node->kind() != c10::Symbol::fromQualString("aten::batch_norm")) {
+      if (c.isTensor() && c.toTensor().numel() != 1 && node->kind() != batch_norm) {
         return false;
       }
     }
@@ -682,7 +683,8 @@ bool reads_video(const LoweringContext& cx, const Node* node) {
   }();
   // The size of a video tensor with a flexible N is read from its 5-D
   // record, which the inverse TRANSPOSE makes (the frames' dim 0 is T*N).
-  if (node->kind() == c10::Symbol::fromQualString("aten::size")) {
+  static const c10::Symbol size = c10::Symbol::fromQualString("aten::size");
+  if (node->kind() == size) {
     return !is_video(cx, node->input(0)) || cx.get_operand(node->input(0)).op.shape[0] != 0;
   }
   return kinds.count(node->kind()) || per_frame(cx, node);

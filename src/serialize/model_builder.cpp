@@ -72,25 +72,45 @@ int32_t ModelBuilder::add_weight(NnapiOperand operand, at::Tensor tensor) {
 
 int32_t ModelBuilder::add_immediate(nnapi::OperandType type, std::vector<uint8_t> bytes,
                                     std::vector<int64_t> dims) {
-  auto key = std::make_pair(static_cast<int32_t>(type), bytes);
+  auto key = std::make_pair(static_cast<int32_t>(type), std::move(bytes));
   auto it = immediates_.find(key);
   if (it != immediates_.end()) return it->second;
   int32_t id = add_operand({type, std::move(dims), 0.0, 0, {}});
-  values_.push_back({id, nnapi::ValueSource::Immediate, std::move(bytes), {}});
+  values_.push_back({id, nnapi::ValueSource::Immediate, key.second, {}});
   immediates_.emplace(std::move(key), id);
   return id;
 }
 
+int32_t ModelBuilder::add_scalar(nnapi::OperandType type, uint32_t bits, size_t bytes) {
+  const uint64_t key = (uint64_t{static_cast<uint32_t>(type)} << 32) | bits;
+  auto it = scalars_.find(key);
+  if (it != scalars_.end()) return it->second;
+  // The value's bytes as bytes_of gives them (a bool's one byte, 0 or 1).
+  std::vector<uint8_t> data(bytes);
+  if (bytes == 1) {
+    data[0] = static_cast<uint8_t>(bits);
+  } else {
+    std::memcpy(data.data(), &bits, bytes);
+  }
+  const int32_t id = add_immediate(type, std::move(data), {});
+  scalars_.emplace(key, id);
+  return id;
+}
+
 int32_t ModelBuilder::add_int_scalar(int32_t v) {
-  return add_immediate(nnapi::OperandType::Int32, bytes_of(v), {});
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return add_scalar(nnapi::OperandType::Int32, bits, sizeof v);
 }
 
 int32_t ModelBuilder::add_float_scalar(float v) {
-  return add_immediate(nnapi::OperandType::Float32, bytes_of(v), {});
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return add_scalar(nnapi::OperandType::Float32, bits, sizeof v);
 }
 
 int32_t ModelBuilder::add_bool_scalar(bool v) {
-  return add_immediate(nnapi::OperandType::Bool, {static_cast<uint8_t>(v ? 1 : 0)}, {});
+  return add_scalar(nnapi::OperandType::Bool, v ? 1 : 0, 1);
 }
 
 int32_t ModelBuilder::add_int_vector(const std::vector<int64_t>& v) {
@@ -123,15 +143,20 @@ void ModelBuilder::add_operation(nnapi::Op op, const std::vector<int32_t>& input
   operation_args_.insert(operation_args_.end(), inputs.begin(), inputs.end());
   operation_args_.insert(operation_args_.end(), outputs.begin(), outputs.end());
   // The level from the validator's rules, which know the operand types each
-  // operation takes since which level (RESHAPE of TENSOR_INT32: 6).
-  std::vector<nnapi_validate::Operand> views(inputs.size() + outputs.size());
-  std::vector<const nnapi_validate::Operand*> ins, outs;
+  // operation takes since which level (RESHAPE of TENSOR_INT32: 6). The views
+  // are kept from one operation to the next (their dims' memory too).
+  thread_local std::vector<nnapi_validate::Operand> views;
+  thread_local std::vector<const nnapi_validate::Operand*> ins, outs;
+  if (views.size() < inputs.size() + outputs.size()) views.resize(inputs.size() + outputs.size());
+  ins.clear();
+  outs.clear();
   size_t k = 0;
   for (const auto* ids : {&inputs, &outputs}) {
     for (int32_t id : *ids) {
       const NnapiOperand& o = operands_.at(id);
       nnapi_validate::Operand& v = views[k++];
       v.type = o.type;
+      v.dims.clear();
       for (int64_t d : o.dims) v.dims.push_back(d > 0 ? static_cast<uint32_t>(d) : 0);
       v.scale = static_cast<float>(o.scale);
       v.zero_point = static_cast<int32_t>(o.zero_point);

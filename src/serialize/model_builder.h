@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -111,6 +112,10 @@ class ModelBuilder {
   std::vector<int32_t> outputs_;
   std::vector<at::Tensor> weights_;
   std::map<std::pair<int32_t, std::vector<uint8_t>>, int32_t> immediates_;
+  // The scalar immediates among them by (type << 32 | bits): looked up
+  // without building a key vector (a convolution adds about ten).
+  std::unordered_map<uint64_t, int32_t> scalars_;
+  int32_t add_scalar(nnapi::OperandType type, uint32_t bits, size_t bytes);
   int feature_level_ = nnapi::kMinFeatureLevel;
   int level_limit_ = nnapi::kMaxFeatureLevel;
   std::optional<OverLimit> over_limit_;

@@ -335,7 +335,9 @@ Shape broadcast(const Check& c, const Shape& a, const Shape& b) {
 void typed(Check& c, std::initializer_list<TypeLevel> types, size_t i) {
   for (const TypeLevel& t : types) {
     if (c.type(i) == t.type) {
-      c.needs_level(t.level, std::string(c.name()) + " of " + nnapi::operand_type_name(t.type));
+      // (The reason's text only where it raises the level.)
+      if (t.level > c.level())
+        c.needs_level(t.level, std::string(c.name()) + " of " + nnapi::operand_type_name(t.type));
       return;
     }
   }

@@ -173,18 +173,19 @@ bool check_graph(const Model& m, Graph& g, std::vector<Finding>& out) {
   for (size_t k = 0; k < m.operations.size(); ++k) {
     const Operation& op = m.operations[k];
     const char* name = nnapi::op_name_or_null(op.code);
-    const std::string where =
-        "operation " + str(k) + " " + (name ? name : "#" + std::to_string(op.code));
+    const auto where = [&] {
+      return "operation " + str(k) + " " + (name ? name : "#" + std::to_string(op.code));
+    };
     for (uint32_t i : op.inputs)
       if (!in_range(i)) {
         out.push_back({static_cast<int64_t>(k), name ? name : "", Rule::Graph,
-                       where + ": input operand " + str(i) + " does not exist"});
+                       where() + ": input operand " + str(i) + " does not exist"});
         ok = false;
       }
     for (uint32_t o : op.outputs) {
       if (!in_range(o)) {
         out.push_back({static_cast<int64_t>(k), name ? name : "", Rule::Graph,
-                       where + ": output operand " + str(o) + " does not exist"});
+                       where() + ": output operand " + str(o) + " does not exist"});
         ok = false;
         continue;
       }
@@ -202,7 +203,7 @@ bool check_graph(const Model& m, Graph& g, std::vector<Finding>& out) {
       }
       if (!problem.empty()) {
         out.push_back(
-            {static_cast<int64_t>(k), name ? name : "", Rule::Graph, where + ": " + problem});
+            {static_cast<int64_t>(k), name ? name : "", Rule::Graph, where() + ": " + problem});
       } else {
         g.producer[o] = static_cast<int64_t>(k);
       }
@@ -297,7 +298,10 @@ void operand_levels(Check& c, const std::vector<const Operand*>& ins,
   for (const auto* list : {&ins, &outs}) {
     for (const Operand* o : *list) {
       const int level = nnapi::operand_type_feature_level(static_cast<int32_t>(o->type));
-      c.needs_level(level, std::string("an operand of type ") + nnapi::operand_type_name(o->type));
+      // (The reason's text only where it raises the level.)
+      if (level > c.level())
+        c.needs_level(level,
+                      std::string("an operand of type ") + nnapi::operand_type_name(o->type));
     }
   }
 }

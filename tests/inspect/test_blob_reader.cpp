@@ -222,6 +222,38 @@ TEST(BlobReader, OperandIndexOutOfRange) {
   }
 }
 
+TEST(BlobReader, OperationOutputAlreadyWrittenOrConstant) {
+  // The device loader's rule: an operation writes an operand that no value
+  // sets and no other operation writes. The message names the operation,
+  // its output and the byte offset of the index.
+  const std::vector<uint8_t> good = blob("conv_relu");
+  const Blob parsed = parse_blob(good);
+  ASSERT_EQ(parsed.operations.size(), 2u);
+  const BlobValue& last = parsed.values.back();
+  const size_t args_at = last.data_offset + ((last.length + 3) & ~3u);
+  const BlobOperation& conv = parsed.operations[0];
+  const BlobOperation& relu = parsed.operations[1];
+  const size_t relu_out_at =
+      args_at + 4 * (conv.inputs.size() + conv.outputs.size() + relu.inputs.size());
+  ASSERT_EQ(word(good, relu_out_at), static_cast<int32_t>(relu.outputs[0]));
+  {
+    std::vector<uint8_t> b = good;
+    set_word(b, relu_out_at, static_cast<int32_t>(conv.outputs[0]));
+    EXPECT_THAT(error_of(b),
+                HasSubstr("operation 1 (RELU) output 0 (byte offset " +
+                          std::to_string(relu_out_at) + ") writes operand " +
+                          std::to_string(conv.outputs[0]) + ", which operation 0 already writes"));
+  }
+  {
+    std::vector<uint8_t> b = good;
+    const int32_t constant = parsed.values[0].operand;
+    set_word(b, relu_out_at, constant);
+    EXPECT_THAT(error_of(b), HasSubstr("operation 1 (RELU) output 0 (byte offset " +
+                                       std::to_string(relu_out_at) + ") writes operand " +
+                                       std::to_string(constant) + ", which has a constant value"));
+  }
+}
+
 TEST(BlobReader, ValueLengthPastEnd) {
   std::vector<uint8_t> b = blob("conv_relu");
   const size_t values_at = 24 + 16 * 9;    // 9 operands, per the manifest

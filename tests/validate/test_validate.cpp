@@ -374,21 +374,46 @@ void expect_at(const std::vector<Finding>& findings, int64_t op, Rule rule,
   ADD_FAILURE() << "no finding at operation " << op << " in:\n" << all_text(findings);
 }
 
+// Validated at target level `target`: exactly one finding, of the feature
+// level, at the first `op`, saying `text`.
+void expect_above_target(const Converted& c, const Blob& b, Op op, int target,
+                         const std::string& text) {
+  nnapi_validate::Options level;
+  level.feature_level = target;
+  expect_one(validate(c, b, level), static_cast<int64_t>(first_op(b, op)), Rule::FeatureLevel,
+             text);
+}
+
+// Validated at target level `target`: no finding.
+void expect_valid_at(const Converted& c, const Blob& b, int target) {
+  nnapi_validate::Options level;
+  level.feature_level = target;
+  EXPECT_EQ(all_text(validate(c, b, level)), "");
+}
+
 TEST_F(Validate, ReshapeOfInt32NeedsFeatureLevel6) {
   // RESHAPE: "ANEURALNETWORKS_TENSOR_INT32 (since NNAPI feature level 6)".
   Converted c = load("reshape-2x4");
   const Blob b = all_int32(c.blob);
-  const size_t k = first_op(b, Op::Reshape);
-  nnapi_validate::Options level;
-  level.feature_level = 3;
-  expect_one(validate(c, b, level), static_cast<int64_t>(k), Rule::FeatureLevel,
-             "RESHAPE of TENSOR_INT32 needs NNAPI feature level 6 (Android API level 33), above "
-             "the target level 3 (Android API level 29)");
-  level.feature_level = 5;
-  expect_one(validate(c, b, level), static_cast<int64_t>(k), Rule::FeatureLevel,
-             "RESHAPE of TENSOR_INT32 needs NNAPI feature level 6");
-  level.feature_level = 6;
-  EXPECT_EQ(all_text(validate(c, b, level)), "");
+  expect_above_target(c, b, Op::Reshape, 3,
+                      "RESHAPE of TENSOR_INT32 needs NNAPI feature level 6 (Android API level 33), "
+                      "above the target level 3 (Android API level 29)");
+  expect_above_target(c, b, Op::Reshape, 5, "RESHAPE of TENSOR_INT32 needs NNAPI feature level 6");
+  expect_valid_at(c, b, 6);
+}
+
+TEST_F(Validate, OperandTypeAboveTheTargetLevelIsNamed) {
+  // TENSOR_FLOAT16 came with feature level 3 (Android API level 29), and
+  // RELU takes it since the same level: the first reason found, the
+  // operand's type, is the one named.
+  Converted c = load("pointwise_unary-relu");
+  Blob b = c.blob;
+  for (BlobOperand& o : b.operands)
+    if (o.type == OperandType::TensorFloat32) o.type = OperandType::TensorFloat16;
+  expect_above_target(c, b, Op::Relu, 2,
+                      "an operand of type TENSOR_FLOAT16 needs NNAPI feature level 3 (Android API "
+                      "level 29), above the target level 2 (Android API level 28)");
+  expect_valid_at(c, b, 3);
 }
 
 TEST_F(Validate, MovesWithoutInt32AreRefusedAtEveryLevel) {
