@@ -1890,6 +1890,31 @@ beyond("bool-outputs-float-input", lambda: Case(
     BoolOutputs("float-input"), torch.randn(2, 5)))
 
 
+class JoinBool(torch.nn.Module):
+    """Bools joined and reordered: NNAPI's CONCATENATION and TRANSPOSE take no
+    TENSOR_INT32 (bool tensors move as int32), so they go as float32."""
+
+    def __init__(self, how):
+        super().__init__()
+        self.how = how
+
+    def forward(self, m):
+        if self.how == "cat":
+            return torch.cat([m, m[:, :1]], 1)
+        if self.how == "stack":
+            return torch.stack([m, m.flip(0)], 0)
+        if self.how == "permute":
+            return m.permute(1, 0)
+        return torch.cat([m.transpose(0, 1), m.t()], 0).logical_not()
+
+
+for _how in ["cat", "stack", "permute", "transpose-cat-not"]:
+    beyond(f"bool-join-{_how}", lambda h=_how: Case(JoinBool(h), torch.randn(3, 4) > 0))
+refuse("int32-cat-numbers", lambda: Case(
+    CatModule(1), [torch.randint(-100, 100, (3, 5), dtype=torch.int32)] * 2),
+    r"node aten::cat .*CONCATENATION of an int32 tensor.*2\^24")
+
+
 class SumModule(torch.nn.Module):
     def __init__(self, dims, keepdim):
         super().__init__()

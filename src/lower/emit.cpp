@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <set>
 #include <string>
 
@@ -79,12 +80,14 @@ namespace {
 constexpr int kReshapeInt32Level = 6;
 
 // Whether TorchScript value `v` holds bools (an int32 0/1 operand): its type
-// says so (a bool model input), or it is a view of such a value, or the
-// result of a comparison or logical operation.
+// says so (a bool model input), or it is a view, a slice, a reordering or a
+// join of such values, or the result of a comparison or logical operation.
 bool is_bool_valued(const Value* v) {
   static const std::set<std::string> views = {
       "aten::view",    "aten::reshape", "aten::expand",     "aten::expand_as", "aten::unsqueeze",
-      "aten::squeeze", "aten::flatten", "aten::contiguous", "aten::permute",   "aten::transpose"};
+      "aten::squeeze", "aten::flatten", "aten::contiguous", "aten::permute",   "aten::transpose",
+      "aten::t",       "aten::flip",    "aten::slice",      "aten::narrow",    "aten::select",
+      "aten::repeat",  "aten::roll",    "aten::movedim",    "aten::clone"};
   static const std::set<std::string> bools = {
       "aten::logical_not", "aten::logical_or", "aten::logical_and", "aten::eq", "aten::ne",
       "aten::lt",          "aten::le",         "aten::gt",          "aten::ge"};
@@ -94,6 +97,12 @@ bool is_bool_valued(const Value* v) {
     const Node* n = v->node();
     const std::string kind = n->kind().toQualString();
     if (bools.count(kind)) return true;
+    if ((kind == "aten::cat" || kind == "aten::stack") &&
+        n->input(0)->node()->kind() == c10::prim::ListConstruct &&
+        !n->input(0)->node()->inputs().empty()) {
+      v = n->input(0)->node()->input(0);  // a joined list's parts are of one type
+      continue;
+    }
     if (!views.count(kind) || n->inputs().empty()) return false;
     v = n->input(0);
   }
@@ -102,19 +111,37 @@ bool is_bool_valued(const Value* v) {
 
 }  // namespace
 
+Tensor move_bools_as_float(LoweringContext& cx, const std::vector<Tensor>& ins, const Value* out,
+                           const std::string& what,
+                           const std::function<Tensor(const std::vector<Tensor>&)>& move) {
+  check(out != nullptr && is_bool_valued(out), [&] {
+    return what + " of an int32 tensor: NeuralNetworks.h's " + what +
+           " takes no TENSOR_INT32 at the target feature level. nnapi-convert moves bool tensors "
+           "through float32 (0 and 1 are exact), but int32 numbers above 2^24 would not survive "
+           "it; convert the integers to float in the model, or keep this part in TorchScript "
+           "with --cpu-fallback";
+  });
+  std::vector<Tensor> floats;
+  for (const Tensor& x : ins) {
+    Operand f = x.op;
+    f.type = OperandType::TensorFloat32;
+    floats.push_back(emit_unary_to(cx, Op::Cast, x, f));
+  }
+  const Tensor y = move(floats);
+  Operand back = y.op;
+  back.type = OperandType::TensorInt32;
+  return emit_unary_to(cx, Op::Cast, y, back, out);
+}
+
 Tensor emit_reshape(LoweringContext& cx, const Tensor& x, const std::vector<SymInt>& dims,
                     const Value* out) {
   check(x.op.dim_order == DimOrder::Contiguous, "internal: reshape of a channels-last tensor");
   if (x.op.type == OperandType::TensorInt32 && !cx.allows_feature_level(kReshapeInt32Level) &&
       is_bool_valued(out)) {
-    // The 0/1 values of a bool moved as float32 (exact) and CAST back: below
-    // level 6 NNAPI's RESHAPE takes no TENSOR_INT32.
-    Operand f = x.op;
-    f.type = OperandType::TensorFloat32;
-    const Tensor y = emit_reshape(cx, emit_unary_to(cx, Op::Cast, x, f), dims, nullptr);
-    Operand back = y.op;
-    back.type = OperandType::TensorInt32;
-    return emit_unary_to(cx, Op::Cast, y, back, out);
+    // Below level 6 NNAPI's RESHAPE takes no TENSOR_INT32.
+    return move_bools_as_float(cx, {x}, out, "RESHAPE", [&](const std::vector<Tensor>& f) {
+      return emit_reshape(cx, f[0], dims, nullptr);
+    });
   }
   std::vector<int64_t> values;
   std::vector<std::pair<size_t, std::string>> patches;
@@ -343,6 +370,11 @@ std::vector<int32_t> emit_split(LoweringContext& cx, const Tensor& in, int64_t d
 // CONCATENATION of `parts` along PyTorch dim d.
 Tensor emit_concat(LoweringContext& cx, const std::vector<Tensor>& parts, int64_t d,
                    const Value* out) {
+  if (parts[0].op.type == OperandType::TensorInt32) {
+    return move_bools_as_float(cx, parts, out, "CONCATENATION", [&](const std::vector<Tensor>& f) {
+      return emit_concat(cx, f, d, nullptr);
+    });
+  }
   std::vector<SymInt> dims = sym_shape(parts[0]);
   std::vector<SymInt> along;
   for (const Tensor& p : parts) along.push_back(sym_dim(p.id, p.op.shape, d));

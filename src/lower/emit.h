@@ -4,6 +4,7 @@
 
 #include <ATen/Tensor.h>
 
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <vector>
@@ -74,6 +75,13 @@ Tensor emit_quantize(LoweringContext& cx, const Tensor& a, double scale, int64_t
 // `x` itself when it already is.
 Tensor emit_relayout(LoweringContext& cx, const Tensor& x, DimOrder to);
 
+// NNAPI moves no TENSOR_INT32 through CONCATENATION or TRANSPOSE (nor through
+// RESHAPE below level 6): `move` of the int32 tensors `ins` as float32 between
+// CASTs, bound to `out`, where `out` holds bools (0 and 1 are exact in
+// float32); int32 numbers are refused, naming the operation `what`.
+Tensor move_bools_as_float(LoweringContext& cx, const std::vector<Tensor>& ins, const Value* out,
+                           const std::string& what,
+                           const std::function<Tensor(const std::vector<Tensor>&)>& move);
 // RESHAPE of contiguous `x` to `dims` (constants or load-time sizes, no -1).
 // Flexible output dims get shape-compute lines; NNAPI's shape operand holds -1
 // for the first of them and has any others set when the model is loaded.

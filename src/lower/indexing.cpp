@@ -27,27 +27,36 @@ void lower_stack(LoweringContext& cx, const Node* node) {
   NodeArgs args(cx, node);
   const auto& values = cx.sequence(args.value("tensors"));
   check(!values.empty(), "stack of an empty list");
-  std::vector<Tensor> parts;
-  Operand first;
-  int64_t d = 0;
+  std::vector<Tensor> xs;
   for (const Value* v : values) {
-    Tensor x = contiguous(cx, cx.get_operand_or_constant(v, DimOrder::Contiguous));
-    if (parts.empty()) {
-      first = x.op;
-      d = py_index(args.integer("dim"), static_cast<int64_t>(x.op.shape.size()) + 1);
-    } else {
+    const Tensor x = contiguous(cx, cx.get_operand_or_constant(v, DimOrder::Contiguous));
+    xs.push_back(x);
+  }
+  const int64_t d = py_index(args.integer("dim"), static_cast<int64_t>(xs[0].op.shape.size()) + 1);
+  const auto stack = [&](const std::vector<Tensor>& ins, const Value* out) {
+    std::vector<Tensor> parts;
+    for (const Tensor& x : ins) {
+      const Operand& first = ins[0].op;
       check(x.op.type == first.type && x.op.shape == first.shape && x.op.scale == first.scale &&
                 x.op.zero_point == first.zero_point,
             [&] {
               return "stack inputs differ in shape or type: " + shape_str(first.shape) + " and " +
                      shape_str(x.op.shape);
             });
+      std::vector<SymInt> dims = sym_shape(x);
+      dims.insert(dims.begin() + d, SymInt{1, ""});
+      parts.push_back(emit_reshape(cx, x, dims, ins.size() == 1 ? out : nullptr));
     }
-    std::vector<SymInt> dims = sym_shape(x);
-    dims.insert(dims.begin() + d, SymInt{1, ""});
-    parts.push_back(emit_reshape(cx, x, dims, values.size() == 1 ? node->output() : nullptr));
+    return parts.size() > 1 ? emit_concat(cx, parts, d, out) : parts[0];
+  };
+  if (xs[0].op.type == nnapi::OperandType::TensorInt32) {
+    // Bools stacked as float32 (CONCATENATION and, below level 6, RESHAPE
+    // take no TENSOR_INT32); int32 numbers are refused there.
+    move_bools_as_float(cx, xs, node->output(), "CONCATENATION",
+                        [&](const std::vector<Tensor>& f) { return stack(f, nullptr); });
+    return;
   }
-  if (parts.size() > 1) emit_concat(cx, parts, d, node->output());
+  stack(xs, node->output());
 }
 
 // unbind(x, dim): SPLIT into size-1 parts along dim, each reshaped without it;

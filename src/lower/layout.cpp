@@ -44,11 +44,20 @@ void permute_value(LoweringContext& cx, const Value* out_value, const Value* in_
   // A real TRANSPOSE, in NNAPI dim order; the result is contiguous.
   std::vector<int64_t> perm = dims;
   for (int64_t& p : perm) p = nnapi_axis(in.dim_order, p);
-  Operand o = in;
-  o.dim_order = DimOrder::Contiguous;
-  int32_t perm_id = cx.model().add_int_vector(perm);
-  const int32_t out_id = cx.add_output(out_value, o, permuted_dims({in_id, in}, dims)).id;
-  cx.model().add_operation(Op::Transpose, {in_id, perm_id}, {out_id});
+  const auto transpose = [&](const Tensor& x, const Value* out) {
+    Operand o = x.op;
+    o.dim_order = DimOrder::Contiguous;
+    int32_t perm_id = cx.model().add_int_vector(perm);
+    const Tensor y = cx.add_output(out, o, permuted_dims(x, dims));
+    cx.model().add_operation(Op::Transpose, {x.id, perm_id}, {y.id});
+    return y;
+  };
+  if (in.type == nnapi::OperandType::TensorInt32) {
+    move_bools_as_float(cx, {{in_id, in}}, out_value, "TRANSPOSE",
+                        [&](const std::vector<Tensor>& f) { return transpose(f[0], nullptr); });
+    return;
+  }
+  transpose({in_id, in}, out_value);
 }
 
 void lower_permute(LoweringContext& cx, const Node* node) {

@@ -431,6 +431,13 @@ void lower_t(LoweringContext& cx, const Node* node) {
     return;
   }
   check(o.shape.size() == 2, "aten::t needs a tensor of at most 2 dims");
+  if (o.type == nnapi::OperandType::TensorInt32) {
+    move_bools_as_float(cx, {{id, o}}, node->output(), "TRANSPOSE",
+                        [&](const std::vector<Tensor>& f) {
+                          return emit_permute(cx, f[0], {1, 0});
+                        });
+    return;
+  }
   ModelBuilder& m = cx.model();
   const int32_t perm = m.add_int_vector({1, 0});
   const int32_t out_id = cx.add_output(node->output(), o, permuted_dims({id, o}, {1, 0})).id;

@@ -235,6 +235,18 @@ void lower_cat(LoweringContext& cx, const Node* node) {
   int64_t rank = 0;
   int64_t d = 0;
   const DimOrder order = cat_layout(cx, tensors);
+  if (cx.get_operand_or_constant(tensors[0], DimOrder::Contiguous).op.type ==
+      nnapi::OperandType::TensorInt32) {
+    // Bools joined as float32 (emit_concat); int32 numbers refused there.
+    std::vector<Tensor> parts;
+    for (const Value* v : tensors) {
+      parts.push_back(emit_relayout(cx, cx.get_operand_or_constant(v, DimOrder::Contiguous),
+                                    DimOrder::Contiguous));
+    }
+    emit_concat(cx, parts, py_index(dim, static_cast<int64_t>(parts[0].op.shape.size())),
+                node->output());
+    return;
+  }
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor part =
         emit_relayout(cx, cx.get_operand_or_constant(tensors[i], DimOrder::Contiguous), order);
