@@ -3494,6 +3494,9 @@ VALIDATOR_REFUSES = {
     **{f"beyond-dims-slice-{k}-nhwc": _NHWC_SLICE for k in ("float", "quant", "flex-batch")},
     **{f"beyond-ghost-slice-{k}-nhwc": _NHWC_SLICE for k in ("float", "flex-batch")},
     **{f"beyond-rank0-{k}": _RANK0_OUTPUT for k in ("mean-1d", "mean-4d", "mean-4d-nhwc")},
+    "beyond-int32-cat-numbers": ("PyTorch's converter joins int32 data with CONCATENATION; "
+                                 "NeuralNetworks.h, CONCATENATION: TENSOR_FLOAT16, "
+                                 "TENSOR_FLOAT32 and TENSOR_QUANT8_ASYMM only"),
     "beyond-int32-slice-batch": ("PyTorch's converter slices int32 data with STRIDED_SLICE; "
                                  "NeuralNetworks.h, STRIDED_SLICE: TENSOR_FLOAT16, "
                                  "TENSOR_FLOAT32 and TENSOR_QUANT8_ASYMM only"),
