@@ -64,9 +64,6 @@ class PendingFile {
   // For writers that must not throw (LibTorch's zip writer): records the
   // first error, which finish() then throws.
   void write_nothrow(const void* data, size_t size) noexcept;
-  // Data goes to the disk while it is being written: every 8 MiB the write
-  // of the bytes before is started (asynchronously), so that finish()'s one
-  // fsync waits only for the rest.
   void finish();  // flush, fsync and close; throws OutputError
   void commit();  // rename over the target (or copy to standard output)
 
@@ -85,8 +82,6 @@ class PendingFile {
   int fd_ = -1;
   int slot_ = -1;
   int error_ = 0;  // errno of the first failed write
-  // Bytes written, and how many of them the disk write was started for.
-  size_t written_ = 0, writeback_started_ = 0;
   bool committed_ = false;
 };
 
