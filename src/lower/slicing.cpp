@@ -237,14 +237,21 @@ void lower_cat(LoweringContext& cx, const Node* node) {
   const DimOrder order = cat_layout(cx, tensors);
   if (cx.get_operand_or_constant(tensors[0], DimOrder::Contiguous).op.type ==
       nnapi::OperandType::TensorInt32) {
-    // Bools joined as float32 (emit_concat); int32 numbers refused there.
+    // Bools joined as float32 (relaid out there: TRANSPOSE takes no
+    // TENSOR_INT32 either); int32 numbers are refused.
     std::vector<Tensor> parts;
     for (const Value* v : tensors) {
-      parts.push_back(emit_relayout(cx, cx.get_operand_or_constant(v, DimOrder::Contiguous),
-                                    DimOrder::Contiguous));
+      parts.push_back(cx.get_operand_or_constant(v, DimOrder::Contiguous));
     }
-    emit_concat(cx, parts, py_index(dim, static_cast<int64_t>(parts[0].op.shape.size())),
-                node->output());
+    const int64_t axis = py_index(dim, static_cast<int64_t>(parts[0].op.shape.size()));
+    move_bools_as_float(cx, parts, node->output(), "CONCATENATION",
+                        [&](const std::vector<Tensor>& f) {
+                          std::vector<Tensor> nchw;
+                          for (const Tensor& x : f) {
+                            nchw.push_back(emit_relayout(cx, x, DimOrder::Contiguous));
+                          }
+                          return emit_concat(cx, nchw, axis, nullptr);
+                        });
     return;
   }
   for (size_t i = 0; i < tensors.size(); ++i) {

@@ -1194,6 +1194,14 @@ add(Sample("aten::narrow", fn(lambda m: m.narrow(1, 1, 3)), [_int4()], "int32"))
 add(Sample("aten::cat", fn(lambda m, n: torch.cat([m, n], 1)), [_int4(), _int4()], "int32", flexhw=True))
 add(Sample("aten::chunk", fn(lambda m: m.chunk(2, 1)[1]), [_int4()], "int32"))
 add(Sample("aten::permute", fn(lambda m: m.permute(0, 2, 3, 1)), [_int4()], "int32"))
+# Bools joined and reordered move as float32 between CASTs (CONCATENATION and
+# TRANSPOSE take no TENSOR_INT32); int32 numbers are refused (above).
+add(Sample("aten::cat", fn(lambda m, n: torch.cat([m, n], 1)), [In((2, 3, 5, 7), "bool")] * 2,
+           "bool", flexhw=True))
+add(Sample("aten::stack", fn(lambda m: torch.stack([m, m.logical_not()], 1)), [In((3, 5), "bool")],
+           "bool"))
+add(Sample("aten::permute", fn(lambda m: m.permute(0, 2, 3, 1)), [In((2, 3, 5, 7), "bool")], "bool"))
+add(Sample("aten::transpose", fn(lambda m: m.transpose(1, 2)), [In((2, 3, 5, 7), "bool")], "bool"))
 add(Sample("aten::view", fn(lambda m: m.view(m.size(0), -1)), [_int4()], "int32", extra_forms=("api33",)))
 for _kind, _f in (("aten::add", lambda m: m + 3), ("aten::sub", lambda m: m - 7),
                   ("aten::mul", lambda m: m * -3), ("aten::add", lambda m, n: m + n),
