@@ -1202,6 +1202,7 @@ add(Sample("aten::stack", fn(lambda m: torch.stack([m, m.logical_not()], 1)), [I
            "bool"))
 add(Sample("aten::permute", fn(lambda m: m.permute(0, 2, 3, 1)), [In((2, 3, 5, 7), "bool")], "bool"))
 add(Sample("aten::transpose", fn(lambda m: m.transpose(1, 2)), [In((2, 3, 5, 7), "bool")], "bool"))
+add(Sample("aten::t", fn(lambda m: m.t()), [In((3, 5), "bool")], "bool"))
 add(Sample("aten::view", fn(lambda m: m.view(m.size(0), -1)), [_int4()], "int32", extra_forms=("api33",)))
 for _kind, _f in (("aten::add", lambda m: m + 3), ("aten::sub", lambda m: m - 7),
                   ("aten::mul", lambda m: m * -3), ("aten::add", lambda m, n: m + n),
