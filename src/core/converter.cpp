@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <set>
 #include <string>
 
 #include "core/diagnostics.h"
@@ -19,6 +18,7 @@
 #include "lower/emit.h"
 #include "lower/fusion.h"
 #include "lower/logical.h"
+#include "lower/moves.h"
 #include "lower/registry.h"
 #include "nnapi_convert/check.h"
 #include "quantize/quantize.h"
@@ -127,62 +127,6 @@ void check_input_count(const torch::jit::Graph& graph, const ConvertOptions& opt
                               " input(s), but " + std::to_string(options.inputs.size()) +
                               " --input spec(s) were given; give one --input per model input, "
                               "in order");
-  }
-}
-
-// The value a data-moving node takes its elements from (its first tensor
-// input; a cat's or stack's first part; for a split's part, the split's
-// input), or nullptr for a node that computes new values.
-const Value* moved_from(const LoweringContext& cx, const Node* node) {
-  static const std::set<std::string> moves = {"aten::view",          "aten::reshape",
-                                              "aten::view_as",       "aten::reshape_as",
-                                              "aten::expand",        "aten::expand_as",
-                                              "aten::unsqueeze",     "aten::squeeze",
-                                              "aten::flatten",       "aten::unflatten",
-                                              "aten::contiguous",    "aten::permute",
-                                              "aten::transpose",     "aten::t",
-                                              "aten::movedim",       "aten::slice",
-                                              "aten::select",        "aten::narrow",
-                                              "aten::clone",         "aten::repeat",
-                                              "aten::tile",          "aten::flip",
-                                              "aten::roll",          "aten::index_select",
-                                              "aten::detach",        "aten::cat",
-                                              "aten::stack",         "prim::ListUnpack",
-                                              "aten::pixel_shuffle", "aten::pixel_unshuffle"};
-  static const std::set<std::string> splits = {"aten::split", "aten::split_with_sizes",
-                                               "aten::chunk", "aten::unbind"};
-  const std::string kind = node->kind().toQualString();
-  if (!moves.count(kind) || node->inputs().empty()) return nullptr;
-  const Value* in = node->input(0);
-  if (kind == "prim::ListUnpack") {
-    const Node* producer = in->node();
-    return splits.count(producer->kind().toQualString()) ? producer->input(0) : nullptr;
-  }
-  if (kind == "aten::cat" || kind == "aten::stack") {
-    return cx.has_sequence(in) && !cx.sequence(in).empty() ? cx.sequence(in)[0] : nullptr;
-  }
-  return in;
-}
-
-// A bool (or int64) value NNAPI holds as int32 keeps its PyTorch dtype
-// through nodes that only move its elements (a view, a slice, a cat of it),
-// so that the converted module returns it as the model does.
-void carry_torch_dtype(LoweringContext& cx, const Node* node) {
-  const Value* from = moved_from(cx, node);
-  if (!from) return;
-  const auto dtype = cx.torch_dtype_of(from);
-  if (!dtype) return;
-  // A cat or stack of parts of other dtypes (bool with int) is promoted.
-  const std::string kind = node->kind().toQualString();
-  if (kind == "aten::cat" || kind == "aten::stack") {
-    for (const Value* part : cx.sequence(node->input(0))) {
-      if (cx.torch_dtype_of(part) != dtype) return;
-    }
-  }
-  for (const Value* out : node->outputs()) {
-    if (cx.has_operand(out) && !cx.torch_dtype_of(out) &&
-        cx.get_operand(out).op.type == nnapi::OperandType::TensorInt32)
-      cx.set_torch_dtype(out, *dtype);
   }
 }
 
@@ -376,8 +320,7 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
     if (group) {
       group->lower(cx, *group);
     } else {
-      (*fn)(cx, node);
-      carry_torch_dtype(cx, node);
+      lower_moving_node(cx, node, *fn);  // bools moved as NNAPI takes them (lower/moves.h)
     }
     check_operand_ranks(m, operands_before);
     if (const auto& over = m.first_over_limit()) fail_above_target(*over, options);

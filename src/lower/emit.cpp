@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <set>
 #include <string>
+
+#include "lower/logical.h"
+#include "lower/moves.h"
 
 namespace nnapi_convert {
 
@@ -79,34 +81,12 @@ namespace {
 // RESHAPE of TENSOR_INT32: NeuralNetworks.h lists it "since NNAPI feature level 6".
 constexpr int kReshapeInt32Level = 6;
 
-// Whether TorchScript value `v` holds bools (an int32 0/1 operand): its type
-// says so (a bool model input), or it is a view, a slice, a reordering or a
-// join of such values, or the result of a comparison or logical operation.
-bool is_bool_valued(const Value* v) {
-  static const std::set<std::string> views = {
-      "aten::view",    "aten::reshape", "aten::expand",     "aten::expand_as", "aten::unsqueeze",
-      "aten::squeeze", "aten::flatten", "aten::contiguous", "aten::permute",   "aten::transpose",
-      "aten::t",       "aten::flip",    "aten::slice",      "aten::narrow",    "aten::select",
-      "aten::repeat",  "aten::roll",    "aten::movedim",    "aten::clone"};
-  static const std::set<std::string> bools = {
-      "aten::logical_not", "aten::logical_or", "aten::logical_and", "aten::eq", "aten::ne",
-      "aten::lt",          "aten::le",         "aten::gt",          "aten::ge"};
-  for (int hops = 0; v != nullptr && hops < 64; ++hops) {
-    if (auto t = v->type()->cast<c10::TensorType>(); t && t->scalarType())
-      return *t->scalarType() == at::kBool;
-    const Node* n = v->node();
-    const std::string kind = n->kind().toQualString();
-    if (bools.count(kind)) return true;
-    if ((kind == "aten::cat" || kind == "aten::stack") &&
-        n->input(0)->node()->kind() == c10::prim::ListConstruct &&
-        !n->input(0)->node()->inputs().empty()) {
-      v = n->input(0)->node()->input(0);  // a joined list's parts are of one type
-      continue;
-    }
-    if (!views.count(kind) || n->inputs().empty()) return false;
-    v = n->input(0);
-  }
-  return false;
+// Whether `v` holds bools (an int32 0/1 operand): so typed or recorded
+// (LoweringContext::torch_dtype_of), or the result of a node that only moves
+// elements (lower/moves.h) from bools alone. The values a node moves from are
+// lowered before it, each with its recorded dtype, so one step suffices.
+bool is_bool_valued(const LoweringContext& cx, const Value* v) {
+  return v != nullptr && (is_bool_value(cx, v) || moves_bools(cx, v->node()));
 }
 
 }  // namespace
@@ -114,7 +94,7 @@ bool is_bool_valued(const Value* v) {
 Tensor move_bools_as_float(LoweringContext& cx, const std::vector<Tensor>& ins, const Value* out,
                            const std::string& what,
                            const std::function<Tensor(const std::vector<Tensor>&)>& move) {
-  check(out != nullptr && is_bool_valued(out), [&] {
+  check(out != nullptr && is_bool_valued(cx, out), [&] {
     return what + " of an int32 tensor: NeuralNetworks.h's " + what +
            " takes no TENSOR_INT32 at the target feature level. nnapi-convert moves bool tensors "
            "through float32 (0 and 1 are exact), but int32 numbers above 2^24 would not survive "
@@ -137,7 +117,7 @@ Tensor emit_reshape(LoweringContext& cx, const Tensor& x, const std::vector<SymI
                     const Value* out) {
   check(x.op.dim_order == DimOrder::Contiguous, "internal: reshape of a channels-last tensor");
   if (x.op.type == OperandType::TensorInt32 && !cx.allows_feature_level(kReshapeInt32Level) &&
-      is_bool_valued(out)) {
+      is_bool_valued(cx, out)) {
     // Below level 6 NNAPI's RESHAPE takes no TENSOR_INT32.
     return move_bools_as_float(cx, {x}, out, "RESHAPE", [&](const std::vector<Tensor>& f) {
       return emit_reshape(cx, f[0], dims, nullptr);

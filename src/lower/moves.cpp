@@ -1,0 +1,188 @@
+#include "lower/moves.h"
+
+#include <ATen/ATen.h>
+
+#include <initializer_list>
+#include <unordered_map>
+#include <utility>
+
+#include "lower/emit.h"
+#include "lower/logical.h"
+
+namespace nnapi_convert {
+
+namespace {
+
+// A kind's entry: how it moves, and the NNAPI feature level from which the
+// operations its lowering emits take TENSOR_INT32 (0: at every level the
+// lowering allows, or it moves bools through float32 itself; kNever: at none).
+struct MoveEntry {
+  Moves how;
+  int int32_level;
+};
+
+constexpr int kNever = nnapi::kMaxFeatureLevel + 1;
+
+// Built once: the per-node lookup hashes a c10::Symbol (an integer).
+const std::unordered_map<c10::Symbol, MoveEntry>& move_table() {
+  static const std::unordered_map<c10::Symbol, MoveEntry> table = [] {
+    std::unordered_map<c10::Symbol, MoveEntry> t;
+    const auto add = [&](Moves how, int level, std::initializer_list<const char*> kinds) {
+      for (const char* kind : kinds)
+        t.emplace(c10::Symbol::fromQualString(kind), MoveEntry{how, level});
+    };
+    // RESHAPE (emit_reshape, CONCATENATION (emit_concat) and TRANSPOSE
+    // (layout.cpp, matmul.cpp) move bools as float32 themselves; EXPAND_DIMS,
+    // SLICE, GATHER, TILE and SPLIT take TENSOR_INT32 from level 3.
+    add(Moves::First, 0,
+        {"aten::view",         "aten::reshape",   "aten::view_as",   "aten::reshape_as",
+         "aten::expand",       "aten::expand_as", "aten::unsqueeze", "aten::unflatten",
+         "aten::contiguous",   "aten::permute",   "aten::transpose", "aten::t",
+         "aten::movedim",      "aten::slice",     "aten::narrow",    "aten::clone",
+         "aten::repeat",       "aten::tile",      "aten::flip",      "aten::roll",
+         "aten::index_select", "aten::detach"});
+    // RESHAPE of TENSOR_INT32: NeuralNetworks.h lists it since level 6.
+    add(Moves::First, 6, {"aten::flatten"});
+    // SQUEEZE, STRIDED_SLICE, DEPTH_TO_SPACE and SPACE_TO_DEPTH take no
+    // TENSOR_INT32 at any level.
+    add(Moves::First, kNever,
+        {"aten::squeeze", "aten::select", "aten::pixel_shuffle", "aten::pixel_unshuffle"});
+    add(Moves::Parts, 0, {"aten::cat", "aten::stack"});
+    add(Moves::SplitPart, 0, {"prim::ListUnpack"});
+    add(Moves::Split, 0, {"aten::split", "aten::split_with_sizes", "aten::chunk"});
+    add(Moves::Split, 6, {"aten::unbind"});  // SPLIT, then RESHAPE of each part
+    return t;
+  }();
+  return table;
+}
+
+const MoveEntry* entry_of(c10::Symbol kind) {
+  const auto& table = move_table();
+  const auto it = table.find(kind);
+  return it == table.end() ? nullptr : &it->second;
+}
+
+std::vector<const Value*> moved_inputs(const LoweringContext& cx, const Node* node,
+                                       const MoveEntry* entry) {
+  if (!entry || node->inputs().empty()) return {};
+  const Value* in = node->input(0);
+  switch (entry->how) {
+    case Moves::Parts:
+      if (cx.has_sequence(in)) return cx.sequence(in);
+      return {};
+    case Moves::SplitPart:
+      if (moves_of(in->node()->kind()) == Moves::Split) return {in->node()->input(0)};
+      return {};
+    default:
+      return {in};
+  }
+}
+
+Operand of_type(Operand o, nnapi::OperandType type) {
+  o.type = type;
+  return o;
+}
+
+// The results of `node` as int32 0/1 bools: each float32 result (an operand,
+// or the parts of a split's list) CAST back to int32 and bound in its place.
+void results_to_int32(LoweringContext& cx, const Node* node, const MoveEntry& entry) {
+  const auto back = [&](const Tensor& y) {
+    return emit_unary_to(cx, nnapi::Op::Cast, y, of_type(y.op, nnapi::OperandType::TensorInt32));
+  };
+  for (const Value* out : node->outputs()) {
+    if (entry.how == Moves::Split && out->type()->kind() == c10::TypeKind::ListType) {
+      std::vector<int32_t> parts;
+      for (int32_t id : cx.split_outputs(out)) parts.push_back(back({id, cx.operand(id)}).id);
+      cx.add_split_outputs(out, std::move(parts));
+      continue;
+    }
+    if (!cx.has_operand(out)) continue;
+    const Tensor y = cx.get_operand(out);
+    if (y.op.type != nnapi::OperandType::TensorFloat32) continue;
+    const Tensor b = back(y);
+    cx.rebind(out, b.id, b.op);
+    cx.set_torch_dtype(out, at::kBool);
+  }
+}
+
+// Lowers `node` with its int32 bool inputs seen as float32 (moves_bools).
+void lower_as_float(LoweringContext& cx, const Node* node, const MoveEntry& entry,
+                    const std::function<void(LoweringContext&, const Node*)>& lower) {
+  std::vector<std::pair<const Value*, Tensor>> held;
+  for (const Value* v : moved_inputs(cx, node, &entry)) {
+    if (!cx.has_operand(v)) continue;
+    const Tensor x = cx.get_operand(v);
+    if (x.op.type != nnapi::OperandType::TensorInt32) continue;
+    const Tensor f =
+        emit_unary_to(cx, nnapi::Op::Cast, x, of_type(x.op, nnapi::OperandType::TensorFloat32));
+    held.emplace_back(v, x);
+    cx.rebind(v, f.id, f.op);
+  }
+  lower(cx, node);
+  for (const auto& [v, x] : held) cx.rebind(v, x.id, x.op);
+  results_to_int32(cx, node, entry);
+}
+
+// The PyTorch dtype of a bool or int64 held as int32, carried to the results.
+void carry_torch_dtype(LoweringContext& cx, const Node* node,
+                       const std::vector<const Value*>& from) {
+  if (from.empty()) return;
+  const auto dtype = cx.torch_dtype_of(from[0]);
+  if (!dtype) return;
+  for (const Value* part : from) {
+    if (cx.torch_dtype_of(part) != dtype) return;
+  }
+  for (const Value* out : node->outputs()) {
+    if (cx.has_operand(out) && !cx.torch_dtype_of(out) &&
+        cx.get_operand(out).op.type == nnapi::OperandType::TensorInt32)
+      cx.set_torch_dtype(out, *dtype);
+  }
+}
+
+}  // namespace
+
+Moves moves_of(c10::Symbol kind) {
+  const MoveEntry* entry = entry_of(kind);
+  return entry ? entry->how : Moves::None;
+}
+
+std::vector<const Value*> moved_inputs(const LoweringContext& cx, const Node* node) {
+  return moved_inputs(cx, node, entry_of(node->kind()));
+}
+
+bool moves_bools(const LoweringContext& cx, const Node* node) {
+  const std::vector<const Value*> from = moved_inputs(cx, node);
+  if (from.empty()) return false;
+  for (const Value* v : from) {
+    if (!is_bool_value(cx, v)) return false;
+  }
+  return true;
+}
+
+void lower_moving_node(LoweringContext& cx, const Node* node,
+                       const std::function<void(LoweringContext&, const Node*)>& lower) {
+  const MoveEntry* entry = entry_of(node->kind());
+  if (!entry) {
+    lower(cx, node);
+    return;
+  }
+  bool int32 = false;
+  for (const Value* v : moved_inputs(cx, node, entry)) {
+    if (!cx.has_operand(v)) continue;
+    Tensor x = cx.get_operand(v);
+    if (x.op.type == nnapi::OperandType::TensorBool8) {
+      x = int01_of(cx, x);
+      cx.rebind(v, x.id, x.op);
+      cx.set_torch_dtype(v, at::kBool);
+    }
+    int32 = int32 || x.op.type == nnapi::OperandType::TensorInt32;
+  }
+  if (int32 && !cx.allows_feature_level(entry->int32_level) && moves_bools(cx, node)) {
+    lower_as_float(cx, node, *entry, lower);
+  } else {
+    lower(cx, node);
+  }
+  carry_torch_dtype(cx, node, moved_inputs(cx, node, entry));
+}
+
+}  // namespace nnapi_convert

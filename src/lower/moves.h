@@ -1,0 +1,54 @@
+// The node kinds that only move elements (views, slices, reorderings, joins,
+// copies): one table, read by the driver around each node's lowering (a bool
+// or int64 value keeps its PyTorch dtype through them; bools are moved in
+// types NNAPI's operations take) and by the lowerings that move bools
+// through float32 themselves (emit.cpp's RESHAPE and CONCATENATION, ...).
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "lower/context.h"
+
+namespace nnapi_convert {
+
+// How a node of some kind takes its elements.
+enum class Moves {
+  None,       // it computes new values
+  First,      // from its first input (view, slice, permute, ...)
+  Parts,      // from the tensors of the list it joins (cat, stack)
+  SplitPart,  // a prim::ListUnpack: from the input of the split whose list it unpacks
+  Split,      // a split, chunk or unbind: from its first input, into a list
+};
+
+// The table's entry for `kind` (Moves::None for a kind not in it).
+Moves moves_of(c10::Symbol kind);
+
+// The values `node` takes its elements from: its first input, the parts of
+// a cat or stack (when known), the input of the split a ListUnpack unpacks;
+// empty for a node that computes new values.
+std::vector<const Value*> moved_inputs(const LoweringContext& cx, const Node* node);
+
+// Whether `node` only moves elements and every value it moves them from is a
+// bool (is_bool_value: so typed, a TENSOR_BOOL8 operand or a recorded bool).
+bool moves_bools(const LoweringContext& cx, const Node* node);
+
+// Lowers `node` by `lower` (its lowering-table function), for the kinds of
+// the table:
+// - each TENSOR_BOOL8 value it moves from is held from then on as int32 0/1
+//   (SELECT, feature level 3), recorded bool: no NNAPI operation that moves
+//   data (RESHAPE, SQUEEZE, EXPAND_DIMS, SLICE, STRIDED_SLICE, GATHER, TILE,
+//   TRANSPOSE, CONCATENATION, SPLIT, ...) takes TENSOR_BOOL8 at any feature
+//   level, nor does CAST (the validator's type lists, validate/ops_shape.cpp
+//   and ops_elementwise.cpp);
+// - int32 0/1 bools go through `lower` as float32 (a CAST before, a CAST of
+//   each result back to int32 after; 0 and 1 are exact) where the
+//   operations that kind's lowering emits take no TENSOR_INT32 at the target
+//   feature level (SQUEEZE and STRIDED_SLICE at none, RESHAPE below level 6);
+// - a bool (or int64) held as int32 keeps its PyTorch dtype in the results,
+//   so that the converted module returns it as the model does; a cat or stack
+//   of parts of other dtypes (bool with int) is promoted.
+void lower_moving_node(LoweringContext& cx, const Node* node,
+                       const std::function<void(LoweringContext&, const Node*)>& lower);
+
+}  // namespace nnapi_convert
