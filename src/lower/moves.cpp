@@ -13,12 +13,15 @@ namespace nnapi_convert {
 
 namespace {
 
-// A kind's entry: how it moves, and the NNAPI feature level from which the
+// A kind's entry: how it moves; the NNAPI feature level from which the
 // operations its lowering emits take TENSOR_INT32 (0: at every level the
-// lowering allows, or it moves bools through float32 itself; kNever: at none).
+// lowering allows, or it moves bools through float32 itself; kNever: at
+// none); whether its lowering makes channels-last data contiguous first (a
+// TRANSPOSE, which takes no TENSOR_INT32 at any level).
 struct MoveEntry {
   Moves how;
   int int32_level;
+  bool relayouts;
 };
 
 constexpr int kNever = nnapi::kMaxFeatureLevel + 1;
@@ -27,30 +30,32 @@ constexpr int kNever = nnapi::kMaxFeatureLevel + 1;
 const std::unordered_map<c10::Symbol, MoveEntry>& move_table() {
   static const std::unordered_map<c10::Symbol, MoveEntry> table = [] {
     std::unordered_map<c10::Symbol, MoveEntry> t;
-    const auto add = [&](Moves how, int level, std::initializer_list<const char*> kinds) {
+    const auto add = [&](Moves how, int level, std::initializer_list<const char*> kinds,
+                         bool relayouts = false) {
       for (const char* kind : kinds)
-        t.emplace(c10::Symbol::fromQualString(kind), MoveEntry{how, level});
+        t.emplace(c10::Symbol::fromQualString(kind), MoveEntry{how, level, relayouts});
     };
-    // RESHAPE (emit_reshape, CONCATENATION (emit_concat) and TRANSPOSE
-    // (layout.cpp, matmul.cpp) move bools as float32 themselves; EXPAND_DIMS,
-    // SLICE, GATHER, TILE and SPLIT take TENSOR_INT32 from level 3.
+    // CONCATENATION (emit_concat) and TRANSPOSE (layout.cpp, matmul.cpp) move
+    // bools as float32 themselves; EXPAND_DIMS, SLICE, GATHER, TILE and SPLIT
+    // take TENSOR_INT32 from level 3.
     add(Moves::First, 0,
-        {"aten::view",         "aten::reshape",   "aten::view_as",   "aten::reshape_as",
-         "aten::expand",       "aten::expand_as", "aten::unsqueeze", "aten::unflatten",
-         "aten::contiguous",   "aten::permute",   "aten::transpose", "aten::t",
-         "aten::movedim",      "aten::slice",     "aten::narrow",    "aten::clone",
-         "aten::repeat",       "aten::tile",      "aten::flip",      "aten::roll",
-         "aten::index_select", "aten::detach"});
-    // RESHAPE of TENSOR_INT32: NeuralNetworks.h lists it since level 6.
-    add(Moves::First, 6, {"aten::flatten"});
+        {"aten::view_as", "aten::reshape_as", "aten::expand", "aten::expand_as", "aten::unflatten",
+         "aten::contiguous", "aten::permute", "aten::transpose", "aten::t", "aten::movedim",
+         "aten::slice", "aten::narrow", "aten::clone", "aten::repeat", "aten::tile", "aten::flip",
+         "aten::roll", "aten::index_select", "aten::detach"});
+    // The reshaping kinds make channels-last data contiguous first. RESHAPE
+    // of TENSOR_INT32 is of level 6 (emit_reshape moves bools as float32
+    // below it); EXPAND_DIMS takes it from level 3.
+    add(Moves::First, 0, {"aten::view", "aten::reshape", "aten::unsqueeze"}, true);
+    add(Moves::First, 6, {"aten::flatten"}, true);
+    add(Moves::Split, 6, {"aten::unbind"}, true);  // SPLIT, then RESHAPE of each part
     // SQUEEZE, STRIDED_SLICE, DEPTH_TO_SPACE and SPACE_TO_DEPTH take no
     // TENSOR_INT32 at any level.
     add(Moves::First, kNever,
-        {"aten::squeeze", "aten::select", "aten::pixel_shuffle", "aten::pixel_unshuffle"});
+        {"aten::squeeze", "aten::select", "aten::pixel_shuffle", "aten::pixel_unshuffle"}, true);
     add(Moves::Parts, 0, {"aten::cat", "aten::stack"});
     add(Moves::SplitPart, 0, {"prim::ListUnpack"});
     add(Moves::Split, 0, {"aten::split", "aten::split_with_sizes", "aten::chunk"});
-    add(Moves::Split, 6, {"aten::unbind"});  // SPLIT, then RESHAPE of each part
     return t;
   }();
   return table;
@@ -166,7 +171,7 @@ void lower_moving_node(LoweringContext& cx, const Node* node,
     lower(cx, node);
     return;
   }
-  bool int32 = false;
+  bool int32 = false, channels_last = false;
   for (const Value* v : moved_inputs(cx, node, entry)) {
     if (!cx.has_operand(v)) continue;
     Tensor x = cx.get_operand(v);
@@ -175,9 +180,12 @@ void lower_moving_node(LoweringContext& cx, const Node* node,
       cx.rebind(v, x.id, x.op);
       cx.set_torch_dtype(v, at::kBool);
     }
-    int32 = int32 || x.op.type == nnapi::OperandType::TensorInt32;
+    if (x.op.type != nnapi::OperandType::TensorInt32) continue;
+    int32 = true;
+    channels_last = channels_last || x.op.dim_order == DimOrder::ChannelsLast;
   }
-  if (int32 && !cx.allows_feature_level(entry->int32_level) && moves_bools(cx, node)) {
+  const bool relaid = entry->relayouts && channels_last;
+  if (int32 && (relaid || !cx.allows_feature_level(entry->int32_level)) && moves_bools(cx, node)) {
     lower_as_float(cx, node, *entry, lower);
   } else {
     lower(cx, node);
