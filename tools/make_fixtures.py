@@ -1914,6 +1914,49 @@ refuse("int32-cat-numbers", lambda: Case(
     CatModule(1), [torch.randint(-100, 100, (3, 5), dtype=torch.int32)] * 2),
     r"node aten::cat .*CONCATENATION of an int32 tensor.*2\^24")
 
+class MoveComparison(torch.nn.Module):
+    """A comparison's result moved: NNAPI's comparisons give TENSOR_BOOL8,
+    which no NNAPI operation that moves data takes (RESHAPE, SQUEEZE,
+    EXPAND_DIMS, SLICE, STRIDED_SLICE, GATHER, TILE, TRANSPOSE, CONCATENATION,
+    SPLIT); a view of one was refused as "a bug in nnapi-convert"."""
+
+    def forward(self, x):
+        m = x > 0
+        return (m.view(-1), m.reshape(2, -1), m.flatten(1), m.unsqueeze(1), m[:, :1].squeeze(1),
+                m[:, 1:], m[:, 1], m.narrow(1, 1, 2), m.flip(1), m[:, :1].expand(-1, 3),
+                m.repeat(2, 1), torch.cat([m, x < 0], 1), m.t(), m.unbind(1)[2])
+
+
+class ReshapeBool(torch.nn.Module):
+    """A bool input reshaped: RESHAPE takes TENSOR_INT32 from feature level 6
+    (Android 13) only, SQUEEZE and STRIDED_SLICE at none, so below it they move
+    as float32, as view did; flatten was refused below API 33."""
+
+    def forward(self, m):
+        return (m.flatten(), m.flatten(1), m.reshape(-1), m.unsqueeze(0), m[:1].squeeze(0),
+                m[:1, :1].squeeze(), m[:, 2], m.unbind(0)[1])
+
+
+for _api, _opts in (("api29", []), ("api30", API_30), ("api33", API_33)):
+    beyond(f"bool-comparison-moved-{_api}", lambda o=_opts: Case(
+        MoveComparison(), torch.randn(4, 5), options=o))
+    beyond(f"bool-reshaped-{_api}", lambda o=_opts: Case(
+        ReshapeBool(), torch.randn(3, 4, 5) > 0, options=o))
+
+
+class ReshapeBoolNhwc(torch.nn.Module):
+    """Channels-last bools (an input's, a comparison's) reshaped: made
+    contiguous first by a TRANSPOSE, which takes no TENSOR_INT32 either."""
+
+    def forward(self, x, m):
+        return (m.flatten(1), m.reshape(2, -1), m.flatten(2).unsqueeze(1), (x > 0).flatten(1),
+                (x > 0).unbind(1)[0])
+
+
+beyond("bool-reshaped-nhwc", lambda: Case(
+    ReshapeBoolNhwc(), [nhwc(torch.randn(2, 3, 4, 5)), nhwc(torch.randn(2, 3, 4, 5) > 0)]))
+
+
 
 class SumModule(torch.nn.Module):
     def __init__(self, dims, keepdim):
