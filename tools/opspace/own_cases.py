@@ -1204,6 +1204,30 @@ add(Sample("aten::permute", fn(lambda m: m.permute(0, 2, 3, 1)), [In((2, 3, 5, 7
 add(Sample("aten::transpose", fn(lambda m: m.transpose(1, 2)), [In((2, 3, 5, 7), "bool")], "bool"))
 add(Sample("aten::t", fn(lambda m: m.t()), [In((3, 5), "bool")], "bool"))
 add(Sample("aten::view", fn(lambda m: m.view(m.size(0), -1)), [_int4()], "int32", extra_forms=("api33",)))
+# Bools moved by the viewing, reshaping, slicing and tiling kinds, from a bool
+# input (int32 0/1) and from a comparison (TENSOR_BOOL8, which no NNAPI
+# operation that moves data takes: held as int32 0/1 first). Where the
+# operation takes no TENSOR_INT32 at the target level (RESHAPE below level 6,
+# SQUEEZE and STRIDED_SLICE at none) they move as float32 between CASTs.
+_BOOL_MOVES = (
+    ("aten::view", lambda m: m.view(m.size(0), -1)),
+    ("aten::reshape", lambda m: m.reshape(m.size(0), 2, -1)),
+    ("aten::flatten", lambda m: m.flatten(1)),
+    ("aten::unsqueeze", lambda m: m.unsqueeze(1)),
+    ("aten::squeeze", lambda m: m[:, :1].squeeze(1)),
+    ("aten::slice", lambda m: m[:, :, 1:, ::2]),
+    ("aten::select", lambda m: m[:, 2]),
+    ("aten::narrow", lambda m: m.narrow(1, 1, 3)),
+    ("aten::flip", lambda m: m.flip(1)),
+    ("aten::expand", lambda m: m[:, :1].expand(-1, 3, -1)),
+    ("aten::repeat", lambda m: m.repeat(1, 2, 1)),
+)
+for _kind, _f in _BOOL_MOVES:
+    _shape = (2, 5, 6) if _kind in ("aten::expand", "aten::repeat", "aten::unsqueeze") else _I4
+    add(Sample(_kind, fn(lambda m, f=_f: f(m)), [In(_shape, "bool")], "bool-moved",
+               extra_forms=("api30", "api33")))
+    add(Sample(_kind, fn(lambda n, f=_f: f(n > 0)), [In(_shape, "int32", **_INT)], "bool-compared",
+               extra_forms=("api30", "api33")))
 for _kind, _f in (("aten::add", lambda m: m + 3), ("aten::sub", lambda m: m - 7),
                   ("aten::mul", lambda m: m * -3), ("aten::add", lambda m, n: m + n),
                   ("aten::mul", lambda m, n: m * n), ("aten::sub", lambda m, n: m - n)):
