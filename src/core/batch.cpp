@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
+#include <malloc.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -420,10 +421,23 @@ std::vector<JobResult> run_jobs(
   const size_t workers = std::min(jobs.size(), static_cast<size_t>(std::max(parallel, 1)));
   const int cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int intra_op = workers > 1 ? std::max(1, cpus / static_cast<int>(workers)) : 0;
+  // A worker that converts several models keeps the memory one frees for the
+  // next: main() has every buffer of 128 KiB or more mmapped and unmapped
+  // again (for a single conversion's peak), so each model faulted in all of
+  // its weights afresh. Here buffers up to 32 MiB come from the heap and up
+  // to 128 MiB of free heap is kept: the batch of tools/bench/run.py took
+  // 69 k page faults instead of 131 k, 1.79 s of CPU time instead of 2.02 s
+  // (perf stat, two runs each), its largest worker peaking at 195-199 MiB
+  // instead of 177 MiB.
+  const bool reuse_memory = jobs.size() > workers;
   run_isolated(
       jobs.size(), iso,
       [&](size_t i) {
         if (intra_op > 0) at::set_num_threads(intra_op);  // on this task's thread
+        if (reuse_memory) {
+          ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
+          ::mallopt(M_TRIM_THRESHOLD, 128 << 20);
+        }
         return dump(to_json(run_job(jobs[i])), -1);
       },
       [&](size_t i, const TaskFailure& how) {
