@@ -51,8 +51,12 @@ struct JobResult {
   nlohmann::ordered_json quantization;
 };
 
-// Runs one job; never throws.
-JobResult run_job(const Job& job);
+struct Staged;  // util/output_file.h
+
+// Runs one job; never throws. With `handed_over`, outputs that are renamed
+// into place are not committed but handed over into it (the result says ok
+// if committing them succeeds: commit_staged, then settle_outputs).
+JobResult run_job(const Job& job, std::vector<Staged>* handed_over = nullptr);
 
 // The order run_jobs hands `jobs` to `parallel` workers in: with more jobs
 // than workers, largest model file first (so no large model starts last

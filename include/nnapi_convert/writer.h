@@ -11,20 +11,25 @@
 namespace nnapi_convert {
 
 class PendingFile;  // util/output_file.h
+struct Staged;      // util/output_file.h
 
 // The lines of `prepare` (shape lines then the return of templates), in the
 // reference converter's text (`torch.float32`), or with ScalarType numbers
 // (`dtype=6`) for TorchScript compiled from C++.
 std::vector<std::string> prepare_lines(const Conversion& c, bool numeric_dtypes);
 
-// The files of one conversion, written to temporaries and finished (fsynced),
-// not yet in place: commit() renames them all over their targets; destroying
+// The files of one conversion, written to temporaries and finished (closed),
+// not yet in place: commit() fsyncs and renames them all over their targets; destroying
 // them uncommitted removes the temporaries, leaving every existing file as it
 // was.
 struct ConversionFiles {
   std::vector<std::unique_ptr<PendingFile>> files;
   PendingFile* module = nullptr;  // the .nnapi.pt, when one was asked for
   void commit();
+  // When every file is renamed into place: all handed over
+  // (PendingFile::hand_over), to be committed by commit_staged. Else
+  // nothing is, and it returns nothing: commit() them.
+  std::vector<Staged> hand_over();
   ConversionFiles();
   ConversionFiles(ConversionFiles&&) noexcept;
   ~ConversionFiles();

@@ -499,6 +499,29 @@ class PickleScan {
 
 // ------------------------------------------------------------------ code
 
+// The characters check_code counts as infix operators: + - * / % & | ^ < >,
+// and NUL (which std::strchr("+-*/%&|^<>", c), used before, matched as the
+// string's end). A switch rather than a strchr call per character of code:
+// that call was a twentieth of the check's time.
+constexpr bool counts_as_operator(char c) {
+  switch (c) {
+    case '+':
+    case '-':
+    case '*':
+    case '/':
+    case '%':
+    case '&':
+    case '|':
+    case '^':
+    case '<':
+    case '>':
+    case '\0':
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Bracket nesting and infix-operator runs in TorchScript source, which
 // LibTorch's parser and compiler follow by recursion.
 void check_code(const std::string& src, const std::string& name, const Archive& archive) {
@@ -523,7 +546,7 @@ void check_code(const std::string& src, const std::string& name, const Archive& 
     } else if (c == '\n') {
       ++line;
       operators = 0;
-    } else if (std::strchr("+-*/%&|^<>", c)) {
+    } else if (counts_as_operator(c)) {
       if (++operators > kMaxOperatorsPerLine) {
         archive.malformed("its code '" + name + "' has more than " +
                           std::to_string(kMaxOperatorsPerLine) + " operators on line " +

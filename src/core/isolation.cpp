@@ -1,5 +1,6 @@
 #include "core/isolation.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -12,11 +13,16 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <iostream>
+#include <mutex>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "util/output_file.h"
@@ -158,13 +164,115 @@ std::string run_on_large_stack(const std::function<std::string()>& fn) {
   ::_exit(0);
 }
 
+using Temps = std::vector<std::pair<std::string, int>>;  // path, signal slot
+
 struct Worker {
   pid_t pid = -1;
   int sock = -1;
   long task = -1;
   Clock::time_point started;
   std::string buf;
-  std::vector<std::pair<std::string, int>> temps;  // path, signal slot
+  Temps temps;
+};
+
+// IsolationOptions::settle on a thread of its own: results go in with add(),
+// come out of take() once settled, and each settled one wakes poll() through
+// a pipe (wake_fd). The thread starts with the first result.
+class Settler {
+ public:
+  struct Item {
+    size_t task = 0;
+    std::string result;
+    Temps temps;  // still registered: the caller forgets them after take()
+  };
+
+  explicit Settler(const std::function<std::string(size_t, const std::string&)>& settle)
+      : settle_(settle) {}
+  ~Settler() {
+    if (thread_.joinable()) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stop_ = true;
+      }
+      wake_.notify_all();
+      thread_.join();
+    }
+    for (int fd : pipe_)
+      if (fd >= 0) ::close(fd);
+  }
+  Settler(const Settler&) = delete;
+  Settler& operator=(const Settler&) = delete;
+
+  // Starts the thread (once); false when it cannot be (no descriptors or
+  // threads left): the caller settles results itself.
+  bool start() {
+    if (thread_.joinable()) return true;
+    if (pipe_[0] < 0 && ::pipe2(pipe_, O_CLOEXEC | O_NONBLOCK) != 0) return false;
+    try {
+      thread_ = std::thread([this] { run(); });
+    } catch (const std::system_error&) {
+      return false;
+    }
+    return true;
+  }
+  void add(Item item) {  // after start()
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back(std::move(item));
+    }
+    ++outstanding_;
+    wake_.notify_all();
+  }
+  // Results added and not yet taken.
+  size_t outstanding() const { return outstanding_; }
+  int wake_fd() const { return pipe_[0]; }
+  std::vector<Item> take() {
+    char drain[256];
+    while (::read(pipe_[0], drain, sizeof drain) > 0) {
+    }
+    std::vector<Item> out;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      out.swap(settled_);
+    }
+    outstanding_ -= out.size();
+    return out;
+  }
+  // Until nothing is being settled (before a fork: the thread holds no lock).
+  void wait_idle() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    idle_.wait(lock, [this] { return queue_.empty() && !busy_; });
+  }
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopped
+      Item item = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+      lock.unlock();
+      item.result = settle_(item.task, item.result);
+      lock.lock();
+      settled_.push_back(std::move(item));
+      busy_ = false;
+      const char one = 1;
+      [[maybe_unused]] ssize_t w = ::write(pipe_[1], &one, 1);  // full: a wake-up is pending
+      idle_.notify_all();
+    }
+  }
+
+  const std::function<std::string(size_t, const std::string&)>& settle_;
+  std::thread thread_;
+  int pipe_[2] = {-1, -1};
+  std::mutex mutex_;
+  std::condition_variable wake_, idle_;
+  std::deque<Item> queue_;
+  std::vector<Item> settled_;
+  bool busy_ = false, stop_ = false;
+  size_t outstanding_ = 0;  // the calling thread's count
 };
 
 }  // namespace
@@ -190,6 +298,7 @@ std::vector<std::string> run_isolated(
   std::vector<Worker> workers(std::min<size_t>(std::max(options.parallel, 1), n));
   size_t next = 0, finished = 0;
   const pid_t self = ::getpid();
+  Settler settler(options.settle);
 
   auto parent_fds = [&] {
     std::vector<int> fds;
@@ -210,6 +319,7 @@ std::vector<std::string> run_isolated(
     std::cout.flush();
     std::cerr.flush();
     std::fflush(nullptr);
+    settler.wait_idle();
     pid_t pid = ::fork();
     if (pid < 0) {
       spawn_error = std::strerror(errno);
@@ -237,12 +347,12 @@ std::vector<std::string> run_isolated(
     w.started = Clock::now();
     send_frame(w.sock, 'T', std::to_string(w.task));  // a dead worker shows as end of file
   };
-  auto forget_temps = [](Worker& w, bool remove) {
-    for (auto& [path, slot] : w.temps) {
+  auto forget_temps = [](Temps& temps, bool remove) {
+    for (auto& [path, slot] : temps) {
       if (remove) ::unlink(path.c_str());
       forget_foreign_temp(slot);
     }
-    w.temps.clear();
+    temps.clear();
   };
   // A worker that died or was stopped: its task fails, a new worker goes on.
   auto bury = [&](Worker& w, TaskFailure how) {
@@ -250,9 +360,10 @@ std::vector<std::string> run_isolated(
     while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
     }
     remove_child_process(w.pid);
+    w.pid = -1;
     ::close(w.sock);
     w.sock = -1;
-    forget_temps(w, true);
+    forget_temps(w.temps, true);
     if (!how.timed_out) {
       how.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
       how.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
@@ -275,19 +386,20 @@ std::vector<std::string> run_isolated(
       assign(workers[0]);
       any_alive = true;
     }
-    if (!any_alive) {  // no worker can be started: every remaining task fails, named
+    if (!any_alive && next < n) {  // no worker can be started: every remaining task fails, named
       TaskFailure how;
       how.start_error = spawn_error;
       while (next < n) {
         size_t task = task_at(next++);
         finish(task, failed(task, how));
       }
-      break;
     }
     std::vector<pollfd> fds;
     std::vector<Worker*> polled;
     int wait_ms = -1;
     auto now = Clock::now();
+    if (settler.outstanding() > 0) fds.push_back({settler.wake_fd(), POLLIN, 0});
+    const size_t first_worker = fds.size();
     for (Worker& w : workers) {
       if (w.sock < 0) continue;
       fds.push_back({w.sock, POLLIN, 0});
@@ -301,8 +413,14 @@ std::vector<std::string> run_isolated(
     if (fds.empty()) break;
     int ready = ::poll(fds.data(), fds.size(), wait_ms);
     if (ready < 0 && errno != EINTR) throw std::runtime_error("poll failed");
-    for (size_t k = 0; k < fds.size(); ++k) {
-      Worker& w = *polled[k];
+    if (first_worker > 0 && ready > 0 && (fds[0].revents & POLLIN)) {
+      for (Settler::Item& item : settler.take()) {
+        forget_temps(item.temps, true);  // those settle left (none when it did its work)
+        finish(item.task, std::move(item.result));
+      }
+    }
+    for (size_t k = first_worker; k < fds.size(); ++k) {
+      Worker& w = *polled[k - first_worker];
       if (ready > 0 && (fds[k].revents & (POLLIN | POLLHUP | POLLERR))) {
         char chunk[65536];
         ssize_t r = ::recv(w.sock, chunk, sizeof chunk, 0);
@@ -326,11 +444,22 @@ std::vector<std::string> run_isolated(
               }
             }
           } else if (type == '=' && w.task >= 0) {
-            forget_temps(w, false);
             size_t task = static_cast<size_t>(w.task);
             w.task = -1;
-            finish(task, payload);
+            if (options.settle && settler.start()) {
+              settler.add({task, payload, std::move(w.temps)});
+              w.temps.clear();
+            } else {
+              const std::string result = options.settle ? options.settle(task, payload) : payload;
+              forget_temps(w.temps, options.settle != nullptr);
+              finish(task, result);
+            }
             assign(w);
+            if (w.task < 0) {  // nothing left for it: end of file, it exits
+              ::close(w.sock);
+              w.sock = -1;
+              break;
+            }
           }
         }
       } else if (w.task >= 0 && options.timeout_s > 0 &&
@@ -344,8 +473,8 @@ std::vector<std::string> run_isolated(
     }
   }
   for (Worker& w : workers) {
-    if (w.sock < 0) continue;
-    ::close(w.sock);  // end of file: the worker exits
+    if (w.sock >= 0) ::close(w.sock);  // end of file: the worker exits
+    if (w.pid < 0) continue;
     int status;
     while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
     }

@@ -365,6 +365,15 @@ void ConversionFiles::commit() {
   commit_all(all);
 }
 
+std::vector<Staged> ConversionFiles::hand_over() {
+  std::vector<Staged> staged;
+  for (const auto& f : files) {
+    if (!f->renamed_into_place()) return staged;
+  }
+  for (auto& f : files) staged.push_back(f->hand_over());
+  return staged;
+}
+
 ConversionFiles::ConversionFiles() = default;
 ConversionFiles::ConversionFiles(ConversionFiles&&) noexcept = default;
 ConversionFiles::~ConversionFiles() = default;

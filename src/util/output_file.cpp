@@ -202,6 +202,65 @@ int descriptor_path_number(const std::string& p) {
   return -1;
 }
 
+// "'path'", or "to standard output" for "-".
+std::string named_output(const std::string& path) {
+  return path == "-" ? std::string("to standard output") : "'" + path + "'";
+}
+
+// The message of a failed write, fsync or close of an output's temporary.
+OutputError write_failure(const std::string& what, const std::string& named, int err) {
+  return OutputError("could not write " + what + " " + named + ": " + errno_text(err) +
+                         (err == ENOSPC || err == EFBIG || err == EDQUOT
+                              ? " (the existing file, if any, is unchanged)"
+                              : ""),
+                     false);
+}
+
+// fsync of a finished temporary (opened again: its writer closed it, maybe
+// in another process); 0 or the errno of the failure.
+int sync_temp(const std::string& temp) {
+  const int fd = ::open(temp.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return errno;
+  int err = ::fsync(fd) != 0 && errno != EINVAL ? errno : 0;
+  if (::close(fd) != 0 && err == 0) err = errno;
+  return err;
+}
+
+void rename_into_place(const std::string& temp, const std::string& target, const std::string& what,
+                       const std::string& path) {
+  if (::rename(temp.c_str(), target.c_str()) != 0) {
+    throw OutputError("could not write " + what + " '" + path +
+                          "': renaming its temporary file into place failed: " + errno_text(errno),
+                      false);
+  }
+}
+
+std::string directory_of(const std::string& target) {
+  const fs::path dir = fs::path(target).parent_path();
+  return dir.empty() ? "." : dir.string();
+}
+
+// The renames reach the disk with their directories, each synced once.
+// renamed: (directory, the output's path as named) in commit order.
+void sync_directories(const std::vector<std::pair<std::string, std::string>>& renamed) {
+  std::vector<std::string> synced;
+  for (const auto& [dir, path] : renamed) {
+    if (std::find(synced.begin(), synced.end(), dir) != synced.end()) continue;
+    synced.push_back(dir);
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int err = fd < 0 ? errno : 0;
+    if (fd >= 0 && ::fsync(fd) != 0 && errno != EINVAL) err = errno;
+    if (fd >= 0) ::close(fd);
+    if (err != 0) {
+      throw OutputError("'" + path + "' was written, but its directory '" + dir +
+                            "' could not be synced to the disk (" + errno_text(err) +
+                            "), so the new file may not survive a crash or power loss; check "
+                            "the file system",
+                        false);
+    }
+  }
+}
+
 }  // namespace
 
 int output_descriptor(const std::string& path) {
@@ -333,9 +392,7 @@ PendingFile::~PendingFile() {
   release_slot(slot_);
 }
 
-std::string PendingFile::named() const {
-  return path_ == "-" ? std::string("to standard output") : "'" + path_ + "'";
-}
+std::string PendingFile::named() const { return named_output(path_); }
 
 void PendingFile::write_nothrow(const void* data, size_t size) noexcept {
   if (error_ == 0 && fd_ >= 0) error_ = write_all(fd_, data, size);
@@ -350,27 +407,15 @@ void PendingFile::write(const void* data, size_t size) {
 }
 
 void PendingFile::finish() {
-  if (error_ == 0 && fd_ >= 0 && ::fsync(fd_) != 0 && errno != EINVAL) error_ = errno;
   if (fd_ >= 0 && ::close(fd_) != 0 && error_ == 0) error_ = errno;
   fd_ = -1;
-  if (error_ != 0) {
-    throw OutputError("could not write " + what_ + " " + named() + ": " + errno_text(error_) +
-                          (error_ == ENOSPC || error_ == EFBIG || error_ == EDQUOT
-                               ? " (the existing file, if any, is unchanged)"
-                               : ""),
-                      false);
-  }
+  if (error_ != 0) throw write_failure(what_, named(), error_);
 }
 
 void PendingFile::commit() {
   if (committed_) return;
   if (target_.kind == OutputTarget::Kind::File) {
-    if (::rename(temp_.c_str(), target_.path.c_str()) != 0) {
-      throw OutputError(
-          "could not write " + what_ + " '" + path_ +
-              "': renaming its temporary file into place failed: " + errno_text(errno),
-          false);
-    }
+    rename_into_place(temp_, target_.path, what_, path_);
   } else {
     // Written through: the descriptor as it is, or the device or FIFO opened
     // for writing (never created, truncated or replaced).
@@ -405,31 +450,54 @@ void PendingFile::commit() {
 }
 
 std::string PendingFile::directory_to_sync() const {
-  if (target_.kind != OutputTarget::Kind::File) return "";
-  const fs::path dir = fs::path(target_.path).parent_path();
-  return dir.empty() ? "." : dir.string();
+  return target_.kind == OutputTarget::Kind::File ? directory_of(target_.path) : "";
+}
+
+bool PendingFile::renamed_into_place() const { return target_.kind == OutputTarget::Kind::File; }
+
+Staged PendingFile::hand_over() {
+  if (!renamed_into_place() || fd_ >= 0 || committed_ || error_ != 0) {
+    throw std::logic_error("hand_over of an output that is not a finished file");
+  }
+  committed_ = true;  // the destructor leaves the temporary alone
+  release_slot(slot_);
+  slot_ = -1;
+  return {temp_, target_.path, path_, what_};
 }
 
 void commit_all(const std::vector<PendingFile*>& files) {
+  for (PendingFile* f : files) {
+    if (!f->renamed_into_place()) continue;  // written through: nothing to make durable
+    const int err = sync_temp(f->temp_path());
+    if (err != 0) throw write_failure(f->what_, f->named(), err);
+  }
   for (PendingFile* f : files) f->commit();
-  // The renames reach the disk with their directories, each synced once.
-  std::vector<std::string> synced;
+  std::vector<std::pair<std::string, std::string>> renamed;
   for (PendingFile* f : files) {
     const std::string dir = f->directory_to_sync();
-    if (dir.empty() || std::find(synced.begin(), synced.end(), dir) != synced.end()) continue;
-    synced.push_back(dir);
-    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int err = fd < 0 ? errno : 0;
-    if (fd >= 0 && ::fsync(fd) != 0 && errno != EINVAL) err = errno;
-    if (fd >= 0) ::close(fd);
-    if (err != 0) {
-      throw OutputError("'" + f->path() + "' was written, but its directory '" + dir +
-                            "' could not be synced to the disk (" + errno_text(err) +
-                            "), so the new file may not survive a crash or power loss; check "
-                            "the file system",
-                        false);
-    }
+    if (!dir.empty()) renamed.emplace_back(dir, f->path());
   }
+  sync_directories(renamed);
+}
+
+void commit_staged(const std::vector<Staged>& files) {
+  size_t renamed = 0;
+  try {
+    for (const Staged& f : files) {
+      const int err = sync_temp(f.temp);
+      if (err != 0) throw write_failure(f.what, named_output(f.path), err);
+    }
+    for (const Staged& f : files) {
+      rename_into_place(f.temp, f.target, f.what, f.path);
+      ++renamed;
+    }
+  } catch (const OutputError&) {
+    for (size_t i = renamed; i < files.size(); ++i) ::unlink(files[i].temp.c_str());
+    throw;
+  }
+  std::vector<std::pair<std::string, std::string>> dirs;
+  for (const Staged& f : files) dirs.emplace_back(directory_of(f.target), f.path);
+  sync_directories(dirs);
 }
 
 void write_output_file(const std::string& path, const std::string& what, const std::string& data) {

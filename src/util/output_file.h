@@ -1,7 +1,7 @@
 // Output files written so that nothing is lost: each output is a temporary
 // made beside its target (O_EXCL: a planted file or symlink is never
-// followed), written and fsynced, and renamed over the target only when
-// every output of the model is complete. A temporary that is not committed is
+// followed), written, and when every output of the model is complete fsynced
+// and renamed over the target, its directory fsynced after. A temporary that is not committed is
 // removed, also when the process is stopped by SIGINT, SIGTERM, SIGHUP or
 // SIGPIPE at any moment (its name is registered before it is created).
 // Standard output ("-", /dev/stdout), other descriptors, character devices
@@ -51,6 +51,15 @@ int output_descriptor(const std::string& path);
 // Whether `path` is "-", /dev/stdout or another name of standard output.
 bool names_standard_output(const std::string& path);
 
+// A finished temporary handed over (PendingFile::hand_over), as plain data
+// that can travel to another process.
+struct Staged {
+  std::string temp;    // the finished temporary
+  std::string target;  // what it is renamed over
+  std::string path;    // the output as the user named it, for messages
+  std::string what;    // "output", "--lite output", ...
+};
+
 // One output being written.
 class PendingFile {
  public:
@@ -64,8 +73,16 @@ class PendingFile {
   // For writers that must not throw (LibTorch's zip writer): records the
   // first error, which finish() then throws.
   void write_nothrow(const void* data, size_t size) noexcept;
-  void finish();  // flush, fsync and close; throws OutputError
-  void commit();  // rename over the target (or copy to standard output)
+  void finish();  // flush and close (commit fsyncs); throws OutputError
+  void commit();  // rename over the target (or copy to standard output); see commit_all
+  // Whether commit renames a file (rather than writing through to a
+  // descriptor, device or FIFO): such a finished output can be handed over.
+  bool renamed_into_place() const;
+  // For a finished output that is renamed into place: its temporary becomes
+  // the caller's to commit with commit_staged (another process may do it);
+  // this object no longer removes it. Its signal-handler slot is released
+  // here, without telling the temp observer: a worker's parent keeps it.
+  Staged hand_over();
 
   // The directory a committed file was renamed in ("" where none was).
   std::string directory_to_sync() const;
@@ -74,6 +91,7 @@ class PendingFile {
   const std::string& temp_path() const { return temp_; }  // complete after finish()
 
  private:
+  friend void commit_all(const std::vector<PendingFile*>& files);
   std::string named() const;  // "'path'", or "to standard output" for "-"
 
   std::string path_, what_;
@@ -85,11 +103,18 @@ class PendingFile {
   bool committed_ = false;
 };
 
-// Commits every file (after each has been finished): the renames follow one
-// another with no I/O between them; then each directory renamed in is
-// fsynced once (throws OutputError if that fails: the files are in place,
-// but may not be on the disk).
+// Commits every file (after each has been finished): each temporary that is
+// renamed is fsynced, then the renames follow one another with no I/O
+// between them; then each directory renamed in is fsynced once (throws
+// OutputError if that fails: the files are in place, but may not be on the
+// disk).
 void commit_all(const std::vector<PendingFile*>& files);
+
+// commit_all for handed-over temporaries: the same fsyncs, renames and
+// directory fsyncs, in the same order, with the same messages. If a
+// temporary cannot be fsynced or renamed, those not renamed yet are removed
+// before it throws.
+void commit_staged(const std::vector<Staged>& files);
 
 // Writes `data` to `path` atomically (one PendingFile).
 void write_output_file(const std::string& path, const std::string& what, const std::string& data);

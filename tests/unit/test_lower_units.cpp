@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/isolation.h"
 #include "lower/check.h"
 #include "lower/conv_pool.h"
 #include "lower/dims.h"
@@ -334,4 +335,39 @@ TEST(ScheduleOrder, LargestFileFirstWithMoreJobsThanWorkers) {
   EXPECT_TRUE(schedule_order(jobs, 1).empty());  // one worker: the order given
   EXPECT_TRUE(schedule_order(jobs, 6).empty());  // a worker per job: all start at once
   std::filesystem::remove_all(dir);
+}
+
+// --- worker processes (src/core/isolation.h): with IsolationOptions::settle,
+// each result a worker reports goes through settle in this process (not in
+// the worker) before done() sees it, and run_isolated returns the settled
+// results in task order.
+
+TEST(RunIsolated, SettleRunsInThisProcessBeforeDone) {
+  IsolationOptions iso;
+  iso.parallel = 2;
+  const std::string self = std::to_string(::getpid());
+  std::vector<std::string> settled_in;  // settle's thread only; read after run_isolated
+  iso.settle = [&](size_t i, const std::string& result) {
+    settled_in.push_back(std::to_string(::getpid()));
+    return result + ", settled " + std::to_string(i);
+  };
+  std::vector<std::string> seen_by_done(5);
+  const std::vector<std::string> results = run_isolated(
+      5, iso,
+      [](size_t i) { return "task " + std::to_string(i) + " in " + std::to_string(::getpid()); },
+      [](size_t, const TaskFailure& how) { return "failed: " + how.describe(); },
+      [&](size_t i, const std::string& result) { seen_by_done.at(i) = result; });
+  ASSERT_EQ(results.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    const std::string head = "task " + std::to_string(i) + " in ";
+    const std::string tail = ", settled " + std::to_string(i);
+    ASSERT_EQ(results[i].compare(0, head.size(), head), 0) << results[i];
+    ASSERT_GE(results[i].size(), head.size() + tail.size()) << results[i];
+    EXPECT_EQ(results[i].substr(results[i].size() - tail.size()), tail) << results[i];
+    const std::string worker =
+        results[i].substr(head.size(), results[i].size() - head.size() - tail.size());
+    EXPECT_NE(worker, self) << "task " << i << " ran in this process";
+    EXPECT_EQ(seen_by_done[i], results[i]);
+  }
+  EXPECT_EQ(settled_in, std::vector<std::string>(5, self));
 }
