@@ -9,13 +9,14 @@
 #include <set>
 
 #include "lower/context.h"
+#include "lower/kind_set.h"
 
 namespace nnapi_convert {
 
 // Scalar and shape arithmetic (x.size(0) // 2, ...).
-const std::set<c10::Symbol>& foldable_kinds();
+const KindSet& foldable_kinds();
 // Tensor operations folded when all their inputs are constant.
-const std::set<c10::Symbol>& tensor_foldable_kinds();
+const KindSet& tensor_foldable_kinds();
 // Whether constant folding takes nodes of `kind` (when their inputs are constant).
 bool is_foldable(c10::Symbol kind);
 // Whether the lowering table or constant folding takes nodes of `kind`.

@@ -160,7 +160,7 @@ void lower_conv(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 7,
         [&] { return std::string("malformed ") + node->kind().toQualString(); });
   at::Tensor weight = cx.constant_tensor(node->input(1));
-  static const c10::Symbol conv1d_kind = c10::Symbol::fromQualString("aten::conv1d");
+  static const c10::Symbol conv1d_kind = c10::aten::conv1d;
   const bool conv1d = node->kind() == conv1d_kind;
   check(!conv1d || weight.dim() == 3, "aten::conv1d needs a 3-D weight");
   int32_t bias_id = optional_bias(cx, node->input(2), weight, false);
@@ -332,7 +332,7 @@ namespace {
 // _convolution(x, w, b, stride, padding, dilation, transposed, output_padding,
 // groups, ...).
 std::string convolution_support(const Node* node) {
-  static const c10::Symbol convolution = c10::Symbol::fromQualString("aten::_convolution");
+  static const c10::Symbol convolution = c10::aten::_convolution;
   const bool full = node->kind() == convolution;
   if (node->inputs().size() != (full ? 13u : 7u)) return "";
   const auto weight = constant_value(node->input(1));
