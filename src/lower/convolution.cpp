@@ -56,8 +56,7 @@ std::vector<int64_t> kernel_of(const at::Tensor& weight) {
 
 // A convolution argument as the 2-D pair: as given for a 2-D convolution, {first, v}
 // for a 1-D one (over (N, C, 1, L)).
-std::vector<int64_t> pair_of(const std::vector<int64_t>& v, int64_t first, bool one_d,
-                             const char* what) {
+std::vector<int64_t> pair_of(std::vector<int64_t> v, int64_t first, bool one_d, const char* what) {
   if (!one_d) return v;
   check(v.size() == 1, [&] { return std::string("1-D convolution needs one ") + what; });
   return {first, v[0]};
@@ -299,7 +298,9 @@ Tensor emit_conv2d(LoweringContext& cx, const Value* out, double out_scale, int6
   }
   check(out_c == bias.shape[0], "convolution bias size does not match output channels");
   ModelBuilder& m = cx.model();
-  std::vector<int32_t> inputs = {image_id, weight_id, bias_id};
+  std::vector<int32_t> inputs;
+  inputs.reserve(13);  // image, weight, bias and up to 10 scalars
+  inputs.insert(inputs.end(), {image_id, weight_id, bias_id});
   for (int64_t v : {args.pad_l, args.pad_r, args.pad_t, args.pad_b, args.stride_w, args.stride_h}) {
     inputs.push_back(m.add_int_scalar(static_cast<int32_t>(v)));
   }
