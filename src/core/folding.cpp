@@ -169,7 +169,7 @@ bool Folder::try_fold(LoweringContext& cx, const Node* node) {
           "that shares its storage); nnapi-convert folds in-place writes only into tensors the "
           "model builds itself from constants (zeros, new_zeros, ...). Write into a copy "
           "(.clone()) instead");
-    check(read_.count(written) == 0,
+    check(std::find(read_.begin(), read_.end(), written) == read_.end(),
           "this in-place operation writes into a tensor that an NNAPI operation has already "
           "read as a constant; build the tensor completely before the model uses it");
   }
@@ -189,9 +189,12 @@ void Folder::note_lowered(const LoweringContext& cx, const Node* node) {
   for (const Value* in : node->inputs()) {
     if (!cx.has_constant(in)) continue;
     const c10::IValue& v = cx.constant(in).value;
-    if (v.isTensor()) read_.insert(storage_of(v));
+    const auto note = [this](const c10::StorageImpl* s) {
+      if (s) read_.push_back(s);
+    };
+    if (v.isTensor()) note(storage_of(v));
     if (v.isList()) {
-      for (const c10::IValue& item : v.toListRef()) read_.insert(storage_of(item));
+      for (const c10::IValue& item : v.toListRef()) note(storage_of(item));
     }
   }
 }

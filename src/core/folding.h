@@ -7,6 +7,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <set>
+#include <vector>
 
 #include "lower/context.h"
 #include "lower/kind_set.h"
@@ -41,7 +42,10 @@ class Folder {
   void note_lowered(const LoweringContext& cx, const torch::jit::Node* node);
 
  private:
-  std::set<const c10::StorageImpl*> made_, read_;
+  std::set<const c10::StorageImpl*> made_;
+  // Storages NNAPI operations read as constants (a weight per operation, so
+  // appended as read; looked up only by an in-place write).
+  std::vector<const c10::StorageImpl*> read_;
 };
 
 }  // namespace nnapi_convert
