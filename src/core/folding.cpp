@@ -5,35 +5,30 @@
 #include <torch/csrc/jit/runtime/operator.h>
 
 #include <algorithm>
-#include <initializer_list>
 #include <optional>
 
 #include "lower/check.h"
+#include "lower/kind_set.h"
 #include "lower/registry.h"
 #include "nnapi_convert/converter.h"
 
 namespace nnapi_convert {
 
-namespace {
-
-std::set<c10::Symbol> symbols(std::initializer_list<const char*> names) {
-  std::set<c10::Symbol> out;
-  for (const char* name : names) out.insert(c10::Symbol::fromQualString(name));
-  return out;
-}
-
-}  // namespace
-
 // Scalar and shape arithmetic that traced models carry (x.size(0) // 2, ...).
 // With fixed input sizes every input is a constant, so it runs once here.
-const std::set<c10::Symbol>& foldable_kinds() {
-  static const std::set<c10::Symbol> kinds = symbols({
-      "prim::NumToTensor",   "aten::Int",      "aten::Float",      "aten::ScalarImplicit",
-      "aten::floor_divide",  "aten::floordiv", "aten::div",        "aten::mul",
-      "aten::add",           "aten::sub",      "aten::remainder",  "aten::neg",
-      "aten::__getitem__",   "aten::len",      "prim::ListUnpack", "prim::TupleUnpack",
-      "prim::TupleIndex",    "aten::size",     "aten::floor",      "aten::ceil",
-      "prim::Uninitialized",
+const KindSet& foldable_kinds() {
+  static const KindSet kinds({
+      c10::prim::NumToTensor,   c10::aten::Int,
+      c10::aten::Float,         c10::aten::ScalarImplicit,
+      c10::aten::floor_divide,  c10::aten::floordiv,
+      c10::aten::div,           c10::aten::mul,
+      c10::aten::add,           c10::aten::sub,
+      c10::aten::remainder,     c10::aten::neg,
+      c10::aten::__getitem__,   c10::aten::len,
+      c10::prim::ListUnpack,    c10::prim::TupleUnpack,
+      c10::prim::TupleIndex,    c10::aten::size,
+      c10::aten::floor,         c10::aten::ceil,
+      c10::prim::Uninitialized,
   });
   return kinds;
 }
@@ -46,19 +41,22 @@ const std::set<c10::Symbol>& foldable_kinds() {
 // tril buffer to the sequence length and inverted (tril, triu, bitwise_not,
 // logical_not). The new_* and *_like factories read only the dtype
 // of their first input (and the *_like ones its shape), so that may be computed.
-const std::set<c10::Symbol>& tensor_foldable_kinds() {
-  static const std::set<c10::Symbol> kinds = symbols({
-      "aten::zeros",        "aten::ones",         "aten::full",       "aten::new_zeros",
-      "aten::new_ones",     "aten::new_full",     "aten::zeros_like", "aten::ones_like",
-      "aten::full_like",    "aten::arange",       "aten::slice",      "aten::select",
-      "aten::view",         "aten::reshape",      "aten::permute",    "aten::transpose",
-      "aten::unsqueeze",    "aten::squeeze",      "aten::flatten",    "aten::contiguous",
-      "aten::index",        "aten::eq",           "aten::ne",         "aten::lt",
-      "aten::le",           "aten::gt",           "aten::ge",         "aten::masked_fill",
-      "aten::where",        "aten::fill_",        "aten::zero_",      "aten::copy_",
-      "aten::masked_fill_", "aten::pow",          "aten::rsub",       "aten::clone",
-      "aten::embedding",    "aten::index_select", "aten::tril",       "aten::triu",
-      "aten::bitwise_not",  "aten::logical_not",
+const KindSet& tensor_foldable_kinds() {
+  static const KindSet kinds({
+      c10::aten::zeros,       c10::aten::ones,         c10::aten::full,
+      c10::aten::new_zeros,   c10::aten::new_ones,     c10::aten::new_full,
+      c10::aten::zeros_like,  c10::aten::ones_like,    c10::aten::full_like,
+      c10::aten::arange,      c10::aten::slice,        c10::aten::select,
+      c10::aten::view,        c10::aten::reshape,      c10::aten::permute,
+      c10::aten::transpose,   c10::aten::unsqueeze,    c10::aten::squeeze,
+      c10::aten::flatten,     c10::aten::contiguous,   c10::aten::index,
+      c10::aten::eq,          c10::aten::ne,           c10::aten::lt,
+      c10::aten::le,          c10::aten::gt,           c10::aten::ge,
+      c10::aten::masked_fill, c10::aten::where,        c10::aten::fill_,
+      c10::aten::zero_,       c10::aten::copy_,        c10::aten::masked_fill_,
+      c10::aten::pow,         c10::aten::rsub,         c10::aten::clone,
+      c10::aten::embedding,   c10::aten::index_select, c10::aten::tril,
+      c10::aten::triu,        c10::aten::bitwise_not,  c10::aten::logical_not,
   });
   return kinds;
 }
@@ -171,7 +169,7 @@ bool Folder::try_fold(LoweringContext& cx, const Node* node) {
           "that shares its storage); nnapi-convert folds in-place writes only into tensors the "
           "model builds itself from constants (zeros, new_zeros, ...). Write into a copy "
           "(.clone()) instead");
-    check(read_.count(written) == 0,
+    check(std::find(read_.begin(), read_.end(), written) == read_.end(),
           "this in-place operation writes into a tensor that an NNAPI operation has already "
           "read as a constant; build the tensor completely before the model uses it");
   }
@@ -191,9 +189,12 @@ void Folder::note_lowered(const LoweringContext& cx, const Node* node) {
   for (const Value* in : node->inputs()) {
     if (!cx.has_constant(in)) continue;
     const c10::IValue& v = cx.constant(in).value;
-    if (v.isTensor()) read_.insert(storage_of(v));
+    const auto note = [this](const c10::StorageImpl* s) {
+      if (s) read_.push_back(s);
+    };
+    if (v.isTensor()) note(storage_of(v));
     if (v.isList()) {
-      for (const c10::IValue& item : v.toListRef()) read_.insert(storage_of(item));
+      for (const c10::IValue& item : v.toListRef()) note(storage_of(item));
     }
   }
 }

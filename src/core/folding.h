@@ -7,15 +7,17 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <set>
+#include <vector>
 
 #include "lower/context.h"
+#include "lower/kind_set.h"
 
 namespace nnapi_convert {
 
 // Scalar and shape arithmetic (x.size(0) // 2, ...).
-const std::set<c10::Symbol>& foldable_kinds();
+const KindSet& foldable_kinds();
 // Tensor operations folded when all their inputs are constant.
-const std::set<c10::Symbol>& tensor_foldable_kinds();
+const KindSet& tensor_foldable_kinds();
 // Whether constant folding takes nodes of `kind` (when their inputs are constant).
 bool is_foldable(c10::Symbol kind);
 // Whether the lowering table or constant folding takes nodes of `kind`.
@@ -40,7 +42,10 @@ class Folder {
   void note_lowered(const LoweringContext& cx, const torch::jit::Node* node);
 
  private:
-  std::set<const c10::StorageImpl*> made_, read_;
+  std::set<const c10::StorageImpl*> made_;
+  // Storages NNAPI operations read as constants (a weight per operation, so
+  // appended as read; looked up only by an in-place write).
+  std::vector<const c10::StorageImpl*> read_;
 };
 
 }  // namespace nnapi_convert

@@ -180,10 +180,8 @@ Tensor keep_mask_bias(LoweringContext& cx, const Value* keep, const Tensor& x, c
 // to_padded_tensor find by walking back to _nested_tensor_from_mask: the
 // keep mask of nested value `v`, or null when `v` is not one.
 const Value* nested_keep_mask(const Value* v) {
-  static const c10::Symbol layer =
-      c10::Symbol::fromQualString("aten::_transformer_encoder_layer_fwd");
-  static const c10::Symbol from_mask =
-      c10::Symbol::fromQualString("aten::_nested_tensor_from_mask");
+  static const c10::Symbol layer = c10::aten::_transformer_encoder_layer_fwd;
+  static const c10::Symbol from_mask = c10::aten::_nested_tensor_from_mask;
   const Node* n = v->node();
   while (n->kind() == layer) n = n->input(0)->node();
   return n->kind() == from_mask ? n->input(1) : nullptr;

@@ -56,8 +56,7 @@ std::vector<int64_t> kernel_of(const at::Tensor& weight) {
 
 // A convolution argument as the 2-D pair: as given for a 2-D convolution, {first, v}
 // for a 1-D one (over (N, C, 1, L)).
-std::vector<int64_t> pair_of(const std::vector<int64_t>& v, int64_t first, bool one_d,
-                             const char* what) {
+std::vector<int64_t> pair_of(std::vector<int64_t> v, int64_t first, bool one_d, const char* what) {
   if (!one_d) return v;
   check(v.size() == 1, [&] { return std::string("1-D convolution needs one ") + what; });
   return {first, v[0]};
@@ -160,7 +159,7 @@ void lower_conv(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 7,
         [&] { return std::string("malformed ") + node->kind().toQualString(); });
   at::Tensor weight = cx.constant_tensor(node->input(1));
-  static const c10::Symbol conv1d_kind = c10::Symbol::fromQualString("aten::conv1d");
+  static const c10::Symbol conv1d_kind = c10::aten::conv1d;
   const bool conv1d = node->kind() == conv1d_kind;
   check(!conv1d || weight.dim() == 3, "aten::conv1d needs a 3-D weight");
   int32_t bias_id = optional_bias(cx, node->input(2), weight, false);
@@ -299,7 +298,9 @@ Tensor emit_conv2d(LoweringContext& cx, const Value* out, double out_scale, int6
   }
   check(out_c == bias.shape[0], "convolution bias size does not match output channels");
   ModelBuilder& m = cx.model();
-  std::vector<int32_t> inputs = {image_id, weight_id, bias_id};
+  std::vector<int32_t> inputs;
+  inputs.reserve(13);  // image, weight, bias and up to 10 scalars
+  inputs.insert(inputs.end(), {image_id, weight_id, bias_id});
   for (int64_t v : {args.pad_l, args.pad_r, args.pad_t, args.pad_b, args.stride_w, args.stride_h}) {
     inputs.push_back(m.add_int_scalar(static_cast<int32_t>(v)));
   }
@@ -332,7 +333,7 @@ namespace {
 // _convolution(x, w, b, stride, padding, dilation, transposed, output_padding,
 // groups, ...).
 std::string convolution_support(const Node* node) {
-  static const c10::Symbol convolution = c10::Symbol::fromQualString("aten::_convolution");
+  static const c10::Symbol convolution = c10::aten::_convolution;
   const bool full = node->kind() == convolution;
   if (node->inputs().size() != (full ? 13u : 7u)) return "";
   const auto weight = constant_value(node->input(1));

@@ -104,6 +104,7 @@ SymInt sym_numel(const Tensor& x) {
 
 std::vector<SymInt> dims_like(const Shape& shape, const Tensor* like) {
   std::vector<SymInt> dims;
+  dims.reserve(shape.size());
   for (size_t d = 0; d < shape.size(); ++d) {
     const bool forwarded =
         like && shape[d] == 0 && d < like->op.shape.size() && like->op.shape[d] == 0;

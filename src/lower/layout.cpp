@@ -82,8 +82,7 @@ const Node* single_use(const Value* v) {
 }
 
 bool is_view(const Node* n) {
-  return n && (n->kind() == c10::Symbol::fromQualString("aten::view") ||
-               n->kind() == c10::Symbol::fromQualString("aten::reshape"));
+  return n && (n->kind() == c10::aten::view || n->kind() == c10::aten::reshape);
 }
 
 void lower_channel_shuffle(LoweringContext& cx, const NodeGroup& group);
@@ -95,10 +94,10 @@ void lower_channel_shuffle(LoweringContext& cx, const NodeGroup& group);
 // computed after the first view) and skips the others.
 std::optional<NodeGroup> match_channel_shuffle(const Node* first) {
   const Node* t = single_use(first->output());
-  if (!t || t->kind() != c10::Symbol::fromQualString("aten::transpose")) return std::nullopt;
+  if (!t || t->kind() != c10::aten::transpose) return std::nullopt;
   const Node* c = single_use(t->output());
   std::vector<const Node*> nodes;
-  if (c && c->kind() == c10::Symbol::fromQualString("aten::contiguous")) {
+  if (c && c->kind() == c10::aten::contiguous) {
     const Node* last = single_use(c->output());
     if (!is_view(last)) return std::nullopt;
     nodes = {first, t, c, last};

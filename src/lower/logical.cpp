@@ -254,7 +254,7 @@ void lower_logical_binary(LoweringContext& cx, const Node* node, Op op, std::opt
 // int32 0/1 bool, 1 - m through float32 (an int32 result, see above).
 void lower_logical_not(LoweringContext& cx, const Node* node) {
   const Value* v = node->input(0);
-  if (node->kind() != c10::Symbol::fromQualString("aten::logical_not")) {
+  if (node->kind() != c10::aten::logical_not) {
     check(is_bool_value(cx, v),
           "bitwise_not is supported on bool tensors only (NNAPI has no "
           "integer bitwise operations)");

@@ -20,6 +20,7 @@ Shape fix_shape(const Shape& shape, DimOrder order) {
     check(shape.size() == 4,
           [&] { return "a channels-last operand must have 4 dims, got " + shape_str(shape); });
     Shape nnapi_dims;
+    nnapi_dims.reserve(4);
     for (int64_t d : kToNhwc) nnapi_dims.push_back(shape[d]);
     return nnapi_dims;
   }

@@ -19,7 +19,7 @@ using nnapi::OperandType;
 // The value to pad with (inputs: aten::pad x, pad, mode, value?;
 // aten::constant_pad_nd x, pad, value).
 double pad_value(LoweringContext& cx, const Node* node) {
-  const bool is_pad = node->kind() == c10::Symbol::fromQualString("aten::pad");
+  const bool is_pad = node->kind() == c10::aten::pad;
   const c10::IValue& v = cx.constant(node->input(is_pad ? 3 : 2)).value;
   return v.isNone() ? 0.0 : v.toScalar().toDouble();
 }
@@ -147,7 +147,7 @@ void lower_edge_pad_values(LoweringContext& cx, const Tensor& x, const std::vect
 
 void lower_pad(LoweringContext& cx, const Node* node) {
   std::string mode = "constant";
-  if (node->kind() == c10::Symbol::fromQualString("aten::pad")) {
+  if (node->kind() == c10::aten::pad) {
     mode = cx.constant(node->input(2)).value.toStringRef();
   }
   const std::vector<int64_t> pad = cx.constant_int_list(node->input(1));

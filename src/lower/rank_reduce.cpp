@@ -38,6 +38,7 @@
 #include <set>
 
 #include "lower/emit.h"
+#include "lower/kind_set.h"
 #include "lower/registry.h"
 
 namespace nnapi_convert {
@@ -103,33 +104,27 @@ Tensor hold(LoweringContext& cx, const Tensor& x, const Dims& dims) {
 
 // The elementwise arithmetic lowered below, by kind.
 const std::map<c10::Symbol, nnapi::Op>& arithmetic() {
-  static const std::map<c10::Symbol, nnapi::Op> ops = {
-      {c10::Symbol::fromQualString("aten::add"), nnapi::Op::Add},
-      {c10::Symbol::fromQualString("aten::sub"), nnapi::Op::Sub},
-      {c10::Symbol::fromQualString("aten::mul"), nnapi::Op::Mul},
-      {c10::Symbol::fromQualString("aten::div"), nnapi::Op::Div}};
+  static const std::map<c10::Symbol, nnapi::Op> ops = {{c10::aten::add, nnapi::Op::Add},
+                                                       {c10::aten::sub, nnapi::Op::Sub},
+                                                       {c10::aten::mul, nnapi::Op::Mul},
+                                                       {c10::aten::div, nnapi::Op::Div}};
   return ops;
 }
 
 // The elementwise operations of one tensor lowered below for rank > 4, by kind.
 const std::map<c10::Symbol, nnapi::Op>& unary_elementwise() {
   static const std::map<c10::Symbol, nnapi::Op> ops = {
-      {c10::Symbol::fromQualString("aten::sigmoid"), nnapi::Op::Logistic},
-      {c10::Symbol::fromQualString("aten::relu"), nnapi::Op::Relu},
-      {c10::Symbol::fromQualString("aten::exp"), nnapi::Op::Exp},
-      {c10::Symbol::fromQualString("aten::log"), nnapi::Op::Log},
-      {c10::Symbol::fromQualString("aten::sqrt"), nnapi::Op::Sqrt},
-      {c10::Symbol::fromQualString("aten::rsqrt"), nnapi::Op::Rsqrt},
-      {c10::Symbol::fromQualString("aten::neg"), nnapi::Op::Neg},
-      {c10::Symbol::fromQualString("aten::abs"), nnapi::Op::Abs}};
+      {c10::aten::sigmoid, nnapi::Op::Logistic}, {c10::aten::relu, nnapi::Op::Relu},
+      {c10::aten::exp, nnapi::Op::Exp},          {c10::aten::log, nnapi::Op::Log},
+      {c10::aten::sqrt, nnapi::Op::Sqrt},        {c10::aten::rsqrt, nnapi::Op::Rsqrt},
+      {c10::aten::neg, nnapi::Op::Neg},          {c10::aten::abs, nnapi::Op::Abs}};
   return ops;
 }
 
 // The identity ops: their result is their input (view.cpp, layout.cpp).
 bool is_identity(c10::Symbol k) {
-  static const std::set<c10::Symbol> kinds = {
-      c10::Symbol::fromQualString("aten::contiguous"), c10::Symbol::fromQualString("aten::detach"),
-      c10::Symbol::fromQualString("aten::dropout"), c10::Symbol::fromQualString("aten::to")};
+  static const KindSet kinds(
+      {c10::aten::contiguous, c10::aten::detach, c10::aten::dropout, c10::aten::to});
   return kinds.count(k) != 0;
 }
 
@@ -154,11 +149,9 @@ bool only_returned(const Value* v) {
 
 bool only_reshaped(const Value* v, bool transposes) {
   if (only_returned(v)) return true;
-  static const std::set<c10::Symbol> kinds = {
-      c10::Symbol::fromQualString("aten::view"),    c10::Symbol::fromQualString("aten::reshape"),
-      c10::Symbol::fromQualString("aten::permute"), c10::Symbol::fromQualString("aten::select"),
-      c10::Symbol::fromQualString("aten::slice"),   c10::Symbol::fromQualString("aten::pow")};
-  static const c10::Symbol transpose = c10::Symbol::fromQualString("aten::transpose");
+  static const KindSet kinds({c10::aten::view, c10::aten::reshape, c10::aten::permute,
+                              c10::aten::select, c10::aten::slice, c10::aten::pow});
+  static const c10::Symbol transpose = c10::aten::transpose;
   for (const torch::jit::Use& u : v->uses()) {
     const c10::Symbol k = u.user->kind();
     if (arithmetic().count(k) && u.offset < 2) continue;
@@ -166,7 +159,7 @@ bool only_reshaped(const Value* v, bool transposes) {
     if (k == c10::prim::ListConstruct) {
       const auto& list_uses = u.user->output()->uses();
       const bool to_cat = std::all_of(list_uses.begin(), list_uses.end(), [](const auto& l) {
-        return l.user->kind() == c10::Symbol::fromQualString("aten::cat") && l.offset == 0;
+        return l.user->kind() == c10::aten::cat && l.offset == 0;
       });
       if (to_cat && !list_uses.empty()) continue;
       return false;
@@ -647,32 +640,26 @@ void register_rank_reduce_ops(LoweringTable& t) {
 }
 
 bool takes_rank_above_4(c10::Symbol kind) {
-  static const std::set<c10::Symbol> kinds = [] {
-    std::set<c10::Symbol> k;
-    for (const char* name : {"aten::view",
-                             "aten::reshape",
-                             "aten::flatten",
-                             "aten::permute",
-                             "aten::transpose",
-                             "aten::select",
-                             "aten::slice",
-                             "aten::unsqueeze",
-                             "aten::pow",
-                             "aten::size",
-                             "aten::einsum",
-                             "aten::pad",
-                             "aten::constant_pad_nd",
-                             "aten::reflection_pad3d",
-                             "aten::replication_pad3d",
-                             "aten::feature_dropout",
-                             "aten::alpha_dropout",
-                             "aten::feature_alpha_dropout",
-                             "prim::ListConstruct",
-                             "prim::TupleConstruct"}) {
-      k.insert(c10::Symbol::fromQualString(name));
-    }
-    return k;
-  }();
+  static const KindSet kinds({c10::aten::view,
+                              c10::aten::reshape,
+                              c10::aten::flatten,
+                              c10::aten::permute,
+                              c10::aten::transpose,
+                              c10::aten::select,
+                              c10::aten::slice,
+                              c10::aten::unsqueeze,
+                              c10::aten::pow,
+                              c10::aten::size,
+                              c10::aten::einsum,
+                              c10::aten::pad,
+                              c10::aten::constant_pad_nd,
+                              c10::aten::reflection_pad3d,
+                              c10::aten::replication_pad3d,
+                              c10::aten::feature_dropout,
+                              c10::aten::alpha_dropout,
+                              c10::aten::feature_alpha_dropout,
+                              c10::prim::ListConstruct,
+                              c10::prim::TupleConstruct});
   return kinds.count(kind) || arithmetic().count(kind) || unary_elementwise().count(kind) ||
          is_identity(kind);
 }

@@ -1,5 +1,6 @@
 #include "lower/relayout.h"
 
+#include <ATen/EmptyTensor.h>
 #include <c10/core/CPUAllocator.h>
 
 #include <cstring>
@@ -271,9 +272,11 @@ at::Tensor permuted_contiguous(const at::Tensor& w, const std::vector<int64_t>& 
       (w.is_quantized() && w.qscheme() != at::kPerTensorAffine)) {
     return w.permute(perm).contiguous();
   }
+  // A float one from ATen's CPU factory itself (at::empty's kernel), without
+  // the dispatcher's lookups.
   at::Tensor out = w.is_quantized() ? at::_empty_affine_quantized(size, w.options(), w.q_scale(),
                                                                   w.q_zero_point())
-                                    : at::empty(size, w.options());
+                                    : at::Tensor(at::detail::empty_cpu(size, w.options()));
   gather_strided(static_cast<const uint8_t*>(w.data_ptr()), out.data_ptr(), size, stride, elem);
   return out;
 }

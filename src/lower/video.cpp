@@ -37,6 +37,7 @@
 
 #include "lower/convolution.h"
 #include "lower/emit.h"
+#include "lower/kind_set.h"
 #include "lower/node_args.h"
 #include "lower/packed_params.h"
 #include "lower/pooling.h"
@@ -335,7 +336,7 @@ Frames conv3d_frames(LoweringContext& cx, const Frames& x, const Conv3d& c,
 // padding, dilation, transposed, output_padding, groups, ...). False for
 // another weight rank (the 1-D and 2-D lowerings of convolution.cpp).
 bool lower_conv3d(LoweringContext& cx, const Node* node) {
-  static const c10::Symbol convolution = c10::Symbol::fromQualString("aten::_convolution");
+  static const c10::Symbol convolution = c10::aten::_convolution;
   const bool full = node->kind() == convolution;
   check(node->inputs().size() == (full ? 13u : 7u),
         [&] { return std::string("malformed ") + node->kind().toQualString(); });
@@ -599,20 +600,31 @@ void lower_adaptive_avg_pool3d(LoweringContext& cx, const Node* node) {
 // The kinds lowered per frame when they read a video tensor: elementwise
 // operations, identities and batch_norm (per channel), which treat each of
 // the N samples alike, so each of the T*N frames alike.
-const std::set<c10::Symbol>& per_frame_kinds() {
-  static const std::set<c10::Symbol> kinds = [] {
-    std::set<c10::Symbol> k;
-    for (const char* name :
-         {"aten::relu",       "aten::relu6",     "aten::hardtanh",      "aten::sigmoid",
-          "aten::tanh",       "aten::hardswish", "aten::hardsigmoid",   "aten::silu",
-          "aten::leaky_relu", "aten::elu",       "aten::add",           "aten::sub",
-          "aten::mul",        "aten::div",       "aten::batch_norm",    "aten::dropout",
-          "aten::contiguous", "aten::detach",    "aten::clamp",         "aten::quantize_per_tensor",
-          "aten::dequantize", "quantized::add",  "quantized::add_relu", "quantized::mul"}) {
-      k.insert(c10::Symbol::fromQualString(name));
-    }
-    return k;
-  }();
+const KindSet& per_frame_kinds() {
+  static const KindSet kinds({c10::aten::relu,
+                              c10::aten::relu6,
+                              c10::aten::hardtanh,
+                              c10::aten::sigmoid,
+                              c10::aten::tanh,
+                              c10::aten::hardswish,
+                              c10::aten::hardsigmoid,
+                              c10::aten::silu,
+                              c10::aten::leaky_relu,
+                              c10::aten::elu,
+                              c10::aten::add,
+                              c10::aten::sub,
+                              c10::aten::mul,
+                              c10::aten::div,
+                              c10::aten::batch_norm,
+                              c10::aten::dropout,
+                              c10::aten::contiguous,
+                              c10::aten::detach,
+                              c10::aten::clamp,
+                              c10::aten::quantize_per_tensor,
+                              c10::aten::dequantize,
+                              c10::Symbol::fromQualString("quantized::add"),
+                              c10::Symbol::fromQualString("quantized::add_relu"),
+                              c10::Symbol::fromQualString("quantized::mul")});
   return kinds;
 }
 
@@ -622,16 +634,16 @@ const std::set<c10::Symbol>& per_frame_kinds() {
 // broadcast against the frames' dims, not the video's).
 bool per_frame(const LoweringContext& cx, const Node* node) {
   if (!per_frame_kinds().count(node->kind())) return false;
-  static const c10::Symbol batch_norm = c10::Symbol::fromQualString("aten::batch_norm");
+  static const c10::Symbol batch_norm = c10::aten::batch_norm;
   // A quantize of a contiguous 5-D tensor with fixed sizes but the batch (a
   // quantized video model's input) makes its frames, which keep its quant8
   // operations at rank 4.
-  bool video = node->kind() == c10::Symbol::fromQualString("aten::quantize_per_tensor") &&
-               is_5d_operand(cx, node->input(0)) && [&] {
-                 const Operand& o = cx.get_operand(node->input(0)).op;
-                 return o.dim_order == DimOrder::Contiguous &&
-                        std::find(o.shape.begin() + 1, o.shape.end(), 0) == o.shape.end();
-               }();
+  bool video =
+      node->kind() == c10::aten::quantize_per_tensor && is_5d_operand(cx, node->input(0)) && [&] {
+        const Operand& o = cx.get_operand(node->input(0)).op;
+        return o.dim_order == DimOrder::Contiguous &&
+               std::find(o.shape.begin() + 1, o.shape.end(), 0) == o.shape.end();
+      }();
   const Shape* shape = nullptr;
   for (const Value* v : node->inputs()) {
     if (cx.has_operand(v)) {
@@ -671,19 +683,16 @@ bool lower_per_frame(LoweringContext& cx, const Node* node, const LowerFn& earli
 
 // Whether the lowering of `node` takes video tensors as frames.
 bool reads_video(const LoweringContext& cx, const Node* node) {
-  static const std::set<c10::Symbol> kinds = [] {
-    std::set<c10::Symbol> k;
-    for (const char* name :
-         {"aten::conv3d", "aten::_convolution", "aten::_convolution_mode", "quantized::conv3d",
-          "quantized::conv3d_relu", "quantized::batch_norm3d", "quantized::batch_norm3d_relu",
-          "aten::max_pool3d", "aten::avg_pool3d", "aten::adaptive_avg_pool3d", "aten::size"}) {
-      k.insert(c10::Symbol::fromQualString(name));
-    }
-    return k;
-  }();
+  static const KindSet kinds(
+      {c10::aten::conv3d, c10::aten::_convolution, c10::aten::_convolution_mode,
+       c10::Symbol::fromQualString("quantized::conv3d"),
+       c10::Symbol::fromQualString("quantized::conv3d_relu"),
+       c10::Symbol::fromQualString("quantized::batch_norm3d"),
+       c10::Symbol::fromQualString("quantized::batch_norm3d_relu"), c10::aten::max_pool3d,
+       c10::aten::avg_pool3d, c10::aten::adaptive_avg_pool3d, c10::aten::size});
   // The size of a video tensor with a flexible N is read from its 5-D
   // record, which the inverse TRANSPOSE makes (the frames' dim 0 is T*N).
-  static const c10::Symbol size = c10::Symbol::fromQualString("aten::size");
+  static const c10::Symbol size = c10::aten::size;
   if (node->kind() == size) {
     return !is_video(cx, node->input(0)) || cx.get_operand(node->input(0)).op.shape[0] != 0;
   }

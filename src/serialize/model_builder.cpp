@@ -9,11 +9,11 @@
 namespace nnapi_convert {
 namespace {
 
+// v's bytes (host order: little-endian) appended to *out.
 template <typename T>
-std::vector<uint8_t> bytes_of(const T& v) {
-  std::vector<uint8_t> out(sizeof(T));
-  std::memcpy(out.data(), &v, sizeof(T));
-  return out;
+void append_bytes(std::vector<uint8_t>* out, const T& v) {
+  const auto* p = reinterpret_cast<const uint8_t*>(&v);
+  out->insert(out->end(), p, p + sizeof(T));
 }
 
 class WordWriter {
@@ -42,10 +42,8 @@ class WordWriter {
 // Little-endian INT32 elements.
 std::vector<uint8_t> int32_bytes(const std::vector<int64_t>& v) {
   std::vector<uint8_t> bytes;
-  for (int64_t x : v) {
-    auto b = bytes_of(static_cast<int32_t>(x));
-    bytes.insert(bytes.end(), b.begin(), b.end());
-  }
+  bytes.reserve(v.size() * sizeof(int32_t));
+  for (int64_t x : v) append_bytes(&bytes, static_cast<int32_t>(x));
   return bytes;
 }
 
@@ -61,10 +59,9 @@ int32_t ModelBuilder::add_weight(NnapiOperand operand, at::Tensor tensor) {
   for (int64_t d : operand.dims) size *= d;
   int32_t id = add_operand(std::move(operand));
   std::vector<uint8_t> ref;
-  for (int32_t w : {static_cast<int32_t>(weights_.size()), 0, static_cast<int32_t>(size)}) {
-    auto b = bytes_of(w);
-    ref.insert(ref.end(), b.begin(), b.end());
-  }
+  ref.reserve(3 * sizeof(int32_t));
+  for (int32_t w : {static_cast<int32_t>(weights_.size()), 0, static_cast<int32_t>(size)})
+    append_bytes(&ref, w);
   values_.push_back({id, nnapi::ValueSource::NumberedBuffer, std::move(ref), {}});
   weights_.push_back(std::move(tensor));
   return id;
@@ -85,7 +82,7 @@ int32_t ModelBuilder::add_scalar(nnapi::OperandType type, uint32_t bits, size_t 
   const uint64_t key = (uint64_t{static_cast<uint32_t>(type)} << 32) | bits;
   auto it = scalars_.find(key);
   if (it != scalars_.end()) return it->second;
-  // The value's bytes as bytes_of gives them (a bool's one byte, 0 or 1).
+  // The value's bytes as append_bytes gives them (a bool's one byte, 0 or 1).
   std::vector<uint8_t> data(bytes);
   if (bytes == 1) {
     data[0] = static_cast<uint8_t>(bits);
@@ -163,10 +160,15 @@ void ModelBuilder::add_operation(nnapi::Op op, const std::vector<int32_t>& input
       (ids == &inputs ? ins : outs).push_back(&v);
     }
   }
-  std::string why;
-  const int level = nnapi_validate::operation_level(static_cast<int32_t>(op), ins, outs, &why);
+  const int level = nnapi_validate::operation_level(static_cast<int32_t>(op), ins, outs, nullptr);
   feature_level_ = std::max(feature_level_, level);
-  if (level > level_limit_ && !over_limit_) over_limit_ = OverLimit{op, level, why};
+  if (level > level_limit_ && !over_limit_) {
+    // The reason's text only for the operation that is reported (the rules
+    // run again, as they did).
+    std::string why;
+    nnapi_validate::operation_level(static_cast<int32_t>(op), ins, outs, &why);
+    over_limit_ = OverLimit{op, level, why};
+  }
 }
 
 std::map<std::string, int> ModelBuilder::operation_histogram() const {

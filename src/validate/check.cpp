@@ -206,10 +206,11 @@ void Check::bias_quant(size_t bias, size_t input, size_t filter) const {
   }
 }
 
-void Check::needs_level(int level, const std::string& why) {
+void Check::needs_level(int level, std::string_view what, std::string_view more) {
   if (level > level_) {
     level_ = level;
-    level_reason_ = why;
+    level_reason_.assign(what);
+    level_reason_.append(more);
   }
 }
 

@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nnapi_convert/validate.h"
@@ -83,7 +84,9 @@ class Check {
   // The bias of a quantized input: zero point 0, scale = input scale x filter scale.
   void bias_quant(size_t bias, size_t input, size_t filter) const;
   // ---- feature level
-  void needs_level(int level, const std::string& why);
+  // (The reason's text, what followed by more, made only where it raises
+  // the level.)
+  void needs_level(int level, std::string_view what, std::string_view more = {});
   int level() const { return level_; }
   const std::string& level_reason() const { return level_reason_; }
 

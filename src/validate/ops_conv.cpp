@@ -48,13 +48,12 @@ void parameter_types(Check& c, const Layout& l, size_t first) {
   for (size_t i = first; i < c.n_in(); ++i) {
     if (i == l.nchw) {
       c.input_type(i, {T::Bool});
-      c.needs_level(3, std::string(c.name()) + " with a layout flag");
+      c.needs_level(3, c.name(), " with a layout flag");
     } else {
       c.input_type(i, {T::Int32});
     }
   }
-  if (l.dilation && l.dilation < c.n_in())
-    c.needs_level(3, std::string(c.name()) + " with dilation");
+  if (l.dilation && l.dilation < c.n_in()) c.needs_level(3, c.name(), " with dilation");
 }
 
 // Values of the padding, strides and dilation; their rules.
@@ -136,11 +135,11 @@ bool image_for_shapes(Check& c, const Layout& l, bool* nchw, Image* im) {
 void conv_operands(Check& c) {
   c.output_count(1);
   c.input_type(0, {T::TensorFloat32, T::TensorQuant8Asymm, T::TensorFloat16});
-  if (c.type(0) == T::TensorFloat16) c.needs_level(3, std::string(c.name()) + " of TENSOR_FLOAT16");
+  if (c.type(0) == T::TensorFloat16) c.needs_level(3, c.name(), " of TENSOR_FLOAT16");
   if (c.type(0) == T::TensorQuant8Asymm) {
     c.input_type(1, {T::TensorQuant8Asymm, T::TensorQuant8SymmPerChannel});
     if (c.type(1) == T::TensorQuant8SymmPerChannel) {
-      c.needs_level(3, std::string(c.name()) + " with a per-channel quantized filter");
+      c.needs_level(3, c.name(), " with a per-channel quantized filter");
       // The scales run along the output channels: the filter's dim 0, dim 3
       // for DEPTHWISE_CONV_2D's [1, h, w, depth_out].
       const uint32_t want = c.code() == static_cast<int32_t>(nnapi::Op::DepthwiseConv2d) ? 3 : 0;
@@ -406,7 +405,7 @@ void pool(Check& c, bool quantized) {
   } else {
     c.input_type(0, {T::TensorFloat32, T::TensorFloat16});
   }
-  if (c.type(0) == T::TensorFloat16) c.needs_level(3, std::string(c.name()) + " of TENSOR_FLOAT16");
+  if (c.type(0) == T::TensorFloat16) c.needs_level(3, c.name(), " of TENSOR_FLOAT16");
   c.input_rank(0, 4, 4);
   c.output_same_type(0, 0);
   c.same_quant(0, 0);
@@ -442,13 +441,13 @@ void resize_rule(Check& c) {
   c.output_count(1);
   c.input_type(0, {T::TensorFloat32, T::TensorQuant8Asymm, T::TensorFloat16});
   if (c.code() == static_cast<int32_t>(nnapi::Op::ResizeBilinear) && c.type(0) != T::TensorFloat32)
-    c.needs_level(3, std::string("RESIZE_BILINEAR of ") + nnapi::operand_type_name(c.type(0)));
+    c.needs_level(3, "RESIZE_BILINEAR of ", nnapi::operand_type_name(c.type(0)));
   c.input_rank(0, 4, 4);
   c.input_type(1, {T::Int32, T::Float32, T::Float16});
   c.same_type(2, 1);
-  if (c.type(1) != T::Int32) c.needs_level(3, std::string(c.name()) + " by scale");
+  if (c.type(1) != T::Int32) c.needs_level(3, c.name(), " by scale");
   for (size_t i = 3; i < c.n_in(); ++i) c.input_type(i, {T::Bool});
-  if (c.n_in() > 3) c.needs_level(3, std::string(c.name()) + " with a layout flag");
+  if (c.n_in() > 3) c.needs_level(3, c.name(), " with a layout flag");
   c.output_same_type(0, 0);
   c.same_quant(0, 0);
   if (!c.full()) return;

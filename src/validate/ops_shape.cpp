@@ -422,7 +422,7 @@ void depth_space(Check& c, bool to_space) {
   c.input_type(1, {T::Int32});
   if (c.n_in() == 3) {
     c.input_type(2, {T::Bool});
-    c.needs_level(3, std::string(c.name()) + " with a layout flag");
+    c.needs_level(3, c.name(), " with a layout flag");
   }
   if (!c.full()) return;
   c.at_least(1, 1, "block size");

@@ -22,7 +22,7 @@ void space_batch_types(Check& c, size_t layout) {
   c.input_rank(1, 1, 1);
   if (c.n_in() > layout) {
     c.input_type(layout, {T::Bool});
-    c.needs_level(3, std::string(c.name()) + " with a layout flag");
+    c.needs_level(3, c.name(), " with a layout flag");
   }
 }
 

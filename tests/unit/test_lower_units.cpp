@@ -9,18 +9,61 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <vector>
 
+#include "core/folding.h"
 #include "core/isolation.h"
 #include "lower/check.h"
 #include "lower/conv_pool.h"
 #include "lower/dims.h"
 #include "lower/emit.h"
+#include "lower/kind_set.h"
 #include "lower/operand.h"
 #include "lower/relayout.h"
 #include "nnapi_convert/batch.h"
 #include "verify/torch_save.h"
 
 using namespace nnapi_convert;
+
+// KindSet holds c10's interned symbols: LibTorch interns a qualified name to
+// the same symbol (c10::Symbol::fromQualString("aten::add") == c10::aten::add),
+// so a set made of constants finds the kinds a graph's nodes carry, and kinds
+// outside c10's tables (quantized::add) are found as fromQualString gives them.
+TEST(KindSet, FindsKindsByTheirQualifiedNames) {
+  const c10::Symbol qadd = c10::Symbol::fromQualString("quantized::add");
+  const KindSet set({c10::aten::add, c10::prim::Constant, qadd, c10::aten::add});
+  EXPECT_EQ(set.count(c10::Symbol::fromQualString("aten::add")), 1u);
+  EXPECT_EQ(set.count(c10::Symbol::fromQualString("prim::Constant")), 1u);
+  EXPECT_EQ(set.count(c10::Symbol::fromQualString("quantized::add")), 1u);
+  EXPECT_EQ(set.count(c10::Symbol::fromQualString("aten::mul")), 0u);
+  EXPECT_EQ(set.count(c10::Symbol::fromQualString("quantized::mul")), 0u);
+  // Iterated once per kind, in the order a std::set<c10::Symbol> gives
+  // (registration loops over such sets: video.cpp's per-frame kinds).
+  const std::set<c10::Symbol> expected = {c10::Symbol::fromQualString("aten::add"),
+                                          c10::Symbol::fromQualString("prim::Constant"), qadd};
+  EXPECT_EQ(std::vector<c10::Symbol>(set.begin(), set.end()),
+            std::vector<c10::Symbol>(expected.begin(), expected.end()));
+}
+
+// The folding tables, looked up by the names a TorchScript graph's nodes
+// carry (docs/ops: "folded" kinds): shape arithmetic, and tensor factories
+// and masks folded when their inputs are constant; lowered-only kinds are not.
+TEST(KindSet, FoldingTablesFindGraphKinds) {
+  for (const char* name : {"prim::NumToTensor", "aten::Int", "aten::ScalarImplicit",
+                           "aten::floordiv", "aten::__getitem__", "aten::len", "prim::ListUnpack",
+                           "prim::TupleIndex", "aten::size", "prim::Uninitialized"}) {
+    EXPECT_EQ(foldable_kinds().count(c10::Symbol::fromQualString(name)), 1u) << name;
+  }
+  for (const char* name :
+       {"aten::new_zeros", "aten::zeros_like", "aten::arange", "aten::masked_fill_", "aten::fill_",
+        "aten::tril", "aten::logical_not"}) {
+    EXPECT_EQ(tensor_foldable_kinds().count(c10::Symbol::fromQualString(name)), 1u) << name;
+  }
+  for (const char* name : {"aten::_convolution", "aten::hardtanh", "prim::Constant"}) {
+    EXPECT_FALSE(is_foldable(c10::Symbol::fromQualString(name))) << name;
+  }
+}
 
 TEST(Layout, NhwcMapsAreInverse) {
   for (int64_t d = 0; d < 4; ++d) {
