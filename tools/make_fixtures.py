@@ -2824,6 +2824,13 @@ beyond("masked_fill-select-over-inf", lambda: Case(
     MaskedFillTwice(), [torch.randn(2, 3, 4), torch.randn(2, 3, 4) > 0, torch.randn(2, 4) > 0]))
 beyond("masked_fill-select-int32", lambda: Case(
     MaskedFillInt(), [torch.randint(-100, 100, (3, 5), dtype=torch.int32), torch.randn(3, 5) > 0]))
+# masked_fill of a quint8 tensor (eager's quantized kernel fills the value
+# quantized with x's scale and zero point): refused naming masked_fill, the
+# node the user wrote (it is lowered through where's SELECT), and what to do.
+refuse("masked_fill-quint8", lambda: Case(
+    MaskedFillInt(), [qpt(torch.randn(2, 3, 5, 7), 0.03, 128), torch.randn(2, 3, 5, 7) > 0]),
+    r"node aten::masked_fill .*: masked_fill of a TENSOR_QUANT8_ASYMM tensor is not supported "
+    r"\(float32 and integer tensors are\): dequantize it before the masked_fill")
 
 
 # dtype arguments: NNAPI computes in the input's dtype, so a float64 one would
