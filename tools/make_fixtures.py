@@ -2515,6 +2515,25 @@ for _layout in ("nchw", "nhwc", "flex"):
         convert_args=[torch.zeros(0, 3, 8, 8)] if lay == "flex" else None))
 
 
+
+class QuantLinear4d(torch.nn.Module):
+    """A quantized Linear over the last dim of a 4-D tensor: quantized::linear
+    of rank 4 (RESHAPE, FULLY_CONNECTED, RESHAPE), which the reference refuses."""
+
+    def __init__(self):
+        super().__init__()
+        self.quant = torch.quantization.QuantStub()
+        self.fc = torch.nn.Linear(8, 5)
+        self.dequant = torch.quantization.DeQuantStub()
+
+    def forward(self, x):
+        return self.dequant(self.fc(self.quant(x)))
+
+
+for _qconfig, _label in (("qnnpack", "per-tensor"), ("fbgemm", "perchannel")):
+    beyond(f"qlinear-rank4-{_label}-nhwc", lambda q=_qconfig: Case(
+        _eager_quantized(QuantLinear4d(), (2, 3, 5, 8), q, fuse=()), nhwc(torch.randn(2, 3, 5, 8) * 2)))
+
 class QuantConv1dNet(torch.nn.Module):
     """Quantized Conv1d + ReLU (quantized::conv1d_relu) and a depthwise Conv1d
     (quantized::conv1d), as in quantized audio and speech encoders."""
