@@ -2558,6 +2558,25 @@ for _layout in ("nchw", "nhwc", "flex"):
         convert_args=[torch.zeros(0, 3, 8, 8)] if lay == "flex" else None))
 
 
+
+class QuantLinear4d(torch.nn.Module):
+    """A quantized Linear over the last dim of a 4-D tensor: quantized::linear
+    of rank 4 (RESHAPE, FULLY_CONNECTED, RESHAPE), which the reference refuses."""
+
+    def __init__(self):
+        super().__init__()
+        self.quant = torch.quantization.QuantStub()
+        self.fc = torch.nn.Linear(8, 5)
+        self.dequant = torch.quantization.DeQuantStub()
+
+    def forward(self, x):
+        return self.dequant(self.fc(self.quant(x)))
+
+
+for _qconfig, _label in (("qnnpack", "per-tensor"), ("fbgemm", "perchannel")):
+    beyond(f"qlinear-rank4-{_label}-nhwc", lambda q=_qconfig: Case(
+        _eager_quantized(QuantLinear4d(), (2, 3, 5, 8), q, fuse=()), nhwc(torch.randn(2, 3, 5, 8) * 2)))
+
 class QuantConv1dNet(torch.nn.Module):
     """Quantized Conv1d + ReLU (quantized::conv1d_relu) and a depthwise Conv1d
     (quantized::conv1d), as in quantized audio and speech encoders."""
@@ -2867,6 +2886,13 @@ beyond("masked_fill-select-over-inf", lambda: Case(
     MaskedFillTwice(), [torch.randn(2, 3, 4), torch.randn(2, 3, 4) > 0, torch.randn(2, 4) > 0]))
 beyond("masked_fill-select-int32", lambda: Case(
     MaskedFillInt(), [torch.randint(-100, 100, (3, 5), dtype=torch.int32), torch.randn(3, 5) > 0]))
+# masked_fill of a quint8 tensor (eager's quantized kernel fills the value
+# quantized with x's scale and zero point): refused naming masked_fill, the
+# node the user wrote (it is lowered through where's SELECT), and what to do.
+refuse("masked_fill-quint8", lambda: Case(
+    MaskedFillInt(), [qpt(torch.randn(2, 3, 5, 7), 0.03, 128), torch.randn(2, 3, 5, 7) > 0]),
+    r"node aten::masked_fill .*: masked_fill of a TENSOR_QUANT8_ASYMM tensor is not supported "
+    r"\(float32 and integer tensors are\): dequantize it before the masked_fill")
 
 
 # dtype arguments: NNAPI computes in the input's dtype, so a float64 one would

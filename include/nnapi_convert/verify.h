@@ -95,6 +95,11 @@ struct VerifyReport {
   // PyTorch's default quantized engine
   bool eager_default_engine = false;
   std::vector<std::vector<int64_t>> shapes;  // the input shapes used
+  // 0, or m: no --verify-shape was given and the model fails at the default
+  // sizes, so every flexible size was rounded up to a multiple of m (the
+  // first m the model runs at: the sizes the converter's validator checks
+  // such a model at, runnable_sizes in core/sample_inputs.h).
+  int64_t shapes_multiple = 0;
   std::vector<OutputCheck> outputs;
   bool ok = false;
   std::optional<Divergence> divergence;  // when an output differs

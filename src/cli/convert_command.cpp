@@ -54,6 +54,13 @@ void print_verify(const Args& a, const JobResult& r) {
       out << r.model << ": verify on the --verify-input tensors '" << a.verify_input << "' ("
           << shapes << ")\n";
     }
+    if (v.shapes_multiple) {
+      out << "  the model fails at --verify's default sizes, so every flexible size is rounded up "
+             "to a multiple of "
+          << v.shapes_multiple
+          << ", the first it runs at (as the converter's validator does); --verify-shape "
+             "chooses other sizes\n";
+    }
     if (a.relax) {
       out << "  relaxed float32 -> float16 computation: float tolerances atol " << v.atol
           << ", rtol " << v.rtol << "\n";

@@ -301,6 +301,7 @@ nlohmann::ordered_json to_json(const JobResult& r) {
                    {"shapes", r.verify->shapes}, {"outputs", outputs}};
     if (r.verify->dynamic_quantization) j["verify"]["dynamic_quantization"] = true;
     if (r.verify->eager_default_engine) j["verify"]["eager_default_engine"] = true;
+    if (r.verify->shapes_multiple) j["verify"]["shapes_multiple"] = r.verify->shapes_multiple;
     if (r.verify->divergence) j["verify"]["divergence"] = to_json(*r.verify->divergence);
   }
   if (!r.quantization.is_null()) j["quantization"] = r.quantization;
@@ -348,6 +349,7 @@ JobResult job_result_from(const nlohmann::ordered_json& j, const std::string& ou
     rep.dynamic_quantization = v.value("dynamic_quantization", false);
     rep.eager_default_engine = v.value("eager_default_engine", false);
     rep.shapes = v.at("shapes").get<std::vector<std::vector<int64_t>>>();
+    rep.shapes_multiple = v.value("shapes_multiple", int64_t{0});
     for (const nlohmann::ordered_json& o : v.at("outputs"))
       rep.outputs.push_back(output_check_from(o));
     if (v.contains("divergence")) rep.divergence = divergence_from(v.at("divergence"));

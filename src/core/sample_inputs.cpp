@@ -49,6 +49,21 @@ std::vector<at::Tensor> sample_inputs(const std::vector<InputSpec>& specs,
   return inputs;
 }
 
+std::optional<RunnableSizes> runnable_sizes(
+    const std::vector<InputSpec>& specs, const std::vector<std::vector<int64_t>>& shapes,
+    const std::function<bool(const std::vector<std::vector<int64_t>>&)>& runs) {
+  for (int64_t m = 2; m <= kMaxSizeMultiple; ++m) {
+    std::vector<std::vector<int64_t>> next = shapes;
+    for (size_t i = 0; i < next.size(); ++i) {
+      for (size_t d = 0; d < next[i].size(); ++d) {
+        if (specs.at(i).dims.at(d) == 0) next[i][d] = (next[i][d] + m - 1) / m * m;
+      }
+    }
+    if (runs(next)) return RunnableSizes{next, m};
+  }
+  return std::nullopt;
+}
+
 std::string join_dims(const std::vector<int64_t>& dims) {
   std::string s;
   for (size_t k = 0; k < dims.size(); ++k) s += (k ? "x" : "") + std::to_string(dims[k]);

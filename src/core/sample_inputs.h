@@ -6,6 +6,8 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,25 @@ at::Tensor sample_input(const InputSpec& spec, const std::vector<int64_t>& shape
 std::vector<at::Tensor> sample_inputs(const std::vector<InputSpec>& specs,
                                       const std::vector<std::vector<int64_t>>& shapes,
                                       bool nhwc_all, uint64_t seed);
+
+// Where a model fails at the sample sizes (a flexible size it needs to be a
+// multiple of something: windows of 7, pixel_unshuffle(2)), the sizes tried
+// next: each flexible (0) size of `shapes` rounded up to a multiple of m, for
+// m = 2, 3, ... kMaxSizeMultiple. The converter's validator checks such a
+// model's blob at the first of them the model runs at, and --verify (without
+// --verify-shape) runs it there.
+inline constexpr int64_t kMaxSizeMultiple = 16;
+
+struct RunnableSizes {
+  std::vector<std::vector<int64_t>> shapes;
+  int64_t multiple = 0;  // every flexible size is a multiple of it
+};
+
+// The first rounding of `shapes` up to a multiple of m = 2, ...
+// kMaxSizeMultiple at which `runs` is true; nullopt when it is true at none.
+std::optional<RunnableSizes> runnable_sizes(
+    const std::vector<InputSpec>& specs, const std::vector<std::vector<int64_t>>& shapes,
+    const std::function<bool(const std::vector<std::vector<int64_t>>&)>& runs);
 
 // Sizes joined by x ("1x3x224x224"), "scalar" for none: how messages name
 // the sizes of sample inputs.

@@ -96,18 +96,10 @@ void validate_conversion(const Conversion& c, const std::vector<int32_t>& patche
     if ((!found || !found->empty()) && model_runs && !model_runs_at(shapes)) {
       // The model itself fails at these sizes: try sizes it runs at.
       model_fails = true;
-      for (int64_t m = 2; m <= kMaxSizeMultiple; ++m) {
-        std::vector<std::vector<int64_t>> next = shapes;
-        for (size_t i = 0; i < next.size(); ++i) {
-          for (size_t d = 0; d < next[i].size(); ++d) {
-            if (options.inputs[i].dims[d] == 0) next[i][d] = (next[i][d] + m - 1) / m * m;
-          }
-        }
-        if (!model_runs_at(next)) continue;
+      if (auto fit = runnable_sizes(options.inputs, shapes, model_runs_at)) {
         model_fails = false;
-        shapes = next;
+        shapes = fit->shapes;
         found = findings_at(shapes, &script_error);
-        break;
       }
     }
     for (const auto& s : shapes) at_sizes += (at_sizes.empty() ? "" : ", ") + join_dims(s);

@@ -27,13 +27,10 @@ using ModelRuns = std::function<bool(const std::vector<at::Tensor>&)>;
 // The sample sizes are --verify's defaults; where the blob breaks the rules
 // there and `model_runs` (when given) says the model itself fails at them
 // too (a size that must be a multiple of something), the next sizes the model
-// runs at decide instead: each flexible size rounded up to a multiple of m,
-// m = 2, 3, ... kMaxSizeMultiple.
+// runs at decide instead (runnable_sizes, core/sample_inputs.h).
 void validate_conversion(const Conversion& c, const std::vector<int32_t>& patched,
                          const std::vector<const torch::jit::Node*>& op_nodes,
                          const ConvertOptions& options, const torch::jit::Node** failed,
                          const ModelRuns& model_runs = {});
-
-inline constexpr int64_t kMaxSizeMultiple = 16;
 
 }  // namespace nnapi_convert

@@ -305,6 +305,17 @@ void lower_to_padded_tensor(LoweringContext& cx, const Node* node) {
 // (inf and NaN too) and value, of float32 and int32 tensors.
 void lower_masked_fill(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 3, "malformed masked_fill");
+  if (cx.has_operand(node->input(0))) {  // named here: SELECT's own check says `where`
+    const nnapi::OperandType type = cx.get_operand(node->input(0)).op.type;
+    check(type == nnapi::OperandType::TensorFloat32 || type == nnapi::OperandType::TensorInt32,
+          [&] {
+            return std::string("masked_fill of a ") + nnapi::operand_type_name(type) +
+                   " tensor is not supported (float32 and integer tensors are): dequantize it "
+                   "before the masked_fill (x.dequantize().masked_fill(mask, value), quantized "
+                   "again after it if need be), or convert with --cpu-fallback to keep the node "
+                   "in TorchScript";
+          });
+  }
   emit_where(cx, node->input(1), node->input(2), node->input(0), node->output());
 }
 

@@ -120,11 +120,28 @@ int32_t quantized_bias(LoweringContext& cx, const at::Tensor& bias, double input
   return id;
 }
 
+// quantized::linear: FULLY_CONNECTED of a 2-D input. An input of higher rank
+// (..., K), which PyTorch's converter refuses, as linear's: RESHAPE to (M, K)
+// (of NCHW data: an NHWC 4-D input is TRANSPOSEd first), FULLY_CONNECTED,
+// RESHAPE to (..., N); RESHAPE and TRANSPOSE keep the quantization.
 void lower_qlinear(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 4, "malformed quantized::linear");
-  auto [input_id, in] = cx.get_operand(node->input(0));
+  Tensor x = cx.get_operand(node->input(0));
+  std::vector<SymInt> dims;  // rank > 2: the input's PyTorch shape
+  if (x.op.shape.size() > 2) {
+    x = emit_relayout(cx, x, DimOrder::Contiguous);
+    dims = sym_shape(x);
+    check(dims.back().is_constant() && dims.back().value != 0,
+          "quantized linear over a flexible feature dimension is not supported");
+    SymInt rows{1, ""};
+    for (size_t i = 0; i + 1 < dims.size(); ++i) rows = sym_arith(rows, '*', dims[i]);
+    x = emit_reshape(cx, x, {rows, dims.back()});
+  }
+  // The 2-D result: the node's output, or the operand RESHAPEd to it.
+  const Value* out_value = dims.empty() ? node->output() : nullptr;
+  auto [input_id, in] = x;
   check(in.shape.size() == 2 && in.shape[1] != 0,
-        "quantized linear needs a 2-D input with a fixed number of features");
+        "quantized linear needs an input of rank 2 or more with a fixed number of features");
   double out_scale = cx.constant_float(node->input(2));
   int64_t out_zero_point = cx.constant_int(node->input(3));
   const Constant& packed = cx.constant(node->input(1));
@@ -139,25 +156,27 @@ void lower_qlinear(LoweringContext& cx, const Node* node) {
   check(raw_weight.dim() == 2 && raw_bias.dim() == 1 && raw_bias.size(0) == raw_weight.size(0) &&
             raw_weight.size(1) == in.shape[1],
         "quantized linear weight, bias and input shapes do not match");
+  Tensor y;
   if (per_channel(raw_weight)) {
-    const Tensor x = emit_dequantize(cx, {input_id, in});
+    const Tensor xf = emit_dequantize(cx, {input_id, in});
     const at::Tensor w = raw_weight.dequantize().t();
-    const Tensor y = product_with_constant(cx, x, w, nullptr, &raw_bias);
-    emit_quantize(cx, y, out_scale, out_zero_point, node->output());
-    return;
+    const Tensor yf = product_with_constant(cx, xf, w, nullptr, &raw_bias);
+    y = emit_quantize(cx, yf, out_scale, out_zero_point, out_value);
+  } else {
+    at::Tensor weight = unsigned_weight(raw_weight);
+    int32_t bias_id = quantized_bias(cx, raw_bias, in.scale, weight.q_scale(), out_scale);
+    int32_t weight_id = cx.add_weight(weight.contiguous());
+    Operand out = in;
+    out.scale = out_scale;
+    out.zero_point = out_zero_point;
+    int32_t fuse = cx.model().add_int_scalar(static_cast<int32_t>(Fuse::None));
+    y = cx.add_output(out_value, out,
+                      {sym_dim(input_id, in.shape, 0), {cx.operand(weight_id).shape[0], ""}});
+    cx.model().add_operation(Op::FullyConnected, {input_id, weight_id, bias_id, fuse}, {y.id});
   }
-  at::Tensor weight = unsigned_weight(raw_weight);
-  int32_t bias_id = quantized_bias(cx, raw_bias, in.scale, weight.q_scale(), out_scale);
-  int32_t weight_id = cx.add_weight(weight.contiguous());
-  Operand out = in;
-  out.scale = out_scale;
-  out.zero_point = out_zero_point;
-  int32_t fuse = cx.model().add_int_scalar(static_cast<int32_t>(Fuse::None));
-  const int32_t out_id =
-      cx.add_output(node->output(), out,
-                    {sym_dim(input_id, in.shape, 0), {cx.operand(weight_id).shape[0], ""}})
-          .id;
-  cx.model().add_operation(Op::FullyConnected, {input_id, weight_id, bias_id, fuse}, {out_id});
+  if (dims.empty()) return;
+  dims.back() = SymInt{raw_weight.size(0), ""};
+  emit_reshape(cx, y, dims, node->output());
 }
 
 // quantized::conv2d (+relu, transposed) and quantized::conv1d (+relu), whose

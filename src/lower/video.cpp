@@ -737,9 +737,10 @@ void register_video_ops(LoweringTable& t) {
     if (t.find(kind)) t.extend(kind.toQualString(), lower_per_frame);
   }
   t.note("aten::conv3d",
-         "float32, fixed sizes: the video held as 2-D frames (time in the batch); per kernel "
-         "depth a STRIDED_SLICE of time steps, CONV_2D (depthwise, grouped) and ADD; time "
-         "padding a PAD of the frames. Also aten::_convolution with a 5-D weight; not transposed");
+         "float32, fixed sizes but for a flexible batch: the video held as 2-D frames (time in "
+         "the batch); per kernel depth a STRIDED_SLICE of time steps, CONV_2D (depthwise, "
+         "grouped) and ADD; time padding a PAD of the frames. Also aten::_convolution with a 5-D "
+         "weight; not transposed");
   t.note("aten::max_pool3d", "MAX_POOL_2D per frame, then MAXIMUM over the time window");
   t.note("aten::avg_pool3d",
          "AVERAGE_POOL_2D per frame (avg_pool2d's forms), then ADD over the time window and MUL "

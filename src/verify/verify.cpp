@@ -85,19 +85,22 @@ QnnpackEngine::~QnnpackEngine() {
 
 namespace {
 
-// The model for the eager run, loaded on QNNPACK (Android's engine; quantized
-// weights are packed for the engine at load), or on PyTorch's default engine
-// (`*other` set) where QNNPACK cannot pack them: PyTorch 1.13's QNNPACK
-// packs few quantized 3-D convolutions (and unpacks none).
-torch::jit::Module load_for_eager(const std::string& path, bool* other) {
+// The model for the eager run, loaded by `load` on QNNPACK (Android's engine;
+// quantized weights are packed for the engine at load), or on PyTorch's
+// default engine (`*other` set) where QNNPACK cannot pack them (or `load`,
+// converting, unpack them): PyTorch 1.13's QNNPACK packs few quantized 3-D
+// convolutions and unpacks none ("QNNPACK only supports conv2d_unpack").
+// The whole-model check and the divergence locator load their models here.
+template <typename Load>
+torch::jit::Module load_for_eager(const Load& load, bool* other) {
   try {
     QnnpackEngine qnnpack;
-    return torch::jit::load(path);
-  } catch (const c10::Error& e) {
+    return load();
+  } catch (const std::exception& e) {  // c10::Error, or a TorchScript method's JITException
     if (std::string(e.what()).find("QNNPACK only supports") == std::string::npos) throw;
   }
   *other = true;
-  return torch::jit::load(path);
+  return load();
 }
 
 // NeuralNetworks.h's AVERAGE_POOL_2D averages over the cells within the input,
@@ -849,7 +852,8 @@ VerifyReport verify_conversion(const ConvertOptions& options,
 
   std::vector<at::Tensor> eager;
   try {
-    torch::jit::Module original = load_for_eager(options.model_path, &report.eager_default_engine);
+    torch::jit::Module original = load_for_eager(
+        [&] { return torch::jit::load(options.model_path); }, &report.eager_default_engine);
     QnnpackEngine qnnpack;
     original.eval();
     honour_count_include_pad(original);
@@ -858,13 +862,44 @@ VerifyReport verify_conversion(const ConvertOptions& options,
       verify.rtol = std::max(verify.rtol, kDynamicQuantTolerance);
       report.dynamic_quantization = true;
     }
-    eager = run_module(original, inputs);
+    try {
+      eager = run_module(original, inputs);
+    } catch (const ConvertError&) {
+      throw;
+    } catch (const std::exception&) {
+      // Without --verify-shape, a model that fails at the default sizes runs
+      // where the validator checked it: at the flexible sizes rounded up to
+      // the first multiple it runs at (windows of 7, pixel_unshuffle(2)).
+      if (!verify.input_file.empty() || !verify.shapes.empty()) throw;
+      auto runs = [&](const std::vector<std::vector<int64_t>>& shapes) {
+        std::vector<at::Tensor> next =
+            sample_inputs(options.inputs, shapes, options.nhwc, verify.seed);
+        try {
+          eager = run_module(original, next);
+        } catch (const ConvertError&) {
+          throw;
+        } catch (const std::exception&) {
+          return false;
+        }
+        inputs = std::move(next);
+        return true;
+      };
+      const std::optional<RunnableSizes> fit = runnable_sizes(options.inputs, report.shapes, runs);
+      if (!fit) throw;
+      report.shapes = fit->shapes;
+      report.shapes_multiple = fit->multiple;
+    }
   } catch (const ConvertError&) {
     throw;
   } catch (const std::exception& e) {
+    const bool rounded = verify.shapes.empty() && verify.input_file.empty();
     throw ConvertError(1, "model '" + options.model_path + "' failed on the --verify inputs of " +
-                              "shape " + shapes_text(inputs) +
-                              " (use --verify-shape to choose other sizes for flexible "
+                              "shape " + shapes_text(inputs) + " (" +
+                              (rounded ? "and at each flexible size rounded up to a multiple of "
+                                         "2 to " +
+                                             std::to_string(kMaxSizeMultiple) + "; "
+                                       : "") +
+                              "use --verify-shape to choose other sizes for flexible "
                               "dimensions): " +
                               script_error_text(e));
   }
@@ -1059,10 +1094,19 @@ Divergence locate_divergence(const ConvertOptions& options,
           "it follows one NNAPI model converted from the whole graph, and this --cpu-fallback "
           "module is split into NNAPI and TorchScript parts");
     }
-    QnnpackEngine qnnpack;  // before loading: quantized weights are packed for the engine
+    // Loaded by the whole-model check's rule (QNNPACK, unless QNNPACK cannot
+    // pack the quantized weights, or, converting, unpack them: a quantized
+    // 3-D convolution), and run on QNNPACK as that check runs it.
     LoweringTrace trace;
     Conversion conversion;
-    torch::jit::Module module = trace_conversion(options, &trace, &conversion);
+    bool default_engine = false;
+    torch::jit::Module module = load_for_eager(
+        [&] {
+          trace = LoweringTrace{};  // nothing of a load that failed
+          return trace_conversion(options, &trace, &conversion);
+        },
+        &default_engine);
+    QnnpackEngine qnnpack;
     const Blob blob = parse_ser_model(conversion.ser_model);
 
     std::set<uint32_t> wanted;

@@ -538,6 +538,10 @@ add(Sample("quantized::linear", None, [In((3, 8))], "rank2",
            qmake=qmodule(lambda: seeded(torch.nn.Linear(8, 5)), [In((3, 8))])))
 add(Sample("quantized::linear", None, [In((2, 3, 8))], "rank3",
            qmake=qmodule(lambda: seeded(torch.nn.Linear(8, 5)), [In((2, 3, 8))])))
+# A 4-D input (its quant_nhwc form: an NHWC quint8 input, the Linear over
+# PyTorch's last dim, W).
+add(Sample("quantized::linear", None, [In((2, 3, 5, 8))], "rank4",
+           qmake=qmodule(lambda: seeded(torch.nn.Linear(8, 5)), [In((2, 3, 5, 8))])))
 add(Sample("quantized::hardswish", None, [In((2, 3, 5, 7))], "rank4",
            qmake=lambda: torch.ao.nn.quantized.Hardswish(0.03, 64).eval(), extra_forms=("quant_api30",)))
 add(Sample("quantized::hardswish", None, [In((2, 3, 5, 7))], "scale-0.05",
