@@ -9,7 +9,8 @@ of unittest.TestCase is written to a temporary directory at run time.
 
 Each usable sample (float32 tensors with no empty dimension, rank 1 or more)
 becomes a one-op module whose forward calls the operator with the sample's
-tensors as inputs and its other arguments as constants. It is traced once
+tensors as inputs and its other arguments as constants (the forms: see
+EXTRA_FORMS). It is traced once
 here: the row's kind is the first kind of the lowering table in its frozen
 graph (samples whose graph has none are not rows). The sample's own values are
 the inputs (OpInfo samples respect each operator's domain).
@@ -23,6 +24,13 @@ import torch
 from samples import In, Sample, frozen_kinds
 
 STAND_IN = "import unittest\nACCEPT = False\n\n\nclass TestCase(unittest.TestCase):\n    pass\n"
+
+# Besides NCHW, NHWC and a flexible batch, each sample is converted as an
+# app would also convert it: with a flexible height and width (4-D inputs, run
+# at a larger size, the sample's values tiled), with quint8 inputs (where eager
+# takes them: the module applied to quantized tensors as it is; elsewhere the
+# form does not apply) and for Android 11 and 13.
+EXTRA_FORMS = ("api30", "api33")
 
 # Kinds that say nothing about an operator: graph plumbing and shape arithmetic.
 PLUMBING = {"prim::Constant", "prim::ListConstruct", "prim::TupleConstruct", "prim::ListUnpack",
@@ -105,7 +113,8 @@ def row(source, name, k, module, tensors, table_kinds):
     inputs = [In(tuple(t.shape), values=t.detach().clone()) for t in tensors]
     first = tensors[0].shape[0]
     flex = all(t.dim() >= 2 and t.shape[0] == first for t in tensors)
-    return Sample(lowered[0], lambda m=module: m, inputs, f"{name}-{k}", flex=flex, source=source)
+    return Sample(lowered[0], lambda m=module: m, inputs, f"{name}-{k}", flex=flex, source=source,
+                  flexhw=True, qmake=True, extra_forms=EXTRA_FORMS)
 
 
 def opinfo_samples(op_db, per_op, table_kinds):
