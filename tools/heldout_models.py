@@ -3,7 +3,8 @@ project tuned the converter against, in the style of what mobile apps ship.
 
 TORCHVISION: torchvision classifiers and a segmentation head that ctest's
 models.* tests do not run (grouped and dilated convolutions, SE blocks,
-ceil-mode pooling, inception's branches, fused MBConv).
+ceil-mode pooling, inception's branches, fused MBConv), and FX_QUANTIZED:
+torchvision classifiers quantized as apps quantize them (FX graph mode).
 
 FAMILIES: small hand-written networks (model_families.Family, initialised by
 model_zoo.realistic_init):
@@ -32,6 +33,10 @@ TORCHVISION = ["resnet34", "resnext50_32x4d", "regnet_y_400mf", "mnasnet1_0", "s
                "shufflenet_v2_x0_5", "efficientnet_b1", "efficientnet_v2_s", "vgg11_bn",
                "inception_v3"]
 SEGMENTATION = ["fcn_resnet50"]
+# FX graph-mode quantized (model_zoo.build_fx_quantized: qnnpack's default
+# qconfig mapping), with an NCHW and an NHWC input.
+FX_QUANTIZED = ["regnet_y_400mf", "squeezenet1_0", "shufflenet_v2_x0_5", "mnasnet1_0",
+                "efficientnet_b0"]
 
 
 class DSCNN(nn.Module):

@@ -3618,6 +3618,43 @@ class GreedyStepModule(torch.nn.Module):
 beyond("greedy-step-argmax", lambda: Case(GreedyStepModule(), torch.randn(4, 12)))
 
 
+class IndexDtypesModule(torch.nn.Module):
+    """Indices (int64 in PyTorch, int32 in NNAPI) made int32 by .int() and
+    .to(torch.int32), kept int64 by .long(): eager returns int32, int64 and
+    int32 (OpInfo's masked.argmax ends in .to(int32); the converted module
+    returned int64 there, and refused .long())."""
+
+    def forward(self, x):
+        return x.argmax(1).int(), x.argmax(-1).long(), torch.topk(x, 2)[1].to(torch.int32)
+
+
+class IndexToInt32Module(torch.nn.Module):
+    def forward(self, x):
+        return x.argmax(1).int(), torch.topk(x, 2)[1].to(torch.int32)
+
+
+beyond("index-to-int32", lambda: Case(IndexToInt32Module(), torch.randn(3, 7)))
+beyond("index-dtypes", lambda: Case(IndexDtypesModule(), torch.randn(3, 7)))
+beyond("index-dtypes-flex", lambda: Case(
+    IndexDtypesModule(), torch.randn(3, 7), convert_args=[torch.zeros(0, 7)]))
+
+
+class IntTrueDivModule(torch.nn.Module):
+    """`/` of int32 tensors (OpInfo's div and true_divide int32 samples,
+    softsign of an int32 tensor): PyTorch divides truly, a float32 result;
+    NNAPI's DIV of TENSOR_INT32 (feature level 4) gives integers, so the
+    converted module returned int32 quotients."""
+
+    def forward(self, a, b):
+        return a / b
+
+
+refuse("int32-true-div-api30", lambda: Case(
+    IntTrueDivModule(), [torch.randint(-9, 9, (2, 5), dtype=torch.int32),
+                         torch.randint(1, 5, (2, 5), dtype=torch.int32)], options=API_30),
+    r"node aten::div .*true division .*int32 .*\.float\(\) first")
+
+
 class ReduceModule(torch.nn.Module):
     """Reductions over dims and over every element (all(), combined with a
     tensor: a 0-dim output would be a constant the check cannot tell)."""

@@ -108,6 +108,9 @@ def cases(transformers=False, families=False, video=False, heldout=False):
         for name in heldout_models.SEGMENTATION:
             for form in ("nchw", "nhwc"):
                 yield f"{name}-{form}", ("segmentation", name, form)
+        for name in heldout_models.FX_QUANTIZED:
+            for form in ("nchw", "nhwc"):
+                yield f"fxquant-{name}-{form}", ("fxquant", name, form)
         for name, fam in heldout_models.FAMILIES.items():
             for form in ("nchw", "nhwc") if fam.four_d else ("seq",):
                 yield f"{name}-{form}", ("family", name, form)
@@ -336,6 +339,16 @@ def fx_quantize(m, shape, qconfig):
     def remember_scale(mod, inp, out):
         scale.setdefault("q", out.q_scale())
 
+    if last.op != "call_module":
+        # A function's output (squeezenet's flatten): an identity module
+        # inserted after it, whose hook reads the scale (tracing records nothing).
+        m.add_submodule("scale_probe", torch.nn.Identity())
+        with m.graph.inserting_after(last):
+            probe = m.graph.call_module("scale_probe", (last,))
+        last.replace_all_uses_with(probe)
+        probe.args = (last,)
+        m.recompile()
+        last = probe
     m.get_submodule(last.target).register_forward_hook(remember_scale)
     return m, scale
 
