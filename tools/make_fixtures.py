@@ -3649,6 +3649,29 @@ class IntTrueDivModule(torch.nn.Module):
         return a / b
 
 
+class IntActivationModule(torch.nn.Module):
+    """An activation of an int32 tensor (OpInfo's int32 samples of relu,
+    sigmoid, tanh, relu6, hardtanh): NeuralNetworks.h's RELU, RELU1, RELU6,
+    LOGISTIC and TANH take no TENSOR_INT32, and the lowerings emitted them,
+    leaving the refusal to the validator's backstop ("a bug in nnapi-convert")."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+for _name, _fn, _regex in (
+        ("relu", torch.relu, r"node aten::relu .*RELU of an int32 .*\.float\(\) first"),
+        ("sigmoid", torch.sigmoid, r"node aten::sigmoid .*LOGISTIC of an int32 .*\.float\(\) first"),
+        ("hardtanh", torch.nn.functional.hardtanh,
+         r"node aten::hardtanh .*hardtanh of an int32 tensor .*torch\.clamp")):
+    refuse(f"int32-{_name}", lambda f=_fn: Case(
+        IntActivationModule(f), torch.randint(-9, 9, (2, 5), dtype=torch.int32)), _regex)
+
+
 refuse("int32-true-div-api30", lambda: Case(
     IntTrueDivModule(), [torch.randint(-9, 9, (2, 5), dtype=torch.int32),
                          torch.randint(1, 5, (2, 5), dtype=torch.int32)], options=API_30),
