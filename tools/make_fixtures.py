@@ -3672,6 +3672,21 @@ for _name, _fn, _regex in (
         IntActivationModule(f), torch.randint(-9, 9, (2, 5), dtype=torch.int32)), _regex)
 
 
+class IntAddReluModule(torch.nn.Module):
+    def forward(self, a, b):
+        return torch.relu(a + b)
+
+
+# --fuse-activations folded the ReLU into the int32 ADD (fuse code 1, which
+# NeuralNetworks.h forbids for TENSOR_INT32: the validator's backstop refused
+# it as a bug); unfused, the int32 RELU is refused as above.
+refuse("int32-add-relu-fused", lambda: Case(
+    IntAddReluModule(), [torch.randint(-9, 9, (2, 5), dtype=torch.int32),
+                         torch.randint(-9, 9, (2, 5), dtype=torch.int32)],
+    options=["--fuse-activations"] + API_30),
+    r"node aten::relu .*RELU of an int32 .*\.float\(\) first")
+
+
 refuse("int32-true-div-api30", lambda: Case(
     IntTrueDivModule(), [torch.randint(-9, 9, (2, 5), dtype=torch.int32),
                          torch.randint(1, 5, (2, 5), dtype=torch.int32)], options=API_30),
