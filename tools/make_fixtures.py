@@ -3500,6 +3500,11 @@ VALIDATOR_REFUSES = {
     "beyond-int32-slice-batch": ("PyTorch's converter slices int32 data with STRIDED_SLICE; "
                                  "NeuralNetworks.h, STRIDED_SLICE: TENSOR_FLOAT16, "
                                  "TENSOR_FLOAT32 and TENSOR_QUANT8_ASYMM only"),
+    **{f"beyond-int32-{k}": (
+        f"PyTorch's converter emits {op} of int32 data; NeuralNetworks.h, {op}: "
+        "TENSOR_FLOAT16, TENSOR_FLOAT32 and TENSOR_QUANT8_ASYMM only")
+       for k, op in (("relu", "RELU"), ("sigmoid", "LOGISTIC"), ("hardtanh", "RELU1"),
+                     ("add-relu-fused", "RELU"))},
     **{f"beyond-cat-flex-inputs-{s}": (
         "PyTorch's converter declares a cat's size along a flexible dim as its fixed parts' "
         "sum; NeuralNetworks.h, CONCATENATION: the output's size along the axis is the sum of "
