@@ -3569,6 +3569,11 @@ VALIDATOR_REFUSES = {
     "beyond-int32-slice-batch": ("PyTorch's converter slices int32 data with STRIDED_SLICE; "
                                  "NeuralNetworks.h, STRIDED_SLICE: TENSOR_FLOAT16, "
                                  "TENSOR_FLOAT32 and TENSOR_QUANT8_ASYMM only"),
+    **{f"beyond-int32-{k}": (
+        f"PyTorch's converter emits {op} of int32 data; NeuralNetworks.h, {op}: "
+        "TENSOR_FLOAT16, TENSOR_FLOAT32 and TENSOR_QUANT8_ASYMM only")
+       for k, op in (("relu", "RELU"), ("sigmoid", "LOGISTIC"), ("hardtanh", "RELU1"),
+                     ("add-relu-fused", "RELU"))},
     **{f"beyond-cat-flex-inputs-{s}": (
         "PyTorch's converter declares a cat's size along a flexible dim as its fixed parts' "
         "sum; NeuralNetworks.h, CONCATENATION: the output's size along the axis is the sum of "
@@ -3685,6 +3690,81 @@ class GreedyStepModule(torch.nn.Module):
 
 
 beyond("greedy-step-argmax", lambda: Case(GreedyStepModule(), torch.randn(4, 12)))
+
+
+class IndexDtypesModule(torch.nn.Module):
+    """Indices (int64 in PyTorch, int32 in NNAPI) made int32 by .int() and
+    .to(torch.int32), kept int64 by .long(): eager returns int32, int64 and
+    int32 (OpInfo's masked.argmax ends in .to(int32); the converted module
+    returned int64 there, and refused .long())."""
+
+    def forward(self, x):
+        return x.argmax(1).int(), x.argmax(-1).long(), torch.topk(x, 2)[1].to(torch.int32)
+
+
+class IndexToInt32Module(torch.nn.Module):
+    def forward(self, x):
+        return x.argmax(1).int(), torch.topk(x, 2)[1].to(torch.int32)
+
+
+beyond("index-to-int32", lambda: Case(IndexToInt32Module(), torch.randn(3, 7)))
+beyond("index-dtypes", lambda: Case(IndexDtypesModule(), torch.randn(3, 7)))
+beyond("index-dtypes-flex", lambda: Case(
+    IndexDtypesModule(), torch.randn(3, 7), convert_args=[torch.zeros(0, 7)]))
+
+
+class IntTrueDivModule(torch.nn.Module):
+    """`/` of int32 tensors (OpInfo's div and true_divide int32 samples,
+    softsign of an int32 tensor): PyTorch divides truly, a float32 result;
+    NNAPI's DIV of TENSOR_INT32 (feature level 4) gives integers, so the
+    converted module returned int32 quotients."""
+
+    def forward(self, a, b):
+        return a / b
+
+
+class IntActivationModule(torch.nn.Module):
+    """An activation of an int32 tensor (OpInfo's int32 samples of relu,
+    sigmoid, tanh, relu6, hardtanh): NeuralNetworks.h's RELU, RELU1, RELU6,
+    LOGISTIC and TANH take no TENSOR_INT32, and the lowerings emitted them,
+    leaving the refusal to the validator's backstop ("a bug in nnapi-convert")."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+for _name, _fn, _regex in (
+        ("relu", torch.relu, r"node aten::relu .*RELU of an int32 .*\.float\(\) first"),
+        ("sigmoid", torch.sigmoid, r"node aten::sigmoid .*LOGISTIC of an int32 .*\.float\(\) first"),
+        ("hardtanh", torch.nn.functional.hardtanh,
+         r"node aten::hardtanh .*hardtanh of an int32 tensor .*torch\.clamp")):
+    refuse(f"int32-{_name}", lambda f=_fn: Case(
+        IntActivationModule(f), torch.randint(-9, 9, (2, 5), dtype=torch.int32)), _regex)
+
+
+class IntAddReluModule(torch.nn.Module):
+    def forward(self, a, b):
+        return torch.relu(a + b)
+
+
+# --fuse-activations folded the ReLU into the int32 ADD (fuse code 1, which
+# NeuralNetworks.h forbids for TENSOR_INT32: the validator's backstop refused
+# it as a bug); unfused, the int32 RELU is refused as above.
+refuse("int32-add-relu-fused", lambda: Case(
+    IntAddReluModule(), [torch.randint(-9, 9, (2, 5), dtype=torch.int32),
+                         torch.randint(-9, 9, (2, 5), dtype=torch.int32)],
+    options=["--fuse-activations"] + API_30),
+    r"node aten::relu .*RELU of an int32 .*\.float\(\) first")
+
+
+refuse("int32-true-div-api30", lambda: Case(
+    IntTrueDivModule(), [torch.randint(-9, 9, (2, 5), dtype=torch.int32),
+                         torch.randint(1, 5, (2, 5), dtype=torch.int32)], options=API_30),
+    r"node aten::div .*true division .*int32 .*\.float\(\) first")
 
 
 class ReduceModule(torch.nn.Module):

@@ -19,6 +19,10 @@ sizes (token ids as int32), remade on every make, converted at fixed sizes and,
 where the converter supports it, with the flexible sizes the model names, run
 on other inputs of that size; make stops if a layer's output RMS is under 1e-3.
 
+With --heldout (both subcommands), the held-out models instead
+(tools/heldout_models.py: torchvision classifiers and fcn_resnet50 that
+ctest does not run, and hand-written mobile-style networks; not in ctest).
+
 With --video (both subcommands), torchvision's video classifiers r3d_18,
 mc3_18 and r2plus1d_18 instead, on 1x3x8x112x112 clips, NCHW and --nhwc
 frames (not run by ctest: 33M-parameter 3-D networks), and r3d_18 FX-quantized
@@ -88,7 +92,29 @@ VIDEO_QUANT = ["r3d_18"]
 VIDEO_INPUT = (1, 3, 8, 112, 112)
 
 
-def cases(transformers=False, families=False, video=False):
+def family(name):
+    """The Family of a --families or --heldout model."""
+    from model_families import FAMILIES
+    import heldout_models
+    return FAMILIES[name] if name in FAMILIES else heldout_models.FAMILIES[name]
+
+
+def cases(transformers=False, families=False, video=False, heldout=False):
+    if heldout:
+        import heldout_models
+        for name in heldout_models.TORCHVISION:
+            for form in ("nchw", "nhwc"):
+                yield f"{name}-{form}", ("float", name, form)
+        for name in heldout_models.SEGMENTATION:
+            for form in ("nchw", "nhwc"):
+                yield f"{name}-{form}", ("segmentation", name, form)
+        for name in heldout_models.FX_QUANTIZED:
+            for form in ("nchw", "nhwc"):
+                yield f"fxquant-{name}-{form}", ("fxquant", name, form)
+        for name, fam in heldout_models.FAMILIES.items():
+            for form in ("nchw", "nhwc") if fam.four_d else ("seq",):
+                yield f"{name}-{form}", ("family", name, form)
+        return
     if video:
         for name in VIDEO:
             for form in ("nchw", "nhwc"):
@@ -170,8 +196,7 @@ def build_model(kind, name):
     import torchvision
     kw = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
     if kind == "family":
-        from model_families import FAMILIES
-        fam = FAMILIES[name]
+        fam = family(name)
         model = realistic_init(fam.make()).eval()
         if fam.quantize_video:
             return fx_quantize_video(model, fam.inputs[0][0])
@@ -314,6 +339,16 @@ def fx_quantize(m, shape, qconfig):
     def remember_scale(mod, inp, out):
         scale.setdefault("q", out.q_scale())
 
+    if last.op != "call_module":
+        # A function's output (squeezenet's flatten): an identity module
+        # inserted after it, whose hook reads the scale (tracing records nothing).
+        m.add_submodule("scale_probe", torch.nn.Identity())
+        with m.graph.inserting_after(last):
+            probe = m.graph.call_module("scale_probe", (last,))
+        last.replace_all_uses_with(probe)
+        probe.args = (last,)
+        m.recompile()
+        last = probe
     m.get_submodule(last.target).register_forward_hook(remember_scale)
     return m, scale
 
@@ -335,8 +370,8 @@ def case_inputs(kind, name):
     and `options` (more nnapi-convert options)."""
     import torch
     if kind == "family":
-        from model_families import FAMILIES, make_inputs, spec
-        fam = FAMILIES[name]
+        from model_families import make_inputs, spec
+        fam = family(name)
         flex = fam.flex or [(shape, shape) for shape, _ in fam.inputs]
         return {"xs": make_inputs(fam.inputs, None, 1),
                 "xs2": make_inputs(fam.inputs, [run for _, run in flex], 2),
@@ -360,7 +395,7 @@ def case_inputs(kind, name):
             "flex_inputs": ["0x3x224x224"] if kind != "transformer" else None,
             "why_fixed": "not tried",
             # bilinear upsampling: RESIZE_BILINEAR's corner flags are Android 11's
-            "options": ["--min-android-api", "30"] if name in SEGMENTATION else []}
+            "options": ["--min-android-api", "30"] if kind == "segmentation" else []}
 
 
 def min_activation_rms(model, xs):
@@ -384,10 +419,10 @@ def min_activation_rms(model, xs):
     return min(seen) if seen else (float("inf"), "")
 
 
-def make(out_dir, only, transformers=False, families=False, video=False):
+def make(out_dir, only, transformers=False, families=False, video=False, heldout=False):
     import torch
     os.makedirs(out_dir, exist_ok=True)
-    for case, (kind, name, form) in cases(transformers, families, video):
+    for case, (kind, name, form) in cases(transformers, families, video, heldout):
         if only and not re.search(only, case):
             continue
         d = os.path.join(out_dir, case)
@@ -549,7 +584,8 @@ KNOWN_MISMATCHES = {}
 def check(args):
     rows = []
     failed = 0
-    for case, (kind, name, form) in cases(args.transformers, args.families, args.video):
+    for case, (kind, name, form) in cases(args.transformers, args.families, args.video,
+                                          args.heldout):
         if args.only and not re.search(args.only, case):
             continue
         d = os.path.join(args.dir, case)
@@ -641,9 +677,11 @@ def main():
                        help="issue 11's model families (tools/model_families.py) instead")
         p.add_argument("--video", action="store_true",
                        help="torchvision's r3d_18, mc3_18, r2plus1d_18 (1x3x8x112x112) instead")
+        p.add_argument("--heldout", action="store_true",
+                       help="held-out models ctest does not run (tools/heldout_models.py) instead")
     a = ap.parse_args()
     if a.cmd == "make":
-        make(a.dir, a.only, a.transformers, a.families, a.video)
+        make(a.dir, a.only, a.transformers, a.families, a.video, a.heldout)
         return 0
     return check(a)
 

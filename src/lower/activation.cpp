@@ -291,6 +291,10 @@ void lower_clamp(LoweringContext& cx, const Node* node) {
 // hardtanh(x, lo, hi): clamp with both bounds (RELU1 and RELU6 where they fit).
 void lower_hardtanh(LoweringContext& cx, const Node* node) {
   const Tensor x = cx.get_operand(node->input(0));
+  check(x.op.type != OperandType::TensorInt32,
+        "hardtanh of an int32 tensor is not supported (NNAPI's RELU1/RELU6 take float and "
+        "quantized tensors, and its bounds are float numbers); use torch.clamp with integer "
+        "bounds, or convert the tensor with .float() first");
   double lo = cx.constant_number(node->input(1));
   double hi = cx.constant_number(node->input(2));
   Op op;

@@ -207,6 +207,11 @@ std::vector<int64_t> LoweringContext::constant_int_list(const Value* v) const {
 nnapi::Fuse LoweringContext::fuse_following_activation(const Value* v) {
   using nnapi::Fuse;
   if (!plan_ || !plan_->fuse_activations() || v->uses().size() != 1) return Fuse::None;
+  // NeuralNetworks.h: ADD, SUB, MUL and DIV of TENSOR_INT32 take no fused activation.
+  for (const Value* in : v->node()->inputs()) {
+    if (has_operand(in) && get_operand(in).op.type == nnapi::OperandType::TensorInt32)
+      return Fuse::None;
+  }
   const Node* user = v->uses()[0].user;
   const std::string kind = user->kind().toQualString();
   Fuse fuse = Fuse::None;

@@ -424,6 +424,15 @@ Tensor emit_unary_to(LoweringContext& cx, Op op, const Tensor& x, const Operand&
 
 Tensor emit_unary(LoweringContext& cx, Op op, const Tensor& x, const Value* out,
                   std::optional<QuantParams> out_quant) {
+  // NeuralNetworks.h's activations take float and quantized tensors only.
+  const bool activation =
+      op == Op::Relu || op == Op::Relu1 || op == Op::Relu6 || op == Op::Logistic || op == Op::Tanh;
+  check(!activation || x.op.type != OperandType::TensorInt32, [&] {
+    return std::string(nnapi::op_name(op)) +
+           " of an int32 (or bool) tensor is not supported: NNAPI's activations take float32 "
+           "and quantized tensors only; convert the tensor with .float() first (or keep the "
+           "node in TorchScript with --cpu-fallback)";
+  });
   Operand o = x.op;
   if (o.type == OperandType::TensorQuant8Asymm) {
     // NNAPI fixes these outputs' parameters (as PyTorch's quantized kernels do).

@@ -163,6 +163,14 @@ void lower_mul_div(LoweringContext& cx, const Node* node, Op op) {
   }
   check(node->inputs().size() == 2,
         "only plain tensor-by-tensor mul and div convert (no rounding_mode or out= arguments)");
+  for (const Value* v : node->inputs()) {
+    // (int32 / number is refused by lower_binary_number)
+    check(op != Op::Div || !cx.has_operand(v) ||
+              cx.get_operand(v).op.type != OperandType::TensorInt32,
+          "true division (`/`, torch.div without rounding_mode) of int32 or bool tensors is not "
+          "supported: PyTorch's result is float32, NNAPI's DIV of TENSOR_INT32 an integer "
+          "quotient; convert the tensors with .float() first");
+  }
   lower_binary(cx, node, op, cx.fuse_following_activation(node->output()));
 }
 

@@ -49,6 +49,17 @@ void lower_to(LoweringContext& cx, const Node* node) {
       return;
     }
   }
+  if (args.has("dtype") && !cx.constant_is_none(args.value("dtype")) &&
+      cx.torch_dtype_of(node->input(0)) == at::kLong) {
+    // int64 indices (argmax, topk), int32 in NNAPI: made int32 or kept int64
+    // as they are, the converted module returning the dtype asked for.
+    const auto wanted = static_cast<c10::ScalarType>(cx.constant_int(args.value("dtype")));
+    if (wanted == at::kInt || wanted == at::kLong) {
+      lower_identity(cx, node);
+      cx.set_torch_dtype(node->output(), wanted);
+      return;
+    }
+  }
   if (args.has("dtype")) {
     check_dtype_argument(cx, args.value("dtype"), x, "aten::to");
   } else if (args.has("other")) {

@@ -62,6 +62,8 @@ inline void apply_case_options(const nlohmann::json& cs, nnapi_convert::ConvertO
       if (o.compilation_preference < 0) throw std::runtime_error("bad --preference in case");
     } else if (opt == "--nhwc") {  // the video frames' layout (beyond-video-*)
       o.nhwc = true;
+    } else if (opt == "--fuse-activations") {
+      o.fuse_activations = true;
     } else if (opt == "--relax-f32-to-f16") {
       o.relax_f32_to_f16 = true;
     } else if (opt == "--int16-for-qint16") {

@@ -66,7 +66,9 @@ class In:
         self.spatial = spatial
         self.positive = positive
         self.scale, self.zero_point = scale, zero_point
-        self.values = values  # a fixed tensor (e.g. a padding mask), used as is
+        # a fixed tensor (e.g. a padding mask), used as is (tiled to another
+        # batch, height or width)
+        self.values = values
 
     def quantized(self):
         return In(self.shape, "quint8", batched=self.batched, scale=self.scale,
@@ -78,9 +80,11 @@ class In:
             shape = shape[:2] + tuple(hw) + shape[4:]
         if self.values is not None:
             t = self.values
-            if batch is not None and batch != t.shape[0]:
-                reps = (batch + t.shape[0] - 1) // t.shape[0]
-                t = t.repeat((reps,) + (1,) * (t.dim() - 1))[:batch]
+            for dim, size in enumerate(shape):
+                if size != t.shape[dim]:  # another batch, height or width: tiled
+                    reps = [1] * t.dim()
+                    reps[dim] = (size + t.shape[dim] - 1) // t.shape[dim]
+                    t = t.repeat(reps).narrow(dim, 0, size)
         elif self.dtype == "int32":
             t = torch.randint(self.low, self.high, shape, generator=gen, dtype=torch.int32)
         elif self.dtype == "bool":

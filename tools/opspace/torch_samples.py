@@ -7,9 +7,11 @@ Debian's python3-torch imports them once a module named `expecttest` exists
 (it is not packaged): a stand-in with ACCEPT = False and a TestCase subclass
 of unittest.TestCase is written to a temporary directory at run time.
 
-Each usable sample (float32 tensors with no empty dimension, rank 1 or more)
+Each usable sample (float32 tensors, and int32 ones of the operator's int32
+samples, with no empty dimension, rank 1 or more)
 becomes a one-op module whose forward calls the operator with the sample's
-tensors as inputs and its other arguments as constants. It is traced once
+tensors as inputs and its other arguments as constants (the forms: see
+EXTRA_FORMS). It is traced once
 here: the row's kind is the first kind of the lowering table in its frozen
 graph (samples whose graph has none are not rows). The sample's own values are
 the inputs (OpInfo samples respect each operator's domain).
@@ -23,6 +25,13 @@ import torch
 from samples import In, Sample, frozen_kinds
 
 STAND_IN = "import unittest\nACCEPT = False\n\n\nclass TestCase(unittest.TestCase):\n    pass\n"
+
+# Besides NCHW, NHWC and a flexible batch, each sample is converted as an
+# app would also convert it: with a flexible height and width (4-D inputs, run
+# at a larger size, the sample's values tiled), with quint8 inputs (where eager
+# takes them: the module applied to quantized tensors as it is; elsewhere the
+# form does not apply) and for Android 11 and 13.
+EXTRA_FORMS = ("api30", "api33")
 
 # Kinds that say nothing about an operator: graph plumbing and shape arithmetic.
 PLUMBING = {"prim::Constant", "prim::ListConstruct", "prim::TupleConstruct", "prim::ListUnpack",
@@ -62,12 +71,12 @@ class Call(torch.nn.Module):
 
 
 def usable(t):
-    return (isinstance(t, torch.Tensor) and t.dtype == torch.float32 and t.dim() >= 1
+    return (isinstance(t, torch.Tensor) and t.dtype in (torch.float32, torch.int32) and t.dim() >= 1
             and all(s > 0 for s in t.shape) and t.layout == torch.strided)
 
 
 def tensor_slots(args):
-    """(slots, tensors) of the float32 tensor arguments, or None if a tensor
+    """(slots, tensors) of the float32 and int32 tensor arguments, or None if a tensor
     argument cannot be an --input (another dtype, empty, 0-dim)."""
     slots, tensors = [], []
     for i, a in enumerate(args):
@@ -102,21 +111,25 @@ def row(source, name, k, module, tensors, table_kinds):
     lowered = [kd for kd in kinds if kd in table_kinds and kd not in PLUMBING]
     if not lowered:
         return None
-    inputs = [In(tuple(t.shape), values=t.detach().clone()) for t in tensors]
+    inputs = [In(tuple(t.shape), "int32" if t.dtype == torch.int32 else "float32",
+                 values=t.detach().clone()) for t in tensors]
     first = tensors[0].shape[0]
     flex = all(t.dim() >= 2 and t.shape[0] == first for t in tensors)
-    return Sample(lowered[0], lambda m=module: m, inputs, f"{name}-{k}", flex=flex, source=source)
+    return Sample(lowered[0], lambda m=module: m, inputs, f"{name}-{k}", flex=flex, source=source,
+                  flexhw=True, qmake=True if any(t.is_floating_point() for t in tensors) else None,
+                  extra_forms=EXTRA_FORMS)
 
 
 def opinfo_samples(op_db, per_op, table_kinds):
     out = []
-    for op in op_db:
+    for op, dtype in ((op, dtype) for op in op_db for dtype in (torch.float32, torch.int32)):
         try:
-            if torch.float32 not in op.supported_dtypes("cpu"):
+            if dtype not in op.supported_dtypes("cpu"):
                 continue
-            gen = op.sample_inputs("cpu", torch.float32, requires_grad=False)
+            gen = op.sample_inputs("cpu", dtype, requires_grad=False)
         except Exception:
             continue
+        suffix = "" if dtype == torch.float32 else "-int32"
         k = 0
         try:
             for si in gen:
@@ -130,8 +143,8 @@ def opinfo_samples(op_db, per_op, table_kinds):
                     continue
                 slots, tensors = found
                 module = Call(op.op, args, dict(si.kwargs), slots).eval()
-                s = row("opinfo", op.name + (f".{op.variant_test_name}" if op.variant_test_name else ""),
-                        k, module, tensors, table_kinds)
+                s = row("opinfo", op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
+                        + suffix, k, module, tensors, table_kinds)
                 if s is not None:
                     out.append(s)
                     k += 1
