@@ -336,8 +336,36 @@ void lower_adaptive_pool1d(LoweringContext& cx, const Node* node, Op op) {
   });
 }
 
+// How PyTorch (1.13, quint8, the qnnpack engine) computes a quantized mean
+// over `dims` of a contiguous tensor of rank `rank` (ReduceOps.cpp's
+// mean_out_quantized_cpu), in three ways: dims literally (2, 3) of a 4-D
+// tensor, QNNPACK's global average pool (the host MEAN kernel rounds as it
+// does); dims that are the innermost ones (-1, (-2, -1), ...), the raw stored
+// values averaged in float and rounded half to even (qmean_inner_dim);
+// otherwise dequantized, averaged in float32 and quantized to the input's
+// scale and zero point.
+enum class QuantMean { GlobalPool, Innermost, Float };
+
+QuantMean quant_mean_path(const std::vector<int64_t>& dims, int64_t rank) {
+  if (rank == 4 && dims == std::vector<int64_t>{2, 3}) return QuantMean::GlobalPool;
+  std::vector<int64_t> wrapped;
+  for (int64_t d : dims) wrapped.push_back(py_index(d, rank));
+  std::sort(wrapped.rbegin(), wrapped.rend());
+  for (size_t i = 0; i < wrapped.size(); ++i) {
+    if (wrapped[i] != rank - 1 - static_cast<int64_t>(i)) return QuantMean::Float;
+  }
+  return QuantMean::Innermost;
+}
+
 // mean(x, dims, keepdim, dtype) as MEAN; sum(x, dims, keepdim, dtype) as
 // REDUCE_SUM (float32; its keep_dims is a BOOL where MEAN's is an INT32).
+// NeuralNetworks.h leaves a quantized MEAN's rounding to the driver (Android's
+// reference CPU code divides the integer sum, truncating), so a quantized
+// mean PyTorch does not compute as QNNPACK's global average pool is lowered
+// so that every driver matches eager: the float MEAN of the stored values
+// (CAST, exact) QUANTIZEd at scale 1 (half to even) and CAST to the input's
+// parameters, or of the DEQUANTIZEd values QUANTIZEd to the input's
+// parameters, as quant_mean_path says.
 void lower_reduce(LoweringContext& cx, const Node* node, Op op) {
   const char* what = op == Op::Mean ? "mean" : "sum";
   check(node->inputs().size() == 4, [&] {
@@ -353,9 +381,15 @@ void lower_reduce(LoweringContext& cx, const Node* node, Op op) {
   int64_t rank = static_cast<int64_t>(in.shape.size());
   std::vector<bool> collapsed(rank, false);
   for (int64_t d : dims) collapsed[py_index(d, rank)] = true;
-  if (in.dim_order == DimOrder::ChannelsLast && !keep_dim && !(collapsed[2] && collapsed[3])) {
+  const QuantMean path = in.type == nnapi::OperandType::TensorQuant8Asymm
+                             ? quant_mean_path(dims, rank)
+                             : QuantMean::GlobalPool;
+  if (in.dim_order == DimOrder::ChannelsLast &&
+      (path == QuantMean::Float || (!keep_dim && !(collapsed[2] && collapsed[3])))) {
     // Dropping a dim other than H and W leaves no layout to keep the result
-    // channels-last in: the reduction runs on the NCHW relayout.
+    // channels-last in: the reduction runs on the NCHW relayout. So does a
+    // float mean of dequantized values, whose rounding depends on the order
+    // of the sum: PyTorch's runs on the contiguous (NCHW) tensor.
     const Tensor nchw = emit_relayout(cx, {in_id, in}, DimOrder::Contiguous);
     in_id = nchw.id;
     in = nchw.op;
@@ -382,8 +416,33 @@ void lower_reduce(LoweringContext& cx, const Node* node, Op op) {
   int32_t dims_id = cx.model().add_int_vector(nnapi_dims);
   int32_t keep_id = op == Op::Mean ? cx.model().add_int_scalar(keep_dim ? 1 : 0)
                                    : cx.model().add_bool_scalar(keep_dim);
-  const int32_t out_id = cx.add_output(node->output(), out, out_dims).id;
-  cx.model().add_operation(op, {in_id, dims_id, keep_id}, {out_id});
+  if (path == QuantMean::GlobalPool) {
+    const int32_t out_id = cx.add_output(node->output(), out, out_dims).id;
+    cx.model().add_operation(op, {in_id, dims_id, keep_id}, {out_id});
+    return;
+  }
+  const Tensor x{in_id, in};
+  Operand real = in;
+  real.type = nnapi::OperandType::TensorFloat32;
+  real.scale = 0.0;
+  real.zero_point = 0;
+  const Tensor xf =
+      path == QuantMean::Innermost ? emit_unary_to(cx, Op::Cast, x, real) : emit_dequantize(cx, x);
+  Operand mean_rec = out;
+  mean_rec.type = real.type;
+  mean_rec.scale = 0.0;
+  mean_rec.zero_point = 0;
+  const Tensor mean = cx.add_output(nullptr, mean_rec, out_dims);
+  cx.model().add_operation(op, {xf.id, dims_id, keep_id}, {mean.id});
+  if (path == QuantMean::Float) {
+    emit_quantize(cx, mean, in.scale, in.zero_point, node->output());
+    return;
+  }
+  const Tensor rounded = emit_quantize(cx, mean, 1.0, 0);
+  Operand requantized = rounded.op;
+  requantized.scale = in.scale;
+  requantized.zero_point = in.zero_point;
+  emit_unary_to(cx, Op::Cast, rounded, requantized, node->output());
 }
 
 // The input row (or column) NNAPI's RESIZE_NEAREST_NEIGHBOR reads for each
