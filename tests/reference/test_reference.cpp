@@ -109,6 +109,11 @@ const std::map<std::string, std::string> kKnownReferenceBugPrefixes = {
     {"beyond-int32-slice-batch",
      "the reference slices int32 data with STRIDED_SLICE, which takes no TENSOR_INT32 "
      "(NeuralNetworks.h), and takes x[::2] for the whole dim"},
+    {"beyond-qmean-",
+     "the reference lowers a quantized mean over any dims to one MEAN, whose rounding "
+     "NeuralNetworks.h leaves to the driver; eager rounds a mean over dims other than (2, 3) "
+     "otherwise (stored values averaged and rounded half to even, or dequantized, averaged in "
+     "float32 and quantized), so ties come out a quantum off"},
     {"beyond-rank0-",
      "the reference declares a rank-0 output operand, whose dimensions PyTorch's NNAPI binding "
      "cannot read back (Execution_getOutputOperandDimensions fails)"},
