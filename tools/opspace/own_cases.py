@@ -215,8 +215,15 @@ for _kind, _f in (("aten::mean", torch.mean), ("aten::sum", torch.sum)):
             ("rank4-neg2", (2, 3, 5, 7), (-2, -1), True), ("rank5", (2, 3, 4, 5, 3), (2,), False),
             ("rank1-all", (7,), (-1,), False), ("rank4-all", (2, 3, 5, 7), (0, 1, 2, 3), False)):
         add(Sample(_kind, fn(lambda x, f=_f, d=_dim, k=_keep: f(x, d, keepdim=k)), [In(_shape)],
-                   _label, qmake=True if _kind == "aten::mean" and _label.startswith("rank4-hw") else None,
+                   _label, qmake=True if _kind == "aten::mean" and _label.startswith("rank4") else None,
                    flexhw=_label.startswith("rank4")))
+# Quantized means over few values (many ties) and dims other than (2, 3): the
+# patterns of OpInfo's mean samples 11, 14 and 15.
+for _label, _shape, _dim, _keep in (("q-neg", (3, 2, 4, 12), (-1,), False),
+                                    ("q-n-neg-keep", (3, 2, 1, 2), (0, -1), True),
+                                    ("q-c-w", (3, 2, 1, 2), (1, 3), False)):
+    add(Sample("aten::mean", fn(lambda x, d=_dim, k=_keep: torch.mean(x, d, keepdim=k)), [In(_shape)],
+               _label, qmake=True, flexhw=True))
 add(Sample("aten::mean", fn(lambda x: x.mean()), [In((2, 3, 5, 7))], "all-nodim"))
 add(Sample("aten::sum", fn(lambda x: x.sum()), [In((2, 3, 5, 7))], "all-nodim"))
 add(Sample("aten::sum", fn(lambda x: x.sum(1, dtype=torch.float64)), [In((2, 3, 5))], "dtype64"))
