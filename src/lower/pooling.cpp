@@ -343,11 +343,11 @@ void lower_adaptive_pool1d(LoweringContext& cx, const Node* node, Op op) {
 // does); dims that are the innermost ones (-1, (-2, -1), ...), the raw stored
 // values averaged in float and rounded half to even (qmean_inner_dim);
 // otherwise dequantized, averaged in float32 and quantized to the input's
-// scale and zero point.
-enum class QuantMean { GlobalPool, Innermost, Float };
+// scale and zero point. OneMean: one MEAN (also every float mean).
+enum class QuantMean { OneMean, Innermost, Float };
 
 QuantMean quant_mean_path(const std::vector<int64_t>& dims, int64_t rank) {
-  if (rank == 4 && dims == std::vector<int64_t>{2, 3}) return QuantMean::GlobalPool;
+  if (rank == 4 && dims == std::vector<int64_t>{2, 3}) return QuantMean::OneMean;
   std::vector<int64_t> wrapped;
   for (int64_t d : dims) wrapped.push_back(py_index(d, rank));
   std::sort(wrapped.rbegin(), wrapped.rend());
@@ -359,13 +359,13 @@ QuantMean quant_mean_path(const std::vector<int64_t>& dims, int64_t rank) {
 
 // mean(x, dims, keepdim, dtype) as MEAN; sum(x, dims, keepdim, dtype) as
 // REDUCE_SUM (float32; its keep_dims is a BOOL where MEAN's is an INT32).
-// NeuralNetworks.h leaves a quantized MEAN's rounding to the driver (Android's
-// reference CPU code divides the integer sum, truncating), so a quantized
-// mean PyTorch does not compute as QNNPACK's global average pool is lowered
-// so that every driver matches eager: the float MEAN of the stored values
-// (CAST, exact) QUANTIZEd at scale 1 (half to even) and CAST to the input's
-// parameters, or of the DEQUANTIZEd values QUANTIZEd to the input's
-// parameters, as quant_mean_path says.
+// NeuralNetworks.h says nothing of how a quantized MEAN rounds (its output is
+// "of the same OperandCode as input0"; the host runtime rounds as QNNPACK's
+// global average pool), so a quantized mean PyTorch does not compute as that
+// pool is lowered so that any driver that follows the spec matches eager:
+// the float MEAN of the stored values (CAST, exact) QUANTIZEd at scale 1
+// (half to even) and CAST to the input's parameters, or of the DEQUANTIZEd
+// values QUANTIZEd to the input's parameters, as quant_mean_path says.
 void lower_reduce(LoweringContext& cx, const Node* node, Op op) {
   const char* what = op == Op::Mean ? "mean" : "sum";
   check(node->inputs().size() == 4, [&] {
@@ -383,7 +383,7 @@ void lower_reduce(LoweringContext& cx, const Node* node, Op op) {
   for (int64_t d : dims) collapsed[py_index(d, rank)] = true;
   const QuantMean path = in.type == nnapi::OperandType::TensorQuant8Asymm
                              ? quant_mean_path(dims, rank)
-                             : QuantMean::GlobalPool;
+                             : QuantMean::OneMean;
   if (in.dim_order == DimOrder::ChannelsLast &&
       (path == QuantMean::Float || (!keep_dim && !(collapsed[2] && collapsed[3])))) {
     // Dropping a dim other than H and W leaves no layout to keep the result
@@ -416,7 +416,7 @@ void lower_reduce(LoweringContext& cx, const Node* node, Op op) {
   int32_t dims_id = cx.model().add_int_vector(nnapi_dims);
   int32_t keep_id = op == Op::Mean ? cx.model().add_int_scalar(keep_dim ? 1 : 0)
                                    : cx.model().add_bool_scalar(keep_dim);
-  if (path == QuantMean::GlobalPool) {
+  if (path == QuantMean::OneMean) {
     const int32_t out_id = cx.add_output(node->output(), out, out_dims).id;
     cx.model().add_operation(op, {in_id, dims_id, keep_id}, {out_id});
     return;
