@@ -81,13 +81,16 @@ void expand_to(LoweringContext& cx, const Node* node, const std::vector<SymInt>&
       cx.add_constant(node->output(), node->output()->type(), e);
       return;
     }
-    const int32_t id = cx.add_weight(e, DimOrder::Contiguous);
+    // Bools are held as int32 0/1 (moves.cpp): TILE takes no TENSOR_BOOL8.
+    const bool bools = e.scalar_type() == at::kBool;
+    const int32_t id = cx.add_weight(bools ? e.to(at::kInt) : e, DimOrder::Contiguous);
     std::vector<SymInt> target;
     for (size_t d = 0; d < size.size(); ++d) {
       target.push_back(is_load_time(size[d]) ? size[d]
                                              : SymInt{e.size(static_cast<int64_t>(d)), ""});
     }
     emit_expand(cx, {id, cx.operand(id)}, target, node->output());
+    if (bools) cx.set_torch_dtype(node->output(), at::kBool);
     return;
   }
   auto [id, o] = cx.get_operand(in);
