@@ -82,8 +82,11 @@ void expand_to(LoweringContext& cx, const Node* node, const std::vector<SymInt>&
       return;
     }
     // Bools are held as int32 0/1 (moves.cpp): TILE takes no TENSOR_BOOL8.
+    // With --nhwc a 4-D result is laid out NHWC, as the model's 4-D data.
     const bool bools = e.scalar_type() == at::kBool;
-    const int32_t id = cx.add_weight(bools ? e.to(at::kInt) : e, DimOrder::Contiguous);
+    const DimOrder order =
+        e.dim() == 4 && cx.nhwc() ? DimOrder::ChannelsLast : DimOrder::Contiguous;
+    const int32_t id = cx.add_weight(bools ? e.to(at::kInt) : e, order);
     std::vector<SymInt> target;
     for (size_t d = 0; d < size.size(); ++d) {
       target.push_back(is_load_time(size[d]) ? size[d]

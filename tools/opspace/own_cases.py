@@ -330,6 +330,8 @@ add(Sample("aten::expand", fn(lambda x: torch.cat(
     "to-batch-computed"))
 add(Sample("aten::expand", fn(lambda m, x: torch.where(m.mask.expand(x.shape[0], -1, -1), x, -x),
                               mask=torch.rand(1, 3, 5) > 0.5), [In((2, 3, 5))], "to-batch-bool"))
+add(Sample("aten::expand", fn(lambda m, x: torch.relu(x) * m.c.expand(x.shape[0], -1, 4, 5),
+                              c=torch.randn(1, 3, 1, 1)), [In((2, 3, 4, 5))], "to-batch-rank4"))
 add(Sample("aten::repeat", fn(lambda x: x.repeat(1, 2, 1, 3)), [In((2, 3, 5, 7))], "rank4", qmake=True))
 add(Sample("aten::repeat", fn(lambda x: x.repeat(2, 1, 1)), [In((3, 5))], "new-dim", flex=False))
 add(Sample("aten::repeat", fn(lambda x: x.repeat(3)), [In((5,))], "rank1", flex=False))
