@@ -1429,6 +1429,22 @@ for _s, _n in (("a", 1), ("b", 3)):
         beyond(f"cls-token-flex-batch{_k}-{_s}", lambda n=_n, c=_computed, f=_layout: Case(
             ClsTokenModule(c), f(torch.randn(n, 3, 32, 32)),
             convert_args=[f(torch.zeros(0, 3, 32, 32))]))
+# A constant whose dim is not 1 expanded to the batch: traced at batch 2, it
+# works only at that batch (PyTorch's expand fails at any other), so a
+# flexible batch is refused naming the node.
+class ExpandToBatchModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rows = torch.nn.Parameter(torch.randn(2, 1, 5))
+
+    def forward(self, x):
+        return x + self.rows.expand(x.shape[0], 3, 5)
+
+
+refuse("expand-constant-to-flex-batch", lambda: Case(
+    ExpandToBatchModule(), torch.randn(2, 3, 5), convert_args=[torch.zeros(0, 3, 5)]),
+    r"expand of a constant of shape \(2, 1, 5\) to size s_\d+_0 \(known when the model is "
+    r"loaded\) in dim 0: only a dim of size 1 repeats")
 beyond("matmul-broadcast-lhs", lambda: Case(
     MatmulModule(), [torch.randn(1, 4, 5), torch.randn(2, 3, 5, 2)]))
 beyond("matmul-nhwc", lambda: Case(
