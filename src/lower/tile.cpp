@@ -58,7 +58,9 @@ at::Tensor expanded_constant(LoweringContext& cx, const Value* in,
     check(!is_load_time(size[d]) || cd < 0 || c.size(cd) == 1, [&] {
       return "expand of a constant of shape " + shape_str(c.sizes().vec()) + " to size " +
              size[d].str() + " (known when the model is loaded) in dim " + std::to_string(d) +
-             ": only a dim of size 1 repeats (PyTorch fails otherwise)";
+             ": only a dim of size 1 repeats (PyTorch's expand fails at any other size): give "
+             "that " +
+             "size a fixed value in --input";
     });
   }
   try {
