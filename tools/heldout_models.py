@@ -177,9 +177,8 @@ FAMILIES = {
                             flex=[((0, 3, 96, 96), (2, 3, 96, 96))]),
     "mobilevit_block": Family(MobileViTBlock, [((1, 3, 32, 32), None)],
                               flex=[((0, 3, 32, 32), (2, 3, 32, 32))]),
-    # The class token expanded to the batch (x.shape[0]) is refused with a
-    # flexible batch ("expand of a constant to a size known only when the
-    # model is loaded"): fixed sizes only.
+    # The class token expanded to the batch (x.shape[0]): a TILE whose
+    # multiples are set when the model loads (src/lower/tile.cpp).
     "vit_tiny_features": Family(ViTTinyFeatures, [((1, 32, 40), None)],
-                                why_fixed="class token expanded to a flexible batch: refused"),
+                                flex=[((0, 32, 40), (2, 32, 40))]),
 }

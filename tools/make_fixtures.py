@@ -1436,6 +1436,49 @@ beyond("matmul-2d", lambda: Case(MatmulModule(), [torch.randn(4, 5), torch.randn
 beyond("matmul-rhs-2d", lambda: Case(MatmulModule(), [torch.randn(2, 4, 5), torch.randn(5, 3)]))
 beyond("matmul-broadcast", lambda: Case(
     MatmulModule(), [torch.randn(2, 3, 4, 5), torch.randn(3, 5, 2)]))
+
+
+# A ViT's class token (torchvision's VisionTransformer: class_token.expand(n,
+# -1, -1), then cat along dim 1) at a flexible batch: the expand's size is the
+# input's batch, known when the model loads. "computed": the token comes from
+# the input (not a parameter). Each at two batches, against eager.
+class ClsTokenModule(torch.nn.Module):
+    def __init__(self, computed=False):
+        super().__init__()
+        self.computed = computed
+        self.class_token = torch.nn.Parameter(torch.randn(1, 1, 16))
+        self.patch = torch.nn.Conv2d(3, 16, 8, stride=8)
+        self.head = torch.nn.Linear(16, 5)
+
+    def forward(self, x):
+        n = x.shape[0]
+        x = self.patch(x).flatten(2).transpose(1, 2)
+        token = x.mean(dim=(0, 1), keepdim=True) if self.computed else self.class_token
+        return self.head(torch.cat([token.expand(n, -1, -1), x], dim=1))
+
+
+for _s, _n in (("a", 1), ("b", 3)):
+    for _k, _computed, _layout in (("", False, lambda t: t), ("-nhwc", False, nhwc),
+                                   ("-computed", True, lambda t: t)):
+        beyond(f"cls-token-flex-batch{_k}-{_s}", lambda n=_n, c=_computed, f=_layout: Case(
+            ClsTokenModule(c), f(torch.randn(n, 3, 32, 32)),
+            convert_args=[f(torch.zeros(0, 3, 32, 32))]))
+# A constant whose dim is not 1 expanded to the batch: traced at batch 2, it
+# works only at that batch (PyTorch's expand fails at any other), so a
+# flexible batch is refused naming the node.
+class ExpandToBatchModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rows = torch.nn.Parameter(torch.randn(2, 1, 5))
+
+    def forward(self, x):
+        return x + self.rows.expand(x.shape[0], 3, 5)
+
+
+refuse("expand-constant-to-flex-batch", lambda: Case(
+    ExpandToBatchModule(), torch.randn(2, 3, 5), convert_args=[torch.zeros(0, 3, 5)]),
+    r"expand of a constant of shape \(2, 1, 5\) to size s_\d+_0 \(known when the model is "
+    r"loaded\) in dim 0: only a dim of size 1 repeats")
 beyond("matmul-broadcast-lhs", lambda: Case(
     MatmulModule(), [torch.randn(1, 4, 5), torch.randn(2, 3, 5, 2)]))
 beyond("matmul-nhwc", lambda: Case(

@@ -96,7 +96,8 @@ Tensor bool8_operand(LoweringContext& cx, const Value* v) {
   return weight(cx, t.dim() == 0 ? t.reshape({1}) : t);
 }
 
-Tensor emit_expand(LoweringContext& cx, const Tensor& x, const std::vector<SymInt>& target) {
+Tensor emit_expand(LoweringContext& cx, const Tensor& x, const std::vector<SymInt>& target,
+                   const Value* out) {
   const Shape& s = x.op.shape;
   check(s.size() == target.size(), "internal: emit_expand needs the target's rank");
   std::vector<int64_t> multiples(s.size(), 1);
@@ -122,11 +123,14 @@ Tensor emit_expand(LoweringContext& cx, const Tensor& x, const std::vector<SymIn
       patches.emplace_back(a, t.expr);
     }
   }
-  if (!any) return x;
+  if (!any) {
+    check(out == nullptr, "internal: emit_expand bound to a value when nothing is broadcast");
+    return x;
+  }
   ModelBuilder& m = cx.model();
   const int32_t multiples_id =
       patches.empty() ? m.add_int_vector(multiples) : m.add_patched_int_vector(multiples, patches);
-  const Tensor y = cx.add_output(nullptr, x.op.with_shape(out_shape), target);
+  const Tensor y = cx.add_output(out, x.op.with_shape(out_shape), target);
   m.add_operation(Op::Tile, {x.id, multiples_id}, {y.id});
   return y;
 }

@@ -34,8 +34,10 @@ inline Tensor int01_of(LoweringContext& cx, const Tensor& b, const Value* out = 
 }
 // Numeric `x` broadcast to `target` (x's rank; each x dim 1 or the target's):
 // TILE, whose multiples are set when the model is loaded for flexible target
-// dims. `x` itself when nothing is broadcast.
-Tensor emit_expand(LoweringContext& cx, const Tensor& x, const std::vector<SymInt>& target);
+// dims; bound to `out` when given (then something must be broadcast). `x`
+// itself when nothing is broadcast.
+Tensor emit_expand(LoweringContext& cx, const Tensor& x, const std::vector<SymInt>& target,
+                   const Value* out = nullptr);
 // where(condition, a, b): SELECT of a and b (computed float32 or int32
 // tensors, or constants) broadcast by TILE to the result's shape, the
 // condition broadcast by LOGICAL_AND; bound to `out` when given.

@@ -328,6 +328,17 @@ add(Sample("prim::ListConstruct", fn(lambda x, y: torch.cat([x, y], 1)), [In((2,
 add(Sample("aten::expand", fn(lambda x: x.expand(2, 3, 4, 5)), [In((1, 3, 1, 1))], "rank4", flex=False))
 add(Sample("aten::expand", fn(lambda x: x.expand(-1, 4, -1) + 0), [In((2, 1, 5))], "neg1"))
 add(Sample("aten::expand", fn(lambda x: x.expand(3, 2, 5)), [In((2, 5))], "new-dim", flex=False))
+# Expanded to another tensor's batch (a ViT's class token; a size known when
+# the model loads in the flex-batch forms): a constant, and a computed tensor.
+add(Sample("aten::expand", fn(lambda m, x: torch.cat([m.tok.expand(x.shape[0], -1, -1), x], 1),
+                              tok=torch.randn(1, 1, 5)), [In((2, 3, 5))], "to-batch"))
+add(Sample("aten::expand", fn(lambda x: torch.cat(
+    [x.mean((0, 1), keepdim=True).expand(x.shape[0], -1, -1), x], 1)), [In((2, 3, 5))],
+    "to-batch-computed"))
+add(Sample("aten::expand", fn(lambda m, x: torch.where(m.mask.expand(x.shape[0], -1, -1), x, -x),
+                              mask=torch.rand(1, 3, 5) > 0.5), [In((2, 3, 5))], "to-batch-bool"))
+add(Sample("aten::expand", fn(lambda m, x: torch.relu(x) * m.c.expand(x.shape[0], -1, 4, 5),
+                              c=torch.randn(1, 3, 1, 1)), [In((2, 3, 4, 5))], "to-batch-rank4"))
 add(Sample("aten::repeat", fn(lambda x: x.repeat(1, 2, 1, 3)), [In((2, 3, 5, 7))], "rank4", qmake=True))
 add(Sample("aten::repeat", fn(lambda x: x.repeat(2, 1, 1)), [In((3, 5))], "new-dim", flex=False))
 add(Sample("aten::repeat", fn(lambda x: x.repeat(3)), [In((5,))], "rank1", flex=False))
