@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "lower/emit.h"
+#include "lower/logical.h"
 #include "lower/registry.h"
 
 namespace nnapi_convert {
@@ -145,6 +146,14 @@ void lower_edge_pad_values(LoweringContext& cx, const Tensor& x, const std::vect
                    const Value* o) { return emit_edge_pad(cx, y, b, a, mode, mode_name, o); });
 }
 
+// PAD, PAD_V2 and CONCATENATION take no TENSOR_INT32 at any feature level
+// (NeuralNetworks.h): int32 numbers are refused (a bool's 0/1 move as float32
+// between CASTs).
+void check_not_int32(const LoweringContext& cx, const Node* node, const Operand& in) {
+  check(in.type != OperandType::TensorInt32 || is_bool_value(cx, node->input(0)),
+        [] { return int32_refusal("padding", "NNAPI's PAD, PAD_V2 and CONCATENATION take none"); });
+}
+
 void lower_pad(LoweringContext& cx, const Node* node) {
   std::string mode = "constant";
   if (node->kind() == c10::aten::pad) {
@@ -152,6 +161,7 @@ void lower_pad(LoweringContext& cx, const Node* node) {
   }
   const std::vector<int64_t> pad = cx.constant_int_list(node->input(1));
   auto [in_id, in] = cx.get_operand(node->input(0));
+  check_not_int32(cx, node, in);
   const auto rank = static_cast<int64_t>(in.shape.size());
   std::vector<int64_t> before, after;
   pad_amounts(pad, rank, &before, &after);
@@ -159,7 +169,14 @@ void lower_pad(LoweringContext& cx, const Node* node) {
     const double value = pad_value(cx, node);
     pad_any_rank(cx, {in_id, in}, before, after, node->output(),
                  [&](const Tensor& x, const std::vector<int64_t>& b, const std::vector<int64_t>& a,
-                     const Value* out) { return emit_pad(cx, x, b, a, value, out); });
+                     const Value* out) {
+                   if (x.op.type != OperandType::TensorInt32)
+                     return emit_pad(cx, x, b, a, value, out);
+                   return move_bools_as_float(cx, {x}, out, "PAD",
+                                              [&](const std::vector<Tensor>& f) {
+                                                return emit_pad(cx, f[0], b, a, value, nullptr);
+                                              });
+                 });
     return;
   }
   EdgeMode edge;
@@ -178,6 +195,7 @@ void lower_pad(LoweringContext& cx, const Node* node) {
 // aten::reflection_padNd / replication_padNd(x, padding).
 void lower_edge_pad(LoweringContext& cx, const Node* node, EdgeMode mode, const char* name) {
   auto [in_id, in] = cx.get_operand(node->input(0));
+  check_not_int32(cx, node, in);
   std::vector<int64_t> before, after;
   pad_amounts(cx.constant_int_list(node->input(1)), static_cast<int64_t>(in.shape.size()), &before,
               &after);
