@@ -3839,6 +3839,19 @@ for _mode in ("constant", "circular"):
         r"\.float\(\) first")
 
 
+class BoolPadModule(torch.nn.Module):
+    """Padding of a bool tensor: PAD of TENSOR_BOOL8 (no feature level has it)
+    was left to the validator's backstop; its 0/1 pad as float32."""
+
+    def forward(self, x):
+        b = x > 0
+        return (torch.nn.functional.pad(b, (1, 2)), torch.nn.functional.pad(b, (2, 1), value=True),
+                torch.nn.functional.pad(b, (1, 2), mode="circular"))
+
+
+beyond("bool-pad", lambda: Case(BoolPadModule(), torch.randn(1, 2, 5)))
+
+
 class IntPixelShuffleModule(torch.nn.Module):
     def forward(self, x):
         return torch.nn.functional.pixel_shuffle(x, 2)

@@ -146,12 +146,19 @@ void lower_edge_pad_values(LoweringContext& cx, const Tensor& x, const std::vect
                    const Value* o) { return emit_edge_pad(cx, y, b, a, mode, mode_name, o); });
 }
 
-// PAD, PAD_V2 and CONCATENATION take no TENSOR_INT32 at any feature level
-// (NeuralNetworks.h): int32 numbers are refused (a bool's 0/1 move as float32
-// between CASTs).
-void check_not_int32(const LoweringContext& cx, const Node* node, const Operand& in) {
-  check(in.type != OperandType::TensorInt32 || is_bool_value(cx, node->input(0)),
+// The tensor to pad. PAD, PAD_V2 and CONCATENATION take no TENSOR_INT32 nor
+// TENSOR_BOOL8 at any feature level (NeuralNetworks.h): int32 numbers are
+// refused; a bool is padded as int32 0/1, which moves as float32 between
+// CASTs, and recorded bool.
+Tensor padded_operand(LoweringContext& cx, const Node* node) {
+  Tensor x = cx.get_operand(node->input(0));
+  if (x.op.type == OperandType::TensorBool8) {
+    x = int01_of(cx, x);
+    cx.set_torch_dtype(node->output(), at::kBool);
+  }
+  check(x.op.type != OperandType::TensorInt32 || is_bool_value(cx, node->input(0)),
         [] { return int32_refusal("padding", "NNAPI's PAD, PAD_V2 and CONCATENATION take none"); });
+  return x;
 }
 
 void lower_pad(LoweringContext& cx, const Node* node) {
@@ -160,8 +167,7 @@ void lower_pad(LoweringContext& cx, const Node* node) {
     mode = cx.constant(node->input(2)).value.toStringRef();
   }
   const std::vector<int64_t> pad = cx.constant_int_list(node->input(1));
-  auto [in_id, in] = cx.get_operand(node->input(0));
-  check_not_int32(cx, node, in);
+  auto [in_id, in] = padded_operand(cx, node);
   const auto rank = static_cast<int64_t>(in.shape.size());
   std::vector<int64_t> before, after;
   pad_amounts(pad, rank, &before, &after);
@@ -172,10 +178,14 @@ void lower_pad(LoweringContext& cx, const Node* node) {
                      const Value* out) {
                    if (x.op.type != OperandType::TensorInt32)
                      return emit_pad(cx, x, b, a, value, out);
-                   return move_bools_as_float(cx, {x}, out, "PAD",
-                                              [&](const std::vector<Tensor>& f) {
-                                                return emit_pad(cx, f[0], b, a, value, nullptr);
-                                              });
+                   // A bool's 0/1 (padded_operand), padded as float32.
+                   Operand f = x.op;
+                   f.type = OperandType::TensorFloat32;
+                   const Tensor y =
+                       emit_pad(cx, emit_unary_to(cx, Op::Cast, x, f), b, a, value, nullptr);
+                   Operand back = y.op;
+                   back.type = OperandType::TensorInt32;
+                   return emit_unary_to(cx, Op::Cast, y, back, out);
                  });
     return;
   }
@@ -194,8 +204,7 @@ void lower_pad(LoweringContext& cx, const Node* node) {
 
 // aten::reflection_padNd / replication_padNd(x, padding).
 void lower_edge_pad(LoweringContext& cx, const Node* node, EdgeMode mode, const char* name) {
-  auto [in_id, in] = cx.get_operand(node->input(0));
-  check_not_int32(cx, node, in);
+  auto [in_id, in] = padded_operand(cx, node);
   std::vector<int64_t> before, after;
   pad_amounts(cx.constant_int_list(node->input(1)), static_cast<int64_t>(in.shape.size()), &before,
               &after);
