@@ -3844,6 +3844,102 @@ refuse("int32-true-div-api30", lambda: Case(
     r"node aten::div .*true division .*int32 .*\.float\(\) first")
 
 
+# Refusals left to the validator's backstop ("a bug in nnapi-convert") by
+# OpInfo samples: each converts where NeuralNetworks.h has an exact route at
+# the target feature level, else its lowering refuses it naming the node.
+class TopkDimModule(torch.nn.Module):
+    """topk along a dim that is not the last: the indices came back through a
+    TRANSPOSE of TENSOR_INT32, which NNAPI allows at no feature level."""
+
+    def forward(self, x):
+        v0, i0 = torch.topk(x, 2, dim=0)
+        v1, i1 = torch.topk(x, 3, dim=1, largest=False)
+        return v0, i0, v1, i1
+
+
+beyond("topk-dim-not-last", lambda: Case(TopkDimModule(), torch.randn(4, 5, 6)))
+refuse("int32-topk-dim-not-last", lambda: Case(
+    TopkDimModule(), torch.randint(-999, 999, (4, 5, 6), dtype=torch.int32)),
+    r"node aten::topk .*topk along another dim than the last of an int32 .*\.float\(\) first")
+
+
+class IndexToFloatModule(torch.nn.Module):
+    """Indices (int64 in PyTorch, int32 in NNAPI) made float32: a CAST."""
+
+    def forward(self, x):
+        return x.argmax(1).to(torch.float), torch.topk(x, 2)[1].float()
+
+
+beyond("index-to-float", lambda: Case(IndexToFloatModule(), torch.randn(3, 7)))
+
+
+class IntClampModule(torch.nn.Module):
+    """clamp of int32 with RELU's and RELU6's bounds: NNAPI's RELU and RELU6
+    take no TENSOR_INT32, MAXIMUM and MINIMUM do (feature level 3)."""
+
+    def forward(self, x):
+        return torch.clamp(x, min=0), torch.clamp(x, 0, 6), torch.clamp(x, min=-1, max=1)
+
+
+beyond("int32-clamp-relu-bounds", lambda: Case(
+    IntClampModule(), torch.randint(-9, 9, (2, 5), dtype=torch.int32)))
+
+
+class IntSqueezeModule(torch.nn.Module):
+    def forward(self, x):
+        return x.squeeze(1) * 3, x.squeeze() + 1
+
+
+# NNAPI's SQUEEZE takes no TENSOR_INT32; RESHAPE takes it from feature level 6.
+beyond("int32-squeeze-api33", lambda: Case(
+    IntSqueezeModule(), torch.randint(-99999999, 99999999, (2, 1, 5), dtype=torch.int32),
+    options=API_33))
+refuse("int32-squeeze", lambda: Case(
+    IntSqueezeModule(), torch.randint(-9, 9, (2, 1, 5), dtype=torch.int32)),
+    r"node aten::squeeze .*squeeze of an int32 .*--min-android-api 33.*\.float\(\) first")
+
+
+class IntPadModule(torch.nn.Module):
+    def __init__(self, mode):
+        super().__init__()
+        self.mode = mode
+
+    def forward(self, x):
+        return torch.nn.functional.pad(x, (1, 2), mode=self.mode)
+
+
+# PAD, PAD_V2 and CONCATENATION take no TENSOR_INT32 at any feature level.
+for _mode in ("constant", "circular"):
+    refuse(f"int32-pad-{_mode}", lambda m=_mode: Case(
+        IntPadModule(m), torch.randint(-9, 9, (1, 2, 5), dtype=torch.int32)),
+        r"node aten::(pad|constant_pad_nd) .*padding of an int32 .*"
+        r"\.float\(\) first")
+
+
+class BoolPadModule(torch.nn.Module):
+    """Padding of a bool tensor: PAD of TENSOR_BOOL8 (no feature level has it)
+    was left to the validator's backstop; its 0/1 pad as float32."""
+
+    def forward(self, x):
+        b = x > 0
+        return (torch.nn.functional.pad(b, (1, 2)), torch.nn.functional.pad(b, (2, 1), value=True),
+                torch.nn.functional.pad(b, (1, 2), mode="circular"))
+
+
+beyond("bool-pad", lambda: Case(BoolPadModule(), torch.randn(1, 2, 5)))
+
+
+class IntPixelShuffleModule(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.pixel_shuffle(x, 2)
+
+
+# DEPTH_TO_SPACE and SPACE_TO_DEPTH take no TENSOR_INT32 at any feature level.
+refuse("int32-pixel-shuffle", lambda: Case(
+    IntPixelShuffleModule(), torch.randint(-9, 9, (1, 8, 2, 3), dtype=torch.int32), options=API_33),
+    r"node aten::pixel_shuffle .*pixel_shuffle of an int32 .*\.float\(\) first")
+
+
 class ReduceModule(torch.nn.Module):
     """Reductions over dims and over every element (all(), combined with a
     tensor: a 0-dim output would be a constant the check cannot tell)."""

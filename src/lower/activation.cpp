@@ -212,6 +212,14 @@ std::optional<double> optional_number(LoweringContext& cx, const Value* v) {
 
 // A constant of shape (1) in x's type: float, or quantized with x's params.
 Tensor bound_constant(LoweringContext& cx, const Operand& x, double v) {
+  if (x.type == OperandType::TensorInt32) {
+    check(v == std::nearbyint(v) && std::abs(v) < 2147483648.0, [&] {
+      return "clamp of an int32 tensor by " + std::to_string(v) +
+             ", not an int32 number, is not supported; convert the tensor with .float() first";
+    });
+    const int32_t id = cx.add_weight(at::full({1}, static_cast<int32_t>(v), at::kInt));
+    return {id, cx.operand(id)};
+  }
   if (!is_quant(x)) return float_scalar_tensor(cx, static_cast<float>(v));
   at::Tensor q =
       at::quantize_per_tensor(at::full({1}, v, at::kFloat), x.scale, x.zero_point, at::kQUInt8);
@@ -226,11 +234,14 @@ void lower_clamp_bounds(LoweringContext& cx, const Node* node, std::optional<dou
   Tensor x = cx.get_operand(node->input(0));
   check(lo || hi, "clamp needs at least one bound");
   check(!lo || !hi || *lo <= *hi, "clamp with min > max");
-  if (lo && hi && *lo == 0 && *hi == 6) {
+  // RELU, RELU1 and RELU6 take no TENSOR_INT32; MAXIMUM and MINIMUM do (from
+  // feature level 3, NeuralNetworks.h).
+  const bool relu = x.op.type != OperandType::TensorInt32;
+  if (relu && lo && hi && *lo == 0 && *hi == 6) {
     emit_unary(cx, Op::Relu6, x, node->output());
-  } else if (lo && hi && *lo == -1 && *hi == 1) {
+  } else if (relu && lo && hi && *lo == -1 && *hi == 1) {
     emit_unary(cx, Op::Relu1, x, node->output());
-  } else if (lo && !hi && *lo == 0) {
+  } else if (relu && lo && !hi && *lo == 0) {
     emit_unary(cx, Op::Relu, x, node->output());
   } else {
     Tensor y = x;

@@ -113,6 +113,12 @@ Tensor move_bools_as_float(LoweringContext& cx, const std::vector<Tensor>& ins, 
   return emit_unary_to(cx, Op::Cast, y, back, out);
 }
 
+std::string int32_refusal(const std::string& what, const std::string& why) {
+  return what + " of an int32 tensor is not supported: " + why +
+         ", and int32 numbers above 2^24 would not survive float32; convert the tensor with "
+         ".float() first, or keep this node in TorchScript with --cpu-fallback";
+}
+
 Tensor emit_reshape(LoweringContext& cx, const Tensor& x, const std::vector<SymInt>& dims,
                     const Value* out) {
   check(x.op.dim_order == DimOrder::Contiguous, "internal: reshape of a channels-last tensor");

@@ -82,6 +82,9 @@ Tensor emit_relayout(LoweringContext& cx, const Tensor& x, DimOrder to);
 Tensor move_bools_as_float(LoweringContext& cx, const std::vector<Tensor>& ins, const Value* out,
                            const std::string& what,
                            const std::function<Tensor(const std::vector<Tensor>&)>& move);
+// The refusal of `what` ("squeeze", ...) of an int32 tensor that `why`
+// (which NNAPI operation takes no TENSOR_INT32) and saying what to do.
+std::string int32_refusal(const std::string& what, const std::string& why);
 // RESHAPE of contiguous `x` to `dims` (constants or load-time sizes, no -1).
 // Flexible output dims get shape-compute lines; NNAPI's shape operand holds -1
 // for the first of them and has any others set when the model is loaded.

@@ -28,10 +28,10 @@ using nnapi::OperandType;
 bool is_bool_value(const LoweringContext& cx, const Value* v) {
   const auto type = v->type()->cast<c10::TensorType>();
   if (type && type->scalarType() == at::kBool) return true;
-  if (cx.has_operand(v)) {
-    return cx.get_operand(v).op.type == OperandType::TensorBool8 ||
-           cx.torch_dtype_of(v) == at::kBool;
-  }
+  // (Recorded bool before it is bound too: a lowering that moves a bool's
+  // 0/1 records its output so, e.g. padding.cpp's.)
+  if (cx.torch_dtype_of(v) == at::kBool) return true;
+  if (cx.has_operand(v)) return cx.get_operand(v).op.type == OperandType::TensorBool8;
   if (!cx.has_constant(v)) return false;
   const c10::IValue& c = cx.constant(v).value;
   return c.isBool() || (c.isTensor() && c.toTensor().scalar_type() == at::kBool);

@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "lower/emit.h"
+#include "lower/logical.h"
 #include "lower/registry.h"
 
 namespace nnapi_convert {
@@ -145,13 +146,28 @@ void lower_edge_pad_values(LoweringContext& cx, const Tensor& x, const std::vect
                    const Value* o) { return emit_edge_pad(cx, y, b, a, mode, mode_name, o); });
 }
 
+// The tensor to pad. PAD, PAD_V2 and CONCATENATION take no TENSOR_INT32 nor
+// TENSOR_BOOL8 at any feature level (NeuralNetworks.h): int32 numbers are
+// refused; a bool is padded as int32 0/1, which moves as float32 between
+// CASTs, and recorded bool.
+Tensor padded_operand(LoweringContext& cx, const Node* node) {
+  Tensor x = cx.get_operand(node->input(0));
+  if (x.op.type == OperandType::TensorBool8) {
+    x = int01_of(cx, x);
+    cx.set_torch_dtype(node->output(), at::kBool);
+  }
+  check(x.op.type != OperandType::TensorInt32 || is_bool_value(cx, node->input(0)),
+        [] { return int32_refusal("padding", "NNAPI's PAD, PAD_V2 and CONCATENATION take none"); });
+  return x;
+}
+
 void lower_pad(LoweringContext& cx, const Node* node) {
   std::string mode = "constant";
   if (node->kind() == c10::aten::pad) {
     mode = cx.constant(node->input(2)).value.toStringRef();
   }
   const std::vector<int64_t> pad = cx.constant_int_list(node->input(1));
-  auto [in_id, in] = cx.get_operand(node->input(0));
+  auto [in_id, in] = padded_operand(cx, node);
   const auto rank = static_cast<int64_t>(in.shape.size());
   std::vector<int64_t> before, after;
   pad_amounts(pad, rank, &before, &after);
@@ -159,7 +175,18 @@ void lower_pad(LoweringContext& cx, const Node* node) {
     const double value = pad_value(cx, node);
     pad_any_rank(cx, {in_id, in}, before, after, node->output(),
                  [&](const Tensor& x, const std::vector<int64_t>& b, const std::vector<int64_t>& a,
-                     const Value* out) { return emit_pad(cx, x, b, a, value, out); });
+                     const Value* out) {
+                   if (x.op.type != OperandType::TensorInt32)
+                     return emit_pad(cx, x, b, a, value, out);
+                   // A bool's 0/1 (padded_operand), padded as float32.
+                   Operand f = x.op;
+                   f.type = OperandType::TensorFloat32;
+                   const Tensor y =
+                       emit_pad(cx, emit_unary_to(cx, Op::Cast, x, f), b, a, value, nullptr);
+                   Operand back = y.op;
+                   back.type = OperandType::TensorInt32;
+                   return emit_unary_to(cx, Op::Cast, y, back, out);
+                 });
     return;
   }
   EdgeMode edge;
@@ -177,7 +204,7 @@ void lower_pad(LoweringContext& cx, const Node* node) {
 
 // aten::reflection_padNd / replication_padNd(x, padding).
 void lower_edge_pad(LoweringContext& cx, const Node* node, EdgeMode mode, const char* name) {
-  auto [in_id, in] = cx.get_operand(node->input(0));
+  auto [in_id, in] = padded_operand(cx, node);
   std::vector<int64_t> before, after;
   pad_amounts(cx.constant_int_list(node->input(1)), static_cast<int64_t>(in.shape.size()), &before,
               &after);

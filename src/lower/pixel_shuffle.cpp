@@ -54,6 +54,10 @@ Image image_and_block(LoweringContext& cx, const Node* node, const char* what) {
   });
   check(in.dim_order == DimOrder::Contiguous || in.dim_order == DimOrder::ChannelsLast,
         "unknown memory layout");
+  // (Bools move as float32, lower/moves.h.)
+  check(in.type != nnapi::OperandType::TensorInt32, [&] {
+    return int32_refusal(what, "NNAPI's DEPTH_TO_SPACE, SPACE_TO_DEPTH and TRANSPOSE take none");
+  });
   check(in.shape[1] != 0, [&] { return std::string(what) + " needs a fixed channel count"; });
   const int64_t r = cx.constant_int(node->input(1));
   check(r > 0, [&] { return std::string(what) + " needs a positive factor"; });

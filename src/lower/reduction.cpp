@@ -260,6 +260,14 @@ void lower_topk(LoweringContext& cx, const Node* node) {
   // last dim of an NCHW one), else NCHW permuted to bring `dim` last.
   std::vector<int64_t> perm;
   if (!(x.op.dim_order == DimOrder::ChannelsLast && dim == 1)) {
+    // TRANSPOSE takes no TENSOR_INT32 at any feature level (NeuralNetworks.h),
+    // and int32 numbers above 2^24 would not survive float32.
+    check(x.op.type != OperandType::TensorInt32 ||
+              (x.op.dim_order == DimOrder::Contiguous && dim == rank - 1),
+          [] {
+            return int32_refusal("topk along another dim than the last",
+                                 "NNAPI's TRANSPOSE, which brings the dim last, takes none");
+          });
     x = emit_relayout(cx, x, DimOrder::Contiguous);
     if (dim != rank - 1) {
       for (int64_t d = 0; d < rank; ++d) {
@@ -296,9 +304,17 @@ void lower_topk(LoweringContext& cx, const Node* node) {
   auto bind = [&](const Tensor& t, const Value* out) {  // emit_permute, bound to `out`
     const Tensor r = cx.add_output(out, t.op, permuted_dims(t, back));
     cx.model().add_operation(Op::Transpose, {t.id, cx.model().add_int_vector(back)}, {r.id});
+    return r;
   };
   bind(vals, node->output(0));
-  bind(i, node->output(1));
+  // TRANSPOSE takes no TENSOR_INT32: the indices (below 2^24, exact in
+  // float32) move as float32 between CASTs.
+  Operand as_float = i.op;
+  as_float.type = OperandType::TensorFloat32;
+  const Tensor moved = bind(emit_unary_to(cx, Op::Cast, i, as_float), nullptr);
+  Operand as_int = moved.op;
+  as_int.type = OperandType::TensorInt32;
+  emit_unary_to(cx, Op::Cast, moved, as_int, node->output(1));
 }
 
 // sin(x): SIN; cos(x) = 1 - 2 sin(x/2)^2, float32 (x/2 is exact, so the

@@ -52,11 +52,18 @@ void lower_to(LoweringContext& cx, const Node* node) {
   if (args.has("dtype") && !cx.constant_is_none(args.value("dtype")) &&
       cx.torch_dtype_of(node->input(0)) == at::kLong) {
     // int64 indices (argmax, topk), int32 in NNAPI: made int32 or kept int64
-    // as they are, the converted module returning the dtype asked for.
+    // as they are, the converted module returning the dtype asked for; made
+    // float32 by CAST (an index is below 2^24: exact).
     const auto wanted = static_cast<c10::ScalarType>(cx.constant_int(args.value("dtype")));
     if (wanted == at::kInt || wanted == at::kLong) {
       lower_identity(cx, node);
       cx.set_torch_dtype(node->output(), wanted);
+      return;
+    }
+    if (wanted == at::kFloat && x.op.type == nnapi::OperandType::TensorInt32) {
+      Operand o = x.op;
+      o.type = nnapi::OperandType::TensorFloat32;
+      emit_unary_to(cx, Op::Cast, x, o, node->output());
       return;
     }
   }
@@ -128,6 +135,18 @@ void lower_squeeze(LoweringContext& cx, const Node* node) {
     lower_identity(cx, node);
     return;
   }
+  // int32 numbers (bools move as float32, lower/moves.h): SQUEEZE takes no
+  // TENSOR_INT32 at any feature level, RESHAPE from level 6, TRANSPOSE (a
+  // channels-last layout made NCHW) at none.
+  const bool int32 = x.op.type == nnapi::OperandType::TensorInt32;
+  check(!int32 || (x.op.dim_order == DimOrder::Contiguous && cx.allows_feature_level(6)), [&] {
+    return int32_refusal(
+        "squeeze", x.op.dim_order == DimOrder::Contiguous
+                       ? "NNAPI's SQUEEZE takes none, RESHAPE takes one from feature level 6 "
+                         "(give --min-android-api 33 if every device you ship to has it)"
+                       : "it is held channels-last and NNAPI's TRANSPOSE, which makes it NCHW, "
+                         "takes none");
+  });
   // A result of lower rank has no channels-last layout: make the data NCHW first.
   if (x.op.dim_order == DimOrder::ChannelsLast) x = emit_relayout(cx, x, DimOrder::Contiguous);
   const auto& [in_id, in] = x;
@@ -137,6 +156,10 @@ void lower_squeeze(LoweringContext& cx, const Node* node) {
   for (int64_t d = 0; d < rank; ++d) {
     if (std::find(axes.begin(), axes.end(), d) == axes.end())
       dims.push_back(sym_dim(in_id, in.shape, d));
+  }
+  if (int32 && !dims.empty()) {
+    emit_reshape(cx, x, dims, node->output());
+    return;
   }
   const int32_t out_id = cx.add_output(node->output(), in, dims).id;
   if (dims.empty()) {

@@ -256,6 +256,11 @@ def refusal_outcome(conv, entry, all_kinds):
     unlisted += [k for k in conv.get("must_name", ()) if k not in msg]
     if unlisted:
         problems.append("does not name the unsupported " + ", ".join(unlisted))
+    if re.search(r"(?i)this is a bug in nnapi-convert", msg):
+        # The validator's backstop (src/core/validation.cpp): a lowering
+        # emitted what NeuralNetworks.h forbids instead of converting the
+        # model or refusing it with what to do.
+        problems.append("refused only by the validator's backstop")
     if problems:
         return "unclean", "; ".join(problems) + ": " + msg
     return "refused", msg
