@@ -3929,6 +3929,23 @@ class BoolPadModule(torch.nn.Module):
 beyond("bool-pad", lambda: Case(BoolPadModule(), torch.randn(1, 2, 5)))
 
 
+class CloneComputedModule(torch.nn.Module):
+    """clone of a tensor the model computes (a copy before in-place edits, a
+    channels-last copy): the same values, once refused as folding-only."""
+
+    def forward(self, x):
+        y = torch.relu(x).clone()
+        z = torch.sigmoid(x).clone(memory_format=torch.channels_last) * 2
+        return y + 1, z - x
+
+
+beyond("clone-computed", lambda: Case(CloneComputedModule(), torch.randn(1, 3, 4, 5)))
+beyond("clone-computed-nhwc", lambda: Case(CloneComputedModule(), nhwc(torch.randn(1, 3, 4, 5))))
+for _s, _n in (("a", 1), ("b", 3)):
+    beyond(f"clone-computed-flex-{_s}", lambda n=_n: Case(
+        CloneComputedModule(), torch.randn(n, 3, 4, 5), convert_args=[torch.zeros(0, 3, 4, 5)]))
+
+
 class IntPixelShuffleModule(torch.nn.Module):
     def forward(self, x):
         return torch.nn.functional.pixel_shuffle(x, 2)

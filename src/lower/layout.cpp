@@ -142,6 +142,8 @@ void lower_channel_shuffle(LoweringContext& cx, const NodeGroup& group) {
   m.add_operation(Op::ChannelShuffle, {in_id, groups, axis_id}, {out_id});
 }
 
+// aten::contiguous(x, memory_format) and aten::clone(x, memory_format): the
+// same values; how NNAPI holds them (NCHW or NHWC) is the operand's dim order.
 void lower_contiguous(LoweringContext& cx, const Node* node) {
   cx.alias(node->output(), node->input(0));
 }
@@ -152,6 +154,7 @@ void register_layout_ops(LoweringTable& t) {
   t.add("aten::permute", lower_permute);
   t.add("aten::transpose", lower_transpose);
   t.add("aten::contiguous", lower_contiguous);
+  t.add("aten::clone", lower_contiguous);
   t.add_group("aten::view", match_channel_shuffle);
   t.add_group("aten::reshape", match_channel_shuffle);
 }

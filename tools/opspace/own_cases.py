@@ -309,6 +309,9 @@ for _a, _b in ((1, 2), (-1, -2), (0, 3), (1, -1)):
                qmake=True if (_a, _b) == (1, 2) else None))
 add(Sample("aten::transpose", fn(lambda x: x.transpose(0, 1)), [In((3, 5))], "rank2"))
 add(Sample("aten::contiguous", fn(lambda x: x.permute(0, 2, 3, 1).contiguous() + 1), [In((2, 3, 5, 7))], "permuted"))
+add(Sample("aten::clone", fn(lambda x: torch.relu(x).clone()), [In((2, 3, 5, 7))], "computed", qmake=True))
+add(Sample("aten::clone", fn(lambda x: torch.relu(x).clone(memory_format=torch.channels_last) * 2), [In((2, 3, 5, 7))],
+           "channels-last"))
 add(Sample("aten::t", fn(lambda x: x.t() + 1), [In((3, 5))], "rank2"))
 add(Sample("aten::t", fn(lambda x: x.t() + 1), [In((5,))], "rank1"))
 add(Sample("aten::to", fn(lambda x: x.to(torch.float32) * 0.5), [In((2, 5), "int32")], "int-to-float"))
