@@ -3940,6 +3940,22 @@ class CloneComputedModule(torch.nn.Module):
 
 
 beyond("clone-computed", lambda: Case(CloneComputedModule(), torch.randn(1, 3, 4, 5)))
+class ReshapeAsMovedimModule(torch.nn.Module):
+    """view_as / reshape_as another input's sizes and movedim (an int, lists
+    with negative dims): RESHAPE and TRANSPOSE as view and permute are."""
+
+    def forward(self, x, y):
+        return (torch.relu(x).contiguous().view_as(y) + y, torch.movedim(x, 1, -1) * 2,
+                torch.movedim(x, (0, -3), (2, 3)) - 1, torch.sigmoid(x).reshape_as(y))
+
+
+beyond("reshape-as-movedim", lambda: Case(ReshapeAsMovedimModule(), (torch.randn(1, 3, 4, 5), torch.randn(1, 60))))
+beyond("reshape-as-movedim-nhwc", lambda: Case(ReshapeAsMovedimModule(),
+                                               (nhwc(torch.randn(1, 3, 4, 5)), torch.randn(1, 60))))
+for _s, _n in (("a", 1), ("b", 3)):
+    beyond(f"reshape-as-movedim-flex-{_s}", lambda n=_n: Case(
+        ReshapeAsMovedimModule(), (torch.randn(n, 3, 4, 5), torch.randn(n, 60)),
+        convert_args=[torch.zeros(0, 3, 4, 5), torch.zeros(0, 60)]))
 beyond("clone-computed-nhwc", lambda: Case(CloneComputedModule(), nhwc(torch.randn(1, 3, 4, 5))))
 for _s, _n in (("a", 1), ("b", 3)):
     beyond(f"clone-computed-flex-{_s}", lambda n=_n: Case(

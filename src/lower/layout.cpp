@@ -64,6 +64,35 @@ void lower_permute(LoweringContext& cx, const Node* node) {
   permute_value(cx, node->output(), node->input(0), cx.constant_int_list(node->input(1)));
 }
 
+// aten::movedim(x, source, destination), ints or int lists: dim source[i]
+// goes to destination[i], the other dims keep their order (PyTorch's rule).
+void lower_movedim(LoweringContext& cx, const Node* node) {
+  const auto rank = static_cast<int64_t>(cx.get_operand(node->input(0)).op.shape.size());
+  auto dims_of = [&](const Value* v) {
+    std::vector<int64_t> dims = v->type()->kind() == c10::TypeKind::IntType
+                                    ? std::vector<int64_t>{cx.constant_int(v)}
+                                    : cx.constant_int_list(v);
+    for (int64_t& d : dims) d = py_index(d, rank);
+    return dims;
+  };
+  const std::vector<int64_t> src = dims_of(node->input(1)), dst = dims_of(node->input(2));
+  check(src.size() == dst.size(), "movedim: source and destination differ in length");
+  std::vector<int64_t> perm(rank, -1);
+  std::vector<bool> moved(rank, false);
+  for (size_t i = 0; i < src.size(); ++i) {
+    check(perm[dst[i]] < 0 && !moved[src[i]], "movedim: a dim is named twice");
+    perm[dst[i]] = src[i];
+    moved[src[i]] = true;
+  }
+  int64_t next = 0;
+  for (int64_t& p : perm) {
+    if (p >= 0) continue;
+    while (moved[next]) ++next;
+    p = next++;
+  }
+  permute_value(cx, node->output(), node->input(0), perm);
+}
+
 void lower_transpose(LoweringContext& cx, const Node* node) {
   auto [id, in] = cx.get_operand(node->input(0));
   (void)id;
@@ -153,6 +182,7 @@ void lower_contiguous(LoweringContext& cx, const Node* node) {
 void register_layout_ops(LoweringTable& t) {
   t.add("aten::permute", lower_permute);
   t.add("aten::transpose", lower_transpose);
+  t.add("aten::movedim", lower_movedim);
   t.add("aten::contiguous", lower_contiguous);
   t.add("aten::clone", lower_contiguous);
   t.add_group("aten::view", match_channel_shuffle);

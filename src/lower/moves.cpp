@@ -39,14 +39,16 @@ const std::unordered_map<c10::Symbol, MoveEntry>& move_table() {
     // bools as float32 themselves; EXPAND_DIMS, SLICE, GATHER, TILE and SPLIT
     // take TENSOR_INT32 from level 3.
     add(Moves::First, 0,
-        {"aten::view_as", "aten::reshape_as", "aten::expand", "aten::expand_as", "aten::unflatten",
-         "aten::contiguous", "aten::permute", "aten::transpose", "aten::t", "aten::movedim",
-         "aten::slice", "aten::narrow", "aten::clone", "aten::repeat", "aten::tile", "aten::flip",
-         "aten::roll", "aten::index_select", "aten::detach"});
+        {"aten::expand", "aten::expand_as", "aten::unflatten", "aten::contiguous", "aten::permute",
+         "aten::transpose", "aten::t", "aten::movedim", "aten::slice", "aten::narrow",
+         "aten::clone", "aten::repeat", "aten::tile", "aten::flip", "aten::roll",
+         "aten::index_select", "aten::detach"});
     // The reshaping kinds make channels-last data contiguous first. RESHAPE
     // of TENSOR_INT32 is of level 6 (emit_reshape moves bools as float32
     // below it); EXPAND_DIMS takes it from level 3.
-    add(Moves::First, 0, {"aten::view", "aten::reshape", "aten::unsqueeze"}, true);
+    add(Moves::First, 0,
+        {"aten::view", "aten::reshape", "aten::view_as", "aten::reshape_as", "aten::unsqueeze"},
+        true);
     add(Moves::First, 6, {"aten::flatten"}, true);
     add(Moves::Split, 6, {"aten::unbind"}, true);  // SPLIT, then RESHAPE of each part
     // SQUEEZE, STRIDED_SLICE, DEPTH_TO_SPACE and SPACE_TO_DEPTH take no

@@ -181,9 +181,9 @@ void lower_flexible_reshape(LoweringContext& cx, const Node* node, Tensor in,
   emit_reshape(cx, in, view_dims(cx, in, dims), node->output());
 }
 
-void lower_reshape(LoweringContext& cx, const Node* node) {
+// `node`'s first input reshaped to `target` (view, reshape, view_as, reshape_as).
+void reshape_to(LoweringContext& cx, const Node* node, std::vector<SymInt> target) {
   Tensor x = cx.get_operand(node->input(0));
-  std::vector<SymInt> target = cx.sym_int_list(node->input(1));
   const Shape& s = x.op.shape;
   const bool flexible =
       std::find(s.begin(), s.end(), 0) != s.end() ||
@@ -224,6 +224,20 @@ void lower_reshape(LoweringContext& cx, const Node* node) {
   int32_t shape_id = cx.model().add_int_vector(shape.empty() ? Shape{1} : shape);
   int32_t out_id = cx.add_tensor_operand(node->output(), out);
   cx.model().add_operation(Op::Reshape, {in_id, shape_id}, {out_id});
+}
+
+void lower_reshape(LoweringContext& cx, const Node* node) {
+  reshape_to(cx, node, cx.sym_int_list(node->input(1)));
+}
+
+// aten::view_as(x, other) and aten::reshape_as(x, other): x reshaped to
+// other's sizes (a flexible one as the same load-time size).
+void lower_reshape_as(LoweringContext& cx, const Node* node) {
+  const auto [other_id, other] = cx.get_operand(node->input(1));
+  std::vector<SymInt> target;
+  for (int64_t d = 0; d < static_cast<int64_t>(other.shape.size()); ++d)
+    target.push_back(sym_dim(other_id, other.shape, d));
+  reshape_to(cx, node, std::move(target));
 }
 
 void lower_flatten(LoweringContext& cx, const Node* node) {
@@ -380,6 +394,8 @@ void register_view_ops(LoweringTable& t) {
   t.add("aten::squeeze", lower_squeeze);
   t.add("aten::reshape", lower_reshape);
   t.add("aten::view", lower_reshape);
+  t.add("aten::view_as", lower_reshape_as);
+  t.add("aten::reshape_as", lower_reshape_as);
   t.add("aten::flatten", lower_flatten);
   for (const char* kind : {"aten::dropout", "aten::feature_dropout", "aten::alpha_dropout",
                            "aten::feature_alpha_dropout"}) {

@@ -312,6 +312,12 @@ add(Sample("aten::contiguous", fn(lambda x: x.permute(0, 2, 3, 1).contiguous() +
 add(Sample("aten::clone", fn(lambda x: torch.relu(x).clone()), [In((2, 3, 5, 7))], "computed", qmake=True))
 add(Sample("aten::clone", fn(lambda x: torch.relu(x).clone(memory_format=torch.channels_last) * 2), [In((2, 3, 5, 7))],
            "channels-last"))
+add(Sample("aten::movedim", fn(lambda x: torch.movedim(x, 1, -1)), [In((2, 3, 5, 7))], "int", qmake=True))
+add(Sample("aten::movedim", fn(lambda x: torch.movedim(x, (0, -3), (2, 3)) * 2), [In((2, 3, 5, 7))], "lists"))
+add(Sample("aten::view_as", fn(lambda x, y: torch.relu(x).view_as(y) + y), [In((2, 3, 5, 7)), In((2, 105))],
+           "rank4-to-2"))
+add(Sample("aten::reshape_as", fn(lambda x, y: torch.relu(x).reshape_as(y) * y), [In((2, 3, 5, 7)), In((2, 3, 35))],
+           "rank4-to-3"))
 add(Sample("aten::t", fn(lambda x: x.t() + 1), [In((3, 5))], "rank2"))
 add(Sample("aten::t", fn(lambda x: x.t() + 1), [In((5,))], "rank1"))
 add(Sample("aten::to", fn(lambda x: x.to(torch.float32) * 0.5), [In((2, 5), "int32")], "int-to-float"))
