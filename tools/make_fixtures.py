@@ -4003,6 +4003,43 @@ class SinCosModule(torch.nn.Module):
 beyond("sin-cos", lambda: Case(SinCosModule(), torch.randn(2, 3, 8)))
 
 
+# ---------------- issue 33: optimize_for_mobile's output. Its XNNPACK
+# operations (prepacked::conv2d_clamp_run, conv2d_transpose_clamp_run,
+# linear_clamp_run) hold their weights in context objects; batch norm is
+# folded into the convolutions and a relu/hardtanh after one into its clamp.
+# Eager is the optimized module itself (XNNPACK's kernels), as a user has it.
+from mobile_models import MobileBlocks, PrepackClampModule, TinyDetector, mobile  # noqa: E402
+
+beyond("prepacked-blocks", lambda: Case(mobile(MobileBlocks()), torch.randn(2, 3, 9, 8)))
+beyond("prepacked-blocks-nhwc", lambda: Case(mobile(MobileBlocks()), nhwc(torch.randn(2, 3, 9, 8))))
+for _s, _n in (("a", 1), ("b", 3)):
+    beyond(f"prepacked-blocks-flex-{_s}", lambda n=_n: Case(
+        mobile(MobileBlocks()), torch.randn(n, 3, 9, 8), convert_args=[torch.zeros(0, 3, 9, 8)]))
+# Every clamp form of the contexts (optimize_for_mobile makes only some: it
+# folds no activation into a linear or transposed convolution), built with
+# prepacked::*_clamp_prepack: scripted, those stay in the graph torch.jit.freeze
+# makes and are folded at conversion; through optimize_for_mobile they are
+# context constants.
+for _form, _make in (("prepack", lambda: torch.jit.script(PrepackClampModule().eval())),
+                     ("mobile", lambda: mobile(PrepackClampModule()))):
+    beyond(f"prepacked-clamps-{_form}", lambda mk=_make: Case(
+        mk(), (torch.randn(2, 3, 7, 8), torch.randn(2, 5, 4) * 2)))
+    beyond(f"prepacked-clamps-{_form}-nhwc", lambda mk=_make: Case(
+        mk(), (nhwc(torch.randn(2, 3, 7, 8)), torch.randn(2, 5, 4) * 2)))
+    for _s, _n in (("a", 1), ("b", 3)):
+        beyond(f"prepacked-clamps-{_form}-flex-{_s}", lambda mk=_make, n=_n: Case(
+            mk(), (torch.randn(n, 3, 7, 8), torch.randn(n, 5, 4) * 2),
+            convert_args=[torch.zeros(0, 3, 7, 8), torch.zeros(0, 5, 4)]))
+# A small detector: a conv backbone with batch norm, in-place hardswish and
+# ReLU, a transposed-convolution upsampling head, two prediction heads.
+beyond("prepacked-detector", lambda: Case(mobile(TinyDetector()), torch.randn(1, 3, 32, 40)))
+beyond("prepacked-detector-nhwc", lambda: Case(mobile(TinyDetector()),
+                                               nhwc(torch.randn(1, 3, 32, 40))))
+for _s, _n in (("a", 1), ("b", 3)):
+    beyond(f"prepacked-detector-flex-{_s}", lambda n=_n: Case(
+        mobile(TinyDetector()), torch.randn(n, 3, 32, 40), convert_args=[torch.zeros(0, 3, 32, 40)]))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     p.add_argument("out_dir", nargs="?")

@@ -61,8 +61,21 @@ const KindSet& tensor_foldable_kinds() {
   return kinds;
 }
 
+// The XNNPACK context objects prepacked::*_clamp_run reads (lower/prepacked.cpp),
+// built from constant weights: torch.jit.freeze keeps these operations in the
+// graph (only optimize_for_mobile's own pass folds them into constants).
+const KindSet& prepack_foldable_kinds() {
+  static const KindSet kinds({
+      c10::Symbol::fromQualString("prepacked::conv2d_clamp_prepack"),
+      c10::Symbol::fromQualString("prepacked::conv2d_transpose_clamp_prepack"),
+      c10::Symbol::fromQualString("prepacked::linear_clamp_prepack"),
+  });
+  return kinds;
+}
+
 bool is_foldable(c10::Symbol kind) {
-  return foldable_kinds().count(kind) != 0 || tensor_foldable_kinds().count(kind) != 0;
+  return foldable_kinds().count(kind) != 0 || tensor_foldable_kinds().count(kind) != 0 ||
+         prepack_foldable_kinds().count(kind) != 0;
 }
 
 bool handled_kind(c10::Symbol kind) { return lowering_table().find(kind) || is_foldable(kind); }
@@ -217,6 +230,12 @@ std::vector<SupportedKind> supported_node_kinds() {
                       "computed during conversion when its inputs are constant (masks and "
                       "index tables built from fixed sizes; in-place writes only into such "
                       "tensors)"});
+  }
+  for (c10::Symbol kind : prepack_foldable_kinds()) {
+    folded.push_back({kind.toQualString(), "folded",
+                      "an XNNPACK context object built during conversion from constant weights "
+                      "(what a frozen model that was not passed through optimize_for_mobile "
+                      "holds); prepacked::*_clamp_run reads it"});
   }
   std::sort(folded.begin(), folded.end(),
             [](const SupportedKind& a, const SupportedKind& b) { return a.kind < b.kind; });

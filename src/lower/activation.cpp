@@ -227,33 +227,41 @@ Tensor bound_constant(LoweringContext& cx, const Operand& x, double v) {
   return {id, cx.operand(id)};
 }
 
+}  // namespace
+
 // clamp(x, lo, hi) with either bound optional: RELU6, RELU1 or RELU where the
 // bounds are theirs, else MAXIMUM and MINIMUM with constants.
-void lower_clamp_bounds(LoweringContext& cx, const Node* node, std::optional<double> lo,
-                        std::optional<double> hi) {
-  Tensor x = cx.get_operand(node->input(0));
+Tensor emit_clamp(LoweringContext& cx, const Tensor& x, std::optional<double> lo,
+                  std::optional<double> hi, const Value* out) {
   check(lo || hi, "clamp needs at least one bound");
   check(!lo || !hi || *lo <= *hi, "clamp with min > max");
   // RELU, RELU1 and RELU6 take no TENSOR_INT32; MAXIMUM and MINIMUM do (from
   // feature level 3, NeuralNetworks.h).
   const bool relu = x.op.type != OperandType::TensorInt32;
   if (relu && lo && hi && *lo == 0 && *hi == 6) {
-    emit_unary(cx, Op::Relu6, x, node->output());
-  } else if (relu && lo && hi && *lo == -1 && *hi == 1) {
-    emit_unary(cx, Op::Relu1, x, node->output());
-  } else if (relu && lo && !hi && *lo == 0) {
-    emit_unary(cx, Op::Relu, x, node->output());
-  } else {
-    Tensor y = x;
-    if (lo) {
-      y = emit_binary(cx, Op::Maximum, y, bound_constant(cx, x.op, *lo), Fuse::None,
-                      hi ? nullptr : node->output());
-    }
-    if (hi) {
-      y = emit_binary(cx, Op::Minimum, y, bound_constant(cx, x.op, *hi), Fuse::None,
-                      node->output());
-    }
+    return emit_unary(cx, Op::Relu6, x, out);
   }
+  if (relu && lo && hi && *lo == -1 && *hi == 1) {
+    return emit_unary(cx, Op::Relu1, x, out);
+  }
+  if (relu && lo && !hi && *lo == 0) {
+    return emit_unary(cx, Op::Relu, x, out);
+  }
+  Tensor y = x;
+  if (lo) {
+    y = emit_binary(cx, Op::Maximum, y, bound_constant(cx, x.op, *lo), Fuse::None,
+                    hi ? nullptr : out);
+  }
+  if (hi) y = emit_binary(cx, Op::Minimum, y, bound_constant(cx, x.op, *hi), Fuse::None, out);
+  return y;
+}
+
+namespace {
+
+// clamp(x, lo, hi) of a node's input: emit_clamp.
+void lower_clamp_bounds(LoweringContext& cx, const Node* node, std::optional<double> lo,
+                        std::optional<double> hi) {
+  emit_clamp(cx, cx.get_operand(node->input(0)), lo, hi, node->output());
 }
 
 // Whether a clamp bound is given (not None).

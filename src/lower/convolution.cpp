@@ -39,14 +39,9 @@ void conv1d_result(LoweringContext& cx, const Tensor& y, const Value* out) {
 
 namespace {
 
-// The bias operand: the given constant, or zeros of the weight's dtype.
-int32_t optional_bias(LoweringContext& cx, const Value* bias, const at::Tensor& weight,
-                      bool transpose) {
-  if (cx.constant_is_none(bias)) {
-    int64_t channels = weight.size(transpose ? 1 : 0);
-    return cx.add_weight(at::zeros({channels}, weight.options()));
-  }
-  return cx.get_weight_operand(bias).id;
+// A bias argument as a tensor: undefined when None.
+at::Tensor optional_bias(LoweringContext& cx, const Value* bias) {
+  return cx.constant_is_none(bias) ? at::Tensor() : cx.constant_tensor(bias);
 }
 
 std::vector<int64_t> kernel_of(const at::Tensor& weight) {
@@ -111,45 +106,18 @@ std::pair<int64_t, int64_t> apply_output_padding(ConvPoolArgs& a,
 // TRANSPOSE_CONV_2D with a zero bias, PAD of the extra rows and columns with
 // zeros, and ADD of the bias per channel (the extra cells are bias only).
 Tensor emit_transposed_extra(LoweringContext& cx, const Value* out, const Tensor& image,
-                             const at::Tensor& weight, const Value* bias_value,
-                             const ConvPoolArgs& a, std::pair<int64_t, int64_t> extra) {
+                             const at::Tensor& weight, const at::Tensor& bias_in,
+                             const ConvPoolArgs& a, std::pair<int64_t, int64_t> extra, Fuse fuse) {
   check(image.op.type == OperandType::TensorFloat32,
         "quantized transposed convolution with output_padding larger than its padding is not "
         "supported");
-  const at::Tensor bias = cx.constant_is_none(bias_value)
-                              ? at::zeros({weight.size(1) * a.group}, at::kFloat)
-                              : cx.constant_tensor(bias_value).to(at::kFloat);
+  const at::Tensor bias = bias_in.defined() ? bias_in.to(at::kFloat)
+                                            : at::zeros({weight.size(1) * a.group}, at::kFloat);
   const int32_t zero_bias = cx.add_weight(at::zeros_like(bias));
   Tensor y = emit_conv2d(cx, nullptr, 0.0, 0, image, weight, zero_bias, a, true, Fuse::None);
   y = emit_pad(cx, y, {0, 0, 0, 0}, {0, 0, extra.first, extra.second}, 0.0);
   const Tensor b = float_weight_like(cx, bias.reshape({1, -1, 1, 1}), y.op);
-  return emit_binary(cx, Op::Add, y, b, Fuse::None, out);
-}
-
-// The convolution of `x` (4-D, or 3-D (N, C, L) for a 1-D convolution, whose
-// weight is 3-D: the 2-D convolution over (N, C, 1, L) with the weight's
-// (O, I, 1, K) view, reshaped back). `output_padding` only when transposed.
-void lower_conv_any(LoweringContext& cx, const Node* node, const Value* input, at::Tensor weight,
-                    const Value* bias_value, int32_t bias_id, ConvPoolArgs a, bool transpose,
-                    const std::vector<int64_t>& output_padding) {
-  Tensor x = cx.get_operand(input);
-  const bool one_d = weight.dim() == 3;
-  std::pair<int64_t, int64_t> extra{0, 0};
-  if (transpose)
-    extra = apply_output_padding(a, pair_of(output_padding, 0, one_d, "output_padding"));
-  if (one_d) {
-    x = conv1d_as_2d(cx, x);
-    weight = weight.unsqueeze(2);
-  }
-  const Value* out = one_d ? nullptr : node->output();
-  Tensor y;
-  if (extra.first || extra.second) {
-    y = emit_transposed_extra(cx, out, x, weight, bias_value, a, extra);
-  } else {
-    y = emit_conv2d(cx, out, 0.0, 0, x, weight, bias_id, a, transpose,
-                    cx.fuse_following_activation(node->output()));
-  }
-  if (one_d) conv1d_result(cx, y, node->output());
+  return emit_binary(cx, Op::Add, y, b, fuse, out);
 }
 
 // conv1d / conv2d(input, weight, bias, stride, padding, dilation, groups),
@@ -162,21 +130,22 @@ void lower_conv(LoweringContext& cx, const Node* node) {
   static const c10::Symbol conv1d_kind = c10::aten::conv1d;
   const bool conv1d = node->kind() == conv1d_kind;
   check(!conv1d || weight.dim() == 3, "aten::conv1d needs a 3-D weight");
-  int32_t bias_id = optional_bias(cx, node->input(2), weight, false);
   ConvPoolArgs a =
       conv_args(cx, weight, node->input(3), node->input(4), node->input(5), node->input(6));
-  lower_conv_any(cx, node, node->input(0), weight, node->input(2), bias_id, a, false, {});
+  emit_conv_any(cx, cx.get_operand(node->input(0)), weight, optional_bias(cx, node->input(2)), a,
+                false, {}, cx.fuse_following_activation(node->output()), node->output());
 }
 
 void lower_convolution(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 13, "malformed aten::_convolution");
   at::Tensor weight = cx.constant_tensor(node->input(1));
   bool transpose = cx.constant(node->input(6)).value.toBool();
-  int32_t bias_id = optional_bias(cx, node->input(2), weight, transpose);
   ConvPoolArgs a =
       conv_args(cx, weight, node->input(3), node->input(4), node->input(5), node->input(8));
-  lower_conv_any(cx, node, node->input(0), weight, node->input(2), bias_id, a, transpose,
-                 transpose ? cx.constant_int_list(node->input(7)) : std::vector<int64_t>{});
+  emit_conv_any(cx, cx.get_operand(node->input(0)), weight, optional_bias(cx, node->input(2)), a,
+                transpose,
+                transpose ? cx.constant_int_list(node->input(7)) : std::vector<int64_t>{},
+                cx.fuse_following_activation(node->output()), node->output());
 }
 
 // A float transposed convolution that TRANSPOSE_CONV_2D cannot take as it is,
@@ -215,6 +184,44 @@ void densify_transposed_weight(at::Tensor* weight, ConvPoolArgs* a) {
 bool approx_equal(double a, double b) { return std::abs(a - b) <= 1e-6 * std::min(a, b); }
 
 }  // namespace
+
+Tensor emit_conv_any(LoweringContext& cx, Tensor x, at::Tensor weight, const at::Tensor& bias,
+                     ConvPoolArgs a, bool transpose, const std::vector<int64_t>& output_padding,
+                     Fuse fuse, const Value* out) {
+  const bool one_d = weight.dim() == 3;
+  check(one_d || weight.dim() == 4,
+        "only 1-D and 2-D convolutions (3-D or 4-D weights) are supported");
+  // The bias operand: the given one, or zeros of the weight's dtype.
+  const int64_t channels = transpose ? weight.size(1) * a.group : weight.size(0);
+  const int32_t bias_id =
+      cx.add_weight(bias.defined() ? bias : at::zeros({channels}, weight.options()));
+  std::pair<int64_t, int64_t> extra{0, 0};
+  if (transpose)
+    extra = apply_output_padding(a, pair_of(output_padding, 0, one_d, "output_padding"));
+  if (one_d) {
+    check(out != nullptr, "internal: a 1-D convolution needs its output value");
+    x = conv1d_as_2d(cx, x);
+    weight = weight.unsqueeze(2);
+  }
+  const Value* out_2d = one_d ? nullptr : out;
+  Tensor y;
+  if (extra.first || extra.second) {
+    y = emit_transposed_extra(cx, out_2d, x, weight, bias, a, extra, fuse);
+  } else {
+    y = emit_conv2d(cx, out_2d, 0.0, 0, x, weight, bias_id, a, transpose, fuse);
+  }
+  if (one_d) {
+    conv1d_result(cx, y, out);
+    return cx.get_operand(out);
+  }
+  return y;
+}
+
+ConvPoolArgs conv2d_window(const at::Tensor& weight, const std::vector<int64_t>& stride,
+                           const std::vector<int64_t>& padding,
+                           const std::vector<int64_t>& dilation, int64_t groups) {
+  return make_conv_pool_args(kernel_of(weight), stride, padding, dilation, groups);
+}
 
 void add_conv2d_common(LoweringContext& cx, const Value* out, double out_scale,
                        int64_t out_zero_point, const Value* image_value, const at::Tensor& weight,
@@ -325,6 +332,17 @@ Tensor emit_conv2d(LoweringContext& cx, const Value* out, double out_scale, int6
   return {out_id, out_op};
 }
 
+std::string conv_support(const at::Tensor& w, bool transpose, int64_t groups,
+                         const std::vector<int64_t>& dilation) {
+  // A transposed convolution takes groups, dilation and any output_padding
+  // (densify_transposed_weight, emit_transposed_extra).
+  // (out, in / groups, kh, kw): depthwise when each group has one input channel.
+  if (transpose || w.dim() < 2 || w.size(1) == 1 || groups == 1) return "";
+  const bool dilated =
+      std::any_of(dilation.begin(), dilation.end(), [](int64_t d) { return d != 1; });
+  return dilated ? "dilated grouped" : "";
+}
+
 namespace {
 
 // What emit_conv2d and the lowerings above refuse, read off the node's
@@ -351,14 +369,7 @@ std::string convolution_support(const Node* node) {
   const auto transposed = full ? torch::jit::toIValue(node->input(6)) : c10::nullopt;
   const bool transpose = transposed && transposed->isBool() && transposed->toBool();
   if (w.dim() == 5) return "";  // video.cpp (which refuses a transposed one, naming the node)
-  // A transposed convolution takes groups, dilation and any output_padding
-  // (densify_transposed_weight, emit_transposed_extra).
-  // (out, in / groups, kh, kw): depthwise when each group has one input channel.
-  if (transpose || w.size(1) == 1 || integer(full ? 8 : 6) == 1) return "";
-  const std::vector<int64_t> dilation = ints(5);
-  const bool dilated =
-      std::any_of(dilation.begin(), dilation.end(), [](int64_t d) { return d != 1; });
-  return dilated ? "dilated grouped" : "";
+  return conv_support(w, transpose, integer(full ? 8 : 6), ints(5));
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ Tensor product_operand(LoweringContext& cx, const Value* v, const char* what, si
 // x (..., K) @ w (K, N) with w constant: FULLY_CONNECTED with weight w.t()
 // and a zero bias on x flattened to (M, K), reshaped back to (..., N).
 Tensor product_with_constant(LoweringContext& cx, const Tensor& x, const at::Tensor& w,
-                             const Value* out, const at::Tensor* bias) {
+                             const Value* out, const at::Tensor* bias, Fuse fuse) {
   std::vector<SymInt> dims = sym_shape(x);
   check(dims.back().is_constant(), "matmul over a flexible inner dimension is not supported");
   check(w.size(0) == dims.back().value, [&] {
@@ -63,10 +63,10 @@ Tensor product_with_constant(LoweringContext& cx, const Tensor& x, const at::Ten
   const int32_t weight_id = cx.add_weight(w.t().contiguous(), DimOrder::Contiguous);
   const int32_t bias_id =
       cx.add_weight(bias ? *bias : at::zeros({w.size(1)}, at::kFloat), DimOrder::Contiguous);
-  const int32_t fuse = m.add_int_scalar(static_cast<int32_t>(Fuse::None));
+  const int32_t fuse_id = m.add_int_scalar(static_cast<int32_t>(fuse));
   Operand fc = x.op.with_shape({flat.op.shape[0], w.size(1)});
   const int32_t fc_id = make_output(cx, flat_input ? out : nullptr, fc, &flat);
-  m.add_operation(Op::FullyConnected, {flat.id, weight_id, bias_id, fuse}, {fc_id});
+  m.add_operation(Op::FullyConnected, {flat.id, weight_id, bias_id, fuse_id}, {fc_id});
   if (flat_input) return {fc_id, fc};
   dims.back() = SymInt{w.size(1), ""};
   return emit_reshape(cx, {fc_id, fc}, dims, out);

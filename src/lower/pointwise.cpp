@@ -126,15 +126,18 @@ void lower_pow(LoweringContext& cx, const Node* node) {
 }
 
 void lower_alpha_add_sub(LoweringContext& cx, const Node* node, Op op, const Value* a,
-                         const Value* b, double alpha);
+                         const Value* b, double alpha, Fuse fuse);
 
-void lower_add_sub(LoweringContext& cx, const Node* node, Op op) {
+// add/sub(a, b, alpha); with `relu` aten::_add_relu (what optimize_for_mobile
+// makes of add followed by relu): the ADD with its fused RELU.
+void lower_add_sub(LoweringContext& cx, const Node* node, Op op, bool relu = false) {
   const double alpha = cx.constant_number(node->input(2));
+  const Fuse fuse = relu ? Fuse::Relu : cx.fuse_following_activation(node->output());
   if (alpha != 1) {
-    lower_alpha_add_sub(cx, node, op, node->input(0), node->input(1), alpha);
+    lower_alpha_add_sub(cx, node, op, node->input(0), node->input(1), alpha, fuse);
     return;
   }
-  lower_binary(cx, node, op, cx.fuse_following_activation(node->output()));
+  lower_binary(cx, node, op, fuse);
 }
 
 // rsub(x, y, alpha) = y - alpha * x: what `1 - x` becomes.
@@ -142,7 +145,8 @@ void lower_rsub(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 3, "malformed aten::rsub");
   const double alpha = cx.constant_number(node->input(2));
   if (alpha != 1) {
-    lower_alpha_add_sub(cx, node, Op::Sub, node->input(1), node->input(0), alpha);
+    lower_alpha_add_sub(cx, node, Op::Sub, node->input(1), node->input(0), alpha,
+                        cx.fuse_following_activation(node->output()));
     return;
   }
   lower_binary_values(cx, node->input(1), node->input(0), node->output(), Op::Sub,
@@ -495,7 +499,7 @@ void check_float(const Tensor& t, const Node* node) {
 // MUL of the scaled side by alpha (float32, as PyTorch rounds alpha * b), then
 // ADD or SUB. A number side is scaled in float32 here.
 void lower_alpha_add_sub(LoweringContext& cx, const Node* node, Op op, const Value* a,
-                         const Value* b, double alpha) {
+                         const Value* b, double alpha, Fuse fuse) {
   const float k = static_cast<float>(alpha);
   Tensor x, y;
   if (const std::optional<double> n = number_operand(cx, b)) {
@@ -507,7 +511,7 @@ void lower_alpha_add_sub(LoweringContext& cx, const Node* node, Op op, const Val
     check_float(x, node);
     y = emit_binary(cx, Op::Mul, y, float_scalar_tensor(cx, k));
   }
-  emit_binary(cx, op, x, y, cx.fuse_following_activation(node->output()), node->output());
+  emit_binary(cx, op, x, y, fuse, node->output());
 }
 
 // trunc(q) = floor(relu(q)) - floor(relu(-q)): floor(q) for q >= 0, -floor(-q)
@@ -566,6 +570,10 @@ void register_pointwise_ops(LoweringTable& t) {
   t.add("aten::sigmoid",
         [](LoweringContext& cx, const Node* n) { lower_unary(cx, n, Op::Logistic); });
   t.add("aten::add", [](LoweringContext& cx, const Node* n) { lower_add_sub(cx, n, Op::Add); });
+  t.add("aten::_add_relu",
+        [](LoweringContext& cx, const Node* n) { lower_add_sub(cx, n, Op::Add, true); });
+  t.note("aten::_add_relu",
+         "optimize_for_mobile's add followed by relu (resnets): ADD with its fused RELU");
   t.add("aten::sub", [](LoweringContext& cx, const Node* n) { lower_add_sub(cx, n, Op::Sub); });
   t.add("aten::rsub", lower_rsub);
   t.add("aten::neg",

@@ -6,6 +6,8 @@
 
 namespace nnapi_convert {
 
+void register_prepacked_ops(LoweringTable& t);  // prepacked.cpp (optimize_for_mobile's)
+
 void LoweringTable::add(const std::string& kind, LowerFn fn) {
   fns_[c10::Symbol::fromQualString(kind)] = std::move(fn);
   // A kind added again (rank_reduce.cpp wraps earlier lowerings) stays listed
@@ -79,6 +81,7 @@ const LoweringTable& lowering_table() {
         {"pooling", register_pooling_ops},
         {"convolution", register_convolution_ops},
         {"linear", register_linear_ops},
+        {"prepacked", register_prepacked_ops},
         {"quantized", register_quantized_ops},
         {"quantized", register_dynamic_quant_ops},
         {"activation", register_activation_ops},

@@ -497,6 +497,44 @@ add(Sample("aten::_convolution", lambda: seeded(torch.nn.Sequential(torch.nn.Con
                                                                     torch.nn.AdaptiveAvgPool3d(1))),
            [In((1, 2, 4, 5, 5))], "conv3d-pool3d", video=True))
 
+# ---------------------------------------- optimize_for_mobile's XNNPACK operations
+def _mobile(make):
+    """make() scripted and passed through optimize_for_mobile: its convolutions
+    and linear layers become prepacked::*_clamp_run (lower/prepacked.cpp), a
+    ReLU/ReLU6/Hardtanh after a convolution folded into its clamp."""
+    def build():
+        from torch.utils.mobile_optimizer import optimize_for_mobile
+        return optimize_for_mobile(torch.jit.script(make().eval()))
+    return build
+
+
+for _label, _make, _shape in (
+        ("k3-relu", lambda: torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU()), (2, 3, 7, 9)),
+        ("s2p1-bn-relu6", lambda: torch.nn.Sequential(torch.nn.Conv2d(3, 5, 3, stride=2, padding=1),
+                                                      torch.nn.BatchNorm2d(5), torch.nn.ReLU6()), (2, 3, 7, 9)),
+        ("depthwise-relu1", lambda: torch.nn.Sequential(torch.nn.Conv2d(4, 4, 3, padding=1, groups=4, bias=False),
+                                                        torch.nn.Hardtanh(-1.0, 1.0)), (1, 4, 5, 6)),
+        ("grouped-clamp", lambda: torch.nn.Sequential(torch.nn.Conv2d(4, 6, (1, 3), groups=2),
+                                                      torch.nn.Hardtanh(-0.2, 0.3)), (1, 4, 5, 6)),
+        ("dilated", lambda: torch.nn.Conv2d(3, 4, 3, dilation=2, padding=2), (1, 3, 9, 9)),
+        ("rect", lambda: torch.nn.Conv2d(3, 2, (2, 3), stride=(2, 1), padding=(0, 1)), (1, 3, 7, 8))):
+    add(Sample("prepacked::conv2d_clamp_run", _mobile(lambda m=_make: seeded(m())), [In(_shape)],
+               _label, script=True, flexhw=True))
+for _label, _make, _shape in (
+        ("s2", lambda: torch.nn.ConvTranspose2d(3, 4, 2, stride=2), (2, 3, 4, 5)),
+        ("outpad", lambda: torch.nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1, output_padding=1), (1, 3, 4, 5)),
+        ("outpad-extra", lambda: torch.nn.ConvTranspose2d(3, 2, 2, stride=2, output_padding=1), (1, 3, 4, 5)),
+        ("groups", lambda: torch.nn.ConvTranspose2d(4, 4, 3, groups=2), (1, 4, 4, 5))):
+    add(Sample("prepacked::conv2d_transpose_clamp_run", _mobile(lambda m=_make: seeded(m())), [In(_shape)],
+               _label, script=True, flexhw=_label == "s2"))
+for _label, _make, _shape in (
+        ("rank2", lambda: torch.nn.Linear(8, 5), (3, 8)),
+        ("rank3", lambda: torch.nn.Linear(5, 4), (2, 3, 5)),
+        ("rank4", lambda: torch.nn.Linear(7, 4), (2, 3, 5, 7)),
+        ("nobias", lambda: torch.nn.Linear(8, 5, bias=False), (3, 8))):
+    add(Sample("prepacked::linear_clamp_run", _mobile(lambda m=_make: seeded(m())), [In(_shape)], _label,
+               script=True))
+
 # ------------------------------------------------------------------- video
 # 3-D convolutions and pools as NNAPI 2-D operations over the frames
 # (video.cpp): NCHW and (video=True: --nhwc on the 5-D input) NHWC frames, a
