@@ -41,7 +41,8 @@ class MobileBlocks(nn.Module):
     """What optimize_for_mobile makes of common layers: convolutions with
     batch norm and ReLU (clamp min 0), ReLU6 (0, 6), Hardtanh(-1, 1) and
     Hardtanh(-0.5, 0.7) (no NNAPI activation: MAXIMUM/MINIMUM) folded;
-    strided, asymmetric, depthwise without bias, dilated, grouped, 1x3;
+    strided, asymmetric, depthwise without bias, dilated, grouped, 1x3; a
+    residual add and ReLU (aten::_add_relu);
     transposed convolutions with output_padding within and beyond the
     padding; linear layers on 2-D and 3-D inputs, with and without bias."""
 
@@ -52,6 +53,7 @@ class MobileBlocks(nn.Module):
         self.c3 = nn.Sequential(nn.Conv2d(8, 8, 3, padding=2, dilation=2), nn.Hardtanh(-1.0, 1.0))
         self.c4 = nn.Sequential(nn.Conv2d(8, 12, 1, groups=4), nn.Hardtanh(-0.5, 0.7))
         self.c5 = nn.Conv2d(12, 12, (1, 3), padding=(0, 1))
+        self.c6 = nn.Conv2d(12, 12, 3, padding=1)
         self.t1 = nn.ConvTranspose2d(12, 6, 3, stride=2, padding=1, output_padding=1)
         self.t2 = nn.ConvTranspose2d(6, 4, 2, stride=2, output_padding=1)
         self.l1 = nn.Linear(4, 10)
@@ -60,6 +62,7 @@ class MobileBlocks(nn.Module):
 
     def forward(self, x):
         y = self.c5(self.c4(self.c3(self.c2(self.c1(x)))))
+        y = torch.relu(y + self.c6(y))  # aten::_add_relu
         y = self.t2(torch.relu(self.t1(y)))
         z = torch.relu(self.l1(y.mean((2, 3))))
         w = nn.functional.hardtanh(self.l1(y.flatten(2).transpose(1, 2)), 0.0, 6.0)
@@ -100,7 +103,8 @@ class PrepackClampModule(nn.Module):
 
 class TinyDetector(nn.Module):
     """A conv backbone (batch norm, ReLU, in-place hardswish, a depthwise
-    block), a transposed-convolution upsampling neck and two heads (class
+    block, an in-place residual add), a transposed-convolution upsampling
+    neck and two heads (class
     scores through sigmoid, box offsets)."""
 
     def __init__(self):
@@ -110,11 +114,15 @@ class TinyDetector(nn.Module):
             nn.Conv2d(16, 16, 3, 1, 1, groups=16), bn(16), nn.Hardswish(inplace=True),
             nn.Conv2d(16, 32, 1), bn(32), nn.ReLU6(inplace=True),
             nn.Conv2d(32, 32, 3, 2, 1), bn(32), nn.ReLU(inplace=True))
+        self.res = nn.Sequential(nn.Conv2d(32, 32, 3, 1, 1), bn(32))
         self.up = nn.ConvTranspose2d(32, 16, 4, 2, 1)
         self.cls = nn.Conv2d(16, 3, 1)
         self.box = nn.Conv2d(16, 4, 1)
         he_init(self)
 
     def forward(self, x):
-        f = torch.relu(self.up(self.backbone(x)))
+        b = self.backbone(x)
+        r = self.res(b)
+        r += b  # with the relu after it: aten::_add_relu_, made functional at load
+        f = torch.relu(self.up(torch.relu(r)))
         return torch.sigmoid(self.cls(f)), self.box(f)

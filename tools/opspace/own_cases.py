@@ -525,7 +525,10 @@ for _label, _make, _shape in (
         ("outpad", lambda: torch.nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1, output_padding=1), (1, 3, 4, 5)),
         ("outpad-extra", lambda: torch.nn.ConvTranspose2d(3, 2, 2, stride=2, output_padding=1), (1, 3, 4, 5)),
         ("groups", lambda: torch.nn.ConvTranspose2d(4, 4, 3, groups=2), (1, 4, 4, 5))):
-    add(Sample("prepacked::conv2d_transpose_clamp_run", _mobile(lambda m=_make: seeded(m())), [In(_shape)],
+    # In a Sequential: a top-level ConvTranspose2d takes an output_size
+    # argument, on which its prepack then depends (not folded into a context).
+    add(Sample("prepacked::conv2d_transpose_clamp_run",
+               _mobile(lambda m=_make: torch.nn.Sequential(seeded(m()))), [In(_shape)],
                _label, script=True, flexhw=_label == "s2"))
 for _label, _make, _shape in (
         ("rank2", lambda: torch.nn.Linear(8, 5), (3, 8)),
@@ -534,6 +537,17 @@ for _label, _make, _shape in (
         ("nobias", lambda: torch.nn.Linear(8, 5, bias=False), (3, 8))):
     add(Sample("prepacked::linear_clamp_run", _mobile(lambda m=_make: seeded(m())), [In(_shape)], _label,
                script=True))
+
+class _AddRelu(torch.nn.Module):
+    def forward(self, x, y):
+        return torch.relu(x + y)
+
+
+# optimize_for_mobile's add followed by relu (as in resnets).
+for _label, _shapes in (("rank4", [(2, 3, 5, 7), (2, 3, 5, 7)]), ("bcast", [(2, 3, 5, 7), (1, 3, 1, 1)]),
+                        ("rank2", [(4, 6), (4, 6)])):
+    add(Sample("aten::_add_relu", _mobile(_AddRelu),
+               [In(sh) for sh in _shapes], _label, script=True))
 
 # ------------------------------------------------------------------- video
 # 3-D convolutions and pools as NNAPI 2-D operations over the frames

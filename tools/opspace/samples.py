@@ -42,7 +42,10 @@ def frozen_kinds(script):
     """The node kinds of a script module's frozen graph, top level, in graph
     order (what the converter's census lists; its own freeze may still differ
     in details)."""
-    return list(dict.fromkeys(n.kind() for n in torch.jit.freeze(script).graph.nodes()))
+    # optimize_for_mobile's modules are frozen already and have no `training`
+    # attribute left, which torch.jit.freeze reads.
+    frozen = torch.jit.freeze(script) if hasattr(script, "training") else script
+    return list(dict.fromkeys(n.kind() for n in frozen.graph.nodes()))
 
 
 class In:
