@@ -6,8 +6,6 @@
 
 namespace nnapi_convert {
 
-void register_prepacked_ops(LoweringTable& t);  // prepacked.cpp (optimize_for_mobile's)
-
 void LoweringTable::add(const std::string& kind, LowerFn fn) {
   fns_[c10::Symbol::fromQualString(kind)] = std::move(fn);
   // A kind added again (rank_reduce.cpp wraps earlier lowerings) stays listed

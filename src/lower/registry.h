@@ -101,6 +101,7 @@ void register_pointwise_ops(LoweringTable& t);      // pointwise.cpp
 void register_pooling_ops(LoweringTable& t);        // pooling.cpp
 void register_convolution_ops(LoweringTable& t);    // convolution.cpp
 void register_linear_ops(LoweringTable& t);         // linear.cpp
+void register_prepacked_ops(LoweringTable& t);      // prepacked.cpp (optimize_for_mobile's)
 void register_quantized_ops(LoweringTable& t);      // quantized.cpp
 void register_dynamic_quant_ops(LoweringTable& t);  // dynamic_quant.cpp
 void register_activation_ops(LoweringTable& t);     // activation.cpp

@@ -28,6 +28,8 @@ import sys
 import torch
 import torch.nn as nn
 
+from case_runner import run_cases
+
 # Eager dynamic quantization vs float on the dequantized weights, per output
 # element: |diff| <= atol + rtol * |eager| with atol in units of the output's
 # RMS (max(1, RMS)). Measured (this script prints it) at most about 2% of the
@@ -160,18 +162,8 @@ def main():
         ("lstm_classifier", LSTMClassifier(), ("tokens", (2, 7)), None),
         ("lstm_2layer_bidirectional", LSTMClassifier(2, True), ("tokens", (3, 5)), None),
     ]
-    passed = failed = 0
-    for name, model, kind, fuse in cases:
-        try:
-            check_model(name, model, kind, binary, work, fuse)
-        except Exception as e:  # noqa: BLE001
-            failed += 1
-            print(f"FAIL {name}: {type(e).__name__}: {str(e)[:600]}")
-            continue
-        passed += 1
-        print(f"ok   {name}")
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 and passed > 0 else 1
+    return run_cases(cases, lambda name, model, kind, fuse:
+                     check_model(name, model, kind, binary, work, fuse))
 
 
 if __name__ == "__main__":

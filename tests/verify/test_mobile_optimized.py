@@ -31,6 +31,8 @@ import sys
 
 import torch
 
+from case_runner import run_cases
+
 TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools")
 sys.path.insert(0, TOOLS)
 
@@ -101,18 +103,8 @@ def main():
         ("mobilenet_v2", realistic_init(torchvision.models.mobilenet_v2()), (1, 3, 224, 224)),
         ("detector", mobile_models.TinyDetector(), (1, 3, 64, 80)),
     ]
-    passed = failed = 0
-    for name, model, shape in cases:
-        try:
-            check_model(name, model, shape, binary, work)
-        except Exception as e:  # noqa: BLE001
-            failed += 1
-            print(f"FAIL {name}: {type(e).__name__}: {str(e)[:1500]}")
-            continue
-        passed += 1
-        print(f"ok   {name}")
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 and passed > 0 else 1
+    return run_cases(cases, lambda name, model, shape:
+                     check_model(name, model, shape, binary, work), message_chars=1500)
 
 
 if __name__ == "__main__":
