@@ -158,12 +158,7 @@ Conversion convert(const ConvertOptions& options) {
   specialize_omitted_inputs(module, options.inputs.size());
   std::shared_ptr<const QuantizedModel> quantized;
   if (options.quantize.enabled) {
-    if (const torch::jit::Node* n = first_state_write(module)) {
-      throw ConvertError(1, "model '" + options.model_path + "' keeps state between calls (" +
-                                describe_node(n) +
-                                "), which nnapi-convert converts without --quantize only; leave "
-                                "--quantize out");
-    }
+    refuse_state_options(module, options);
     // Before the calibration samples are read against the specs.
     check_input_count(*module.get_method("forward").graph(), options);
     quantized = quantize_module(module, options);
@@ -210,18 +205,13 @@ CheckReport check_model(const ConvertOptions& options) {
 
 Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& options,
                         LoweringTrace* trace) {
+  refuse_state_options(module, options);
   int user_retval_count = -1;
   torch::jit::Module m = module;  // the same module: extract_state rewrites its forward
   std::vector<StateAttribute> state = extract_state(m, options.model_path, &user_retval_count);
   if (state.empty()) {
     if (options.cpu_fallback && !trace) return lower_with_fallback(module, options);
     return lower_graph(*module.get_method("forward").graph(), module._ivalue(), options, trace);
-  }
-  if (options.cpu_fallback) {
-    throw ConvertError(1, "model '" + options.model_path + "' keeps state between calls (" +
-                              state[0].node + " writes the attribute '" + state[0].name +
-                              "'), which nnapi-convert converts without " +
-                              "--cpu-fallback only; leave that option out");
   }
   Conversion c = lower_graph(*module.get_method("forward").graph(), module._ivalue(),
                              with_state_inputs(options, state), trace);

@@ -59,8 +59,13 @@ std::string write_location(const Node* n) {
 
 }  // namespace
 
-const Node* first_state_write(const torch::jit::Module& frozen) {
-  return first_set_attr(frozen.get_method("forward").graph()->block());
+void refuse_state_options(const torch::jit::Module& frozen, const ConvertOptions& options) {
+  const Node* n = first_set_attr(frozen.get_method("forward").graph()->block());
+  if (!n || (!options.cpu_fallback && !options.quantize.enabled)) return;
+  const std::string option = options.cpu_fallback ? "--cpu-fallback" : "--quantize";
+  refuse(options.model_path, n->s(c10::attr::name), n,
+         "state kept between calls, which nnapi-convert converts without " + option +
+             " only; leave " + option + " out");
 }
 
 std::vector<StateAttribute> extract_state(torch::jit::Module& frozen, const std::string& path,

@@ -29,8 +29,10 @@ namespace nnapi_convert {
 std::vector<StateAttribute> extract_state(torch::jit::Module& frozen, const std::string& path,
                                           int* user_retval_count);
 
-// The first node of forward that writes an attribute (prim::SetAttr), or null.
-const torch::jit::Node* first_state_write(const torch::jit::Module& frozen);
+// Throws ConvertError(1), naming the attribute and node, when forward
+// writes an attribute and the options ask for --cpu-fallback or --quantize,
+// which nnapi-convert does not combine with state.
+void refuse_state_options(const torch::jit::Module& frozen, const ConvertOptions& options);
 
 // `options` with one --input spec per state attribute appended: its sizes,
 // float32 or int32, contiguous. Throws ConvertError(1) for a state NNAPI

@@ -18,7 +18,8 @@ voice activity detector does, converts them and checks:
   report, `check` and `inspect` name the state attributes;
 - the refusals (exit 1, naming the attribute and the node's source line): a
   write inside a branch, a state whose shape changes between calls, a
-  non-tensor attribute written.
+  non-tensor attribute written, state with --cpu-fallback;
+- the --lite copy, run by the lite interpreter, matches eager call by call.
 Prints "state: all passed" when every check passed.
 """
 import json
@@ -222,5 +223,26 @@ for name, model, attr, why in refusals:
           rc == 1 and f"'{attr}'" in text and "prim::SetAttr" in text and
           f"{name}.pt" in text and "state_test.py:" in text and why in text and
           "Traceback" not in text and not os.path.exists(path(name + ".nnapi.pt")), text)
+
+# --cpu-fallback and --quantize are not combined with state: refused, naming it.
+rc, text = run(path("vad.pt"), "--input", "1x16", "--cpu-fallback", "-o", path("fb.nnapi.pt"))
+check("vad --cpu-fallback: refused with exit 1, naming the attribute and the option",
+      rc == 1 and "'_context'" in text and "leave --cpu-fallback out" in text and
+      "state_test.py:" in text and not os.path.exists(path("fb.nnapi.pt")), text)
+
+# The lite-interpreter copy keeps the state too.
+rc, text = run(path("vad.pt"), "--input", "1x16", "--lite", "-o", path("vad-lite.nnapi.pt"))
+check("vad --lite: converts", rc == 0, text)
+if rc == 0:
+    from torch.jit.mobile import _load_for_lite_interpreter
+    lite, eager = _load_for_lite_interpreter(path("vad-lite.nnapi.ptl")), torch.jit.load(path("vad.pt"))
+    try:
+        gen = torch.Generator().manual_seed(3)
+        for k in range(CALLS):
+            x = torch.randn(1, 16, generator=gen)
+            close(lite(x), eager(x.clone()), f"call {k + 1} output 0")
+        check(f"vad --lite: {CALLS} calls of the .ptl match eager call by call", True)
+    except Exception as e:  # noqa: BLE001 - report and go on
+        check(f"vad --lite: {CALLS} calls of the .ptl match eager call by call", False, e)
 
 finish("state")
