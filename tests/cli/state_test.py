@@ -17,8 +17,9 @@ voice activity detector does, converts them and checks:
 - --verify runs a sequence of 3 calls, comparing outputs and state; the
   report, `check` and `inspect` name the state attributes;
 - the refusals (exit 1, naming the attribute and the node's source line): a
-  write inside a branch, a state whose shape changes between calls, a
-  non-tensor attribute written, state with --cpu-fallback;
+  write inside a branch, a state whose shape changes between calls (a
+  growing context, a state that follows a flexible batch), a non-tensor
+  attribute written, state with --cpu-fallback;
 - the --lite copy, run by the lite interpreter, matches eager call by call.
 Prints "state: all passed" when every check passed.
 """
@@ -118,6 +119,19 @@ class Growing(nn.Module):
         return x * 2.0
 
 
+class FollowsBatch(nn.Module):
+    """A state written with the input's (flexible) batch size."""
+
+    def __init__(self):
+        super().__init__()
+        self._last = torch.zeros(1, 4)
+
+    def forward(self, x):
+        y = x * 2.0 + self._last.mean(1, keepdim=True)
+        self._last = y
+        return y + 1.0
+
+
 class Counter(nn.Module):
     def __init__(self):
         super().__init__()
@@ -212,13 +226,15 @@ for name, model, spec, flags, shapes, state, nhwc in cases:
 
 # Refusals: one paragraph, exit 1, naming the attribute and the node's place.
 refusals = [
-    ("branchy", Branchy(), "_state", "inside the branch or loop"),
-    ("growing", Growing(), "_context", "shape would change between calls"),
-    ("counter", Counter(), "calls", "only tensor attributes can be state"),
+    ("branchy", Branchy(), "1x4", "_state", "inside the branch or loop"),
+    ("growing", Growing(), "1x4", "_context", "shape would change between calls"),
+    ("follows-batch", FollowsBatch(), "0x4", "_last", "with a shape 0x4 (0 or -1: a size that "
+     "follows a flexible input size), but it holds Float 1x4"),
+    ("counter", Counter(), "1x4", "calls", "only tensor attributes can be state"),
 ]
-for name, model, attr, why in refusals:
+for name, model, spec, attr, why in refusals:
     save(name, model)
-    rc, text = run(path(name + ".pt"), "--input", "1x4", "-o", path(name + ".nnapi.pt"))
+    rc, text = run(path(name + ".pt"), "--input", spec, "-o", path(name + ".nnapi.pt"))
     check(f"{name}: refused with exit 1, naming the attribute, the node and why",
           rc == 1 and f"'{attr}'" in text and "prim::SetAttr" in text and
           f"{name}.pt" in text and "state_test.py:" in text and why in text and
