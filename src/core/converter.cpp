@@ -206,11 +206,11 @@ CheckReport check_model(const ConvertOptions& options) {
 Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& options,
                         LoweringTrace* trace) {
   refuse_state_options(module, options);
+  if (options.cpu_fallback && !trace) return lower_with_fallback(module, options);
   int user_retval_count = -1;
   torch::jit::Module m = module;  // the same module: extract_state rewrites its forward
   std::vector<StateAttribute> state = extract_state(m, options.model_path, &user_retval_count);
   if (state.empty()) {
-    if (options.cpu_fallback && !trace) return lower_with_fallback(module, options);
     return lower_graph(*module.get_method("forward").graph(), module._ivalue(), options, trace);
   }
   Conversion c = lower_graph(*module.get_method("forward").graph(), module._ivalue(),

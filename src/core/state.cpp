@@ -23,12 +23,23 @@ bool on_self(const Node* n, const Value* self, c10::Symbol kind) {
   return n->kind() == kind && n->input(0) == self;
 }
 
-// The first prim::SetAttr anywhere in `block` (a sub-block of forward).
-const Node* first_set_attr(const torch::jit::Block* block) {
+// Whether `v` is the module `self` or one of its submodules (prim::GetAttr
+// of a module from it): what a prim::SetAttr on it writes persists between
+// calls. A write into another object (torchvision's ImageList, made by
+// forward) does not.
+bool module_of(const Value* v, const Value* self) {
+  if (v == self) return true;
+  const auto cls = v->type()->cast<c10::ClassType>();
+  return cls && cls->is_module() && v->node()->kind() == c10::prim::GetAttr &&
+         module_of(v->node()->input(0), self);
+}
+
+// The first prim::SetAttr on `self` or a submodule anywhere in `block`.
+const Node* first_module_write(const torch::jit::Block* block, const Value* self) {
   for (const Node* n : block->nodes()) {
-    if (n->kind() == c10::prim::SetAttr) return n;
+    if (n->kind() == c10::prim::SetAttr && module_of(n->input(0), self)) return n;
     for (const torch::jit::Block* b : n->blocks()) {
-      if (const Node* found = first_set_attr(b)) return found;
+      if (const Node* found = first_module_write(b, self)) return found;
     }
   }
   return nullptr;
@@ -60,8 +71,20 @@ std::string write_location(const Node* n) {
 }  // namespace
 
 void refuse_state_options(const torch::jit::Module& frozen, const ConvertOptions& options) {
-  const Node* n = first_set_attr(frozen.get_method("forward").graph()->block());
-  if (!n || (!options.cpu_fallback && !options.quantize.enabled)) return;
+  if (!options.cpu_fallback && !options.quantize.enabled) return;
+  // Only state extract_state would take (a tensor attribute of the module
+  // written at forward's top level): other writes are left to those options'
+  // own paths (--cpu-fallback keeps a submodule's writes in TorchScript).
+  const std::shared_ptr<torch::jit::Graph> graph = frozen.get_method("forward").graph();
+  const Node* n = nullptr;
+  for (const Node* node : graph->nodes()) {
+    if (on_self(node, graph->inputs().at(0), c10::prim::SetAttr) &&
+        frozen.type()->getAttribute(node->s(c10::attr::name))->cast<c10::TensorType>()) {
+      n = node;
+      break;
+    }
+  }
+  if (!n) return;
   const std::string option = options.cpu_fallback ? "--cpu-fallback" : "--quantize";
   refuse(options.model_path, n->s(c10::attr::name), n,
          "state kept between calls, which nnapi-convert converts without " + option +
@@ -78,7 +101,7 @@ std::vector<StateAttribute> extract_state(torch::jit::Module& frozen, const std:
   // The attributes written, in order of first use (read or write).
   for (Node* n : graph->nodes()) {
     for (const torch::jit::Block* b : n->blocks()) {
-      if (const Node* set = first_set_attr(b)) {
+      if (const Node* set = first_module_write(b, self)) {
         const std::string name = set->s(c10::attr::name);
         refuse(path, name, set,
                "inside the branch or loop of " + describe_node(n) +
@@ -87,7 +110,7 @@ std::vector<StateAttribute> extract_state(torch::jit::Module& frozen, const std:
                    "the branch, with the value the branch chooses)");
       }
     }
-    if (n->kind() == c10::prim::SetAttr && n->input(0) != self) {
+    if (n->kind() == c10::prim::SetAttr && n->input(0) != self && module_of(n->input(0), self)) {
       refuse(path, n->s(c10::attr::name), n,
              "which belongs to a submodule; nnapi-convert keeps state only in attributes of the "
              "top-level module (keep the state there)");

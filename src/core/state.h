@@ -30,8 +30,9 @@ std::vector<StateAttribute> extract_state(torch::jit::Module& frozen, const std:
                                           int* user_retval_count);
 
 // Throws ConvertError(1), naming the attribute and node, when forward
-// writes an attribute and the options ask for --cpu-fallback or --quantize,
-// which nnapi-convert does not combine with state.
+// writes a tensor attribute of the module at its top level (state) and the
+// options ask for --cpu-fallback or --quantize, which nnapi-convert does not
+// combine with state.
 void refuse_state_options(const torch::jit::Module& frozen, const ConvertOptions& options);
 
 // `options` with one --input spec per state attribute appended: its sizes,
