@@ -49,7 +49,14 @@ struct JobResult {
   // --quantize: the proof (src/quantize/quantize.h, prove_quantization);
   // null otherwise.
   nlohmann::ordered_json quantization;
+  // A stateful model (Conversion::state): per attribute its name, shape,
+  // dtype, the NNAPI input and output that carry it and the node that writes
+  // it (state_json); null otherwise.
+  nlohmann::ordered_json state;
 };
+
+// The report's `state` of a conversion: null for a model without state.
+nlohmann::ordered_json state_json(const Conversion& c);
 
 struct Staged;  // util/output_file.h
 

@@ -23,6 +23,8 @@ struct CheckReport {
   // nodes that stay TorchScript, by kind.
   int64_t nnapi_models = 0;
   std::vector<NodeKindCount> torchscript_nodes;
+  // The state forward keeps between calls (Conversion::state), when it converts.
+  std::vector<StateAttribute> state;
   PhaseTimes times;
 };
 

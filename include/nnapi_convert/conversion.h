@@ -103,6 +103,17 @@ struct OutputTemplate {
   int64_t zero_point;
 };
 
+// A tensor attribute of the model that forward reads and writes back
+// (`self._state = new_state`): state kept between calls (src/core/state.h).
+// The NNAPI model takes it as an input after the user's and returns its new
+// value as an output after the user's; the converted module keeps it as an
+// attribute of the same name and writes the new value back after each call.
+struct StateAttribute {
+  std::string name;    // the attribute, "_state"
+  at::Tensor initial;  // its value in the model file: the converted module's first state
+  std::string node;    // where forward writes it: "node prim::SetAttr at vad.py:12 (`...`)"
+};
+
 struct FallbackGraph;   // src/core/fallback.h
 struct QuantizedModel;  // src/quantize/quantize.h
 
@@ -115,6 +126,9 @@ struct Conversion {
   std::vector<std::string> shape_lines;
   std::vector<OutputTemplate> templates;
   int retval_count = -1;  // -1: a single tensor is returned
+  // The model's state (StateAttribute): the NNAPI model's last inputs and
+  // outputs, after the user's (retval_count counts the user's outputs only).
+  std::vector<StateAttribute> state;
   // The outputs whose NNAPI operand has another shape than the model's
   // result, by output index: a 0-dim result is NNAPI shape (1) (NNAPI has no
   // rank-0 tensors), a result of rank > 4 a rank <= 4 buffer of the same

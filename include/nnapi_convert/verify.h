@@ -53,6 +53,9 @@ struct VerifyOptions {
 
 // How one output compares.
 struct OutputCheck {
+  // What was compared, for a stateful model's sequence of calls ("call 2
+  // output 0", "call 2 state _state"); empty: output <index>.
+  std::string name;
   std::vector<int64_t> shape;  // the eager output's shape
   std::string dtype;           // the eager output's dtype, e.g. "Float", "QUInt8"
   bool quantized = false;      // a quantized tensor: compared as int_repr
@@ -101,6 +104,11 @@ struct VerifyReport {
   // such a model at, runnable_sizes in core/sample_inputs.h).
   int64_t shapes_multiple = 0;
   std::vector<OutputCheck> outputs;
+  // A stateful model (its converted module's state_attributes): the calls
+  // run in sequence, each on fresh inputs (kStateCalls; the --verify-input
+  // tensors every time), `outputs` holding each call's outputs and state.
+  std::vector<std::string> state;
+  int64_t calls = 1;
   bool ok = false;
   std::optional<Divergence> divergence;  // when an output differs
 };
@@ -179,6 +187,8 @@ std::vector<at::Tensor> run_converted(const std::string& module_path,
 // float16 to show it): 5 units of float16's precision at 1 (5 * 2^-10), as
 // Android's generated tests allow relaxed and float16 results.
 constexpr double kFloat16Tolerance = 5.0 / 1024.0;
+// How many calls --verify runs in sequence for a stateful model.
+constexpr int64_t kStateCalls = 3;
 // Float tolerances of --verify for a dynamic-quantized model (verify.cpp).
 constexpr double kDynamicQuantTolerance = 0.05;
 

@@ -33,6 +33,14 @@ Json check_json(const CheckReport& r) {
     j["operations"] = r.operations;
     j["nnapi_feature_level"] = r.feature_level;
     j["android_api"] = r.android_api;
+    if (!r.state.empty()) {
+      Json state = Json::array();
+      for (const StateAttribute& s : r.state) {
+        state.push_back(
+            {{"attribute", s.name}, {"shape", s.initial.sizes().vec()}, {"written_by", s.node}});
+      }
+      j["state"] = state;
+    }
     if (r.nnapi_models > 0) {
       j["cpu_fallback"] = {{"nnapi_models", r.nnapi_models},
                            {"torchscript_nodes", kinds_json(r.torchscript_nodes)}};
@@ -91,6 +99,11 @@ void print_text(const Json& j) {
     }
     os << ")\nneeds NNAPI feature level " << j["nnapi_feature_level"].get<int>()
        << ": Android API level " << j["android_api"].get<int>() << " or later\n";
+    for (const Json& s : j.value("state", Json::array())) {
+      os << "state kept between calls: attribute " << s["attribute"].get<std::string>()
+         << " (written by " << s["written_by"].get<std::string>()
+         << "), an extra NNAPI input and output\n";
+    }
     if (j.contains("cpu_fallback")) {
       const Json& f = j["cpu_fallback"];
       int64_t nodes = 0;

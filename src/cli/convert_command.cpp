@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cli/cli.h"
+#include "core/sample_inputs.h"
 #include "nnapi_convert/verify.h"
 #include "quantize/quantize.h"
 #include "util/output_file.h"
@@ -74,6 +75,13 @@ void print_verify(const Args& a, const JobResult& r) {
       out << "  eager on PyTorch's default quantized engine: QNNPACK (Android's) cannot load the "
              "model's quantized weights (its quantized 3-D convolutions)\n";
     }
+    if (!v.state.empty()) {
+      std::string names;
+      for (const std::string& n : v.state) names += (names.empty() ? "" : ", ") + n;
+      out << "  the model keeps state between calls (" << names << "): " << v.calls
+          << " calls in sequence, on fresh inputs each, comparing each call's outputs and the "
+             "state after it\n";
+    }
     for (size_t i = 0; i < v.outputs.size(); ++i) {
       out << "  " << format_output_check(i, v.outputs[i]) << "\n";
     }
@@ -82,7 +90,9 @@ void print_verify(const Args& a, const JobResult& r) {
   if (v.ok) return;
   std::string why;
   for (size_t i = 0; i < v.outputs.size(); ++i) {
-    if (!v.outputs[i].ok) why += " Output " + std::to_string(i) + ": " + v.outputs[i].problem + ".";
+    if (v.outputs[i].ok) continue;
+    why += " " + (v.outputs[i].name.empty() ? "Output " + std::to_string(i) : v.outputs[i].name) +
+           ": " + v.outputs[i].problem + ".";
   }
   spdlog::error(
       "model '{}': the converted module does not match the model on {} inputs of shape {} "
@@ -105,6 +115,22 @@ void print_fallback(const JobResult& r) {
   }
   spdlog::info("{}: --cpu-fallback: {} NNAPI model(s), {} node(s) stay TorchScript: {}", r.model,
                r.nnapi_models, nodes, kinds);
+}
+
+// A stateful model, on standard error: the attributes kept between calls.
+void print_state(const JobResult& r) {
+  std::string attrs;
+  for (const auto& s : r.state) {
+    attrs += (attrs.empty() ? "" : "; ") + s.at("attribute").get<std::string>() + " (" +
+             join_dims(s.at("shape").get<std::vector<int64_t>>()) + ", NNAPI input " +
+             std::to_string(s.at("nnapi_input").get<int64_t>()) + " and output " +
+             std::to_string(s.at("nnapi_output").get<int64_t>()) + ")";
+  }
+  spdlog::info(
+      "{}: note: forward keeps state between calls: {}; the converted module keeps it as "
+      "attributes of the same names, starts from the file's values (reset_state() restores "
+      "them) and writes the new values back after each call",
+      r.model, attrs);
 }
 
 // Progress on standard error: every error; per model a line on a terminal
@@ -140,6 +166,7 @@ class Progress {
             r.model, t.load_ms, t.freeze_ms, t.lower_ms, t.serialize_ms, t.validate_ms, t.write_ms);
       }
       if (r.nnapi_models > 0 && r.ok && !a_.quiet) print_fallback(r);
+      if (!r.state.is_null() && !a_.quiet) print_state(r);
       if (r.verify) print_verify(a_, r);
       if (!r.quantization.is_null() && !a_.quiet) {
         std::ostream& out = names_standard_output(a_.output) || names_standard_output(a_.report)

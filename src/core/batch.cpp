@@ -85,6 +85,7 @@ JobResult run_job(const Job& job, std::vector<Staged>* handed_over) {
     r.operations = c.operations;
     r.nnapi_models = static_cast<int64_t>(c.segments.size());
     r.torchscript_nodes = c.cpu_kinds;
+    r.state = state_json(c);
     r.times = c.times;
     if (c.quantized) {
       // The proof replaces --verify's comparison with the float model (which
@@ -155,7 +156,8 @@ namespace {
 
 // JobResult <-> JSON, for reports and for results that come from a worker.
 nlohmann::ordered_json to_json(const OutputCheck& o) {
-  return {{"shape", o.shape},
+  return {{"name", o.name},
+          {"shape", o.shape},
           {"dtype", o.dtype},
           {"quantized", o.quantized},
           {"quantum", o.quantum},
@@ -177,6 +179,7 @@ double number(const nlohmann::ordered_json& j) {
 
 OutputCheck output_check_from(const nlohmann::ordered_json& j) {
   OutputCheck o;
+  o.name = j.value("name", std::string());
   o.shape = j.at("shape").get<std::vector<int64_t>>();
   o.dtype = j.at("dtype").get<std::string>();
   o.quantized = j.at("quantized").get<bool>();
@@ -303,7 +306,12 @@ nlohmann::ordered_json to_json(const JobResult& r) {
     if (r.verify->eager_default_engine) j["verify"]["eager_default_engine"] = true;
     if (r.verify->shapes_multiple) j["verify"]["shapes_multiple"] = r.verify->shapes_multiple;
     if (r.verify->divergence) j["verify"]["divergence"] = to_json(*r.verify->divergence);
+    if (!r.verify->state.empty()) {
+      j["verify"]["state"] = r.verify->state;
+      j["verify"]["calls"] = r.verify->calls;
+    }
   }
+  if (!r.state.is_null()) j["state"] = r.state;
   if (!r.quantization.is_null()) j["quantization"] = r.quantization;
   return j;
 }
@@ -353,9 +361,12 @@ JobResult job_result_from(const nlohmann::ordered_json& j, const std::string& ou
     for (const nlohmann::ordered_json& o : v.at("outputs"))
       rep.outputs.push_back(output_check_from(o));
     if (v.contains("divergence")) rep.divergence = divergence_from(v.at("divergence"));
+    if (v.contains("state")) rep.state = v.at("state").get<std::vector<std::string>>();
+    rep.calls = v.value("calls", int64_t{1});
     r.verify = std::move(rep);
   }
   if (j.contains("quantization")) r.quantization = j.at("quantization");
+  if (j.contains("state")) r.state = j.at("state");
   return r;
 }
 

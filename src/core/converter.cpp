@@ -13,6 +13,7 @@
 #include "core/folding.h"
 #include "core/loader.h"
 #include "core/lower_profile.h"
+#include "core/state.h"
 #include "core/trace.h"
 #include "core/validation.h"
 #include "lower/emit.h"
@@ -157,6 +158,7 @@ Conversion convert(const ConvertOptions& options) {
   specialize_omitted_inputs(module, options.inputs.size());
   std::shared_ptr<const QuantizedModel> quantized;
   if (options.quantize.enabled) {
+    refuse_state_options(module, options);
     // Before the calibration samples are read against the specs.
     check_input_count(*module.get_method("forward").graph(), options);
     quantized = quantize_module(module, options);
@@ -176,8 +178,6 @@ CheckReport check_model(const ConvertOptions& options) {
       load_frozen_model(options.model_path, &r.times.load_ms, &r.times.freeze_ms);
   specialize_omitted_inputs(module, options.inputs.size());
   std::shared_ptr<torch::jit::Graph> graph = module.get_method("forward").graph();
-  r.kinds = census(*graph);
-  for (const NodeKindCount& k : r.kinds) r.node_count += k.count;
   try {
     Conversion c = lower_module(module, options);
     r.converts = true;
@@ -188,6 +188,7 @@ CheckReport check_model(const ConvertOptions& options) {
     r.operations = c.operations;
     r.nnapi_models = static_cast<int64_t>(c.segments.size());
     r.torchscript_nodes = c.cpu_kinds;
+    r.state = c.state;
     r.times.lower_ms = c.times.lower_ms;
   } catch (const ConvertError& e) {
     if (e.exit_code() == 2) throw;
@@ -195,13 +196,27 @@ CheckReport check_model(const ConvertOptions& options) {
     r.error_node = e.node();
     r.error_location = e.location();
   }
+  // Counted after the lowering, which makes a stateful forward's attribute
+  // reads and writes its inputs and outputs (extract_state).
+  r.kinds = census(*graph);
+  for (const NodeKindCount& k : r.kinds) r.node_count += k.count;
   return r;
 }
 
 Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& options,
                         LoweringTrace* trace) {
+  refuse_state_options(module, options);
   if (options.cpu_fallback && !trace) return lower_with_fallback(module, options);
-  return lower_graph(*module.get_method("forward").graph(), module._ivalue(), options, trace);
+  int user_retval_count = -1;
+  torch::jit::Module m = module;  // the same module: extract_state rewrites its forward
+  std::vector<StateAttribute> state = extract_state(m, options.model_path, &user_retval_count);
+  if (state.empty()) {
+    return lower_graph(*module.get_method("forward").graph(), module._ivalue(), options, trace);
+  }
+  Conversion c = lower_graph(*module.get_method("forward").graph(), module._ivalue(),
+                             with_state_inputs(options, state), trace);
+  finish_state_conversion(c, std::move(state), user_retval_count, options.model_path);
+  return c;
 }
 
 Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,

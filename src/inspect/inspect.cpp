@@ -96,6 +96,14 @@ void read_module(Model& m, const torch::jit::Module& wrapper, const std::string&
                          static_cast<size_t>(w.bytes));
     m.weights.push_back(std::move(w));
   }
+  if (sub == "mod" && wrapper.hasattr("state_attributes")) {
+    const c10::IValue names = wrapper.attr("state_attributes");
+    if (!names.isList()) throw InspectError("'state_attributes' is not a list of str");
+    for (const c10::IValue& n : names.toListRef()) {
+      if (!n.isString()) throw InspectError("'state_attributes' is not a list of str");
+      m.state.push_back(n.toStringRef());
+    }
+  }
   m.inp_mem_fmts = int_list(mod, sub, "inp_mem_fmts");
   m.out_mem_fmts = int_list(mod, sub, "out_mem_fmts");
 
@@ -121,6 +129,9 @@ void read_module(Model& m, const torch::jit::Module& wrapper, const std::string&
       throw InspectError("'" + sub + ".inp_mem_fmts' entry " + std::to_string(i) + " is " +
                          std::to_string(m.inp_mem_fmts[i]) +
                          ", expected 0 (contiguous) or 1 (channels-last)");
+  if (m.state.size() > m.blob.inputs.size() || m.state.size() > m.blob.outputs.size())
+    throw InspectError("'state_attributes' names " + std::to_string(m.state.size()) +
+                       " state tensors, more than the model's inputs or outputs");
   for (size_t i = 0; i < m.out_mem_fmts.size(); ++i)
     if (m.out_mem_fmts[i] < 0 || m.out_mem_fmts[i] > 2)
       throw InspectError("'" + sub + ".out_mem_fmts' entry " + std::to_string(i) + " is " +

@@ -351,6 +351,12 @@ void print_text(const Model& m, std::ostream& out) {
     };
     out << "input memory formats: " << fmts(m.inp_mem_fmts) << "\n";
     out << "output memory formats: " << fmts(m.out_mem_fmts) << "\n";
+    for (size_t k = 0; k < m.state.size(); ++k) {
+      const size_t back = m.state.size() - k;
+      out << "state kept between calls: attribute " << m.state[k] << ", model input "
+          << b.inputs[b.inputs.size() - back] << " in, output "
+          << b.outputs[b.outputs.size() - back] << " written back after each call\n";
+    }
   } else {
     out << "memory formats: not stored in a raw blob\n";
   }
@@ -455,6 +461,14 @@ void print_json(const Model& m, std::ostream& out) {
   };
   j["input_memory_formats"] = fmts(m.inp_mem_fmts);
   j["output_memory_formats"] = fmts(m.out_mem_fmts);
+  Json state = Json::array();
+  for (size_t k = 0; k < m.state.size(); ++k) {
+    const size_t back = m.state.size() - k;
+    state.push_back({{"attribute", m.state[k]},
+                     {"input", b.inputs[b.inputs.size() - back]},
+                     {"output", b.outputs[b.outputs.size() - back]}});
+  }
+  j["state"] = state;
   out << j.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
 }
 

@@ -26,6 +26,9 @@ struct Model {
   Blob blob;
   std::vector<WeightInfo> weights;  // only for a .nnapi.pt
   std::vector<int64_t> inp_mem_fmts, out_mem_fmts;
+  // The state a stateful model's converted module keeps between calls (its
+  // `state_attributes`): the model's last inputs and outputs, in this order.
+  std::vector<std::string> state;
   // What the validator finds (NeuralNetworks.h's rules), see validate().
   std::vector<nnapi_validate::Finding> findings;
 };

@@ -120,8 +120,17 @@ std::string prepare_source(const Conversion& c, bool numeric_dtypes) {
 // inputs of rank > 4 with their leading dims merged (nnapi_input_dims);
 // outputs NNAPI holds with another shape (output_reshapes) are reshaped,
 // bool and int64 outputs (int32 in NNAPI) cast back (output_casts).
+// A stateful model's state (c.state) is passed after the inputs, from the
+// wrapper's attributes, and its new values, the NNAPI model's last outputs,
+// are written back to them before the user's outputs are returned.
 std::string wrapper_forward_source(const std::vector<InputSpec>& inputs, const Conversion& c) {
-  std::string args, passed;
+  std::string args, passed, state, writes;
+  for (size_t k = 0; k < c.state.size(); ++k) {
+    const std::string& name = c.state[k].name;
+    const size_t out = (c.retval_count < 0 ? 1 : c.retval_count) + k;
+    state += (inputs.empty() && k == 0 ? "self." : ", self.") + name;
+    writes += "    self." + name + " = retvals[" + std::to_string(out) + "]\n";
+  }
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::string a = "arg_" + std::to_string(i);
     args += (i ? ", " : "") + a;
@@ -155,8 +164,8 @@ std::string wrapper_forward_source(const std::vector<InputSpec>& inputs, const C
   } else {
     for (int i = 0; i < c.retval_count; ++i) ret += retval(i) + ", ";
   }
-  return "def forward(self, " + args + "):\n    retvals = self.mod.forward([" + passed +
-         "])\n    return " + ret + "\n";
+  return "def forward(self, " + args + "):\n    retvals = self.mod.forward([" + passed + state +
+         "])\n" + writes + "    return " + ret + "\n";
 }
 
 at::Tensor ser_model_tensor(const Conversion& c) {
@@ -302,11 +311,35 @@ Module fallback_module(const ModuleScope& scope, const Conversion& c,
   return top;
 }
 
+// A stateful model's state (c.state): attributes of the wrapper, with the
+// values the model file holds, which `reset_state()` restores (from
+// `<name>_initial`); `state_attributes` lists their names (for inspect).
+void add_state(Module& wrapper, const Conversion& c, const ModuleScope& scope) {
+  if (c.state.empty()) return;
+  c10::List<std::string> names;
+  std::string reset = "def reset_state(self):\n";
+  for (const StateAttribute& s : c.state) {
+    for (const std::string& name : {s.name, s.name + "_initial"}) {
+      if (wrapper.hasattr(name) || name == "state_attributes" || name == "reset_state") {
+        throw ConvertError(1, "the model's state attribute '" + s.name + "' (written by " + s.node +
+                                  ") has a name the converted module uses itself ('" + name +
+                                  "'); rename the attribute");
+      }
+      wrapper.register_attribute(name, c10::TensorType::get(), s.initial.clone());
+    }
+    names.push_back(s.name);
+    reset += "    self." + s.name + " = self." + s.name + "_initial.clone()\n";
+  }
+  wrapper.register_attribute("state_attributes", c10::ListType::ofStrings(), names);
+  wrapper.define(reset, scope.resolver);
+}
+
 Module build_module(const Conversion& c, const ConvertOptions& options) {
   ModuleScope scope;
   if (c.fallback) return fallback_module(scope, c, options);
   Module wrapper = scope.module_of(std::string(kPrefix) + "NnapiInterfaceWrapper");
   wrapper.register_module("mod", nnapi_module(scope, c, options));
+  add_state(wrapper, c, scope);
   wrapper.define(wrapper_forward_source(options.inputs, c), scope.resolver);
   return wrapper;
 }
@@ -327,7 +360,12 @@ void save_module(const Module& m, PendingFile& file, bool mobile) {
 nlohmann::json parts_manifest(const Conversion& c, const ConvertOptions& options) {
   nlohmann::json inputs = nlohmann::json::array();
   for (const InputSpec& s : options.inputs) inputs.push_back(format_input_spec(s));
+  nlohmann::json state = nlohmann::json::array();  // the inputs and outputs after the user's
+  for (const StateAttribute& s : c.state) {
+    state.push_back({{"attribute", s.name}, {"shape", s.initial.sizes().vec()}});
+  }
   return {
+      {"state", state},
       {"inp_mem_fmts", c.inp_mem_fmts},
       {"out_mem_fmts", c.out_mem_fmts},
       {"retval_count", c.retval_count},

@@ -835,6 +835,100 @@ bool has_dynamic_quantization(const torch::jit::Module& model) {
   return false;
 }
 
+namespace {
+
+// The state a converted module keeps between calls (the names the writer
+// lists in `state_attributes`); none for a module without state.
+std::vector<std::string> state_attributes(const std::string& converted_module_path) {
+  try {
+    torch::jit::Module converted = torch::jit::load(converted_module_path);
+    if (!converted.hasattr("state_attributes")) return {};
+    std::vector<std::string> names;
+    for (const c10::IValue& v : converted.attr("state_attributes").toListRef()) {
+      names.push_back(v.toStringRef());
+    }
+    return names;
+  } catch (const std::exception&) {
+    return {};  // the run reports a module that cannot be loaded
+  }
+}
+
+// A stateful model: the model and the converted module, each loaded once,
+// called kStateCalls times in sequence (fresh inputs per call: seeds seed,
+// seed + 1, ...; or the --verify-input tensors each time), each call's
+// outputs compared, then each state attribute of the module with the
+// model's. No divergence is located (it follows one call of a stateless
+// model).
+void verify_state_sequence(const ConvertOptions& options, const std::string& converted_module_path,
+                           const VerifyOptions& verify, std::vector<at::Tensor> inputs,
+                           VerifyReport* report) {
+  QnnpackEngine qnnpack;
+  torch::jit::Module original = load_for_eager([&] { return torch::jit::load(options.model_path); },
+                                               &report->eager_default_engine);
+  original.eval();
+  torch::jit::Module converted = load_converted(converted_module_path);
+  report->calls = kStateCalls;
+  report->ok = true;
+  for (int64_t call = 0; call < kStateCalls; ++call) {
+    if (call > 0 && verify.input_file.empty()) {
+      inputs = sample_inputs(options.inputs, report->shapes, options.nhwc,
+                             verify.seed + static_cast<uint64_t>(call));
+    }
+    std::vector<at::Tensor> eager;
+    try {
+      eager = run_module(original, inputs);
+    } catch (const ConvertError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw ConvertError(1, "model '" + options.model_path + "' failed on call " +
+                                std::to_string(call + 1) + " of --verify's sequence (inputs " +
+                                shapes_text(inputs) + "): " + script_error_text(e));
+    }
+    std::vector<at::Tensor> nnapi;
+    clear_runtime_failure();
+    try {
+      nnapi = run_module(converted, inputs);
+    } catch (const ConvertError&) {
+      throw;
+    } catch (const std::exception& e) {
+      RunFailure failure{script_error_text(e), last_runtime_failure()};
+      throw ConvertError(1, "model '" + options.model_path + "': its converted module, on call " +
+                                std::to_string(call + 1) + " of --verify's sequence, " +
+                                run_failure_text(failure, inputs, ""));
+    }
+    const std::string prefix = "call " + std::to_string(call + 1) + " ";
+    if (nnapi.size() != eager.size()) {
+      OutputCheck c;
+      c.name = prefix + "outputs";
+      c.problem = "the converted module returns " + std::to_string(nnapi.size()) +
+                  " tensor(s), the model " + std::to_string(eager.size());
+      report->outputs.push_back(c);
+      report->ok = false;
+      return;
+    }
+    auto add = [&](OutputCheck c, const std::string& name) {
+      c.name = prefix + name;
+      report->ok = report->ok && c.ok;
+      report->outputs.push_back(std::move(c));
+    };
+    for (size_t i = 0; i < eager.size(); ++i) {
+      add(compare_output(nnapi[i], eager[i], 0.0, verify), "output " + std::to_string(i));
+    }
+    for (const std::string& name : report->state) {
+      const c10::IValue mine = converted.attr(name), theirs = original.attr(name);
+      if (!mine.isTensor() || !theirs.isTensor()) {
+        OutputCheck c;
+        c.problem = "the state is not a tensor after the call";
+        add(c, "state " + name);
+        continue;
+      }
+      add(compare_output(mine.toTensor(), theirs.toTensor(), 0.0, verify), "state " + name);
+    }
+  }
+}
+
+}  // namespace
+
 VerifyReport verify_conversion(const ConvertOptions& options,
                                const std::string& converted_module_path,
                                const VerifyOptions& requested) {
@@ -848,6 +942,13 @@ VerifyReport verify_conversion(const ConvertOptions& options,
   } else {
     inputs = load_verify_inputs(verify.input_file, options.inputs, options.nhwc);
     for (const at::Tensor& t : inputs) report.shapes.push_back(t.sizes().vec());
+  }
+  report.state = state_attributes(converted_module_path);
+  if (!report.state.empty()) {
+    report.atol = verify.atol;
+    report.rtol = verify.rtol;
+    verify_state_sequence(options, converted_module_path, verify, inputs, &report);
+    return report;
   }
 
   std::vector<at::Tensor> eager;
@@ -1192,7 +1293,7 @@ std::string format_divergence(const Divergence& d) {
 }
 
 std::string format_output_check(size_t index, const OutputCheck& c) {
-  std::string s = "output " + std::to_string(index) + ": ";
+  std::string s = (c.name.empty() ? "output " + std::to_string(index) : c.name) + ": ";
   if (!c.shape.empty() || c.numel) s += join_dims(c.shape) + " " + c.dtype + ", ";
   s += "max abs err " + num(c.max_abs_err) + ", max rel err " + num(c.max_rel_err);
   if (c.quantum > 0) {
