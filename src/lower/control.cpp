@@ -14,20 +14,11 @@ namespace {
 // or sequences of them.
 void bind_outputs(LoweringContext& cx, const Node* node, const torch::jit::Block* block) {
   for (size_t i = 0; i < node->outputs().size(); ++i) {
-    const Value* out = node->output(i);
     const Value* in = block->outputs()[i];
-    if (cx.has_constant(in)) {
-      cx.add_constant(out, out->type(), cx.constant(in).value);
-    } else if (cx.has_symbolic(in)) {
-      cx.add_symbolic(out, cx.sym_int_list(in));
-    } else if (cx.has_operand(in)) {
-      cx.alias(out, in);
-    } else if (cx.has_sequence(in)) {
-      cx.add_sequence(out, cx.sequence(in));
-    } else {
-      fail("output " + std::to_string(i) + " of the branch taken (" + value_name(in) +
-           ") has no value during conversion");
-    }
+    check(cx.forward_value(node->output(i), in), [&] {
+      return "output " + std::to_string(i) + " of the branch taken (" + value_name(in) +
+             ") has no value during conversion";
+    });
   }
 }
 
@@ -66,7 +57,9 @@ void register_control_ops(LoweringTable& t) {
   t.add("prim::If", lower_if);
   t.note("prim::If",
          "only when its condition is known during conversion (fixed sizes, ranks, dtypes): the "
-         "branch taken is lowered in its place");
+         "branch taken is lowered in its place; the other is dropped unlowered, whatever it "
+         "holds (prim::RaiseException, aten::format); a raise in the branch taken refuses, "
+         "quoting the model's message");
 }
 
 }  // namespace nnapi_convert

@@ -29,6 +29,10 @@ NO_ROW = {
                      "samples are random",
     "aten::feature_dropout": "freezing an eval-mode module removes it (training=False)",
     "aten::detach": "freezing removes it",
+    "prim::unchecked_cast": "TorchScript puts it only inside a branch (an Optional refined by `if x is "
+                            "not None:` or an assert), where the matrix credits no kind; the "
+                            "_ScriptedChecks rows (is_floating_point, __isnot__, ...) convert and verify "
+                            "it, and beyond-scripted-checks-folded",
 }
 
 
