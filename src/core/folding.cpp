@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "lower/check.h"
+#include "lower/constant_value.h"
 #include "lower/kind_set.h"
 #include "lower/registry.h"
 #include "nnapi_convert/converter.h"
@@ -120,7 +121,7 @@ void run_node(const Node* node, torch::jit::Stack& stack) {
               std::to_string(node->outputs().size()) + " names");
     return;
   }
-  node->getOperation()(stack);
+  run_operator(node, stack);
 }
 
 // Whether the first input only gives the dtype (new_*) or dtype and shape (*_like).

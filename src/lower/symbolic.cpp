@@ -3,11 +3,10 @@
 // when a size comes from a flexible dim, aten::size gives a load-time int
 // (SymInt), and the nodes here carry it on as an expression of the
 // shape-compute script, which view and reshape then consume.
-#include <torch/csrc/jit/runtime/operator.h>
-
 #include <algorithm>
 #include <string>
 
+#include "lower/constant_value.h"
 #include "lower/registry.h"
 
 namespace nnapi_convert {
@@ -132,7 +131,7 @@ bool lower_symbolic_arithmetic(LoweringContext& cx, const Node* node) {
       const bool list = in->type()->kind() == c10::TypeKind::ListType;
       stack.emplace_back(list ? "[" + text + "]" : text);
     }
-    node->getOperation()(stack);
+    run_operator(node, stack);
     cx.add_constant(out, out->type(), stack.back());
     return true;
   }

@@ -85,6 +85,12 @@ assert kinds['aten::stft']['family'] == 'spectral' and 'CONV_2D' in kinds['aten:
 assert 'dropped unlowered' in kinds['prim::If']['note']
 print('ok: list-ops --json')" || fail=1
 
+# A complex stft result read otherwise than by abs() or view_as_real(): refused
+# before lowering, aten::stft named with its reader and what to do.
+"$BIN" "$W/stft_angle.pt" --input 2x64 -o "$W/stft_angle.nnapi.pt" 2>"$W/err"; rc=$?
+check "a complex stft result read by angle() is refused naming both" \
+  "[ $rc = 1 ] && grep -q '^  - aten::stft (its complex result is read by aten::angle; NNAPI has no complex tensors: take .abs() or torch.view_as_real() of it' $W/err && grep -q '^  - aten::angle' $W/err"
+
 # Errors: repeated kinds grouped, a converted module, a float spec for quantized input.
 "$BIN" "$W/threesorts.pt" --input 1x3x8x8 2>"$W/err"; rc=$?
 check "one unsupported kind used 3 times is one line" \
