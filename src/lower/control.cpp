@@ -22,8 +22,9 @@ void bind_outputs(LoweringContext& cx, const Node* node, const torch::jit::Block
   }
 }
 
-// prim::RaiseException(message, class name) in the branch taken: the model
-// refuses these input sizes.
+// prim::RaiseException(message, class name) in the branch taken (or outside
+// any branch): the model refuses these input sizes. The message is a constant,
+// or folded from its f-string (aten::format) before.
 [[noreturn]] void fail_raise(LoweringContext& cx, const Node* node) {
   std::string message;
   if (node->inputs().size() > 0 && cx.has_constant(node->input(0)) &&
@@ -44,10 +45,7 @@ void lower_if(LoweringContext& cx, const Node* node) {
            "--input, or move the branch out of the model";
   });
   const torch::jit::Block* taken = node->blocks()[cx.constant_bool(cond) ? 0 : 1];
-  for (const Node* n : taken->nodes()) {
-    if (n->kind() == c10::prim::RaiseException) fail_raise(cx, n);
-    cx.lower_nested(n);
-  }
+  for (const Node* n : taken->nodes()) cx.lower_nested(n);
   bind_outputs(cx, node, taken);
 }
 
@@ -55,11 +53,15 @@ void lower_if(LoweringContext& cx, const Node* node) {
 
 void register_control_ops(LoweringTable& t) {
   t.add("prim::If", lower_if);
+  t.add("prim::RaiseException", fail_raise);
   t.note("prim::If",
          "only when its condition is known during conversion (fixed sizes, ranks, dtypes): the "
          "branch taken is lowered in its place; the other is dropped unlowered, whatever it "
          "holds (prim::RaiseException, aten::format); a raise in the branch taken refuses, "
          "quoting the model's message");
+  t.note("prim::RaiseException",
+         "a raise the conversion reaches (in the branch taken) refuses the conversion, quoting "
+         "the model's message; in a branch not taken it is dropped, see prim::If");
 }
 
 }  // namespace nnapi_convert
