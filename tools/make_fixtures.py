@@ -4040,6 +4040,163 @@ for _s, _n in (("a", 1), ("b", 3)):
         mobile(TinyDetector()), torch.randn(n, 3, 32, 40), convert_args=[torch.zeros(0, 3, 32, 40)]))
 
 
+
+# ------------------------------- issue 33 item 6: node kinds of published files
+# torch.stft as Silero's v2 models and keyword spotters take it: scripted,
+# center=True (torch.stft pads in TorchScript: aten::dim, a list joined to
+# list(x.size()), aten::pad in reflect mode, then aten::stft), a window with
+# win_length < n_fft, return_complex=False and the magnitude from the real
+# pairs, then log1p (a log spectrogram). Lowered as a DFT by one strided
+# CONV_2D (src/lower/spectral.cpp); the reference has no stft.
+class StftMagnitudeModule(torch.nn.Module):
+    def __init__(self, n_fft=64, hop=16, win_length=48):
+        super().__init__()
+        self.n_fft, self.hop, self.win_length = n_fft, hop, win_length
+        self.register_buffer("window", torch.hann_window(win_length))
+
+    def forward(self, x):
+        s = torch.stft(x, n_fft=self.n_fft, hop_length=self.hop, win_length=self.win_length,
+                       window=self.window, center=True, pad_mode="reflect", normalized=False,
+                       onesided=True, return_complex=False)
+        real = s[:, :, :, 0]
+        imag = s[:, :, :, 1]
+        return torch.log1p(torch.sqrt(real ** 2 + imag ** 2))
+
+
+def _stft_magnitude():
+    return torch.jit.script(StftMagnitudeModule().eval())
+
+
+beyond("stft-magnitude-scripted", lambda: Case(_stft_magnitude(), torch.randn(2, 400)))
+for _s, _n in (("a", 1), ("b", 3)):
+    beyond(f"stft-magnitude-scripted-flex-{_s}", lambda n=_n: Case(
+        _stft_magnitude(), torch.randn(n, 400), convert_args=[torch.zeros(0, 400)]))
+
+
+# Tensor.stft in TorchScript is aten::stft.center (it pads itself: here with
+# zeros), return_complex=True read through abs(); a rectangular window
+# (window=None) over an odd n_fft, normalized, both sides of the spectrum.
+class StftComplexAbsModule(torch.nn.Module):
+    def forward(self, x):
+        s = x.stft(15, 4, center=True, pad_mode="constant", normalized=True, onesided=False,
+                   return_complex=True)
+        return s.abs() * 2
+
+
+beyond("stft-center-complex-abs-scripted", lambda: Case(
+    torch.jit.script(StftComplexAbsModule().eval()), torch.randn(2, 100)))
+beyond("stft-center-complex-abs-scripted-1d", lambda: Case(
+    torch.jit.script(StftComplexAbsModule().eval()), torch.randn(100)))
+
+
+# torch.view_as_real of a complex result, the window made in forward
+# (hann_window, folded during conversion), center=False; traced (aten::stft
+# with its arguments as constants) and the real pairs returned.
+class StftViewAsRealModule(torch.nn.Module):
+    def forward(self, x):
+        s = torch.stft(x, 32, 8, window=torch.hann_window(32), center=False, return_complex=True)
+        pairs = torch.view_as_real(s)
+        return pairs, pairs.pow(2).sum(-1).sqrt()
+
+
+beyond("stft-view-as-real-scripted", lambda: Case(
+    torch.jit.script(StftViewAsRealModule().eval()), torch.randn(3, 200)))
+beyond("stft-view-as-real-traced-flex", lambda: Case(
+    StftViewAsRealModule(), torch.randn(3, 200), convert_args=[torch.zeros(0, 200)]))
+
+
+# (A complex result read otherwise is refused before lowering, naming
+# aten::stft and its reader: tests/cli/ux_test.sh, stft_angle.pt.)
+
+
+# log1p, exact for small x too (Goldberg's formula; LOG(1 + x) keeps none of
+# x's bits below 2^-24), x as small as 1e-9 and up to 1e4. The last output
+# is about x: LOG(1 + x) would be up to 0.06 off there, past the tolerance.
+class Log1pModule(torch.nn.Module):
+    def forward(self, x):
+        return (torch.log1p(x * 1e-3), torch.log1p(torch.exp(x * 6) * 1e-6),
+                torch.log1p(x * 1e-6) * 1e6)
+
+
+beyond("log1p", lambda: Case(Log1pModule(), torch.randn(2, 3, 4, 5)))
+beyond("log1p-nhwc", lambda: Case(Log1pModule(), nhwc(torch.randn(2, 3, 4, 5))))
+for _s, _n in (("a", 1), ("b", 3)):
+    beyond(f"log1p-flex-{_s}", lambda n=_n: Case(
+        Log1pModule(), torch.randn(n, 3, 4, 5), convert_args=[torch.zeros(0, 3, 4, 5)]))
+
+
+# torch._cast_Float / _cast_Long (as aten::to(dtype)): a mask made 0/1
+# float32 and int64, and x.data in a scripted forward (prim::data).
+class CastDataModule(torch.nn.Module):
+    def forward(self, x):
+        m = x.data > 0
+        return torch._cast_Float(m) * x, torch._cast_Long(m), torch._cast_Float(x) + 1
+
+
+def _cast_data():
+    return torch.jit.script(CastDataModule().eval())
+
+
+beyond("cast-data-scripted", lambda: Case(_cast_data(), torch.randn(2, 3, 4, 5)))
+beyond("cast-data-scripted-nhwc", lambda: Case(_cast_data(), nhwc(torch.randn(2, 3, 4, 5))))
+for _s, _n in (("a", 1), ("b", 3)):
+    beyond(f"cast-data-scripted-flex-{_s}", lambda n=_n: Case(
+        _cast_data(), torch.randn(n, 3, 4, 5), convert_args=[torch.zeros(0, 3, 4, 5)]))
+
+
+# The checks of scripted published models, decided during conversion:
+# is_floating_point, x.device, `in` and `not` on sizes and attributes, an
+# Optional made in a branch and refined (`is not None`, unchecked_cast),
+# list(x.shape), and raises with f-strings (aten::format) in branches not
+# taken (torch._assert formats its message before the branch).
+def _add_optional(x: torch.Tensor, b: Optional[torch.Tensor]) -> torch.Tensor:
+    if b is not None:
+        return x + b
+    return x
+
+
+class ScriptedChecksModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.sample_rates = [8000, 16000]
+
+    def forward(self, x):
+        if not x.is_floating_point():
+            raise ValueError(f"expected a float tensor, got {x.dtype}")
+        if x.dim() != 4:
+            raise ValueError(f"expected NCHW, got {x.dim()} dims")
+        torch._assert(x.size(1) in [3, 4], f"expected 3 or 4 channels, got shape {x.shape}")
+        b: Optional[torch.Tensor] = None
+        if x.size(1) == 3:
+            b = torch.ones(3, 1, 1, device=x.device, dtype=x.dtype)
+        y = _add_optional(x, b)
+        c: Optional[torch.Tensor] = None
+        if 16000 in self.sample_rates:
+            c = torch.sigmoid(x)
+        if c is not None:
+            y = y * c
+        shape = list(y.shape)
+        return y.reshape(shape[0], shape[1], -1)
+
+
+def _scripted_checks():
+    return torch.jit.script(ScriptedChecksModule().eval())
+
+
+beyond("scripted-checks-folded", lambda: Case(_scripted_checks(), torch.randn(2, 3, 4, 5)))
+beyond("scripted-checks-folded-nhwc", lambda: Case(_scripted_checks(), nhwc(torch.randn(2, 3, 4, 5))))
+for _s, _n in (("a", 1), ("b", 3)):
+    beyond(f"scripted-checks-folded-flex-{_s}", lambda n=_n: Case(
+        _scripted_checks(), torch.randn(n, 3, 4, 5), convert_args=[torch.zeros(0, 3, 4, 5)]))
+# A raise whose branch is taken: the model's own message, formatted, is the
+# refusal (a flexible size shown as "?").
+refuse("scripted-checks-raise-taken", lambda: Case(
+    _scripted_checks(), torch.randn(2, 3, 4, 5), convert_args=[torch.randn(2, 5, 4, 5)]),
+    r"raises an exception for these input sizes .*expected 3 or 4 channels, got shape \[2, 5, 4, 5\]")
+refuse("scripted-checks-raise-taken-flex", lambda: Case(
+    _scripted_checks(), torch.randn(2, 3, 4, 5), convert_args=[torch.zeros(0, 5, 4, 5)]),
+    r"raises an exception for these input sizes .*expected 3 or 4 channels, got shape \[\?, 5, 4, 5\]")
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     p.add_argument("out_dir", nargs="?")

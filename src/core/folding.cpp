@@ -8,14 +8,17 @@
 #include <optional>
 
 #include "lower/check.h"
+#include "lower/constant_value.h"
 #include "lower/kind_set.h"
 #include "lower/registry.h"
 #include "nnapi_convert/converter.h"
 
 namespace nnapi_convert {
 
-// Scalar and shape arithmetic that traced models carry (x.size(0) // 2, ...).
-// With fixed input sizes every input is a constant, so it runs once here.
+// Scalar and shape arithmetic that traced models carry (x.size(0) // 2, ...),
+// and the conditions and messages of scripted models' checks (`not`, `in`,
+// `is None`, f-strings). With fixed input sizes every input is a constant, so
+// it runs once here.
 const KindSet& foldable_kinds() {
   static const KindSet kinds({
       c10::prim::NumToTensor,   c10::aten::Int,
@@ -28,7 +31,10 @@ const KindSet& foldable_kinds() {
       c10::prim::ListUnpack,    c10::prim::TupleUnpack,
       c10::prim::TupleIndex,    c10::aten::size,
       c10::aten::floor,         c10::aten::ceil,
-      c10::prim::Uninitialized,
+      c10::prim::Uninitialized, c10::aten::__not__,
+      c10::aten::__contains__,  c10::aten::__is__,
+      c10::aten::__isnot__,     c10::aten::format,
+      c10::aten::list,
   });
   return kinds;
 }
@@ -39,7 +45,8 @@ const KindSet& foldable_kinds() {
 // masked_fill), or a positional embedding read at arange(sequence length)
 // (embedding, index_select of constant tables), or a causal mask cut from a
 // tril buffer to the sequence length and inverted (tril, triu, bitwise_not,
-// logical_not). The new_* and *_like factories read only the dtype
+// logical_not), a window built in forward (hann_window), and casts of
+// constant tensors. The new_* and *_like factories read only the dtype
 // of their first input (and the *_like ones its shape), so that may be computed.
 const KindSet& tensor_foldable_kinds() {
   static const KindSet kinds({
@@ -57,6 +64,7 @@ const KindSet& tensor_foldable_kinds() {
       c10::aten::pow,         c10::aten::rsub,         c10::aten::clone,
       c10::aten::embedding,   c10::aten::index_select, c10::aten::tril,
       c10::aten::triu,        c10::aten::bitwise_not,  c10::aten::logical_not,
+      c10::aten::hann_window, c10::aten::_cast_Float,  c10::aten::_cast_Long,
   });
   return kinds;
 }
@@ -126,7 +134,7 @@ void run_node(const Node* node, torch::jit::Stack& stack) {
               std::to_string(node->outputs().size()) + " names");
     return;
   }
-  node->getOperation()(stack);
+  run_operator(node, stack);
 }
 
 // Whether the first input only gives the dtype (new_*) or dtype and shape (*_like).
@@ -212,6 +220,24 @@ void Folder::note_lowered(const LoweringContext& cx, const Node* node) {
   }
 }
 
+namespace {
+
+// What list-ops says of a folded kind, where the generic note says too little.
+std::string folded_note(c10::Symbol kind) {
+  if (kind == c10::aten::__not__ || kind == c10::aten::__contains__) {
+    return "computed during conversion when its inputs are constant (a condition of the "
+           "model's checks); `in` over a size of a flexible dim is refused";
+  }
+  if (kind == c10::aten::format) {
+    return "computed during conversion when its inputs are constant (the message of a raise "
+           "in the branch taken, which the refusal quotes); in a branch not taken it is "
+           "dropped, see prim::If";
+  }
+  return "";
+}
+
+}  // namespace
+
 std::vector<SupportedKind> supported_node_kinds() {
   std::vector<SupportedKind> out;
   for (const LoweringTable::Entry& e : lowering_table().entries()) {
@@ -220,9 +246,12 @@ std::vector<SupportedKind> supported_node_kinds() {
   std::vector<SupportedKind> folded;
   for (c10::Symbol kind : foldable_kinds()) {
     if (lowering_table().find(kind)) continue;
+    const std::string note = folded_note(kind);
     folded.push_back({kind.toQualString(), "folded",
-                      "computed during conversion when its inputs are constant (shape "
-                      "arithmetic); on flexible sizes only where the shape-compute script can"});
+                      !note.empty() ? note
+                                    : "computed during conversion when its inputs are constant "
+                                      "(shape arithmetic); on flexible sizes only where the "
+                                      "shape-compute script can"});
   }
   for (c10::Symbol kind : tensor_foldable_kinds()) {
     if (lowering_table().find(kind) || foldable_kinds().count(kind)) continue;

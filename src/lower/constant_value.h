@@ -6,6 +6,7 @@
 
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/runtime/operator.h>
 
 namespace nnapi_convert {
 
@@ -17,6 +18,16 @@ inline c10::optional<c10::IValue> constant_value(const torch::jit::Value* v) {
     return c10::IValue(n->t(c10::attr::value));
   }
   return torch::jit::toIValue(v);
+}
+
+// Runs `node`'s operator on its inputs in `stack`, leaving its outputs there
+// (constant folding). A vararg operator (aten::format) takes its input count
+// on top of the inputs, as TorchScript's interpreter pushes it.
+inline void run_operator(const torch::jit::Node* node, torch::jit::Stack& stack) {
+  if (node->maybeSchema() && node->schema().is_vararg()) {
+    stack.emplace_back(static_cast<int64_t>(node->inputs().size()));
+  }
+  node->getOperation()(stack);
 }
 
 }  // namespace nnapi_convert

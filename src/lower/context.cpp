@@ -81,6 +81,21 @@ void LoweringContext::alias(const Value* v, const Value* source) {
   if (auto t = torch_dtype_of(source)) torch_dtypes_[v] = *t;
 }
 
+bool LoweringContext::forward_value(const Value* v, const Value* source) {
+  if (has_constant(source)) {
+    add_constant(v, v->type(), constant(source).value);
+  } else if (has_symbolic(source)) {
+    add_symbolic(v, sym_int_list(source));
+  } else if (has_operand(source)) {
+    alias(v, source);
+  } else if (has_sequence(source)) {
+    add_sequence(v, sequence(source));
+  } else {
+    return false;
+  }
+  return true;
+}
+
 void LoweringContext::reinterpret(const Value* v, int32_t id, const Operand& o) {
   check(!has_operand(v), [&] { return "value " + value_name(v) + " is defined twice"; });
   operand_of_[v] = id;

@@ -57,6 +57,10 @@ class LoweringContext {
   // `v` names the same operand as `source` (identity ops; its torch dtype
   // below goes with it).
   void alias(const Value* v, const Value* source);
+  // `v` names what `source` names during conversion: a constant, load-time
+  // ints, a tensor (alias) or a sequence (an `if` branch's result,
+  // prim::unchecked_cast). False when `source` has none of them.
+  bool forward_value(const Value* v, const Value* source);
   // The dtype PyTorch gives `v` where NNAPI holds it in another type (a bool
   // as int32 0/1, int64 indices as int32), recorded by the bool model inputs
   // and the lowerings that make such values (the graph of a loaded model

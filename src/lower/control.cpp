@@ -14,25 +14,17 @@ namespace {
 // or sequences of them.
 void bind_outputs(LoweringContext& cx, const Node* node, const torch::jit::Block* block) {
   for (size_t i = 0; i < node->outputs().size(); ++i) {
-    const Value* out = node->output(i);
     const Value* in = block->outputs()[i];
-    if (cx.has_constant(in)) {
-      cx.add_constant(out, out->type(), cx.constant(in).value);
-    } else if (cx.has_symbolic(in)) {
-      cx.add_symbolic(out, cx.sym_int_list(in));
-    } else if (cx.has_operand(in)) {
-      cx.alias(out, in);
-    } else if (cx.has_sequence(in)) {
-      cx.add_sequence(out, cx.sequence(in));
-    } else {
-      fail("output " + std::to_string(i) + " of the branch taken (" + value_name(in) +
-           ") has no value during conversion");
-    }
+    check(cx.forward_value(node->output(i), in), [&] {
+      return "output " + std::to_string(i) + " of the branch taken (" + value_name(in) +
+             ") has no value during conversion";
+    });
   }
 }
 
-// prim::RaiseException(message, class name) in the branch taken: the model
-// refuses these input sizes.
+// prim::RaiseException(message, class name) in the branch taken (or outside
+// any branch): the model refuses these input sizes. The message is a constant,
+// or folded from its f-string (aten::format) before.
 [[noreturn]] void fail_raise(LoweringContext& cx, const Node* node) {
   std::string message;
   if (node->inputs().size() > 0 && cx.has_constant(node->input(0)) &&
@@ -53,10 +45,7 @@ void lower_if(LoweringContext& cx, const Node* node) {
            "--input, or move the branch out of the model";
   });
   const torch::jit::Block* taken = node->blocks()[cx.constant_bool(cond) ? 0 : 1];
-  for (const Node* n : taken->nodes()) {
-    if (n->kind() == c10::prim::RaiseException) fail_raise(cx, n);
-    cx.lower_nested(n);
-  }
+  for (const Node* n : taken->nodes()) cx.lower_nested(n);
   bind_outputs(cx, node, taken);
 }
 
@@ -64,9 +53,15 @@ void lower_if(LoweringContext& cx, const Node* node) {
 
 void register_control_ops(LoweringTable& t) {
   t.add("prim::If", lower_if);
+  t.add("prim::RaiseException", fail_raise);
   t.note("prim::If",
          "only when its condition is known during conversion (fixed sizes, ranks, dtypes): the "
-         "branch taken is lowered in its place");
+         "branch taken is lowered in its place; the other is dropped unlowered, whatever it "
+         "holds (prim::RaiseException, aten::format); a raise in the branch taken refuses, "
+         "quoting the model's message");
+  t.note("prim::RaiseException",
+         "a raise the conversion reaches (in the branch taken) refuses the conversion, quoting "
+         "the model's message; in a branch not taken it is dropped, see prim::If");
 }
 
 }  // namespace nnapi_convert

@@ -29,10 +29,7 @@ c10::ScalarType torch_dtype(OperandType type) {
   }
 }
 
-void check_dtype_argument(LoweringContext& cx, const Value* dtype, const Tensor& x,
-                          const char* what) {
-  if (cx.constant_is_none(dtype)) return;
-  const auto wanted = static_cast<c10::ScalarType>(cx.constant_int(dtype));
+void check_dtype(c10::ScalarType wanted, const Tensor& x, const char* what) {
   const c10::ScalarType computed = torch_dtype(x.op.type);
   check(wanted == computed, [&] {
     return std::string(what) + " with dtype=" + c10::toString(wanted) + " of a " +
@@ -40,8 +37,15 @@ void check_dtype_argument(LoweringContext& cx, const Value* dtype, const Tensor&
            " tensor: NNAPI computes it in the input's dtype, so the converted module would "
            "return " +
            c10::toString(computed) + " where the model returns " + c10::toString(wanted) +
-           "; drop the dtype argument (or convert the result outside the NNAPI model)";
+           "; drop the dtype change (the dtype argument or cast), or convert the result outside "
+           "the NNAPI model";
   });
+}
+
+void check_dtype_argument(LoweringContext& cx, const Value* dtype, const Tensor& x,
+                          const char* what) {
+  if (cx.constant_is_none(dtype)) return;
+  check_dtype(static_cast<c10::ScalarType>(cx.constant_int(dtype)), x, what);
 }
 
 int32_t make_output(LoweringContext& cx, const Value* out, const Operand& o, const Tensor* like) {

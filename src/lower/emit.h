@@ -23,6 +23,8 @@ c10::ScalarType torch_dtype(nnapi::OperandType type);
 // converted module would return another dtype than the model.
 void check_dtype_argument(LoweringContext& cx, const Value* dtype, const Tensor& x,
                           const char* what);
+// The same for a dtype known here (aten::_cast_Float's float32, ...).
+void check_dtype(c10::ScalarType wanted, const Tensor& x, const char* what);
 
 // Creates the output operand: bound to `out` when given, anonymous otherwise.
 // Load-time flexible dims are forwarded from `like` (same shape).

@@ -1,4 +1,6 @@
-// Graph plumbing: constants, module attributes, lists and tuples.
+// Graph plumbing: constants, module attributes, lists and tuples, and the
+// Optional and list handling of scripted models (`is None`, unchecked_cast,
+// list(...)).
 #include <torch/csrc/jit/ir/constants.h>
 
 #include "lower/constant_value.h"
@@ -49,6 +51,39 @@ void lower_tuple_construct(LoweringContext& cx, const Node* node) {
   cx.add_sequence(node->output(), std::move(values));
 }
 
+// `x is None`, `x is not None` (aten::__is__, __isnot__) on a value the
+// model computes (a tensor, a list of them, load-time ints), which is never
+// None: Optional values that are None are constants (freezing, or an omitted
+// input), and two constants are folded (core/folding.cpp).
+void lower_is(LoweringContext& cx, const Node* node) {
+  const Value* computed = nullptr;
+  const Value* other = nullptr;
+  for (size_t i = 0; i < 2; ++i) {
+    if (cx.has_constant(node->input(i))) {
+      other = node->input(i);
+    } else {
+      computed = node->input(i);
+    }
+  }
+  check(computed && other && cx.constant(other).value.isNone(), [&] {
+    return std::string(node->kind().toQualString()) +
+           " compares two values the model computes; nnapi-convert decides `is` during "
+           "conversion only against None or between constants";
+  });
+  const bool is_not = node->kind() == c10::aten::__isnot__;
+  cx.add_constant(node->output(), node->output()->type(), c10::IValue(is_not));
+}
+
+// prim::unchecked_cast (an Optional refined by `if x is not None:`),
+// prim::data (x.data) and aten::list (list(x.shape), a copy) of a value the
+// model computes: the same value (a constant list is copied by constant
+// folding).
+void lower_same_value(LoweringContext& cx, const Node* node) {
+  check(cx.forward_value(node->output(), node->input(0)), [&] {
+    return "its input " + value_name(node->input(0)) + " has no value during conversion";
+  });
+}
+
 }  // namespace
 
 void register_graph_ops(LoweringTable& t) {
@@ -56,6 +91,21 @@ void register_graph_ops(LoweringTable& t) {
   t.add("prim::Constant", lower_constant);
   t.add("prim::ListConstruct", lower_list_construct);
   t.add("prim::TupleConstruct", lower_tuple_construct);
+  t.add("aten::__is__", lower_is);
+  t.add("aten::__isnot__", lower_is);
+  t.add("prim::unchecked_cast", lower_same_value);
+  t.add("aten::list", lower_same_value);
+  t.add("prim::data", lower_same_value);
+  for (const char* kind : {"aten::__is__", "aten::__isnot__"}) {
+    t.note(kind,
+           "folded: a value the model computes is never None; two constants are compared "
+           "during conversion");
+  }
+  t.note("prim::unchecked_cast", "folded: the value itself (an Optional refined by a check)");
+  t.note("aten::list",
+         "folded: a copy of a constant list, or of a size list with flexible sizes (carried "
+         "into the shape-compute script), or of a tensor list");
+  t.note("prim::data", "x.data: the identity (lowered as the tensor itself, folded on a constant)");
 }
 
 }  // namespace nnapi_convert

@@ -3,6 +3,8 @@
 // "circular", and aten::reflection_padNd / replication_padNd, which NNAPI has
 // no operation for: per padded dim, slices of the input (STRIDED_SLICE,
 // reversed for reflect) concatenated around it.
+#include "lower/padding.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -100,6 +102,40 @@ Tensor emit_edge_pad(LoweringContext& cx, Tensor x, const std::vector<int64_t>& 
   return x;
 }
 
+// PAD or PAD_V2 by `value` (emit_pad); a bool's 0/1 (padded_operand) padded
+// as float32.
+Tensor constant_pad(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& before,
+                    const std::vector<int64_t>& after, double value, const Value* out) {
+  if (x.op.type != OperandType::TensorInt32) return emit_pad(cx, x, before, after, value, out);
+  Operand f = x.op;
+  f.type = OperandType::TensorFloat32;
+  const Tensor y = emit_pad(cx, emit_unary_to(cx, Op::Cast, x, f), before, after, value, nullptr);
+  Operand back = y.op;
+  back.type = OperandType::TensorInt32;
+  return emit_unary_to(cx, Op::Cast, y, back, out);
+}
+
+}  // namespace
+
+Tensor emit_mode_pad(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& before,
+                     const std::vector<int64_t>& after, const std::string& mode, double value,
+                     const Value* out) {
+  if (mode == "constant") return constant_pad(cx, x, before, after, value, out);
+  EdgeMode edge;
+  if (mode == "reflect") {
+    edge = EdgeMode::Reflect;
+  } else if (mode == "replicate") {
+    edge = EdgeMode::Replicate;
+  } else if (mode == "circular") {
+    edge = EdgeMode::Circular;
+  } else {
+    fail("padding mode '" + mode + "' is not supported");
+  }
+  return emit_edge_pad(cx, x, before, after, edge, mode.c_str(), out);
+}
+
+namespace {
+
 // Pads `x` by before / after with `pad`, bound to `out`. A fixed-size tensor
 // of rank > 4 padded in its last 3 dims at most (replication_pad3d of (N, C,
 // D, H, W)) has its unpadded leading dims merged into one first, as NNAPI's
@@ -166,40 +202,14 @@ void lower_pad(LoweringContext& cx, const Node* node) {
   if (node->kind() == c10::aten::pad) {
     mode = cx.constant(node->input(2)).value.toStringRef();
   }
+  const double value = mode == "constant" ? pad_value(cx, node) : 0.0;
   const std::vector<int64_t> pad = cx.constant_int_list(node->input(1));
-  auto [in_id, in] = padded_operand(cx, node);
-  const auto rank = static_cast<int64_t>(in.shape.size());
+  const Tensor x = padded_operand(cx, node);
   std::vector<int64_t> before, after;
-  pad_amounts(pad, rank, &before, &after);
-  if (mode == "constant") {
-    const double value = pad_value(cx, node);
-    pad_any_rank(cx, {in_id, in}, before, after, node->output(),
-                 [&](const Tensor& x, const std::vector<int64_t>& b, const std::vector<int64_t>& a,
-                     const Value* out) {
-                   if (x.op.type != OperandType::TensorInt32)
-                     return emit_pad(cx, x, b, a, value, out);
-                   // A bool's 0/1 (padded_operand), padded as float32.
-                   Operand f = x.op;
-                   f.type = OperandType::TensorFloat32;
-                   const Tensor y =
-                       emit_pad(cx, emit_unary_to(cx, Op::Cast, x, f), b, a, value, nullptr);
-                   Operand back = y.op;
-                   back.type = OperandType::TensorInt32;
-                   return emit_unary_to(cx, Op::Cast, y, back, out);
-                 });
-    return;
-  }
-  EdgeMode edge;
-  if (mode == "reflect") {
-    edge = EdgeMode::Reflect;
-  } else if (mode == "replicate") {
-    edge = EdgeMode::Replicate;
-  } else if (mode == "circular") {
-    edge = EdgeMode::Circular;
-  } else {
-    fail("padding mode '" + mode + "' is not supported");
-  }
-  lower_edge_pad_values(cx, {in_id, in}, before, after, edge, mode.c_str(), node->output());
+  pad_amounts(pad, static_cast<int64_t>(x.op.shape.size()), &before, &after);
+  pad_any_rank(cx, x, before, after, node->output(),
+               [&](const Tensor& y, const std::vector<int64_t>& b, const std::vector<int64_t>& a,
+                   const Value* out) { return emit_mode_pad(cx, y, b, a, mode, value, out); });
 }
 
 // aten::reflection_padNd / replication_padNd(x, padding).

@@ -1,5 +1,6 @@
 // Pointwise ops: unary activations, broadcasting binary arithmetic (with
-// tensors or Python numbers), rsub, neg, abs, pow, softmax, log_softmax, prelu.
+// tensors or Python numbers), rsub, neg, abs, exp, log, log1p, sqrt, rsqrt,
+// pow, softmax, log_softmax, prelu.
 #include "lower/pointwise.h"
 
 #include <ATen/ATen.h>
@@ -70,14 +71,34 @@ void lower_signed_unary(LoweringContext& cx, const Node* node, Op op) {
 
 // exp, log, sqrt and rsqrt: NNAPI's EXP, LOG, SQRT and RSQRT, which take float
 // tensors only.
-void lower_float_unary(LoweringContext& cx, const Node* node, Op op) {
-  const Operand& in = cx.get_operand(node->input(0)).op;
-  check(in.type == OperandType::TensorFloat32, [&] {
+void check_float_unary(const Tensor& x, const Node* node, Op op) {
+  check(x.op.type == OperandType::TensorFloat32, [&] {
     return std::string(node->kind().toQualString()) +
            " is supported of float32 tensors only (NNAPI's " + nnapi::op_name(op) +
            " takes float tensors)";
   });
+}
+
+void lower_float_unary(LoweringContext& cx, const Node* node, Op op) {
+  check_float_unary(cx.get_operand(node->input(0)), node, op);
   lower_unary(cx, node, op);
+}
+
+// log1p(x) = log(u) * (x / (u - 1)) with u = 1 + x, and x itself where u
+// rounds to 1 (SELECT, NNAPI feature level 3): Goldberg's formula ("What
+// every computer scientist should know about floating-point arithmetic",
+// theorem 4), within a few ulps of log(1 + x) for small x too, where LOG(1 +
+// x) keeps none of x's bits below 2^-24. (x = inf gives NaN.)
+void lower_log1p(LoweringContext& cx, const Node* node) {
+  const Tensor x = cx.get_operand(node->input(0));
+  check_float_unary(x, node, Op::Log);
+  const Tensor u = emit_binary(cx, Op::Add, x, float_scalar_tensor(cx, 1.0f));
+  const Tensor d = emit_binary(cx, Op::Sub, u, float_scalar_tensor(cx, 1.0f));
+  const Tensor r =
+      emit_binary(cx, Op::Mul, emit_unary(cx, Op::Log, u), emit_binary(cx, Op::Div, x, d));
+  const Tensor exact = emit_binary(cx, Op::Equal, d, float_scalar_tensor(cx, 0.0f));
+  const int32_t out_id = make_output(cx, node->output(), x.op, &x);
+  cx.model().add_operation(Op::Select, {exact.id, x.id, r.id}, {out_id});
 }
 
 // pow(x, number) and pow(number, x). Exponents PyTorch computes otherwise than
@@ -584,6 +605,10 @@ void register_pointwise_ops(LoweringTable& t) {
                           std::pair{"aten::sqrt", Op::Sqrt}, std::pair{"aten::rsqrt", Op::Rsqrt}}) {
     t.add(kind, [op = op](LoweringContext& cx, const Node* n) { lower_float_unary(cx, n, op); });
   }
+  t.add("aten::log1p", lower_log1p);
+  t.note("aten::log1p",
+         "float32: log(u) * x / (u - 1) with u = 1 + x, x where u rounds to 1 (SELECT): exact for "
+         "small x, where LOG(1 + x) is not");
   t.add("aten::pow", lower_pow);
   t.add("aten::mul", [](LoweringContext& cx, const Node* n) { lower_mul_div(cx, n, Op::Mul); });
   t.add("aten::div", [](LoweringContext& cx, const Node* n) { lower_mul_div(cx, n, Op::Div); });

@@ -97,6 +97,7 @@ const LoweringTable& lowering_table() {
         {"logical", register_logical_ops},
         {"reduction", register_reduction_ops},
         {"video", register_video_ops},
+        {"spectral", register_spectral_ops},
         {"control", register_control_ops},
     };
     for (const auto& [family, register_family] : families) {

@@ -119,6 +119,7 @@ void register_indexing_ops(LoweringTable& t);       // indexing.cpp
 void register_logical_ops(LoweringTable& t);        // logical.cpp
 void register_reduction_ops(LoweringTable& t);      // reduction.cpp
 void register_video_ops(LoweringTable& t);          // video.cpp (after pointwise, convolution)
+void register_spectral_ops(LoweringTable& t);       // spectral.cpp (after pointwise: abs)
 void register_control_ops(LoweringTable& t);        // control.cpp (prim::If decided here)
 
 }  // namespace nnapi_convert

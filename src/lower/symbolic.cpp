@@ -4,7 +4,9 @@
 // (SymInt), and the nodes here carry it on as an expression of the
 // shape-compute script, which view and reshape then consume.
 #include <algorithm>
+#include <string>
 
+#include "lower/constant_value.h"
 #include "lower/registry.h"
 
 namespace nnapi_convert {
@@ -43,6 +45,15 @@ bool lower_symbolic_arithmetic(LoweringContext& cx, const Node* node) {
   }
   if (kind == sym("aten::mul")) {
     cx.add_symbolic(out, {sym_arith(cx.sym_int(node->input(0)), '*', cx.sym_int(node->input(1)))});
+    return true;
+  }
+  if (kind == sym("aten::add") && node->input(0)->type()->kind() == c10::TypeKind::ListType) {
+    // [1] * (3 - x.dim()) + list(x.size()): torch.stft's (center=True) view
+    // to 3-D, a list joined to a size list.
+    std::vector<SymInt> items = cx.sym_int_list(node->input(0));
+    const std::vector<SymInt> more = cx.sym_int_list(node->input(1));
+    items.insert(items.end(), more.begin(), more.end());
+    cx.add_symbolic(out, std::move(items));
     return true;
   }
   if (kind == sym("aten::add") || kind == sym("aten::sub")) {
@@ -101,7 +112,31 @@ bool lower_symbolic_arithmetic(LoweringContext& cx, const Node* node) {
     cx.add_symbolic(out, std::move(picked));
     return true;
   }
-  for (const char* cmp : {"aten::eq", "aten::ne", "aten::lt", "aten::le", "aten::gt", "aten::ge"}) {
+  if (kind == sym("aten::format")) {
+    // An f-string of a flexible size (torch._assert formats its message
+    // before the check): only a message, of a raise the conversion decides,
+    // so each load-time size is shown as "?".
+    torch::jit::Stack stack;
+    for (const Value* in : node->inputs()) {
+      if (cx.has_constant(in)) {
+        stack.push_back(cx.constant(in).value);
+        continue;
+      }
+      check(cx.has_symbolic(in), "an f-string of a value known only when the model runs");
+      std::string text;
+      for (const SymInt& item : cx.sym_int_list(in)) {
+        text += (text.empty() ? "" : ", ") +
+                (item.is_constant() ? std::to_string(item.value) : std::string("?"));
+      }
+      const bool list = in->type()->kind() == c10::TypeKind::ListType;
+      stack.emplace_back(list ? "[" + text + "]" : text);
+    }
+    run_operator(node, stack);
+    cx.add_constant(out, out->type(), stack.back());
+    return true;
+  }
+  for (const char* cmp : {"aten::eq", "aten::ne", "aten::lt", "aten::le", "aten::gt", "aten::ge",
+                          "aten::__contains__"}) {
     check(kind != sym(cmp),
           "this compares a size known only when the model runs (a flexible dim of --input), "
           "so the condition cannot be decided during conversion; NNAPI below feature level 4 "

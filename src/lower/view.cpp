@@ -1,5 +1,7 @@
-// Views: the identity ops (to, detach, dropout at inference), unsqueeze, squeeze,
-// reshape/view (also over load-time sizes), flatten and size.
+// Views: the identity ops (to, _cast_Float/_cast_Long, detach, dropout at
+// inference), unsqueeze, squeeze, reshape/view (also over
+// load-time sizes), flatten, and what is known of a tensor during conversion
+// (size, dim, numel, dtype, is_floating_point, device).
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -22,39 +24,32 @@ void lower_identity(LoweringContext& cx, const Node* node) {
   cx.alias(node->output(), node->input(0));
 }
 
-// aten::to and aten::type_as: a device move is free; to a dtype (to.dtype,
-// to.device, to.dtype_layout) or to another tensor's dtype (to.other,
-// type_as) only when it is the dtype NNAPI computes x in already.
-void lower_to(LoweringContext& cx, const Node* node) {
+// x made dtype `wanted` (aten::to's dtype argument, aten::_cast_Float's and
+// _cast_Long's own): a bool made float32 or integer is 0/1 (TENSOR_BOOL8 by
+// SELECT, an int32 0/1 bool input by CAST or as it is); int64 indices
+// (argmax, topk), int32 in NNAPI, made int32 or kept int64 as they are (the
+// converted module returning the dtype asked for), made float32 by CAST (an
+// index is below 2^24: exact); any other dtype change is refused.
+void lower_dtype_change(LoweringContext& cx, const Node* node, c10::ScalarType wanted,
+                        const char* what) {
   const Tensor x = cx.get_operand(node->input(0));
-  NodeArgs args(cx, node);
-  if (args.has("dtype") && is_bool_value(cx, node->input(0)) &&
-      !cx.constant_is_none(args.value("dtype"))) {
-    // A bool made float32 or integer: 0/1 (TENSOR_BOOL8 by SELECT, an int32
-    // 0/1 bool input by CAST or as it is).
-    const auto wanted = static_cast<c10::ScalarType>(cx.constant_int(args.value("dtype")));
-    if (wanted == at::kFloat || wanted == at::kInt || wanted == at::kLong) {
-      const auto type = wanted == at::kFloat ? nnapi::OperandType::TensorFloat32
-                                             : nnapi::OperandType::TensorInt32;
-      if (wanted == at::kLong) cx.set_torch_dtype(node->output(), at::kLong);
-      if (x.op.type == nnapi::OperandType::TensorBool8) {
-        bool_as(cx, x, type, node->output());
-      } else if (x.op.type != type) {
-        Operand o = x.op;
-        o.type = type;
-        emit_unary_to(cx, Op::Cast, x, o, node->output());
-      } else {
-        lower_identity(cx, node);
-      }
-      return;
+  if (is_bool_value(cx, node->input(0)) &&
+      (wanted == at::kFloat || wanted == at::kInt || wanted == at::kLong)) {
+    const auto type =
+        wanted == at::kFloat ? nnapi::OperandType::TensorFloat32 : nnapi::OperandType::TensorInt32;
+    if (wanted == at::kLong) cx.set_torch_dtype(node->output(), at::kLong);
+    if (x.op.type == nnapi::OperandType::TensorBool8) {
+      bool_as(cx, x, type, node->output());
+    } else if (x.op.type != type) {
+      Operand o = x.op;
+      o.type = type;
+      emit_unary_to(cx, Op::Cast, x, o, node->output());
+    } else {
+      lower_identity(cx, node);
     }
+    return;
   }
-  if (args.has("dtype") && !cx.constant_is_none(args.value("dtype")) &&
-      cx.torch_dtype_of(node->input(0)) == at::kLong) {
-    // int64 indices (argmax, topk), int32 in NNAPI: made int32 or kept int64
-    // as they are, the converted module returning the dtype asked for; made
-    // float32 by CAST (an index is below 2^24: exact).
-    const auto wanted = static_cast<c10::ScalarType>(cx.constant_int(args.value("dtype")));
+  if (cx.torch_dtype_of(node->input(0)) == at::kLong) {
     if (wanted == at::kInt || wanted == at::kLong) {
       lower_identity(cx, node);
       cx.set_torch_dtype(node->output(), wanted);
@@ -67,14 +62,25 @@ void lower_to(LoweringContext& cx, const Node* node) {
       return;
     }
   }
-  if (args.has("dtype")) {
-    check_dtype_argument(cx, args.value("dtype"), x, "aten::to");
-  } else if (args.has("other")) {
+  check_dtype(wanted, x, what);
+  lower_identity(cx, node);
+}
+
+// aten::to and aten::type_as: a device move is free; to a dtype (to.dtype,
+// to.device, to.dtype_layout): lower_dtype_change; to another tensor's dtype
+// (to.other, type_as) only when it is the dtype NNAPI computes x in already.
+void lower_to(LoweringContext& cx, const Node* node) {
+  NodeArgs args(cx, node);
+  if (args.has("dtype") && !cx.constant_is_none(args.value("dtype"))) {
+    lower_dtype_change(cx, node, static_cast<c10::ScalarType>(args.integer("dtype")), "aten::to");
+    return;
+  }
+  if (args.has("other")) {
+    const c10::ScalarType computed = torch_dtype(cx.get_operand(node->input(0)).op.type);
     const Value* other = args.value("other");
     const c10::ScalarType wanted = cx.has_operand(other)
                                        ? torch_dtype(cx.get_operand(other).op.type)
                                        : cx.constant_tensor(other).scalar_type();
-    const c10::ScalarType computed = torch_dtype(x.op.type);
     check(wanted == computed, [&] {
       return std::string("aten::to changes the dtype to ") + c10::toString(wanted) + " from " +
              c10::toString(computed) +
@@ -333,17 +339,44 @@ void lower_numel(LoweringContext& cx, const Node* node) {
   cx.add_int(node->output(), sym_numel(cx.get_operand(node->input(0))));
 }
 
+// PyTorch's dtype of `v`: recorded where NNAPI holds it in another type,
+// else that of its NNAPI type (float32, quint8); nullopt for int32 data,
+// which may be int32 or int64 in PyTorch.
+std::optional<c10::ScalarType> known_torch_dtype(const LoweringContext& cx, const Value* v) {
+  const Operand& in = cx.get_operand(v).op;
+  std::optional<c10::ScalarType> t = cx.torch_dtype_of(v);
+  if (!t && in.type == nnapi::OperandType::TensorFloat32) t = at::kFloat;
+  if (!t && in.type == nnapi::OperandType::TensorQuant8Asymm) t = at::kQUInt8;
+  return t;
+}
+
 // x.dtype (prim::dtype), e.g. torch.arange(n, dtype=x.dtype): PyTorch's
 // dtype of the tensor, an int constant of the model.
 void lower_dtype(LoweringContext& cx, const Node* node) {
-  const Operand& in = cx.get_operand(node->input(0)).op;
-  std::optional<c10::ScalarType> t = cx.torch_dtype_of(node->input(0));
-  if (!t && in.type == nnapi::OperandType::TensorFloat32) t = at::kFloat;
-  if (!t && in.type == nnapi::OperandType::TensorQuant8Asymm) t = at::kQUInt8;
+  const std::optional<c10::ScalarType> t = known_torch_dtype(cx, node->input(0));
   check(t.has_value(),
         "the dtype of this integer tensor (int32 or int64 in PyTorch) is not "
         "known during conversion; give the dtype explicitly");
   cx.add_constant(node->output(), node->output()->type(), c10::IValue(static_cast<int64_t>(*t)));
+}
+
+// x.is_floating_point() (`if x.is_floating_point():` in scripted models): a
+// bool constant; int32 data is an integer dtype whether int32 or int64.
+void lower_is_floating_point(LoweringContext& cx, const Node* node) {
+  const Value* x = node->input(0);
+  const std::optional<c10::ScalarType> t =
+      cx.has_constant(x) ? cx.constant_tensor(x).scalar_type() : known_torch_dtype(cx, x);
+  cx.add_constant(node->output(), node->output()->type(),
+                  c10::IValue(t.has_value() && c10::isFloatingType(*t)));
+}
+
+// x.device (prim::device), e.g. torch.ones(3, device=x.device): the converted
+// model's tensors are CPU tensors to the TorchScript around it, as eager's
+// are (and as the model's constants are, loaded on the CPU).
+void lower_device(LoweringContext& cx, const Node* node) {
+  const Value* x = node->input(0);
+  if (!cx.has_constant(x)) cx.get_operand(x);  // a tensor the model computes
+  cx.add_constant(node->output(), node->output()->type(), c10::IValue(c10::Device(c10::kCPU)));
 }
 
 }  // namespace
@@ -405,6 +438,19 @@ void register_view_ops(LoweringTable& t) {
   t.add("aten::dim", lower_dim);
   t.add("aten::numel", lower_numel);
   t.add("prim::dtype", lower_dtype);
+  t.add("aten::is_floating_point", lower_is_floating_point);
+  t.add("prim::device", lower_device);
+  t.add("aten::_cast_Float", [](LoweringContext& cx, const Node* n) {
+    lower_dtype_change(cx, n, at::kFloat, "aten::_cast_Float");
+  });
+  t.add("aten::_cast_Long", [](LoweringContext& cx, const Node* n) {
+    lower_dtype_change(cx, n, at::kLong, "aten::_cast_Long");
+  });
+  t.note("aten::is_floating_point",
+         "folded: a bool constant, from the tensor's dtype during conversion");
+  t.note("prim::device", "folded: the CPU device, as the converted module's tensors are");
+  t.note("aten::_cast_Float", "lowered as aten::to(dtype=torch.float32)");
+  t.note("aten::_cast_Long", "lowered as aten::to(dtype=torch.int64)");
 }
 
 }  // namespace nnapi_convert

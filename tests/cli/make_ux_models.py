@@ -149,3 +149,13 @@ class PaddedEncoder(torch.nn.Module):
 torch.jit.trace(PaddedEncoder().eval().requires_grad_(False),
                 (torch.randn(2, 5, 8), torch.arange(5) >= torch.tensor([[5], [3]]))).save(
     os.path.join(out, "padded_encoder.pt"))
+
+
+# Issue 33: a complex stft result read by angle(): NNAPI has no complex
+# tensors, so the conversion is refused before lowering, naming both kinds.
+class StftAngle(torch.nn.Module):
+    def forward(self, x):
+        return torch.stft(x, 16, 4, return_complex=True).angle()
+
+
+torch.jit.script(StftAngle().eval()).save(os.path.join(out, "stft_angle.pt"))

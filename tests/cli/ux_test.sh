@@ -71,7 +71,25 @@ check "list-ops lists node kinds by family" \
 import json, sys; ops = json.load(sys.stdin)
 assert any(o['kind'] == 'aten::avg_pool2d' and 'count_include_pad' in o['note'] for o in ops)
 assert all(set(o) == {'kind', 'family', 'note'} for o in ops)
+# Issue 33: which kinds of scripted models' checks are folded, which lowered.
+kinds = {o['kind']: o for o in ops}
+for k in ('aten::__not__', 'aten::__contains__', 'aten::format'):
+    assert kinds[k]['family'] == 'folded', k
+for k in ('aten::is_floating_point', 'prim::device', 'aten::__is__', 'aten::__isnot__',
+          'prim::unchecked_cast', 'aten::list'):
+    assert kinds[k]['note'].startswith('folded'), k
+for k in ('aten::_cast_Float', 'aten::_cast_Long'):
+    assert kinds[k]['note'].startswith('lowered as aten::to'), k
+assert kinds['aten::log1p']['family'] == 'pointwise'
+assert kinds['aten::stft']['family'] == 'spectral' and 'CONV_2D' in kinds['aten::stft']['note']
+assert 'dropped unlowered' in kinds['prim::If']['note']
 print('ok: list-ops --json')" || fail=1
+
+# A complex stft result read otherwise than by abs() or view_as_real(): refused
+# before lowering, aten::stft named with its reader and what to do.
+"$BIN" "$W/stft_angle.pt" --input 2x64 -o "$W/stft_angle.nnapi.pt" 2>"$W/err"; rc=$?
+check "a complex stft result read by angle() is refused naming both" \
+  "[ $rc = 1 ] && grep -q '^  - aten::stft (its complex result is read by aten::angle; NNAPI has no complex tensors: take .abs() or torch.view_as_real() of it' $W/err && grep -q '^  - aten::angle' $W/err"
 
 # Errors: repeated kinds grouped, a converted module, a float spec for quantized input.
 "$BIN" "$W/threesorts.pt" --input 1x3x8x8 2>"$W/err"; rc=$?

@@ -29,6 +29,13 @@ NO_ROW = {
                      "samples are random",
     "aten::feature_dropout": "freezing an eval-mode module removes it (training=False)",
     "aten::detach": "freezing removes it",
+    "prim::RaiseException": "a raise the conversion reaches refuses it (the model's own message: "
+                            "beyond-scripted-checks-raise-taken, beyond-size-checks-assert-fails); "
+                            "one in a branch not taken is dropped unlowered",
+    "prim::unchecked_cast": "TorchScript puts it only inside a branch (an Optional refined by `if x is "
+                            "not None:` or an assert), where the matrix credits no kind; the "
+                            "_ScriptedChecks rows (is_floating_point, __isnot__, ...) convert and verify "
+                            "it, and beyond-scripted-checks-folded",
 }
 
 

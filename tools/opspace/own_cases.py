@@ -4,6 +4,8 @@ broadcasting, negative dims and indices, ranks 1 to 6), with the layout,
 flexible-batch, quantized, fused-activation and target-API forms where they
 apply. PyTorch's OpInfo/ModuleInfo samples (torch_samples.py) come on top.
 """
+from typing import Optional
+
 import torch
 import torch.nn.functional as F
 
@@ -1424,3 +1426,88 @@ for _kind, _f in (("aten::alpha_dropout", lambda x: F.alpha_dropout(x, 0.3, Fals
 # A slice from a negative start over a flexible width: refused, naming the
 # node (beyond-flexhw-slice-negative-start); it was converted as the identity.
 add(Sample("aten::slice", fn(lambda x: x[..., -3:] * 2), [In((2, 3, 5, 7))], "neg-start-last", flexhw=True))
+
+
+# ------------------------ issue 33 item 6: node kinds of published scripted files
+# log1p (Goldberg's formula: small x keep their bits) over the unary ranks,
+# and of x * 1e-6 scaled back (LOG(1 + x) would be up to 0.06 off).
+unary("aten::log1p", torch.log1p, positive=True)
+unary("aten::log1p", lambda x: torch.log1p(x * 1e-6) * 1e6, labels=("rank4", "rank2"))
+
+
+class _StftMagnitude(torch.nn.Module):
+    """torch.stft as Silero's v2 models take it: center=True (reflect padding
+    in TorchScript), a hann window shorter than n_fft, the magnitude from
+    return_complex=False's real pairs."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("window", torch.hann_window(24))
+
+    def forward(self, x):
+        s = torch.stft(x, 32, 8, 24, self.window, center=True, return_complex=False)
+        return torch.sqrt(s[..., 0] ** 2 + s[..., 1] ** 2)
+
+
+class _StftComplex(torch.nn.Module):
+    """Tensor.stft (aten::stft.center) with a complex result read by abs()
+    and view_as_real()."""
+
+    def forward(self, x):
+        s = x.stft(16, 5, pad_mode="replicate", normalized=True, return_complex=True)
+        return s.abs(), torch.view_as_real(s) * 2
+
+
+add(Sample("aten::stft", _StftMagnitude, [In((2, 300))], "silero-magnitude", script=True))
+add(Sample("aten::stft", _StftMagnitude, [In((300,))], "rank1", script=True, flex=False))
+for _kind in ("aten::stft", "aten::view_as_real"):
+    add(Sample(_kind, _StftComplex, [In((3, 90))], "complex-abs-view-as-real", script=True))
+
+
+class _CastData(torch.nn.Module):
+    """torch._cast_Float / _cast_Long of a mask, of float32 data, and x.data."""
+
+    def forward(self, x):
+        m = x.data > 0.5
+        return torch._cast_Float(m) * x, torch._cast_Long(m), torch._cast_Float(x) - 1
+
+
+for _kind in ("aten::_cast_Float", "aten::_cast_Long", "prim::data"):
+    add(Sample(_kind, _CastData, [In((2, 3, 5, 7))], "rank4", script=True))
+    add(Sample(_kind, _CastData, [In((3, 5))], "rank2", script=True))
+
+
+def _add_optional(x: torch.Tensor, b: Optional[torch.Tensor]) -> torch.Tensor:
+    if b is not None:
+        return x + b
+    return x
+
+
+class _ScriptedChecks(torch.nn.Module):
+    """A scripted model's checks, decided during conversion: is_floating_point,
+    x.device, an Optional made in a branch and refined (`is not None`,
+    unchecked_cast after an assert), `is None` of a computed tensor,
+    list(x.shape)."""
+
+    def forward(self, x):
+        if not x.is_floating_point():
+            raise ValueError("expected a float tensor")
+        ones = torch.ones(x.size(-1), device=x.device, dtype=x.dtype)
+        b: Optional[torch.Tensor] = None
+        if x.size(1) == 3:
+            b = ones
+        y = _add_optional(x, b)
+        c: Optional[torch.Tensor] = torch.relu(y) if x.dim() > 2 else None
+        if c is None:
+            y = y * 2
+        d: Optional[torch.Tensor] = y if x.size(1) > 0 else None
+        assert d is not None
+        shape = list(d.shape)
+        return d.reshape(shape[0], -1)
+
+
+# (prim::unchecked_cast is in these graphs too, inside the branches: known.NO_ROW)
+for _kind in ("aten::is_floating_point", "prim::device", "aten::__isnot__", "aten::__is__",
+              "aten::list"):
+    add(Sample(_kind, _ScriptedChecks, [In((2, 3, 5, 7))], "rank4", script=True))
+    add(Sample(_kind, _ScriptedChecks, [In((3, 5))], "rank2-else", script=True))
