@@ -152,9 +152,8 @@ ModelRuns model_runs(const torch::jit::Graph& graph, const c10::IValue& self) {
 
 Conversion convert(const ConvertOptions& options) {
   PhaseTimes times;
-  torch::jit::Module module =
-      load_frozen_model(options.model_path, &times.load_ms, &times.freeze_ms);
-  specialize_omitted_inputs(module, options.inputs.size());
+  LoadedEntry entry;
+  torch::jit::Module module = load_frozen_model(options, &times.load_ms, &times.freeze_ms, &entry);
   std::shared_ptr<const QuantizedModel> quantized;
   if (options.quantize.enabled) {
     // Before the calibration samples are read against the specs.
@@ -164,6 +163,8 @@ Conversion convert(const ConvertOptions& options) {
   Conversion result =
       lower_module(module, quantized ? lowering_options(*quantized, options) : options);
   result.quantized = quantized;
+  result.arguments = std::move(entry.arguments);
+  result.notes = std::move(entry.notes);
   result.times.load_ms = times.load_ms;
   result.times.freeze_ms = times.freeze_ms;
   return result;
@@ -172,9 +173,7 @@ Conversion convert(const ConvertOptions& options) {
 CheckReport check_model(const ConvertOptions& options) {
   CheckReport r;
   r.model = options.model_path;
-  torch::jit::Module module =
-      load_frozen_model(options.model_path, &r.times.load_ms, &r.times.freeze_ms);
-  specialize_omitted_inputs(module, options.inputs.size());
+  torch::jit::Module module = load_frozen_model(options, &r.times.load_ms, &r.times.freeze_ms);
   std::shared_ptr<torch::jit::Graph> graph = module.get_method("forward").graph();
   r.kinds = census(*graph);
   for (const NodeKindCount& k : r.kinds) r.node_count += k.count;

@@ -351,6 +351,11 @@ void print_text(const Model& m, std::ostream& out) {
     };
     out << "input memory formats: " << fmts(m.inp_mem_fmts) << "\n";
     out << "output memory formats: " << fmts(m.out_mem_fmts) << "\n";
+    if (!m.arguments.empty()) {
+      out << "arguments of forward (values are fixed: the model was specialized on them, and "
+             "forward raises for others):\n";
+      for (const std::string& a : m.arguments) out << "  " << a << "\n";
+    }
   } else {
     out << "memory formats: not stored in a raw blob\n";
   }
@@ -455,6 +460,7 @@ void print_json(const Model& m, std::ostream& out) {
   };
   j["input_memory_formats"] = fmts(m.inp_mem_fmts);
   j["output_memory_formats"] = fmts(m.out_mem_fmts);
+  if (!m.arguments.empty()) j["arguments"] = m.arguments;
   out << j.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
 }
 

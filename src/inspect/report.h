@@ -26,6 +26,9 @@ struct Model {
   Blob blob;
   std::vector<WeightInfo> weights;  // only for a .nnapi.pt
   std::vector<int64_t> inp_mem_fmts, out_mem_fmts;
+  // The converted entry point's arguments as nnapi-convert recorded them
+  // ("sr (int): int=16000"; values the model was specialized on), when it did.
+  std::vector<std::string> arguments;
   // What the validator finds (NeuralNetworks.h's rules), see validate().
   std::vector<nnapi_validate::Finding> findings;
 };
