@@ -196,6 +196,21 @@ bool after(const std::string& text, const std::string& prefix, std::string* rest
   return true;
 }
 
+// A list's items, joined by '+': a '+' after e, E, p or P is a number's
+// exponent sign (scale=1e+20, as format_input_spec writes a large scale),
+// and no item ends in those letters.
+std::vector<std::string> split_items(const std::string& s) {
+  std::vector<std::string> items(1);
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+' && (i == 0 || std::string("eEpP").find(s[i - 1]) == std::string::npos)) {
+      items.emplace_back();
+    } else {
+      items.back() += s[i];
+    }
+  }
+  return items;
+}
+
 }  // namespace
 
 ArgSpec parse_arg_spec(const std::string& text) {
@@ -224,7 +239,7 @@ ArgSpec parse_arg_spec(const std::string& text) {
   } else if (after(text, "list=", &v) || after(text, "tuple=", &v)) {
     a.kind = text[0] == 'l' ? ArgKind::List : ArgKind::Tuple;
     if (v.empty()) fail(text, "it names no tensor (give at least one tensor spec after '=')");
-    const std::vector<std::string> items = split(v, '+');
+    const std::vector<std::string> items = split_items(v);
     for (size_t i = 0; i < items.size(); ++i) {
       try {
         a.tensors.push_back(parse_input_spec(items[i]));
