@@ -181,7 +181,8 @@ Signature signature(const Conversion& c, size_t n_inputs) {
     if (!differs.empty()) {
       s.checks += "    if " + differs + ":\n        raise Exception(\"nnapi-convert converted " +
                   "this model for " + a.name + " = " + format_arg_spec(a.spec) +
-                  " (its --input); convert it again for another value\")\n";
+                  " (its --input); convert it again for another " +
+                  (a.spec.kind == ArgKind::List ? "length" : "value") + "\")\n";
     }
   }
   return s;
