@@ -160,8 +160,25 @@ Conversion convert(const ConvertOptions& options) {
     check_input_count(*module.get_method("forward").graph(), options);
     quantized = quantize_module(module, options);
   }
-  Conversion result =
-      lower_module(module, quantized ? lowering_options(*quantized, options) : options);
+  Conversion result;
+  try {
+    result = lower_module(module, quantized ? lowering_options(*quantized, options) : options);
+  } catch (const ConvertError& e) {
+    // Published files wrap the network in logic NNAPI cannot hold: point at
+    // the network.
+    if (e.unsupported().empty() || entry.submodules.empty() || !options.method.empty()) throw;
+    std::string names;
+    for (const std::string& n : entry.submodules) names += (names.empty() ? "" : ", ") + n;
+    ConvertError hinted(e.exit_code(),
+                        std::string(e.what()) +
+                            " If the network NNAPI should run is a submodule (the model has " +
+                            names +
+                            "), convert it alone with --submodule PATH (and --method NAME "
+                            "for another method than its forward).",
+                        e.node(), e.location());
+    hinted.set_unsupported(e.unsupported());
+    throw hinted;
+  }
   result.quantized = quantized;
   result.arguments = std::move(entry.arguments);
   result.notes = std::move(entry.notes);

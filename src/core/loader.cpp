@@ -608,6 +608,9 @@ Module load_frozen_model(const ConvertOptions& options, double* load_ms, double*
   if (!entry) entry = &local;
   std::string walked;
   Module chosen = chosen_submodule(model, options, &walked);
+  if (options.submodule.empty()) {
+    for (const auto& c : model.named_children()) entry->submodules.push_back(c.name);
+  }
   if (!options.submodule.empty() || !options.method.empty()) {
     entry->notes.push_back(
         "converted " + (options.submodule.empty() ? std::string("the model") : options.submodule) +

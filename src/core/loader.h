@@ -25,6 +25,9 @@ torch::jit::Module entry_module(const torch::jit::Module& model, const ConvertOp
 struct LoadedEntry {
   std::vector<std::string> notes;
   std::vector<EntryArgument> arguments;
+  // Without --submodule: the model's submodules (named_children), which
+  // --submodule could convert instead of a forward that cannot be.
+  std::vector<std::string> submodules;
 };
 
 // Checks the archive, loads options.model_path, picks the entry point

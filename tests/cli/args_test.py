@@ -369,6 +369,10 @@ for label, args, call, eager in entries:
         got, want = call(conv), eager()
         check(f"{label}: the module's forward runs that entry", close(got, want) and varies(want),
               (got, want))
+rc, text = run(path("app.pt"), "--input", "1x3x8x8", "--input", "float=0.5")
+check("the whole app (nonzero in its forward): exit 1 pointing at --submodule and its submodules",
+      rc == 1 and "aten::nonzero" in text and "--submodule PATH" in text
+      and "_model, backbone" in text, text)
 rc, text = run(path("app.pt"), "--submodule", "model", "--input", "1x3x8x8")
 check("--submodule that does not exist: exit 2 listing the submodules",
       rc == 2 and "--submodule 'model'" in text and "_model, backbone" in text, text)
