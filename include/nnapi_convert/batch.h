@@ -53,6 +53,10 @@ struct JobResult {
   // dtype, the NNAPI input and output that carry it and the node that writes
   // it (state_json); null otherwise.
   nlohmann::ordered_json state;
+  // The entry point's arguments (with a value, list or tuple spec among the
+  // --input specs) and the notes of the conversion (Conversion's).
+  std::vector<EntryArgument> arguments;
+  std::vector<std::string> notes;
 };
 
 // The report's `state` of a conversion: null for a model without state.
@@ -95,7 +99,7 @@ void check_output_plan(const std::vector<Job>& jobs,
 // A --manifest file: a JSON list (or {"models": [...]}) of
 // {"model": PATH, "inputs": [SPEC...], "output": PATH, "options": {...}} with
 // options nhwc, relax_f32_to_f16, fuse_activations, cpu_fallback, min_android_api,
-// int16_for_qint16, lite, preference, parts, return_shapes. Paths are relative to the manifest's
+// int16_for_qint16, lite, preference, parts, return_shapes, eval, submodule, method. Paths are relative to the manifest's
 // directory. `defaults` gives what an entry leaves out. Throws ConvertError(2) naming the entry.
 std::vector<Job> read_manifest(const std::string& path, const Job& defaults,
                                const std::string& out_dir);

@@ -69,7 +69,18 @@ struct QuantizeOptions {
 
 struct ConvertOptions {
   std::string model_path;
+  // The tensors the NNAPI model takes, in order: one per tensor argument, a
+  // List/Tuple argument's items in its place (tensor_specs(args)).
   std::vector<InputSpec> inputs;
+  // Per forward argument, as given (--input int=16000, list=..., none), when
+  // one of them is not a single tensor; empty when every one is.
+  std::vector<ArgSpec> args;
+  // --eval: every module set to eval mode before freezing.
+  bool eval = false;
+  // --submodule PATH (dotted), --method NAME: the entry point converted in
+  // place of the model's forward (empty: the model itself, forward).
+  std::string submodule;
+  std::string method;
   bool nhwc = false;  // every 4-D input is channels-last
   bool use_int16_for_qint16 = false;
   int compilation_preference = 2;  // sustained speed
@@ -114,6 +125,19 @@ struct StateAttribute {
   std::string node;    // where forward writes it: "node prim::SetAttr at vad.py:12 (`...`)"
 };
 
+// One argument of the converted entry point when ConvertOptions::args is
+// given: the model's name for it, its type there (TorchScript's annotation)
+// and what it was given as. The converted module's forward takes it again.
+struct EntryArgument {
+  std::string name;
+  std::string type;
+  ArgSpec spec;
+};
+
+// Parses the --input specs of one model (or a manifest entry's "inputs")
+// into `options`: `inputs` and `args`. Throws SpecError.
+void set_input_specs(ConvertOptions& options, const std::vector<std::string>& specs);
+
 struct FallbackGraph;   // src/core/fallback.h
 struct QuantizedModel;  // src/quantize/quantize.h
 
@@ -156,6 +180,12 @@ struct Conversion {
   std::vector<Conversion> segments;
   std::shared_ptr<const FallbackGraph> fallback;
   std::vector<NodeKindCount> cpu_kinds;
+  // With ConvertOptions::args: each argument of the entry point (values the
+  // graph was specialized on too); empty otherwise.
+  std::vector<EntryArgument> arguments;
+  // What the user should know about how the model was read (training mode,
+  // --eval, the entry point), one sentence each.
+  std::vector<std::string> notes;
   // --quantize: the plan, scales and graphs the proof runs.
   std::shared_ptr<const QuantizedModel> quantized;
 };

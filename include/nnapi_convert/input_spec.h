@@ -1,5 +1,7 @@
-// The `--input SPEC` language: DIMS[,dtype=...][,scale=S][,zero_point=Z][,nhwc].
-// Torch-free, so the fuzzer can build it alone.
+// The `--input SPEC` language: DIMS[,dtype=...][,scale=S][,zero_point=Z][,nhwc]
+// for a tensor; int=N, float=X, bool=true|false, none for a value the graph is
+// specialized on; list=SPEC+SPEC... and tuple=SPEC+SPEC... for a List[Tensor]
+// or Tuple[Tensor, ...] argument. Torch-free, so the fuzzer can build it alone.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +40,39 @@ InputSpec parse_input_spec(const std::string& text);
 std::string format_input_spec(const InputSpec& spec);
 
 const char* dtype_name(InputDType dtype);
+
+// What one forward argument is given as (one --input, one manifest "inputs"
+// entry): a tensor, a value the converted graph is specialized on (the
+// argument then is no NNAPI input), or a List/Tuple of tensors, each of which
+// becomes an NNAPI input.
+enum class ArgKind { Tensor, Int, Float, Bool, None, List, Tuple };
+
+struct ArgSpec {
+  ArgKind kind = ArgKind::Tensor;
+  std::vector<InputSpec> tensors;  // Tensor: its spec; List, Tuple: the items' specs
+  int64_t int_value = 0;
+  double float_value = 0;
+  bool bool_value = false;
+  std::string text;  // the spec as the user wrote it
+};
+
+// Parses one argument spec (a tensor spec, int=N, float=X, bool=true|false,
+// none, list=SPEC+SPEC..., tuple=SPEC+SPEC...). Throws SpecError naming it.
+ArgSpec parse_arg_spec(const std::string& text);
+
+// The canonical text of an argument spec (round-trips through parse_arg_spec).
+std::string format_arg_spec(const ArgSpec& spec);
+
+// "a tensor", "an int", ..., for messages.
+const char* arg_kind_text(ArgKind kind);
+
+// The tensors of the arguments in order, a list's items in its place: the
+// NNAPI model's inputs.
+std::vector<InputSpec> tensor_specs(const std::vector<ArgSpec>& args);
+
+// Whether every argument is a single tensor (the converter then works as
+// it did before non-tensor arguments existed, byte for byte).
+bool all_tensors(const std::vector<ArgSpec>& args);
 
 // Sizes joined by 'x' ("1x3x224x224"), each from `min_size` to 2^31-1. Returns
 // false and a reason naming the bad part; used by --return-shape and

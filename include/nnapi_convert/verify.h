@@ -175,11 +175,14 @@ std::string constant_output_would_pass(const at::Tensor& eager, double quantum,
 
 // Runs `module_path` (a converted module) on `inputs` on the NNAPI runtime and
 // returns its outputs as a flat list. Loads the runtime first; `purpose` names
-// what needs it in the message when it cannot be loaded.
+// what needs it in the message when it cannot be loaded. With `specs`
+// (ConvertOptions::args), forward gets each argument as given, the tensors
+// of `inputs` in their places.
 std::vector<at::Tensor> run_converted(const std::string& module_path,
                                       const std::vector<at::Tensor>& inputs,
                                       const std::string& runtime_library = "",
-                                      const std::string& purpose = "--verify");
+                                      const std::string& purpose = "--verify",
+                                      const std::vector<ArgSpec>& specs = {});
 
 // Tolerances that fit float16, for a model converted with relax_f32_to_f16
 // (NNAPI's relaxComputationFloat32toFloat16: a device may compute float32

@@ -11,6 +11,10 @@
 namespace nnapi_convert {
 
 class PendingFile;  // util/output_file.h
+
+// The converted module's attribute that records its arguments (a list of
+// "name (type): spec"), when the conversion has Conversion::arguments.
+extern const char* const kArgumentsAttribute;
 struct Staged;      // util/output_file.h
 
 // The lines of `prepare` (shape lines then the return of templates), in the

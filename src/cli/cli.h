@@ -23,6 +23,9 @@ struct Args {
   bool relax = false;
   bool fuse = false;
   bool cpu_fallback = false;
+  bool eval = false;      // --eval
+  std::string submodule;  // --submodule PATH
+  std::string method;     // --method NAME
   std::vector<std::string> ops_libraries;  // --ops-library
   int min_android_api = 29;
   bool lite = false;

@@ -167,6 +167,9 @@ class Progress {
       }
       if (r.nnapi_models > 0 && r.ok && !a_.quiet) print_fallback(r);
       if (!r.state.is_null() && !a_.quiet) print_state(r);
+      if (!a_.quiet) {
+        for (const std::string& note : r.notes) spdlog::info("{}: note: {}", r.model, note);
+      }
       if (r.verify) print_verify(a_, r);
       if (!r.quantization.is_null() && !a_.quiet) {
         std::ostream& out = names_standard_output(a_.output) || names_standard_output(a_.report)
@@ -272,7 +275,7 @@ std::vector<Job> plan_jobs(const Args& a) {
   Job defaults;
   defaults.options.quantize = a.quantization;
   defaults.options.quantize.enabled = !a.quantize.empty();
-  for (const std::string& s : a.input_specs) defaults.options.inputs.push_back(parse_input_spec(s));
+  set_input_specs(defaults.options, a.input_specs);
   for (const std::string& s : a.return_shapes) {
     defaults.options.return_shapes.push_back(parse_return_shape(s));
   }
@@ -281,6 +284,9 @@ std::vector<Job> plan_jobs(const Args& a) {
   defaults.options.relax_f32_to_f16 = a.relax;
   defaults.options.fuse_activations = a.fuse;
   defaults.options.cpu_fallback = a.cpu_fallback;
+  defaults.options.eval = a.eval;
+  defaults.options.submodule = a.submodule;
+  defaults.options.method = a.method;
   defaults.options.min_android_api = a.min_android_api;
   defaults.options.compilation_preference = preference_code(a.preference);
   defaults.lite = a.lite;
@@ -299,6 +305,12 @@ std::vector<Job> plan_jobs(const Args& a) {
   }
   if (a.shard_given) jobs = shard_of(jobs, a.models.size(), parse_shard(a.shard), a.manifest);
   for (const Job& job : jobs) {
+    if (job.options.quantize.enabled && !job.options.args.empty()) {
+      throw ConvertError(2,
+                         "--quantize cannot be combined with int=, float=, bool=, none, list= or "
+                         "tuple= --input specs yet: convert the float model with them, or give "
+                         "tensor specs only");
+    }
     if (job.verify && job.verify_options.input_file.empty()) {
       verify_input_shapes(job.options.inputs, job.verify_options);
     }

@@ -83,8 +83,21 @@ int mistyped_command(int argc, char** argv) {
 void add_conversion_options(CLI::App& app, Args& a, std::vector<CLI::Option*>& paths) {
   app.add_option("--input", a.input_specs,
                  "One per model input, in order: DIMS[,dtype=float32|int32|quint8|int16|bool]"
-                 "[,scale=S][,zero_point=Z][,nhwc]; DIMS like 1x3x224x224, 0 = flexible")
+                 "[,scale=S][,zero_point=Z][,nhwc]; DIMS like 1x3x224x224, 0 = flexible. An "
+                 "argument that is no tensor: int=N, float=X, bool=true|false or none (the "
+                 "model is specialized on it); a List[Tensor] or Tuple[Tensor, ...]: "
+                 "list=SPEC+SPEC... or tuple=SPEC+SPEC...")
       ->allow_extra_args(false);
+  app.add_flag("--eval", a.eval,
+               "Set eval mode on the whole model before freezing (a model saved in training "
+               "mode: BatchNorm, Dropout and code that reads self.training then compute as in "
+               "eval)");
+  app.add_option("--submodule", a.submodule,
+                 "Convert this submodule (a dotted path, e.g. _model or backbone.body) in place "
+                 "of the model");
+  app.add_option("--method", a.method,
+                 "Convert this method (of the model, or of --submodule) in place of forward; the "
+                 "output's forward runs it");
   paths.push_back(app.add_option(
       "--manifest", a.manifest,
       "JSON list of {model, inputs, output, options} for models that need different inputs "

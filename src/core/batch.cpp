@@ -56,6 +56,14 @@ std::vector<int64_t> parse_return_shape(const std::string& text) {
   return dims;
 }
 
+void set_input_specs(ConvertOptions& options, const std::vector<std::string>& specs) {
+  std::vector<ArgSpec> args;
+  for (const std::string& s : specs) args.push_back(parse_arg_spec(s));
+  options.inputs = tensor_specs(args);
+  options.args.clear();
+  if (!all_tensors(args)) options.args = std::move(args);
+}
+
 int preference_code(const std::string& name) {
   if (name == "low-power") return 0;
   if (name == "fast-single-answer") return 1;
@@ -86,6 +94,8 @@ JobResult run_job(const Job& job, std::vector<Staged>* handed_over) {
     r.nnapi_models = static_cast<int64_t>(c.segments.size());
     r.torchscript_nodes = c.cpu_kinds;
     r.state = state_json(c);
+    r.arguments = c.arguments;
+    r.notes = c.notes;
     r.times = c.times;
     if (c.quantized) {
       // The proof replaces --verify's comparison with the float model (which
@@ -291,6 +301,14 @@ nlohmann::ordered_json to_json(const JobResult& r) {
     j["cpu_fallback"] = {{"nnapi_models", r.nnapi_models},
                          {"torchscript_nodes", kinds_json(r.torchscript_nodes)}};
   }
+  if (!r.arguments.empty()) {
+    nlohmann::ordered_json args = nlohmann::ordered_json::array();
+    for (const EntryArgument& a : r.arguments) {
+      args.push_back({{"name", a.name}, {"type", a.type}, {"spec", a.spec.text}});
+    }
+    j["arguments"] = std::move(args);
+  }
+  if (!r.notes.empty()) j["notes"] = r.notes;
   const PhaseTimes& t = r.times;
   j["times_ms"] = {{"load", t.load_ms},         {"freeze", t.freeze_ms},
                    {"lower", t.lower_ms},       {"serialize", t.serialize_ms},
@@ -343,6 +361,14 @@ JobResult job_result_from(const nlohmann::ordered_json& j, const std::string& ou
     r.nnapi_models = j.at("cpu_fallback").at("nnapi_models").get<int64_t>();
     r.torchscript_nodes = kinds_from(j.at("cpu_fallback").at("torchscript_nodes"));
   }
+  if (j.contains("arguments")) {
+    for (const nlohmann::ordered_json& a : j.at("arguments")) {
+      EntryArgument arg{a.at("name").get<std::string>(), a.at("type").get<std::string>(), {}};
+      arg.spec.text = a.at("spec").get<std::string>();  // all a report says of it
+      r.arguments.push_back(std::move(arg));
+    }
+  }
+  if (j.contains("notes")) r.notes = j.at("notes").get<std::vector<std::string>>();
   const nlohmann::ordered_json& t = j.at("times_ms");
   r.times = {number(t.at("load")),      number(t.at("freeze")),   number(t.at("lower")),
              number(t.at("serialize")), number(t.at("validate")), number(t.at("write"))};
@@ -631,14 +657,15 @@ std::vector<Job> read_manifest(const std::string& path, const Job& defaults,
     job.options.model_path = path_of("model");
     if (e.contains("inputs")) {
       need(e["inputs"].is_array(), "\"inputs\" must be a list of specs");
-      job.options.inputs.clear();
+      std::vector<std::string> specs;
       for (const json& s : e["inputs"]) {
         need(s.is_string(), "\"inputs\" must be a list of spec strings");
-        try {
-          job.options.inputs.push_back(parse_input_spec(s.get<std::string>()));
-        } catch (const SpecError& err) {
-          throw ConvertError(2, where + ": " + err.what());
-        }
+        specs.push_back(s.get<std::string>());
+      }
+      try {
+        set_input_specs(job.options, specs);
+      } catch (const SpecError& err) {
+        throw ConvertError(2, where + ": " + err.what());
       }
     }
     need(!job.options.inputs.empty(), "has no \"inputs\" (and no --input was given)");
@@ -667,6 +694,12 @@ std::vector<Job> read_manifest(const std::string& path, const Job& defaults,
                    v.get<int64_t>() <= nnapi::kMaxAndroidApi,
                "option \"min_android_api\" must be an Android API level from 29 to 35");
           job.options.min_android_api = v.get<int>();
+        } else if (k == "eval") {
+          flag(&job.options.eval);
+        } else if (k == "submodule" || k == "method") {
+          need(v.is_string() && !v.get<std::string>().empty(),
+               "option \"" + k + "\" must be a non-empty name");
+          (k == "method" ? job.options.method : job.options.submodule) = v.get<std::string>();
         } else if (k == "int16_for_qint16") {
           flag(&job.options.use_int16_for_qint16);
         } else if (k == "lite") {

@@ -153,9 +153,8 @@ ModelRuns model_runs(const torch::jit::Graph& graph, const c10::IValue& self) {
 
 Conversion convert(const ConvertOptions& options) {
   PhaseTimes times;
-  torch::jit::Module module =
-      load_frozen_model(options.model_path, &times.load_ms, &times.freeze_ms);
-  specialize_omitted_inputs(module, options.inputs.size());
+  LoadedEntry entry;
+  torch::jit::Module module = load_frozen_model(options, &times.load_ms, &times.freeze_ms, &entry);
   std::shared_ptr<const QuantizedModel> quantized;
   if (options.quantize.enabled) {
     refuse_state_options(module, options);
@@ -163,9 +162,28 @@ Conversion convert(const ConvertOptions& options) {
     check_input_count(*module.get_method("forward").graph(), options);
     quantized = quantize_module(module, options);
   }
-  Conversion result =
-      lower_module(module, quantized ? lowering_options(*quantized, options) : options);
+  Conversion result;
+  try {
+    result = lower_module(module, quantized ? lowering_options(*quantized, options) : options);
+  } catch (const ConvertError& e) {
+    // Published files wrap the network in logic NNAPI cannot hold: point at
+    // the network.
+    if (e.unsupported().empty() || entry.submodules.empty() || !options.method.empty()) throw;
+    std::string names;
+    for (const std::string& n : entry.submodules) names += (names.empty() ? "" : ", ") + n;
+    ConvertError hinted(e.exit_code(),
+                        std::string(e.what()) +
+                            " If the network NNAPI should run is a submodule (the model has " +
+                            names +
+                            "), convert it alone with --submodule PATH (and --method NAME "
+                            "for another method than its forward).",
+                        e.node(), e.location());
+    hinted.set_unsupported(e.unsupported());
+    throw hinted;
+  }
   result.quantized = quantized;
+  result.arguments = std::move(entry.arguments);
+  result.notes = std::move(entry.notes);
   result.times.load_ms = times.load_ms;
   result.times.freeze_ms = times.freeze_ms;
   return result;
@@ -174,9 +192,7 @@ Conversion convert(const ConvertOptions& options) {
 CheckReport check_model(const ConvertOptions& options) {
   CheckReport r;
   r.model = options.model_path;
-  torch::jit::Module module =
-      load_frozen_model(options.model_path, &r.times.load_ms, &r.times.freeze_ms);
-  specialize_omitted_inputs(module, options.inputs.size());
+  torch::jit::Module module = load_frozen_model(options, &r.times.load_ms, &r.times.freeze_ms);
   std::shared_ptr<torch::jit::Graph> graph = module.get_method("forward").graph();
   try {
     Conversion c = lower_module(module, options);

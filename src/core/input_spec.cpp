@@ -17,7 +17,9 @@ constexpr int64_t kMaxElements = int64_t{1} << 31;
   throw SpecError("input spec '" + spec + "': " + why +
                   ". Expected DIMS[,dtype=float32|int32|quint8|int16|bool][,scale=S]"
                   "[,zero_point=Z][,nhwc], e.g. 1x3x224x224 or 1x3x0x0,dtype=quint8,scale=0.0625,"
-                  "zero_point=128,nhwc (0 marks a flexible dimension)");
+                  "zero_point=128,nhwc (0 marks a flexible dimension); for an argument that is "
+                  "no tensor int=N, float=X, bool=true|false or none; for List[Tensor] and "
+                  "Tuple[Tensor, ...] list=SPEC+SPEC... and tuple=SPEC+SPEC...");
 }
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -183,6 +185,132 @@ InputSpec parse_input_spec(const std::string& text) {
       break;
   }
   return spec;
+}
+
+namespace {
+
+// The value after `prefix` when `text` starts with it.
+bool after(const std::string& text, const std::string& prefix, std::string* rest) {
+  if (text.compare(0, prefix.size(), prefix) != 0) return false;
+  *rest = text.substr(prefix.size());
+  return true;
+}
+
+// A list's items, joined by '+': a '+' after e, E, p or P is a number's
+// exponent sign (scale=1e+20, as format_input_spec writes a large scale),
+// and no item ends in those letters.
+std::vector<std::string> split_items(const std::string& s) {
+  std::vector<std::string> items(1);
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+' && (i == 0 || std::string("eEpP").find(s[i - 1]) == std::string::npos)) {
+      items.emplace_back();
+    } else {
+      items.back() += s[i];
+    }
+  }
+  return items;
+}
+
+}  // namespace
+
+ArgSpec parse_arg_spec(const std::string& text) {
+  ArgSpec a;
+  a.text = text;
+  std::string v;
+  if (text == "none") {
+    a.kind = ArgKind::None;
+  } else if (after(text, "int=", &v)) {
+    a.kind = ArgKind::Int;
+    if (!parse_int(v, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
+                   &a.int_value)) {
+      fail(text, "'" + v + "' is not a whole number (int=N gives an int argument its value)");
+    }
+  } else if (after(text, "float=", &v)) {
+    a.kind = ArgKind::Float;
+    if (!parse_double(v, &a.float_value)) {
+      fail(text, "'" + v + "' is not a finite number (float=X gives a float argument its value)");
+    }
+  } else if (after(text, "bool=", &v)) {
+    a.kind = ArgKind::Bool;
+    if (v != "true" && v != "false") {
+      fail(text, "'" + v + "' is not true or false (bool=true|false gives a bool argument)");
+    }
+    a.bool_value = v == "true";
+  } else if (after(text, "list=", &v) || after(text, "tuple=", &v)) {
+    a.kind = text[0] == 'l' ? ArgKind::List : ArgKind::Tuple;
+    if (v.empty()) fail(text, "it names no tensor (give at least one tensor spec after '=')");
+    const std::vector<std::string> items = split_items(v);
+    for (size_t i = 0; i < items.size(); ++i) {
+      try {
+        a.tensors.push_back(parse_input_spec(items[i]));
+      } catch (const SpecError& e) {
+        throw SpecError("input spec '" + text + "', item " + std::to_string(i + 1) + " of " +
+                        std::to_string(items.size()) + " (items are joined by '+'): " + e.what());
+      }
+    }
+  } else {
+    a.tensors.push_back(parse_input_spec(text));
+  }
+  return a;
+}
+
+std::string format_arg_spec(const ArgSpec& a) {
+  std::ostringstream os;
+  switch (a.kind) {
+    case ArgKind::Tensor:
+      return format_input_spec(a.tensors.at(0));
+    case ArgKind::Int:
+      return "int=" + std::to_string(a.int_value);
+    case ArgKind::Float:
+      os.precision(17);
+      os << "float=" << a.float_value;
+      return os.str();
+    case ArgKind::Bool:
+      return a.bool_value ? "bool=true" : "bool=false";
+    case ArgKind::None:
+      return "none";
+    case ArgKind::List:
+    case ArgKind::Tuple:
+      os << (a.kind == ArgKind::List ? "list=" : "tuple=");
+      for (size_t i = 0; i < a.tensors.size(); ++i) {
+        os << (i ? "+" : "") << format_input_spec(a.tensors[i]);
+      }
+      return os.str();
+  }
+  return "?";
+}
+
+const char* arg_kind_text(ArgKind kind) {
+  switch (kind) {
+    case ArgKind::Tensor:
+      return "a tensor";
+    case ArgKind::Int:
+      return "an int";
+    case ArgKind::Float:
+      return "a float";
+    case ArgKind::Bool:
+      return "a bool";
+    case ArgKind::None:
+      return "None";
+    case ArgKind::List:
+      return "a List[Tensor]";
+    case ArgKind::Tuple:
+      return "a Tuple of tensors";
+  }
+  return "?";
+}
+
+std::vector<InputSpec> tensor_specs(const std::vector<ArgSpec>& args) {
+  std::vector<InputSpec> out;
+  for (const ArgSpec& a : args) out.insert(out.end(), a.tensors.begin(), a.tensors.end());
+  return out;
+}
+
+bool all_tensors(const std::vector<ArgSpec>& args) {
+  for (const ArgSpec& a : args) {
+    if (a.kind != ArgKind::Tensor) return false;
+  }
+  return true;
 }
 
 std::string format_input_spec(const InputSpec& spec) {

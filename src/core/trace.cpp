@@ -32,7 +32,7 @@ void record_values(const LoweringContext& cx, const torch::jit::Graph& graph,
 torch::jit::Module trace_conversion(const ConvertOptions& options, LoweringTrace* trace,
                                     Conversion* conversion) {
   double load_ms = 0, freeze_ms = 0;
-  torch::jit::Module module = load_frozen_model(options.model_path, &load_ms, &freeze_ms);
+  torch::jit::Module module = load_frozen_model(options, &load_ms, &freeze_ms);
   *conversion = lower_module(module, options, trace);
   return module;
 }

@@ -18,6 +18,7 @@
 #include "inspect/report.h"
 #include "nnapi_convert/blob.h"
 #include "nnapi_convert/nnapi_types.h"
+#include "nnapi_convert/writer.h"
 
 namespace nnapi_convert {
 
@@ -196,6 +197,18 @@ int inspect_main(const std::string& path, bool json, std::ostream& out, std::ost
         m.path = subs.size() == 1 ? path : path + " (submodule " + sub + ")";
         m.torchscript = true;
         read_module(m, wrapper, sub);
+        if (wrapper.hasattr(kArgumentsAttribute)) {
+          const c10::IValue record = wrapper.attr(kArgumentsAttribute);
+          if (!record.isList()) {
+            throw InspectError(std::string("'") + kArgumentsAttribute + "' is not a list");
+          }
+          for (const c10::IValue& a : record.toListRef()) {
+            if (!a.isString()) {
+              throw InspectError(std::string("'") + kArgumentsAttribute + "' holds a non-string");
+            }
+            m.arguments.push_back(a.toStringRef());
+          }
+        }
         models.push_back(std::move(m));
       }
     } else {

@@ -357,6 +357,11 @@ void print_text(const Model& m, std::ostream& out) {
           << b.inputs[b.inputs.size() - back] << " in, output "
           << b.outputs[b.outputs.size() - back] << " written back after each call\n";
     }
+    if (!m.arguments.empty()) {
+      out << "arguments of forward (values are fixed: the model was specialized on them, and "
+             "forward raises for others):\n";
+      for (const std::string& a : m.arguments) out << "  " << a << "\n";
+    }
   } else {
     out << "memory formats: not stored in a raw blob\n";
   }
@@ -469,6 +474,7 @@ void print_json(const Model& m, std::ostream& out) {
                      {"output", b.outputs[b.outputs.size() - back]}});
   }
   j["state"] = state;
+  if (!m.arguments.empty()) j["arguments"] = m.arguments;
   out << j.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
 }
 

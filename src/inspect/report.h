@@ -29,6 +29,9 @@ struct Model {
   // The state a stateful model's converted module keeps between calls (its
   // `state_attributes`): the model's last inputs and outputs, in this order.
   std::vector<std::string> state;
+  // The converted entry point's arguments as nnapi-convert recorded them
+  // ("sr (int): int=16000"; values the model was specialized on), when it did.
+  std::vector<std::string> arguments;
   // What the validator finds (NeuralNetworks.h's rules), see validate().
   std::vector<nnapi_validate::Finding> findings;
 };

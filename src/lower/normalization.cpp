@@ -23,7 +23,10 @@ void lower_batch_norm(LoweringContext& cx, const Node* node) {
   const Tensor in = cx.get_operand(node->input(0));
   const auto& [x_id, x] = in;
   check(x.type == OperandType::TensorFloat32, "batch_norm of a non-float tensor");
-  check(!cx.constant_bool(node->input(5)), "batch_norm in training mode: call .eval() first");
+  check(!cx.constant_bool(node->input(5)),
+        "batch_norm in training mode (training=True in the graph): it would normalize by the "
+        "batch's own statistics. A scripted model converts with --eval; a traced one recorded "
+        "the mode when it was traced: call .eval() before tracing, then save it again");
   at::Tensor mean = cx.constant_tensor(node->input(3)).to(at::kDouble);
   at::Tensor var = cx.constant_tensor(node->input(4)).to(at::kDouble);
   double eps = cx.constant_float(node->input(7));

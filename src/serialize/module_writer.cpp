@@ -19,12 +19,14 @@
 #include "nnapi_convert/writer.h"
 #include "serialize/fallback_graph.h"
 #include "serialize/prepare_script.h"
+#include "serialize/pyrepr.h"
 #include "util/output_file.h"
 
 namespace nnapi_convert {
 
 const char* const kSegmentKind = "nnapi_convert::segment";
 const char* const kSegmentIndex = "index";
+const char* const kArgumentsAttribute = "nnapi_convert_arguments";
 
 namespace {
 
@@ -116,6 +118,86 @@ std::string prepare_source(const Conversion& c, bool numeric_dtypes) {
   return src;
 }
 
+// The converted module's forward parameters, the checks that open it and the
+// tensors it hands on, in NNAPI input order. Without Conversion::arguments,
+// as the reference writes it: `arg_0, arg_1`, each a tensor. With them, the
+// entry point's own arguments: a value the model was specialized on is still
+// taken (the app's call does not change) and anything else raises; a
+// List/Tuple of tensors is taken whole and its items handed on.
+struct Signature {
+  std::string params;
+  std::string checks;                // lines of forward's body
+  std::vector<std::string> tensors;  // "arg_0", "arg_1[0]", ...
+};
+
+Signature signature(const Conversion& c, size_t n_inputs) {
+  Signature s;
+  if (c.arguments.empty()) {
+    for (size_t i = 0; i < n_inputs; ++i) {
+      s.tensors.push_back("arg_" + std::to_string(i));
+      s.params += (i ? ", " : "") + s.tensors.back();
+    }
+    return s;
+  }
+  for (size_t i = 0; i < c.arguments.size(); ++i) {
+    const EntryArgument& a = c.arguments[i];
+    const std::string name = "arg_" + std::to_string(i);
+    std::string type, differs;
+    switch (a.spec.kind) {
+      case ArgKind::Tensor:
+        type = "Tensor";
+        s.tensors.push_back(name);
+        break;
+      case ArgKind::Int:
+        type = "int";
+        differs = name + " != " + std::to_string(a.spec.int_value);
+        break;
+      case ArgKind::Float:
+        type = "float";
+        differs = name + " != " + py_float_repr(a.spec.float_value);
+        break;
+      case ArgKind::Bool:
+        type = "bool";
+        differs = name + (a.spec.bool_value ? " != True" : " != False");
+        break;
+      case ArgKind::None:
+        type = a.type;
+        differs = name + " is not None";
+        break;
+      case ArgKind::List:
+      case ArgKind::Tuple:
+        type = a.spec.kind == ArgKind::List ? "List[Tensor]" : "Tuple[";
+        for (size_t k = 0; k < a.spec.tensors.size(); ++k) {
+          if (a.spec.kind == ArgKind::Tuple) type += k ? ", Tensor" : "Tensor";
+          s.tensors.push_back(name + "[" + std::to_string(k) + "]");
+        }
+        if (a.spec.kind == ArgKind::Tuple) type += "]";
+        if (a.spec.kind == ArgKind::List) {
+          differs = "len(" + name + ") != " + std::to_string(a.spec.tensors.size());
+        }
+        break;
+    }
+    s.params += (i ? ", " : "") + name + ": " + type;
+    if (!differs.empty()) {
+      s.checks += "    if " + differs + ":\n        raise Exception(\"nnapi-convert converted " +
+                  "this model for " + a.name + " = " + format_arg_spec(a.spec) +
+                  " (its --input); convert it again for another " +
+                  (a.spec.kind == ArgKind::List ? "length" : "value") + "\")\n";
+    }
+  }
+  return s;
+}
+
+// What the converted module records of its arguments (inspect shows it):
+// "name (type): spec" each.
+c10::List<std::string> argument_record(const Conversion& c) {
+  c10::List<std::string> record;
+  for (const EntryArgument& a : c.arguments) {
+    record.push_back(a.name + " (" + a.type + "): " + format_arg_spec(a.spec));
+  }
+  return record;
+}
+
 // Bool inputs (--input ...,dtype=bool) are handed to NNAPI as int32 0/1,
 // inputs of rank > 4 with their leading dims merged (nnapi_input_dims);
 // outputs NNAPI holds with another shape (output_reshapes) are reshaped,
@@ -124,7 +206,8 @@ std::string prepare_source(const Conversion& c, bool numeric_dtypes) {
 // wrapper's attributes, and its new values, the NNAPI model's last outputs,
 // are written back to them before the user's outputs are returned.
 std::string wrapper_forward_source(const std::vector<InputSpec>& inputs, const Conversion& c) {
-  std::string args, passed, state, writes;
+  const Signature sig = signature(c, inputs.size());
+  std::string passed, state, writes;
   for (size_t k = 0; k < c.state.size(); ++k) {
     const std::string& name = c.state[k].name;
     const size_t out = (c.retval_count < 0 ? 1 : c.retval_count) + k;
@@ -132,9 +215,8 @@ std::string wrapper_forward_source(const std::vector<InputSpec>& inputs, const C
     writes += "    self." + name + " = retvals[" + std::to_string(out) + "]\n";
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const std::string a = "arg_" + std::to_string(i);
-    args += (i ? ", " : "") + a;
-    passed += (i ? ", " : "") + a + (inputs[i].dtype == InputDType::Bool ? ".int()" : "");
+    passed +=
+        (i ? ", " : "") + sig.tensors.at(i) + (inputs[i].dtype == InputDType::Bool ? ".int()" : "");
     if (inputs[i].dims.size() > 4) {  // as nnapi_input_dims merges them
       const size_t first = inputs[i].dims[0] == 0 ? 1 : 0;
       passed += ".flatten(" + std::to_string(first) + ", " +
@@ -164,8 +246,9 @@ std::string wrapper_forward_source(const std::vector<InputSpec>& inputs, const C
   } else {
     for (int i = 0; i < c.retval_count; ++i) ret += retval(i) + ", ";
   }
-  return "def forward(self, " + args + "):\n    retvals = self.mod.forward([" + passed + state +
-         "])\n" + writes + "    return " + ret + "\n";
+  return "def forward(self, " + sig.params + "):\n" + sig.checks +
+         "    retvals = self.mod.forward([" + passed + state + "])\n" + writes + "    return " +
+         ret + "\n";
 }
 
 at::Tensor ser_model_tensor(const Conversion& c) {
@@ -306,8 +389,20 @@ Module fallback_module(const ModuleScope& scope, const Conversion& c,
     }
     n->destroy();
   }
-  auto fn = scope.cu->create_function(c10::QualifiedName(*top.type()->name(), "forward"), g);
+  // With arguments (Conversion::arguments) the graph takes the tensors
+  // alone: forward takes the entry point's arguments and calls it.
+  const bool adapted = !c.arguments.empty();
+  auto fn = scope.cu->create_function(
+      c10::QualifiedName(*top.type()->name(), adapted ? "forward_tensors" : "forward"), g);
   top.type()->addMethod(fn);
+  if (adapted) {
+    const Signature sig = signature(c, g->inputs().size() - 1);
+    std::string passed;
+    for (const std::string& t : sig.tensors) passed += (passed.empty() ? "" : ", ") + t;
+    top.define("def forward(self, " + sig.params + "):\n" + sig.checks +
+                   "    return self.forward_tensors(" + passed + ")\n",
+               scope.resolver);
+  }
   return top;
 }
 
@@ -336,11 +431,18 @@ void add_state(Module& wrapper, const Conversion& c, const ModuleScope& scope) {
 
 Module build_module(const Conversion& c, const ConvertOptions& options) {
   ModuleScope scope;
-  if (c.fallback) return fallback_module(scope, c, options);
-  Module wrapper = scope.module_of(std::string(kPrefix) + "NnapiInterfaceWrapper");
-  wrapper.register_module("mod", nnapi_module(scope, c, options));
-  add_state(wrapper, c, scope);
-  wrapper.define(wrapper_forward_source(options.inputs, c), scope.resolver);
+  Module wrapper;
+  if (c.fallback) {
+    wrapper = fallback_module(scope, c, options);
+  } else {
+    wrapper = scope.module_of(std::string(kPrefix) + "NnapiInterfaceWrapper");
+    wrapper.register_module("mod", nnapi_module(scope, c, options));
+    add_state(wrapper, c, scope);
+    wrapper.define(wrapper_forward_source(options.inputs, c), scope.resolver);
+  }
+  if (!c.arguments.empty()) {
+    wrapper.register_attribute(kArgumentsAttribute, c10::ListType::ofStrings(), argument_record(c));
+  }
   return wrapper;
 }
 
@@ -364,7 +466,7 @@ nlohmann::json parts_manifest(const Conversion& c, const ConvertOptions& options
   for (const StateAttribute& s : c.state) {
     state.push_back({{"attribute", s.name}, {"shape", s.initial.sizes().vec()}});
   }
-  return {
+  nlohmann::json j = {
       {"state", state},
       {"inp_mem_fmts", c.inp_mem_fmts},
       {"out_mem_fmts", c.out_mem_fmts},
@@ -378,6 +480,8 @@ nlohmann::json parts_manifest(const Conversion& c, const ConvertOptions& options
       {"compilation_preference", options.compilation_preference},
       {"relax_f32_to_f16", options.relax_f32_to_f16},
   };
+  if (!c.arguments.empty()) j["arguments"] = argument_record(c).vec();
+  return j;
 }
 
 }  // namespace

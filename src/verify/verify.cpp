@@ -28,6 +28,7 @@
 #include <sstream>
 
 #include "core/diagnostics.h"
+#include "core/loader.h"
 #include "core/sample_inputs.h"
 #include "core/trace.h"
 #include "nnapi_convert/blob.h"
@@ -168,10 +169,56 @@ graph(%x, %k, %s, %p, %c, %i, %d):
   }
 }
 
-std::vector<at::Tensor> run_module(torch::jit::Module& m, const std::vector<at::Tensor>& inputs) {
+// forward's arguments: the tensors (clones: a model may write into its
+// inputs; both sides get the same values), or with `specs` (ConvertOptions::
+// args) each argument as given, a value as itself and a List/Tuple argument
+// made of its tensors.
+std::vector<c10::IValue> call_arguments(const std::vector<at::Tensor>& inputs,
+                                        const std::vector<ArgSpec>& specs) {
   std::vector<c10::IValue> args;
-  // Clones: a model may write into its inputs; both sides get the same values.
-  for (const at::Tensor& t : inputs) args.emplace_back(t.clone());
+  if (specs.empty()) {
+    for (const at::Tensor& t : inputs) args.emplace_back(t.clone());
+    return args;
+  }
+  size_t next = 0;
+  auto take = [&]() { return inputs.at(next++).clone(); };
+  for (const ArgSpec& a : specs) {
+    switch (a.kind) {
+      case ArgKind::Tensor:
+        args.emplace_back(take());
+        break;
+      case ArgKind::Int:
+        args.emplace_back(a.int_value);
+        break;
+      case ArgKind::Float:
+        args.emplace_back(a.float_value);
+        break;
+      case ArgKind::Bool:
+        args.emplace_back(a.bool_value);
+        break;
+      case ArgKind::None:
+        args.emplace_back();
+        break;
+      case ArgKind::List: {
+        c10::List<at::Tensor> list;
+        for (size_t k = 0; k < a.tensors.size(); ++k) list.push_back(take());
+        args.emplace_back(std::move(list));
+        break;
+      }
+      case ArgKind::Tuple: {
+        std::vector<c10::IValue> items;
+        for (size_t k = 0; k < a.tensors.size(); ++k) items.emplace_back(take());
+        args.emplace_back(c10::ivalue::Tuple::create(std::move(items)));
+        break;
+      }
+    }
+  }
+  return args;
+}
+
+std::vector<at::Tensor> run_module(torch::jit::Module& m, const std::vector<at::Tensor>& inputs,
+                                   const std::vector<ArgSpec>& specs) {
+  std::vector<c10::IValue> args = call_arguments(inputs, specs);
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> out;
   flatten(m.forward(args), &out);
@@ -681,12 +728,13 @@ torch::jit::Module load_converted(const std::string& module_path) {
 // quantized weights are packed for the engine when the module is loaded.
 // Returns false and fills `failure` when the run raises.
 bool try_run_converted(const std::string& module_path, const std::vector<at::Tensor>& inputs,
-                       std::vector<at::Tensor>* outputs, RunFailure* failure) {
+                       const std::vector<ArgSpec>& specs, std::vector<at::Tensor>* outputs,
+                       RunFailure* failure) {
   QnnpackEngine qnnpack;
   torch::jit::Module m = load_converted(module_path);
   clear_runtime_failure();
   try {
-    *outputs = run_module(m, inputs);
+    *outputs = run_module(m, inputs, specs);
     return true;
   } catch (const ConvertError&) {
     throw;  // outputs --verify cannot compare
@@ -797,11 +845,12 @@ bool is_whole_module(const torch::jit::Module& converted) {
 std::vector<at::Tensor> run_converted(const std::string& module_path,
                                       const std::vector<at::Tensor>& inputs,
                                       const std::string& runtime_library,
-                                      const std::string& purpose) {
+                                      const std::string& purpose,
+                                      const std::vector<ArgSpec>& specs) {
   load_nnapi_runtime(runtime_library, purpose);
   std::vector<at::Tensor> outputs;
   RunFailure failure;
-  if (!try_run_converted(module_path, inputs, &outputs, &failure)) {
+  if (!try_run_converted(module_path, inputs, specs, &outputs, &failure)) {
     throw ConvertError(
         1, "the converted module '" + module_path + "' " + run_failure_text(failure, inputs, ""));
   }
@@ -953,8 +1002,9 @@ VerifyReport verify_conversion(const ConvertOptions& options,
 
   std::vector<at::Tensor> eager;
   try {
-    torch::jit::Module original = load_for_eager(
-        [&] { return torch::jit::load(options.model_path); }, &report.eager_default_engine);
+    torch::jit::Module original =
+        load_for_eager([&] { return entry_module(torch::jit::load(options.model_path), options); },
+                       &report.eager_default_engine);
     QnnpackEngine qnnpack;
     original.eval();
     honour_count_include_pad(original);
@@ -964,7 +1014,7 @@ VerifyReport verify_conversion(const ConvertOptions& options,
       report.dynamic_quantization = true;
     }
     try {
-      eager = run_module(original, inputs);
+      eager = run_module(original, inputs, options.args);
     } catch (const ConvertError&) {
       throw;
     } catch (const std::exception&) {
@@ -976,7 +1026,7 @@ VerifyReport verify_conversion(const ConvertOptions& options,
         std::vector<at::Tensor> next =
             sample_inputs(options.inputs, shapes, options.nhwc, verify.seed);
         try {
-          eager = run_module(original, next);
+          eager = run_module(original, next, options.args);
         } catch (const ConvertError&) {
           throw;
         } catch (const std::exception&) {
@@ -1023,7 +1073,7 @@ VerifyReport verify_conversion(const ConvertOptions& options,
   }
   std::vector<at::Tensor> nnapi;
   RunFailure failure;
-  if (!try_run_converted(converted_module_path, inputs, &nnapi, &failure)) {
+  if (!try_run_converted(converted_module_path, inputs, options.args, &nnapi, &failure)) {
     const int32_t k = failure.runtime.code != 0 ? failure.runtime.operation : -1;
     const std::string origin = whole && k >= 0 ? failed_operation_origin(options, k)
                                : k >= 0 ? "of one of the module's NNAPI models (--cpu-fallback)"
@@ -1224,7 +1274,7 @@ Divergence locate_divergence(const ConvertOptions& options,
     seen.wanted = &wanted;
     {
       ObserverGuard guard(set_observer, &seen);
-      run_converted(converted_module_path, inputs);
+      run_converted(converted_module_path, inputs, "", "--verify", options.args);
     }
     if (!seen.error.empty()) throw std::runtime_error(seen.error);
     std::stable_sort(seen.results.begin(), seen.results.end(),

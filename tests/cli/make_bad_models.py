@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes the models the bad-input CLI tests feed to nnapi-convert:
-train.pt (saved in training mode), listarg.pt (forward takes a list),
+train.pt (saved in training mode, with a BatchNorm that reads the flag),
+listarg.pt (forward takes a list),
 twounsupported.pt (two node kinds NNAPI conversion has no lowering for),
 flexsize.pt (an upsampling size computed from the input's height and width),
 neverfits.pt (a reshape that fails at every flexible length),
@@ -24,8 +25,18 @@ class Conv(torch.nn.Module):
         return torch.relu(self.conv(x))
 
 
+class ConvBn(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+        self.bn = torch.nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        return torch.relu(self.bn(self.conv(x)))
+
+
 x = torch.randn(1, 3, 8, 8)
-torch.jit.trace(Conv().train(), x).save(os.path.join(out, "train.pt"))
+torch.jit.script(ConvBn().train()).save(os.path.join(out, "train.pt"))
 
 
 class ListArg(torch.nn.Module):

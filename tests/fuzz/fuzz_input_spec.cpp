@@ -1,6 +1,7 @@
 // libFuzzer target: arbitrary text as an `--input SPEC`.
-// parse_input_spec may only throw SpecError; an accepted spec must format to a
-// spec that parses to the same values (input_spec.h promises the round trip).
+// parse_input_spec and parse_arg_spec may only throw SpecError; an accepted
+// spec must format to a spec that parses to the same values (input_spec.h
+// promises the round trip).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -25,10 +26,43 @@ bool same(const InputSpec& a, const InputSpec& b) {
          (!a.has_zero_point || a.zero_point == b.zero_point) && a.nhwc == b.nhwc;
 }
 
+bool same_arg(const nnapi_convert::ArgSpec& a, const nnapi_convert::ArgSpec& b) {
+  if (a.kind != b.kind || a.int_value != b.int_value || a.float_value != b.float_value ||
+      a.bool_value != b.bool_value || a.tensors.size() != b.tensors.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    if (!same(a.tensors[i], b.tensors[i])) return false;
+  }
+  return true;
+}
+
+// The argument spec (a tensor, a value, a list or tuple of tensors).
+void check_arg_spec(const std::string& text) {
+  nnapi_convert::ArgSpec arg;
+  try {
+    arg = nnapi_convert::parse_arg_spec(text);
+  } catch (const SpecError& e) {
+    if (e.what()[0] == '\0') property_failed("empty error message", text, "");
+    return;
+  }
+  const std::string formatted = nnapi_convert::format_arg_spec(arg);
+  nnapi_convert::ArgSpec again;
+  try {
+    again = nnapi_convert::parse_arg_spec(formatted);
+  } catch (const SpecError&) {
+    property_failed("formatted argument spec does not parse", text, formatted);
+  }
+  if (!same_arg(arg, again)) {
+    property_failed("formatted argument spec parses differently", text, formatted);
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
+  check_arg_spec(text);
   InputSpec spec;
   try {
     spec = nnapi_convert::parse_input_spec(text);

@@ -41,6 +41,18 @@ TEST(InputSpec, ParsesDimsDtypeQuantizationAndLayout) {
   EXPECT_EQ(parse_input_spec("1x0,dtype=bool").dtype, InputDType::Bool);
 }
 
+// `parse` refuses `bad` with a SpecError that quotes it.
+template <typename Parse>
+void expect_refused_naming(Parse parse, const char* bad) {
+  try {
+    parse(bad);
+    ADD_FAILURE() << "accepted '" << bad << "'";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find(std::string("'") + bad + "'"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(InputSpec, RejectsBadSpecsNamingThem) {
   for (const char* bad :
        {"", "x", "1x", "1xx2", "-1x3", "1x3.5", "1x3,dtype=float64", "1x3,dtype=quint8",
@@ -49,14 +61,61 @@ TEST(InputSpec, RejectsBadSpecsNamingThem) {
         "1x3,dtype=quint8,"
         "scale=nan,zero_point=1",
         "99999999999x2", "2147483647x2147483647x2147483647"}) {
-    try {
-      parse_input_spec(bad);
-      ADD_FAILURE() << "accepted '" << bad << "'";
-    } catch (const SpecError& e) {
-      EXPECT_NE(std::string(e.what()).find(std::string("'") + bad + "'"), std::string::npos)
-          << e.what();
-    }
+    expect_refused_naming(parse_input_spec, bad);
   }
+}
+
+// Argument specs (cli.md, "Arguments that are not tensors"): the values
+// as written, a list's items in order, each a tensor spec of its own.
+TEST(ArgSpec, ParsesValuesListsAndTuples) {
+  EXPECT_EQ(parse_arg_spec("int=16000").kind, ArgKind::Int);
+  EXPECT_EQ(parse_arg_spec("int=16000").int_value, 16000);
+  EXPECT_EQ(parse_arg_spec("int=-3").int_value, -3);
+  EXPECT_EQ(parse_arg_spec("float=0.5").float_value, 0.5);
+  EXPECT_EQ(parse_arg_spec("float=2").float_value, 2.0);
+  EXPECT_TRUE(parse_arg_spec("bool=true").bool_value);
+  EXPECT_FALSE(parse_arg_spec("bool=false").bool_value);
+  EXPECT_EQ(parse_arg_spec("none").kind, ArgKind::None);
+  const ArgSpec list = parse_arg_spec("list=1x3x320x320,nhwc+1x3x240x320");
+  ASSERT_EQ(list.kind, ArgKind::List);
+  ASSERT_EQ(list.tensors.size(), 2u);
+  EXPECT_EQ(list.tensors[0].dims, (std::vector<int64_t>{1, 3, 320, 320}));
+  EXPECT_TRUE(list.tensors[0].nhwc);
+  EXPECT_EQ(list.tensors[1].dims, (std::vector<int64_t>{1, 3, 240, 320}));
+  EXPECT_FALSE(list.tensors[1].nhwc);
+  // A '+' that is an exponent's sign does not split the items.
+  const ArgSpec big = parse_arg_spec("tuple=2,dtype=int16,scale=1e+20+3");
+  ASSERT_EQ(big.kind, ArgKind::Tuple);
+  ASSERT_EQ(big.tensors.size(), 2u);
+  EXPECT_EQ(big.tensors[0].scale, 1e20);
+  EXPECT_EQ(big.tensors[1].dims, (std::vector<int64_t>{3}));
+  const ArgSpec tensor = parse_arg_spec("1x64");
+  EXPECT_EQ(tensor.kind, ArgKind::Tensor);
+  EXPECT_EQ(tensor_specs({tensor, list}).size(), 3u);
+  EXPECT_TRUE(all_tensors({tensor, tensor}));
+  EXPECT_FALSE(all_tensors({tensor, list}));
+}
+
+TEST(ArgSpec, RejectsBadSpecsNamingThem) {
+  for (const char* bad :
+       {"int=", "int=1.5", "int=16k", "float=", "float=nan", "float=x", "bool=", "bool=True",
+        "bool=1", "list=", "tuple=", "list=1x3+", "list=1x3+1xq", "None", "nones", "int16000"}) {
+    expect_refused_naming(parse_arg_spec, bad);
+  }
+}
+
+TEST(ArgSpec, FormatRoundTrips) {
+  for (const char* text : {"int=16000", "float=0.1", "bool=false", "none",
+                           "list=1x3x8x8+2x0,dtype=bool", "tuple=1x64+1x3x4x4,nhwc"}) {
+    const ArgSpec a = parse_arg_spec(text);
+    const ArgSpec b = parse_arg_spec(format_arg_spec(a));
+    EXPECT_EQ(a.kind, b.kind) << text;
+    EXPECT_EQ(a.int_value, b.int_value) << text;
+    EXPECT_EQ(a.float_value, b.float_value) << text;
+    EXPECT_EQ(a.bool_value, b.bool_value) << text;
+    EXPECT_EQ(a.tensors.size(), b.tensors.size()) << text;
+  }
+  EXPECT_EQ(format_arg_spec(parse_arg_spec("int=+7")), "int=7");
 }
 
 TEST(InputSpec, FormatRoundTrips) {
