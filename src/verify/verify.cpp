@@ -912,8 +912,9 @@ void verify_state_sequence(const ConvertOptions& options, const std::string& con
                            const VerifyOptions& verify, std::vector<at::Tensor> inputs,
                            VerifyReport* report) {
   QnnpackEngine qnnpack;
-  torch::jit::Module original = load_for_eager([&] { return torch::jit::load(options.model_path); },
-                                               &report->eager_default_engine);
+  torch::jit::Module original =
+      load_for_eager([&] { return entry_module(torch::jit::load(options.model_path), options); },
+                     &report->eager_default_engine);
   original.eval();
   torch::jit::Module converted = load_converted(converted_module_path);
   report->calls = kStateCalls;
@@ -925,7 +926,7 @@ void verify_state_sequence(const ConvertOptions& options, const std::string& con
     }
     std::vector<at::Tensor> eager;
     try {
-      eager = run_module(original, inputs);
+      eager = run_module(original, inputs, options.args);
     } catch (const ConvertError&) {
       throw;
     } catch (const std::exception& e) {
@@ -936,7 +937,7 @@ void verify_state_sequence(const ConvertOptions& options, const std::string& con
     std::vector<at::Tensor> nnapi;
     clear_runtime_failure();
     try {
-      nnapi = run_module(converted, inputs);
+      nnapi = run_module(converted, inputs, options.args);
     } catch (const ConvertError&) {
       throw;
     } catch (const std::exception& e) {
