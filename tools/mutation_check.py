@@ -84,6 +84,8 @@ class Mutant:
 M = Mutant
 # Numeric mismatch as --verify's compare_output words it.
 DIFFER = r"elements differ by more than atol \+ rtol"
+# test_validate's expect_one when the validator found nothing in a broken blob.
+NOTHING_FOUND = r"findings.size\(\)\s+Which is: 0"
 MUTANTS = [
     # ---- --fuse-activations (src/lower/context.cpp)
     M("fuse-relu6-as-relu", "converter",
@@ -263,17 +265,23 @@ MUTANTS = [
       [("src/validate/ops_elementwise.cpp",
         "  c.max_rank(4);\n  if (!c.full()) return;\n  c.fuse_code(2);",
         "  c.max_rank(5);\n  if (!c.full()) return;\n  c.fuse_code(2);")],
-      "validate.rules", "Validate.MulOfRank5IsRefused", r"has rank 5"),
+      "validate.rules", "Validate.MulOfRank5IsRefused", NOTHING_FOUND),
     M("validator-softmax-beta-zero", "validator",
       "the validator accepts SOFTMAX's beta 0 (NeuralNetworks.h: beta > 0)",
       [("src/validate/ops_elementwise.cpp", "if (auto b = c.f32(1); b && !(*b > 0.0f))",
         "if (auto b = c.f32(1); b && !(*b >= 0.0f))")],
-      "validate.rules", "Validate.SoftmaxBetaNotPositiveIsRefused", r"positive beta"),
+      "validate.rules", "Validate.SoftmaxBetaNotPositiveIsRefused", NOTHING_FOUND),
     M("validator-broadcast-unchecked", "validator",
       "the validator lets binary operands of unequal non-1 dims through (no broadcast check)",
       [("src/validate/check.cpp", "    } else if (x != y) {\n      c.fail(Rule::Shape, \"inputs of shapes \"",
         "    } else if (false) {\n      c.fail(Rule::Shape, \"inputs of shapes \"")],
-      "validate.rules", "Validate.InputsThatDoNotBroadcastAreRefused", r"do not broadcast"),
+      "validate.rules", "Validate.InputsThatDoNotBroadcastAreRefused", NOTHING_FOUND),
+    M("validator-moves-requantize", "validator",
+      "the validator lets a data move (TRANSPOSE, GATHER, SLICE, SPLIT, ...) declare another "
+      "output scale than its input's",
+      [("src/validate/ops_shape.cpp", "    c.output_same_type(o, 0);\n    c.same_quant(o, 0);\n",
+        "    c.output_same_type(o, 0);\n")],
+      "runtime.extra_ops", "case_quant8_transpose", r"accepted another output scale"),
     M("validator-box-quant-ignored", "validator",
       "the validator accepts TENSOR_QUANT16_ASYMM boxes of any scale and zero point",
       [("src/validate/ops_detection.cpp", "if (o.scale != kBoxScale || o.zero_point != 0)",
