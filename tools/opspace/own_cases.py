@@ -1105,17 +1105,20 @@ add(Sample("aten::gt", fn(lambda x, y: x > y), [In((2, 3, 5, 7)), In((2, 3, 5, 7
 
 for _kind, _f in (("aten::logical_and", torch.logical_and), ("aten::logical_or", torch.logical_or),
                   ("aten::logical_xor", torch.logical_xor)):
-    add(Sample(_kind, fn(lambda x, y, f=_f: f(x > 0, y < 0.5)), [In((2, 3, 5, 7)), In((1, 3, 1, 1))],
+    # (y broadcast along H only: over (1, 3, 1, 1) all three y < 0.5 made logical_or all True)
+    add(Sample(_kind, fn(lambda x, y, f=_f: f(x > 0, y < 0.5)), [In((2, 3, 5, 7)), In((1, 3, 1, 7))],
                "computed"))
     add(Sample(_kind, fn(lambda x, m, f=_f: f(x > 0, m)), [In((3, 5)), In((3, 5), "bool")], "with-input"))
-    add(Sample(_kind, fn(lambda x, y, f=_f: f(x, y)), [In((3, 5)), In((3, 5))], "floats"))
+    # (of relu: zeros among the floats, else every float is True)
+    add(Sample(_kind, fn(lambda x, y, f=_f: f(torch.relu(x), torch.relu(y))), [In((3, 5)), In((3, 5))],
+               "floats"))
 add(Sample("aten::logical_and", fn(lambda m, n: torch.logical_and(m, n)),
            [In((3, 5), "bool"), In((3, 5), "bool")], "bool-inputs"))
 add(Sample("aten::__and__", fn(lambda x, y: (x > 0) & (y > 0)), [In((2, 3, 5, 7)), In((2, 3, 5, 7))], "bools"))
 add(Sample("aten::__or__", fn(lambda x, y: (x > 0) | (y > 0)), [In((3, 5)), In((1, 5))], "bools"))
 add(Sample("aten::__xor__", fn(lambda x, y: (x > 0) ^ (y > 0)), [In((3, 5)), In((3, 5))], "bools"))
 add(Sample("aten::logical_not", fn(lambda x: torch.logical_not(x > 0.5)), [In((2, 3, 5, 7))], "computed"))
-add(Sample("aten::logical_not", fn(lambda x: torch.logical_not(x)), [In((3, 5))], "float"))
+add(Sample("aten::logical_not", fn(lambda x: torch.logical_not(torch.relu(x))), [In((3, 5))], "float"))
 add(Sample("aten::bitwise_not", fn(lambda x: ~(x > 0.5)), [In((2, 3, 5, 7))], "computed"))
 add(Sample("aten::bitwise_not", fn(lambda m: ~m), [In((3, 5), "bool")], "bool-input"))
 
