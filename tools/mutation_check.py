@@ -515,7 +515,7 @@ def check_mutant(tree, bdir, m, jobs, timeout):
     if not hit:
         return False, (f"{m.test} failed, but its output does not match /{m.regex}/ (output: "
                        f"{os.path.join(logs, m.name + '.txt')})")
-    return True, hit.group(0)[:80]
+    return True, hit.group(0).replace(tree + "/", "").replace(ROOT + "/", "")[:80]
 
 
 def check_texts(build_dir):
