@@ -525,8 +525,8 @@ def compare_float(out, eager, info):
 # Per model: the measured ratio (converted module's distance from float64 /
 # eager float32's), and where it was measured. No other model gets this pass.
 FLOAT64_ALLOWED = {
-    "mobilenet_v3_large": "not measured (its flexible form is past 1e-4 x RMS by 4.5x in "
-                          "docs/families.md's table)",
+    "mobilenet_v3_large": "1.95 (4.13e-01 vs 2.12e-01; NCHW, flexible batch; batch 1 is within "
+                          "the float rule: max abs 1.14e-02, output RMS 352), 2026-11-29",
     "lraspp_mobilenet_v3_large": "0.75 (4.97e-01 vs 6.61e-01, flexible batch, docs/families.md)",
     "deeplabv3_mobilenet_v3_large": "not measured (past 1e-4 x RMS by 6.7x in "
                                     "docs/families.md's table)",
