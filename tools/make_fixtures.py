@@ -3524,6 +3524,20 @@ def _int16_case(code, zero_point, not_runnable=None):
                 not_runnable=not_runnable)
 
 
+# --preference and --relax-f32-to-f16 against the reference's
+# compilation_preference and relax_f32_to_f16 arguments: the module's
+# attributes compared (tests/reference: test_reference.cpp) and its blob byte
+# for byte (deleted by 4ae164a, restored for issue 35).
+case("opt-preference-low-power", lambda: Case(
+    _options_conv(), torch.randn(2, 4, 6, 6), options=["--preference", "low-power"],
+    reference_kwargs=dict(compilation_preference=0)), source="options")
+case("opt-preference-fast-single-answer", lambda: Case(
+    _options_conv(), nhwc(torch.randn(2, 4, 6, 6)),
+    options=["--preference", "fast-single-answer"],
+    reference_kwargs=dict(compilation_preference=1)), source="options")
+case("opt-relax-f32-to-f16", lambda: Case(
+    _options_conv(), torch.randn(2, 4, 6, 6), options=["--relax-f32-to-f16"],
+    reference_kwargs=dict(relax_f32_to_f16=True)), source="options")
 case("opt-int16-for-qint16-asymm", lambda: _int16_case(12, 3), source="options")
 # PyTorch's NNAPI binding sets every int16 input as TENSOR_QUANT16_ASYMM
 # (nnapi_bind.cpp's get_operand_type), which a QUANT16_SYMM operand refuses.

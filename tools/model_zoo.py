@@ -482,20 +482,8 @@ def run_converted(module_path, case_dir, suffix):
         out = m(*xs)
     if out.shape != eager.shape:
         return {"error": f"output shape {tuple(out.shape)} != eager {tuple(eager.shape)}"}
-    diff = (out - eager).abs()
-    # Float tolerance: 1e-3 absolute and relative, the absolute part in units
-    # of the output's RMS when that exceeds 1. Float32 rounding noise grows
-    # with the magnitude of the activations (outputs of order 1e3 .. 1e4 here),
-    # so a fixed 1e-3 would flag elements near zero of a large output.
-    rms = max(1.0, eager.pow(2).mean().sqrt().item())
     info = json.load(open(os.path.join(case_dir, "case.json")))
-    # A family's own tolerance where it needs one (dynamic quantization).
-    atol, rtol = info.get("tolerance") or (1e-3, 1e-3)
-    res = {"max_abs": diff.max().item(), "rms": rms,
-           "output_rms": eager.double().pow(2).mean().sqrt().item(),
-           "allclose": bool((diff <= atol * rms + rtol * eager.abs()).all())}
-    res["weak"] = numeric_rules.constant_would_pass(
-        eager, atol=atol * rms, rtol=rtol, quantum=info.get("quantum") or 0.0)
+    res = compare_float(out, eager, info)
     if not res["allclose"] and not info.get("quantum"):
         # How far float32 is from exact arithmetic: the traced model in float64.
         with torch.no_grad():
@@ -508,6 +496,65 @@ def run_converted(module_path, case_dir, suffix):
             numeric_rules.dequantized_quanta(eager, out, info["quantum"]))
         res["quanta_problem"], res["quanta_summary"] = problem, summary
     return res
+
+
+# The float rule: --verify's (1e-4 absolute and relative, tools/numeric_rules.py),
+# the absolute part in units of the output's RMS when that exceeds 1 (float32
+# rounding noise grows with the magnitude of the activations, outputs of order
+# 1e3 .. 1e4 here, so a fixed 1e-4 would flag elements near zero of a large
+# output). A family's own tolerance where it needs one (dynamic quantization).
+def compare_float(out, eager, info):
+    """out against eager by the float rule: max_abs, rms (the tolerance's
+    unit, max(1, RMS)), output_rms, allclose, weak (why a constant output
+    would pass, or None)."""
+    diff = (out - eager).abs()
+    rms = max(1.0, eager.pow(2).mean().sqrt().item())
+    atol, rtol = info.get("tolerance") or (numeric_rules.FLOAT_ATOL, numeric_rules.FLOAT_RTOL)
+    res = {"max_abs": diff.max().item(), "rms": rms,
+           "output_rms": eager.double().pow(2).mean().sqrt().item(),
+           "allclose": bool((diff <= atol * rms + rtol * eager.abs()).all())}
+    res["weak"] = numeric_rules.constant_would_pass(
+        eager, atol=atol * rms, rtol=rtol, quantum=info.get("quantum") or 0.0)
+    return res
+
+
+# Models whose float forms may pass past the float rule when the converted
+# module is no further from the model run in float64 than 2x eager float32's
+# own distance from it (float32 noise the model amplifies: hardswish and
+# squeeze-excitation blocks of mobilenet_v3_large, whose outputs reach 1e3).
+# Per model: the measured ratio (converted module's distance from float64 /
+# eager float32's), and where it was measured. No other model gets this pass.
+FLOAT64_ALLOWED = {
+    "mobilenet_v3_large": "1.95 (4.13e-01 vs 2.12e-01; NCHW, flexible batch; batch 1 is within "
+                          "the float rule: max abs 1.14e-02, output RMS 352), 2026-11-29",
+    "lraspp_mobilenet_v3_large": "0.75 (4.97e-01 vs 6.61e-01, flexible batch, docs/families.md)",
+    "deeplabv3_mobilenet_v3_large": "not measured (past 1e-4 x RMS by 6.7x in "
+                                    "docs/families.md's table)",
+}
+
+
+def verdict(res, info, name):
+    """(ok, text) of one run's results `res` (run_converted's) for model
+    `name`: a check a constant output would pass fails; quantized outputs by
+    the float rule or the quantized rule in quanta; float outputs by the float
+    rule, or for FLOAT64_ALLOWED models by the float64 comparison."""
+    if "error" in res:
+        return False, res["error"]
+    if res["weak"]:
+        return False, "a constant output would pass: " + res["weak"]
+    if info.get("quantum"):
+        ok = res["allclose"] or res["quanta_problem"] is None
+        return ok, res["quanta_summary"] if ok else res["quanta_problem"]
+    ok = res["allclose"]
+    # The zoo's tables show max(1, RMS), the tolerance's unit; the families' the RMS.
+    rms = res["output_rms"] if info["kind"] == "family" else res["rms"]
+    err = f"max abs {res['max_abs']:.2e} (output RMS {rms:.3g})"
+    if (not ok and name in FLOAT64_ALLOWED and "vs64" in res
+            and res["vs64"] <= 2 * res["eager_vs64"]):
+        ok = True
+        err += (f"; vs float64: {res['vs64']:.2e}, eager float32's own "
+                f"{res['eager_vs64']:.2e}")
+    return ok, err
 
 
 def convert(args, d, info, specs, suffix, options=()):
@@ -554,25 +601,10 @@ def convert_and_run(args, d, info, runs):
         if not out:
             verdicts.append((False, ops, err))
             continue
-        res = results.get(suffix, {"error": "not run"})
-        if "error" in res:
-            verdicts.append((False, ops, res["error"]))
-        elif res["weak"]:
-            verdicts.append((False, ops, "a constant output would pass: " + res["weak"]))
-        elif info.get("quantum"):
-            # The float tolerance, or the quantized rule in quanta.
-            ok = res["allclose"] or res["quanta_problem"] is None
-            verdicts.append((ok, ops, res["quanta_summary"] if ok else res["quanta_problem"]))
-        else:
-            ok = res["allclose"]
-            # The zoo's tables show max(1, RMS), the tolerance's unit; the families' the RMS.
-            rms = res["output_rms"] if info["kind"] == "family" else res["rms"]
-            err = f"max abs {res['max_abs']:.2e} (output RMS {rms:.3g})"
-            if not ok and "vs64" in res and res["vs64"] <= 2 * res["eager_vs64"]:
-                ok = True
-                err += (f"; vs float64: {res['vs64']:.2e}, eager float32's own "
-                        f"{res['eager_vs64']:.2e}")
-            verdicts.append((ok, ops, err))
+        # The model's name: the case's without its form (-nchw, -nhwc, -seq).
+        name = info.get("name", "").rsplit("-", 1)[0]
+        ok, text = verdict(results.get(suffix, {"error": "not run"}), info, name)
+        verdicts.append((ok, ops, text))
     return verdicts
 
 

@@ -18,6 +18,10 @@ passes). constant_would_pass says why; the checkers fail such a check.
 import torch
 
 QUANT_SHARE = 0.03
+# Float outputs: |nnapi - model| <= FLOAT_ATOL + FLOAT_RTOL * |model| (--verify's
+# defaults; the zoo takes FLOAT_ATOL in units of max(1, the output's RMS)).
+FLOAT_ATOL = 1e-4
+FLOAT_RTOL = 1e-4
 
 
 def quanta_verdict(quanta, share=QUANT_SHARE, limit=None):

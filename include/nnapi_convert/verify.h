@@ -49,7 +49,15 @@ struct VerifyOptions {
   std::string input_file;
   // libneuralnetworks.so to load; empty = search (see load_nnapi_runtime).
   std::string runtime_library;
+  // --verify-strict: an output whose check proves little (a constant output
+  // would pass it: OutputCheck::warning) fails instead of passing with a warning.
+  bool strict = false;
 };
+
+// The start of OutputCheck::problem when only --verify-strict failed the
+// output (its warning follows).
+inline constexpr const char* kVerifyStrictProblem =
+    "--verify-strict fails a check that proves little: ";
 
 // How one output compares.
 struct OutputCheck {

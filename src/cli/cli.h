@@ -33,6 +33,7 @@ struct Args {
   bool verbose = false;
   bool quiet = false;
   bool verify = false;
+  bool verify_strict = false;
   std::vector<std::string> verify_shapes;
   std::string verify_input;
   double atol = 1e-4;

@@ -27,6 +27,7 @@ VerifyOptions verify_options(const Args& a) {
   v.input_file = a.verify_input;
   v.atol = a.atol;
   v.rtol = a.rtol;
+  v.strict = a.verify_strict;
   return v;
 }
 
@@ -89,10 +90,21 @@ void print_verify(const Args& a, const JobResult& r) {
   }
   if (v.ok) return;
   std::string why;
+  bool only_strict = true;  // every failing output only failed --verify-strict
   for (size_t i = 0; i < v.outputs.size(); ++i) {
     if (v.outputs[i].ok) continue;
     why += " " + (v.outputs[i].name.empty() ? "Output " + std::to_string(i) : v.outputs[i].name) +
            ": " + v.outputs[i].problem + ".";
+    only_strict = only_strict && v.outputs[i].problem.rfind(kVerifyStrictProblem, 0) == 0;
+  }
+  if (only_strict && !why.empty()) {
+    spdlog::error(
+        "model '{}': the converted module matches the model on {} inputs of shape {}, but a "
+        "constant output would have matched too, so with --verify-strict '{}' was not written; "
+        "give inputs that exercise the model with --verify-input, or leave out --verify-strict.{}",
+        r.model, a.verify_input.empty() ? "seeded random" : "the --verify-input", shapes, r.output,
+        why);
+    return;
   }
   spdlog::error(
       "model '{}': the converted module does not match the model on {} inputs of shape {} "

@@ -166,6 +166,10 @@ void add_conversion_options(CLI::App& app, Args& a, std::vector<CLI::Option*>& p
       "<dir of nnapi-convert>/runtime/libneuralnetworks.so (a build tree), else "
       "<dir of nnapi-convert>/../lib/nnapi-convert/libneuralnetworks.so (an installation), "
       "else $NNAPI_CONVERT_RUNTIME, else found on LD_LIBRARY_PATH");
+  app.add_flag("--verify-strict", a.verify_strict,
+               "With --verify: fail (exit 1, nothing written) where the comparison proves little "
+               "(a constant output would pass it), instead of passing with a warning")
+      ->needs(verify);
   app.add_option("--verify-shape", a.verify_shapes,
                  "With --verify, once per input: its run-time size, e.g. 1x3x320x240 (default "
                  "for flexible dims: 1 for dim 0, 224 for H and W of 4-D inputs, 8 otherwise)")

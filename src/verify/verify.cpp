@@ -1092,12 +1092,19 @@ VerifyReport verify_conversion(const ConvertOptions& options,
     report.ok = false;
     return report;
   }
+  bool mismatch = false;
   for (size_t i = 0; i < eager.size(); ++i) {
     double q = i < quanta.size() ? quanta[i] : 0.0;
-    report.outputs.push_back(compare_output(nnapi[i], eager[i], q, verify));
+    OutputCheck c = compare_output(nnapi[i], eager[i], q, verify);
+    mismatch = mismatch || !c.ok;
+    if (verify.strict && !c.warning.empty()) {
+      if (c.ok) c.problem = kVerifyStrictProblem + c.warning;
+      c.ok = false;
+    }
+    report.outputs.push_back(c);
     report.ok = report.ok && report.outputs.back().ok;
   }
-  if (!report.ok) {
+  if (mismatch) {  // (not when only --verify-strict failed: nothing diverges)
     report.divergence = locate_divergence(options, converted_module_path, inputs, verify);
   }
   return report;

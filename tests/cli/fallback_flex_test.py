@@ -157,7 +157,8 @@ for flags in ([], ["--nhwc"]):
     for batch in (1, 3):
         shape = ["--verify-shape", f"{batch}x3x8x8"] if batch != 1 else []
         rc, text = run(path("cumsum.pt"), "--input", "0x3x8x8", "--cpu-fallback", *flags,
-                       "--verify", *shape, "-o", path("cumsum-verified.nnapi.pt"))
+                       "--verify", "--verify-strict", *shape, "-o",
+                       path("cumsum-verified.nnapi.pt"))
         check(f"--verify {' '.join(flags + shape)}: checks the split module at batch {batch}",
               rc == 0 and f"verify on inputs {batch}x3x8x8" in text
               and f"output 0: {batch}x4x8x8 Float" in text and ", ok" in text, text)

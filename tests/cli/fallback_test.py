@@ -159,7 +159,8 @@ kept = {outputs(det(torch.randn(1, 3, 32, 32) * s))[0].shape[0] for s in (0.1, 1
 check("detector: NMS keeps different box counts through one converted module", len(kept) > 1,
       kept)
 
-rc, text = run(path("topk.pt"), "--input", "1x3x8x8", "--cpu-fallback", "--verify", "-o",
+rc, text = run(path("topk.pt"), "--input", "1x3x8x8", "--cpu-fallback", "--verify",
+               "--verify-strict", "-o",
                path("topk-verified.nnapi.pt"))
 check("--verify checks a split module", rc == 0 and "output 1: 1x10 Long" in text, text)
 
@@ -185,7 +186,8 @@ class DynamicQuant(nn.Module):
 torch.manual_seed(0)
 save("dynq", torch.quantization.quantize_dynamic(DynamicQuant().eval(), {nn.Linear, nn.LSTM},
                                                   dtype=torch.qint8), torch.randn(1, 3, 8, 8))
-rc, text = run(path("dynq.pt"), "--input", "1x3x8x8", "--cpu-fallback", "--verify", "-o",
+rc, text = run(path("dynq.pt"), "--input", "1x3x8x8", "--cpu-fallback", "--verify",
+               "--verify-strict", "-o",
                path("dynq.nnapi.pt"))
 check("--verify of a dynamic-quantized module runs the model with QNNPACK, at the "
       "dynamic-quantization tolerance",

@@ -338,7 +338,7 @@ check("manifest lite: the .ptl is written", os.path.exists(path("man/lite.nnapi.
 rc, text = run(conv, sorts, topk, "--input", "1x4x9x9", "--out-dir", path("rep"), "--report",
                path("rep.json"), "-q")  # sorts and topk fail (wrong --input and refused kinds)
 rc2, text2 = run(conv, "--input", "1x4x9x9", "-o", path("rep/v.nnapi.pt"), "--verify",
-                 "--report", path("rep-verify.json"), "-q")
+                 "--verify-strict", "--report", path("rep-verify.json"), "-q")
 rc3, text3 = run(sorts, "--input", "1x5", "--report", path("rep-sort.json"), "-q",
                  "-o", path("rep/s.nnapi.pt"))
 rc4, text4 = run(topk, "--input", "2x8", "--cpu-fallback", "--report", path("rep-fb.json"), "-q",

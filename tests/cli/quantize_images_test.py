@@ -200,7 +200,7 @@ check("on a terminal with -q (errors only), no progress line",
 
 status, text = quantize("net3.pt", "1x3x%dx%d" % (H, W), "--nhwc", "--calibration-dir", imgs,
                         "--mean", ",".join(map(str, MEAN)), "--std", ",".join(map(str, STD)),
-                        "--calibration-holdout", "2", "--verify")
+                        "--calibration-holdout", "2", "--verify", "--verify-strict")
 report = json.load(open(path("report.json")))["models"][0] if os.path.exists(
     path("report.json")) else {}
 q = report.get("quantization", {})

@@ -107,10 +107,14 @@ check "...and with the quantized spec it converts" "[ -s $W/q.pt ]"
 # --verify: a constant output warns, infinities fail, real inputs from a file.
 "$BIN" "$W/constant.pt" --input 1x3x8x8 -o "$W/c.pt" --verify >"$W/out" 2>&1; rc=$?
 check "--verify warns when the output is constant" "[ $rc = 0 ] && grep -q 'warning: every element of the model.s output is 0' $W/out"
+"$BIN" "$W/constant.pt" --input 1x3x8x8 -o "$W/c_strict.pt" --verify --verify-strict >"$W/out" 2>&1; rc=$?
+check "--verify-strict fails it: exit 1, the warning named, nothing written" \
+  "[ $rc = 1 ] && grep -q 'with --verify-strict .*c_strict.pt. was not written' $W/out \
+   && grep -q 'proves little: every element of the model.s output is 0' $W/out && [ ! -e $W/c_strict.pt ]"
 "$BIN" "$W/inf.pt" --input 1x3x8x8 -o "$W/inf.nnapi.pt" --verify >"$W/out" 2>&1; rc=$?
 check "--verify fails on infinities and writes nothing" \
   "[ $rc = 1 ] && grep -q 'NaN or infinity in the output' $W/out && [ ! -e $W/inf.nnapi.pt ]"
-"$BIN" "$W/tiny.pt" --input 1x3x32x32 -o "$W/v.pt" --verify --verify-input "$W/inputs.pt" >"$W/out" 2>&1; rc=$?
+"$BIN" "$W/tiny.pt" --input 1x3x32x32 -o "$W/v.pt" --verify --verify-strict --verify-input "$W/inputs.pt" >"$W/out" 2>&1; rc=$?
 # The line random inputs print ("verify on inputs 1x3x32x32") must not do:
 # tests/cli/verify_input_test.py checks that the file's values are the ones run.
 check "--verify-input runs the given tensors" \
@@ -124,40 +128,40 @@ check "--verify-input of the wrong shape is exit 2 before any work" \
 check "what needs a newer target is exit 1 naming the level it needs" \
   "[ $rc = 1 ] && grep -q 'needs Android 11 (NNAPI feature level 4' $W/err \
    && grep -q 'min-android-api 30' $W/err && [ ! -e $W/up29.pt ]"
-"$BIN" "$W/qupsample.pt" --input 1x3x4x4 -o "$W/qup29.pt" --verify -q; rc=$?
+"$BIN" "$W/qupsample.pt" --input 1x3x4x4 -o "$W/qup29.pt" --verify --verify-strict -q; rc=$?
 "$BIN" inspect "$W/qup29.pt" >"$W/out"
 check "quantized bilinear upsampling at the default target: no RESIZE_BILINEAR" \
   "[ $rc = 0 ] && ! grep -q RESIZE_BILINEAR $W/out && grep -q ' QUANTIZE ' $W/out"
-"$BIN" "$W/upsample.pt" --input 1x3x4x4 -o "$W/fup29.pt" --verify -q; rc=$?
+"$BIN" "$W/upsample.pt" --input 1x3x4x4 -o "$W/fup29.pt" --verify --verify-strict -q; rc=$?
 "$BIN" inspect "$W/fup29.pt" >"$W/out"
 check "float bilinear upsampling at the default target is two FULLY_CONNECTED, no RESIZE_BILINEAR" \
   "[ $rc = 0 ] && [ \$(grep -c ' FULLY_CONNECTED ' $W/out) = 2 ] && ! grep -q RESIZE_BILINEAR $W/out \
    && grep -q 'Android API level 29 or later' $W/out"
-"$BIN" "$W/upsample.pt" --input 1x3x4x4 -o "$W/up30.pt" --min-android-api 30 --verify -q; rc=$?
+"$BIN" "$W/upsample.pt" --input 1x3x4x4 -o "$W/up30.pt" --min-android-api 30 --verify --verify-strict -q; rc=$?
 "$BIN" inspect "$W/up30.pt" >"$W/out"
 check "--min-android-api 30 allows it, and inspect shows the level the model needs" \
   "[ $rc = 0 ] && grep -q 'needs: NNAPI feature level 4, Android API level 30 or later' $W/out"
 "$BIN" "$W/upsample.pt" --input 1x3x4x4 --min-android-api 28 2>"$W/err"; rc=$?
 check "--min-android-api below 29 is exit 2" "[ $rc = 2 ] && grep -q 'min-android-api' $W/err"
-"$BIN" "$W/bmm.pt" --input 3x4x5 --input 3x5x2 -o "$W/bmm29.pt" --verify -q; rc=$?
+"$BIN" "$W/bmm.pt" --input 3x4x5 --input 3x5x2 -o "$W/bmm29.pt" --verify --verify-strict -q; rc=$?
 "$BIN" inspect "$W/bmm29.pt" >"$W/out"
 check "bmm at the default target is FULLY_CONNECTED per batch entry, no BATCH_MATMUL" \
   "[ $rc = 0 ] && [ \$(grep -c ' FULLY_CONNECTED ' $W/out) = 3 ] && ! grep -q BATCH_MATMUL $W/out \
    && grep -q 'Android API level 29 or later' $W/out"
-"$BIN" "$W/bmm.pt" --input 3x4x5 --input 3x5x2 -o "$W/bmm33.pt" --verify -q --min-android-api 33 \
+"$BIN" "$W/bmm.pt" --input 3x4x5 --input 3x5x2 -o "$W/bmm33.pt" --verify --verify-strict -q --min-android-api 33 \
   --report "$W/bmm.json"; rc=$?
 "$BIN" inspect "$W/bmm33.pt" >"$W/out"
 check "bmm at --min-android-api 33 is BATCH_MATMUL; the report names level 6 and API 33" \
   "[ $rc = 0 ] && grep -q ' BATCH_MATMUL .*(feature level 6)' $W/out \
    && grep -q '\"nnapi_feature_level\": 6' $W/bmm.json && grep -q '\"android_api\": 33' $W/bmm.json"
 "$BIN" "$W/padded_encoder.pt" --input 1x0x8 --input 1x0,dtype=bool -o "$W/pe29.pt" \
-  --verify --verify-shape 1x7x8 --verify-shape 1x7 >"$W/out" 2>&1; rc=$?
+  --verify --verify-strict --verify-shape 1x7x8 --verify-shape 1x7 >"$W/out" 2>&1; rc=$?
 "$BIN" inspect "$W/pe29.pt" >"$W/insp" 2>&1
 check "a flexible sequence length at the default target converts without BATCH_MATMUL and verifies" \
   "[ $rc = 0 ] && grep -q 'verify on inputs 1x7x8, 1x7' $W/out && ! grep -q BATCH_MATMUL $W/insp \
    && grep -q 'Android API level 29 or later' $W/insp && grep -q ' REDUCE_SUM ' $W/insp"
 "$BIN" "$W/padded_encoder.pt" --input 0x0x8 --input 0x0,dtype=bool -o "$W/pe33.pt" \
-  --min-android-api 33 --verify --verify-shape 2x7x8 --verify-shape 2x7 >"$W/out" 2>&1; rc=$?
+  --min-android-api 33 --verify --verify-strict --verify-shape 2x7x8 --verify-shape 2x7 >"$W/out" 2>&1; rc=$?
 check "a bool padding mask with a flexible length at API 33 converts and verifies" \
   "[ $rc = 0 ] && grep -q 'verify on inputs 2x7x8, 2x7' $W/out && [ -s $W/pe33.pt ]"
 

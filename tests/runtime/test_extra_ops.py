@@ -8,6 +8,8 @@ line is "N passed, M failed".
 """
 import ctypes
 import math
+import os
+import re
 import sys
 import traceback
 
@@ -1323,14 +1325,195 @@ def case_validator_refusals():
     assert not wrongly_accepted, wrongly_accepted
 
 
+def _cast(x, in_code, out_code, out_dtype, in_q=(0.0, 0), out_q=(0.0, 0)):
+    m = Model()
+    i = m.input(in_code, tuple(x.shape), *in_q)
+    o = m.output(out_code, tuple(x.shape), *out_q)
+    m.op("CAST", [i], [o])
+    return m.run([x], [out_dtype])[0]
+
+
+def case_cast_truncates_and_saturates():
+    # CAST (45), NeuralNetworks.h: "Casts a tensor to a type. This operation
+    # ignores the quantization parameters" (stored values are converted).
+    # Android's reference (Cast.cpp, copyCast): static_cast<ToT>(a), which
+    # truncates a float toward zero; to TENSOR_QUANT8_ASYMM (uint8) values are
+    # first saturated to [0, 255]. Every pair of types the converter emits:
+    # float32 <-> int32 (.int(), .float(), bools held as int32 0/1 moved
+    # through float32), quant8 -> int32 (table lookups), quant8 -> float32
+    # and float32 -> quant8 (the quantized mean, video), quant8 -> quant8
+    # (the quantized mean's and the video paths' re-labelling of scale).
+    def trunc_sat(values, lo, hi):
+        out = []
+        for v in values:
+            v = min(max(v, lo), hi) if lo is not None else v
+            out.append(int(v))  # Python's int() truncates toward zero
+        return out
+
+    xf = torch.tensor([-2.75, -0.5, -0.0, 0.5, 0.999, 2.5, 3.75, -65536.25, 123456.5])
+    assert _values(_cast(xf, T_F32, T_I32, torch.int32)) == trunc_sat(_values(xf), None, None)
+    xs = torch.tensor([-3.5, -0.25, 0.7, 17.5, 127.99, 254.9, 255.0, 300.0, 1e6])
+    want = trunc_sat(_values(xs), 0, 255)  # [0, 0, 0, 17, 127, 254, 255, 255, 255]
+    got = _cast(xs, T_F32, T_Q8, torch.uint8, out_q=(0.25, 3))
+    assert _values(got) == want, (got, want)
+    xi = torch.tensor([-7, -1, 0, 1, 200, 255, 256, 100000], dtype=torch.int32)
+    got = _cast(xi, T_I32, T_Q8, torch.uint8, out_q=(1.0, 0))
+    assert _values(got) == trunc_sat(_values(xi), 0, 255), got
+    # int32 -> float32 and back: bools as int32 0/1 keep their values.
+    bools = torch.tensor([[0, 1, 1], [1, 0, 0]], dtype=torch.int32)
+    as_float = _cast(bools, T_I32, T_F32, torch.float32)
+    assert _values(as_float) == [0.0, 1.0, 1.0, 1.0, 0.0, 0.0], as_float
+    assert _values(_cast(as_float, T_F32, T_I32, torch.int32)) == _values(bools)
+    # Stored values, whatever the scale and zero point on either side.
+    q = torch.tensor([0, 3, 127, 128, 254, 255], dtype=torch.uint8)
+    assert _values(_cast(q, T_Q8, T_I32, torch.int32, in_q=(0.5, 128))) == _values(q)
+    assert _values(_cast(q, T_Q8, T_F32, torch.float32, in_q=(0.5, 128))) == \
+        [float(v) for v in _values(q)]
+    got = _cast(q, T_Q8, T_Q8, torch.uint8, in_q=(1.0, 3), out_q=(0.0625, 128))
+    assert _values(got) == _values(q), got
+
+
+# The quantized data moves: NeuralNetworks.h's index formulas on the stored
+# uint8 values, which move unchanged; the output's scale and zero point must
+# be the input's (an output declared otherwise is refused).
+QS, QZ = 0.125, 100
+
+
+def _q8(*shape):
+    return torch.randint(0, 256, shape, dtype=torch.uint8)
+
+
+def _refused_requant(build):
+    """build(m, out_scale) refused with another output scale, accepted with the input's."""
+    assert not _refused(lambda m: build(m, QS)), "refused with the input's scale"
+    assert _refused(lambda m: build(m, QS * 2)), "accepted another output scale"
+
+
+def case_quant8_gather():
+    # GATHER (51): out[i, j..., k] = in[i, indices[j...], k] along axis.
+    x = _q8(2, 5, 3)
+    idx = torch.tensor([[4, 0], [2, 2]], dtype=torch.int32)
+
+    def build(m, scale):
+        i = m.input(T_Q8, (2, 5, 3), QS, QZ)
+        o = m.output(T_Q8, (2, 2, 2, 3), scale, QZ)
+        m.op("GATHER", [i, m.const(I32, 1), m.const(T_I32, idx)], [o])
+    m = Model()
+    build(m, QS)
+    got = m.run([x], [torch.uint8])[0]
+    want = torch.empty(2, 2, 2, 3, dtype=torch.uint8)
+    for a in range(2):
+        for j in range(2):
+            for k in range(2):
+                for c in range(3):
+                    want[a, j, k, c] = x[a, int(idx[j, k]), c]
+    assert torch.equal(got, want), (got, want)
+    _refused_requant(build)
+
+
+def case_quant8_split():
+    # SPLIT (87): num_splits equal parts along axis, part p = in[..., p*s:(p+1)*s, ...].
+    x = _q8(2, 6, 3)
+
+    def build(m, scale):
+        i = m.input(T_Q8, (2, 6, 3), QS, QZ)
+        outs = [m.output(T_Q8, (2, 2, 3), scale, QZ) for _ in range(3)]
+        m.op("SPLIT", [i, m.const(I32, 1), m.const(I32, 3)], outs)
+    m = Model()
+    build(m, QS)
+    got = m.run([x], [torch.uint8] * 3)
+    for p in range(3):
+        want = torch.empty(2, 2, 3, dtype=torch.uint8)
+        for a in range(2):
+            for j in range(2):
+                for c in range(3):
+                    want[a, j, c] = x[a, p * 2 + j, c]
+        assert torch.equal(got[p], want), (p, got[p], want)
+    _refused_requant(build)
+
+
+def case_quant8_transpose():
+    # TRANSPOSE (37): out[i0, i1, i2] = in at the index with in-dim perm[d] = i_d.
+    CODES["TRANSPOSE"] = 37
+    x = _q8(2, 3, 4)
+    perm = [2, 0, 1]
+
+    def build(m, scale):
+        i = m.input(T_Q8, (2, 3, 4), QS, QZ)
+        o = m.output(T_Q8, (4, 2, 3), scale, QZ)
+        m.op("TRANSPOSE", [i, m.const(T_I32, torch.tensor(perm, dtype=torch.int32))], [o])
+    m = Model()
+    build(m, QS)
+    got = m.run([x], [torch.uint8])[0]
+    want = torch.empty(4, 2, 3, dtype=torch.uint8)
+    for a in range(4):
+        for b in range(2):
+            for c in range(3):
+                src = [0, 0, 0]
+                for d, i in enumerate((a, b, c)):
+                    src[perm[d]] = i
+                want[a, b, c] = x[src[0], src[1], src[2]]
+    assert torch.equal(got, want), (got, want)
+    _refused_requant(build)
+
+
+def case_quant8_slice():
+    # SLICE (86): out[i...] = in[begin + i...], size -1 to the end.
+    x = _q8(3, 4, 5)
+    begin, size = [1, 0, 2], [2, -1, 3]
+
+    def build(m, scale):
+        i = m.input(T_Q8, (3, 4, 5), QS, QZ)
+        o = m.output(T_Q8, (2, 4, 3), scale, QZ)
+        m.op("SLICE", [i, m.const(T_I32, torch.tensor(begin, dtype=torch.int32)),
+                       m.const(T_I32, torch.tensor(size, dtype=torch.int32))], [o])
+    m = Model()
+    build(m, QS)
+    got = m.run([x], [torch.uint8])[0]
+    want = torch.empty(2, 4, 3, dtype=torch.uint8)
+    for a in range(2):
+        for b in range(4):
+            for c in range(3):
+                want[a, b, c] = x[begin[0] + a, begin[1] + b, begin[2] + c]
+    assert torch.equal(got, want), (got, want)
+    _refused_requant(build)
+
+
+def case_quant8_depth_to_space():
+    # DEPTH_TO_SPACE (5), NHWC: out[n, h*b + i, w*b + j, c] = in[n, h, w, (i*b + j)*C + c].
+    bs, n, h, w, c = 2, 1, 2, 3, 2
+    x = _q8(n, h, w, bs * bs * c)
+
+    def build(m, scale):
+        i = m.input(T_Q8, tuple(x.shape), QS, QZ)
+        o = m.output(T_Q8, (n, h * bs, w * bs, c), scale, QZ)
+        m.op("DEPTH_TO_SPACE", [i, m.const(I32, bs)], [o])
+    m = Model()
+    build(m, QS)
+    got = m.run([x], [torch.uint8])[0]
+    want = torch.empty(n, h * bs, w * bs, c, dtype=torch.uint8)
+    for hh in range(h):
+        for ww in range(w):
+            for i in range(bs):
+                for j in range(bs):
+                    for cc in range(c):
+                        want[:, hh * bs + i, ww * bs + j, cc] = x[:, hh, ww, (i * bs + j) * c + cc]
+    assert torch.equal(got, want), (got, want)
+    _refused_requant(build)
+
 CASES = [v for k, v in list(globals().items()) if k.startswith("case_")]
 
 
 def run_cases(cases):
-    """Runs each case, prints one line per case and "N passed, M failed"."""
+    """Runs each case, prints one line per case and "N passed, M failed".
+    NNAPI_TEST_CASES (a regex on the case names, as tools/mutation_check.py
+    sets it) runs only the matching ones."""
     torch.manual_seed(0)
+    only = os.environ.get("NNAPI_TEST_CASES")
     passed = failed = 0
     for case in cases:
+        if only and not re.search(only, case.__name__):
+            continue
         try:
             case()
         except Exception as e:  # noqa: BLE001

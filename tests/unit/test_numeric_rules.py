@@ -17,6 +17,7 @@ import unittest
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+import model_zoo  # noqa: E402
 import numeric_rules  # noqa: E402
 
 SCALE, ZERO_POINT = 0.05, 10
@@ -98,6 +99,62 @@ class ConstantWouldPass(unittest.TestCase):
         self.assertIsNone(numeric_rules.constant_would_pass(torch.linspace(-3, 3, 10),
                                                             atol=1e-4, rtol=1e-4))
         self.assertIsNone(numeric_rules.constant_would_pass(quantized(EAGER_INTS)))
+
+
+class ZooUsesTheRule(unittest.TestCase):
+    """tools/model_zoo.py's verdicts (compare_float, verdict) against what
+    --verify states: float outputs within 1e-4 + 1e-4 * |model| (the absolute
+    part in units of max(1, RMS) in the zoo), a check a constant would pass
+    fails, and the float64 comparison only for the models FLOAT64_ALLOWED
+    lists."""
+
+    FLOAT = {"kind": "float"}
+    EAGER = torch.linspace(-3, 3, 101)  # RMS 1.75: the absolute part is 1.75e-4
+
+    def float_verdict(self, out, info=None, name="resnet18", extra=None):
+        res = model_zoo.compare_float(out, self.EAGER, info or self.FLOAT)
+        res.update(extra or {})
+        return model_zoo.verdict(res, info or self.FLOAT, name)
+
+    def test_zoo_float_within_rule_passes(self):
+        # 1.5e-4 everywhere: within 1.75e-4 (plus 1e-4 |x|).
+        ok, text = self.float_verdict(self.EAGER + 1.5e-4)
+        self.assertTrue(ok, text)
+
+    def test_zoo_float_past_rule_fails(self):
+        # One element (at x = 0) off by 2e-4: past 1.75e-4 + 1e-4 * 0, though
+        # within the old 1e-3 rule.
+        out = self.EAGER.clone()
+        out[50] += 2e-4
+        ok, text = self.float_verdict(out)
+        self.assertFalse(ok, text)
+
+    def test_zoo_family_tolerance_is_kept(self):
+        info = {"kind": "family", "tolerance": [0.05, 0.05]}
+        ok, text = self.float_verdict(self.EAGER + 0.01, info=info)
+        self.assertTrue(ok, text)
+
+    def test_zoo_constant_output_fails(self):
+        eager = torch.full((10,), 2.0)
+        res = model_zoo.compare_float(eager.clone(), eager, self.FLOAT)
+        ok, text = model_zoo.verdict(res, self.FLOAT, "resnet18")
+        self.assertFalse(ok, text)
+        self.assertIn("constant", text)
+
+    def test_zoo_float64_pass_only_for_listed_models(self):
+        out = self.EAGER + 1e-3  # past the rule
+        near64 = {"vs64": 1e-3, "eager_vs64": 1e-3}  # as far from float64 as eager is
+        self.assertFalse(self.float_verdict(out, name="resnet18", extra=near64)[0])
+        self.assertTrue(self.float_verdict(out, name="mobilenet_v3_large", extra=near64)[0])
+        far64 = {"vs64": 3e-3, "eager_vs64": 1e-3}
+        self.assertFalse(self.float_verdict(out, name="mobilenet_v3_large", extra=far64)[0])
+
+    def test_zoo_quantized_uses_quanta_rule(self):
+        info = {"kind": "fxquant", "quantum": 0.1}
+        res = {"weak": None, "allclose": False, "quanta_problem": "2 quanta", "quanta_summary": ""}
+        self.assertFalse(model_zoo.verdict(res, info, "resnet18")[0])
+        res["quanta_problem"] = None
+        self.assertTrue(model_zoo.verdict(res, info, "resnet18")[0])
 
 
 if __name__ == "__main__":

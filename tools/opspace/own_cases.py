@@ -176,13 +176,18 @@ for _label in ("same4", "bcast4", "rank1", "rank3"):
                qmake=qfunctional("add_relu")))
     add(Sample("quantized::mul", None, [In(_a), In(_b)], _label, qmake=qfunctional("mul", 0.2, 100)))
 
-# Fused activations: the fold applies to conv, linear and add/sub/mul/div.
+# Fused activations: the fold applies to conv, linear and add/sub/mul/div. The
+# inputs are scaled by 4 (FUSE_GAIN, as the fuse-* fixtures' randn x 4), so
+# the values before the activation cross 6 and -1: RELU6 and RELU1 differ
+# from RELU there (linear's 8 inputs by 8).
 ACTS = {"relu": torch.relu, "relu6": F.relu6, "hardtanh01": lambda x: F.hardtanh(x, 0.0, 6.0),
         "relu1": lambda x: F.hardtanh(x, -1.0, 1.0)}
+FUSE_GAIN = 4.0
 for _op, _f in (("aten::add", torch.add), ("aten::sub", torch.sub), ("aten::mul", torch.mul),
                 ("aten::div", lambda x, y: x / (y.abs() + 0.5))):
     for _act, _g in ACTS.items():
-        add(Sample(_op, fn(lambda x, y, f=_f, g=_g: g(f(x, y))), [In((2, 3, 5, 7)), In((1, 3, 1, 1))],
+        add(Sample(_op, fn(lambda x, y, f=_f, g=_g: g(f(FUSE_GAIN * x, FUSE_GAIN * y))),
+                   [In((2, 3, 5, 7)), In((1, 3, 1, 1))],
                    f"fuse-{_act}", forms=["nchw", "fuse", "fuse_nhwc", "flex"]))
 
 add(Sample("aten::prelu", lambda: seeded(torch.nn.PReLU(3), scale=0.5), [In((2, 3, 5, 7))], "rank4"))
@@ -478,7 +483,8 @@ for _kind, _script in (("aten::_convolution", False), ("aten::conv2d", True)):
              fuse=_label == "k3", script=_script, flexhw=True)
 for _act, _g in ACTS.items():
     add(Sample("aten::_convolution",
-               lambda g=_g: seeded(torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), Fn(g))),
+               lambda g=_g: seeded(torch.nn.Sequential(Fn(lambda x: FUSE_GAIN * x),
+                                                       torch.nn.Conv2d(3, 4, 3), Fn(g))),
                [In((1, 3, 6, 7))], f"fuse-{_act}", forms=["nchw", "nhwc", "fuse", "fuse_nhwc"]))
 conv("aten::_convolution", lambda: seeded(torch.nn.Conv1d(3, 4, 3, padding=1)), (2, 3, 9), "conv1d")
 conv("aten::_convolution", lambda: seeded(torch.nn.Conv1d(4, 4, 3, groups=4, stride=2)), (2, 4, 9),
@@ -734,7 +740,8 @@ add(Sample("aten::linear", lambda: seeded(torch.nn.Linear(5, 4)), [In((2, 3, 5))
 add(Sample("aten::linear", lambda: seeded(torch.nn.Linear(5, 4)), [In((5,))], "rank1"))
 add(Sample("aten::linear", lambda: seeded(torch.nn.Linear(8, 5, bias=False)), [In((3, 8))], "nobias"))
 for _act, _g in ACTS.items():
-    add(Sample("aten::linear", lambda g=_g: seeded(torch.nn.Sequential(torch.nn.Linear(8, 5), Fn(g))),
+    add(Sample("aten::linear", lambda g=_g: seeded(torch.nn.Sequential(Fn(lambda x: 2 * FUSE_GAIN * x),
+                                                                       torch.nn.Linear(8, 5), Fn(g))),
                [In((3, 8))], f"fuse-{_act}", forms=["nchw", "fuse", "flex"]))
 add(Sample("aten::addmm", lambda: Addmm(8, 5).eval(), [In((3, 8))], "rank2"))
 add(Sample("aten::addmm", fn(lambda x, y, z: torch.addmm(x, y, z, beta=0.5, alpha=2)), [In((3, 5)), In((3, 4)), In((4, 5))],
@@ -1122,17 +1129,27 @@ _HALVES = dict(low=-3, high=4)  # int32 inputs with repeated values (ties and eq
 for _kind, _f in _CMP.items():
     for _label in ("same4", "bcast4", "bcast2", "rank3", "rank1"):
         _a, _b = BINARY_SHAPES[_label]
-        # maximum(x, y) equals y wherever y >= x: equal elements on both sides of the comparison
-        add(Sample(_kind, fn(lambda x, y, f=_f: f(torch.maximum(x, y), y)), [In(_a), In(_b)], _label))
-    add(Sample(_kind, fn(lambda x, f=_f: f(x, 0.25)), [In((2, 3, 5, 7))], "scalar", qmake=True))
-    add(Sample(_kind, fn(lambda x, f=_f: f(x, -0.35)), [In((3, 5))], "scalar-neg", qmake=True))
-    add(Sample(_kind, fn(lambda m, x, f=_f: f(x, m.c), c=torch.tensor([[-0.5], [0.0], [0.5]])),
-               [In((2, 3, 7))], "const"))
+        # maximum(x, y) against maximum(y, -x): equal where y >= |x| (ties), greater where
+        # x > max(y, 0), less where y < x < 0, so that every comparison varies (maximum(x, y)
+        # against y alone is never less, and ge/lt of it were constant)
+        add(Sample(_kind, fn(lambda x, y, f=_f: f(torch.maximum(x, y), torch.maximum(y, -x))),
+                   [In(_a), In(_b)], _label))
+    # eq/ne of random floats and a constant are all False/True: clamped to
+    # the constant's side, some elements equal it (ties) and the result varies.
+    _tie = (lambda x, lo, hi: torch.clamp(x, lo, hi)) if _kind in ("aten::eq", "aten::ne") else \
+        (lambda x, lo, hi: x)
+    add(Sample(_kind, fn(lambda x, f=_f, t=_tie: f(t(x, -2.0, 0.25), 0.25)), [In((2, 3, 5, 7))],
+               "scalar", qmake=True))
+    add(Sample(_kind, fn(lambda x, f=_f, t=_tie: f(t(x, -0.35, 2.0), -0.35)), [In((3, 5))],
+               "scalar-neg", qmake=True))
+    add(Sample(_kind, fn(lambda m, x, f=_f, t=_tie: f(t(x, -0.5, 0.5), m.c),
+                         c=torch.tensor([[-0.5], [0.0], [0.5]])), [In((2, 3, 7))], "const"))
     add(Sample(_kind, fn(lambda x, y, f=_f: f(x, y)), [In((3, 5), "int32", **_HALVES),
                                                       In((5,), "int32", batched=False, **_HALVES)],
                "int32"))
     add(Sample(_kind, fn(lambda x, f=_f: f(x, 1)), [In((3, 5), "int32", **_HALVES)], "int32-scalar"))
-    add(Sample(_kind, fn(lambda x, f=_f: f(x, 0.0).float() * x), [In((2, 3, 5, 7))], "as-float"))
+    add(Sample(_kind, fn(lambda x, f=_f, t=_tie: f(t(x, 0.0, 2.0), 0.0).float() * x),
+               [In((2, 3, 5, 7))], "as-float"))
 add(Sample("aten::eq", fn(lambda x, m: torch.eq(x > 0, m)), [In((3, 5)), In((3, 5), "bool")], "bools"))
 add(Sample("aten::ne", fn(lambda x, y: torch.ne(x > 0, y > 0)), [In((2, 3, 5, 7)), In((2, 3, 5, 7))],
            "bools"))
@@ -1142,17 +1159,20 @@ add(Sample("aten::gt", fn(lambda x, y: x > y), [In((2, 3, 5, 7)), In((2, 3, 5, 7
 
 for _kind, _f in (("aten::logical_and", torch.logical_and), ("aten::logical_or", torch.logical_or),
                   ("aten::logical_xor", torch.logical_xor)):
-    add(Sample(_kind, fn(lambda x, y, f=_f: f(x > 0, y < 0.5)), [In((2, 3, 5, 7)), In((1, 3, 1, 1))],
+    # (y broadcast along H only: over (1, 3, 1, 1) all three y < 0.5 made logical_or all True)
+    add(Sample(_kind, fn(lambda x, y, f=_f: f(x > 0, y < 0.5)), [In((2, 3, 5, 7)), In((1, 3, 1, 7))],
                "computed"))
     add(Sample(_kind, fn(lambda x, m, f=_f: f(x > 0, m)), [In((3, 5)), In((3, 5), "bool")], "with-input"))
-    add(Sample(_kind, fn(lambda x, y, f=_f: f(x, y)), [In((3, 5)), In((3, 5))], "floats"))
+    # (of relu: zeros among the floats, else every float is True)
+    add(Sample(_kind, fn(lambda x, y, f=_f: f(torch.relu(x), torch.relu(y))), [In((3, 5)), In((3, 5))],
+               "floats"))
 add(Sample("aten::logical_and", fn(lambda m, n: torch.logical_and(m, n)),
            [In((3, 5), "bool"), In((3, 5), "bool")], "bool-inputs"))
 add(Sample("aten::__and__", fn(lambda x, y: (x > 0) & (y > 0)), [In((2, 3, 5, 7)), In((2, 3, 5, 7))], "bools"))
 add(Sample("aten::__or__", fn(lambda x, y: (x > 0) | (y > 0)), [In((3, 5)), In((1, 5))], "bools"))
 add(Sample("aten::__xor__", fn(lambda x, y: (x > 0) ^ (y > 0)), [In((3, 5)), In((3, 5))], "bools"))
 add(Sample("aten::logical_not", fn(lambda x: torch.logical_not(x > 0.5)), [In((2, 3, 5, 7))], "computed"))
-add(Sample("aten::logical_not", fn(lambda x: torch.logical_not(x)), [In((3, 5))], "float"))
+add(Sample("aten::logical_not", fn(lambda x: torch.logical_not(torch.relu(x))), [In((3, 5))], "float"))
 add(Sample("aten::bitwise_not", fn(lambda x: ~(x > 0.5)), [In((2, 3, 5, 7))], "computed"))
 add(Sample("aten::bitwise_not", fn(lambda m: ~m), [In((3, 5), "bool")], "bool-input"))
 
@@ -1176,6 +1196,15 @@ for _kind, _f in (("aten::bitwise_and", torch.bitwise_and), ("aten::bitwise_or",
     add(Sample(_kind, fn(lambda x, y, f=_f: f(x > 0, y > 0.5)), [In((2, 3, 5, 7)), In((2, 3, 5, 7))], "bools"))
 
 # ----------------------- issue 20: reductions and selection along dims, sin/cos
+def _half_threshold(n, kind, true=0.5):
+    """t such that all(x > t) (or any) over n randn values is True with
+    probability `true` (1/2: the reduced outputs vary; a threshold that makes
+    them all True or all False is a check a constant output passes)."""
+    p = true ** (1.0 / n) if kind == "aten::all" else (1.0 - true) ** (1.0 / n)
+    q = 1.0 - p if kind == "aten::all" else p  # P(x > t) = p for all; P(x <= t) = p for any
+    return round(float(torch.distributions.Normal(0.0, 1.0).icdf(torch.tensor(q))), 3)
+
+
 for _shape in ((2, 3, 5, 7), (3, 5), (2, 3, 5), (7,)):
     _r = len(_shape)
     for _d in dims(_r):
@@ -1193,8 +1222,10 @@ for _shape in ((2, 3, 5, 7), (3, 5), (2, 3, 5), (7,)):
         add(Sample("aten::prod", fn(lambda x, d=_d: torch.prod(x, d)), [In(_shape)], f"rank{_r}-dim{_d}",
                    flex=_flex))
         for _kind, _f in (("aten::any", torch.any), ("aten::all", torch.all)):
-            add(Sample(_kind, fn(lambda x, d=_d, f=_f: f(x > 0.3, d)), [In(_shape)], f"rank{_r}-dim{_d}",
-                       flex=_flex))
+            # (a scalar result True: a False one is a check an all-zero output passes)
+            _t = _half_threshold(_shape[_d], _kind, 0.5 if _r > 1 else 0.99)
+            add(Sample(_kind, fn(lambda x, d=_d, f=_f, t=_t: f(x > t, d)), [In(_shape)],
+                       f"rank{_r}-dim{_d}", flex=_flex))
     add(Sample("aten::topk", fn(lambda x: torch.topk(x, 2)), [In(_shape)], f"rank{_r}-last"))
     if _r in (4, 2):  # quantized inputs have ties, whose indices may differ (see list-ops)
         add(Sample("aten::topk", fn(lambda x: torch.topk(x, 2)[0]), [In(_shape)], f"rank{_r}-values",
@@ -1214,8 +1245,12 @@ add(Sample("aten::prod", fn(lambda x: torch.prod(x)), [In((2, 3, 5))], "all", fl
 add(Sample("aten::prod", fn(lambda x: torch.prod(x, 1, keepdim=True)), [In((2, 3, 5, 7))], "keep"))
 for _kind, _f in (("aten::any", torch.any), ("aten::all", torch.all)):
     add(Sample(_kind, fn(lambda x, f=_f: f(x > -1.5)), [In((2, 3, 5))], "all", flex=False))
-    add(Sample(_kind, fn(lambda x, f=_f: f(x, 1, keepdim=True)), [In((2, 3, 5, 7))], "float-keep"))
-    add(Sample(_kind, fn(lambda m, f=_f: f(m, -1)), [In((3, 5), "bool")], "bool-input"))
+    # (of relu(x): zeros, so that "all nonzero" varies)
+    add(Sample(_kind, fn(lambda x, f=_f: f(torch.relu(x), 1, keepdim=True)), [In((2, 3, 5, 7))],
+               "float-keep"))
+    add(Sample(_kind, fn(lambda m, f=_f: f(m, -1)),
+               [In((4, 2), "bool", values=torch.tensor([[True, True], [True, False], [False, True],
+                                                        [False, False]]))], "bool-input"))
 for _d in (0, 1, 2, -1):
     add(Sample("aten::topk", fn(lambda x, d=_d: torch.topk(x, 3, d)), [In((3, 4, 5, 6))], f"dim{_d}",
                flex=_d != 0))
