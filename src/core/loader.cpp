@@ -296,7 +296,9 @@ namespace {
 // it). A module in training mode of another type computes the same in
 // either mode: its code never looks at the flag (a traced module's graph
 // holds what tracing recorded, the lowerings refuse training-mode
-// batch_norm and dropout nodes).
+// batch_norm and dropout nodes). Pickling's hooks are left out: quantized
+// modules' __getstate__/__setstate__ save and restore the flag, which no
+// computation reads (eager-quantized Conv3d, ConvReLU3d).
 std::set<const c10::Type*> types_reading_training(const Module& model) {
   std::set<const c10::Type*> types;
   std::function<void(const torch::jit::Block*)> walk = [&](const torch::jit::Block* b) {
@@ -308,7 +310,10 @@ std::set<const c10::Type*> types_reading_training(const Module& model) {
     }
   };
   for (const Module& m : model.modules()) {
-    for (const torch::jit::Method& method : m.get_methods()) walk(method.graph()->block());
+    for (const torch::jit::Method& method : m.get_methods()) {
+      if (method.name() == "__getstate__" || method.name() == "__setstate__") continue;
+      walk(method.graph()->block());
+    }
   }
   return types;
 }

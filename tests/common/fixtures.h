@@ -142,8 +142,8 @@ inline double rms_of(const std::vector<at::Tensor>& outputs) {
 //     project's rule, none more than one quantum off and at most 3% off by one.
 //   * every other case (beyond, fuse, options): torch.testing's float32
 //     defaults, and the project's quantized rule.
-inline nnapi_convert::VerifyOptions tolerance_for(const nlohmann::json& cs,
-                                                  const std::vector<at::Tensor>& eager) {
+inline nnapi_convert::VerifyOptions case_tolerance(const nlohmann::json& cs,
+                                                   const std::vector<at::Tensor>& eager) {
   nnapi_convert::VerifyOptions v;  // quantized: one quantum, 3%
   const std::string name = cs.at("name").get<std::string>();
   const std::string source = cs.at("source").get<std::string>();
@@ -185,6 +185,15 @@ inline nnapi_convert::VerifyOptions tolerance_for(const nlohmann::json& cs,
     v.max_off_by_one_share = 0;  // no `limit`: quantized outputs must be equal
   }
   return v;
+}
+
+// case_tolerance, widened as --verify widens it for the case's options
+// (relaxed_tolerances: float16 computation under --relax-f32-to-f16).
+inline nnapi_convert::VerifyOptions tolerance_for(const nlohmann::json& cs,
+                                                  const std::vector<at::Tensor>& eager) {
+  nnapi_convert::ConvertOptions o;
+  apply_case_options(cs, o);
+  return nnapi_convert::relaxed_tolerances(o, case_tolerance(cs, eager));
 }
 
 // The scale of the quantized operand the converted module's output `output`

@@ -7,7 +7,9 @@ For each model (torchvision's mobilenet_v2 with realistic weights, the
 small detector of tools/mobile_models.py), built here at test time:
   1. eval mode, scripted, optimize_for_mobile (its convolutions and linear
      layers become prepacked::*_clamp_run with XNNPACK context constants,
-     batch norm and ReLU/ReLU6 folded into them), torch.jit.save;
+     batch norm and ReLU/ReLU6 folded into them), saved both ways users
+     publish it: torch.jit.save (.pt) and _save_for_lite_interpreter (.ptl,
+     whose bytecode.pkl shares its tensors with constants.pkl);
   2. the file must hold prepacked::conv2d_clamp_run (else the test would
      not test them);
   3. `nnapi-convert FILE --input SPEC --verify -o OUT` (the default target,
@@ -60,12 +62,15 @@ def close(got, want, atol, what):
     return diff.max().item()
 
 
-def check_model(name, model, shape, binary, work):
+def check_model(name, model, shape, binary, work, lite):
     model = model.eval()
     optimized = mobile_models.mobile(model)
-    src = os.path.join(work, name + ".pt")
-    out = os.path.join(work, name + ".nnapi.pt")
-    torch.jit.save(optimized, src)
+    src = os.path.join(work, name + (".ptl" if lite else ".pt"))
+    out = os.path.join(work, name + (".lite" if lite else "") + ".nnapi.pt")
+    if lite:
+        optimized._save_for_lite_interpreter(src)
+    else:
+        torch.jit.save(optimized, src)
     kinds = {n.kind() for n in torch.jit.load(src).graph.nodes()}
     assert "prepacked::conv2d_clamp_run" in kinds, f"no XNNPACK convolution in {sorted(kinds)}"
     spec = "x".join(str(d) for d in shape)
@@ -99,12 +104,14 @@ def main():
     os.makedirs(work, exist_ok=True)
     torch.manual_seed(0)
     import torchvision
-    cases = [
+    models = [
         ("mobilenet_v2", realistic_init(torchvision.models.mobilenet_v2()), (1, 3, 224, 224)),
         ("detector", mobile_models.TinyDetector(), (1, 3, 64, 80)),
     ]
-    return run_cases(cases, lambda name, model, shape:
-                     check_model(name, model, shape, binary, work), message_chars=1500)
+    cases = [(name + ("-lite" if lite else ""), model, shape, lite)
+             for name, model, shape in models for lite in (False, True)]
+    return run_cases(cases, lambda name, model, shape, lite:
+                     check_model(name, model, shape, binary, work, lite), message_chars=1500)
 
 
 if __name__ == "__main__":
