@@ -175,12 +175,14 @@ def make_all(out, small=False):
     to_pytorch13_layout(os.path.join(out, "traced.pt"), form(
         "pytorch13", spec, "converts", "PyTorch 1.3 layout (format 1, six-item storage ids)"))
 
+    width = 2 if small else 16  # small: a seed within the fuzzer's 16 KiB
+
     class ByteLSTM(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.embed = torch.nn.Embedding(256, 8)
-            self.lstm = torch.nn.LSTM(8, 16, batch_first=True)
-            self.out = torch.nn.Linear(16, 256)
+            self.embed = torch.nn.Embedding(256, width)
+            self.lstm = torch.nn.LSTM(width, width, batch_first=True)
+            self.out = torch.nn.Linear(width, 256)
 
         def forward(self, x):
             y, _ = self.lstm(self.embed(x))

@@ -12,6 +12,7 @@ hostile lies of issue 32 (a tensor larger than its storage, a storage offset
 of 2^28), so the fuzzer starts next to the check's edges.
 """
 import os
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -21,11 +22,28 @@ sys.dont_write_bytecode = True
 import archive_forms  # noqa: E402
 
 
+def lie(src, dst, old, new):
+    """`src` with its data.pkl's first match of `old` replaced by `new`."""
+    def edit(name, data):
+        if name.endswith("/data.pkl"):
+            data, n = re.subn(old, new, data, count=1, flags=re.S)
+            assert n == 1, (src, old)
+        return data
+
+    archive_forms._rewrite(src, dst, edit)
+
+
 def main():
     out = os.path.abspath(sys.argv[1])
     os.makedirs(out, exist_ok=True)
     made = archive_forms.make_all(out, small=True)
-    print("make_archive_seeds: %d seeds in %s" % (len(made), out))
+    traced = os.path.join(out, "traced.pt")
+    # The conv weight (4x3x3x3) declared 200x3x3x3; its storage offset 2^28.
+    lie(traced, os.path.join(out, "lie_sizes.pt"), rb"\(K\x04K\x03K\x03K\x03t",
+        b"(K\xc8K\x03K\x03K\x03t")
+    lie(traced, os.path.join(out, "lie_offset.pt"), rb"(tQq.)K\x00\(",
+        lambda m: m.group(1) + b"J\x00\x00\x00\x10(")
+    print("make_archive_seeds: %d seeds in %s" % (len(made) + 2, out))
 
 
 if __name__ == "__main__":
