@@ -6,6 +6,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -37,15 +38,12 @@ struct Entry {
 class Archive {
  public:
   Archive(const std::string& path, const std::string& what) : path_(path), what_(what) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) fail(std::string("cannot be opened: ") + std::strerror(errno));
+    fd_.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_.fd < 0) fail(std::string("cannot be opened: ") + std::strerror(errno));
     struct stat st;
-    if (::fstat(fd_, &st) != 0) fail(std::string("cannot be read: ") + std::strerror(errno));
+    if (::fstat(fd_.fd, &st) != 0) fail(std::string("cannot be read: ") + std::strerror(errno));
     file_size_ = static_cast<uint64_t>(st.st_size);
     read_directory();
-  }
-  ~Archive() {
-    if (fd_ >= 0) ::close(fd_);
   }
   Archive(const Archive&) = delete;
   Archive& operator=(const Archive&) = delete;
@@ -93,7 +91,7 @@ class Archive {
     if (offset > file_size_ || n > file_size_ - offset) malformed("a record lies past the end");
     char* p = static_cast<char*>(dst);
     while (n > 0) {
-      ssize_t got = ::pread(fd_, p, n, static_cast<off_t>(offset));
+      ssize_t got = ::pread(fd_.fd, p, n, static_cast<off_t>(offset));
       if (got < 0 && errno == EINTR) continue;
       if (got < 0) fail(std::string("cannot be read: ") + std::strerror(errno));
       if (got == 0) malformed("it ends early");
@@ -202,8 +200,19 @@ class Archive {
     }
   }
 
+  // Closed by its own destructor, so also when the constructor throws (a
+  // malformed zip directory): the fuzzer found that leak (docs/reliability.md).
+  struct Fd {
+    int fd = -1;
+    Fd() = default;
+    Fd(const Fd&) = delete;
+    Fd& operator=(const Fd&) = delete;
+    ~Fd() {
+      if (fd >= 0) ::close(fd);
+    }
+  };
   std::string path_, what_;
-  int fd_ = -1;
+  Fd fd_;
   uint64_t file_size_ = 0;
   std::vector<Entry> entries_;
 };
@@ -808,6 +817,68 @@ void check_code(const std::string& src, const std::string& name, const Archive& 
   }
 }
 
+// A class body's `name = value` without a type: LibTorch 1.13's importer
+// (import_source.cpp) takes every assignment in a class other than
+// __parameters__, __buffers__, __forward_pre_hooks__ and __forward_hooks__ for
+// a constant `name : Final[T] = value` and reads its type without looking
+// whether there is one, so this form crashes it (found by fuzz_archive;
+// docs/reliability.md). TorchScript's printer writes such lines only in enum
+// classes (`class Color(Enum):`), which take another path.
+void check_class_assignments(const std::string& src, const std::string& name,
+                             const Archive& archive) {
+  static const std::set<std::string> kSpecial = {"__parameters__", "__buffers__",
+                                                 "__forward_pre_hooks__", "__forward_hooks__"};
+  int depth = 0, line_no = 0;
+  bool in_class = false, enum_class = false;
+  size_t class_indent = 0, body_indent = std::string::npos;
+  for (size_t begin = 0; begin < src.size();) {
+    size_t end = src.find('\n', begin);
+    if (end == std::string::npos) end = src.size();
+    const std::string line = src.substr(begin, end - begin);
+    begin = end + 1;
+    ++line_no;
+    const size_t indent = line.find_first_not_of(' ');
+    const bool continued = depth > 0;
+    // Brackets opened on this line (outside strings and comments).
+    for (size_t i = 0; i < line.size(); ++i) {
+      char c = line[i];
+      if (c == '#') break;
+      if (c == '"' || c == '\'') {
+        for (++i; i < line.size() && line[i] != c; ++i) {
+          if (line[i] == '\\') ++i;
+        }
+      } else if (c == '(' || c == '[' || c == '{') {
+        ++depth;
+      } else if ((c == ')' || c == ']' || c == '}') && depth > 0) {
+        --depth;
+      }
+    }
+    if (continued || indent == std::string::npos || line[indent] == '#') continue;
+    if (in_class && indent <= class_indent) in_class = false;
+    if (line.compare(indent, 6, "class ") == 0) {
+      in_class = true;
+      enum_class = line.find("(Enum)") != std::string::npos;
+      class_indent = indent;
+      body_indent = std::string::npos;
+      continue;
+    }
+    if (!in_class || enum_class) continue;
+    if (body_indent == std::string::npos) body_indent = indent;
+    if (indent != body_indent) continue;
+    size_t i = indent;
+    while (i < line.size() && (std::isalnum(static_cast<unsigned char>(line[i])) || line[i] == '_'))
+      ++i;
+    const std::string target = line.substr(indent, i - indent);
+    while (i < line.size() && line[i] == ' ') ++i;
+    if (target.empty() || i + 1 >= line.size() || line[i] != '=' || line[i + 1] == '=') continue;
+    if (kSpecial.count(target)) continue;
+    archive.malformed("its code '" + name + "' gives class attribute '" + target + "' (line " +
+                      std::to_string(line_no) +
+                      ") a value without a type (TorchScript writes `name : Final[type] = "
+                      "value`), a form LibTorch 1.13 crashes on");
+  }
+}
+
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -866,7 +937,9 @@ void check_torchscript_archive(const std::string& path, const std::string& what)
         }
       }
     } else if (name.compare(0, 5, "code/") == 0 && ends_with(name, ".py")) {
-      check_code(archive.read(*entry), name, archive);
+      const std::string code = archive.read(*entry);
+      check_code(code, name, archive);
+      check_class_assignments(code, name, archive);
     }
   }
 }

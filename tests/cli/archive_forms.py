@@ -127,6 +127,37 @@ def make_all(out, small=False):
     torch.jit.script(WithClass().eval()).save(
         form("class_type", spec, "converts", "scripted, a TorchScript class attribute"))
 
+    # Enum and NamedTuple classes: the code files' other class forms (an
+    # enum's body is `NAME = value` lines).
+    from enum import Enum
+    from typing import NamedTuple
+
+    class Mode(Enum):
+        SCALE = 1
+        SHIFT = 2
+
+    class Pair(NamedTuple):
+        a: torch.Tensor
+        b: torch.Tensor
+
+    class WithEnum(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3)
+            self.mode = Mode.SCALE
+
+        def pair(self, x: torch.Tensor) -> Pair:
+            return Pair(self.conv(x), x)
+
+        def forward(self, x):
+            p = self.pair(x)
+            if self.mode == Mode.SCALE:
+                return torch.relu(p.a)
+            return p.a
+
+    torch.jit.script(WithEnum().eval()).save(
+        form("enum_namedtuple", spec, "loads", "scripted, Enum and NamedTuple classes"))
+
     class Ops(torch.nn.Module):
         def __init__(self):
             super().__init__()
