@@ -221,7 +221,7 @@ def make_all(out, small=False):
 
     lstm_src = os.path.join(out, "lstm_src.pt")
     torch.jit.script(ByteLSTM().eval()).save(lstm_src)
-    to_pytorch13_layout(lstm_src, form("pytorch13_lstm", "1x12:int64", "loads",
+    to_pytorch13_layout(lstm_src, form("pytorch13_lstm", "1x12,dtype=int32", "loads",
                                        "scripted byte-level LSTM, PyTorch 1.3 layout"))
     os.unlink(lstm_src)
 
@@ -238,7 +238,7 @@ def make_all(out, small=False):
     torch.jit.script(OldQ().eval()).save(old_src)
 
     def old_quantized(name, data):
-        if name.endswith("code/__torch__.py"):
+        if name.endswith(".py") and b"_packed_params : Tensor" in data:
             data = data.replace(
                 b"return x", b"return ops.quantized.conv2d(x, self._packed_params, [1, 1], "
                 b"[0, 0], [1, 1], 1, 1., 0)")

@@ -5,7 +5,7 @@ archive PyTorch writes (archive_forms.py, made here with Debian's
 
 The reference is PyTorch itself: each file is first loaded with torch.jit.load
 (torch 1.13, the LibTorch nnapi-convert links), and the lite-interpreter files
-also with torch.jit._load_for_lite_interpreter; a form LibTorch loads must
+also with torch.jit.mobile._load_for_lite_interpreter; a form LibTorch loads must
 pass the archive check. Then, by the form's `expect`:
   converts       nnapi-convert FILE --input SPEC --verify: exit 0, output written
                  (--verify checks it against LibTorch on the host runtime);
@@ -39,11 +39,12 @@ NOT_LOADED = "could not be loaded"
 def torch_loads(form):
     """(loads, message) from torch.jit.load (and the lite loader for .ptl)."""
     import torch
+    import torch.jit.mobile
 
     try:
         torch.jit.load(form.path)
         if form.path.endswith(".ptl"):
-            torch.jit._load_for_lite_interpreter(form.path)
+            torch.jit.mobile._load_for_lite_interpreter(form.path)
         return True, ""
     except Exception as e:  # noqa: BLE001 - any failure is the reference's verdict
         return False, str(e)
