@@ -188,6 +188,16 @@ def make_all(out, small=False):
     q(x)
     torch.quantization.convert(q, inplace=True)
     torch.jit.trace(q, x).save(form("quantized", spec, "converts", "quantized (qnnpack), traced"))
+    # Per-channel weights: _rebuild_qtensor with scale and zero-point tensors.
+    q = QConv().eval()
+    q.qconfig = torch.quantization.QConfig(
+        activation=torch.quantization.default_observer,
+        weight=torch.quantization.default_per_channel_weight_observer)
+    torch.quantization.prepare(q, inplace=True)
+    q(x)
+    torch.quantization.convert(q, inplace=True)
+    torch.jit.trace(q, x).save(form("quantized_per_channel", spec, "converts",
+                                    "quantized (per-channel weights), traced"))
 
     # Lite interpreter: the default bytecode version (8) and every one that
     # _backport_for_mobile writes, without and with optimize_for_mobile.
