@@ -467,6 +467,25 @@ def make_hostile():
                 drop=(code_name + ".debug_pkl",)),
         what="while True in forward (must not run)")
 
+    # Found by fuzz_archive (docs/reliability.md): a class attribute given a
+    # value without a type makes LibTorch 1.13's importer read the missing type
+    # from memory it does not own (SIGSEGV under ASan; "is an Atom" without);
+    # the archive check refuses it first. Its control:
+    # a class constant as TorchScript writes it (`name : Final[type] = value`).
+    code = dict(items)[code_name]
+    assert code.count(b"  __parameters__ = []") == 1, code
+    add("code_class_attribute_without_type",
+        entries({code_name: code.replace(b"  __parameters__ = []", b"  _pa_rameters__ = []")},
+                drop=(code_name + ".debug_pkl",)),
+        what="class body: _pa_rameters__ = [] (no type)",
+        pattern=r"its code 'code/__torch__\.py' gives class attribute '_pa_rameters__' "
+                r"\(line 2\) a value without a type")
+    add("control_code_class_constant",
+        entries({code_name: code.replace(b"  __buffers__ = []",
+                                         b"  __buffers__ = []\n  scale : Final[int] = 3")},
+                drop=(code_name + ".debug_pkl",)),
+        expect=(0,), what="class body: scale : Final[int] = 3")
+
     # `inspect` also runs on the archives of the review's defects (H3, H4, L5)
     # and a few zip-level ones; the review's already-handled variants are only
     # converted (each run of the binary costs about a second).
