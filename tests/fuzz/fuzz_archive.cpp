@@ -92,10 +92,15 @@ void check_constants(torch::jit::Block* block, std::unordered_set<const void*>& 
   }
 }
 
-std::string scratch_path() {
-  const char* dir = std::getenv("TMPDIR");
-  return std::string(dir && *dir ? dir : "/tmp") + "/fuzz_archive." + std::to_string(getpid()) +
-         ".pt";
+// The file each input is written to (the check reads a path), removed after
+// each input (libFuzzer ends without running atexit handlers).
+const std::string& scratch_path() {
+  static const std::string path = [] {
+    const char* dir = std::getenv("TMPDIR");
+    return std::string(dir && *dir ? dir : "/tmp") + "/fuzz_archive." + std::to_string(getpid()) +
+           ".pt";
+  }();
+  return path;
 }
 
 }  // namespace
@@ -110,7 +115,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::string path = scratch_path();
+  const std::string& path = scratch_path();
   {
     FILE* f = std::fopen(path.c_str(), "wb");
     if (!f) property_failed("cannot write " + path);
@@ -119,7 +124,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   try {
     nnapi_convert::check_torchscript_archive(path, "");
+    std::remove(path.c_str());
   } catch (const nnapi_convert::ConvertError& e) {
+    std::remove(path.c_str());
     if (e.exit_code() != 1 || e.what()[0] == '\0') property_failed("bad ConvertError");
     return 0;
   }
