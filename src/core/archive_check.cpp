@@ -6,7 +6,6 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -866,17 +865,19 @@ void check_class_assignments(const std::string& src, const std::string& name,
     if (!in_class || enum_class) continue;
     if (body_indent == std::string::npos) body_indent = indent;
     if (indent != body_indent) continue;
-    size_t i = indent;
-    while (i < line.size() && (std::isalnum(static_cast<unsigned char>(line[i])) || line[i] == '_'))
-      ++i;
-    const std::string target = line.substr(indent, i - indent);
-    while (i < line.size() && line[i] == ' ') ++i;
-    if (target.empty() || i + 1 >= line.size() || line[i] != '=' || line[i + 1] == '=') continue;
+    // `target = value`: an '=' (not '==') before any ':', '[' or '(' (any
+    // bytes in the target: the fuzzer's `__parameter\xff__ = []` is one).
+    const size_t op = line.find_first_of(":=[(", indent);
+    if (op == std::string::npos || line[op] != '=' || line.compare(op, 2, "==") == 0) continue;
+    const size_t last = line.find_last_not_of(' ', op - 1);
+    if (last == std::string::npos || last < indent) continue;
+    const std::string target = line.substr(indent, last + 1 - indent);
     if (kSpecial.count(target)) continue;
-    archive.malformed("its code '" + name + "' gives class attribute '" + target + "' (line " +
-                      std::to_string(line_no) +
-                      ") a value without a type (TorchScript writes `name : Final[type] = "
-                      "value`); LibTorch 1.13 reads the missing type from memory it does not "
+    archive.malformed(
+        "its code '" + name + "' gives class attribute '" + target + "' (line " +
+        std::to_string(line_no) +
+        ") a value without a type; TorchScript writes `name : Final[type] = value`, and "
+        "LibTorch 1.13's importer can read memory it does not own on such a line"); LibTorch 1.13 reads the missing type from memory it does not "
                       "own");
   }
 }

@@ -480,6 +480,14 @@ def make_hostile():
         what="class body: _pa_rameters__ = [] (no type)",
         pattern=r"its code 'code/__torch__\.py' gives class attribute '_pa_rameters__' "
                 r"\(line 2\) a value without a type")
+    # The fuzzer's second form: a byte outside ASCII in the name (with a
+    # damaged .debug_pkl, LibTorch 1.13 died with SIGSEGV on it).
+    add("code_class_attribute_nonascii",
+        entries({code_name: code.replace(b"  __parameters__ = []", b"  __parameter\xff__ = []")},
+                drop=(code_name + ".debug_pkl",)),
+        what="class body: __parameter\\xff__ = [] (no type)",
+        pattern=r"its code 'code/__torch__\.py' gives class attribute '__parameter.*__' "
+                r"\(line 2\) a value without a type")
     add("control_code_class_constant",
         entries({code_name: code.replace(b"  __buffers__ = []",
                                          b"  __buffers__ = []\n  scale : Final[int] = 3")},
