@@ -877,8 +877,7 @@ void check_class_assignments(const std::string& src, const std::string& name,
         "its code '" + name + "' gives class attribute '" + target + "' (line " +
         std::to_string(line_no) +
         ") a value without a type; TorchScript writes `name : Final[type] = value`, and "
-        "LibTorch 1.13's importer can read memory it does not own on such a line"); LibTorch 1.13 reads the missing type from memory it does not "
-                      "own");
+        "LibTorch 1.13's importer can read memory it does not own on such a line");
   }
 }
 
