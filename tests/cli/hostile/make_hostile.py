@@ -474,20 +474,17 @@ def make_hostile():
     # a class constant as TorchScript writes it (`name : Final[type] = value`).
     code = dict(items)[code_name]
     assert code.count(b"  __parameters__ = []") == 1, code
-    add("code_class_attribute_without_type",
-        entries({code_name: code.replace(b"  __parameters__ = []", b"  _pa_rameters__ = []")},
-                drop=(code_name + ".debug_pkl",)),
-        what="class body: _pa_rameters__ = [] (no type)",
-        pattern=r"its code 'code/__torch__\.py' gives class attribute '_pa_rameters__' "
-                r"\(line 2\) a value without a type")
-    # The fuzzer's second form: a byte outside ASCII in the name (with a
-    # damaged .debug_pkl, LibTorch 1.13 died with SIGSEGV on it).
-    add("code_class_attribute_nonascii",
-        entries({code_name: code.replace(b"  __parameters__ = []", b"  __parameter\xff__ = []")},
-                drop=(code_name + ".debug_pkl",)),
-        what="class body: __parameter\\xff__ = [] (no type)",
-        pattern=r"its code 'code/__torch__\.py' gives class attribute '__parameter.*__' "
-                r"\(line 2\) a value without a type")
+    # The second form: a byte outside ASCII in the name (with a damaged
+    # .debug_pkl, LibTorch 1.13 died with SIGSEGV on it).
+    for name, target in (("code_class_attribute_without_type", b"_pa_rameters__"),
+                         ("code_class_attribute_nonascii", b"__parameter\xff__")):
+        add(name, entries({code_name: code.replace(b"  __parameters__ = []",
+                                                   b"  " + target + b" = []")},
+                          drop=(code_name + ".debug_pkl",)),
+            what="class body: %r = [] (no type)" % target,
+            pattern=r"its code 'code/__torch__\.py' gives class attribute '" +
+                    re.escape(target.decode(errors="replace")) +
+                    r"' \(line 2\) a value without a type")
     add("control_code_class_constant",
         entries({code_name: code.replace(b"  __buffers__ = []",
                                          b"  __buffers__ = []\n  scale : Final[int] = 3")},
