@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -36,15 +37,12 @@ struct Entry {
 class Archive {
  public:
   Archive(const std::string& path, const std::string& what) : path_(path), what_(what) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) fail(std::string("cannot be opened: ") + std::strerror(errno));
+    fd_.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_.fd < 0) fail(std::string("cannot be opened: ") + std::strerror(errno));
     struct stat st;
-    if (::fstat(fd_, &st) != 0) fail(std::string("cannot be read: ") + std::strerror(errno));
+    if (::fstat(fd_.fd, &st) != 0) fail(std::string("cannot be read: ") + std::strerror(errno));
     file_size_ = static_cast<uint64_t>(st.st_size);
     read_directory();
-  }
-  ~Archive() {
-    if (fd_ >= 0) ::close(fd_);
   }
   Archive(const Archive&) = delete;
   Archive& operator=(const Archive&) = delete;
@@ -92,7 +90,7 @@ class Archive {
     if (offset > file_size_ || n > file_size_ - offset) malformed("a record lies past the end");
     char* p = static_cast<char*>(dst);
     while (n > 0) {
-      ssize_t got = ::pread(fd_, p, n, static_cast<off_t>(offset));
+      ssize_t got = ::pread(fd_.fd, p, n, static_cast<off_t>(offset));
       if (got < 0 && errno == EINTR) continue;
       if (got < 0) fail(std::string("cannot be read: ") + std::strerror(errno));
       if (got == 0) malformed("it ends early");
@@ -201,46 +199,95 @@ class Archive {
     }
   }
 
+  // Closed by its own destructor, so also when the constructor throws (a
+  // malformed zip directory): the fuzzer found that leak (docs/reliability.md).
+  struct Fd {
+    int fd = -1;
+    Fd() = default;
+    Fd(const Fd&) = delete;
+    Fd& operator=(const Fd&) = delete;
+    ~Fd() {
+      if (fd >= 0) ::close(fd);
+    }
+  };
   std::string path_, what_;
-  int fd_ = -1;
+  Fd fd_;
   uint64_t file_size_ = 0;
   std::vector<Entry> entries_;
 };
 
 // ------------------------------------------------------------------ pickles
 
-// What the TorchScript unpickler would hold on its stack, without the values.
+// What the TorchScript unpickler (LibTorch 1.13, torch/csrc/jit/serialization/
+// unpickler.cpp) would hold on its stack, without the values: enough to follow
+// its table of GLOBALs, the tensors it rebuilds and the storages they view.
+struct Item;
+using Parts = std::shared_ptr<const std::vector<Item>>;
+
 struct Item {
-  enum Kind { Other, Int, Str, Functor, StorageType, Tuple, Object } kind = Other;
+  enum Kind { Other, Int, Str, Tuple, Object, Tensor } kind = Other;
   int depth = 1;
-  int64_t num = 0;          // Int; StorageType: the item size
-  std::string str;          // Str (short ones only)
-  std::vector<Item> parts;  // a Tuple of up to 5 scalars: its items
+  int weight = 1;      // this item and the items kept in its parts
+  int64_t num = 0;     // Int
+  bool whole = false;  // Str: `str` holds all of the string
+  std::string str;     // Str: its first bytes
+  Parts parts;         // Tuple: its items, for small tuples only
+  // Tensor: its storage (bytes < 0: a tensor of the legacy tensor table, whose
+  // bounds LibTorch checks itself), element size and element count.
+  int64_t storage_bytes = 0, item_size = 0, numel = 0;
+  std::string storage;  // Tensor: its storage record, for messages
 };
 
+// Tuples of up to this many items, holding up to kMaxKept items in all, keep
+// their items: tensor arguments, storage references and quantizer
+// parameters are such tuples. Larger ones only count.
+constexpr size_t kMaxKeptTuple = 64;
+constexpr int kMaxKept = 1024;
+constexpr size_t kMaxKeptString = 4096;
+
+// c10::ScalarType in LibTorch 1.13's order: the storage GLOBAL's name and its
+// element size. The unpickler pushes the index for "torch.<name>".
+struct ScalarType {
+  const char* storage;
+  int64_t size;
+};
+constexpr ScalarType kScalarTypes[] = {
+    {"ByteStorage", 1},         {"CharStorage", 1},           {"ShortStorage", 2},
+    {"IntStorage", 4},          {"LongStorage", 8},           {"HalfStorage", 2},
+    {"FloatStorage", 4},        {"DoubleStorage", 8},         {"ComplexHalfStorage", 4},
+    {"ComplexFloatStorage", 8}, {"ComplexDoubleStorage", 16}, {"BoolStorage", 1},
+    {"QInt8Storage", 1},        {"QUInt8Storage", 1},         {"QInt32Storage", 4},
+    {"BFloat16Storage", 2},     {"QUInt4x2Storage", 1},       {"QUInt2x4Storage", 1},
+};
+constexpr int64_t kNumScalarTypes = sizeof kScalarTypes / sizeof kScalarTypes[0];
+
+// c10::QScheme names, in order; "torch.<name>" pushes the index.
+constexpr const char* kQSchemes[] = {"per_tensor_affine", "per_channel_affine",
+                                     "per_tensor_symmetric", "per_channel_symmetric",
+                                     "per_channel_affine_float_qparams"};
+
+// What a GLOBAL registers in the unpickler's table, for REDUCE and BUILD to call.
+enum class Global { Class, Rebuild, RebuildQuantized, FromTypeV2, TableTensor, Value, TypeTag };
+
+// A storage a pickle refers to: its record (in the pickle's tensor folder)
+// and the bytes LibTorch takes from it.
 struct StorageRef {
   std::string key;
-  int64_t item_size;
-  int64_t numel;
+  uint64_t bytes;
 };
 
-int64_t storage_item_size(const std::string& class_name) {
-  static const std::map<std::string, int64_t> sizes = {
-      {"ByteStorage", 1},         {"CharStorage", 1},           {"ShortStorage", 2},
-      {"IntStorage", 4},          {"LongStorage", 8},           {"HalfStorage", 2},
-      {"FloatStorage", 4},        {"DoubleStorage", 8},         {"ComplexHalfStorage", 4},
-      {"ComplexFloatStorage", 8}, {"ComplexDoubleStorage", 16}, {"BoolStorage", 1},
-      {"QInt8Storage", 1},        {"QUInt8Storage", 1},         {"QInt32Storage", 4},
-      {"BFloat16Storage", 2},     {"QUInt4x2Storage", 1},       {"QUInt2x4Storage", 1},
-  };
-  auto it = sizes.find(class_name);
-  return it == sizes.end() ? 0 : it->second;
+std::string join(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
 }
 
 class PickleScan {
  public:
-  PickleScan(const std::string& bytes, const std::string& name, const Archive& archive)
-      : b_(bytes), name_(name), archive_(archive) {}
+  // `tensor_dir`: the folder LibTorch reads this pickle's storages from.
+  PickleScan(const std::string& bytes, const std::string& name, const std::string& tensor_dir,
+             const Archive& archive)
+      : b_(bytes), name_(name), tensor_dir_(tensor_dir), archive_(archive) {}
 
   // The storages the pickle refers to; `want_object`: its value must be an
   // object (data.pkl holds the module).
@@ -275,9 +322,11 @@ class PickleScan {
     pos_ += n;
     return v;
   }
-  std::string take_bytes(uint64_t n) {
+  Item take_string(uint64_t n) {
     if (b_.size() - pos_ < n) bad("a string runs past the end");
-    std::string s = n <= 256 ? b_.substr(pos_, n) : std::string();
+    Item s = scalar(Item::Str);
+    s.whole = n <= kMaxKeptString;
+    s.str = b_.substr(pos_, std::min<uint64_t>(n, kMaxKeptString));
     pos_ += n;
     return s;
   }
@@ -324,17 +373,17 @@ class PickleScan {
   Item collect(size_t from, Item::Kind kind) {
     Item c;
     c.kind = kind;
-    int depth = 0;
-    for (size_t i = from; i < stack_.size(); ++i) depth = std::max(depth, stack_[i].depth);
+    int depth = 0, weight = 1;
+    for (size_t i = from; i < stack_.size(); ++i) {
+      depth = std::max(depth, stack_[i].depth);
+      weight = std::min(weight + stack_[i].weight, kMaxKept + 1);
+    }
     c.depth = depth + 1;
-    // Storage references are tuples of 5 scalars: only such small tuples keep
-    // their items, so no copy below is ever deep.
-    bool small = kind == Item::Tuple && stack_.size() - from <= 5 &&
-                 std::all_of(stack_.begin() + from, stack_.end(),
-                             [](const Item& x) { return x.parts.empty(); });
-    if (small) {
-      c.parts.assign(std::make_move_iterator(stack_.begin() + from),
-                     std::make_move_iterator(stack_.end()));
+    // Only small tuples keep their items (shared, so copies stay cheap).
+    if (kind == Item::Tuple && stack_.size() - from <= kMaxKeptTuple && weight <= kMaxKept) {
+      c.weight = weight;
+      c.parts = std::make_shared<const std::vector<Item>>(
+          std::make_move_iterator(stack_.begin() + from), std::make_move_iterator(stack_.end()));
     }
     stack_.erase(stack_.begin() + from, stack_.end());
     return c;
@@ -349,6 +398,223 @@ class PickleScan {
     if (target.depth > kMaxPickleDepth) bad("values nested too deeply", at);
   }
 
+  // The items of a tuple the scan kept, at least `n` of them; null otherwise.
+  static const std::vector<Item>* tuple(const Item& it, size_t n) {
+    if (it.kind != Item::Tuple || !it.parts || it.parts->size() < n) return nullptr;
+    return it.parts.get();
+  }
+  bool int_tuple(const Item& it, std::vector<int64_t>* out) const {
+    const std::vector<Item>* p = tuple(it, 0);
+    if (!p) return false;
+    for (const Item& x : *p) {
+      if (x.kind != Item::Int) return false;
+      out->push_back(x.num);
+    }
+    return true;
+  }
+
+  // GLOBAL, as Unpickler::readGlobal: a table entry and its index on the
+  // stack, or (storage types, quantization schemes) just an integer.
+  void global(const std::string& module, const std::string& cls, size_t at) {
+    if (skip_globals_ > 0 && --skip_globals_ == 0) {
+      // The tensor type after _rebuild_from_type_v2's function: no entry.
+      push(scalar(Item::Int, static_cast<int64_t>(globals_.size()) - 1), at);
+      return;
+    }
+    Global g = Global::Class;
+    auto is = [&](const char* m, std::initializer_list<const char*> names) {
+      if (module != m) return false;
+      for (const char* n : names)
+        if (cls == n) return true;
+      return false;
+    };
+    if (module == "__main__") {
+      if (cls == "TensorID") {
+        g = Global::TableTensor;
+      } else if (cls == "IntList") {
+        g = Global::Value;
+      } else {
+        bad("GLOBAL __main__." + cls + ", which TorchScript's unpickler does not know", at);
+      }
+    } else if (module == "torch.jit._pickle") {
+      if (cls == "build_tensor_from_id") {
+        g = Global::TableTensor;
+      } else if (cls == "restore_type_tag") {
+        g = Global::TypeTag;
+      } else if (is("torch.jit._pickle",
+                    {"build_intlist", "build_tensorlist", "build_doublelist", "build_boollist"})) {
+        g = Global::Value;
+      } else {
+        bad("GLOBAL torch.jit._pickle." + cls + ", which TorchScript's unpickler does not know",
+            at);
+      }
+    } else if (is("torch._utils", {"_rebuild_tensor_v2"})) {
+      g = Global::Rebuild;
+    } else if (is("torch._utils", {"_rebuild_qtensor"})) {
+      g = Global::RebuildQuantized;
+    } else if (is("torch._tensor", {"_rebuild_from_type_v2"})) {
+      g = Global::FromTypeV2;
+      skip_globals_ = 2;
+    } else if (is("torch._utils", {"_rebuild_sparse_tensor"}) || is("builtins", {"complex"}) ||
+               is("collections", {"OrderedDict"}) || is("torch", {"device"})) {
+      g = Global::Value;
+    } else if (module == "torch.distributed.rpc") {
+      bad("GLOBAL torch.distributed.rpc." + cls + " (a remote reference; a model file holds none)",
+          at);
+    } else if (module == "torch") {
+      for (int64_t i = 0; i < kNumScalarTypes; ++i) {
+        if (cls == kScalarTypes[i].storage) return push(scalar(Item::Int, i), at);
+      }
+      for (int64_t i = 0; i < 5; ++i) {
+        if (cls == kQSchemes[i]) return push(scalar(Item::Int, i), at);
+      }
+      bad("GLOBAL torch." + cls + ", which TorchScript's unpickler does not know", at);
+    }
+    globals_.push_back(g);
+    push(scalar(Item::Int, static_cast<int64_t>(globals_.size()) - 1), at);
+  }
+
+  // REDUCE or BUILD of table entry `index` on `arg`, as the entry would.
+  Item call(size_t index, const Item& arg, size_t at, int nesting) {
+    switch (globals_[index]) {
+      case Global::Rebuild:
+        return rebuild(arg, false, at);
+      case Global::RebuildQuantized:
+        return rebuild(arg, true, at);
+      case Global::FromTypeV2: {
+        // (function, type, arguments, state): the function read after this
+        // GLOBAL (the next table entry) rebuilds the tensor from `arguments`.
+        const std::vector<Item>* p = tuple(arg, 4);
+        if (!p) bad("_rebuild_from_type_v2 without (function, type, arguments, state)", at);
+        if (index + 1 >= globals_.size() || nesting > 8)
+          bad("_rebuild_from_type_v2 with no function read after it", at);
+        return call(index + 1, (*p)[2], at, nesting + 1);
+      }
+      case Global::TableTensor: {
+        Item t = scalar(Item::Tensor);
+        t.storage_bytes = -1;
+        return t;
+      }
+      case Global::TypeTag:
+        if (const std::vector<Item>* p = tuple(arg, 1)) return (*p)[0];
+        return scalar(Item::Other);
+      case Global::Class:
+        return scalar(Item::Object);
+      case Global::Value:
+        break;
+    }
+    return scalar(Item::Other);
+  }
+
+  // _rebuild_tensor_v2(storage, offset, sizes, strides, requires_grad, hooks)
+  // and _rebuild_qtensor(storage, offset, sizes, strides, qparams, ...): LibTorch
+  // sets the sizes and strides without a check, so the check is here.
+  Item rebuild(const Item& arg, bool quantized, size_t at) {
+    const std::string fn = quantized ? "_rebuild_qtensor" : "_rebuild_tensor_v2";
+    const std::vector<Item>* p = tuple(arg, quantized ? 6 : 5);
+    std::vector<int64_t> sizes, strides;
+    if (!p || (*p)[1].kind != Item::Int || !int_tuple((*p)[2], &sizes) ||
+        !int_tuple((*p)[3], &strides) || sizes.size() != strides.size()) {
+      bad(fn + " without (storage, offset, sizes, strides, ...) arguments", at);
+    }
+    const Item& storage = (*p)[0];
+    if (storage.kind != Item::Tensor) bad(fn + " of something that is not a storage", at);
+    if (storage.storage_bytes < 0) bad(fn + " of a tensor from the legacy tensor table", at);
+    const int64_t offset = (*p)[1].num;
+    const std::string tensor = tensor_name();
+    auto lie = [&](const std::string& why) {
+      archive_.malformed("tensor " + tensor + " of its pickle '" + name_ + "' (sizes " +
+                         join(sizes) + ", strides " + join(strides) + ", storage offset " +
+                         std::to_string(offset) + ", over storage record '" + storage.storage +
+                         "' of " + std::to_string(storage.storage_bytes) + " bytes) " + why);
+    };
+    if (offset < 0) lie("has a negative storage offset");
+    int64_t numel = 1, last = offset;  // last: the highest element index it reaches
+    bool empty = false, overflow = false;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (sizes[i] < 0 || strides[i] < 0) lie("has a negative size or stride");
+      if (sizes[i] == 0) empty = true;
+      int64_t reach;
+      overflow |= __builtin_mul_overflow(sizes[i] == 0 ? 0 : sizes[i] - 1, strides[i], &reach) ||
+                  __builtin_add_overflow(last, reach, &last);
+      if (__builtin_mul_overflow(numel, sizes[i], &numel)) numel = INT64_MAX;
+    }
+    int64_t need = 0;  // bytes the tensor reads from its storage
+    if (!empty && (overflow || __builtin_add_overflow(last, 1, &last) ||
+                   __builtin_mul_overflow(last, storage.item_size, &need))) {
+      lie("reaches past 2^63 bytes");
+    }
+    if (need > storage.storage_bytes) {
+      lie("reaches " + std::to_string(need) + " bytes into its storage: past its end");
+    }
+    if (quantized) check_qparams((*p)[4], sizes, lie);
+    Item t = storage;
+    t.depth = arg.depth + 1;
+    t.numel = empty ? 0 : numel;
+    return t;
+  }
+
+  // Per-channel quantizer parameters: one scale and zero point per channel of
+  // the axis, read later without a check.
+  template <typename Lie>
+  void check_qparams(const Item& qparams, const std::vector<int64_t>& sizes, Lie& lie) {
+    const std::vector<Item>* q = tuple(qparams, 1);
+    if (!q || (*q)[0].kind != Item::Int) lie("has quantizer parameters the check cannot read");
+    const int64_t scheme = (*q)[0].num;
+    if (scheme == 0 || scheme == 2) return;  // per tensor: a scale and a zero point
+    if (scheme != 1 && scheme != 3 && scheme != 4) lie("has an unknown quantization scheme");
+    q = tuple(qparams, 4);
+    if (!q || (*q)[1].kind != Item::Tensor || (*q)[2].kind != Item::Tensor ||
+        (*q)[3].kind != Item::Int) {
+      lie("has per-channel parameters that are not (scheme, scales, zero points, axis)");
+    }
+    const int64_t axis = (*q)[3].num;
+    if (axis < 0 || axis >= static_cast<int64_t>(sizes.size()))
+      lie("has its channel axis out of range");
+    for (const Item* t : {&(*q)[1], &(*q)[2]}) {
+      if (t->storage_bytes < 0 || t->numel < sizes[axis])
+        lie("has fewer per-channel scales or zero points than channels");
+    }
+  }
+
+  // The attribute name just below a tensor being rebuilt (a state dict's key),
+  // or its number in the pickle.
+  std::string tensor_name() {
+    ++tensors_;
+    if (!stack_.empty() && stack_.back().kind == Item::Str && stack_.back().whole &&
+        stack_.back().str.size() <= 200) {
+      return "'" + stack_.back().str + "'";
+    }
+    return "#" + std::to_string(tensors_);
+  }
+
+  // BINPERSID of ('storage', scalar type, key, device, numel[, view metadata]):
+  // the whole storage as a tensor of its scalar type. PyTorch 1.3 to 1.5 wrote
+  // a sixth item (None).
+  Item storage(const Item& ref, size_t at) {
+    const std::vector<Item>* p = tuple(ref, 5);
+    if (!p || (*p)[0].kind != Item::Str || (*p)[0].str != "storage" || (*p)[1].kind != Item::Int ||
+        (*p)[2].kind != Item::Str || !(*p)[2].whole || (*p)[3].kind != Item::Str ||
+        (*p)[4].kind != Item::Int) {
+      bad("a storage reference that is not ('storage', type, key, device, numel)", at);
+    }
+    const int64_t type = (*p)[1].num, numel = (*p)[4].num;
+    if (type < 0 || type >= kNumScalarTypes) bad("a storage of an unknown scalar type", at);
+    const int64_t item_size = kScalarTypes[type].size;
+    const std::string& key = (*p)[2].str;
+    if (numel < 0 || numel > (int64_t{1} << 50) / item_size) {
+      archive_.malformed("its pickle '" + name_ + "' declares storage '" + key + "' of " +
+                         std::to_string(numel) + " elements");
+    }
+    Item t = scalar(Item::Tensor);
+    t.storage_bytes = numel * item_size;
+    t.item_size = item_size;
+    t.numel = numel;
+    t.storage = tensor_dir_ + key;
+    storages_.push_back({key, static_cast<uint64_t>(t.storage_bytes)});
+    return t;
+  }
+
   void step(unsigned char op, size_t at) {
     switch (op) {
       case '(':  // MARK
@@ -359,7 +625,7 @@ class PickleScan {
         push(scalar(Item::Other), at);
         break;
       case ')':  // EMPTY_TUPLE
-        push(scalar(Item::Tuple), at);
+        push(collect(stack_.size(), Item::Tuple), at);
         break;
       case 'q':    // BINPUT
       case 'r': {  // LONG_BINPUT
@@ -403,12 +669,9 @@ class PickleScan {
         take(8);
         push(scalar(Item::Other), at);
         break;
-      case 'X': {  // BINUNICODE
-        Item s = scalar(Item::Str);
-        s.str = take_bytes(take(4));
-        push(std::move(s), at);
+      case 'X':  // BINUNICODE
+        push(take_string(take(4)), at);
         break;
-      }
       case 't':  // TUPLE
         push(collect(take_mark(at), Item::Tuple), at);
         break;
@@ -442,11 +705,7 @@ class PickleScan {
       case 'c': {  // GLOBAL
         std::string module = take_line();
         std::string cls = take_line();
-        if (module == "torch" && storage_item_size(cls) > 0) {
-          push(scalar(Item::StorageType, storage_item_size(cls)), at);
-        } else {
-          push(scalar(Item::Functor), at);
-        }
+        global(module, cls, at);
         break;
       }
       case 0x81:  // NEWOBJ
@@ -458,25 +717,22 @@ class PickleScan {
         need(2, at);
         Item arg = pop();
         Item fn = pop();
-        if (fn.kind != Item::Functor && fn.kind != Item::Int) {
-          bad(std::string(op == 'R' ? "REDUCE" : "BUILD") + " without a GLOBAL to call", at);
+        const char* what = op == 'R' ? "REDUCE" : "BUILD";
+        if (fn.kind != Item::Int) bad(std::string(what) + " without a GLOBAL to call", at);
+        if (fn.num < 0 || static_cast<uint64_t>(fn.num) >= globals_.size()) {
+          bad(std::string(what) + " of GLOBAL #" + std::to_string(fn.num) +
+                  ", which was never read",
+              at);
         }
-        Item result = scalar(fn.kind == Item::Functor ? Item::Object : Item::Other);
-        result.depth = arg.depth + 1;
+        Item result = call(static_cast<size_t>(fn.num), arg, at, 0);
+        result.depth = std::max(result.depth, arg.depth + 1);
         push(std::move(result), at);
         break;
       }
       case 'Q': {  // BINPERSID
         need(1, at);
         Item ref = pop();
-        if (ref.kind != Item::Tuple || ref.parts.size() != 5 || ref.parts[0].kind != Item::Str ||
-            ref.parts[0].str != "storage" || ref.parts[1].kind != Item::StorageType ||
-            ref.parts[2].kind != Item::Str || ref.parts[3].kind != Item::Str ||
-            ref.parts[4].kind != Item::Int) {
-          bad("a storage reference that is not ('storage', type, key, device, numel)", at);
-        }
-        storages_.push_back({ref.parts[2].str, ref.parts[1].num, ref.parts[4].num});
-        push(scalar(Item::Other), at);
+        push(storage(ref, at), at);
         break;
       }
       default: {
@@ -489,11 +745,15 @@ class PickleScan {
 
   const std::string& b_;
   const std::string& name_;
+  const std::string tensor_dir_;
   const Archive& archive_;
   size_t pos_ = 0;
   std::vector<Item> stack_;
   std::vector<size_t> marks_;
   std::vector<Item> memo_;
+  std::vector<Global> globals_;
+  int skip_globals_ = 0;
+  int tensors_ = 0;
   std::vector<StorageRef> storages_;
 };
 
@@ -556,6 +816,71 @@ void check_code(const std::string& src, const std::string& name, const Archive& 
   }
 }
 
+// A class body's `name = value` without a type: LibTorch 1.13's importer
+// (import_source.cpp) takes every assignment in a class other than
+// __parameters__, __buffers__, __forward_pre_hooks__ and __forward_hooks__ for
+// a constant `name : Final[T] = value` and reads its type without looking
+// whether there is one: it reads memory it does not own (fuzz_archive saw
+// SIGSEGV under AddressSanitizer; without it the read happens to end in "is
+// an Atom"; docs/reliability.md). TorchScript's printer writes such lines only
+// in enum classes (`class Color(Enum):`), which take another path.
+void check_class_assignments(const std::string& src, const std::string& name,
+                             const Archive& archive) {
+  static const std::set<std::string> kSpecial = {"__parameters__", "__buffers__",
+                                                 "__forward_pre_hooks__", "__forward_hooks__"};
+  int depth = 0, line_no = 0;
+  bool in_class = false, enum_class = false;
+  size_t class_indent = 0, body_indent = std::string::npos;
+  for (size_t begin = 0; begin < src.size();) {
+    size_t end = src.find('\n', begin);
+    if (end == std::string::npos) end = src.size();
+    const std::string line = src.substr(begin, end - begin);
+    begin = end + 1;
+    ++line_no;
+    const size_t indent = line.find_first_not_of(' ');
+    const bool continued = depth > 0;
+    // Brackets opened on this line (outside strings and comments).
+    for (size_t i = 0; i < line.size(); ++i) {
+      char c = line[i];
+      if (c == '#') break;
+      if (c == '"' || c == '\'') {
+        for (++i; i < line.size() && line[i] != c; ++i) {
+          if (line[i] == '\\') ++i;
+        }
+      } else if (c == '(' || c == '[' || c == '{') {
+        ++depth;
+      } else if ((c == ')' || c == ']' || c == '}') && depth > 0) {
+        --depth;
+      }
+    }
+    if (continued || indent == std::string::npos || line[indent] == '#') continue;
+    if (in_class && indent <= class_indent) in_class = false;
+    if (line.compare(indent, 6, "class ") == 0) {
+      in_class = true;
+      enum_class = line.find("(Enum)") != std::string::npos;
+      class_indent = indent;
+      body_indent = std::string::npos;
+      continue;
+    }
+    if (!in_class || enum_class) continue;
+    if (body_indent == std::string::npos) body_indent = indent;
+    if (indent != body_indent) continue;
+    // `target = value`: an '=' (not '==') before any ':', '[' or '(' (any
+    // bytes in the target: the fuzzer's `__parameter\xff__ = []` is one).
+    const size_t op = line.find_first_of(":=[(", indent);
+    if (op == std::string::npos || line[op] != '=' || line.compare(op, 2, "==") == 0) continue;
+    const size_t last = line.find_last_not_of(' ', op - 1);
+    if (last == std::string::npos || last < indent) continue;
+    const std::string target = line.substr(indent, last + 1 - indent);
+    if (kSpecial.count(target)) continue;
+    archive.malformed(
+        "its code '" + name + "' gives class attribute '" + target + "' (line " +
+        std::to_string(line_no) +
+        ") a value without a type; TorchScript writes `name : Final[type] = value`, and "
+        "LibTorch 1.13's importer can read memory it does not own on such a line");
+  }
+}
+
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -577,35 +902,46 @@ void check_torchscript_archive(const std::string& path, const std::string& what)
   for (const Entry& e : entries) {
     if (e.name.compare(0, prefix.size(), prefix) == 0) records[e.name.substr(prefix.size())] = &e;
   }
+  // The lite interpreter's loader (torch/csrc/jit/mobile/import.cpp) reads
+  // bytecode.pkl's storages from bytecode/ when any record's name holds
+  // "bytecode/" (bytecode version 4), else from constants/, where
+  // _save_for_lite_interpreter puts the tensors it shares with constants.pkl
+  // (bytecode version 5 on). Every other pickle's are in the folder of its name.
+  const bool bytecode_folder = std::any_of(records.begin(), records.end(), [](const auto& r) {
+    return r.first.find("bytecode/") != std::string::npos;
+  });
   for (const auto& [name, entry] : records) {
+    // _extra_files are the user's bytes, which no loader unpickles.
+    if (name.compare(0, 6, "extra/") == 0) continue;
     if (ends_with(name, ".pkl") || ends_with(name, ".debug_pkl")) {
       std::string bytes = archive.read(*entry);
-      std::vector<StorageRef> storages = PickleScan(bytes, name, archive).run(name == "data.pkl");
       std::string folder = name.substr(0, name.rfind('.'));
+      if (name == "bytecode.pkl" && !bytecode_folder) folder = "constants";
+      std::vector<StorageRef> storages =
+          PickleScan(bytes, name, folder + "/", archive).run(name == "data.pkl");
       for (const StorageRef& s : storages) {
-        if (s.numel < 0 || s.numel > (int64_t{1} << 50) / s.item_size) {
-          archive.malformed("its pickle '" + name + "' declares a storage of " +
-                            std::to_string(s.numel) + " elements");
-        }
-        if (s.numel == 0) continue;
-        auto it = records.find(folder + "/" + s.key);
-        uint64_t need = static_cast<uint64_t>(s.numel * s.item_size);
+        if (s.bytes == 0) continue;  // LibTorch reads no record for an empty storage
+        const std::string record = folder + "/" + s.key;
+        auto it = records.find(record);
         if (it == records.end()) {
-          archive.malformed("storage record '" + folder + "/" + s.key + "' is missing");
+          archive.malformed("its pickle '" + name + "' refers to storage record '" + record +
+                            "', which is missing");
         }
         if (it->second->method != 0) {
-          archive.malformed("storage record '" + folder + "/" + s.key +
+          archive.malformed("storage record '" + record +
                             "' is compressed; torch.jit.save stores tensor data uncompressed "
                             "(re-save the model with torch.jit.save)");
         }
-        if (it->second->size < need) {
-          archive.malformed("storage record '" + folder + "/" + s.key + "' holds " +
-                            std::to_string(it->second->size) + " bytes, but its tensor needs " +
-                            std::to_string(need));
+        if (it->second->size < s.bytes) {
+          archive.malformed("storage record '" + record + "' holds " +
+                            std::to_string(it->second->size) + " bytes, but its pickle '" + name +
+                            "' declares " + std::to_string(s.bytes));
         }
       }
     } else if (name.compare(0, 5, "code/") == 0 && ends_with(name, ".py")) {
-      check_code(archive.read(*entry), name, archive);
+      const std::string code = archive.read(*entry);
+      check_code(code, name, archive);
+      check_class_assignments(code, name, archive);
     }
   }
 }

@@ -1,9 +1,12 @@
 // Checks a TorchScript archive before LibTorch's loader sees it. LibTorch 1.13
-// trusts the file: a pickle with too few stack items, deep nesting, or a
-// storage record shorter than its tensor crash it or read past the record.
-// This reads the zip's central directory, scans every pickle as the
-// TorchScript unpickler would run it (without building anything), and checks
-// code nesting, so that such files are refused with a message instead.
+// trusts the file: a pickle with too few stack items, deep nesting, a storage
+// record shorter than its storage, or a tensor whose offset, sizes and strides
+// reach past its storage crash it or read past the record (into the weights).
+// This reads the zip's central directory, scans every pickle a loader reads as
+// LibTorch's unpickler would run it (without building anything), checking each
+// tensor it rebuilds against its storage, and checks the code's nesting, so
+// that such files are refused with a message instead. What PyTorch writes
+// passes (tests/cli/archive_forms.py).
 #pragma once
 
 #include <string>

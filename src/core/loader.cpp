@@ -95,6 +95,25 @@ std::string unknown_op_hint(const std::string& message) {
          ").";
 }
 
+// PyTorch 1.3 and 1.4 saved a quantized layer's packed weights as a plain
+// Tensor attribute (`_packed_params`) and passed it to quantized::conv2d or
+// quantized::linear; since 1.5 they are a Conv2dPackedParamsBase (or
+// Conv3d..., LinearPackedParamsBase) object, the only type LibTorch 1.13's
+// operators take, so compiling such a file's code fails with "Expected a
+// value of type '...PackedParamsBase ...' ... but instead found type 'Tensor'".
+void refuse_old_quantized(const std::string& file, const std::string& why) {
+  if (why.find("PackedParamsBase") == std::string::npos ||
+      why.find("but instead found type 'Tensor'") == std::string::npos) {
+    return;
+  }
+  throw ConvertError(
+      1, file +
+             "was saved by an old PyTorch (1.3 or 1.4, 2019), whose quantized layers keep their "
+             "packed weights as a plain Tensor; LibTorch 1.13 cannot read those layers. Load "
+             "the model in PyTorch 1.5 or later and save it again with torch.jit.save (or "
+             "quantize the float model again), then convert the new file");
+}
+
 }  // namespace
 
 torch::jit::Module load_torchscript(const std::string& path, const std::string& what) {
@@ -106,11 +125,13 @@ torch::jit::Module load_torchscript(const std::string& path, const std::string& 
                               "could not be loaded: out of memory (is the machine's memory, "
                               "or ulimit -v, smaller than the model?)");
   } catch (const c10::Error& e) {
+    refuse_old_quantized(file, e.what_without_backtrace());
     throw ConvertError(1, file +
                               "could not be loaded as TorchScript (was it saved by torch.save "
                               "rather than torch.jit.save, or damaged?): " +
                               plain_loader_message(e.what_without_backtrace()));
   } catch (const std::exception& e) {
+    refuse_old_quantized(file, e.what());
     throw ConvertError(
         1, file + "could not be loaded as TorchScript: " + e.what() + unknown_op_hint(e.what()));
   }

@@ -206,9 +206,13 @@ def read_entries(path):
 INDEX = {}
 
 
-def add(name, entries, expect=(1,), what="", **kw):
+def add(name, entries, expect=(1,), what="", pattern=None, **kw):
+    """`pattern`: a regex the failure message must match (the check's own
+    verdict, where a later crash or LibTorch error must not stand in for it)."""
     write_zip(os.path.join(HOSTILE, name + ".pt"), entries, **kw)
     INDEX[name] = {"expect": list(expect), "what": what}
+    if pattern:
+        INDEX[name]["pattern"] = pattern
 
 
 def add_raw(name, data, expect=(1,), what=""):
@@ -325,19 +329,59 @@ def make_hostile():
     add("pkl_global_torch_load",
         with_pickle(b"\x80\x02ctorch\nload\nX\x04\x00\x00\x00/etcR."), what="GLOBAL torch.load")
 
-    # Storage views beyond their storage; negative stride.
+    # Storage views beyond their storage; negative stride. The archive check
+    # refuses each before torch::jit::load (issue 32): its message names the
+    # pickle and the tensor, and says how far the tensor reaches.
+    lie = r"not a valid TorchScript archive: tensor 'weight' of its pickle 'data\.pkl'.*storage record 'data/0' of 576 bytes\) "
     add("tensor_sizes_beyond_storage",
         with_pickle(patch_pickle(b"(K\x04K\x04K\x03K\x03t", b"(K\xc8K\x04K\x03K\x03t")),
-        what="weight declared 200x4x3x3 over 144 floats")
+        what="weight declared 200x4x3x3 over 144 floats",
+        pattern=lie + r"reaches 28800 bytes into its storage")
     add("tensor_offset_2e28",
         with_pickle(patch_pickle(b"K\x90tQq\x0bK\x00(", b"K\x90tQq\x0bJ\x00\x00\x00\x10(")),
-        what="weight storage offset 2^28")
+        what="weight storage offset 2^28",
+        pattern=lie + r"reaches 1073742400 bytes into its storage")
     add("tensor_rows_2e31",
         with_pickle(patch_pickle(b"(K\x04K\x04K\x03K\x03t", b"(J\xff\xff\xff\x7fK\x04K\x03K\x03t")),
-        what="weight declared (2^31-1)x4x3x3")
+        what="weight declared (2^31-1)x4x3x3", pattern=lie + r"reaches \d+ bytes")
     add("tensor_negative_stride",
         with_pickle(patch_pickle(b"(K$K\tK\x03K\x01t", b"(J\x00\x00\x00\xf0K\tK\x03K\x01t")),
-        expect=(0, 1), what="weight stride -2^28 (exit 1, or 0 with the true weights)")
+        what="weight stride -2^28", pattern=lie + r"has a negative size or stride")
+    # A tensor past its storage by one element, through a storage shared with
+    # another tensor via the memo (BINGET of the BINPERSID): bias, 4 floats,
+    # declared over weight's storage at offset 141 (141 + 4 > 144).
+    add("tensor_shared_storage_one_past",
+        with_pickle(patch_pickle(b"((h\x07h\x08X\x01\x00\x00\x001q\x0fh\nK\x04tQq\x10K\x00",
+                                 b"(h\x0bq\x0fq\x10K\x8d")),
+        what="bias: weight's storage (BINGET), offset 141, 4 floats over 144",
+        pattern=r"tensor 'bias' of its pickle 'data\.pkl' \(sizes \[4\], strides \[1\], "
+                r"storage offset 141, over storage record 'data/0' of 576 bytes\) reaches 580 bytes")
+
+    # bytecode.pkl (the lite interpreter's pickle): LibTorch's mobile loader
+    # reads its storages from bytecode/ when a record name holds "bytecode/",
+    # else from constants/ (bytecode version 5 on, shared with constants.pkl).
+    # torch::jit::load never reads it, so the control converts with the true
+    # weights; the two lies are refused all the same.
+    def bytecode_pkl(key, size):
+        return (b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\n((X\x07\x00\x00\x00storage"
+                b"ctorch\nFloatStorage\nX" + struct.pack("<I", len(key)) + key +
+                b"X\x03\x00\x00\x00cpuM\x90\x00tQK\x00M" + struct.pack("<H", size) +
+                b"\x85K\x01\x85\x89NtR\x85.")
+    shared = [Entry(prefix + "/constants/0", d0)]
+    add("control_bytecode_shared_storage",
+        entries(extra=[Entry(prefix + "/bytecode.pkl", bytecode_pkl(b"0", 144))] + shared),
+        expect=(0,), what="bytecode.pkl: a 144-float tensor over constants/0, as v5+ share it")
+    add("bytecode_storage_nowhere",
+        entries(extra=[Entry(prefix + "/bytecode.pkl", bytecode_pkl(b"99", 144))] + shared),
+        what="bytecode.pkl names storage 99: no bytecode/ records, no constants/99",
+        pattern=r"its pickle 'bytecode\.pkl' refers to storage record 'constants/99', "
+                r"which is missing")
+    add("bytecode_tensor_beyond_storage",
+        entries(extra=[Entry(prefix + "/bytecode.pkl", bytecode_pkl(b"0", 200))] + shared),
+        what="bytecode.pkl: 200 floats over constants/0 of 144",
+        pattern=r"tensor #1 of its pickle 'bytecode\.pkl' \(sizes \[200\], strides \[1\], "
+                r"storage offset 0, over storage record 'constants/0' of 576 bytes\) "
+                r"reaches 800 bytes")
 
     # H3/H4: storage records.
     add("storage_record_empty", entries({d0_name: b""}), what="data/0 empty (576 expected)")
@@ -422,6 +466,30 @@ def make_hostile():
                                            "      y = torch.relu(y)\n    return y\n")},
                 drop=(code_name + ".debug_pkl",)),
         what="while True in forward (must not run)")
+
+    # Found by fuzz_archive (docs/reliability.md): a class attribute given a
+    # value without a type makes LibTorch 1.13's importer read the missing type
+    # from memory it does not own (SIGSEGV under ASan; "is an Atom" without);
+    # the archive check refuses it first. Its control:
+    # a class constant as TorchScript writes it (`name : Final[type] = value`).
+    code = dict(items)[code_name]
+    assert code.count(b"  __parameters__ = []") == 1, code
+    # The second form: a byte outside ASCII in the name (with a damaged
+    # .debug_pkl, LibTorch 1.13 died with SIGSEGV on it).
+    for name, target in (("code_class_attribute_without_type", b"_pa_rameters__"),
+                         ("code_class_attribute_nonascii", b"__parameter\xff__")):
+        add(name, entries({code_name: code.replace(b"  __parameters__ = []",
+                                                   b"  " + target + b" = []")},
+                          drop=(code_name + ".debug_pkl",)),
+            what="class body: %r = [] (no type)" % target,
+            pattern=r"its code 'code/__torch__\.py' gives class attribute '" +
+                    re.escape(target.decode(errors="replace")) +
+                    r"' \(line 2\) a value without a type")
+    add("control_code_class_constant",
+        entries({code_name: code.replace(b"  __buffers__ = []",
+                                         b"  __buffers__ = []\n  scale : Final[int] = 3")},
+                drop=(code_name + ".debug_pkl",)),
+        expect=(0,), what="class body: scale : Final[int] = 3")
 
     # `inspect` also runs on the archives of the review's defects (H3, H4, L5)
     # and a few zip-level ones; the review's already-handled variants are only
