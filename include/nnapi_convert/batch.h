@@ -99,8 +99,9 @@ void check_output_plan(const std::vector<Job>& jobs,
 // A --manifest file: a JSON list (or {"models": [...]}) of
 // {"model": PATH, "inputs": [SPEC...], "output": PATH, "options": {...}} with
 // options nhwc, relax_f32_to_f16, fuse_activations, cpu_fallback, min_android_api,
-// int16_for_qint16, lite, preference, parts, return_shapes, eval, submodule, method. Paths are relative to the manifest's
-// directory. `defaults` gives what an entry leaves out. Throws ConvertError(2) naming the entry.
+// int16_for_qint16, lite, preference, parts, return_shapes, eval, submodule, method. Paths are
+// relative to the manifest's directory. `defaults` gives what an entry leaves out. Throws
+// ConvertError(2) naming the entry.
 std::vector<Job> read_manifest(const std::string& path, const Job& defaults,
                                const std::string& out_dir);
 
