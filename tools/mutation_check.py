@@ -115,7 +115,8 @@ MUTANTS = [
       "convolutions and pools pad one column more on the right than PyTorch does",
       [("src/lower/conv_pool.cpp", "  a.pad_l = a.pad_r = paddings[1];",
         "  a.pad_l = paddings[1];\n  a.pad_r = paddings[1] + (paddings[1] > 0 ? 1 : 0);")],
-      "reference.test_nnapi", "Reference.conv2d_float_3x3p1", r"ser_model: first difference"),
+      "reference.test_nnapi", "Reference.conv2d_float_3x3p1",
+      r"ser_model: (first difference|length differs)"),
     M("ceil-mode-ignored", "converter",
       "max_pool2d's ceil_mode is ignored (the reference's googlenet bug: 55x55 instead of 56x56)",
       [("src/lower/conv_pool.cpp",
@@ -317,7 +318,7 @@ MUTANTS = [
     M("junit-failures-uncounted", "batch/report",
       "--junit reports failures=\"0\" whatever failed",
       [("src/core/reports.cpp", "    failures += !r.ok;\n", "    failures += 0;\n")],
-      "cli.ux", None, r'suite.get\("failures"\) == "1"\s*\nAssertionError'),
+      "cli.ux", None, r"junit testsuite: tests=2 failures=0, want tests=2 failures=1"),
     # ---- --verify's rules (src/verify)
     M("verify-ignores-two-quanta", "verify",
       "--verify's quantized rule forgets the bound on the worst element (only the 3% share)",

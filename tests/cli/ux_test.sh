@@ -172,7 +172,9 @@ check "a batch ends with a summary" "[ $rc = 1 ] && grep -q '1 of 2 model(s) con
 "$PY" - "$W/junit.xml" "$W/report.json" <<'PYEOF' || fail=1
 import json, sys, xml.etree.ElementTree as ET
 suite = ET.parse(sys.argv[1]).getroot()
-assert suite.tag == "testsuite" and suite.get("tests") == "2" and suite.get("failures") == "1"
+assert suite.tag == "testsuite" and suite.get("tests") == "2" and suite.get("failures") == "1", (
+    "junit testsuite: tests=%s failures=%s, want tests=2 failures=1"
+    % (suite.get("tests"), suite.get("failures")))
 cases = {c.get("name").rsplit("/", 1)[1]: c for c in suite.findall("testcase")}
 assert cases["tiny.pt"].find("failure") is None
 assert "aten::sort" in cases["threesorts.pt"].find("failure").text
