@@ -1,4 +1,5 @@
-"""Shared helpers for tools/make_fixtures.py (the oracle's fixture generator).
+"""Shared helpers for tools/make_fixtures.py (the oracle's fixture generator)
+and its families of cases (tools/fixtures/).
 
 Everything here runs under Debian's /usr/bin/python3 with python3-torch 1.13.
 The reference is always PyTorch's own converter
@@ -286,3 +287,128 @@ def write_case(out_dir, *, name, source, traced, convert_args, run_args,
 def regex_matches(regex, message):
     return regex is not None and message is not None and \
         re.search(regex, message) is not None
+
+
+# --------------------------------------------------------------------------
+# The cases' registry, and what several families of cases use.
+
+class Case:
+    """What one self.check(...) call receives."""
+
+    def __init__(self, module, args, *, trace_args=None, convert_args=None,
+                 error_regex=None, must_convert=False, must_refuse=False, options=(),
+                 reference_kwargs=None, fold=None, not_runnable=None, engine=None):
+        self.module = module
+        # The quantized engine eager runs with (None: qnnpack, as on Android).
+        self.engine = engine
+        self.args = list(args) if isinstance(args, (list, tuple)) else [args]
+        self.trace_args = trace_args
+        self.convert_args = convert_args
+        self.error_regex = error_regex
+        self.must_convert = must_convert
+        # nnapi-convert must refuse it (exit 1, naming the node, matching
+        # error_regex), whatever the reference does
+        self.must_refuse = must_refuse
+        # nnapi-convert options for the case (CLI syntax; the tests map each
+        # onto ConvertOptions, tests/common/fixtures.h apply_case_options), and
+        # the same request in the words of the reference's
+        # convert_model_to_nnapi (compilation_preference, relax_f32_to_f16,
+        # use_int16_for_qint16, return_shapes), written by hand for each case.
+        self.options = list(options)
+        self.reference_kwargs = dict(reference_kwargs or {})
+        # What --fuse-activations must fold (None: not stated): one
+        # (NNAPI operation, fused activation) pair per activation folded, e.g.
+        # ("CONV_2D", "RELU6"); [] when nothing may fold.
+        self.fold = fold
+        # Why the converted model cannot run on NNAPI (then it is only
+        # compared byte for byte), or None.
+        self.not_runnable = not_runnable
+
+
+# Registry: (name, source, builder).  Builders run lazily, after
+# torch.manual_seed(0), so --only/--list never build what they skip and every
+# case is identical whether generated alone or with the others.
+# tools/fixtures/__init__.py's registry() puts them in ORDER.
+REGISTRY = []
+# The section each case was registered in (section() below).
+SECTION_OF = {}
+_current_section = [None]
+
+
+def section(name):
+    """The cases registered from here on belong to section `name`, which
+    tools/fixtures/__init__.py's ORDER places among the others."""
+    _current_section[0] = name
+
+
+def case(name, builder, source="test_nnapi"):
+    assert all(n != name for n, _, _ in REGISTRY), name
+    assert _current_section[0] is not None, f"{name}: no section() before it"
+    REGISTRY.append((name, source, builder))
+    SECTION_OF[name] = _current_section[0]
+
+
+
+# The four input kinds of float_and_quant_and_nhwc() (scale/zero_point
+# arguments are ignored there too: it always uses 0.03 / 128).
+KINDS = ["float", "float-nhwc", "quant", "quant-nhwc"]
+
+
+def float_and_quant_and_nhwc(inp_float):
+    torch.manual_seed(29)
+    inp_quant = qpt(inp_float, 0.03, 128)
+    return {
+        "float": inp_float,
+        "float-nhwc": nhwc(inp_float),
+        "quant": inp_quant,
+        "quant-nhwc": nhwc(inp_quant),
+    }
+
+
+# Android 13's NNAPI (feature level 6: BATCH_MATMUL) as the target.
+API_33 = ["--min-android-api", "33"]
+# Android 11's (feature level 4: RESIZE_BILINEAR's corner flags).
+API_30 = ["--min-android-api", "30"]
+
+
+def beyond(name, builder):
+    def build():
+        c = builder()
+        c.must_convert = True
+        return c
+    case("beyond-" + name, build, source="beyond")
+
+
+def refuse(name, builder, regex):
+    """A model nnapi-convert must refuse (exit 1, the node named, the message
+    matching `regex`), whatever the reference does with it."""
+    def build():
+        c = builder()
+        c.error_regex = regex
+        c.must_refuse = True
+        return c
+    case("beyond-" + name, build, source="beyond")
+
+
+# Pools and upsampling over a flexible height and width (0x0 in --input),
+# each run at two sizes (suffixes -a and -b), the batch fixed (1x) or flexible
+# (0x, "-flex-batch"). ceil_mode: NNAPI has none; stride - 1 more cells of
+# bottom/right padding give PyTorch's ceil size at every size when no last
+# window can start in the padding (stride <= kernel - padding).
+FLEXHW_SIZES = {"a": (9, 7), "b": (16, 12)}
+
+
+def flexhw(name, module, kinds, options=(), batch=1, channels=3):
+    for _k in kinds:
+        for _s, (_h, _w) in FLEXHW_SIZES.items():
+            beyond(f"flexhw-{name}-{_k}-{_s}", lambda k=_k, h=_h, w=_w: Case(
+                module(), float_and_quant_and_nhwc(torch.randn(batch or 2, channels, h, w))[k],
+                convert_args=[float_and_quant_and_nhwc(torch.zeros(batch, channels, 0, 0))[k]],
+                options=list(options)))
+
+
+def flexhw_refused(name, module, regex, options=(), kind="float"):
+    refuse(f"flexhw-{name}", lambda: Case(
+        module(), float_and_quant_and_nhwc(torch.randn(1, 3, 9, 7))[kind],
+        convert_args=[float_and_quant_and_nhwc(torch.zeros(1, 3, 0, 0))[kind]],
+        options=list(options)), regex)

@@ -1,5 +1,5 @@
 """Small models passed through torch.utils.mobile_optimizer.optimize_for_mobile,
-shared by tools/make_fixtures.py (the beyond-prepacked-* fixtures) and
+shared by tools/fixtures/prepacked.py (the beyond-prepacked-* fixtures) and
 tests/verify/test_mobile_optimized.py (issue 33: files as they are published).
 
 Each module's batch norms get random statistics, so folding them into the

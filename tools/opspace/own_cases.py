@@ -1066,7 +1066,7 @@ for _args, _label in ((dict(kernel_size=3, stride=2, padding=1, ceil_mode=True),
                        "rect-exclude")):
     # Quantized count_include_pad=False: with ceil_mode eager PyTorch takes its
     # generic kernel, which honours it (its QNNPACK kernel, taken otherwise,
-    # ignores it: beyond-qavg_pool2d-exclude-pad-* in make_fixtures.py).
+    # ignores it: beyond-qavg_pool2d-exclude-pad-* in tools/fixtures/pooling.py).
     add(Sample("aten::avg_pool2d", fn(lambda x, a=_args: F.avg_pool2d(x, **a)), [In((2, 3, 8, 7))], _label,
                qmake=True if _label == "pad-ceil-exclude" else None))
 add(Sample("aten::avg_pool1d", fn(lambda x: F.avg_pool1d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False)),
