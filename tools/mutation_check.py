@@ -317,7 +317,7 @@ MUTANTS = [
     # ---- batch and report code (src/core)
     M("junit-failures-uncounted", "batch/report",
       "--junit reports failures=\"0\" whatever failed",
-      [("src/core/reports.cpp", "    failures += !r.ok;\n", "    failures += 0;\n")],
+      [("src/pipeline/reports.cpp", "    failures += !r.ok;\n", "    failures += 0;\n")],
       "cli.ux", None, r"junit testsuite: tests=2 failures=0, want tests=2 failures=1"),
     # ---- --verify's rules (src/verify)
     M("verify-ignores-two-quanta", "verify",

@@ -1,4 +1,5 @@
-// `nnapi-convert check`: what in a model converts, without writing anything.
+// `nnapi-convert check` and `list-ops`: what in a model converts, without
+// writing anything, and what converts at all.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,14 @@ struct CheckReport {
   std::vector<StateAttribute> state;
   PhaseTimes times;
 };
+
+// A node kind nnapi-convert handles: the op family that lowers it (or
+// "folded": evaluated during conversion) and what to know about it
+// (list-ops; core/folding.cpp).
+struct SupportedKind {
+  std::string kind, family, note;
+};
+std::vector<SupportedKind> supported_node_kinds();
 
 // Loads and freezes the model, counts its node kinds and tries the lowering.
 // Throws ConvertError for what stops it before the lowering (a file that

@@ -121,17 +121,12 @@ struct VerifyReport {
   std::optional<Divergence> divergence;  // when an output differs
 };
 
-// The size a flexible (0) dimension gets when --verify-shape is not given:
-// 1 for dimension 0 (the batch), 224 for dimensions 2 and 3 of a 4-D input
-// (height and width, ImageNet's size), 8 for any other.
-int64_t default_verify_size(size_t rank, size_t dim);
-
 // Parses a --verify-shape value: sizes >= 1 joined by x (`scalar` for a 0-D
 // input). Throws ConvertError(2) naming the text.
 std::vector<int64_t> parse_verify_shape(const std::string& text);
 
 // The run-time shape of every input: `shapes` (checked against the specs) or
-// the defaults. Throws ConvertError(2) when a shape does not fit its spec.
+// the defaults (default_sample_shapes, core/sample_inputs.h). Throws ConvertError(2) when a shape does not fit its spec.
 std::vector<std::vector<int64_t>> verify_input_shapes(const std::vector<InputSpec>& specs,
                                                       const VerifyOptions& options);
 

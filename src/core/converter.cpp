@@ -1,11 +1,12 @@
 // The driver: model inputs -> lowering table -> serialized NNAPI model.
-#include "nnapi_convert/converter.h"
+#include "core/converter.h"
 
 #include <ATen/ATen.h>
 #include <torch/csrc/jit/api/module.h>
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "core/diagnostics.h"
@@ -22,13 +23,19 @@
 #include "lower/moves.h"
 #include "lower/registry.h"
 #include "nnapi_convert/check.h"
-#include "quantize/quantize.h"
 #include "util/timing.h"
 
 namespace nnapi_convert {
 
-Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& options,
-                        LoweringTrace* trace = nullptr);
+void check_input_count(const torch::jit::Graph& graph, const ConvertOptions& options) {
+  const size_t n_args = graph.inputs().size() - 1;
+  if (options.inputs.size() != n_args) {
+    throw ConvertError(2, "model '" + options.model_path + "' takes " + std::to_string(n_args) +
+                              " input(s), but " + std::to_string(options.inputs.size()) +
+                              " --input spec(s) were given; give one --input per model input, "
+                              "in order");
+  }
+}
 
 namespace {
 
@@ -120,17 +127,6 @@ void check_input_ranks(const LoweringContext& cx, const Node* node) {
   }
 }
 
-// One --input spec per model input (usage: exit 2).
-void check_input_count(const torch::jit::Graph& graph, const ConvertOptions& options) {
-  const size_t n_args = graph.inputs().size() - 1;
-  if (options.inputs.size() != n_args) {
-    throw ConvertError(2, "model '" + options.model_path + "' takes " + std::to_string(n_args) +
-                              " input(s), but " + std::to_string(options.inputs.size()) +
-                              " --input spec(s) were given; give one --input per model input, "
-                              "in order");
-  }
-}
-
 // Whether the module `self` runs on given inputs, where `graph` is its
 // forward (not a segment of it): the validator's test of a sample size.
 ModelRuns model_runs(const torch::jit::Graph& graph, const c10::IValue& self) {
@@ -150,44 +146,6 @@ ModelRuns model_runs(const torch::jit::Graph& graph, const c10::IValue& self) {
 }
 
 }  // namespace
-
-Conversion convert(const ConvertOptions& options) {
-  PhaseTimes times;
-  LoadedEntry entry;
-  torch::jit::Module module = load_frozen_model(options, &times.load_ms, &times.freeze_ms, &entry);
-  std::shared_ptr<const QuantizedModel> quantized;
-  if (options.quantize.enabled) {
-    refuse_state_options(module, options);
-    // Before the calibration samples are read against the specs.
-    check_input_count(*module.get_method("forward").graph(), options);
-    quantized = quantize_module(module, options);
-  }
-  Conversion result;
-  try {
-    result = lower_module(module, quantized ? lowering_options(*quantized, options) : options);
-  } catch (const ConvertError& e) {
-    // Published files wrap the network in logic NNAPI cannot hold: point at
-    // the network.
-    if (e.unsupported().empty() || entry.submodules.empty() || !options.method.empty()) throw;
-    std::string names;
-    for (const std::string& n : entry.submodules) names += (names.empty() ? "" : ", ") + n;
-    ConvertError hinted(e.exit_code(),
-                        std::string(e.what()) +
-                            " If the network NNAPI should run is a submodule (the model has " +
-                            names +
-                            "), convert it alone with --submodule PATH (and --method NAME "
-                            "for another method than its forward).",
-                        e.node(), e.location());
-    hinted.set_unsupported(e.unsupported());
-    throw hinted;
-  }
-  result.quantized = quantized;
-  result.arguments = std::move(entry.arguments);
-  result.notes = std::move(entry.notes);
-  result.times.load_ms = times.load_ms;
-  result.times.freeze_ms = times.freeze_ms;
-  return result;
-}
 
 CheckReport check_model(const ConvertOptions& options) {
   CheckReport r;
@@ -235,52 +193,84 @@ Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& 
   return c;
 }
 
-Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
-                       const ConvertOptions& options, LoweringTrace* trace, const Node** failed) {
-  Conversion result;
-  auto t0 = std::chrono::steady_clock::now();
-  LowerProfile profile;
-  torch::jit::Graph* graph = &graph_ref;
-  const std::string& path = options.model_path;
+namespace {
 
-  auto graph_inputs = graph->inputs();
-  size_t n_args = graph_inputs.size() - 1;
-  check_input_count(*graph, options);
-  for (size_t i = 0; i < n_args; ++i) {
+// The stages of lower_graph, in order: the model's inputs, the node pipeline
+// (kNodeSteps, per node in graph order), the model's outputs, then the
+// serialized model and its validation. GraphLowering is what they share.
+struct GraphLowering {
+  GraphLowering(torch::jit::Graph& graph, const c10::IValue& self, const ConvertOptions& options)
+      : graph(graph), self(self), options(options), path(options.model_path) {}
+  GraphLowering(const GraphLowering&) = delete;
+  GraphLowering& operator=(const GraphLowering&) = delete;
+
+  torch::jit::Graph& graph;
+  const c10::IValue& self;
+  const ConvertOptions& options;
+  const std::string& path;
+  Conversion result;
+  LowerProfile profile;
+  LoweringContext cx;
+  std::optional<FusionPlan> plan;  // made once check_supported has passed
+  std::vector<int32_t> input_ids;  // the NNAPI operand of each model input
+  Folder folder;
+  const Node* current = nullptr;    // the node being lowered (for error messages)
+  const Node* offending = nullptr;  // the node of a returned value that is no operand
+  // Per NNAPI operation: the node it was lowered from (for the validator's
+  // messages, and the trace).
+  std::vector<const Node*> op_nodes;
+
+  ModelBuilder& model() { return cx.model(); }
+  size_t arg_count() const { return graph.inputs().size() - 1; }
+};
+
+// ---- Stage 1: the model's inputs.
+
+// Each input a tensor, of the rank its --input spec gives.
+void check_graph_inputs(GraphLowering& g) {
+  const auto graph_inputs = g.graph.inputs();
+  check_input_count(g.graph, g.options);
+  for (size_t i = 0; i < g.arg_count(); ++i) {
     const Value* v = graph_inputs[i + 1];
     if (v->type()->kind() != c10::TypeKind::TensorType) {
-      throw ConvertError(1, "model '" + path + "': input " + std::to_string(i) + " (" +
+      throw ConvertError(1, "model '" + g.path + "': input " + std::to_string(i) + " (" +
                                 v->debugName() + ") is a " + v->type()->repr_str() +
                                 ", not a Tensor; NNAPI models take tensors only");
     }
     auto tt = v->type()->cast<c10::TensorType>();
     if (auto rank = tt->dim()) {
-      if (*rank != options.inputs[i].dims.size()) {
-        throw ConvertError(2, "input spec '" + options.inputs[i].text + "' has " +
-                                  std::to_string(options.inputs[i].dims.size()) +
+      if (*rank != g.options.inputs[i].dims.size()) {
+        throw ConvertError(2, "input spec '" + g.options.inputs[i].text + "' has " +
+                                  std::to_string(g.options.inputs[i].dims.size()) +
                                   " dims, but model input " + std::to_string(i) + " has " +
                                   std::to_string(*rank));
       }
     }
   }
-  profile.step("input checks");
-  lowering_table();
-  profile.step("lowering table");
-  check_supported(*graph, path);
-  profile.step("check_supported");
+}
 
-  LoweringContext cx;
-  FusionPlan plan(*graph, lowering_table(), options.fuse_activations);
-  profile.step("fusion plan");
-  cx.set_fusion_plan(&plan);
-  cx.set_min_android_api(options.min_android_api);
-  cx.set_nhwc(options.nhwc);
-  ModelBuilder& m = cx.model();
-  m.add_bool_scalar(false);
-  m.add_bool_scalar(true);
-  cx.add_constant(graph_inputs[0], graph_inputs[0]->type(), self);
-  std::vector<int32_t> input_ids;
-  for (size_t i = 0; i < n_args; ++i) {
+// Every node kind against the lowering table at once, then the fusion plan
+// and the context the nodes are lowered into.
+void prepare_lowering(GraphLowering& g) {
+  lowering_table();
+  g.profile.step("lowering table");
+  check_supported(g.graph, g.path);
+  g.profile.step("check_supported");
+  g.plan.emplace(g.graph, lowering_table(), g.options.fuse_activations);
+  g.profile.step("fusion plan");
+  g.cx.set_fusion_plan(&*g.plan);
+  g.cx.set_min_android_api(g.options.min_android_api);
+  g.cx.set_nhwc(g.options.nhwc);
+  g.model().add_bool_scalar(false);
+  g.model().add_bool_scalar(true);
+  g.cx.add_constant(g.graph.inputs()[0], g.graph.inputs()[0]->type(), g.self);
+}
+
+// One NNAPI input operand per model input, in order.
+void add_model_inputs(GraphLowering& g) {
+  const auto graph_inputs = g.graph.inputs();
+  const ConvertOptions& options = g.options;
+  for (size_t i = 0; i < g.arg_count(); ++i) {
     // A bool input arrives as int32 0/1; its graph value says bool, so that a
     // lowering can tell those 0/1 values from other int32 data (emit_reshape).
     if (options.inputs[i].dtype == InputDType::Bool) {
@@ -294,207 +284,326 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
     const Shape dims = nnapi_input_dims(options.inputs[i].dims);
     if (dims != o.shape) {
       if (std::find(o.shape.begin() + 1, o.shape.end(), 0) != o.shape.end()) {
-        throw ConvertError(1, "model '" + path + "': input " + std::to_string(i) + " (spec '" +
+        throw ConvertError(1, "model '" + g.path + "': input " + std::to_string(i) + " (spec '" +
                                   options.inputs[i].text + "') has " +
                                   std::to_string(o.shape.size()) +
                                   " dims, which NNAPI takes merged to 4 with a flexible batch "
                                   "(dim 0) at most; give every other size in --input");
       }
-      const int32_t id = cx.add_input(static_cast<int>(i), graph_inputs[i + 1], o.with_shape(dims));
-      cx.rebind(graph_inputs[i + 1], id, o);
-      input_ids.push_back(id);
-      result.inp_mem_fmts.push_back(static_cast<int64_t>(DimOrder::Contiguous));
+      const int32_t id =
+          g.cx.add_input(static_cast<int>(i), graph_inputs[i + 1], o.with_shape(dims));
+      g.cx.rebind(graph_inputs[i + 1], id, o);
+      g.input_ids.push_back(id);
+      g.result.inp_mem_fmts.push_back(static_cast<int64_t>(DimOrder::Contiguous));
       continue;
     }
-    int32_t id = cx.add_input(static_cast<int>(i), graph_inputs[i + 1], o);
+    int32_t id = g.cx.add_input(static_cast<int>(i), graph_inputs[i + 1], o);
     if (options.inputs[i].dtype == InputDType::Bool)
-      cx.set_torch_dtype(graph_inputs[i + 1], at::kBool);
-    input_ids.push_back(id);
-    result.inp_mem_fmts.push_back(static_cast<int64_t>(cx.operand(id).dim_order));
+      g.cx.set_torch_dtype(graph_inputs[i + 1], at::kBool);
+    g.input_ids.push_back(id);
+    g.result.inp_mem_fmts.push_back(static_cast<int64_t>(g.cx.operand(id).dim_order));
   }
-  profile.step("model inputs");
-  const Node* current = nullptr;
-  const Node* offending = nullptr;  // the node of a returned value that is no operand
-  // Per NNAPI operation: the node it was lowered from (for the validator's
-  // messages, and the trace).
-  std::vector<const Node*> op_nodes;
-  Folder folder;
-  // One node: folded, shape arithmetic, part of a group, or its kind's
-  // lowering. The nodes of an `if` branch taken during conversion come here
-  // too (control.cpp).
-  const auto lower_node = [&](const Node* node) {
-    op_nodes.resize(m.operation_count(), current);
-    current = node;
-    if (folder.try_fold(cx, node) || lower_symbolic_arithmetic(cx, node)) return;
-    if (plan.claimed(node)) return;  // lowered with its group, at the group's last node
-    if (plan.folded_activation(node)) {
-      cx.alias(node->output(), node->input(0));  // computed by the producer's fused activation
-      return;
-    }
-    const NodeGroup* group = plan.group_ending_at(node);
-    const LowerFn* fn = group ? nullptr : lowering_table().find(node->kind());
-    if (!group && !fn && tensor_foldable_kinds().count(node->kind())) {
-      fail(
-          "nnapi-convert computes this operation only during conversion, when all its "
-          "inputs are constant (a mask built from fixed sizes), but here an input is a "
-          "tensor the model computes, or a size of a flexible input dimension");
-    }
-    if (!group && !fn) {
-      fail(
-          "this node computes with values known only when the model runs (sizes of "
-          "flexible dims?); nnapi-convert folds it only when all its inputs are constant");
-    }
-    if (!takes_video_inputs(cx, node)) check_input_ranks(cx, node);
-    check_quantized_inputs(cx, node, input_ids);
-    folder.note_lowered(cx, node);
-    const size_t operands_before = m.operand_count();
-    if (group) {
-      group->lower(cx, *group);
-    } else {
-      lower_moving_node(cx, node, *fn);  // bools moved as NNAPI takes them (lower/moves.h)
-    }
-    check_operand_ranks(m, operands_before);
-    if (const auto& over = m.first_over_limit()) fail_above_target(*over, options);
-  };
-  const auto lower_one = [&](const Node* node) {
-    profile.begin_node();
-    lower_node(node);
-    profile.end_node(node->kind());
-  };
-  cx.set_node_lowerer(lower_one);
-  try {
-    for (const Node* node : graph->nodes()) lower_one(node);
-    op_nodes.resize(m.operation_count(), current);
-    profile.step("nodes");
-    if (trace) {
-      trace->operations = op_nodes;
-      record_values(cx, *graph, trace);
-    }
-    current = graph->return_node();
-    const Value* ret = graph->outputs().at(0);
-    std::vector<const Value*> returns;
-    if (ret->type()->kind() == c10::TypeKind::TensorType) {
-      returns = {ret};
-      result.retval_count = -1;
-    } else if (ret->type()->kind() == c10::TypeKind::TupleType) {
-      returns = cx.sequence(ret);
-      result.retval_count = static_cast<int>(returns.size());
-    } else {
-      fail("the model returns a " + ret->type()->repr_str() +
-           "; only a tensor or a tuple of tensors can be returned");
-    }
-    if (!options.return_shapes.empty() && options.return_shapes.size() != returns.size()) {
-      throw ConvertError(2, "--return-shape was given " +
-                                std::to_string(options.return_shapes.size()) +
-                                " time(s), but the model returns " +
-                                std::to_string(returns.size()) + " tensor(s)");
-    }
-    // NNAPI rejects a model (BAD_DATA, when it is compiled on the device)
-    // whose output is one of its inputs, or that lists one operand twice as
-    // an output; PyTorch's converter writes such models without a word.
-    // A bool result leaves the model as int32 0/1 (PyTorch's NNAPI binding
-    // takes no bool tensors; a TENSOR_BOOL8 one is made so by SELECT), an
-    // int64 one (indices) as the int32 NNAPI computes; the converted module
-    // casts them back.
-    std::vector<Tensor> outs;
-    for (size_t i = 0; i < returns.size(); ++i) {
-      if (!cx.has_operand(returns[i])) offending = returns[i]->node();  // a constant here
-      unfold_video_value(cx, returns[i]);
-      Tensor t = cx.get_operand(returns[i]);
-      const auto type = returns[i]->type()->cast<c10::TensorType>();
-      auto dtype = type ? type->scalarType() : c10::nullopt;
-      if (auto held = cx.torch_dtype_of(returns[i]); !dtype && held) dtype = *held;
-      if (t.op.type == nnapi::OperandType::TensorBool8) {
-        offending = returns[i]->node();
-        t = int01_of(cx, t);
-        offending = nullptr;
-        dtype = at::kBool;
-      }
-      if (t.op.type == nnapi::OperandType::TensorInt32 &&
-          (dtype == at::kBool || dtype == at::kLong)) {
-        result.output_casts[static_cast<int>(i)] = dtype == at::kBool ? "bool" : "int64";
-      }
-      outs.push_back(t);
-    }
-    std::vector<int32_t> output_ids;
-    for (size_t i = 0; i < returns.size(); ++i) {
-      int32_t id = outs[i].id;
-      for (size_t k = 0; k < input_ids.size(); ++k) {
-        if (input_ids[k] == id) {
-          offending = returns[i]->node();
-          fail("output " + std::to_string(i) + " is input " + std::to_string(k) +
-               " unchanged, and NNAPI cannot return a model input as an output (the device "
-               "rejects such a model); return it outside the converted module, or compute "
-               "the output from it");
-        }
-      }
-      for (size_t k = 0; k < output_ids.size(); ++k) {
-        if (output_ids[k] == id) {
-          offending = returns[i]->node();
-          fail("outputs " + std::to_string(k) + " and " + std::to_string(i) +
-               " are the same tensor, and NNAPI cannot list one operand as two outputs (the "
-               "device rejects such a model); return it once and copy it outside the "
-               "converted module");
-        }
-      }
-      output_ids.push_back(id);
-    }
-    for (size_t i = 0; i < returns.size(); ++i) {
-      auto [id, op] = outs[i];
-      if (!result.output_casts.count(static_cast<int>(i))) {
-        check_output_dtype(returns[i], op, i, &offending);
-      }
-      m.add_output(id);
-      result.out_mem_fmts.push_back(static_cast<int64_t>(op.dim_order));
-      OutputTemplate t{id, static_cast<int32_t>(op.type), op.shape, op.scale, op.zero_point};
-      // A result NNAPI holds with another shape (a 0-dim result as (1), a
-      // rank > 4 one as a rank <= 4 buffer): the module reshapes it.
-      const Operand& real = cx.operand(id);
-      const Shape nnapi_shape = fix_shape(real.shape, real.dim_order);
-      if (op.shape.empty() || nnapi_shape != fix_shape(op.shape, op.dim_order)) {
-        check(op.dim_order != DimOrder::ChannelsLast && real.dim_order != DimOrder::ChannelsLast &&
-                  std::count(op.shape.begin(), op.shape.end(), 0) <= 1,
-              [&] {
-                return "output " + std::to_string(i) + " of shape " + shape_str(op.shape) +
-                       " is held by NNAPI as " + shape_str(nnapi_shape) +
-                       ", and the converted module can reshape it back with one flexible size "
-                       "at most; give fixed sizes in --input";
-              });
-        t.shape = real.shape.empty() ? Shape{1} : real.shape;
-        // A flexible size (at most one) is what remains: -1 in the reshape.
-        Shape back = op.shape;
-        std::replace(back.begin(), back.end(), int64_t{0}, int64_t{-1});
-        result.output_reshapes[static_cast<int>(i)] = back;
-      }
-      if (!options.return_shapes.empty()) {
-        if (options.return_shapes[i].size() != op.shape.size()) {
-          throw ConvertError(2, "--return-shape for output " + std::to_string(i) + " has " +
-                                    std::to_string(options.return_shapes[i].size()) +
-                                    " dims, but the output has " + std::to_string(op.shape.size()));
-        }
-        t.shape = options.return_shapes[i];
-      }
-      result.templates.push_back(std::move(t));
-    }
-  } catch (const LoweringError& e) {
-    if (failed) *failed = offending ? offending : current;
-    throw node_error(path, graph->return_node(), current, e.what());
-  } catch (const c10::Error& e) {
-    if (failed) *failed = offending ? offending : current;
-    throw node_error(path, graph->return_node(), current, e.what_without_backtrace());
-  }
-  result.times.lower_ms = ms_since(t0);
-  profile.report(path, "model outputs");
+}
 
-  t0 = std::chrono::steady_clock::now();
+// ---- Stage 2: the node pipeline.
+
+// One node on its way through kNodeSteps.
+struct NodeLowering {
+  const Node* node;
+  size_t operands_before = 0;  // the model's operand count before the node's lowering
+};
+
+// A step returns true when it has dealt with the node: the steps after it
+// are skipped.
+using NodeStepFn = bool (*)(GraphLowering&, NodeLowering&);
+
+// The operations made since the previous node came from it; this node is
+// the current one.
+bool attribute_operations(GraphLowering& g, NodeLowering& n) {
+  g.op_nodes.resize(g.model().operation_count(), g.current);
+  g.current = n.node;
+  return false;
+}
+
+// All inputs constant: computed now (Folder), no operation.
+bool fold_constant(GraphLowering& g, NodeLowering& n) { return g.folder.try_fold(g.cx, n.node); }
+
+// Arithmetic on load-time sizes: shape-compute lines (lower/symbolic.cpp).
+bool shape_arithmetic(GraphLowering& g, NodeLowering& n) {
+  return lower_symbolic_arithmetic(g.cx, n.node);
+}
+
+// Lowered with its group, at the group's last node.
+bool skip_group_member(GraphLowering& g, NodeLowering& n) { return g.plan->claimed(n.node); }
+
+// Computed by its producer's fused activation (--fuse-activations).
+bool alias_folded_activation(GraphLowering& g, NodeLowering& n) {
+  if (!g.plan->folded_activation(n.node)) return false;
+  g.cx.alias(n.node->output(), n.node->input(0));
+  return true;
+}
+
+// A quantized operation reading a float32 tensor: the model takes quantized
+// input (diagnostics.h).
+bool check_quantized_operands(GraphLowering& g, NodeLowering& n) {
+  check_quantized_inputs(g.cx, n.node, g.input_ids);
+  return false;
+}
+
+// The constants a lowered node reads, which a later in-place write may not
+// fold into (Folder).
+bool note_constant_reads(GraphLowering& g, NodeLowering& n) {
+  g.folder.note_lowered(g.cx, n.node);
+  return false;
+}
+
+// The node's lowering, chosen and called: its group's (fusion.h), else its
+// kind's from the lowering table. Video inputs held as frames are unfolded
+// into ordinary tensors unless the lowering reads frames, and a node whose
+// lowering does not take rank > 4 is refused an input of that rank.
+// (This is the one step that asks the lowering table about the node.)
+bool lower_node(GraphLowering& g, NodeLowering& n) {
+  LoweringContext& cx = g.cx;
+  const Node* node = n.node;
+  const NodeGroup* group = g.plan->group_ending_at(node);
+  const LowerFn* fn = group ? nullptr : lowering_table().find(node->kind());
+  if (!group && !fn && tensor_foldable_kinds().count(node->kind())) {
+    fail(
+        "nnapi-convert computes this operation only during conversion, when all its "
+        "inputs are constant (a mask built from fixed sizes), but here an input is a "
+        "tensor the model computes, or a size of a flexible input dimension");
+  }
+  if (!group && !fn) {
+    fail(
+        "this node computes with values known only when the model runs (sizes of "
+        "flexible dims?); nnapi-convert folds it only when all its inputs are constant");
+  }
+  // Unfolds the node's video inputs (emitting operations) unless its
+  // lowering reads them as frames.
+  const bool reads_frames = takes_video_inputs(cx, node);
+  if (!reads_frames) check_input_ranks(cx, node);
+  n.operands_before = g.model().operand_count();
+  if (group) {
+    group->lower(cx, *group);
+  } else {
+    lower_moving_node(cx, node, *fn);  // bools moved as NNAPI takes them (lower/moves.h)
+  }
+  return false;
+}
+
+// No operand the lowering made is of rank > 4.
+bool check_new_operand_ranks(GraphLowering& g, NodeLowering& n) {
+  check_operand_ranks(g.model(), n.operands_before);
+  return false;
+}
+
+// No operation above --min-android-api's feature level.
+bool check_target_level(GraphLowering& g, NodeLowering&) {
+  if (const auto& over = g.model().first_over_limit()) fail_above_target(*over, g.options);
+  return false;
+}
+
+// The node pipeline: what happens to each node, in order. The first step
+// that deals with the node ends its way.
+struct NodeStep {
+  const char* name;
+  NodeStepFn run;
+};
+constexpr NodeStep kNodeSteps[] = {
+    {"attribute operations", attribute_operations},
+    {"fold constant", fold_constant},
+    {"shape arithmetic", shape_arithmetic},
+    {"skip group member", skip_group_member},
+    {"alias folded activation", alias_folded_activation},
+    {"check quantized operands", check_quantized_operands},
+    {"note constant reads", note_constant_reads},
+    {"lower node", lower_node},
+    {"check new operand ranks", check_new_operand_ranks},
+    {"check target level", check_target_level},
+};
+
+// One node through the pipeline, timed by kind (LowerProfile). The nodes of
+// an `if` branch taken during conversion come here too (control.cpp).
+void lower_one_node(GraphLowering& g, const Node* node) {
+  g.profile.begin_node();
+  NodeLowering n{node};
+  for (const NodeStep& step : kNodeSteps) {
+    if (step.run(g, n)) break;
+  }
+  g.profile.end_node(node->kind());
+}
+
+void lower_nodes(GraphLowering& g, LoweringTrace* trace) {
+  g.cx.set_node_lowerer([&g](const Node* node) { lower_one_node(g, node); });
+  for (const Node* node : g.graph.nodes()) lower_one_node(g, node);
+  g.op_nodes.resize(g.model().operation_count(), g.current);
+  g.profile.step("nodes");
+  if (trace) {
+    trace->operations = g.op_nodes;
+    record_values(g.cx, g.graph, trace);
+  }
+}
+
+// ---- Stage 3: the model's outputs.
+
+// The values the model returns: a tensor or a tuple of tensors, one
+// --return-shape each when given.
+std::vector<const Value*> returned_values(GraphLowering& g) {
+  g.current = g.graph.return_node();
+  const Value* ret = g.graph.outputs().at(0);
+  std::vector<const Value*> returns;
+  if (ret->type()->kind() == c10::TypeKind::TensorType) {
+    returns = {ret};
+    g.result.retval_count = -1;
+  } else if (ret->type()->kind() == c10::TypeKind::TupleType) {
+    returns = g.cx.sequence(ret);
+    g.result.retval_count = static_cast<int>(returns.size());
+  } else {
+    fail("the model returns a " + ret->type()->repr_str() +
+         "; only a tensor or a tuple of tensors can be returned");
+  }
+  const std::vector<std::vector<int64_t>>& return_shapes = g.options.return_shapes;
+  if (!return_shapes.empty() && return_shapes.size() != returns.size()) {
+    throw ConvertError(2, "--return-shape was given " + std::to_string(return_shapes.size()) +
+                              " time(s), but the model returns " + std::to_string(returns.size()) +
+                              " tensor(s)");
+  }
+  return returns;
+}
+
+// Each returned value's operand, as the converted module receives it: a
+// video tensor unfolded; a bool result as int32 0/1 (PyTorch's NNAPI binding
+// takes no bool tensors; a TENSOR_BOOL8 one is made so by SELECT), an int64
+// one (indices) as the int32 NNAPI computes, which the converted module casts
+// back (output_casts).
+std::vector<Tensor> cast_outputs(GraphLowering& g, const std::vector<const Value*>& returns) {
+  LoweringContext& cx = g.cx;
+  std::vector<Tensor> outs;
+  for (size_t i = 0; i < returns.size(); ++i) {
+    if (!cx.has_operand(returns[i])) g.offending = returns[i]->node();  // a constant here
+    unfold_video_value(cx, returns[i]);
+    Tensor t = cx.get_operand(returns[i]);
+    const auto type = returns[i]->type()->cast<c10::TensorType>();
+    auto dtype = type ? type->scalarType() : c10::nullopt;
+    if (auto held = cx.torch_dtype_of(returns[i]); !dtype && held) dtype = *held;
+    if (t.op.type == nnapi::OperandType::TensorBool8) {
+      g.offending = returns[i]->node();
+      t = int01_of(cx, t);
+      g.offending = nullptr;
+      dtype = at::kBool;
+    }
+    if (t.op.type == nnapi::OperandType::TensorInt32 &&
+        (dtype == at::kBool || dtype == at::kLong)) {
+      g.result.output_casts[static_cast<int>(i)] = dtype == at::kBool ? "bool" : "int64";
+    }
+    outs.push_back(t);
+  }
+  return outs;
+}
+
+// NNAPI rejects a model (BAD_DATA, when it is compiled on the device) whose
+// output is one of its inputs, or that lists one operand twice as an output;
+// PyTorch's converter writes such models without a word.
+void check_distinct_outputs(GraphLowering& g, const std::vector<const Value*>& returns,
+                            const std::vector<Tensor>& outs) {
+  std::vector<int32_t> output_ids;
+  for (size_t i = 0; i < returns.size(); ++i) {
+    int32_t id = outs[i].id;
+    for (size_t k = 0; k < g.input_ids.size(); ++k) {
+      if (g.input_ids[k] == id) {
+        g.offending = returns[i]->node();
+        fail("output " + std::to_string(i) + " is input " + std::to_string(k) +
+             " unchanged, and NNAPI cannot return a model input as an output (the device "
+             "rejects such a model); return it outside the converted module, or compute "
+             "the output from it");
+      }
+    }
+    for (size_t k = 0; k < output_ids.size(); ++k) {
+      if (output_ids[k] == id) {
+        g.offending = returns[i]->node();
+        fail("outputs " + std::to_string(k) + " and " + std::to_string(i) +
+             " are the same tensor, and NNAPI cannot list one operand as two outputs (the "
+             "device rejects such a model); return it once and copy it outside the "
+             "converted module");
+      }
+    }
+    output_ids.push_back(id);
+  }
+}
+
+// Output `i` of the NNAPI model, and the template the converted module
+// allocates it by.
+OutputTemplate add_model_output(GraphLowering& g, const Value* returned, const Tensor& out,
+                                size_t i) {
+  if (!g.result.output_casts.count(static_cast<int>(i))) {
+    check_output_dtype(returned, out.op, i, &g.offending);
+  }
+  g.model().add_output(out.id);
+  g.result.out_mem_fmts.push_back(static_cast<int64_t>(out.op.dim_order));
+  return OutputTemplate{out.id, static_cast<int32_t>(out.op.type), out.op.shape, out.op.scale,
+                        out.op.zero_point};
+}
+
+// A result NNAPI holds with another shape (a 0-dim result as (1), a rank > 4
+// one as a rank <= 4 buffer): the template has NNAPI's shape, and the module
+// reshapes it back (output_reshapes).
+void reshape_back(GraphLowering& g, const Tensor& out, size_t i, OutputTemplate* t) {
+  const Operand& op = out.op;
+  const Operand& real = g.cx.operand(out.id);
+  const Shape nnapi_shape = fix_shape(real.shape, real.dim_order);
+  if (!op.shape.empty() && nnapi_shape == fix_shape(op.shape, op.dim_order)) return;
+  check(op.dim_order != DimOrder::ChannelsLast && real.dim_order != DimOrder::ChannelsLast &&
+            std::count(op.shape.begin(), op.shape.end(), 0) <= 1,
+        [&] {
+          return "output " + std::to_string(i) + " of shape " + shape_str(op.shape) +
+                 " is held by NNAPI as " + shape_str(nnapi_shape) +
+                 ", and the converted module can reshape it back with one flexible size "
+                 "at most; give fixed sizes in --input";
+        });
+  t->shape = real.shape.empty() ? Shape{1} : real.shape;
+  // A flexible size (at most one) is what remains: -1 in the reshape.
+  Shape back = op.shape;
+  std::replace(back.begin(), back.end(), int64_t{0}, int64_t{-1});
+  g.result.output_reshapes[static_cast<int>(i)] = back;
+}
+
+// --return-shape: the shape the converted module allocates output `i` with.
+void apply_return_shape(GraphLowering& g, const Tensor& out, size_t i, OutputTemplate* t) {
+  if (g.options.return_shapes.empty()) return;
+  const std::vector<int64_t>& shape = g.options.return_shapes[i];
+  if (shape.size() != out.op.shape.size()) {
+    throw ConvertError(2, "--return-shape for output " + std::to_string(i) + " has " +
+                              std::to_string(shape.size()) + " dims, but the output has " +
+                              std::to_string(out.op.shape.size()));
+  }
+  t->shape = shape;
+}
+
+void add_model_outputs(GraphLowering& g) {
+  const std::vector<const Value*> returns = returned_values(g);
+  const std::vector<Tensor> outs = cast_outputs(g, returns);
+  check_distinct_outputs(g, returns, outs);
+  for (size_t i = 0; i < returns.size(); ++i) {
+    OutputTemplate t = add_model_output(g, returns[i], outs[i], i);
+    reshape_back(g, outs[i], i, &t);
+    apply_return_shape(g, outs[i], i, &t);
+    g.result.templates.push_back(std::move(t));
+  }
+}
+
+// ---- Stage 4: the serialized model, and the validator's verdict on it.
+
+void serialize_model(GraphLowering& g) {
+  ModelBuilder& m = g.model();
+  Conversion& result = g.result;
   SerializedModel ser;
   try {
     ser = m.serialize();
   } catch (const std::exception& e) {
-    throw ConvertError(1, "model '" + path + "' could not be serialized: " + e.what());
+    throw ConvertError(1, "model '" + g.path + "' could not be serialized: " + e.what());
   }
   result.ser_model = std::move(ser.words);
-  result.shape_lines = cx.shape_lines();
+  result.shape_lines = g.cx.shape_lines();
   result.shape_lines.insert(result.shape_lines.end(), ser.patch_lines.begin(),
                             ser.patch_lines.end());
   result.operand_count = static_cast<int64_t>(m.operand_count());
@@ -505,13 +614,41 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
       std::max(nnapi::kMinAndroidApi, nnapi::android_api_of_feature_level(m.feature_level()));
   result.weights = m.take_weights();
   for (const at::Tensor& w : result.weights) result.weight_bytes += w.numel() * w.element_size();
-  result.times.serialize_ms = ms_since(t0);
+}
+
+}  // namespace
+
+Conversion lower_graph(torch::jit::Graph& graph, const c10::IValue& self,
+                       const ConvertOptions& options, LoweringTrace* trace, const Node** failed) {
+  auto t0 = std::chrono::steady_clock::now();
+  GraphLowering g(graph, self, options);
+  check_graph_inputs(g);
+  g.profile.step("input checks");
+  prepare_lowering(g);
+  add_model_inputs(g);
+  g.profile.step("model inputs");
+  try {
+    lower_nodes(g, trace);
+    add_model_outputs(g);
+  } catch (const LoweringError& e) {
+    if (failed) *failed = g.offending ? g.offending : g.current;
+    throw node_error(g.path, graph.return_node(), g.current, e.what());
+  } catch (const c10::Error& e) {
+    if (failed) *failed = g.offending ? g.offending : g.current;
+    throw node_error(g.path, graph.return_node(), g.current, e.what_without_backtrace());
+  }
+  g.result.times.lower_ms = ms_since(t0);
+  g.profile.report(g.path, "model outputs");
 
   t0 = std::chrono::steady_clock::now();
-  validate_conversion(result, m.patched_operands(), op_nodes, options, failed,
-                      model_runs(graph_ref, self));
-  result.times.validate_ms = ms_since(t0);
-  return result;
+  serialize_model(g);
+  g.result.times.serialize_ms = ms_since(t0);
+
+  t0 = std::chrono::steady_clock::now();
+  validate_conversion(g.result, g.model().patched_operands(), g.op_nodes, options, failed,
+                      model_runs(graph, self));
+  g.result.times.validate_ms = ms_since(t0);
+  return std::move(g.result);
 }
 
 }  // namespace nnapi_convert

@@ -37,12 +37,12 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "core/converter.h"
 #include "core/diagnostics.h"
 #include "core/folding.h"
 #include "core/sample_inputs.h"
 #include "lower/emit.h"
 #include "nnapi_convert/nnapi_types.h"
-#include "nnapi_convert/verify.h"
 
 namespace nnapi_convert {
 
@@ -382,14 +382,10 @@ void Planner::probe_all() {
     for (const Value* v : n->outputs()) values.push_back(v);
   }
   // The input sizes of each run.
-  std::vector<std::vector<std::vector<int64_t>>> run_shapes(kProbeRuns);
+  std::vector<std::vector<std::vector<int64_t>>> run_shapes(kProbeRuns,
+                                                            default_sample_shapes(options_.inputs));
   bool flexible = false;
   for (const InputSpec& spec : options_.inputs) {
-    std::vector<int64_t> dims = spec.dims;
-    for (size_t d = 0; d < dims.size(); ++d) {
-      if (dims[d] == 0) dims[d] = default_verify_size(dims.size(), d);
-    }
-    for (auto& run : run_shapes) run.push_back(dims);
     flexible |= std::find(spec.dims.begin(), spec.dims.end(), 0) != spec.dims.end();
   }
   if (flexible) {

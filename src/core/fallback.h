@@ -19,12 +19,4 @@ namespace nnapi_convert {
 // Conversion. Throws ConvertError when no node can run on NNAPI.
 Conversion lower_with_fallback(const torch::jit::Module& module, const ConvertOptions& options);
 
-// converter.cpp: lowers `graph` (input 0 is `self`, bound to `self`). When a
-// node fails, `*failed` is set to it before ConvertError is thrown; when an
-// output cannot be one (a constant, an input unchanged, another output), to
-// the node that gives that output; else to the return node.
-Conversion lower_graph(torch::jit::Graph& graph, const c10::IValue& self,
-                       const ConvertOptions& options, LoweringTrace* trace = nullptr,
-                       const torch::jit::Node** failed = nullptr);
-
 }  // namespace nnapi_convert

@@ -11,7 +11,7 @@
 #include "lower/constant_value.h"
 #include "lower/kind_set.h"
 #include "lower/registry.h"
-#include "nnapi_convert/converter.h"
+#include "nnapi_convert/check.h"
 
 namespace nnapi_convert {
 

@@ -2,6 +2,24 @@
 
 namespace nnapi_convert {
 
+int64_t default_verify_size(size_t rank, size_t dim) {
+  if (dim == 0) return 1;
+  if (rank == 4 && (dim == 2 || dim == 3)) return 224;
+  return 8;
+}
+
+std::vector<std::vector<int64_t>> default_sample_shapes(const std::vector<InputSpec>& specs) {
+  std::vector<std::vector<int64_t>> shapes;
+  for (const InputSpec& spec : specs) {
+    std::vector<int64_t> dims = spec.dims;
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (dims[d] == 0) dims[d] = default_verify_size(dims.size(), d);
+    }
+    shapes.push_back(std::move(dims));
+  }
+  return shapes;
+}
+
 at::Tensor sample_input(const InputSpec& spec, const std::vector<int64_t>& shape, bool nhwc_all) {
   at::Tensor t;
   switch (spec.dtype) {

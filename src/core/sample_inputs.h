@@ -21,6 +21,16 @@ namespace nnapi_convert {
 // Draws from the global generator.
 at::Tensor sample_input(const InputSpec& spec, const std::vector<int64_t>& shape, bool nhwc_all);
 
+// The size a flexible (0) dimension gets when --verify-shape is not given:
+// 1 for dimension 0 (the batch), 224 for dimensions 2 and 3 of a 4-D input
+// (height and width, ImageNet's size), 8 for any other.
+int64_t default_verify_size(size_t rank, size_t dim);
+
+// Each spec's dims with every flexible size at its default_verify_size: the
+// input shapes of --verify without --verify-shape, of the validator's sample
+// run and of --cpu-fallback's first probe.
+std::vector<std::vector<int64_t>> default_sample_shapes(const std::vector<InputSpec>& specs);
+
 // One per spec, of the given shapes, after at::manual_seed(seed).
 std::vector<at::Tensor> sample_inputs(const std::vector<InputSpec>& specs,
                                       const std::vector<std::vector<int64_t>>& shapes,

@@ -10,7 +10,6 @@
 
 #include "core/diagnostics.h"
 #include "core/sample_inputs.h"
-#include "nnapi_convert/batch.h"
 #include "nnapi_convert/nnapi_types.h"
 
 namespace nnapi_convert {
@@ -248,23 +247,6 @@ void finish_state_conversion(Conversion& c, std::vector<StateAttribute> state,
   }
   c.retval_count = user_retval_count;
   c.state = std::move(state);
-}
-
-nlohmann::ordered_json state_json(const Conversion& c) {
-  if (c.state.empty()) return nullptr;
-  const size_t inputs = c.inp_mem_fmts.size() - c.state.size();
-  const size_t outputs = c.retval_count < 0 ? 1 : static_cast<size_t>(c.retval_count);
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  for (size_t k = 0; k < c.state.size(); ++k) {
-    const StateAttribute& s = c.state[k];
-    out.push_back({{"attribute", s.name},
-                   {"shape", s.initial.sizes().vec()},
-                   {"dtype", c10::toString(s.initial.scalar_type())},
-                   {"nnapi_input", inputs + k},
-                   {"nnapi_output", outputs + k},
-                   {"written_by", s.node}});
-  }
-  return out;
 }
 
 }  // namespace nnapi_convert

@@ -3,13 +3,11 @@
 
 #include <map>
 
+#include "core/converter.h"
 #include "core/loader.h"
 #include "lower/context.h"
 
 namespace nnapi_convert {
-
-Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& options,
-                        LoweringTrace* trace);
 
 // The trace's values: per operand, the last node output in graph order that
 // names it.

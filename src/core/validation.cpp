@@ -7,7 +7,6 @@
 #include "core/sample_inputs.h"
 #include "nnapi_convert/blob.h"
 #include "nnapi_convert/validate.h"
-#include "nnapi_convert/verify.h"
 #include "nnapi_convert/writer.h"
 
 namespace nnapi_convert {
@@ -87,7 +86,7 @@ void validate_conversion(const Conversion& c, const std::vector<int32_t>& patche
       }
       return findings_of(parse(words, sizes), buffers, {}, level);
     };
-    std::vector<std::vector<int64_t>> shapes = verify_input_shapes(options.inputs, {});
+    std::vector<std::vector<int64_t>> shapes = default_sample_shapes(options.inputs);
     std::string script_error;
     auto found = findings_at(shapes, &script_error);
     auto model_runs_at = [&](const std::vector<std::vector<int64_t>>& s) {

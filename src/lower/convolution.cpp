@@ -1,6 +1,6 @@
 // Convolutions: aten::conv2d and aten::_convolution (incl. transposed, with
 // output_padding; 1-D ones, nn.Conv1d's 3-D weights, as the 2-D convolution
-// over (N, C, 1, L)), and add_conv2d_common, the NNAPI convolution both they
+// over (N, C, 1, L)), and emit_conv2d, the NNAPI convolution both they
 // and the quantized convolutions of quantized.cpp use.
 #include "lower/convolution.h"
 
@@ -221,14 +221,6 @@ ConvPoolArgs conv2d_window(const at::Tensor& weight, const std::vector<int64_t>&
                            const std::vector<int64_t>& padding,
                            const std::vector<int64_t>& dilation, int64_t groups) {
   return make_conv_pool_args(kernel_of(weight), stride, padding, dilation, groups);
-}
-
-void add_conv2d_common(LoweringContext& cx, const Value* out, double out_scale,
-                       int64_t out_zero_point, const Value* image_value, const at::Tensor& weight,
-                       int32_t bias_id, const ConvPoolArgs& args, bool transpose, Fuse fuse) {
-  auto [image_id, image] = cx.get_operand(image_value);
-  emit_conv2d(cx, out, out_scale, out_zero_point, {image_id, image}, weight, bias_id, args,
-              transpose, fuse);
 }
 
 Tensor emit_conv2d(LoweringContext& cx, const Value* out, double out_scale, int64_t out_zero_point,

@@ -12,10 +12,7 @@ namespace nnapi_convert {
 
 // CONV_2D, DEPTHWISE_CONV_2D or TRANSPOSE_CONV_2D of `image` with a PyTorch
 // (OIHW, or IOHW when transposed) weight; `bias_id` is already an operand.
-void add_conv2d_common(LoweringContext& cx, const Value* out, double out_scale,
-                       int64_t out_zero_point, const Value* image, const at::Tensor& weight,
-                       int32_t bias_id, const ConvPoolArgs& args, bool transpose, nnapi::Fuse fuse);
-// The same of an operand; the result is `out`'s operand, or anonymous when null.
+// The result is `out`'s operand, or anonymous when null.
 Tensor emit_conv2d(LoweringContext& cx, const Value* out, double out_scale, int64_t out_zero_point,
                    const Tensor& image, const at::Tensor& weight, int32_t bias_id,
                    const ConvPoolArgs& args, bool transpose, nnapi::Fuse fuse);

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "lower/matmul.h"
+#include "lower/rank_reduce.h"
 #include "lower/registry.h"
 
 namespace nnapi_convert {

@@ -11,6 +11,7 @@
 
 #include "lower/emit.h"
 #include "lower/logical.h"
+#include "lower/rank_reduce.h"
 #include "lower/registry.h"
 
 namespace nnapi_convert {

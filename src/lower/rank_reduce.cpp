@@ -39,7 +39,9 @@
 
 #include "lower/emit.h"
 #include "lower/kind_set.h"
+#include "lower/rank_reduce.h"
 #include "lower/registry.h"
+#include "lower/view.h"
 
 namespace nnapi_convert {
 namespace {

@@ -41,6 +41,7 @@
 #include "lower/node_args.h"
 #include "lower/packed_params.h"
 #include "lower/pooling.h"
+#include "lower/rank_reduce.h"
 #include "lower/registry.h"
 
 namespace nnapi_convert {

@@ -14,6 +14,7 @@
 #include "lower/logical.h"
 #include "lower/node_args.h"
 #include "lower/registry.h"
+#include "lower/view.h"
 
 namespace nnapi_convert {
 namespace {

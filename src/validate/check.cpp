@@ -170,15 +170,6 @@ void Check::same_quant(size_t o, size_t i) const {
                                  "; NNAPI's quantized " + name_ + " keeps them");
 }
 
-void Check::same_input_quant(size_t i, size_t j) const {
-  if (!is_quant(type(i)) || type(i) != type(j)) return;
-  if (in(i).scale != in(j).scale || in(i).zero_point != in(j).zero_point)
-    fail(Rule::Quantization, "input " + str(i) + " has " +
-                                 quant_text(in(i).scale, in(i).zero_point) + " but input " +
-                                 str(j) + " has " + quant_text(in(j).scale, in(j).zero_point) +
-                                 "; NNAPI's " + name_ + " needs them equal");
-}
-
 void Check::fixed_quant(size_t o, float scale, int32_t zero_point) const {
   if (out(o).type != T::TensorQuant8Asymm) return;
   if (out(o).scale != scale || out(o).zero_point != zero_point)

@@ -77,8 +77,6 @@ class Check {
   // ---- quantization (no values needed)
   // A quantized output o has input i's scale and zero point.
   void same_quant(size_t o, size_t i) const;
-  // Quantized input i has input j's scale and zero point.
-  void same_input_quant(size_t i, size_t j) const;
   // A quantized output o has this scale and zero point.
   void fixed_quant(size_t o, float scale, int32_t zero_point) const;
   // The bias of a quantized input: zero point 0, scale = input scale x filter scale.

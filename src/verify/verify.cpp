@@ -263,12 +263,6 @@ std::string python_kind(const c10::IValue& v) {
 
 }  // namespace
 
-int64_t default_verify_size(size_t rank, size_t dim) {
-  if (dim == 0) return 1;
-  if (rank == 4 && (dim == 2 || dim == 3)) return 224;
-  return 8;
-}
-
 std::vector<int64_t> parse_verify_shape(const std::string& text) {
   auto bad = [&](const std::string& why) {
     return ConvertError(2, "--verify-shape '" + text + "': " + why +
@@ -284,8 +278,9 @@ std::vector<int64_t> parse_verify_shape(const std::string& text) {
 
 std::vector<std::vector<int64_t>> verify_input_shapes(const std::vector<InputSpec>& specs,
                                                       const VerifyOptions& options) {
+  if (options.shapes.empty()) return default_sample_shapes(specs);
   std::vector<std::vector<int64_t>> shapes;
-  if (!options.shapes.empty() && options.shapes.size() != specs.size()) {
+  if (options.shapes.size() != specs.size()) {
     throw ConvertError(2, "--verify-shape was given " + std::to_string(options.shapes.size()) +
                               " time(s), but there are " + std::to_string(specs.size()) +
                               " --input spec(s); give one --verify-shape per input, in order, "
@@ -293,14 +288,6 @@ std::vector<std::vector<int64_t>> verify_input_shapes(const std::vector<InputSpe
   }
   for (size_t i = 0; i < specs.size(); ++i) {
     const InputSpec& spec = specs[i];
-    if (options.shapes.empty()) {
-      std::vector<int64_t> dims = spec.dims;
-      for (size_t d = 0; d < dims.size(); ++d) {
-        if (dims[d] == 0) dims[d] = default_verify_size(dims.size(), d);
-      }
-      shapes.push_back(dims);
-      continue;
-    }
     const std::vector<int64_t>& given = options.shapes[i];
     const std::string where = "--verify-shape '" + join_dims(given) + "' for input " +
                               std::to_string(i) + " (--input '" + spec.text + "')";

@@ -1,6 +1,6 @@
 // What a batch reports beyond one run: the JUnit XML document, the --shard
-// split of a batch across runs, and reading --report documents back to merge
-// the shards' reports (merge-reports).
+// split of a batch across runs, reading --report documents back to merge
+// the shards' reports (merge-reports), and a stateful model's `state`.
 #include <cstdint>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -143,6 +143,23 @@ std::vector<JobResult> read_reports(const std::vector<std::string>& paths) {
     }
   }
   return results;
+}
+
+nlohmann::ordered_json state_json(const Conversion& c) {
+  if (c.state.empty()) return nullptr;
+  const size_t inputs = c.inp_mem_fmts.size() - c.state.size();
+  const size_t outputs = c.retval_count < 0 ? 1 : static_cast<size_t>(c.retval_count);
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (size_t k = 0; k < c.state.size(); ++k) {
+    const StateAttribute& s = c.state[k];
+    out.push_back({{"attribute", s.name},
+                   {"shape", s.initial.sizes().vec()},
+                   {"dtype", c10::toString(s.initial.scalar_type())},
+                   {"nnapi_input", inputs + k},
+                   {"nnapi_output", outputs + k},
+                   {"written_by", s.node}});
+  }
+  return out;
 }
 
 }  // namespace nnapi_convert
