@@ -191,8 +191,8 @@ MUTANTS = [
       "aten::cat of bools (moved through float32) joins its parts last first (until issue 35's "
       "first run this mutant sat in emit_concat's int32 path, which aten::cat does not take: "
       "not caught)",
-      [("src/lower/slicing.cpp", "                          return emit_concat(cx, nchw, axis, nullptr);",
-        "                          return emit_concat(cx, {nchw.back(), nchw.front()}, axis, nullptr);")],
+      [("src/lower/slicing.cpp", "                 return emit_concat(cx, nchw, axis, out);",
+        "                 return emit_concat(cx, {nchw.back(), nchw.front()}, axis, out);")],
       "reference.test_nnapi", "Reference.beyond_bool_join_cat", r"integer values differ|differ"),
     M("roll-direction", "lowering",
       "aten::roll moves elements the other way (head before tail)",

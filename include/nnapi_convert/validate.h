@@ -121,6 +121,39 @@ std::optional<Finding> validate_operation_types(int64_t index, int32_t code,
 int operation_level(int32_t code, const std::vector<const Operand*>& inputs,
                     const std::vector<const Operand*>& outputs, std::string* why = nullptr);
 
+// ---- What NNAPI accepts, asked by the converter's lowering. The answers
+// come from the tables the rules above check models with (the types each
+// operation's input 0 takes, src/validate/ops_*.cpp; the operations' own
+// levels, nnapi::operation_feature_level), so that a correction to a rule
+// changes the lowering's choices too.
+
+// The lowest feature level at which operation `code` takes a tensor of
+// `type` as its input 0 (RESHAPE of TENSOR_INT32: 6), at least the
+// operation's own; nullopt when it takes it at no level (SQUEEZE of
+// TENSOR_INT32). Throws std::invalid_argument for an operation whose rule
+// declares no types in the table (a question the lowering must not ask).
+std::optional<int> input_type_level(nnapi::Op code, nnapi::OperandType type);
+// Whether `code` takes a tensor of `type` as its input 0 at `feature_level`.
+bool accepts(nnapi::Op code, nnapi::OperandType type, int feature_level);
+// The feature level operation `code` needs with `n_inputs` inputs
+// (HARD_SWISH: 4; RESIZE_BILINEAR with align_corners and half_pixel_centers,
+// 6 inputs: 4).
+int level_with_inputs(nnapi::Op code, int n_inputs);
+
+namespace testing {
+// While it lives, the types operation `code`'s input 0 takes (each with the
+// level it came with) are `types` instead of the table's: a corrected rule,
+// as the validator's checks and the questions above both see it. For unit
+// tests; not thread-safe.
+class InputTypesOverride {
+ public:
+  InputTypesOverride(nnapi::Op code, std::vector<std::pair<nnapi::OperandType, int>> types);
+  ~InputTypesOverride();
+  InputTypesOverride(const InputTypesOverride&) = delete;
+  InputTypesOverride& operator=(const InputTypesOverride&) = delete;
+};
+}  // namespace testing
+
 // TRANSPOSE_CONV_2D's implicit padding along one spatial axis, as NNAPI
 // computes it from the requested output size (input 3) rather than the input
 // size: SAME pads ((requested + stride - 1) / stride - 1) * stride + kernel -

@@ -88,9 +88,6 @@ void lower_hardsigmoid(LoweringContext& cx, const Node* node) {
                     node->output());
 }
 
-// HARD_SWISH came with NNAPI feature level 4 (Android 11).
-constexpr int kHardSwishLevel = 4;
-
 // hardswish(x) = x * relu6(x + 3) / 6, on float32, from feature level 1 operations.
 Tensor float_hardswish(LoweringContext& cx, const Tensor& x, const Value* out) {
   return emit_binary(cx, Op::Mul, x, float_hardsigmoid(cx, x, nullptr), Fuse::None, out);
@@ -99,7 +96,7 @@ Tensor float_hardswish(LoweringContext& cx, const Tensor& x, const Value* out) {
 void lower_hardswish(LoweringContext& cx, const Node* node) {
   Tensor x = cx.get_operand(node->input(0));
   check(!is_quant(x.op), "aten::hardswish of a quantized tensor; expected quantized::hardswish");
-  if (!cx.allows_feature_level(kHardSwishLevel)) {
+  if (!cx.has_operation(Op::HardSwish, 1)) {  // before feature level 4 (Android 11)
     float_hardswish(cx, x, node->output());
     return;
   }
@@ -110,7 +107,7 @@ void lower_quantized_hardswish(LoweringContext& cx, const Node* node) {
   Tensor x = cx.get_operand(node->input(0));
   check(is_quant(x.op), "quantized::hardswish of a float tensor");
   const QuantParams out_quant{cx.constant_float(node->input(1)), cx.constant_int(node->input(2))};
-  if (!cx.allows_feature_level(kHardSwishLevel)) {
+  if (!cx.has_operation(Op::HardSwish, 1)) {
     // Below Android 11: PyTorch's quantized hardswish as a lookup table.
     static const auto op = c10::Dispatcher::singleton()
                                .findSchemaOrThrow("quantized::hardswish", "")

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "lower/fusion.h"
+#include "nnapi_convert/validate.h"
 
 namespace nnapi_convert {
 
@@ -321,6 +322,20 @@ std::string LoweringContext::resolve_flex(std::string expr) const {
 void LoweringContext::forward_operand_shape(int32_t out_id, int64_t out_dim, int32_t in_id,
                                             int64_t in_dim) {
   compute_operand_shape(out_id, out_dim, flex_name(in_id, in_dim));
+}
+
+bool LoweringContext::takes(nnapi::Op op, nnapi::OperandType type) const {
+  return nnapi_validate::accepts(op, type, feature_level_limit_);
+}
+
+bool LoweringContext::has_operation(nnapi::Op op, int n_inputs) const {
+  return nnapi_validate::level_with_inputs(op, n_inputs) <= feature_level_limit_;
+}
+
+int LoweringContext::android_api_taking(nnapi::Op op, nnapi::OperandType type) const {
+  const std::optional<int> level = nnapi_validate::input_type_level(op, type);
+  if (!level || *level > nnapi::kMaxFeatureLevel) return 0;
+  return std::max(nnapi::kMinAndroidApi, nnapi::android_api_of_feature_level(*level));
 }
 
 }  // namespace nnapi_convert

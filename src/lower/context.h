@@ -97,10 +97,18 @@ class LoweringContext {
     feature_level_limit_ = nnapi::feature_level_of_android_api(api);
     model_.set_feature_level_limit(feature_level_limit_);
   }
-  // Whether operations of NNAPI feature level `level` may be emitted; where
-  // not, a lowering decomposes or leaves the operation for the driver to refuse
-  // with the node's name (see ModelBuilder::first_over_limit).
-  bool allows_feature_level(int level) const { return level <= feature_level_limit_; }
+  // What NNAPI takes at the target feature level, asked of the validator
+  // (nnapi_validate::accepts and level_with_inputs: NeuralNetworks.h's rules
+  // are stated there only). Where the answer is no, a lowering decomposes or
+  // leaves the operation for the driver to refuse with the node's name (see
+  // ModelBuilder::first_over_limit).
+  // Whether `op` takes a tensor of `type` as its input 0.
+  bool takes(nnapi::Op op, nnapi::OperandType type) const;
+  // Whether `op` may be emitted with `n_inputs` inputs.
+  bool has_operation(nnapi::Op op, int n_inputs) const;
+  // The --min-android-api from which `op` takes a tensor of `type` as its
+  // input 0 (for messages); 0 when no Android version's NNAPI does.
+  int android_api_taking(nnapi::Op op, nnapi::OperandType type) const;
 
   // --- layout of video tensors (--nhwc): NNAPI frames in NHWC, else NCHW ----
   void set_nhwc(bool nhwc) { nhwc_ = nhwc; }

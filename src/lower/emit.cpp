@@ -82,9 +82,6 @@ Tensor emit_relayout(LoweringContext& cx, const Tensor& x, DimOrder to) {
 
 namespace {
 
-// RESHAPE of TENSOR_INT32: NeuralNetworks.h lists it "since NNAPI feature level 6".
-constexpr int kReshapeInt32Level = 6;
-
 // Whether `v` holds bools (an int32 0/1 operand): so typed or recorded
 // (LoweringContext::torch_dtype_of), or the result of a node that only moves
 // elements (lower/moves.h) from bools alone. The values a node moves from are
@@ -95,9 +92,13 @@ bool is_bool_valued(const LoweringContext& cx, const Value* v) {
 
 }  // namespace
 
-Tensor move_bools_as_float(LoweringContext& cx, const std::vector<Tensor>& ins, const Value* out,
-                           const std::string& what,
-                           const std::function<Tensor(const std::vector<Tensor>&)>& move) {
+Tensor move_int32(LoweringContext& cx, std::initializer_list<nnapi::Op> ops,
+                  const std::vector<Tensor>& ins, const Value* out,
+                  const std::function<Tensor(const std::vector<Tensor>&, const Value*)>& move) {
+  const auto refusing = std::find_if(
+      ops.begin(), ops.end(), [&](Op op) { return !cx.takes(op, OperandType::TensorInt32); });
+  if (ins[0].op.type != OperandType::TensorInt32 || refusing == ops.end()) return move(ins, out);
+  const std::string what = nnapi::op_name(*refusing);
   check(out != nullptr && is_bool_valued(cx, out), [&] {
     return what + " of an int32 tensor: NeuralNetworks.h's " + what +
            " takes no TENSOR_INT32 at the target feature level. nnapi-convert moves bool tensors "
@@ -111,7 +112,7 @@ Tensor move_bools_as_float(LoweringContext& cx, const std::vector<Tensor>& ins, 
     f.type = OperandType::TensorFloat32;
     floats.push_back(emit_unary_to(cx, Op::Cast, x, f));
   }
-  const Tensor y = move(floats);
+  const Tensor y = move(floats, nullptr);
   Operand back = y.op;
   back.type = OperandType::TensorInt32;
   return emit_unary_to(cx, Op::Cast, y, back, out);
@@ -123,16 +124,11 @@ std::string int32_refusal(const std::string& what, const std::string& why) {
          ".float() first, or keep this node in TorchScript with --cpu-fallback";
 }
 
-Tensor emit_reshape(LoweringContext& cx, const Tensor& x, const std::vector<SymInt>& dims,
-                    const Value* out) {
-  check(x.op.dim_order == DimOrder::Contiguous, "internal: reshape of a channels-last tensor");
-  if (x.op.type == OperandType::TensorInt32 && !cx.allows_feature_level(kReshapeInt32Level) &&
-      is_bool_valued(cx, out)) {
-    // Below level 6 NNAPI's RESHAPE takes no TENSOR_INT32.
-    return move_bools_as_float(cx, {x}, out, "RESHAPE", [&](const std::vector<Tensor>& f) {
-      return emit_reshape(cx, f[0], dims, nullptr);
-    });
-  }
+namespace {
+
+// RESHAPE of `x` to `dims`, whatever its type (emit_reshape).
+Tensor reshape_op(LoweringContext& cx, const Tensor& x, const std::vector<SymInt>& dims,
+                  const Value* out) {
   std::vector<int64_t> values;
   std::vector<std::pair<size_t, std::string>> patches;
   bool inferred = false;
@@ -158,6 +154,22 @@ Tensor emit_reshape(LoweringContext& cx, const Tensor& x, const std::vector<SymI
   const Tensor y = cx.add_output(out, x.op, dims);
   m.add_operation(Op::Reshape, {x.id, shape_id}, {y.id});
   return y;
+}
+
+}  // namespace
+
+Tensor emit_reshape(LoweringContext& cx, const Tensor& x, const std::vector<SymInt>& dims,
+                    const Value* out) {
+  check(x.op.dim_order == DimOrder::Contiguous, "internal: reshape of a channels-last tensor");
+  const auto reshape = [&](const std::vector<Tensor>& in, const Value* o) {
+    return reshape_op(cx, in[0], dims, o);
+  };
+  // A bool's 0/1 values move as float32 where RESHAPE takes no TENSOR_INT32
+  // (below level 6); other int32 data is left to the driver's feature-level
+  // refusal, which names the node.
+  if (x.op.type == OperandType::TensorInt32 && is_bool_valued(cx, out))
+    return move_int32(cx, {Op::Reshape}, {x}, out, reshape);
+  return reshape_op(cx, x, dims, out);
 }
 
 Tensor emit_tile(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& multiples,
@@ -357,14 +369,11 @@ std::vector<int32_t> emit_split(LoweringContext& cx, const Tensor& in, int64_t d
   return outputs;
 }
 
-// CONCATENATION of `parts` along PyTorch dim d.
-Tensor emit_concat(LoweringContext& cx, const std::vector<Tensor>& parts, int64_t d,
-                   const Value* out) {
-  if (parts[0].op.type == OperandType::TensorInt32) {
-    return move_bools_as_float(cx, parts, out, "CONCATENATION", [&](const std::vector<Tensor>& f) {
-      return emit_concat(cx, f, d, nullptr);
-    });
-  }
+namespace {
+
+// CONCATENATION of `parts` along PyTorch dim d, whatever their type.
+Tensor concat_op(LoweringContext& cx, const std::vector<Tensor>& parts, int64_t d,
+                 const Value* out) {
   std::vector<SymInt> dims = sym_shape(parts[0]);
   std::vector<SymInt> along;
   for (const Tensor& p : parts) along.push_back(sym_dim(p.id, p.op.shape, d));
@@ -375,6 +384,16 @@ Tensor emit_concat(LoweringContext& cx, const std::vector<Tensor>& parts, int64_
   const Tensor r = cx.add_output(out, parts[0].op, dims);
   cx.model().add_operation(Op::Concatenation, inputs, {r.id});
   return r;
+}
+
+}  // namespace
+
+// CONCATENATION of `parts` along PyTorch dim d (bools as float32 between CASTs).
+Tensor emit_concat(LoweringContext& cx, const std::vector<Tensor>& parts, int64_t d,
+                   const Value* out) {
+  return move_int32(
+      cx, {Op::Concatenation}, parts, out,
+      [&](const std::vector<Tensor>& in, const Value* o) { return concat_op(cx, in, d, o); });
 }
 
 Shape broadcast_shape(const Shape& a, const Shape& b) {

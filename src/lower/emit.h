@@ -77,13 +77,18 @@ Tensor emit_quantize(LoweringContext& cx, const Tensor& a, double scale, int64_t
 // `x` itself when it already is.
 Tensor emit_relayout(LoweringContext& cx, const Tensor& x, DimOrder to);
 
-// NNAPI moves no TENSOR_INT32 through CONCATENATION or TRANSPOSE (nor through
-// RESHAPE below level 6): `move` of the int32 tensors `ins` as float32 between
-// CASTs, bound to `out`, where `out` holds bools (0 and 1 are exact in
-// float32); int32 numbers are refused, naming the operation `what`.
-Tensor move_bools_as_float(LoweringContext& cx, const std::vector<Tensor>& ins, const Value* out,
-                           const std::string& what,
-                           const std::function<Tensor(const std::vector<Tensor>&)>& move);
+// `move(ins, out)`, which emits the NNAPI operations `ops` on the tensors
+// `ins` of one type. Where they are int32 and one of `ops` takes no
+// TENSOR_INT32 at the target feature level (the validator's table, asked
+// through LoweringContext::takes: CONCATENATION, TRANSPOSE at none, RESHAPE
+// below level 6), `move` of them as float32 between CASTs instead, the result
+// bound to `out`, which must hold bools (0 and 1 are exact in float32); int32
+// numbers are refused, naming that operation. With lower/moves.h's driver
+// (whole kinds moved as float32, asking the same question), the one place
+// where bools go through float32.
+Tensor move_int32(LoweringContext& cx, std::initializer_list<nnapi::Op> ops,
+                  const std::vector<Tensor>& ins, const Value* out,
+                  const std::function<Tensor(const std::vector<Tensor>&, const Value*)>& move);
 // The refusal of `what` ("squeeze", ...) of an int32 tensor that `why`
 // (which NNAPI operation takes no TENSOR_INT32) and saying what to do.
 std::string int32_refusal(const std::string& what, const std::string& why);

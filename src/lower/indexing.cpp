@@ -49,14 +49,9 @@ void lower_stack(LoweringContext& cx, const Node* node) {
     }
     return parts.size() > 1 ? emit_concat(cx, parts, d, out) : parts[0];
   };
-  if (xs[0].op.type == nnapi::OperandType::TensorInt32) {
-    // Bools stacked as float32 (CONCATENATION and, below level 6, RESHAPE
-    // take no TENSOR_INT32); int32 numbers are refused there.
-    move_bools_as_float(cx, xs, node->output(), "CONCATENATION",
-                        [&](const std::vector<Tensor>& f) { return stack(f, nullptr); });
-    return;
-  }
-  stack(xs, node->output());
+  // Bools stacked as float32 (CONCATENATION and, below level 6, RESHAPE take
+  // no TENSOR_INT32); int32 numbers are refused there.
+  move_int32(cx, {nnapi::Op::Concatenation, nnapi::Op::Reshape}, xs, node->output(), stack);
 }
 
 // unbind(x, dim): SPLIT into size-1 parts along dim, each reshaped without it;

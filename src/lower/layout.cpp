@@ -53,8 +53,9 @@ void permute_value(LoweringContext& cx, const Value* out_value, const Value* in_
     return y;
   };
   if (in.type == nnapi::OperandType::TensorInt32) {
-    move_bools_as_float(cx, {{in_id, in}}, out_value, "TRANSPOSE",
-                        [&](const std::vector<Tensor>& f) { return transpose(f[0], nullptr); });
+    move_int32(
+        cx, {Op::Transpose}, {{in_id, in}}, out_value,
+        [&](const std::vector<Tensor>& x, const Value* out) { return transpose(x[0], out); });
     return;
   }
   transpose({in_id, in}, out_value);

@@ -18,6 +18,7 @@
 
 #include "lower/emit.h"
 #include "lower/registry.h"
+#include "nnapi_convert/validate.h"
 
 namespace nnapi_convert {
 
@@ -86,8 +87,9 @@ Tensor with_rank(LoweringContext& cx, const Tensor& x, size_t rank) {
   return emit_reshape(cx, x, dims);
 }
 
-// BATCH_MATMUL came with NNAPI feature level 6.
-constexpr int kBatchMatmulLevel = 6;
+// BATCH_MATMUL (input, input, adj_x, adj_y) came with NNAPI feature level 6:
+// the lowering asks whether the target has it.
+constexpr int kBatchMatmulInputs = 4;
 
 std::vector<SymInt> fixed_dims(std::initializer_list<int64_t> v) {
   std::vector<SymInt> dims;
@@ -161,11 +163,13 @@ Tensor products_by_fully_connected(LoweringContext& cx, const Tensor& a, const T
   const size_t r = a.op.shape.size();
   auto fixed = [](const Shape& s) { return std::find(s.begin(), s.end(), 0) == s.end(); };
   check(fixed(a.op.shape) && fixed(b.op.shape), [&] {
+    const int level = nnapi_validate::level_with_inputs(Op::BatchMatmul, kBatchMatmulInputs);
+    const std::string api = std::to_string(nnapi::android_api_of_feature_level(level));
     return "a product of two computed tensors over flexible sizes (" + shape_str(a.op.shape) +
            " and " + shape_str(b.op.shape) +
-           ") needs the NNAPI operation BATCH_MATMUL, of NNAPI feature level 6 (Android API "
-           "level 33); give --min-android-api 33 if every device you ship to has it, or give "
-           "fixed sizes in --input";
+           ") needs the NNAPI operation BATCH_MATMUL, of NNAPI feature level " +
+           std::to_string(level) + " (Android API level " + api + "); give --min-android-api " +
+           api + " if every device you ship to has it, or give fixed sizes in --input";
   });
   int64_t batch = 1;
   for (size_t d = 0; d + 2 < r; ++d) batch *= a.op.shape[d];
@@ -214,7 +218,7 @@ Tensor products_without_batch_matmul(LoweringContext& cx, const Tensor& a, const
 
 // BATCH_MATMUL of a (..., R, K) and b (..., K, C) with equal batch dims.
 Tensor emit_batch_matmul(LoweringContext& cx, const Tensor& a, const Tensor& b, const Value* out) {
-  if (!cx.allows_feature_level(kBatchMatmulLevel)) {
+  if (!cx.has_operation(Op::BatchMatmul, kBatchMatmulInputs)) {
     return products_without_batch_matmul(cx, a, b, out);
   }
   const size_t r = a.op.shape.size();
@@ -303,7 +307,7 @@ Tensor product_of(LoweringContext& cx, Tensor a, Tensor b, const char* what, con
     SymInt rows{1, ""};
     for (size_t i = 0; i + 1 < ra; ++i) rows = sym_arith(rows, '*', dims[i]);
     Tensor flat = emit_reshape(cx, a, {rows, dims.back()});
-    if (!cx.allows_feature_level(kBatchMatmulLevel)) {
+    if (!cx.has_operation(Op::BatchMatmul, kBatchMatmulInputs)) {
       dims.back() = SymInt{b.op.shape[1], ""};
       return emit_reshape(cx, products_without_batch_matmul(cx, flat, b, nullptr), dims, out);
     }
@@ -431,17 +435,16 @@ void lower_t(LoweringContext& cx, const Node* node) {
     return;
   }
   check(o.shape.size() == 2, "aten::t needs a tensor of at most 2 dims");
-  if (o.type == nnapi::OperandType::TensorInt32) {
-    move_bools_as_float(cx, {{id, o}}, node->output(), "TRANSPOSE",
-                        [&](const std::vector<Tensor>& f) {
-                          return emit_permute(cx, f[0], {1, 0});
-                        });
-    return;
-  }
-  ModelBuilder& m = cx.model();
-  const int32_t perm = m.add_int_vector({1, 0});
-  const int32_t out_id = cx.add_output(node->output(), o, permuted_dims({id, o}, {1, 0})).id;
-  m.add_operation(Op::Transpose, {id, perm}, {out_id});
+  const auto transpose = [&](const std::vector<Tensor>& x, const Value* out) {
+    // Moved as float32 (no `out`): emit_permute's TRANSPOSE.
+    if (out == nullptr) return emit_permute(cx, x[0], {1, 0});
+    ModelBuilder& m = cx.model();
+    const int32_t perm = m.add_int_vector({1, 0});
+    const Tensor y = cx.add_output(out, x[0].op, permuted_dims(x[0], {1, 0}));
+    m.add_operation(Op::Transpose, {x[0].id, perm}, {y.id});
+    return y;
+  };
+  move_int32(cx, {Op::Transpose}, {{id, o}}, node->output(), transpose);
 }
 
 }  // namespace

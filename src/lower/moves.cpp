@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <initializer_list>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 
@@ -13,51 +14,52 @@ namespace nnapi_convert {
 
 namespace {
 
-// A kind's entry: how it moves; the NNAPI feature level from which the
-// operations its lowering emits take TENSOR_INT32 (0: at every level the
-// lowering allows, or it moves bools through float32 itself; kNever: at
-// none); whether its lowering makes channels-last data contiguous first (a
-// TRANSPOSE, which takes no TENSOR_INT32 at any level).
+// A kind's entry: how it moves; the NNAPI operation its lowering applies to
+// int32 data itself (none where the lowering moves bools through float32
+// itself, or its operations take TENSOR_INT32 wherever they exist): where the
+// validator's table says that operation takes no TENSOR_INT32 at the target
+// feature level, bools go through the lowering as float32; whether its
+// lowering makes channels-last data contiguous first (a TRANSPOSE, asked
+// likewise).
 struct MoveEntry {
   Moves how;
-  int int32_level;
+  std::optional<nnapi::Op> int32_op;
   bool relayouts;
 };
-
-constexpr int kNever = nnapi::kMaxFeatureLevel + 1;
 
 // Built once: the per-node lookup hashes a c10::Symbol (an integer).
 const std::unordered_map<c10::Symbol, MoveEntry>& move_table() {
   static const std::unordered_map<c10::Symbol, MoveEntry> table = [] {
+    using nnapi::Op;
     std::unordered_map<c10::Symbol, MoveEntry> t;
-    const auto add = [&](Moves how, int level, std::initializer_list<const char*> kinds,
+    const auto add = [&](Moves how, std::optional<Op> op, std::initializer_list<const char*> kinds,
                          bool relayouts = false) {
       for (const char* kind : kinds)
-        t.emplace(c10::Symbol::fromQualString(kind), MoveEntry{how, level, relayouts});
+        t.emplace(c10::Symbol::fromQualString(kind), MoveEntry{how, op, relayouts});
     };
     // CONCATENATION (emit_concat) and TRANSPOSE (layout.cpp, matmul.cpp) move
     // bools as float32 themselves; EXPAND_DIMS, SLICE, GATHER, TILE and SPLIT
-    // take TENSOR_INT32 from level 3.
-    add(Moves::First, 0,
+    // take TENSOR_INT32 wherever they exist.
+    add(Moves::First, std::nullopt,
         {"aten::expand", "aten::expand_as", "aten::unflatten", "aten::contiguous", "aten::permute",
          "aten::transpose", "aten::t", "aten::movedim", "aten::slice", "aten::narrow",
          "aten::clone", "aten::repeat", "aten::tile", "aten::flip", "aten::roll",
          "aten::index_select", "aten::detach"});
-    // The reshaping kinds make channels-last data contiguous first. RESHAPE
-    // of TENSOR_INT32 is of level 6 (emit_reshape moves bools as float32
-    // below it); EXPAND_DIMS takes it from level 3.
-    add(Moves::First, 0,
+    // The reshaping kinds make channels-last data contiguous first.
+    // emit_reshape moves bools as float32 where RESHAPE takes no TENSOR_INT32;
+    // EXPAND_DIMS takes it wherever it exists.
+    add(Moves::First, std::nullopt,
         {"aten::view", "aten::reshape", "aten::view_as", "aten::reshape_as", "aten::unsqueeze"},
         true);
-    add(Moves::First, 6, {"aten::flatten"}, true);
-    add(Moves::Split, 6, {"aten::unbind"}, true);  // SPLIT, then RESHAPE of each part
-    // SQUEEZE, STRIDED_SLICE, DEPTH_TO_SPACE and SPACE_TO_DEPTH take no
-    // TENSOR_INT32 at any level.
-    add(Moves::First, kNever,
-        {"aten::squeeze", "aten::select", "aten::pixel_shuffle", "aten::pixel_unshuffle"}, true);
-    add(Moves::Parts, 0, {"aten::cat", "aten::stack"});
-    add(Moves::SplitPart, 0, {"prim::ListUnpack"});
-    add(Moves::Split, 0, {"aten::split", "aten::split_with_sizes", "aten::chunk"});
+    add(Moves::First, Op::Reshape, {"aten::flatten"}, true);
+    add(Moves::Split, Op::Reshape, {"aten::unbind"}, true);  // SPLIT, then RESHAPE of each part
+    add(Moves::First, Op::Squeeze, {"aten::squeeze"}, true);
+    add(Moves::First, Op::StridedSlice, {"aten::select"}, true);
+    add(Moves::First, Op::DepthToSpace, {"aten::pixel_shuffle"}, true);
+    add(Moves::First, Op::SpaceToDepth, {"aten::pixel_unshuffle"}, true);
+    add(Moves::Parts, std::nullopt, {"aten::cat", "aten::stack"});
+    add(Moves::SplitPart, std::nullopt, {"prim::ListUnpack"});
+    add(Moves::Split, std::nullopt, {"aten::split", "aten::split_with_sizes", "aten::chunk"});
     return t;
   }();
   return table;
@@ -186,8 +188,11 @@ void lower_moving_node(LoweringContext& cx, const Node* node,
     int32 = true;
     channels_last = channels_last || x.op.dim_order == DimOrder::ChannelsLast;
   }
-  const bool relaid = entry->relayouts && channels_last;
-  if (int32 && (relaid || !cx.allows_feature_level(entry->int32_level)) && moves_bools(cx, node)) {
+  const nnapi::OperandType i32 = nnapi::OperandType::TensorInt32;
+  const bool refused =
+      (entry->relayouts && channels_last && !cx.takes(nnapi::Op::Transpose, i32)) ||
+      (entry->int32_op && !cx.takes(*entry->int32_op, i32));
+  if (int32 && refused && moves_bools(cx, node)) {
     lower_as_float(cx, node, *entry, lower);
   } else {
     lower(cx, node);

@@ -43,8 +43,9 @@ bool moves_bools(const LoweringContext& cx, const Node* node);
 //   and ops_elementwise.cpp);
 // - int32 0/1 bools go through `lower` as float32 (a CAST before, a CAST of
 //   each result back to int32 after; 0 and 1 are exact) where the
-//   operations that kind's lowering emits take no TENSOR_INT32 at the target
-//   feature level (SQUEEZE and STRIDED_SLICE at none, RESHAPE below level 6);
+//   operation that kind's lowering emits takes no TENSOR_INT32 at the target
+//   feature level, as the validator's table says (LoweringContext::takes:
+//   SQUEEZE and STRIDED_SLICE at none, RESHAPE below level 6);
 // - a bool (or int64) held as int32 keeps its PyTorch dtype in the results,
 //   so that the converted module returns it as the model does; a cat or stack
 //   of parts of other dtypes (bool with int) is promoted.

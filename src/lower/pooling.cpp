@@ -585,10 +585,12 @@ void lower_upsample_nearest2d(LoweringContext& cx, const Node* node) {
   m.add_operation(Op::ResizeNearestNeighbor, {image_id, arg_w, arg_h, layout}, {out_id});
 }
 
-// RESIZE_BILINEAR's align_corners / half_pixel_centers flags came with NNAPI
-// feature level 4 (API level 30); without them its coordinate mapping is not
-// PyTorch's.
-constexpr int kResizeFlagsLevel = 4;
+// RESIZE_BILINEAR with its align_corners / half_pixel_centers flags: input,
+// width, height, layout, align_corners, half_pixel_centers. The flags came
+// with a later feature level than the operation (the validator's
+// level_with_inputs: 4, API level 30); without them its coordinate mapping is
+// not PyTorch's.
+constexpr int kResizeInputsWithFlags = 6;
 
 // A separable linear map of float `x` (N, C, H, W) to (N, C, out_h, out_w):
 // out = A_h^T x A_w per channel with constant `a_h` (H, out_h) and `a_w` (W,
@@ -780,7 +782,7 @@ void lower_upsample_bilinear2d(LoweringContext& cx, const Node* node) {
       }
     }
   }
-  if (!cx.allows_feature_level(kResizeFlagsLevel)) {
+  if (!cx.has_operation(Op::ResizeBilinear, kResizeInputsWithFlags)) {
     const bool by_phases = !fixed_hw && size.empty() && !align_corners && scales[0] == scales[1];
     check(fixed_hw || by_phases, [&] {
       return "upsample_bilinear2d over a flexible height or width with " +

@@ -244,14 +244,13 @@ void lower_cat(LoweringContext& cx, const Node* node) {
       parts.push_back(cx.get_operand_or_constant(v, DimOrder::Contiguous));
     }
     const int64_t axis = py_index(dim, static_cast<int64_t>(parts[0].op.shape.size()));
-    move_bools_as_float(cx, parts, node->output(), "CONCATENATION",
-                        [&](const std::vector<Tensor>& f) {
-                          std::vector<Tensor> nchw;
-                          for (const Tensor& x : f) {
-                            nchw.push_back(emit_relayout(cx, x, DimOrder::Contiguous));
-                          }
-                          return emit_concat(cx, nchw, axis, nullptr);
-                        });
+    move_int32(cx, {nnapi::Op::Concatenation}, parts, node->output(),
+               [&](const std::vector<Tensor>& f, const Value* out) {
+                 std::vector<Tensor> nchw;
+                 for (const Tensor& x : f)
+                   nchw.push_back(emit_relayout(cx, x, DimOrder::Contiguous));
+                 return emit_concat(cx, nchw, axis, out);
+               });
     return;
   }
   for (size_t i = 0; i < tensors.size(); ++i) {

@@ -144,15 +144,22 @@ void lower_squeeze(LoweringContext& cx, const Node* node) {
   }
   // int32 numbers (bools move as float32, lower/moves.h): SQUEEZE takes no
   // TENSOR_INT32 at any feature level, RESHAPE from level 6, TRANSPOSE (a
-  // channels-last layout made NCHW) at none.
-  const bool int32 = x.op.type == nnapi::OperandType::TensorInt32;
-  check(!int32 || (x.op.dim_order == DimOrder::Contiguous && cx.allows_feature_level(6)), [&] {
+  // channels-last layout made NCHW) at none (the validator's table).
+  const nnapi::OperandType i32 = nnapi::OperandType::TensorInt32;
+  const bool int32 = x.op.type == i32;
+  const bool relaid = x.op.dim_order != DimOrder::Contiguous;
+  check(!int32 || ((!relaid || cx.takes(Op::Transpose, i32)) && cx.takes(Op::Reshape, i32)), [&] {
+    if (relaid)
+      return int32_refusal("squeeze",
+                           "it is held channels-last and NNAPI's TRANSPOSE, which makes it NCHW, "
+                           "takes none");
+    const int api = cx.android_api_taking(Op::Reshape, i32);
     return int32_refusal(
-        "squeeze", x.op.dim_order == DimOrder::Contiguous
-                       ? "NNAPI's SQUEEZE takes none, RESHAPE takes one from feature level 6 "
-                         "(give --min-android-api 33 if every device you ship to has it)"
-                       : "it is held channels-last and NNAPI's TRANSPOSE, which makes it NCHW, "
-                         "takes none");
+        "squeeze", api == 0 ? std::string("NNAPI's SQUEEZE and RESHAPE take none")
+                            : "NNAPI's SQUEEZE takes none, RESHAPE takes one from feature level " +
+                                  std::to_string(nnapi::feature_level_of_android_api(api)) +
+                                  " (give --min-android-api " + std::to_string(api) +
+                                  " if every device you ship to has it)");
   });
   // A result of lower rank has no channels-last layout: make the data NCHW first.
   if (x.op.dim_order == DimOrder::ChannelsLast) x = emit_relayout(cx, x, DimOrder::Contiguous);
@@ -217,7 +224,7 @@ void reshape_to(LoweringContext& cx, const Node* node, std::vector<SymInt> targe
     fail("can't reshape " + shape_str(in.shape) + " to " + shape_str(shape) + ": " +
          e.what_without_backtrace());
   }
-  if (in.type == nnapi::OperandType::TensorInt32 && !cx.allows_feature_level(6)) {
+  if (in.type == nnapi::OperandType::TensorInt32 && !cx.takes(Op::Reshape, in.type)) {
     // RESHAPE of TENSOR_INT32 needs level 6: emit_reshape moves a bool's 0/1
     // values as float32 (other int32 data is refused there, naming the level).
     std::vector<SymInt> dims;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 #include <sstream>
+#include <stdexcept>
+#include <utility>
 
 namespace nnapi_validate {
 
@@ -324,25 +326,43 @@ Shape broadcast(const Check& c, const Shape& a, const Shape& b) {
   return s;
 }
 
-void typed(Check& c, std::initializer_list<TypeLevel> types, size_t i) {
-  for (const TypeLevel& t : types) {
-    if (c.type(i) == t.type) {
+namespace {
+
+void typed_among(Check& c, const TypeLevel* begin, const TypeLevel* end, size_t i) {
+  for (const TypeLevel* t = begin; t != end; ++t) {
+    if (c.type(i) == t->type) {
       // (The reason's text only where it raises the level.)
-      if (t.level > c.level())
-        c.needs_level(t.level, std::string(c.name()) + " of " + nnapi::operand_type_name(t.type));
+      if (t->level > c.level())
+        c.needs_level(t->level, std::string(c.name()) + " of " + nnapi::operand_type_name(t->type));
       return;
     }
   }
   std::string list;
-  size_t k = 0;
-  for (const TypeLevel& t : types) {
-    if (k) list += k + 1 == types.size() ? " or " : ", ";
-    list += nnapi::operand_type_name(t.type);
-    ++k;
+  for (const TypeLevel* t = begin; t != end; ++t) {
+    if (t != begin) list += t + 1 == end ? " or " : ", ";
+    list += nnapi::operand_type_name(t->type);
   }
   c.fail(Rule::OperandType, "input " + std::to_string(i) + " is " +
                                 std::string(nnapi::operand_type_name(c.type(i))) + "; NNAPI's " +
                                 c.name() + " takes " + list + " there (at any feature level)");
+}
+
+// testing::InputTypesOverride's replacements, by operation code.
+std::vector<std::pair<int32_t, std::vector<TypeLevel>>>& input_type_overrides() {
+  static std::vector<std::pair<int32_t, std::vector<TypeLevel>>> overrides;
+  return overrides;
+}
+
+}  // namespace
+
+void typed(Check& c, std::initializer_list<TypeLevel> types, size_t i) {
+  typed_among(c, types.begin(), types.end(), i);
+}
+
+void typed(Check& c) {
+  const std::vector<TypeLevel>* types = declared_input_types(c.code());
+  if (!types) c.fail(Rule::Operation, "internal: the rule table declares no input types");
+  typed_among(c, types->data(), types->data() + types->size(), 0);
 }
 
 void float_scalar_for_input(const Check& c, size_t i) {
@@ -390,5 +410,47 @@ const OpRule* find_rule(int32_t code) {
   });
   return it != table.end() && static_cast<int32_t>(it->code) == code ? &*it : nullptr;
 }
+
+const std::vector<TypeLevel>* declared_input_types(int32_t code) {
+  for (auto it = input_type_overrides().rbegin(); it != input_type_overrides().rend(); ++it) {
+    if (it->first == code) return &it->second;
+  }
+  const OpRule* rule = find_rule(code);
+  return rule && !rule->input0.empty() ? &rule->input0 : nullptr;
+}
+
+std::optional<int> input_type_level(nnapi::Op code, nnapi::OperandType type) {
+  const std::vector<TypeLevel>* types = declared_input_types(static_cast<int32_t>(code));
+  if (!types)
+    throw std::invalid_argument(std::string("input_type_level: the validator's table declares no "
+                                            "input types for ") +
+                                nnapi::op_name(code));
+  for (const TypeLevel& t : *types) {
+    if (t.type == type) return std::max(t.level, level_with_inputs(code, 1));
+  }
+  return std::nullopt;
+}
+
+bool accepts(nnapi::Op code, nnapi::OperandType type, int feature_level) {
+  const std::optional<int> level = input_type_level(code, type);
+  return level && *level <= feature_level;
+}
+
+int level_with_inputs(nnapi::Op code, int n_inputs) {
+  return nnapi::operation_feature_level(static_cast<int32_t>(code), n_inputs);
+}
+
+namespace testing {
+
+InputTypesOverride::InputTypesOverride(nnapi::Op code,
+                                       std::vector<std::pair<nnapi::OperandType, int>> types) {
+  std::vector<TypeLevel> table;
+  for (const auto& [type, level] : types) table.push_back({type, level});
+  input_type_overrides().emplace_back(static_cast<int32_t>(code), std::move(table));
+}
+
+InputTypesOverride::~InputTypesOverride() { input_type_overrides().pop_back(); }
+
+}  // namespace testing
 
 }  // namespace nnapi_validate

@@ -133,6 +133,9 @@ struct TypeLevel {
 // the level given with it ("RESHAPE of TENSOR_INT32" needs 6); a type not
 // listed is a finding at every level.
 void typed(Check& c, std::initializer_list<TypeLevel> types, size_t i = 0);
+// Input 0 has one of the types the rule table declares for the operation
+// (OpRule::input0, as declared_input_types() gives it).
+void typed(Check& c);
 // The FLOAT32 or FLOAT16 scalar that goes with a float tensor (input 0).
 void float_scalar_for_input(const Check& c, size_t i);
 // Output 0 has input 0's shape.
@@ -158,6 +161,11 @@ using RuleFn = void (*)(Check&);
 struct OpRule {
   nnapi::Op code;
   RuleFn fn;
+  // The tensor types input 0 takes, each with the level it came with: the
+  // table typed(c) checks and input_type_level() answers the converter's
+  // lowering from. Empty: the rule lists its types itself (and the lowering
+  // may not ask about them).
+  std::vector<TypeLevel> input0 = {};
 };
 // Rule tables, one per family file.
 void add_elementwise_rules(std::vector<OpRule>& table);
@@ -170,5 +178,9 @@ void add_random_rules(std::vector<OpRule>& table);         // ops_random.cpp
 void add_detection_rules(std::vector<OpRule>& table);      // ops_detection.cpp
 void add_recurrent_rules(std::vector<OpRule>& table);      // ops_recurrent.cpp
 const OpRule* find_rule(int32_t code);
+// The types the table declares for input 0 of operation `code` (OpRule::input0,
+// or what testing::InputTypesOverride puts in its place); nullptr when it
+// declares none.
+const std::vector<TypeLevel>* declared_input_types(int32_t code);
 
 }  // namespace nnapi_validate

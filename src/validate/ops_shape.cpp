@@ -27,13 +27,16 @@ constexpr std::initializer_list<TypeLevel> kReshaped = {
     {T::TensorFloat32, 1}, {T::TensorQuant8Asymm, 1}, {T::TensorFloat16, 3}, {T::TensorInt32, 6}};
 constexpr std::initializer_list<TypeLevel> kMovedWithInt = {
     {T::TensorFloat32, 3}, {T::TensorQuant8Asymm, 3}, {T::TensorFloat16, 3}, {T::TensorInt32, 3}};
+// REDUCE_MAX and REDUCE_MIN (level 3): FLOAT32, FLOAT16 and QUANT8_ASYMM.
+constexpr std::initializer_list<TypeLevel> kReducedToExtreme = {
+    {T::TensorFloat32, 3}, {T::TensorFloat16, 3}, {T::TensorQuant8Asymm, 3}};
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-// Input 0 one of `types` (with its level), output 0 of its type with its
-// quantization.
-void moved(Check& c, std::initializer_list<TypeLevel> types) {
-  typed(c, types);
+// Input 0 one of the types the table declares for the operation (with its
+// level), each output of its type with its quantization.
+void moved(Check& c) {
+  typed(c);
   for (size_t o = 0; o < c.n_out(); ++o) {
     c.output_same_type(o, 0);
     c.same_quant(o, 0);
@@ -57,7 +60,7 @@ std::optional<std::vector<int32_t>> per_dim(Check& c, size_t i, const char* what
 void reshape_rule(Check& c) {
   c.input_count({2});
   c.output_count(1);
-  moved(c, kReshaped);
+  moved(c);
   c.input_type(1, {T::TensorInt32});
   c.input_rank(1, 1, 1);
   c.max_rank(4);
@@ -111,7 +114,7 @@ void reshape_rule(Check& c) {
 void expand_dims_rule(Check& c) {
   c.input_count({2});
   c.output_count(1);
-  moved(c, kMovedWithInt);
+  moved(c);
   c.input_type(1, {T::Int32});
   if (!c.full()) return;
   const Shape& x = c.shape(0);
@@ -128,7 +131,7 @@ void expand_dims_rule(Check& c) {
 void squeeze_rule(Check& c) {
   c.input_count({1, 2});
   c.output_count(1);
-  moved(c, kMovedFloatQuant);
+  moved(c);
   if (c.n_in() == 2 && !c.omitted(1)) c.input_type(1, {T::TensorInt32});
   c.max_rank(4);
   if (!c.shapes()) return;
@@ -167,7 +170,7 @@ void squeeze_rule(Check& c) {
 void strided_slice_rule(Check& c) {
   c.input_count({7});
   c.output_count(1);
-  moved(c, kMovedFloatQuant);
+  moved(c);
   for (size_t i : {1, 2, 3}) {
     c.input_type(i, {T::TensorInt32});
     c.input_rank(i, 1, 1);
@@ -214,7 +217,7 @@ void strided_slice_rule(Check& c) {
 void slice_rule(Check& c) {
   c.input_count({3});
   c.output_count(1);
-  moved(c, kMovedWithInt);
+  moved(c);
   for (size_t i : {1, 2}) {
     c.input_type(i, {T::TensorInt32});
     c.input_rank(i, 1, 1);
@@ -243,7 +246,7 @@ void concat_rule(Check& c) {
   c.input_count_at_least(2);
   c.output_count(1);
   const size_t n = c.n_in() - 1;
-  typed(c, kMovedFloatQuant);
+  typed(c);
   c.output_same_type(0, 0);
   for (size_t i = 1; i < n; ++i) c.same_type(i, 0);
   c.input_type(n, {T::Int32});
@@ -286,7 +289,7 @@ void concat_rule(Check& c) {
 void transpose_rule(Check& c) {
   c.input_count({1, 2});
   c.output_count(1);
-  moved(c, kMovedFloatQuant);
+  moved(c);
   const bool has_perm = c.n_in() == 2 && !c.omitted(1);
   if (has_perm) {
     c.input_type(1, {T::TensorInt32});
@@ -321,7 +324,7 @@ void transpose_rule(Check& c) {
 
 void pad_common(Check& c) {
   c.output_count(1);
-  moved(c, kMovedFloatQuant);
+  moved(c);
   c.input_type(1, {T::TensorInt32});
   c.input_rank(1, 2, 2);
   c.max_rank(4);
@@ -367,7 +370,7 @@ void pad_v2_rule(Check& c) {
 void split_rule(Check& c) {
   c.input_count({3});
   if (c.n_out() < 1) c.fail(Rule::OutputCount, "has no outputs; NNAPI's SPLIT has num_splits");
-  moved(c, kMovedWithInt);
+  moved(c);
   c.input_type(1, {T::Int32});
   c.input_type(2, {T::Int32});
   if (!c.full()) return;
@@ -395,7 +398,7 @@ void split_rule(Check& c) {
 void channel_shuffle_rule(Check& c) {
   c.input_count({3});
   c.output_count(1);
-  moved(c, kMovedFloatQuant);
+  moved(c);
   c.input_type(1, {T::Int32});
   c.input_type(2, {T::Int32});
   c.max_rank(4);
@@ -417,7 +420,7 @@ void channel_shuffle_rule(Check& c) {
 void depth_space(Check& c, bool to_space) {
   c.input_count({2, 3});
   c.output_count(1);
-  moved(c, kMovedFloatQuant);
+  moved(c);
   c.input_rank(0, 4, 4);
   c.input_type(1, {T::Int32});
   if (c.n_in() == 3) {
@@ -464,7 +467,7 @@ void space_to_depth_rule(Check& c) { depth_space(c, false); }
 void gather_rule(Check& c) {
   c.input_count({3});
   c.output_count(1);
-  moved(c, kMovedWithInt);
+  moved(c);
   c.input_type(1, {T::Int32});
   c.input_type(2, {T::TensorInt32});
   if (!c.full()) return;
@@ -491,7 +494,7 @@ void gather_rule(Check& c) {
 void tile_rule(Check& c) {
   c.input_count({2});
   c.output_count(1);
-  moved(c, kMovedWithInt);
+  moved(c);
   c.input_type(1, {T::TensorInt32});
   c.input_rank(1, 1, 1);
   if (!c.full()) return;
@@ -554,21 +557,21 @@ void reduce(Check& c, bool keep_is_bool) {
 }
 
 void mean_rule(Check& c) {
-  moved(c, kMovedFloatQuant);
+  moved(c);
   reduce(c, false);
 }
 
 void reduce_sum_rule(Check& c) {
-  moved(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}});
+  moved(c);
   reduce(c, true);
 }
 void reduce_prod_rule(Check& c) { reduce_sum_rule(c); }
 void reduce_max_rule(Check& c) {  // REDUCE_MAX, REDUCE_MIN
-  moved(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}, {T::TensorQuant8Asymm, 3}});
+  moved(c);
   reduce(c, true);
 }
 void reduce_bool_rule(Check& c) {  // REDUCE_ALL, REDUCE_ANY
-  moved(c, {{T::TensorBool8, 3}});
+  moved(c);
   reduce(c, true);
 }
 
@@ -578,7 +581,7 @@ void reduce_bool_rule(Check& c) {  // REDUCE_ALL, REDUCE_ANY
 void arg_rule(Check& c) {
   c.input_count({2});
   c.output_count(1);
-  typed(c, kMovedWithInt);
+  typed(c);
   c.input_type(1, {T::Int32});
   c.output_type(0, {T::TensorInt32});
   if (!c.full()) return;
@@ -599,7 +602,7 @@ void arg_rule(Check& c) {
 void topk_rule(Check& c) {
   c.input_count({2});
   c.output_count(2);
-  typed(c, kMovedWithInt);
+  typed(c);
   c.input_type(1, {T::Int32});
   c.output_same_type(0, 0);
   c.same_quant(0, 0);
@@ -623,31 +626,34 @@ void topk_rule(Check& c) {
 
 void add_shape_rules(std::vector<OpRule>& t) {
   using nnapi::Op;
-  t.push_back({Op::Reshape, reshape_rule});
-  t.push_back({Op::ReduceMax, reduce_max_rule});
-  t.push_back({Op::ReduceMin, reduce_max_rule});
-  t.push_back({Op::ReduceProd, reduce_prod_rule});
-  t.push_back({Op::ReduceAll, reduce_bool_rule});
-  t.push_back({Op::ReduceAny, reduce_bool_rule});
-  t.push_back({Op::ArgMax, arg_rule});
-  t.push_back({Op::ArgMin, arg_rule});
-  t.push_back({Op::TopKV2, topk_rule});
-  t.push_back({Op::ExpandDims, expand_dims_rule});
-  t.push_back({Op::Squeeze, squeeze_rule});
-  t.push_back({Op::StridedSlice, strided_slice_rule});
-  t.push_back({Op::Slice, slice_rule});
-  t.push_back({Op::Concatenation, concat_rule});
-  t.push_back({Op::Transpose, transpose_rule});
-  t.push_back({Op::Pad, pad_rule});
-  t.push_back({Op::PadV2, pad_v2_rule});
-  t.push_back({Op::Split, split_rule});
-  t.push_back({Op::ChannelShuffle, channel_shuffle_rule});
-  t.push_back({Op::DepthToSpace, depth_to_space_rule});
-  t.push_back({Op::SpaceToDepth, space_to_depth_rule});
-  t.push_back({Op::Gather, gather_rule});
-  t.push_back({Op::Tile, tile_rule});
-  t.push_back({Op::Mean, mean_rule});
-  t.push_back({Op::ReduceSum, reduce_sum_rule});
+  // Each operation with the types its input 0 takes (moved() and typed()
+  // read them from here, and so does input_type_level()).
+  const std::vector<TypeLevel> float16_32 = {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}};
+  t.push_back({Op::Reshape, reshape_rule, kReshaped});
+  t.push_back({Op::ReduceMax, reduce_max_rule, kReducedToExtreme});
+  t.push_back({Op::ReduceMin, reduce_max_rule, kReducedToExtreme});
+  t.push_back({Op::ReduceProd, reduce_prod_rule, float16_32});
+  t.push_back({Op::ReduceAll, reduce_bool_rule, {{T::TensorBool8, 3}}});
+  t.push_back({Op::ReduceAny, reduce_bool_rule, {{T::TensorBool8, 3}}});
+  t.push_back({Op::ArgMax, arg_rule, kMovedWithInt});
+  t.push_back({Op::ArgMin, arg_rule, kMovedWithInt});
+  t.push_back({Op::TopKV2, topk_rule, kMovedWithInt});
+  t.push_back({Op::ExpandDims, expand_dims_rule, kMovedWithInt});
+  t.push_back({Op::Squeeze, squeeze_rule, kMovedFloatQuant});
+  t.push_back({Op::StridedSlice, strided_slice_rule, kMovedFloatQuant});
+  t.push_back({Op::Slice, slice_rule, kMovedWithInt});
+  t.push_back({Op::Concatenation, concat_rule, kMovedFloatQuant});
+  t.push_back({Op::Transpose, transpose_rule, kMovedFloatQuant});
+  t.push_back({Op::Pad, pad_rule, kMovedFloatQuant});
+  t.push_back({Op::PadV2, pad_v2_rule, kMovedFloatQuant});
+  t.push_back({Op::Split, split_rule, kMovedWithInt});
+  t.push_back({Op::ChannelShuffle, channel_shuffle_rule, kMovedFloatQuant});
+  t.push_back({Op::DepthToSpace, depth_to_space_rule, kMovedFloatQuant});
+  t.push_back({Op::SpaceToDepth, space_to_depth_rule, kMovedFloatQuant});
+  t.push_back({Op::Gather, gather_rule, kMovedWithInt});
+  t.push_back({Op::Tile, tile_rule, kMovedWithInt});
+  t.push_back({Op::Mean, mean_rule, kMovedFloatQuant});
+  t.push_back({Op::ReduceSum, reduce_sum_rule, float16_32});
 }
 
 }  // namespace nnapi_validate

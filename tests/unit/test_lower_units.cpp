@@ -9,7 +9,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
+#include <stdexcept>
 #include <vector>
 
 #include "core/folding.h"
@@ -22,6 +24,7 @@
 #include "lower/operand.h"
 #include "lower/relayout.h"
 #include "nnapi_convert/batch.h"
+#include "nnapi_convert/validate.h"
 #include "verify/torch_save.h"
 
 using namespace nnapi_convert;
@@ -413,4 +416,72 @@ TEST(RunIsolated, SettleRunsInThisProcessBeforeDone) {
     EXPECT_EQ(seen_by_done[i], results[i]);
   }
   EXPECT_EQ(settled_in, std::vector<std::string>(5, self));
+}
+
+// The validator's answers to the lowering's questions (nnapi_validate::
+// input_type_level, level_with_inputs) are NeuralNetworks.h's "Supported
+// tensor OperandCode" lists and "Available since" levels.
+TEST(AskTheValidator, AnswersAreNeuralNetworksH) {
+  using nnapi::Op;
+  using T = nnapi::OperandType;
+  namespace v = nnapi_validate;
+  // RESHAPE: TENSOR_FLOAT32 and TENSOR_QUANT8_ASYMM (level 1), TENSOR_INT32
+  // "since NNAPI feature level 6".
+  EXPECT_EQ(v::input_type_level(Op::Reshape, T::TensorFloat32), 1);
+  EXPECT_EQ(v::input_type_level(Op::Reshape, T::TensorInt32), 6);
+  EXPECT_FALSE(v::accepts(Op::Reshape, T::TensorInt32, 5));
+  EXPECT_TRUE(v::accepts(Op::Reshape, T::TensorInt32, 6));
+  // No TENSOR_INT32 in SQUEEZE's, STRIDED_SLICE's, TRANSPOSE's,
+  // CONCATENATION's, DEPTH_TO_SPACE's or SPACE_TO_DEPTH's lists.
+  for (Op op : {Op::Squeeze, Op::StridedSlice, Op::Transpose, Op::Concatenation, Op::DepthToSpace,
+                Op::SpaceToDepth}) {
+    EXPECT_EQ(v::input_type_level(op, T::TensorInt32), std::nullopt) << nnapi::op_name(op);
+    EXPECT_FALSE(v::accepts(op, T::TensorInt32, nnapi::kMaxFeatureLevel)) << nnapi::op_name(op);
+  }
+  // EXPAND_DIMS and SPLIT (level 3 operations) take TENSOR_INT32 from their start.
+  EXPECT_EQ(v::input_type_level(Op::ExpandDims, T::TensorInt32), 3);
+  EXPECT_EQ(v::input_type_level(Op::Split, T::TensorInt32), 3);
+  // TRANSPOSE is of level 2: its TENSOR_FLOAT32 too.
+  EXPECT_EQ(v::input_type_level(Op::Transpose, T::TensorFloat32), 2);
+  // HARD_SWISH of level 4, BATCH_MATMUL of 6; RESIZE_BILINEAR of level 1,
+  // 4 with align_corners and half_pixel_centers (inputs 4 and 5).
+  EXPECT_EQ(v::level_with_inputs(Op::HardSwish, 1), 4);
+  EXPECT_EQ(v::level_with_inputs(Op::BatchMatmul, 4), 6);
+  EXPECT_EQ(v::level_with_inputs(Op::ResizeBilinear, 3), 1);
+  EXPECT_EQ(v::level_with_inputs(Op::ResizeBilinear, 6), 4);
+  // An operation whose rule declares no type table is a question the
+  // lowering must not ask.
+  EXPECT_THROW(v::input_type_level(Op::Add, T::TensorInt32), std::invalid_argument);
+}
+
+// A corrected rule (here: RESHAPE of TENSOR_INT32 from level 5) is what the
+// validator's check of a model and the lowering's question both see, and
+// only while the correction lives.
+TEST(AskTheValidator, ACorrectedRuleIsSeenByTheCheckAndTheQuestion) {
+  using nnapi::Op;
+  using T = nnapi::OperandType;
+  namespace v = nnapi_validate;
+  v::Operand data, shape, out;
+  data.type = out.type = shape.type = T::TensorInt32;
+  data.dims = out.dims = {2, 8};
+  shape.dims = {2};
+  const std::vector<const v::Operand*> ins = {&data, &shape}, outs = {&out};
+  const auto reshape = static_cast<int32_t>(Op::Reshape);
+  EXPECT_EQ(v::operation_level(reshape, ins, outs), 6);
+  {
+    const v::testing::InputTypesOverride corrected(
+        Op::Reshape, {{T::TensorFloat32, 1}, {T::TensorQuant8Asymm, 1}, {T::TensorInt32, 5}});
+    EXPECT_EQ(v::operation_level(reshape, ins, outs), 5);
+    EXPECT_EQ(v::input_type_level(Op::Reshape, T::TensorInt32), 5);
+    EXPECT_FALSE(v::validate_operation_types(0, reshape, ins, outs).has_value());
+    // TENSOR_FLOAT16 left out of the corrected list: now a finding.
+    v::Operand half = data;
+    half.type = out.type = T::TensorFloat16;
+    const auto finding = v::validate_operation_types(0, reshape, {&half, &shape}, outs);
+    ASSERT_TRUE(finding.has_value());
+    EXPECT_EQ(finding->rule, v::Rule::OperandType);
+    out.type = T::TensorInt32;
+  }
+  EXPECT_EQ(v::operation_level(reshape, ins, outs), 6);
+  EXPECT_EQ(v::input_type_level(Op::Reshape, T::TensorInt32), 6);
 }

@@ -15,6 +15,7 @@
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/script.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -23,6 +24,8 @@
 #include "nnapi_convert/blob.h"
 #include "nnapi_convert/converter.h"
 #include "nnapi_convert/input_spec.h"
+#include "nnapi_convert/nnapi_types.h"
+#include "nnapi_convert/validate.h"
 #include "nnapi_convert/verify.h"
 #include "nnapi_convert/writer.h"
 
@@ -230,4 +233,78 @@ TEST(Lowerings, ChannelShuffle) {
   check_case(unary("channel_shuffle",
                    "x.view(1, 2, 4, 5, 5).transpose(1, 2).contiguous().view(1, 8, 5, 5)",
                    {"CHANNEL_SHUFFLE"}, 29, "1x8x5x5"));
+}
+
+namespace {
+
+// The NNAPI operations of `c` converted at --min-android-api `api`.
+std::vector<std::string> ops_at(Case c, int api) {
+  c.name += "_" + std::to_string(api);
+  ConvertOptions options;
+  options.model_path = save_module(c);
+  for (const std::string& spec : c.inputs) options.inputs.push_back(parse_input_spec(spec));
+  options.min_android_api = api;
+  return op_names(convert(options));
+}
+
+size_t count_of(const std::vector<std::string>& ops, const std::string& name) {
+  return static_cast<size_t>(std::count(ops.begin(), ops.end(), name));
+}
+
+}  // namespace
+
+// The lowering asks the validator what the target takes: at every
+// --min-android-api it emits HARD_SWISH, BATCH_MATMUL and RESIZE_BILINEAR
+// with its align_corners / half_pixel_centers flags exactly where
+// nnapi_validate::level_with_inputs says the target's feature level has them,
+// and moves a bool through float32 (a CAST before RESHAPE, one after) exactly
+// where nnapi_validate::accepts says RESHAPE takes no TENSOR_INT32.
+TEST(Lowerings, ChoicesFollowTheValidatorAtEveryTarget) {
+  using nnapi::Op;
+  const Case hardswish = unary("ask_hardswish", "torch.hardswish(x)", {});
+  const Case bmm{"ask_bmm",
+                 "def forward(self, x, y):\n    return torch.bmm(x, y)\n",
+                 {"2x3x5", "2x5x4"},
+                 29,
+                 {}};
+  const Case resize =
+      unary("ask_resize", "torch.upsample_bilinear2d(x, [5, 7], True, None)", {}, 29, "1x3x4x6");
+  const Case bool_view = unary("ask_bool_view", "(x > 0).view(16)", {});
+  for (int api = nnapi::kMinAndroidApi; api <= nnapi::kMaxAndroidApi; ++api) {
+    const int level = nnapi::feature_level_of_android_api(api);
+    const auto has = [&](Op op, int n_inputs) {
+      return nnapi_validate::level_with_inputs(op, n_inputs) <= level ? 1u : 0u;
+    };
+    EXPECT_EQ(count_of(ops_at(hardswish, api), "HARD_SWISH"), has(Op::HardSwish, 1)) << api;
+    EXPECT_EQ(count_of(ops_at(bmm, api), "BATCH_MATMUL"), has(Op::BatchMatmul, 4)) << api;
+    EXPECT_EQ(count_of(ops_at(resize, api), "RESIZE_BILINEAR"), has(Op::ResizeBilinear, 6)) << api;
+    const bool int32_reshape =
+        nnapi_validate::accepts(Op::Reshape, nnapi::OperandType::TensorInt32, level);
+    const std::vector<std::string> viewed = ops_at(bool_view, api);
+    EXPECT_EQ(count_of(viewed, "RESHAPE"), 1u) << api;
+    EXPECT_EQ(count_of(viewed, "CAST"), int32_reshape ? 0u : 2u) << api;
+  }
+}
+
+// A correction to a rule in src/validate changes the lowering's choices: with
+// RESHAPE taking TENSOR_INT32 from level 5 (Android 12, API 31) instead of 6,
+// a bool viewed (emit_reshape) or flattened (a kind the driver moves as
+// float32, lower/moves.cpp) at API 31 is reshaped as int32, without CASTs.
+TEST(Lowerings, ACorrectedValidatorRuleChangesTheLowering) {
+  using T = nnapi::OperandType;
+  const Case view = unary("fix_bool_view", "(x > 0).view(16)", {});
+  const Case flatten = unary("fix_bool_flatten", "(x > 0).flatten()", {});
+  EXPECT_EQ(count_of(ops_at(view, 31), "CAST"), 2u);
+  EXPECT_EQ(count_of(ops_at(flatten, 31), "CAST"), 2u);
+  const nnapi_validate::testing::InputTypesOverride corrected(nnapi::Op::Reshape,
+                                                              {{T::TensorFloat32, 1},
+                                                               {T::TensorQuant8Asymm, 1},
+                                                               {T::TensorFloat16, 3},
+                                                               {T::TensorInt32, 5}});
+  for (const Case& c : {view, flatten}) {
+    const std::vector<std::string> ops = ops_at(c, 31);
+    EXPECT_EQ(count_of(ops, "CAST"), 0u) << c.name;
+    EXPECT_EQ(count_of(ops, "RESHAPE"), 1u) << c.name;
+  }
+  EXPECT_EQ(count_of(ops_at(view, 30), "CAST"), 2u);  // level 4: still below 5
 }
