@@ -84,9 +84,35 @@ void lower_same_value(LoweringContext& cx, const Node* node) {
   });
 }
 
+// prim::TupleIndex (constant index) and prim::TupleUnpack of a tuple of
+// computed values (constant tuples fold): its items. A tuple flowing out of
+// an `if` (nn.LSTM's `hx`, batched or not) is one LowerSimpleTuples leaves.
+void lower_tuple_items(LoweringContext& cx, const Node* node) {
+  check(cx.has_sequence(node->input(0)), [&] {
+    return "its tuple " + value_name(node->input(0)) + " has no value during conversion";
+  });
+  const std::vector<const Value*> items = cx.sequence(node->input(0));
+  if (node->kind() == c10::prim::TupleUnpack) {
+    check(items.size() == node->outputs().size(), "TupleUnpack of a tuple of the wrong length");
+    for (size_t i = 0; i < items.size(); ++i) {
+      check(cx.forward_value(node->output(i), items[i]), "a tuple item has no value");
+    }
+    return;
+  }
+  check(cx.has_constant(node->input(1)), "prim::TupleIndex at an index the model computes");
+  const int64_t n = static_cast<int64_t>(items.size());
+  int64_t i = cx.constant(node->input(1)).value.toInt();
+  i = i < 0 ? i + n : i;
+  check(i >= 0 && i < n, "prim::TupleIndex out of range");
+  check(cx.forward_value(node->output(), items[static_cast<size_t>(i)]),
+        "a tuple item has no value");
+}
+
 }  // namespace
 
 void register_graph_ops(LoweringTable& t) {
+  t.add("prim::TupleIndex", lower_tuple_items);
+  t.add("prim::TupleUnpack", lower_tuple_items);
   t.add("prim::GetAttr", lower_getattr);
   t.add("prim::Constant", lower_constant);
   t.add("prim::ListConstruct", lower_list_construct);
