@@ -286,14 +286,16 @@ Split split_prologue(torch::jit::Module& frozen, const std::string& path) {
   std::function<void(torch::jit::Block*)> scalar_reads = [&](torch::jit::Block* b) {
     for (Node* n : b->nodes()) {
       if (on_self(n, self, c10::prim::GetAttr) && scalars.count(n->s(c10::attr::name))) {
+        // Freezing leaves the read without a source range: its first user has one.
+        const Node* user = n->output()->uses().empty() ? n : n->output()->uses()[0].user;
         throw ConvertError(
             1,
             "model '" + path + "': forward computes with the attribute '" + n->s(c10::attr::name) +
-                "' (" + describe_node(n) +
+                "' (read by " + describe_node(user) +
                 "), which it changes between calls; nnapi-convert keeps such int, float and "
                 "bool attributes in TorchScript, and NNAPI's part of forward may not read them "
                 "(compute from tensors, or from values fixed by --input)",
-            n->kind().toQualString(), node_location(n));
+            user->kind().toQualString(), node_location(user));
       }
       for (torch::jit::Block* sub : n->blocks()) scalar_reads(sub);
     }
@@ -571,7 +573,11 @@ void carry_state_methods(const torch::jit::Module& model, Conversion& c,
   for (const ScalarState& s : program->scalars) kept.insert(s.name);
   std::string names;
   for (const std::string& n : kept) names += (names.empty() ? "" : ", ") + n;
+  bool branches = false;
   if (program->prologue) {
+    for (const Node* n : program->prologue->nodes()) branches = branches || !n->blocks().empty();
+  }
+  if (branches) {
     notes->push_back(
         "forward's branches that write the state before computing it, and the int, float and "
         "bool attributes it keeps, run in the converted module's TorchScript before NNAPI on "

@@ -20,8 +20,8 @@
 #include "nnapi_convert/writer.h"
 #include "serialize/fallback_graph.h"
 #include "serialize/prepare_script.h"
-#include "serialize/state_program.h"
 #include "serialize/pyrepr.h"
+#include "serialize/state_program.h"
 #include "util/output_file.h"
 
 namespace nnapi_convert {
