@@ -4158,6 +4158,30 @@ for _s, _n in (("a", 1), ("b", 3)):
         _cast_data(), torch.randn(n, 3, 4, 5), convert_args=[torch.zeros(0, 3, 4, 5)]))
 
 
+# A tuple of computed tensors out of an `if` decided during conversion (as
+# nn.LSTM's `hx`, batched or not), unpacked and indexed (prim::TupleUnpack,
+# prim::TupleIndex of a computed tuple).
+class TupleOutOfIfModule(torch.nn.Module):
+    def forward(self, x):
+        if x.dim() > 2:
+            t = (x * 2.0, x + 1.0)
+        else:
+            t = (x + 1.0, x * 2.0)
+        a, b = t
+        return a - b * t[1] + t[-2]
+
+
+def _tuple_out_of_if():
+    return torch.jit.script(TupleOutOfIfModule().eval())
+
+
+beyond("tuple-out-of-if", lambda: Case(_tuple_out_of_if(), torch.randn(2, 3, 4, 5)))
+beyond("tuple-out-of-if-nhwc", lambda: Case(_tuple_out_of_if(), nhwc(torch.randn(2, 3, 4, 5))))
+for _s, _n in (("a", 1), ("b", 3)):
+    beyond(f"tuple-out-of-if-flex-{_s}", lambda n=_n: Case(
+        _tuple_out_of_if(), torch.randn(n, 3, 4, 5), convert_args=[torch.zeros(0, 3, 4, 5)]))
+
+
 # The checks of scripted published models, decided during conversion:
 # is_floating_point, x.device, `in` and `not` on sizes and attributes, an
 # Optional made in a branch and refined (`is not None`, unchecked_cast),

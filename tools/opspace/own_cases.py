@@ -1499,6 +1499,24 @@ for _kind in ("aten::stft", "aten::view_as_real"):
     add(Sample(_kind, _StftComplex, [In((3, 90))], "complex-abs-view-as-real", script=True))
 
 
+class _TupleOutOfIf(torch.nn.Module):
+    """A tuple of computed tensors out of an `if` decided during conversion
+    (nn.LSTM's `hx`, batched or not), unpacked and indexed."""
+
+    def forward(self, x):
+        if x.dim() > 2:
+            t = (x * 2.0, x + 1.0)
+        else:
+            t = (x + 1.0, x * 2.0)
+        a, b = t
+        return a - b * t[1] + t[-2]
+
+
+for _kind in ("prim::TupleIndex", "prim::TupleUnpack"):
+    add(Sample(_kind, _TupleOutOfIf, [In((2, 3, 5, 7))], "rank4", script=True))
+    add(Sample(_kind, _TupleOutOfIf, [In((3, 5))], "rank2", script=True))
+
+
 class _CastData(torch.nn.Module):
     """torch._cast_Float / _cast_Long of a mask, of float32 data, and x.data."""
 
