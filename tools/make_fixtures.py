@@ -4182,6 +4182,32 @@ for _s, _n in (("a", 1), ("b", 3)):
         _tuple_out_of_if(), torch.randn(n, 3, 4, 5), convert_args=[torch.zeros(0, 3, 4, 5)]))
 
 
+# Sizes written into a list of them (aten::_set_item): list(x.shape) with
+# an item set to -1 and one computed from others, x.size() with its last
+# item set; fixed sizes change the constant list, a flexible batch the
+# shape-compute expressions.
+class SetSizeItemModule(torch.nn.Module):
+    def forward(self, x):
+        shape = list(x.shape)
+        shape[1] = -1
+        shape[-2] = shape[-2] * shape[-1]
+        shape[-1] = 1
+        s = x.size()
+        s[-1] = 1
+        return x.reshape(shape) * 2.0, x[..., :1].reshape(s) + 1.0
+
+
+def _set_size_item():
+    return torch.jit.script(SetSizeItemModule().eval())
+
+
+beyond("set-size-item", lambda: Case(_set_size_item(), torch.randn(2, 3, 4, 5)))
+beyond("set-size-item-nhwc", lambda: Case(_set_size_item(), nhwc(torch.randn(2, 3, 4, 5))))
+for _s, _n in (("a", 1), ("b", 3)):
+    beyond(f"set-size-item-flex-{_s}", lambda n=_n: Case(
+        _set_size_item(), torch.randn(n, 3, 4, 5), convert_args=[torch.zeros(0, 3, 4, 5)]))
+
+
 # The checks of scripted published models, decided during conversion:
 # is_floating_point, x.device, `in` and `not` on sizes and attributes, an
 # Optional made in a branch and refined (`is not None`, unchecked_cast),
