@@ -12,7 +12,8 @@ _last_sr and _last_batch_size, branches on them that call reset_states()
 exported with @torch.jit.export. Converts it at the default target for
 sr = 16000 and 8000 and checks:
 - --verify passes over its sequence of 3 calls, comparing the tensor and
-  int state after each;
+  int state after each; `inspect` names the int state, the prologue and the
+  carried reset_states();
 - the converted module, on the host runtime, called 6 times from fresh
   gives what a fresh eager model gives call by call (outputs with
   torch.testing's float32 tolerances, a comparison a constant would pass
@@ -204,6 +205,11 @@ for sr, samples in [(16000, 512), (8000, 256)]:
     check(f"{name}: the report lists the tensor state with the shape NNAPI takes",
           [(s["attribute"], s["shape"]) for s in entry.get("state", [])] ==
           [("_state", [2, 1, 16]), ("_context", [1, samples // 8])], entry)
+    rc, text = run("inspect", out)
+    check(f"{name}: inspect names the int state, the prologue and reset_states()",
+          rc == 0 and "in TorchScript: attribute _last_sr (Int, 0 in the file)" in text and
+          "in TorchScript: attribute _last_batch_size (Int, 0 in the file)" in text and
+          "state_prologue:" in text and "method reset_states() carried over" in text, text)
     converted, eager = torch.jit.load(out), torch.jit.load(path("vad.pt"))
     gen = torch.Generator().manual_seed(sr)
     sequence(f"{name} from fresh", converted, eager, 6, gen, samples, sr)
