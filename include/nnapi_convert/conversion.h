@@ -123,6 +123,11 @@ struct StateAttribute {
   std::string name;    // the attribute, "_state"
   at::Tensor initial;  // its value in the model file: the converted module's first state
   std::string node;    // where forward writes it: "node prim::SetAttr at vad.py:12 (`...`)"
+  // What the NNAPI model takes on the first call: `initial` after the
+  // TorchScript part that runs first (StateProgram::prologue; a reset on
+  // the first call), of the shape and dtype every call passes. `initial`
+  // itself without one.
+  at::Tensor first;
 };
 
 // One argument of the converted entry point when ConvertOptions::args is
@@ -139,6 +144,7 @@ struct EntryArgument {
 void set_input_specs(ConvertOptions& options, const std::vector<std::string>& specs);
 
 struct FallbackGraph;   // src/core/fallback.h
+struct StateProgram;    // src/serialize/state_program.h
 struct QuantizedModel;  // src/quantize/quantize.h
 
 struct Conversion {
@@ -153,6 +159,10 @@ struct Conversion {
   // The model's state (StateAttribute): the NNAPI model's last inputs and
   // outputs, after the user's (retval_count counts the user's outputs only).
   std::vector<StateAttribute> state;
+  // What the converted module runs in TorchScript for the state: the int,
+  // float and bool attributes it keeps, the branches on them, the model's
+  // own reset methods. Null without state, or when the state needs none.
+  std::shared_ptr<const StateProgram> state_program;
   // The outputs whose NNAPI operand has another shape than the model's
   // result, by output index: a 0-dim result is NNAPI shape (1) (NNAPI has no
   // rank-0 tensors), a result of rank > 4 a rank <= 4 buffer of the same

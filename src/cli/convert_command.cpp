@@ -317,12 +317,6 @@ std::vector<Job> plan_jobs(const Args& a) {
   }
   if (a.shard_given) jobs = shard_of(jobs, a.models.size(), parse_shard(a.shard), a.manifest);
   for (const Job& job : jobs) {
-    if (job.options.quantize.enabled && !job.options.args.empty()) {
-      throw ConvertError(2,
-                         "--quantize cannot be combined with int=, float=, bool=, none, list= or "
-                         "tuple= --input specs yet: convert the float model with them, or give "
-                         "tensor specs only");
-    }
     if (job.verify && job.verify_options.input_file.empty()) {
       verify_input_shapes(job.options.inputs, job.verify_options);
     }

@@ -183,13 +183,18 @@ Conversion lower_module(const torch::jit::Module& module, const ConvertOptions& 
   if (options.cpu_fallback && !trace) return lower_with_fallback(module, options);
   int user_retval_count = -1;
   torch::jit::Module m = module;  // the same module: extract_state rewrites its forward
-  std::vector<StateAttribute> state = extract_state(m, options.model_path, &user_retval_count);
+  std::shared_ptr<StateProgram> program;
+  std::vector<StateAttribute> state = extract_state(m, options, &user_retval_count, &program);
   if (state.empty()) {
-    return lower_graph(*module.get_method("forward").graph(), module._ivalue(), options, trace);
+    Conversion c =
+        lower_graph(*module.get_method("forward").graph(), module._ivalue(), options, trace);
+    c.state_program = program;
+    return c;
   }
   Conversion c = lower_graph(*module.get_method("forward").graph(), module._ivalue(),
                              with_state_inputs(options, state), trace);
   finish_state_conversion(c, std::move(state), user_retval_count, options.model_path);
+  c.state_program = program;
   return c;
 }
 

@@ -645,6 +645,7 @@ Module load_frozen_model(const ConvertOptions& options, double* load_ms, double*
   }
   settle_training_mode(chosen, options, &entry->notes);
   Module module = chosen_method(chosen, options, walked);
+  entry->entry = module;
   t0 = std::chrono::steady_clock::now();
   Module frozen;
   try {

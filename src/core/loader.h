@@ -28,6 +28,9 @@ struct LoadedEntry {
   // Without --submodule: the model's submodules (named_children), which
   // --submodule could convert instead of a forward that cannot be.
   std::vector<std::string> submodules;
+  // The entry module before freezing: its other methods (a stateful model's
+  // reset method, carry_state_methods).
+  torch::jit::Module entry;
 };
 
 // Checks the archive, loads options.model_path, picks the entry point

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "nnapi_convert/conversion.h"
+#include "serialize/state_program.h"
 
 namespace nnapi_convert {
 
@@ -26,8 +27,27 @@ namespace nnapi_convert {
 // ConvertError(1), naming the attribute and node, for state it cannot hold:
 // a non-tensor attribute, a write inside a branch or loop, a write into a
 // submodule's attribute.
-std::vector<StateAttribute> extract_state(torch::jit::Module& frozen, const std::string& path,
-                                          int* user_retval_count);
+//
+// Int, float and bool attributes forward writes (Silero's `_last_sr`), and
+// the branches before the state's first write that write attributes (its
+// `if not self._last_batch_size: self.reset_states(batch_size)`), are split
+// off into `program`'s prologue, which the converted module runs in
+// TorchScript before NNAPI on each call; they may use sizes and such values
+// only, never tensor data, and NNAPI's part may not read those attributes.
+// `program` is set when there is state of either kind. Each
+// StateAttribute::first is the prologue's result on `options.inputs`' sizes
+// (the NNAPI input's shape).
+std::vector<StateAttribute> extract_state(torch::jit::Module& frozen, const ConvertOptions& options,
+                                          int* user_retval_count,
+                                          std::shared_ptr<StateProgram>* program);
+
+// The methods of `model` (the entry module before freezing) other than
+// forward that write the state of `c` and nothing else (`reset_states`),
+// recorded in c.state_program for the converted module; a note in `notes`
+// for each, and for each method that writes the state but cannot be carried
+// over (it reads other attributes or calls other code).
+void carry_state_methods(const torch::jit::Module& model, Conversion& c,
+                         std::vector<std::string>* notes);
 
 // Throws ConvertError(1), naming the attribute and node, when forward
 // writes a tensor attribute of the module at its top level (state) and the

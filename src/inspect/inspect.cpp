@@ -105,6 +105,26 @@ void read_module(Model& m, const torch::jit::Module& wrapper, const std::string&
       m.state.push_back(n.toStringRef());
     }
   }
+  if (sub == "mod" && wrapper.hasattr("state_values")) {
+    const c10::IValue names = wrapper.attr("state_values");
+    if (!names.isList()) throw InspectError("'state_values' is not a list of str");
+    for (const c10::IValue& n : names.toListRef()) {
+      if (!n.isString() || !wrapper.hasattr(n.toStringRef() + "_initial")) {
+        throw InspectError("'state_values' names no attribute with its '_initial' value");
+      }
+      std::ostringstream value;
+      const c10::IValue v = wrapper.attr(n.toStringRef() + "_initial");
+      value << n.toStringRef() << " (" << v.tagKind() << ", " << v << " in the file)";
+      m.state_values.push_back(value.str());
+    }
+    for (const torch::jit::Method& method : wrapper.get_methods()) {
+      const std::string& name = method.name();
+      if (name == "state_prologue") m.state_prologue = true;
+      if (name != "forward" && name != "reset_state" && name != "state_prologue") {
+        m.state_methods.push_back(name);
+      }
+    }
+  }
   m.inp_mem_fmts = int_list(mod, sub, "inp_mem_fmts");
   m.out_mem_fmts = int_list(mod, sub, "out_mem_fmts");
 

@@ -357,6 +357,16 @@ void print_text(const Model& m, std::ostream& out) {
           << b.inputs[b.inputs.size() - back] << " in, output "
           << b.outputs[b.outputs.size() - back] << " written back after each call\n";
     }
+    for (const std::string& v : m.state_values) {
+      out << "state kept between calls in TorchScript: attribute " << v << "\n";
+    }
+    if (m.state_prologue) {
+      out << "state_prologue: forward's branches that write the state, run before the NNAPI "
+             "model on each call\n";
+    }
+    for (const std::string& name : m.state_methods) {
+      out << "the model's method " << name << "() carried over: it writes the state\n";
+    }
     if (!m.arguments.empty()) {
       out << "arguments of forward (values are fixed: the model was specialized on them, and "
              "forward raises for others):\n";
@@ -474,6 +484,11 @@ void print_json(const Model& m, std::ostream& out) {
                      {"output", b.outputs[b.outputs.size() - back]}});
   }
   j["state"] = state;
+  if (!m.state_values.empty() || m.state_prologue || !m.state_methods.empty()) {
+    j["state_values"] = m.state_values;
+    j["state_prologue"] = m.state_prologue;
+    j["state_methods"] = m.state_methods;
+  }
   if (!m.arguments.empty()) j["arguments"] = m.arguments;
   out << j.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
 }

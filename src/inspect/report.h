@@ -29,6 +29,12 @@ struct Model {
   // The state a stateful model's converted module keeps between calls (its
   // `state_attributes`): the model's last inputs and outputs, in this order.
   std::vector<std::string> state;
+  // Its int, float and bool attributes kept in TorchScript (`state_values`:
+  // "name (Int, 0 in the file)"), whether state_prologue runs before NNAPI,
+  // and the model's methods carried over (reset_states).
+  std::vector<std::string> state_values;
+  bool state_prologue = false;
+  std::vector<std::string> state_methods;
   // The converted entry point's arguments as nnapi-convert recorded them
   // ("sr (int): int=16000"; values the model was specialized on), when it did.
   std::vector<std::string> arguments;

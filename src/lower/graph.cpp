@@ -84,9 +84,84 @@ void lower_same_value(LoweringContext& cx, const Node* node) {
   });
 }
 
+// prim::TupleIndex (constant index) and prim::TupleUnpack of a tuple of
+// computed values (constant tuples fold): its items. A tuple flowing out of
+// an `if` (nn.LSTM's `hx`, batched or not) is one LowerSimpleTuples leaves.
+void lower_tuple_items(LoweringContext& cx, const Node* node) {
+  check(cx.has_sequence(node->input(0)), [&] {
+    return "its tuple " + value_name(node->input(0)) + " has no value during conversion";
+  });
+  const std::vector<const Value*> items = cx.sequence(node->input(0));
+  if (node->kind() == c10::prim::TupleUnpack) {
+    check(items.size() == node->outputs().size(), "TupleUnpack of a tuple of the wrong length");
+    for (size_t i = 0; i < items.size(); ++i) {
+      check(cx.forward_value(node->output(i), items[i]), "a tuple item has no value");
+    }
+    return;
+  }
+  check(cx.has_constant(node->input(1)), "prim::TupleIndex at an index the model computes");
+  const int64_t n = static_cast<int64_t>(items.size());
+  int64_t i = cx.constant(node->input(1)).value.toInt();
+  i = i < 0 ? i + n : i;
+  check(i >= 0 && i < n, "prim::TupleIndex out of range");
+  check(cx.forward_value(node->output(), items[static_cast<size_t>(i)]),
+        "a tuple item has no value");
+}
+
+// aten::_set_item(list, index, size) on a list of sizes the model made
+// (`shape = list(x.shape); shape[1] = -1; x.view(shape)`), at a constant
+// index: the list changes in place, so later reads of it (and the node's
+// output, the same list) see the new item. A list of fixed sizes is a
+// constant (a fresh one: aten::list and aten::size fold to copies) and
+// changes in place; a list with load-time sizes is rebound to its new items.
+void lower_set_item(LoweringContext& cx, const Node* node) {
+  const Value* list = node->input(0);
+  const auto type = list->type()->cast<c10::ListType>();
+  check(type && type->getElementType()->kind() == c10::TypeKind::IntType,
+        "aten::_set_item of a list that is not a list of ints: nnapi-convert changes lists of "
+        "sizes only (lists of tensors are built without writes into them)");
+  check(cx.has_constant(node->input(1)),
+        "aten::_set_item at an index the model computes at run time");
+  std::vector<SymInt> items = cx.sym_int_list(list);
+  const auto n = static_cast<int64_t>(items.size());
+  int64_t i = cx.constant_int(node->input(1));
+  check(i >= -n && i < n, [&] {
+    return "aten::_set_item at index " + std::to_string(i) + " of a list of " + std::to_string(n) +
+           " sizes";
+  });
+  i = i < 0 ? i + n : i;
+  items[static_cast<size_t>(i)] = cx.sym_int(node->input(2));
+  if (!cx.has_constant(list)) {
+    cx.add_symbolic(list, items);
+    cx.add_symbolic(node->output(), items);
+    return;
+  }
+  const c10::Symbol made = list->node()->kind();
+  check(made == c10::aten::list || made == c10::aten::size || made == c10::prim::ListConstruct,
+        [&] {
+          return "aten::_set_item into a list made by " + std::string(made.toQualString()) +
+                 "; nnapi-convert changes lists of sizes made by list(...), .size() or [...] "
+                 "only";
+        });
+  check(items[static_cast<size_t>(i)].is_constant(),
+        "aten::_set_item writes a size known only when the model is loaded into a list of fixed "
+        "sizes; give that input dimension a fixed size in --input, or build the list from "
+        "x.size() with the flexible dimension");
+  c10::List<int64_t> shared = cx.constant(list).value.toIntList();  // the constant's own storage
+  shared.set(static_cast<size_t>(i), items[static_cast<size_t>(i)].value);
+  cx.add_constant(node->output(), node->output()->type(), c10::IValue(shared));
+}
+
 }  // namespace
 
 void register_graph_ops(LoweringTable& t) {
+  t.add("aten::_set_item", lower_set_item);
+  t.note("aten::_set_item",
+         "on a list of sizes made by list(x.shape), x.size() or [...], at a constant index: "
+         "folded (fixed sizes) or a shape-compute expression (flexible ones); later reads of "
+         "the list see the new size");
+  t.add("prim::TupleIndex", lower_tuple_items);
+  t.add("prim::TupleUnpack", lower_tuple_items);
   t.add("prim::GetAttr", lower_getattr);
   t.add("prim::Constant", lower_constant);
   t.add("prim::ListConstruct", lower_list_construct);

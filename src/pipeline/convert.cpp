@@ -45,6 +45,7 @@ Conversion convert(const ConvertOptions& options) {
   result.quantized = quantized;
   result.arguments = std::move(entry.arguments);
   result.notes = std::move(entry.notes);
+  if (result.state_program) carry_state_methods(entry.entry, result, &result.notes);
   result.times.load_ms = times.load_ms;
   result.times.freeze_ms = times.freeze_ms;
   return result;

@@ -153,8 +153,8 @@ nlohmann::ordered_json state_json(const Conversion& c) {
   for (size_t k = 0; k < c.state.size(); ++k) {
     const StateAttribute& s = c.state[k];
     out.push_back({{"attribute", s.name},
-                   {"shape", s.initial.sizes().vec()},
-                   {"dtype", c10::toString(s.initial.scalar_type())},
+                   {"shape", s.first.sizes().vec()},
+                   {"dtype", c10::toString(s.first.scalar_type())},
                    {"nnapi_input", inputs + k},
                    {"nnapi_output", outputs + k},
                    {"written_by", s.node}});

@@ -152,7 +152,7 @@ nlohmann::ordered_json prove_quantization(const QuantizedModel& q, const Convert
       if (nhwc) device[i] = device[i].contiguous(at::MemoryFormat::ChannelsLast);
     }
     const std::vector<at::Tensor> nnapi =
-        run_converted(converted_module_path, device, "", "--quantize's proof");
+        run_converted(converted_module_path, device, "", "--quantize's proof", options.args);
     const std::vector<at::Tensor> fq = fq_runner.run(eager);
     const std::vector<at::Tensor> fl = float_runner.run(sample);
     const std::vector<at::Tensor> qe = q_runner.run(eager);

@@ -2,6 +2,7 @@
 // runtime loads (the same attributes and methods as the module
 // convert_model_to_nnapi returns), and writes it, or its parts, atomically.
 #include <ATen/ATen.h>
+#include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/frontend/resolver.h>
 #include <torch/csrc/jit/frontend/sugared_value.h>
@@ -20,6 +21,7 @@
 #include "serialize/fallback_graph.h"
 #include "serialize/prepare_script.h"
 #include "serialize/pyrepr.h"
+#include "serialize/state_program.h"
 #include "util/output_file.h"
 
 namespace nnapi_convert {
@@ -246,7 +248,13 @@ std::string wrapper_forward_source(const std::vector<InputSpec>& inputs, const C
   } else {
     for (int i = 0; i < c.retval_count; ++i) ret += retval(i) + ", ";
   }
-  return "def forward(self, " + sig.params + "):\n" + sig.checks +
+  std::string prologue;
+  if (c.state_program && c.state_program->prologue) {
+    std::string args;
+    for (size_t i = 0; i < inputs.size(); ++i) args += (i ? ", " : "") + sig.tensors.at(i);
+    prologue = "    self.state_prologue(" + args + ")\n";
+  }
+  return "def forward(self, " + sig.params + "):\n" + sig.checks + prologue +
          "    retvals = self.mod.forward([" + passed + state + "])\n" + writes + "    return " +
          ret + "\n";
 }
@@ -409,24 +417,55 @@ Module fallback_module(const ModuleScope& scope, const Conversion& c,
 // A stateful model's state (c.state): attributes of the wrapper, with the
 // values the model file holds, which `reset_state()` restores (from
 // `<name>_initial`); `state_attributes` lists their names (for inspect).
+// The int, float and bool attributes kept (StateProgram::scalars) are
+// attributes too, with `<name>_initial`, listed in `state_values`; the
+// prologue is the method `state_prologue`, and the model's own methods that
+// write the state are carried over under their names.
 void add_state(Module& wrapper, const Conversion& c, const ModuleScope& scope) {
-  if (c.state.empty()) return;
-  c10::List<std::string> names;
+  if (c.state.empty() && !c.state_program) return;
+  c10::List<std::string> names, values;
   std::string reset = "def reset_state(self):\n";
-  for (const StateAttribute& s : c.state) {
-    for (const std::string& name : {s.name, s.name + "_initial"}) {
-      if (wrapper.hasattr(name) || name == "state_attributes" || name == "reset_state") {
-        throw ConvertError(1, "the model's state attribute '" + s.name + "' (written by " + s.node +
+  auto add = [&](const std::string& attr, const std::string& node, const c10::TypePtr& type,
+                 const c10::IValue& initial, const std::string& copy) {
+    for (const std::string& name : {attr, attr + "_initial"}) {
+      if (wrapper.hasattr(name) || name == "state_attributes" || name == "state_values" ||
+          name == "reset_state" || name == "state_prologue") {
+        throw ConvertError(1, "the model's state attribute '" + attr + "' (written by " + node +
                                   ") has a name the converted module uses itself ('" + name +
                                   "'); rename the attribute");
       }
-      wrapper.register_attribute(name, c10::TensorType::get(), s.initial.clone());
+      wrapper.register_attribute(name, type, initial);
     }
+    reset += "    self." + attr + " = self." + attr + "_initial" + copy + "\n";
+  };
+  for (const StateAttribute& s : c.state) {
+    add(s.name, s.node, c10::TensorType::get(), s.initial.clone(), ".clone()");
     names.push_back(s.name);
-    reset += "    self." + s.name + " = self." + s.name + "_initial.clone()\n";
+  }
+  if (c.state_program) {
+    for (const ScalarState& s : c.state_program->scalars) {
+      add(s.name, s.node, s.type, s.initial, "");
+      values.push_back(s.name);
+    }
   }
   wrapper.register_attribute("state_attributes", c10::ListType::ofStrings(), names);
+  wrapper.register_attribute("state_values", c10::ListType::ofStrings(), values);
   wrapper.define(reset, scope.resolver);
+  if (!c.state_program) return;
+  auto add_method = [&](const std::string& name, const std::shared_ptr<torch::jit::Graph>& graph,
+                        const c10::FunctionSchema* schema) {
+    std::shared_ptr<torch::jit::Graph> g = graph->copy();
+    g->inputs().at(0)->setType(wrapper.type());
+    auto* fn = scope.cu->create_function(c10::QualifiedName(*wrapper.type()->name(), name), g);
+    if (schema) {
+      std::vector<c10::Argument> args = schema->arguments();
+      args.at(0) = c10::Argument("self", wrapper.type());
+      torch::jit::toGraphFunction(*fn).setSchema(schema->cloneWithArguments(args));
+    }
+    wrapper.type()->addMethod(fn);
+  };
+  if (c.state_program->prologue) add_method("state_prologue", c.state_program->prologue, nullptr);
+  for (const CarriedMethod& m : c.state_program->methods) add_method(m.name, m.graph, &m.schema);
 }
 
 Module build_module(const Conversion& c, const ConvertOptions& options) {

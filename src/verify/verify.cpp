@@ -875,12 +875,14 @@ namespace {
 
 // The state a converted module keeps between calls (the names the writer
 // lists in `state_attributes`); none for a module without state.
-std::vector<std::string> state_attributes(const std::string& converted_module_path) {
+// `list`: "state_attributes" (tensors) or "state_values" (int, float, bool).
+std::vector<std::string> state_attributes(const std::string& converted_module_path,
+                                          const char* list = "state_attributes") {
   try {
     torch::jit::Module converted = torch::jit::load(converted_module_path);
-    if (!converted.hasattr("state_attributes")) return {};
+    if (!converted.hasattr(list)) return {};
     std::vector<std::string> names;
-    for (const c10::IValue& v : converted.attr("state_attributes").toListRef()) {
+    for (const c10::IValue& v : converted.attr(list).toListRef()) {
       names.push_back(v.toStringRef());
     }
     return names;
@@ -961,6 +963,18 @@ void verify_state_sequence(const ConvertOptions& options, const std::string& con
       }
       add(compare_output(mine.toTensor(), theirs.toTensor(), 0.0, verify), "state " + name);
     }
+    for (const std::string& name : state_attributes(converted_module_path, "state_values")) {
+      const c10::IValue mine = converted.attr(name), theirs = original.attr(name);
+      OutputCheck c;
+      c.numel = 1;
+      c.dtype = theirs.tagKind();
+      c.ok = mine.tagKind() == theirs.tagKind() && mine.equals(theirs).toBool();
+      if (c.ok && mine.isDouble()) c.max_abs_err = std::abs(mine.toDouble() - theirs.toDouble());
+      std::ostringstream text;
+      text << "the converted module holds " << mine << ", the model " << theirs;
+      if (!c.ok) c.problem = text.str();
+      add(c, "state " + name);
+    }
   }
 }
 
@@ -981,7 +995,7 @@ VerifyReport verify_conversion(const ConvertOptions& options,
     for (const at::Tensor& t : inputs) report.shapes.push_back(t.sizes().vec());
   }
   report.state = state_attributes(converted_module_path);
-  if (!report.state.empty()) {
+  if (!report.state.empty() || !state_attributes(converted_module_path, "state_values").empty()) {
     report.atol = verify.atol;
     report.rtol = verify.rtol;
     verify_state_sequence(options, converted_module_path, verify, inputs, &report);

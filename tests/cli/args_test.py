@@ -20,7 +20,8 @@ on inputs other than --verify's - and compared with eager PyTorch:
   (with a note); a BatchNorm in training mode, or a wrapper whose forward
   reads self.training, is refused naming --eval; --eval converts it, as eval;
 - --submodule (dotted) and --method, and the refusals listing what exists;
-- a manifest entry with a value spec and the options eval/submodule/method.
+- a manifest entry with a value spec and the options eval/submodule/method;
+- --quantize with list=, int= and float= specs (calibration, proof, --verify).
 Prints "args: all passed" when every check passed.
 """
 import json
@@ -408,5 +409,39 @@ with open(path("bad_manifest.json"), "w") as f:
 rc, text = run("--manifest", path("bad_manifest.json"))
 check("a manifest with a malformed value spec: exit 2 naming it",
       rc == 2 and "input spec 'int=eight'" in text, text)
+
+# --- --quantize with value and list specs --------------------------------------
+# The quantized module is calibrated, proven and verified with the values
+# given; it takes the same arguments as the model.
+class QuantArgs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(3, 8, 3)
+        self.b = nn.Conv2d(3, 8, 3)
+
+    def forward(self, xs: List[Tensor], mode: int, scale: float):
+        if mode == 1:
+            y = torch.relu(self.a(xs[0])) + 0.5 * torch.relu(self.b(xs[1]))
+        else:
+            y = torch.relu(self.b(xs[0]))
+        return y * scale
+
+
+torch.jit.script(QuantArgs().eval()).save(path("quant_args.pt"))
+calibration = [(torch.randn(1, 3, 8, 8), torch.randn(1, 3, 8, 8)) for _ in range(8)]
+torch.save(calibration, path("quant_args_cal.pt"))
+ok, text, m = converts("quant_args", "--input", "list=1x3x8x8+1x3x8x8", "--input", "int=1",
+                       "--input", "float=0.5", "--quantize", "uint8", "--calibration",
+                       path("quant_args_cal.pt"))
+check("--quantize with list=, int= and float= specs converts, its proof and --verify pass",
+      ok and "quantized uint8" in text and "NNAPI vs the quantized graph" in text, text)
+if ok:
+    eager = torch.jit.load(path("quant_args.pt"))
+    xs = list(calibration[0])  # within the calibrated ranges (outside them uint8 clips)
+    got, want = m(xs, 1, 0.5), eager(xs, 1, 0.5)
+    # uint8 activations: within a few quanta of the float model (output range ~2, 256 steps).
+    check("the quantized module, called with the list and values, is near eager (max abs < 0.05)",
+          got.shape == want.shape and float((got - want).abs().max()) < 0.05 and varies(want),
+          float((got - want).abs().max()))
 
 finish("args")

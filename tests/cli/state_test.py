@@ -18,7 +18,7 @@ voice activity detector does, converts them and checks:
   report, `check` and `inspect` name the state attributes;
 - the refusals (exit 1, naming the attribute and the node's source line): a
   write inside a branch, a state whose shape changes between calls (a
-  growing context, a state that follows a flexible batch), a non-tensor
+  growing context, a state that follows a flexible batch), a List[int]
   attribute written, state with --cpu-fallback;
 - the --lite copy, run by the lite interpreter, matches eager call by call.
 Prints "state: all passed" when every check passed.
@@ -26,6 +26,7 @@ Prints "state: all passed" when every check passed.
 import json
 import os
 import sys
+from typing import List
 
 import torch
 import torch.nn as nn
@@ -132,13 +133,18 @@ class FollowsBatch(nn.Module):
         return y + 1.0
 
 
-class Counter(nn.Module):
+class SizesSeen(nn.Module):
+    """A List[int] attribute written (int, float and bool ones are kept:
+    streaming_vad_test.py)."""
+
+    seen: List[int]
+
     def __init__(self):
         super().__init__()
-        self.calls = 0
+        self.seen = [0]
 
     def forward(self, x):
-        self.calls = self.calls + 1
+        self.seen = x.size()
         return x * 2.0
 
 
@@ -230,7 +236,8 @@ refusals = [
     ("growing", Growing(), "1x4", "_context", "shape would change between calls"),
     ("follows-batch", FollowsBatch(), "0x4", "_last", "with a shape 0x4 (0 or -1: a size that "
      "follows a flexible input size), but it holds Float 1x4"),
-    ("counter", Counter(), "1x4", "calls", "only tensor attributes can be state"),
+    ("sizes-seen", SizesSeen(), "1x4", "seen", "a value of type List[int] kept between calls; "
+     "nnapi-convert keeps tensors (passed to NNAPI) and int, float and bool attributes"),
 ]
 for name, model, spec, attr, why in refusals:
     save(name, model)
