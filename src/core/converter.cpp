@@ -16,10 +16,10 @@
 #include "core/state.h"
 #include "core/trace.h"
 #include "core/validation.h"
+#include "lower/dispatch.h"
 #include "lower/emit.h"
 #include "lower/fusion.h"
 #include "lower/logical.h"
-#include "lower/moves.h"
 #include "lower/registry.h"
 #include "nnapi_convert/check.h"
 #include "quantize/quantize.h"
@@ -97,25 +97,6 @@ void check_operand_ranks(const ModelBuilder& m, size_t first) {
              "rank > 4 (with one flexible size at most, among the first three dims), but not "
              "here: reshape the tensor to rank 4 or less before this operation (or give "
              "fixed sizes in --input)";
-    });
-  }
-}
-
-// A tensor of rank > 4 is held by NNAPI as a rank <= 4 operand of the same
-// elements (a model input, a view, a permute): only the lowerings that know
-// this may read it (takes_rank_above_4); any other node is refused here,
-// before it would compute on the operand's dims as if they were the tensor's.
-void check_input_ranks(const LoweringContext& cx, const Node* node) {
-  if (takes_rank_above_4(node->kind())) return;
-  for (const Value* v : node->inputs()) {
-    if (!cx.has_operand(v)) continue;
-    const Shape& shape = cx.get_operand(v).op.shape;
-    check(shape.size() <= 4, [&] {
-      return "this node reads " + value_name(v) + " of rank " + std::to_string(shape.size()) + " " +
-             shape_str(shape) +
-             ", but NNAPI operations take tensors of rank 4 at most, and nnapi-convert merges "
-             "dims for views, permutes, selects, slices, cat, einsum, padding and elementwise "
-             "operations only: reshape the tensor to rank 4 or less before this operation";
     });
   }
 }
@@ -331,28 +312,12 @@ Conversion lower_graph(torch::jit::Graph& graph_ref, const c10::IValue& self,
       cx.alias(node->output(), node->input(0));  // computed by the producer's fused activation
       return;
     }
-    const NodeGroup* group = plan.group_ending_at(node);
-    const LowerFn* fn = group ? nullptr : lowering_table().find(node->kind());
-    if (!group && !fn && tensor_foldable_kinds().count(node->kind())) {
-      fail(
-          "nnapi-convert computes this operation only during conversion, when all its "
-          "inputs are constant (a mask built from fixed sizes), but here an input is a "
-          "tensor the model computes, or a size of a flexible input dimension");
-    }
-    if (!group && !fn) {
-      fail(
-          "this node computes with values known only when the model runs (sizes of "
-          "flexible dims?); nnapi-convert folds it only when all its inputs are constant");
-    }
-    if (!takes_video_inputs(cx, node)) check_input_ranks(cx, node);
+    // The handler for the node's input form (lower/dispatch.h).
+    const Dispatch lowering = dispatch(cx, node, plan.group_ending_at(node));
     check_quantized_inputs(cx, node, input_ids);
     folder.note_lowered(cx, node);
     const size_t operands_before = m.operand_count();
-    if (group) {
-      group->lower(cx, *group);
-    } else {
-      lower_moving_node(cx, node, *fn);  // bools moved as NNAPI takes them (lower/moves.h)
-    }
+    lowering.lower(cx);
     check_operand_ranks(m, operands_before);
     if (const auto& over = m.first_over_limit()) fail_above_target(*over, options);
   };

@@ -2,71 +2,19 @@
 
 #include <ATen/ATen.h>
 
-#include <initializer_list>
-#include <unordered_map>
 #include <utility>
 
 #include "lower/emit.h"
 #include "lower/logical.h"
+#include "lower/registry.h"
 
 namespace nnapi_convert {
 
 namespace {
 
-// A kind's entry: how it moves; the NNAPI feature level from which the
-// operations its lowering emits take TENSOR_INT32 (0: at every level the
-// lowering allows, or it moves bools through float32 itself; kNever: at
-// none); whether its lowering makes channels-last data contiguous first (a
-// TRANSPOSE, which takes no TENSOR_INT32 at any level).
-struct MoveEntry {
-  Moves how;
-  int int32_level;
-  bool relayouts;
-};
-
-constexpr int kNever = nnapi::kMaxFeatureLevel + 1;
-
-// Built once: the per-node lookup hashes a c10::Symbol (an integer).
-const std::unordered_map<c10::Symbol, MoveEntry>& move_table() {
-  static const std::unordered_map<c10::Symbol, MoveEntry> table = [] {
-    std::unordered_map<c10::Symbol, MoveEntry> t;
-    const auto add = [&](Moves how, int level, std::initializer_list<const char*> kinds,
-                         bool relayouts = false) {
-      for (const char* kind : kinds)
-        t.emplace(c10::Symbol::fromQualString(kind), MoveEntry{how, level, relayouts});
-    };
-    // CONCATENATION (emit_concat) and TRANSPOSE (layout.cpp, matmul.cpp) move
-    // bools as float32 themselves; EXPAND_DIMS, SLICE, GATHER, TILE and SPLIT
-    // take TENSOR_INT32 from level 3.
-    add(Moves::First, 0,
-        {"aten::expand", "aten::expand_as", "aten::unflatten", "aten::contiguous", "aten::permute",
-         "aten::transpose", "aten::t", "aten::movedim", "aten::slice", "aten::narrow",
-         "aten::clone", "aten::repeat", "aten::tile", "aten::flip", "aten::roll",
-         "aten::index_select", "aten::detach"});
-    // The reshaping kinds make channels-last data contiguous first. RESHAPE
-    // of TENSOR_INT32 is of level 6 (emit_reshape moves bools as float32
-    // below it); EXPAND_DIMS takes it from level 3.
-    add(Moves::First, 0,
-        {"aten::view", "aten::reshape", "aten::view_as", "aten::reshape_as", "aten::unsqueeze"},
-        true);
-    add(Moves::First, 6, {"aten::flatten"}, true);
-    add(Moves::Split, 6, {"aten::unbind"}, true);  // SPLIT, then RESHAPE of each part
-    // SQUEEZE, STRIDED_SLICE, DEPTH_TO_SPACE and SPACE_TO_DEPTH take no
-    // TENSOR_INT32 at any level.
-    add(Moves::First, kNever,
-        {"aten::squeeze", "aten::select", "aten::pixel_shuffle", "aten::pixel_unshuffle"}, true);
-    add(Moves::Parts, 0, {"aten::cat", "aten::stack"});
-    add(Moves::SplitPart, 0, {"prim::ListUnpack"});
-    add(Moves::Split, 0, {"aten::split", "aten::split_with_sizes", "aten::chunk"});
-    return t;
-  }();
-  return table;
-}
-
 const MoveEntry* entry_of(c10::Symbol kind) {
-  const auto& table = move_table();
-  const auto it = table.find(kind);
-  return it == table.end() ? nullptr : &it->second;
+  const KindSpec* spec = lowering_table().find(kind);
+  return spec && spec->moves ? &*spec->moves : nullptr;
 }
 
 std::vector<const Value*> moved_inputs(const LoweringContext& cx, const Node* node,
@@ -166,9 +114,8 @@ bool moves_bools(const LoweringContext& cx, const Node* node) {
   return true;
 }
 
-void lower_moving_node(LoweringContext& cx, const Node* node,
+void lower_moving_node(LoweringContext& cx, const Node* node, const MoveEntry* entry,
                        const std::function<void(LoweringContext&, const Node*)>& lower) {
-  const MoveEntry* entry = entry_of(node->kind());
   if (!entry) {
     lower(cx, node);
     return;

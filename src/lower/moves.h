@@ -1,8 +1,9 @@
 // The node kinds that only move elements (views, slices, reorderings, joins,
-// copies): one table, read by the driver around each node's lowering (a bool
-// or int64 value keeps its PyTorch dtype through them; bools are moved in
-// types NNAPI's operations take) and by the lowerings that move bools
-// through float32 themselves (emit.cpp's RESHAPE and CONCATENATION, ...).
+// copies): each says so in its spec (KindSpec::moves, registry.h), read by
+// the dispatch around each node's lowering (a bool or int64 value keeps its
+// PyTorch dtype through them; bools are moved in types NNAPI's operations
+// take) and by the lowerings that move bools through float32 themselves
+// (emit.cpp's RESHAPE and CONCATENATION, ...).
 #pragma once
 
 #include <functional>
@@ -21,7 +22,20 @@ enum class Moves {
   Split,      // a split, chunk or unbind: from its first input, into a list
 };
 
-// The table's entry for `kind` (Moves::None for a kind not in it).
+// A kind's entry: how it moves; the NNAPI feature level from which the
+// operations its lowering emits take TENSOR_INT32 (0: at every level the
+// lowering allows, or it moves bools through float32 itself; kNever: at
+// none); whether its lowering makes channels-last data contiguous first (a
+// TRANSPOSE, which takes no TENSOR_INT32 at any level).
+struct MoveEntry {
+  Moves how;
+  int int32_level;
+  bool relayouts;
+};
+
+constexpr int kNever = nnapi::kMaxFeatureLevel + 1;
+
+// The entry of `kind`'s spec (Moves::None for a kind that computes).
 Moves moves_of(c10::Symbol kind);
 
 // The values `node` takes its elements from: its first input, the parts of
@@ -33,8 +47,8 @@ std::vector<const Value*> moved_inputs(const LoweringContext& cx, const Node* no
 // bool (is_bool_value: so typed, a TENSOR_BOOL8 operand or a recorded bool).
 bool moves_bools(const LoweringContext& cx, const Node* node);
 
-// Lowers `node` by `lower` (its lowering-table function), for the kinds of
-// the table:
+// Lowers `node` by `lower` (its spec's handler), for the kinds with an
+// `entry` (none: `lower` alone):
 // - each TENSOR_BOOL8 value it moves from is held from then on as int32 0/1
 //   (SELECT, feature level 3), recorded bool: no NNAPI operation that moves
 //   data (RESHAPE, SQUEEZE, EXPAND_DIMS, SLICE, STRIDED_SLICE, GATHER, TILE,
@@ -48,7 +62,7 @@ bool moves_bools(const LoweringContext& cx, const Node* node);
 // - a bool (or int64) held as int32 keeps its PyTorch dtype in the results,
 //   so that the converted module returns it as the model does; a cat or stack
 //   of parts of other dtypes (bool with int) is promoted.
-void lower_moving_node(LoweringContext& cx, const Node* node,
+void lower_moving_node(LoweringContext& cx, const Node* node, const MoveEntry* entry,
                        const std::function<void(LoweringContext&, const Node*)>& lower);
 
 }  // namespace nnapi_convert
