@@ -17,10 +17,10 @@
 #include "core/state.h"
 #include "core/trace.h"
 #include "core/validation.h"
+#include "lower/dispatch.h"
 #include "lower/emit.h"
 #include "lower/fusion.h"
 #include "lower/logical.h"
-#include "lower/moves.h"
 #include "lower/registry.h"
 #include "nnapi_convert/check.h"
 #include "util/timing.h"
@@ -104,25 +104,6 @@ void check_operand_ranks(const ModelBuilder& m, size_t first) {
              "rank > 4 (with one flexible size at most, among the first three dims), but not "
              "here: reshape the tensor to rank 4 or less before this operation (or give "
              "fixed sizes in --input)";
-    });
-  }
-}
-
-// A tensor of rank > 4 is held by NNAPI as a rank <= 4 operand of the same
-// elements (a model input, a view, a permute): only the lowerings that know
-// this may read it (takes_rank_above_4); any other node is refused here,
-// before it would compute on the operand's dims as if they were the tensor's.
-void check_input_ranks(const LoweringContext& cx, const Node* node) {
-  if (takes_rank_above_4(node->kind())) return;
-  for (const Value* v : node->inputs()) {
-    if (!cx.has_operand(v)) continue;
-    const Shape& shape = cx.get_operand(v).op.shape;
-    check(shape.size() <= 4, [&] {
-      return "this node reads " + value_name(v) + " of rank " + std::to_string(shape.size()) + " " +
-             shape_str(shape) +
-             ", but NNAPI operations take tensors of rank 4 at most, and nnapi-convert merges "
-             "dims for views, permutes, selects, slices, cat, einsum, padding and elementwise "
-             "operations only: reshape the tensor to rank 4 or less before this operation";
     });
   }
 }
@@ -315,7 +296,8 @@ void add_model_inputs(GraphLowering& g) {
 // One node on its way through kNodeSteps.
 struct NodeLowering {
   const Node* node;
-  size_t operands_before = 0;  // the model's operand count before the node's lowering
+  std::optional<Dispatch> lowering;  // choose_lowering's choice
+  size_t operands_before = 0;        // the model's operand count before the node's lowering
 };
 
 // A step returns true when it has dealt with the node: the steps after it
@@ -362,37 +344,21 @@ bool note_constant_reads(GraphLowering& g, NodeLowering& n) {
   return false;
 }
 
-// The node's lowering, chosen and called: its group's (fusion.h), else its
-// kind's from the lowering table. Video inputs held as frames are unfolded
-// into ordinary tensors unless the lowering reads frames, and a node whose
-// lowering does not take rank > 4 is refused an input of that rank.
-// (This is the one step that asks the lowering table about the node.)
+// The node's lowering, chosen: its group's (fusion.h), else the handler of
+// its kind's spec for the form of its inputs (lower/dispatch.h). Video
+// inputs held as frames are unfolded into ordinary tensors unless the
+// handler reads frames, and a node whose kind takes no rank > 4 input is
+// refused one. (This and lower_node are the steps that ask the lowering
+// table about the node.)
+bool choose_lowering(GraphLowering& g, NodeLowering& n) {
+  n.lowering.emplace(dispatch(g.cx, n.node, g.plan->group_ending_at(n.node)));
+  return false;
+}
+
+// The chosen lowering, called.
 bool lower_node(GraphLowering& g, NodeLowering& n) {
-  LoweringContext& cx = g.cx;
-  const Node* node = n.node;
-  const NodeGroup* group = g.plan->group_ending_at(node);
-  const LowerFn* fn = group ? nullptr : lowering_table().find(node->kind());
-  if (!group && !fn && tensor_foldable_kinds().count(node->kind())) {
-    fail(
-        "nnapi-convert computes this operation only during conversion, when all its "
-        "inputs are constant (a mask built from fixed sizes), but here an input is a "
-        "tensor the model computes, or a size of a flexible input dimension");
-  }
-  if (!group && !fn) {
-    fail(
-        "this node computes with values known only when the model runs (sizes of "
-        "flexible dims?); nnapi-convert folds it only when all its inputs are constant");
-  }
-  // Unfolds the node's video inputs (emitting operations) unless its
-  // lowering reads them as frames.
-  const bool reads_frames = takes_video_inputs(cx, node);
-  if (!reads_frames) check_input_ranks(cx, node);
   n.operands_before = g.model().operand_count();
-  if (group) {
-    group->lower(cx, *group);
-  } else {
-    lower_moving_node(cx, node, *fn);  // bools moved as NNAPI takes them (lower/moves.h)
-  }
+  n.lowering->lower(g.cx);
   return false;
 }
 
@@ -420,6 +386,7 @@ constexpr NodeStep kNodeSteps[] = {
     {"shape arithmetic", shape_arithmetic},
     {"skip group member", skip_group_member},
     {"alias folded activation", alias_folded_activation},
+    {"choose lowering", choose_lowering},
     {"check quantized operands", check_quantized_operands},
     {"note constant reads", note_constant_reads},
     {"lower node", lower_node},

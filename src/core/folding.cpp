@@ -40,32 +40,17 @@ const KindSet& foldable_kinds() {
 }
 
 // Tensor operations that run during conversion when their inputs are
-// constant: masks and index tables a model builds from its (fixed) sizes,
-// e.g. Swin's shifted-window attention mask (new_zeros, slice assignments,
-// masked_fill), or a positional embedding read at arange(sequence length)
-// (embedding, index_select of constant tables), or a causal mask cut from a
-// tril buffer to the sequence length and inverted (tril, triu, bitwise_not,
-// logical_not), a window built in forward (hann_window), and casts of
-// constant tensors. The new_* and *_like factories read only the dtype
-// of their first input (and the *_like ones its shape), so that may be computed.
+// constant: the kinds whose spec says so (KindSpec::folds), lowered as well
+// (views, comparisons, casts of constant tensors) or folded only
+// (lower/folded.cpp).
 const KindSet& tensor_foldable_kinds() {
-  static const KindSet kinds({
-      c10::aten::zeros,       c10::aten::ones,         c10::aten::full,
-      c10::aten::new_zeros,   c10::aten::new_ones,     c10::aten::new_full,
-      c10::aten::zeros_like,  c10::aten::ones_like,    c10::aten::full_like,
-      c10::aten::arange,      c10::aten::slice,        c10::aten::select,
-      c10::aten::view,        c10::aten::reshape,      c10::aten::permute,
-      c10::aten::transpose,   c10::aten::unsqueeze,    c10::aten::squeeze,
-      c10::aten::flatten,     c10::aten::contiguous,   c10::aten::index,
-      c10::aten::eq,          c10::aten::ne,           c10::aten::lt,
-      c10::aten::le,          c10::aten::gt,           c10::aten::ge,
-      c10::aten::masked_fill, c10::aten::where,        c10::aten::fill_,
-      c10::aten::zero_,       c10::aten::copy_,        c10::aten::masked_fill_,
-      c10::aten::pow,         c10::aten::rsub,         c10::aten::clone,
-      c10::aten::embedding,   c10::aten::index_select, c10::aten::tril,
-      c10::aten::triu,        c10::aten::bitwise_not,  c10::aten::logical_not,
-      c10::aten::hann_window, c10::aten::_cast_Float,  c10::aten::_cast_Long,
-  });
+  static const KindSet kinds = [] {
+    std::vector<c10::Symbol> folded;
+    for (const KindSpec* spec : lowering_table().specs()) {
+      if (spec->folds) folded.push_back(c10::Symbol::fromQualString(spec->kind));
+    }
+    return KindSet(folded);
+  }();
   return kinds;
 }
 
@@ -86,7 +71,7 @@ bool is_foldable(c10::Symbol kind) {
          prepack_foldable_kinds().count(kind) != 0;
 }
 
-bool handled_kind(c10::Symbol kind) { return lowering_table().find(kind) || is_foldable(kind); }
+bool handled_kind(c10::Symbol kind) { return lowering_table().lowers(kind) || is_foldable(kind); }
 
 std::string unsupported_node_reason(const Node* node) {
   // A node of constants alone is folded, whatever its arguments.
@@ -94,7 +79,7 @@ std::string unsupported_node_reason(const Node* node) {
   const bool constant = std::all_of(inputs.begin(), inputs.end(), [](const torch::jit::Value* v) {
     return v->node()->kind() == c10::prim::Constant;
   });
-  if (constant || !lowering_table().find(node->kind())) return "";
+  if (constant || !lowering_table().lowers(node->kind())) return "";
   return lowering_table().unsupported_because(node);
 }
 
@@ -240,25 +225,21 @@ std::string folded_note(c10::Symbol kind) {
 
 std::vector<SupportedKind> supported_node_kinds() {
   std::vector<SupportedKind> out;
-  for (const LoweringTable::Entry& e : lowering_table().entries()) {
-    out.push_back({e.kind, e.family, e.note});
-  }
   std::vector<SupportedKind> folded;
+  for (const KindSpec* spec : lowering_table().specs()) {
+    // A kind only folded is listed with the folded scalar kinds below.
+    if (!spec->lower && foldable_kinds().count(c10::Symbol::fromQualString(spec->kind))) continue;
+    (spec->lower ? out : folded)
+        .push_back({spec->kind, spec->lower ? spec->family : "folded", spec->note});
+  }
   for (c10::Symbol kind : foldable_kinds()) {
-    if (lowering_table().find(kind)) continue;
+    if (lowering_table().lowers(kind)) continue;
     const std::string note = folded_note(kind);
     folded.push_back({kind.toQualString(), "folded",
                       !note.empty() ? note
                                     : "computed during conversion when its inputs are constant "
                                       "(shape arithmetic); on flexible sizes only where the "
                                       "shape-compute script can"});
-  }
-  for (c10::Symbol kind : tensor_foldable_kinds()) {
-    if (lowering_table().find(kind) || foldable_kinds().count(kind)) continue;
-    folded.push_back({kind.toQualString(), "folded",
-                      "computed during conversion when its inputs are constant (masks and "
-                      "index tables built from fixed sizes; in-place writes only into such "
-                      "tensors)"});
   }
   for (c10::Symbol kind : prepack_foldable_kinds()) {
     folded.push_back({kind.toQualString(), "folded",

@@ -16,6 +16,7 @@
 #include <functional>
 
 #include "lower/emit.h"
+#include "lower/forms.h"
 #include "lower/node_args.h"
 #include "lower/pointwise.h"
 #include "lower/registry.h"
@@ -519,13 +520,13 @@ void lower_glu(LoweringContext& cx, const Node* node) {
 }  // namespace
 
 void register_activation_ops(LoweringTable& t) {
-  t.add("aten::hardsigmoid", lower_hardsigmoid);
-  t.add("aten::hardswish", lower_hardswish);
+  t.add("aten::hardsigmoid", lower_hardsigmoid).with_frames(frames_per_frame());
+  t.add("aten::hardswish", lower_hardswish).with_frames(frames_per_frame());
   t.add("quantized::hardswish", lower_quantized_hardswish);
-  t.add("aten::silu", lower_silu);
+  t.add("aten::silu", lower_silu).with_frames(frames_per_frame());
   t.add("aten::gelu", lower_gelu);
-  t.add("aten::tanh", lower_tanh);
-  t.add("aten::relu6", lower_relu6);
+  t.add("aten::tanh", lower_tanh).with_frames(frames_per_frame());
+  t.add("aten::relu6", lower_relu6).with_frames(frames_per_frame());
   // quantized::relu6(qx, inplace): the output keeps qx's scale and zero
   // point, as NNAPI's quantized RELU6 does.
   t.add("quantized::relu6", [](LoweringContext& cx, const Node* node) {
@@ -534,18 +535,23 @@ void register_activation_ops(LoweringTable& t) {
           "quantized::relu6 of a non-quantized tensor");
     lower_relu6(cx, node);
   });
-  for (const char* kind : {"aten::clamp", "aten::clamp_min", "aten::clamp_max"}) {
-    t.add(kind, lower_clamp);
-  }
-  t.add("aten::hardtanh", lower_hardtanh);
-  t.add("aten::leaky_relu", lower_leaky_relu);
-  t.add("aten::softplus", lower_softplus);
+  t.add("aten::clamp", lower_clamp).with_frames(frames_per_frame());
+  t.add("aten::clamp_min", lower_clamp);
+  t.add("aten::clamp_max", lower_clamp);
+  t.add("aten::hardtanh", lower_hardtanh).with_frames(frames_per_frame());
+  t.add("aten::leaky_relu", lower_leaky_relu).with_frames(frames_per_frame());
+  t.add("aten::softplus", lower_softplus)
+      .with_note(
+          "stable max(z,0)+log(1+exp(-|z|)), z = beta*x; threshold as an exact FLOOR-made mask");
   t.add("aten::mish", lower_mish);
-  for (const char* kind : {"aten::elu", "aten::celu", "aten::selu"}) t.add(kind, lower_elu);
+  t.add("aten::elu", lower_elu).with_frames(frames_per_frame());
+  t.add("aten::celu", lower_elu);
+  t.add("aten::selu", lower_elu);
   t.add("quantized::elu", lower_quantized_elu);
   t.add("aten::log_sigmoid", lower_log_sigmoid);
-  t.add("aten::hardshrink", lower_hardshrink);
-  t.add("aten::erf", lower_erf);
+  t.add("aten::hardshrink", lower_hardshrink)
+      .with_note("x times an exact FLOOR-made mask |x| > lambd");
+  t.add("aten::erf", lower_erf).with_note("A&S 7.1.26 polynomial, |error| <= 1.5e-7");
   t.add("aten::glu", lower_glu);
 }
 

@@ -353,33 +353,35 @@ void lower_zeros_like_of_mask(LoweringContext& cx, const Node* node) {
 }  // namespace
 
 void register_attention_ops(LoweringTable& t) {
-  t.add("aten::_native_multi_head_attention", lower_native_mha);
-  t.note("aten::_native_multi_head_attention",
-         "self-attention, batch-first, fixed width (a flexible batch or length needs "
-         "--min-android-api 33), a key padding mask (bool or float, an input or a constant) "
-         "or none, weights unused: FULLY_CONNECTED projections, BATCH_MATMUL, SOFTMAX");
-  t.add("aten::_transformer_encoder_layer_fwd", lower_transformer_encoder_layer);
-  t.note("aten::_transformer_encoder_layer_fwd",
-         "nn.TransformerEncoderLayer's eval fast path (batch-first, a key padding mask or "
-         "none): the self-attention above, layer norms (MEAN/SUB/MUL/RSQRT), relu or gelu "
-         "feed-forward");
-  t.add("aten::_nested_tensor_from_mask", lower_nested_tensor_from_mask);
-  t.note("aten::_nested_tensor_from_mask",
-         "nn.TransformerEncoder's fast path with a key padding mask: the padded tensor itself, "
-         "its mask applied by the encoder layers and to_padded_tensor");
-  t.add("aten::to_padded_tensor", lower_to_padded_tensor);
-  t.note("aten::to_padded_tensor",
-         "of that nested tensor: MUL by the mask (all L positions are returned; PyTorch pads "
-         "to the longest sequence of the batch)");
-  t.add("aten::masked_fill", lower_masked_fill);
-  t.add("aten::zeros_like", lower_zeros_like_of_mask);
-  t.note("aten::zeros_like",
-         "of a computed float32 tensor: a zero constant TILEd to its shape (flexible sizes "
-         "too); of a computed bool mask, dtype float32: CAST, MUL by 0 (constant inputs fold "
-         "during conversion)");
-  t.note("aten::masked_fill",
-         "with a computed bool mask, float32 or int32: SELECT of the value and x, the mask and "
-         "value broadcast to x (a constant mask folds during conversion)");
+  t.add("aten::_native_multi_head_attention", lower_native_mha)
+      .with_note(
+          "self-attention, batch-first, fixed width (a flexible batch or length needs "
+          "--min-android-api 33), a key padding mask (bool or float, an input or a constant) "
+          "or none, weights unused: FULLY_CONNECTED projections, BATCH_MATMUL, SOFTMAX");
+  t.add("aten::_transformer_encoder_layer_fwd", lower_transformer_encoder_layer)
+      .with_note(
+          "nn.TransformerEncoderLayer's eval fast path (batch-first, a key padding mask or "
+          "none): the self-attention above, layer norms (MEAN/SUB/MUL/RSQRT), relu or gelu "
+          "feed-forward");
+  t.add("aten::_nested_tensor_from_mask", lower_nested_tensor_from_mask)
+      .with_note(
+          "nn.TransformerEncoder's fast path with a key padding mask: the padded tensor itself, "
+          "its mask applied by the encoder layers and to_padded_tensor");
+  t.add("aten::to_padded_tensor", lower_to_padded_tensor)
+      .with_note(
+          "of that nested tensor: MUL by the mask (all L positions are returned; PyTorch pads "
+          "to the longest sequence of the batch)");
+  t.add("aten::masked_fill", lower_masked_fill)
+      .with_note(
+          "with a computed bool mask, float32 or int32: SELECT of the value and x, the mask and "
+          "value broadcast to x (a constant mask folds during conversion)")
+      .with_folds();
+  t.add("aten::zeros_like", lower_zeros_like_of_mask)
+      .with_note(
+          "of a computed float32 tensor: a zero constant TILEd to its shape (flexible sizes "
+          "too); of a computed bool mask, dtype float32: CAST, MUL by 0 (constant inputs fold "
+          "during conversion)")
+      .with_folds();
 }
 
 }  // namespace nnapi_convert

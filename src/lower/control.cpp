@@ -52,16 +52,16 @@ void lower_if(LoweringContext& cx, const Node* node) {
 }  // namespace
 
 void register_control_ops(LoweringTable& t) {
-  t.add("prim::If", lower_if);
-  t.add("prim::RaiseException", fail_raise);
-  t.note("prim::If",
-         "only when its condition is known during conversion (fixed sizes, ranks, dtypes): the "
-         "branch taken is lowered in its place; the other is dropped unlowered, whatever it "
-         "holds (prim::RaiseException, aten::format); a raise in the branch taken refuses, "
-         "quoting the model's message");
-  t.note("prim::RaiseException",
-         "a raise the conversion reaches (in the branch taken) refuses the conversion, quoting "
-         "the model's message; in a branch not taken it is dropped, see prim::If");
+  t.add("prim::If", lower_if)
+      .with_note(
+          "only when its condition is known during conversion (fixed sizes, ranks, dtypes): the "
+          "branch taken is lowered in its place; the other is dropped unlowered, whatever it "
+          "holds (prim::RaiseException, aten::format); a raise in the branch taken refuses, "
+          "quoting the model's message");
+  t.add("prim::RaiseException", fail_raise)
+      .with_note(
+          "a raise the conversion reaches (in the branch taken) refuses the conversion, quoting "
+          "the model's message; in a branch not taken it is dropped, see prim::If");
 }
 
 }  // namespace nnapi_convert

@@ -13,7 +13,7 @@
 
 #include "lower/constant_value.h"
 #include "lower/emit.h"
-#include "lower/registry.h"
+#include "lower/forms.h"
 #include "lower/relayout.h"
 
 namespace nnapi_convert {
@@ -367,12 +367,21 @@ std::string convolution_support(const Node* node) {
 }  // namespace
 
 void register_convolution_ops(LoweringTable& t) {
-  for (const char* kind : {"aten::conv1d", "aten::conv2d", "aten::_convolution_mode"}) {
-    t.add(kind, lower_conv);
-  }
-  t.add("aten::_convolution", lower_convolution);
-  t.add_support_check("aten::conv2d", convolution_support);
-  t.add_support_check("aten::_convolution", convolution_support);
+  t.add("aten::conv1d", lower_conv);
+  t.add("aten::conv2d", lower_conv).with_support(convolution_support);
+  // A 5-D weight's is video.cpp's 3-D convolution of the frames.
+  t.add("aten::_convolution_mode", lower_conv)
+      .with_frames(frames_conv3d())
+      .with_note(
+          "padding='same' pads dilation*(kernel-1), the odd element at the bottom/right as ATen "
+          "does (stride 1); 'valid' pads nothing. Also aten::conv1d/conv2d with string padding");
+  t.add("aten::_convolution", lower_convolution)
+      .with_support(convolution_support)
+      .with_frames(frames_conv3d())
+      .with_note(
+          "transposed: output_padding beyond the padding is TRANSPOSE_CONV_2D with a zero bias, "
+          "PAD and ADD of the bias; groups and dilation (float) a dense block-diagonal or "
+          "zero-dilated kernel (groups times the multiplications)");
 }
 
 }  // namespace nnapi_convert

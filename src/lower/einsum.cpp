@@ -181,11 +181,12 @@ void lower_einsum(LoweringContext& cx, const Node* node) {
 }  // namespace
 
 void register_einsum_ops(LoweringTable& t) {
-  t.add("aten::einsum", lower_einsum);
-  t.note("aten::einsum",
-         "two float32 operands, fixed sizes: TRANSPOSE/RESHAPE to one BATCH_MATMUL (or "
-         "FULLY_CONNECTED with a constant right operand and no batch letters); no ellipsis, "
-         "no letter summed within one operand");
+  t.add("aten::einsum", lower_einsum)
+      .with_note(
+          "two float32 operands, fixed sizes: TRANSPOSE/RESHAPE to one BATCH_MATMUL (or "
+          "FULLY_CONNECTED with a constant right operand and no batch letters); no ellipsis, "
+          "no letter summed within one operand")
+      .with_reads_above_rank_4();
 }
 
 }  // namespace nnapi_convert

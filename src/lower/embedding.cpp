@@ -44,6 +44,8 @@ void lower_embedding(LoweringContext& cx, const Node* node) {
 
 }  // namespace
 
-void register_embedding_ops(LoweringTable& t) { t.add("aten::embedding", lower_embedding); }
+void register_embedding_ops(LoweringTable& t) {
+  t.add("aten::embedding", lower_embedding).with_folds();
+}
 
 }  // namespace nnapi_convert

@@ -155,32 +155,32 @@ void lower_set_item(LoweringContext& cx, const Node* node) {
 }  // namespace
 
 void register_graph_ops(LoweringTable& t) {
-  t.add("aten::_set_item", lower_set_item);
-  t.note("aten::_set_item",
-         "on a list of sizes made by list(x.shape), x.size() or [...], at a constant index: "
-         "folded (fixed sizes) or a shape-compute expression (flexible ones); later reads of "
-         "the list see the new size");
+  t.add("aten::_set_item", lower_set_item)
+      .with_note(
+          "on a list of sizes made by list(x.shape), x.size() or [...], at a constant index: "
+          "folded (fixed sizes) or a shape-compute expression (flexible ones); later reads of "
+          "the list see the new size");
   t.add("prim::TupleIndex", lower_tuple_items);
   t.add("prim::TupleUnpack", lower_tuple_items);
   t.add("prim::GetAttr", lower_getattr);
   t.add("prim::Constant", lower_constant);
-  t.add("prim::ListConstruct", lower_list_construct);
-  t.add("prim::TupleConstruct", lower_tuple_construct);
-  t.add("aten::__is__", lower_is);
-  t.add("aten::__isnot__", lower_is);
-  t.add("prim::unchecked_cast", lower_same_value);
-  t.add("aten::list", lower_same_value);
-  t.add("prim::data", lower_same_value);
+  // A list or tuple of tensors of rank > 4 holds them as they are.
+  t.add("prim::ListConstruct", lower_list_construct).with_reads_above_rank_4();
+  t.add("prim::TupleConstruct", lower_tuple_construct).with_reads_above_rank_4();
   for (const char* kind : {"aten::__is__", "aten::__isnot__"}) {
-    t.note(kind,
-           "folded: a value the model computes is never None; two constants are compared "
-           "during conversion");
+    t.add(kind, lower_is)
+        .with_note(
+            "folded: a value the model computes is never None; two constants are compared "
+            "during conversion");
   }
-  t.note("prim::unchecked_cast", "folded: the value itself (an Optional refined by a check)");
-  t.note("aten::list",
-         "folded: a copy of a constant list, or of a size list with flexible sizes (carried "
-         "into the shape-compute script), or of a tensor list");
-  t.note("prim::data", "x.data: the identity (lowered as the tensor itself, folded on a constant)");
+  t.add("prim::unchecked_cast", lower_same_value)
+      .with_note("folded: the value itself (an Optional refined by a check)");
+  t.add("aten::list", lower_same_value)
+      .with_note(
+          "folded: a copy of a constant list, or of a size list with flexible sizes (carried "
+          "into the shape-compute script), or of a tensor list");
+  t.add("prim::data", lower_same_value)
+      .with_note("x.data: the identity (lowered as the tensor itself, folded on a constant)");
 }
 
 }  // namespace nnapi_convert

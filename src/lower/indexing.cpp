@@ -157,11 +157,16 @@ void lower_index_select(LoweringContext& cx, const Node* node) {
 }  // namespace
 
 void register_indexing_ops(LoweringTable& t) {
-  t.add("aten::stack", lower_stack);
-  t.add("aten::unbind", lower_unbind);
-  t.add("aten::narrow", lower_narrow);
-  t.add("aten::flip", lower_flip);
-  t.add("aten::index_select", lower_index_select);
+  t.add("aten::stack", lower_stack).with_moves(Moves::Parts);
+  t.add("aten::unbind", lower_unbind).with_moves(Moves::Split, nnapi::Op::Reshape, true);
+  t.add("aten::narrow", lower_narrow).with_moves(Moves::First);
+  t.add("aten::flip", lower_flip)
+      .with_note("STRIDED_SLICE with stride -1 per flipped dim (fixed sizes)")
+      .with_moves(Moves::First);
+  t.add("aten::index_select", lower_index_select)
+      .with_note("GATHER by constant or int32 indices")
+      .with_moves(Moves::First)
+      .with_folds();
 }
 
 }  // namespace nnapi_convert

@@ -11,13 +11,15 @@
 #include <algorithm>
 #include <cstddef>
 #include <initializer_list>
+#include <utility>
 #include <vector>
 
 namespace nnapi_convert {
 
 class KindSet {
  public:
-  KindSet(std::initializer_list<c10::Symbol> kinds) : kinds_(kinds) {
+  KindSet(std::initializer_list<c10::Symbol> kinds) : KindSet(std::vector<c10::Symbol>(kinds)) {}
+  explicit KindSet(std::vector<c10::Symbol> kinds) : kinds_(std::move(kinds)) {
     std::sort(kinds_.begin(), kinds_.end());
     kinds_.erase(std::unique(kinds_.begin(), kinds_.end()), kinds_.end());
   }

@@ -6,7 +6,9 @@
 #include <limits>
 #include <optional>
 
+#include "lower/dispatch.h"
 #include "lower/emit.h"
+#include "lower/forms.h"
 #include "lower/registry.h"
 
 namespace nnapi_convert {
@@ -161,7 +163,7 @@ void lower_channel_shuffle(LoweringContext& cx, const NodeGroup& group) {
             (is_dim(merged[1], 1) || (merged[1].is_constant() && merged[1].value == -1)) &&
             is_dim(merged[2], 2) && is_dim(merged[3], 3);
   if (!ok) {  // an ordinary view, transpose and view: each node lowered by its kind
-    for (const Node* n : group.nodes) (*lowering_table().find(n->kind()))(cx, n);
+    for (const Node* n : group.nodes) lower_by_form(cx, *lowering_table().find(n->kind()), n);
     return;
   }
   int64_t axis = in.dim_order == DimOrder::ChannelsLast ? 3 : 1;
@@ -181,11 +183,21 @@ void lower_contiguous(LoweringContext& cx, const Node* node) {
 }  // namespace
 
 void register_layout_ops(LoweringTable& t) {
-  t.add("aten::permute", lower_permute);
-  t.add("aten::transpose", lower_transpose);
-  t.add("aten::movedim", lower_movedim);
-  t.add("aten::contiguous", lower_contiguous);
-  t.add("aten::clone", lower_contiguous);
+  t.add("aten::permute", lower_permute)
+      .with_above_rank_4(lower_high_rank_permute)
+      .with_moves(Moves::First)
+      .with_folds();
+  t.add("aten::transpose", lower_transpose)
+      .with_above_rank_4(lower_high_rank_transpose)
+      .with_moves(Moves::First)
+      .with_folds();
+  t.add("aten::movedim", lower_movedim).with_moves(Moves::First);
+  t.add("aten::contiguous", lower_contiguous)
+      .with_reads_above_rank_4()
+      .with_frames(frames_per_frame())
+      .with_moves(Moves::First)
+      .with_folds();
+  t.add("aten::clone", lower_contiguous).with_moves(Moves::First).with_folds();
   t.add_group("aten::view", match_channel_shuffle);
   t.add_group("aten::reshape", match_channel_shuffle);
 }

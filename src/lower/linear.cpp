@@ -114,8 +114,9 @@ void lower_addmm(LoweringContext& cx, const Node* node) {
 }  // namespace
 
 void register_linear_ops(LoweringTable& t) {
-  t.add("aten::linear", lower_linear);
-  t.add("aten::addmm", lower_addmm);
+  t.add("aten::linear", lower_linear).with_note("needs a bias");
+  t.add("aten::addmm", lower_addmm)
+      .with_note("alpha/beta other than 1: constant weight and bias scaled at conversion");
 }
 
 }  // namespace nnapi_convert

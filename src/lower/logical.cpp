@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "lower/emit.h"
 #include "lower/pointwise.h"
@@ -384,16 +385,28 @@ void lower_where(LoweringContext& cx, const Node* node) {
 }  // namespace
 
 void register_logical_ops(LoweringTable& t) {
-  for (auto [kind, op] :
-       {std::pair{"aten::eq", Op::Equal}, std::pair{"aten::ne", Op::NotEqual},
-        std::pair{"aten::gt", Op::Greater}, std::pair{"aten::ge", Op::GreaterEqual},
-        std::pair{"aten::lt", Op::Less}, std::pair{"aten::le", Op::LessEqual}}) {
-    t.add(kind, [op = op](LoweringContext& cx, const Node* n) { lower_compare(cx, n, op); });
+  // The note of a family of kinds sits on its first kind.
+  const char* compare_note =
+      "also ne, gt, ge, lt, le: EQUAL ... LESS_EQUAL (feature level 3) of a computed tensor and "
+      "a tensor, constant or number (float32, int32, quantized, bool), broadcasting; the result "
+      "is TENSOR_BOOL8, a bool model output leaves as int32 0/1 made bool by the converted "
+      "module";
+  for (auto [kind, op, note] :
+       {std::tuple{"aten::eq", Op::Equal, compare_note}, std::tuple{"aten::ne", Op::NotEqual, ""},
+        std::tuple{"aten::gt", Op::Greater, ""}, std::tuple{"aten::ge", Op::GreaterEqual, ""},
+        std::tuple{"aten::lt", Op::Less, ""}, std::tuple{"aten::le", Op::LessEqual, ""}}) {
+    t.add(kind, [op = op](LoweringContext& cx, const Node* n) { lower_compare(cx, n, op); })
+        .with_folds()
+        .with_note(note);
   }
-  for (const char* kind : {"aten::logical_and", "aten::bitwise_and", "aten::__and__"}) {
+  const char* and_note =
+      "also or, xor and the bitwise forms on bools: LOGICAL_AND/OR, NOT_EQUAL (of int32 0/1 bool "
+      "inputs alone: MINIMUM/MAXIMUM)";
+  for (auto [kind, note] : {std::pair{"aten::logical_and", and_note},
+                            std::pair{"aten::bitwise_and", ""}, std::pair{"aten::__and__", ""}}) {
     t.add(kind, [](LoweringContext& cx, const Node* n) {
-      lower_logical_binary(cx, n, Op::LogicalAnd, Op::Minimum);
-    });
+       lower_logical_binary(cx, n, Op::LogicalAnd, Op::Minimum);
+     }).with_note(note);
   }
   for (const char* kind : {"aten::logical_or", "aten::bitwise_or", "aten::__or__"}) {
     t.add(kind, [](LoweringContext& cx, const Node* n) {
@@ -405,23 +418,17 @@ void register_logical_ops(LoweringTable& t) {
       lower_logical_binary(cx, n, Op::NotEqual, std::nullopt);
     });
   }
-  t.add("aten::logical_not", lower_logical_not);
-  t.add("aten::bitwise_not", lower_logical_not);
-  t.add("aten::where", lower_where);
-  t.note("aten::eq",
-         "also ne, gt, ge, lt, le: EQUAL ... LESS_EQUAL (feature level 3) of a computed tensor "
-         "and a tensor, constant or number (float32, int32, quantized, bool), broadcasting; "
-         "the result is TENSOR_BOOL8, a bool model output leaves as int32 0/1 made bool by "
-         "the converted module");
-  t.note("aten::logical_and",
-         "also or, xor and the bitwise forms on bools: LOGICAL_AND/OR, NOT_EQUAL (of int32 0/1 "
-         "bool inputs alone: MINIMUM/MAXIMUM)");
-  t.note("aten::logical_not",
-         "also bitwise_not of bools: LOGICAL_NOT (of an int32 0/1 bool input: CAST, SUB from "
-         "1, CAST)");
-  t.note("aten::where",
-         "where(cond, x, y), float32 or integer: SELECT of x and y broadcast by TILE to the "
-         "result (multiples set at load for flexible sizes), the mask by LOGICAL_AND");
+  t.add("aten::logical_not", lower_logical_not)
+      .with_folds()
+      .with_note(
+          "also bitwise_not of bools: LOGICAL_NOT (of an int32 0/1 bool input: CAST, SUB from "
+          "1, CAST)");
+  t.add("aten::bitwise_not", lower_logical_not).with_folds();
+  t.add("aten::where", lower_where)
+      .with_folds()
+      .with_note(
+          "where(cond, x, y), float32 or integer: SELECT of x and y broadcast by TILE to the "
+          "result (multiples set at load for flexible sizes), the mask by LOGICAL_AND");
 }
 
 }  // namespace nnapi_convert

@@ -450,18 +450,24 @@ void lower_t(LoweringContext& cx, const Node* node) {
 }  // namespace
 
 void register_matmul_ops(LoweringTable& t) {
-  t.add("aten::matmul", [](LoweringContext& cx, const Node* n) { lower_product(cx, n, "matmul"); });
+  t.add("aten::matmul", [](LoweringContext& cx, const Node* n) { lower_product(cx, n, "matmul"); })
+      .with_note(
+          "float32; with a constant 2-D right side it is FULLY_CONNECTED; a product of two "
+          "computed tensors is BATCH_MATMUL (NNAPI feature level 6) with --min-android-api 33 "
+          "or more, else one FULLY_CONNECTED per batch entry (fixed sizes only)");
   t.add("aten::bmm", [](LoweringContext& cx, const Node* n) {
-    for (const Value* v : n->inputs()) {
-      const size_t rank = cx.has_operand(v) ? cx.get_operand(v).op.shape.size()
-                                            : static_cast<size_t>(cx.constant_tensor(v).dim());
-      check(rank == 3, "bmm needs 3-D tensors");
-    }
-    lower_product(cx, n, "bmm");
-  });
+     for (const Value* v : n->inputs()) {
+       const size_t rank = cx.has_operand(v) ? cx.get_operand(v).op.shape.size()
+                                             : static_cast<size_t>(cx.constant_tensor(v).dim());
+       check(rank == 3, "bmm needs 3-D tensors");
+     }
+     lower_product(cx, n, "bmm");
+   }).with_note("as aten::matmul of two computed tensors");
   t.add("aten::baddbmm", lower_baddbmm);
-  t.add("aten::cumsum", lower_cumsum);
-  t.add("aten::t", lower_t);
+  t.add("aten::cumsum", lower_cumsum)
+      .with_note(
+          "float32: FULLY_CONNECTED with a triangular matrix of ones along the dim (fixed size)");
+  t.add("aten::t", lower_t).with_moves(Moves::First);
 }
 
 }  // namespace nnapi_convert

@@ -2,73 +2,19 @@
 
 #include <ATen/ATen.h>
 
-#include <initializer_list>
-#include <optional>
-#include <unordered_map>
 #include <utility>
 
 #include "lower/emit.h"
 #include "lower/logical.h"
+#include "lower/registry.h"
 
 namespace nnapi_convert {
 
 namespace {
 
-// A kind's entry: how it moves; the NNAPI operation its lowering applies to
-// int32 data itself (none where the lowering moves bools through float32
-// itself, or its operations take TENSOR_INT32 wherever they exist): where the
-// validator's table says that operation takes no TENSOR_INT32 at the target
-// feature level, bools go through the lowering as float32; whether its
-// lowering makes channels-last data contiguous first (a TRANSPOSE, asked
-// likewise).
-struct MoveEntry {
-  Moves how;
-  std::optional<nnapi::Op> int32_op;
-  bool relayouts;
-};
-
-// Built once: the per-node lookup hashes a c10::Symbol (an integer).
-const std::unordered_map<c10::Symbol, MoveEntry>& move_table() {
-  static const std::unordered_map<c10::Symbol, MoveEntry> table = [] {
-    using nnapi::Op;
-    std::unordered_map<c10::Symbol, MoveEntry> t;
-    const auto add = [&](Moves how, std::optional<Op> op, std::initializer_list<const char*> kinds,
-                         bool relayouts = false) {
-      for (const char* kind : kinds)
-        t.emplace(c10::Symbol::fromQualString(kind), MoveEntry{how, op, relayouts});
-    };
-    // CONCATENATION (emit_concat) and TRANSPOSE (layout.cpp, matmul.cpp) move
-    // bools as float32 themselves; EXPAND_DIMS, SLICE, GATHER, TILE and SPLIT
-    // take TENSOR_INT32 wherever they exist.
-    add(Moves::First, std::nullopt,
-        {"aten::expand", "aten::expand_as", "aten::unflatten", "aten::contiguous", "aten::permute",
-         "aten::transpose", "aten::t", "aten::movedim", "aten::slice", "aten::narrow",
-         "aten::clone", "aten::repeat", "aten::tile", "aten::flip", "aten::roll",
-         "aten::index_select", "aten::detach"});
-    // The reshaping kinds make channels-last data contiguous first.
-    // emit_reshape moves bools as float32 where RESHAPE takes no TENSOR_INT32;
-    // EXPAND_DIMS takes it wherever it exists.
-    add(Moves::First, std::nullopt,
-        {"aten::view", "aten::reshape", "aten::view_as", "aten::reshape_as", "aten::unsqueeze"},
-        true);
-    add(Moves::First, Op::Reshape, {"aten::flatten"}, true);
-    add(Moves::Split, Op::Reshape, {"aten::unbind"}, true);  // SPLIT, then RESHAPE of each part
-    add(Moves::First, Op::Squeeze, {"aten::squeeze"}, true);
-    add(Moves::First, Op::StridedSlice, {"aten::select"}, true);
-    add(Moves::First, Op::DepthToSpace, {"aten::pixel_shuffle"}, true);
-    add(Moves::First, Op::SpaceToDepth, {"aten::pixel_unshuffle"}, true);
-    add(Moves::Parts, std::nullopt, {"aten::cat", "aten::stack"});
-    add(Moves::SplitPart, std::nullopt, {"prim::ListUnpack"});
-    add(Moves::Split, std::nullopt, {"aten::split", "aten::split_with_sizes", "aten::chunk"});
-    return t;
-  }();
-  return table;
-}
-
 const MoveEntry* entry_of(c10::Symbol kind) {
-  const auto& table = move_table();
-  const auto it = table.find(kind);
-  return it == table.end() ? nullptr : &it->second;
+  const KindSpec* spec = lowering_table().find(kind);
+  return spec && spec->moves ? &*spec->moves : nullptr;
 }
 
 std::vector<const Value*> moved_inputs(const LoweringContext& cx, const Node* node,
@@ -168,9 +114,8 @@ bool moves_bools(const LoweringContext& cx, const Node* node) {
   return true;
 }
 
-void lower_moving_node(LoweringContext& cx, const Node* node,
+void lower_moving_node(LoweringContext& cx, const Node* node, const MoveEntry* entry,
                        const std::function<void(LoweringContext&, const Node*)>& lower) {
-  const MoveEntry* entry = entry_of(node->kind());
   if (!entry) {
     lower(cx, node);
     return;

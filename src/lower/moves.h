@@ -1,11 +1,13 @@
 // The node kinds that only move elements (views, slices, reorderings, joins,
-// copies): one table, read by the driver around each node's lowering (a bool
-// or int64 value keeps its PyTorch dtype through them; bools are moved in
-// types NNAPI's operations take) and by the lowerings that move bools
-// through float32 themselves (emit.cpp's RESHAPE and CONCATENATION, ...).
+// copies): each says so in its spec (KindSpec::moves, registry.h), read by
+// the dispatch around each node's lowering (a bool or int64 value keeps its
+// PyTorch dtype through them; bools are moved in types NNAPI's operations
+// take) and by the lowerings that move bools through float32 themselves
+// (emit.cpp's RESHAPE and CONCATENATION, ...).
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "lower/context.h"
@@ -21,7 +23,20 @@ enum class Moves {
   Split,      // a split, chunk or unbind: from its first input, into a list
 };
 
-// The table's entry for `kind` (Moves::None for a kind not in it).
+// A kind's entry: how it moves; the NNAPI operation its lowering applies to
+// int32 data itself (none where the lowering moves bools through float32
+// itself, or its operations take TENSOR_INT32 wherever they exist): where the
+// validator's table says that operation takes no TENSOR_INT32 at the target
+// feature level, bools go through the lowering as float32; whether its
+// lowering makes channels-last data contiguous first (a TRANSPOSE, asked
+// likewise).
+struct MoveEntry {
+  Moves how;
+  std::optional<nnapi::Op> int32_op;
+  bool relayouts;
+};
+
+// The entry of `kind`'s spec (Moves::None for a kind that computes).
 Moves moves_of(c10::Symbol kind);
 
 // The values `node` takes its elements from: its first input, the parts of
@@ -33,8 +48,8 @@ std::vector<const Value*> moved_inputs(const LoweringContext& cx, const Node* no
 // bool (is_bool_value: so typed, a TENSOR_BOOL8 operand or a recorded bool).
 bool moves_bools(const LoweringContext& cx, const Node* node);
 
-// Lowers `node` by `lower` (its lowering-table function), for the kinds of
-// the table:
+// Lowers `node` by `lower` (its spec's handler), for the kinds with an
+// `entry` (none: `lower` alone):
 // - each TENSOR_BOOL8 value it moves from is held from then on as int32 0/1
 //   (SELECT, feature level 3), recorded bool: no NNAPI operation that moves
 //   data (RESHAPE, SQUEEZE, EXPAND_DIMS, SLICE, STRIDED_SLICE, GATHER, TILE,
@@ -49,7 +64,7 @@ bool moves_bools(const LoweringContext& cx, const Node* node);
 // - a bool (or int64) held as int32 keeps its PyTorch dtype in the results,
 //   so that the converted module returns it as the model does; a cat or stack
 //   of parts of other dtypes (bool with int) is promoted.
-void lower_moving_node(LoweringContext& cx, const Node* node,
+void lower_moving_node(LoweringContext& cx, const Node* node, const MoveEntry* entry,
                        const std::function<void(LoweringContext&, const Node*)>& lower);
 
 }  // namespace nnapi_convert

@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 
 #include "lower/emit.h"
+#include "lower/forms.h"
 #include "lower/registry.h"
 
 namespace nnapi_convert {
@@ -211,7 +212,7 @@ void lower_instance_norm(LoweringContext& cx, const Node* node) {
 }  // namespace
 
 void register_normalization_ops(LoweringTable& t) {
-  t.add("aten::batch_norm", lower_batch_norm);
+  t.add("aten::batch_norm", lower_batch_norm).with_frames(frames_per_frame());
   t.add("aten::layer_norm", lower_layer_norm);
   t.add("aten::group_norm", lower_group_norm);
   t.add("aten::instance_norm", lower_instance_norm);

@@ -225,19 +225,23 @@ void lower_edge_pad(LoweringContext& cx, const Node* node, EdgeMode mode, const 
 }  // namespace
 
 void register_padding_ops(LoweringTable& t) {
-  t.add("aten::pad", lower_pad);
-  t.add("aten::constant_pad_nd", lower_pad);
-  for (const char* kind :
-       {"aten::reflection_pad1d", "aten::reflection_pad2d", "aten::reflection_pad3d"}) {
-    t.add(kind, [](LoweringContext& cx, const Node* n) {
+  t.add("aten::pad", lower_pad).with_reads_above_rank_4();
+  t.add("aten::constant_pad_nd", lower_pad).with_reads_above_rank_4();
+  for (auto [kind, rank_above_4] :
+       {std::pair{"aten::reflection_pad1d", false}, std::pair{"aten::reflection_pad2d", false},
+        std::pair{"aten::reflection_pad3d", true}}) {
+    KindSpec& spec = t.add(kind, [](LoweringContext& cx, const Node* n) {
       lower_edge_pad(cx, n, EdgeMode::Reflect, "reflect");
     });
+    if (rank_above_4) spec.with_reads_above_rank_4();
   }
-  for (const char* kind :
-       {"aten::replication_pad1d", "aten::replication_pad2d", "aten::replication_pad3d"}) {
-    t.add(kind, [](LoweringContext& cx, const Node* n) {
+  for (auto [kind, rank_above_4] :
+       {std::pair{"aten::replication_pad1d", false}, std::pair{"aten::replication_pad2d", false},
+        std::pair{"aten::replication_pad3d", true}}) {
+    KindSpec& spec = t.add(kind, [](LoweringContext& cx, const Node* n) {
       lower_edge_pad(cx, n, EdgeMode::Replicate, "replicate");
     });
+    if (rank_above_4) spec.with_reads_above_rank_4();
   }
 }
 

@@ -138,8 +138,10 @@ void lower_pixel_unshuffle(LoweringContext& cx, const Node* node) {
 }  // namespace
 
 void register_pixel_shuffle_ops(LoweringTable& t) {
-  t.add("aten::pixel_shuffle", lower_pixel_shuffle);
-  t.add("aten::pixel_unshuffle", lower_pixel_unshuffle);
+  t.add("aten::pixel_shuffle", lower_pixel_shuffle)
+      .with_moves(Moves::First, nnapi::Op::DepthToSpace, true);
+  t.add("aten::pixel_unshuffle", lower_pixel_unshuffle)
+      .with_moves(Moves::First, nnapi::Op::SpaceToDepth, true);
 }
 
 }  // namespace nnapi_convert

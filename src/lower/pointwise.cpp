@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "lower/emit.h"
+#include "lower/forms.h"
 #include "lower/registry.h"
 
 namespace nnapi_convert {
@@ -587,31 +588,49 @@ void lower_max_min(LoweringContext& cx, const Node* node, Op op) {
 }  // namespace
 
 void register_pointwise_ops(LoweringTable& t) {
-  t.add("aten::relu", [](LoweringContext& cx, const Node* n) { lower_unary(cx, n, Op::Relu); });
+  t.add("aten::relu", [](LoweringContext& cx, const Node* n) { lower_unary(cx, n, Op::Relu); })
+      .with_above_rank_4(lower_high_rank_elementwise)
+      .with_frames(frames_per_frame());
   t.add("aten::sigmoid",
-        [](LoweringContext& cx, const Node* n) { lower_unary(cx, n, Op::Logistic); });
-  t.add("aten::add", [](LoweringContext& cx, const Node* n) { lower_add_sub(cx, n, Op::Add); });
-  t.add("aten::_add_relu",
-        [](LoweringContext& cx, const Node* n) { lower_add_sub(cx, n, Op::Add, true); });
-  t.note("aten::_add_relu",
-         "optimize_for_mobile's add followed by relu (resnets): ADD with its fused RELU");
-  t.add("aten::sub", [](LoweringContext& cx, const Node* n) { lower_add_sub(cx, n, Op::Sub); });
-  t.add("aten::rsub", lower_rsub);
-  t.add("aten::neg",
-        [](LoweringContext& cx, const Node* n) { lower_signed_unary(cx, n, Op::Neg); });
-  t.add("aten::abs",
-        [](LoweringContext& cx, const Node* n) { lower_signed_unary(cx, n, Op::Abs); });
+        [](LoweringContext& cx, const Node* n) { lower_unary(cx, n, Op::Logistic); })
+      .with_above_rank_4(lower_high_rank_elementwise)
+      .with_frames(frames_per_frame());
+  t.add("aten::add", [](LoweringContext& cx, const Node* n) { lower_add_sub(cx, n, Op::Add); })
+      .with_above_rank_4(lower_high_rank_elementwise)
+      .with_frames(frames_per_frame());
+  t.add("aten::_add_relu", [](LoweringContext& cx, const Node* n) {
+     lower_add_sub(cx, n, Op::Add, true);
+   }).with_note("optimize_for_mobile's add followed by relu (resnets): ADD with its fused RELU");
+  t.add("aten::sub", [](LoweringContext& cx, const Node* n) { lower_add_sub(cx, n, Op::Sub); })
+      .with_above_rank_4(lower_high_rank_elementwise)
+      .with_frames(frames_per_frame());
+  t.add("aten::rsub", lower_rsub).with_folds();
+  t.add("aten::neg", [](LoweringContext& cx, const Node* n) {
+     lower_signed_unary(cx, n, Op::Neg);
+   }).with_above_rank_4(lower_high_rank_elementwise);
+  t.add("aten::abs", [](LoweringContext& cx, const Node* n) { lower_signed_unary(cx, n, Op::Abs); })
+      .with_above_rank_4(lower_high_rank_elementwise)
+      .with_complex(lower_complex_abs);
   for (auto [kind, op] : {std::pair{"aten::exp", Op::Exp}, std::pair{"aten::log", Op::Log},
                           std::pair{"aten::sqrt", Op::Sqrt}, std::pair{"aten::rsqrt", Op::Rsqrt}}) {
-    t.add(kind, [op = op](LoweringContext& cx, const Node* n) { lower_float_unary(cx, n, op); });
+    t.add(kind, [op = op](LoweringContext& cx, const Node* n) {
+       lower_float_unary(cx, n, op);
+     }).with_above_rank_4(lower_high_rank_elementwise);
   }
-  t.add("aten::log1p", lower_log1p);
-  t.note("aten::log1p",
-         "float32: log(u) * x / (u - 1) with u = 1 + x, x where u rounds to 1 (SELECT): exact for "
-         "small x, where LOG(1 + x) is not");
-  t.add("aten::pow", lower_pow);
-  t.add("aten::mul", [](LoweringContext& cx, const Node* n) { lower_mul_div(cx, n, Op::Mul); });
-  t.add("aten::div", [](LoweringContext& cx, const Node* n) { lower_mul_div(cx, n, Op::Div); });
+  t.add("aten::log1p", lower_log1p)
+      .with_note(
+          "float32: log(u) * x / (u - 1) with u = 1 + x, x where u rounds to 1 (SELECT): exact for "
+          "small x, where LOG(1 + x) is not");
+  t.add("aten::pow", lower_pow).with_above_rank_4(lower_high_rank_pow).with_folds();
+  t.add("aten::mul", [](LoweringContext& cx, const Node* n) { lower_mul_div(cx, n, Op::Mul); })
+      .with_above_rank_4(lower_high_rank_elementwise)
+      .with_frames(frames_per_frame());
+  t.add("aten::div", [](LoweringContext& cx, const Node* n) { lower_mul_div(cx, n, Op::Div); })
+      .with_note(
+          "rounding_mode='trunc': trunc(a/b) exactly; 'floor': FLOOR(a/b), which differs from "
+          "PyTorch's fmod-based quotient where a/b rounds up to a whole number")
+      .with_above_rank_4(lower_high_rank_elementwise)
+      .with_frames(frames_per_frame());
   t.add("aten::softmax",
         [](LoweringContext& cx, const Node* n) { lower_softmax_like(cx, n, Op::Softmax); });
   t.add("quantized::softmax", lower_quantized_softmax);
@@ -619,9 +638,9 @@ void register_pointwise_ops(LoweringTable& t) {
         [](LoweringContext& cx, const Node* n) { lower_softmax_like(cx, n, Op::LogSoftmax); });
   t.add("aten::prelu", lower_prelu);
   t.add("aten::floor_divide", [](LoweringContext& cx, const Node* n) {
-    lower_div_mode(cx, n, n->input(0), n->input(1), "floor");
-  });
-  t.add("aten::remainder", lower_remainder);
+     lower_div_mode(cx, n, n->input(0), n->input(1), "floor");
+   }).with_note("FLOOR(a/b) (float32), see aten::div");
+  t.add("aten::remainder", lower_remainder).with_note("a - FLOOR(a/b)*b (float32)");
   t.add("aten::maximum",
         [](LoweringContext& cx, const Node* n) { lower_max_min(cx, n, Op::Maximum); });
   t.add("aten::minimum",

@@ -41,4 +41,10 @@ Tensor emit_avg_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, b
 Tensor emit_adaptive_pool(LoweringContext& cx, nnapi::Op op, const Tensor& image,
                           const std::vector<int64_t>& size, const Value* out);
 
+// A separable linear map of float `x` (N, C, H, W) to (N, C, out_h, out_w):
+// out = A_h^T x A_w per channel with constant `a_h` (H, out_h) and `a_w` (W,
+// out_w) (adaptive pools' window weights; upsample.cpp's bilinear weights).
+Tensor separable_by_products(LoweringContext& cx, const Tensor& x, const at::Tensor& a_h,
+                             const at::Tensor& a_w);
+
 }  // namespace nnapi_convert

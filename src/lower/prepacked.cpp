@@ -188,27 +188,21 @@ std::string conv_run_support(const Node* node, Kind kind) {
 }  // namespace
 
 void register_prepacked_ops(LoweringTable& t) {
-  t.add("prepacked::conv2d_clamp_run",
-        [](LoweringContext& cx, const Node* node) { lower_conv_run(cx, node, Kind::Conv); });
-  t.add("prepacked::conv2d_transpose_clamp_run", [](LoweringContext& cx, const Node* node) {
-    lower_conv_run(cx, node, Kind::TransposedConv);
-  });
-  t.add("prepacked::linear_clamp_run", lower_linear_run);
-  t.add_support_check("prepacked::conv2d_clamp_run",
-                      [](const Node* node) { return conv_run_support(node, Kind::Conv); });
-  t.add_support_check("prepacked::conv2d_transpose_clamp_run", [](const Node* node) {
-    return conv_run_support(node, Kind::TransposedConv);
-  });
-  const char* clamp_note =
+  const std::string clamp_note =
       "optimize_for_mobile's XNNPACK operation: weights from its context object (a constant); "
       "its clamp is the fused RELU/RELU1/RELU6 where it is one, else MAXIMUM/MINIMUM after";
-  t.note("prepacked::conv2d_clamp_run", std::string(clamp_note) +
-                                            "; as aten::conv2d (CONV_2D, DEPTHWISE_CONV_2D, "
-                                            "GROUPED_CONV_2D)");
-  t.note("prepacked::conv2d_transpose_clamp_run",
-         std::string(clamp_note) + "; as aten::_convolution transposed (TRANSPOSE_CONV_2D)");
-  t.note("prepacked::linear_clamp_run",
-         std::string(clamp_note) + "; FULLY_CONNECTED on the input flattened to 2-D");
+  t.add("prepacked::conv2d_clamp_run",
+        [](LoweringContext& cx, const Node* node) { lower_conv_run(cx, node, Kind::Conv); })
+      .with_support([](const Node* node) { return conv_run_support(node, Kind::Conv); })
+      .with_note(clamp_note + "; as aten::conv2d (CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D)");
+  t.add("prepacked::conv2d_transpose_clamp_run",
+        [](LoweringContext& cx, const Node* node) {
+          lower_conv_run(cx, node, Kind::TransposedConv);
+        })
+      .with_support([](const Node* node) { return conv_run_support(node, Kind::TransposedConv); })
+      .with_note(clamp_note + "; as aten::_convolution transposed (TRANSPOSE_CONV_2D)");
+  t.add("prepacked::linear_clamp_run", lower_linear_run)
+      .with_note(clamp_note + "; FULLY_CONNECTED on the input flattened to 2-D");
 }
 
 }  // namespace nnapi_convert

@@ -5,6 +5,7 @@
 
 #include "lower/convolution.h"
 #include "lower/emit.h"
+#include "lower/forms.h"
 #include "lower/matmul.h"
 #include "lower/packed_params.h"
 #include "lower/pointwise.h"
@@ -226,8 +227,8 @@ void lower_qbinary(LoweringContext& cx, const Node* node, Op op, Fuse fuse) {
 }  // namespace
 
 void register_quantized_ops(LoweringTable& t) {
-  t.add("aten::quantize_per_tensor", lower_quantize);
-  t.add("aten::dequantize", lower_dequantize);
+  t.add("aten::quantize_per_tensor", lower_quantize).with_frames(frames_per_frame());
+  t.add("aten::dequantize", lower_dequantize).with_frames(frames_per_frame());
   t.add("quantized::linear", lower_qlinear);
   for (const char* kind : {"quantized::conv2d", "quantized::conv1d"}) {
     t.add(kind, [](LoweringContext& cx, const Node* n) { lower_qconv(cx, n, Fuse::None, false); });
@@ -237,12 +238,15 @@ void register_quantized_ops(LoweringTable& t) {
   }
   t.add("quantized::conv_transpose2d",
         [](LoweringContext& cx, const Node* n) { lower_qconv(cx, n, Fuse::None, true); });
-  t.add("quantized::add",
-        [](LoweringContext& cx, const Node* n) { lower_qbinary(cx, n, Op::Add, Fuse::None); });
-  t.add("quantized::add_relu",
-        [](LoweringContext& cx, const Node* n) { lower_qbinary(cx, n, Op::Add, Fuse::Relu); });
-  t.add("quantized::mul",
-        [](LoweringContext& cx, const Node* n) { lower_qbinary(cx, n, Op::Mul, Fuse::None); });
+  t.add("quantized::add", [](LoweringContext& cx, const Node* n) {
+     lower_qbinary(cx, n, Op::Add, Fuse::None);
+   }).with_frames(frames_per_frame());
+  t.add("quantized::add_relu", [](LoweringContext& cx, const Node* n) {
+     lower_qbinary(cx, n, Op::Add, Fuse::Relu);
+   }).with_frames(frames_per_frame());
+  t.add("quantized::mul", [](LoweringContext& cx, const Node* n) {
+     lower_qbinary(cx, n, Op::Mul, Fuse::None);
+   }).with_frames(frames_per_frame());
 }
 
 }  // namespace nnapi_convert

@@ -25,8 +25,9 @@
 // that size (so that the shape-compute lines read it there, sym_dim): one of
 // (dims before f, dim f, the product of the rest), RESHAPEd to it where the
 // operand made has another shape. So f is 0, 1 or 2.
-// Registered after view.cpp, layout.cpp, slicing.cpp and pointwise.cpp: other
-// views, permutes, selects, slices and arithmetic go to their lowerings.
+// The handlers (forms.h) sit in the specs of view.cpp, layout.cpp,
+// slicing.cpp and pointwise.cpp, tried before the kind's lowering (dispatch.h):
+// each returns false for what it leaves to that lowering.
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -38,6 +39,7 @@
 #include <set>
 
 #include "lower/emit.h"
+#include "lower/forms.h"
 #include "lower/kind_set.h"
 #include "lower/rank_reduce.h"
 #include "lower/registry.h"
@@ -196,6 +198,8 @@ Tensor reshape_to(LoweringContext& cx, const Tensor& x, const Dims& dims) {
   return emit_reshape(cx, x, dims);
 }
 
+}  // namespace
+
 // view/reshape to rank > 4, only reshaped again.
 bool lower_high_rank_view(LoweringContext& cx, const Node* node) {
   if (!cx.has_operand(node->input(0)) || !only_reshaped(node->output(), false)) return false;
@@ -223,8 +227,6 @@ bool lower_high_rank_view(LoweringContext& cx, const Node* node) {
   cx.reinterpret(node->output(), h.id, h.op);
   return true;
 }
-
-}  // namespace
 
 // The groups of input dims (size-1 dims dropped) that stay adjacent under
 // the permutation `dims` of a contiguous `in_tensor` of sizes `in`, merged:
@@ -335,6 +337,8 @@ Dims with_dim(const Tensor& x, int64_t d, int64_t size) {
   return dims;
 }
 
+}  // namespace
+
 // select(x, d, i) of a tensor of rank > 4 (d not flexible): x read as (dims
 // before d, dim d, dims after d), a STRIDED_SLICE of [i, i + 1) along the middle.
 bool lower_high_rank_select(LoweringContext& cx, const Node* node) {
@@ -379,6 +383,8 @@ bool lower_high_rank_slice(LoweringContext& cx, const Node* node) {
           node->output());
   return true;
 }
+
+namespace {
 
 // One side of arithmetic of rank > 4: an operand, or a constant tensor or
 // number (float32 when the other side is), and its sizes.
@@ -515,6 +521,8 @@ bool lower_high_rank_unary(LoweringContext& cx, const Node* node, nnapi::Op op) 
   return true;
 }
 
+}  // namespace
+
 // pow(x, 2) of rank > 4 (YOLO's `(xy * 2) ** 2`): x * x on the data as 1-D;
 // other exponents go to pointwise.cpp, as an elementwise op of the 1-D data.
 bool lower_high_rank_pow(LoweringContext& cx, const Node* node) {
@@ -610,75 +618,25 @@ bool lower_high_rank_unsqueeze(LoweringContext& cx, const Node* node) {
   return true;
 }
 
-// `fallback`, the lowering registered before, for what the above leave.
-void chain(LoweringTable& t, const char* kind,
-           std::function<bool(LoweringContext& cx, const Node* node)> lower) {
-  t.extend(kind, [lower = std::move(lower)](LoweringContext& cx, const Node* node, const LowerFn&) {
-    return lower(cx, node);
-  });
+bool lower_high_rank_permute(LoweringContext& cx, const Node* node) {
+  return lower_high_rank_permute(cx, node, cx.constant_int_list(node->input(1)));
 }
 
-}  // namespace
-
-void register_rank_reduce_ops(LoweringTable& t) {
-  chain(t, "aten::view", lower_high_rank_view);
-  chain(t, "aten::reshape", lower_high_rank_view);
-  chain(t, "aten::permute", [](LoweringContext& cx, const Node* node) {
-    return lower_high_rank_permute(cx, node, cx.constant_int_list(node->input(1)));
-  });
-  chain(t, "aten::select", lower_high_rank_select);
-  chain(t, "aten::slice", lower_high_rank_slice);
-  chain(t, "aten::unsqueeze", lower_high_rank_unsqueeze);
-  chain(t, "aten::transpose", [](LoweringContext& cx, const Node* node) {
-    if (!cx.has_operand(node->input(0))) return false;
-    const auto rank = static_cast<int64_t>(cx.get_operand(node->input(0)).op.shape.size());
-    if (rank <= 4) return false;
-    std::vector<int64_t> dims(rank);
-    std::iota(dims.begin(), dims.end(), 0);
-    std::swap(dims[py_index(cx.constant_int(node->input(1)), rank)],
-              dims[py_index(cx.constant_int(node->input(2)), rank)]);
-    return lower_high_rank_permute(cx, node, dims);
-  });
+bool lower_high_rank_transpose(LoweringContext& cx, const Node* node) {
+  if (!cx.has_operand(node->input(0))) return false;
+  const auto rank = static_cast<int64_t>(cx.get_operand(node->input(0)).op.shape.size());
+  if (rank <= 4) return false;
+  std::vector<int64_t> dims(rank);
+  std::iota(dims.begin(), dims.end(), 0);
+  std::swap(dims[py_index(cx.constant_int(node->input(1)), rank)],
+            dims[py_index(cx.constant_int(node->input(2)), rank)]);
+  return lower_high_rank_permute(cx, node, dims);
 }
 
-bool takes_rank_above_4(c10::Symbol kind) {
-  static const KindSet kinds({c10::aten::view,
-                              c10::aten::reshape,
-                              c10::aten::flatten,
-                              c10::aten::permute,
-                              c10::aten::transpose,
-                              c10::aten::select,
-                              c10::aten::slice,
-                              c10::aten::unsqueeze,
-                              c10::aten::pow,
-                              c10::aten::size,
-                              c10::aten::einsum,
-                              c10::aten::pad,
-                              c10::aten::constant_pad_nd,
-                              c10::aten::reflection_pad3d,
-                              c10::aten::replication_pad3d,
-                              c10::aten::feature_dropout,
-                              c10::aten::alpha_dropout,
-                              c10::aten::feature_alpha_dropout,
-                              c10::prim::ListConstruct,
-                              c10::prim::TupleConstruct});
-  return kinds.count(kind) || arithmetic().count(kind) || unary_elementwise().count(kind) ||
-         is_identity(kind);
-}
-
-void register_rank_reduce_arithmetic(LoweringTable& t) {
-  for (const auto& [kind, op] : arithmetic()) {
-    chain(t, kind.toQualString(), [op = op](LoweringContext& cx, const Node* node) {
-      return lower_high_rank_arithmetic(cx, node, op);
-    });
-  }
-  for (const auto& [kind, op] : unary_elementwise()) {
-    chain(t, kind.toQualString(), [op = op](LoweringContext& cx, const Node* node) {
-      return lower_high_rank_unary(cx, node, op);
-    });
-  }
-  chain(t, "aten::pow", lower_high_rank_pow);
-  chain(t, "aten::cat", lower_high_rank_cat);
+bool lower_high_rank_elementwise(LoweringContext& cx, const Node* node) {
+  const auto binary = arithmetic().find(node->kind());
+  if (binary != arithmetic().end()) return lower_high_rank_arithmetic(cx, node, binary->second);
+  return lower_high_rank_unary(cx, node, unary_elementwise().at(node->kind()));
 }
 
 }  // namespace nnapi_convert

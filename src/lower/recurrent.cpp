@@ -410,13 +410,21 @@ std::vector<at::Tensor> quantized_lstm_params(LoweringContext& cx, const Node* n
 }
 
 void register_recurrent_ops(LoweringTable& t) {
-  t.add("aten::lstm", [](LoweringContext& cx, const Node* n) { lower_rnn(cx, n, Cell::Lstm); });
+  t.add("aten::lstm", [](LoweringContext& cx, const Node* n) { lower_rnn(cx, n, Cell::Lstm); })
+      .with_note(
+          "unrolled per time step (FULLY_CONNECTED, SPLIT, LOGISTIC, TANH, MUL, ADD, "
+          "CONCATENATION); fixed sizes, no proj_size, no packed sequences");
   t.add("aten::quantized_lstm", [](LoweringContext& cx, const Node* n) {
     const std::vector<at::Tensor> params = quantized_lstm_params(cx, n);
     lower_rnn(cx, n, Cell::Lstm, &params);
   });
-  t.add("aten::gru", [](LoweringContext& cx, const Node* n) { lower_rnn(cx, n, Cell::Gru); });
-  t.add("aten::zeros", lower_zeros);
+  t.add("aten::gru", [](LoweringContext& cx, const Node* n) { lower_rnn(cx, n, Cell::Gru); })
+      .with_note(
+          "unrolled per time step (FULLY_CONNECTED, SPLIT, LOGISTIC, TANH, MUL, ADD, SUB, "
+          "CONCATENATION); fixed sizes, no packed sequences");
+  t.add("aten::zeros", lower_zeros)
+      .with_note("constant sizes only: a constant tensor (an RNN's zero initial state)")
+      .with_folds();
 }
 
 }  // namespace nnapi_convert

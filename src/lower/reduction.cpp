@@ -1,4 +1,6 @@
-// Reductions and selection along dims (NNAPI feature level 3): max/min over
+// Reductions and selection along dims: mean and sum over dims (MEAN,
+// REDUCE_SUM; a quantized mean as PyTorch rounds it), and (NNAPI feature
+// level 3) max/min over
 // a dim (values: REDUCE_MAX/MIN, indices: ARGMAX/ARGMIN), amax/amin,
 // argmax/argmin, whole-tensor max()/min(), prod (REDUCE_PROD), any/all
 // (REDUCE_ANY/ALL of the truth, TENSOR_BOOL8), topk (TOPK_V2), and sin/cos
@@ -336,42 +338,154 @@ void lower_sin_cos(LoweringContext& cx, const Node* node, bool is_cos) {
   emit_binary(cx, Op::Add, t, float_scalar_tensor(cx, 1.0f), Fuse::None, node->output());
 }
 
+// How PyTorch (1.13, quint8, the qnnpack engine) computes a quantized mean
+// over `dims` of a contiguous tensor of rank `rank` (ReduceOps.cpp's
+// mean_out_quantized_cpu), in three ways: dims literally (2, 3) of a 4-D
+// tensor, QNNPACK's global average pool (the host MEAN kernel rounds as it
+// does); dims that are the innermost ones (-1, (-2, -1), ...), the raw stored
+// values averaged in float and rounded half to even (qmean_inner_dim);
+// otherwise dequantized, averaged in float32 and quantized to the input's
+// scale and zero point. OneMean: one MEAN (also every float mean).
+enum class QuantMean { OneMean, Innermost, Float };
+
+QuantMean quant_mean_path(const std::vector<int64_t>& dims, int64_t rank) {
+  if (rank == 4 && dims == std::vector<int64_t>{2, 3}) return QuantMean::OneMean;
+  std::vector<int64_t> wrapped;
+  for (int64_t d : dims) wrapped.push_back(py_index(d, rank));
+  std::sort(wrapped.rbegin(), wrapped.rend());
+  for (size_t i = 0; i < wrapped.size(); ++i) {
+    if (wrapped[i] != rank - 1 - static_cast<int64_t>(i)) return QuantMean::Float;
+  }
+  return QuantMean::Innermost;
+}
+
+// mean(x, dims, keepdim, dtype) as MEAN; sum(x, dims, keepdim, dtype) as
+// REDUCE_SUM (float32; its keep_dims is a BOOL where MEAN's is an INT32).
+// NeuralNetworks.h says nothing of how a quantized MEAN rounds (its output is
+// "of the same OperandCode as input0"; the host runtime rounds as QNNPACK's
+// global average pool), so a quantized mean PyTorch does not compute as that
+// pool is lowered so that any driver that follows the spec matches eager:
+// the float MEAN of the stored values (CAST, exact) QUANTIZEd at scale 1
+// (half to even) and CAST to the input's parameters, or of the DEQUANTIZEd
+// values QUANTIZEd to the input's parameters, as quant_mean_path says.
+void lower_reduce(LoweringContext& cx, const Node* node, Op op) {
+  const char* what = op == Op::Mean ? "mean" : "sum";
+  check(node->inputs().size() == 4, [&] {
+    return std::string("only ") + what + " over given dims converts (aten::" + what +
+           ".dim_IntList)";
+  });
+  auto [in_id, in] = cx.get_operand(node->input(0));
+  std::vector<int64_t> dims = cx.constant_int_list(node->input(1));
+  bool keep_dim = cx.constant_bool(node->input(2));
+  check_dtype_argument(cx, node->input(3), {in_id, in}, node->kind().toQualString());
+  check(op == Op::Mean || in.type == nnapi::OperandType::TensorFloat32,
+        "sum is supported on float32 tensors only (NNAPI's REDUCE_SUM)");
+  int64_t rank = static_cast<int64_t>(in.shape.size());
+  std::vector<bool> collapsed(rank, false);
+  for (int64_t d : dims) collapsed[py_index(d, rank)] = true;
+  const QuantMean path = in.type == nnapi::OperandType::TensorQuant8Asymm
+                             ? quant_mean_path(dims, rank)
+                             : QuantMean::OneMean;
+  if (in.dim_order == DimOrder::ChannelsLast &&
+      (path == QuantMean::Float || (!keep_dim && !(collapsed[2] && collapsed[3])))) {
+    // Dropping a dim other than H and W leaves no layout to keep the result
+    // channels-last in: the reduction runs on the NCHW relayout. So does a
+    // float mean of dequantized values, whose rounding depends on the order
+    // of the sum: PyTorch's runs on the contiguous (NCHW) tensor.
+    const Tensor nchw = emit_relayout(cx, {in_id, in}, DimOrder::Contiguous);
+    in_id = nchw.id;
+    in = nchw.op;
+  }
+  std::vector<int64_t> nnapi_dims = dims;
+  if (in.dim_order == DimOrder::ChannelsLast) {
+    check(rank == 4, [&] { return std::string("channels-last ") + what + " needs 4 dims"; });
+    for (int64_t& d : nnapi_dims) d = nnapi_axis(in.dim_order, py_index(d, 4));
+  }
+  // Without keepdim, a channels-last input reduced over H and W (at least)
+  // leaves (N, C) or fewer dims, which are in NCHW order.
+  const DimOrder out_order = keep_dim ? in.dim_order : DimOrder::Contiguous;
+  // Kept dims as they are, reduced ones 1 (keepdim) or dropped.
+  std::vector<SymInt> out_dims;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (!collapsed[i]) {
+      out_dims.push_back(sym_dim(in_id, in.shape, i));
+    } else if (keep_dim) {
+      out_dims.push_back({1, ""});
+    }
+  }
+  Operand out = in;
+  out.dim_order = out_order;
+  int32_t dims_id = cx.model().add_int_vector(nnapi_dims);
+  int32_t keep_id = op == Op::Mean ? cx.model().add_int_scalar(keep_dim ? 1 : 0)
+                                   : cx.model().add_bool_scalar(keep_dim);
+  if (path == QuantMean::OneMean) {
+    const int32_t out_id = cx.add_output(node->output(), out, out_dims).id;
+    cx.model().add_operation(op, {in_id, dims_id, keep_id}, {out_id});
+    return;
+  }
+  const Tensor x{in_id, in};
+  Operand real = in;
+  real.type = nnapi::OperandType::TensorFloat32;
+  real.scale = 0.0;
+  real.zero_point = 0;
+  const Tensor xf =
+      path == QuantMean::Innermost ? emit_unary_to(cx, Op::Cast, x, real) : emit_dequantize(cx, x);
+  Operand mean_rec = out;
+  mean_rec.type = real.type;
+  mean_rec.scale = 0.0;
+  mean_rec.zero_point = 0;
+  const Tensor mean = cx.add_output(nullptr, mean_rec, out_dims);
+  cx.model().add_operation(op, {xf.id, dims_id, keep_id}, {mean.id});
+  if (path == QuantMean::Float) {
+    emit_quantize(cx, mean, in.scale, in.zero_point, node->output());
+    return;
+  }
+  const Tensor rounded = emit_quantize(cx, mean, 1.0, 0);
+  Operand requantized = rounded.op;
+  requantized.scale = in.scale;
+  requantized.zero_point = in.zero_point;
+  emit_unary_to(cx, Op::Cast, rounded, requantized, node->output());
+}
+
 }  // namespace
 
 void register_reduction_ops(LoweringTable& t) {
-  t.add("aten::max", [](LoweringContext& cx, const Node* n) { lower_max_min(cx, n, true); });
+  t.add("aten::mean", [](LoweringContext& cx, const Node* n) { lower_reduce(cx, n, Op::Mean); });
+  t.add("aten::sum",
+        [](LoweringContext& cx, const Node* n) { lower_reduce(cx, n, Op::ReduceSum); });
+  t.add("aten::max", [](LoweringContext& cx, const Node* n) { lower_max_min(cx, n, true); })
+      .with_note(
+          "also min: over a dim, values REDUCE_MAX/MIN and indices ARGMAX/ARGMIN (first index on "
+          "ties, as PyTorch; int64 outputs are made so by the converted module); of every "
+          "element REDUCE_MAX/MIN (a 0-dim result); of two tensors MAXIMUM/MINIMUM. Float32 "
+          "and quantized");
   t.add("aten::min", [](LoweringContext& cx, const Node* n) { lower_max_min(cx, n, false); });
-  t.add("aten::amax", [](LoweringContext& cx, const Node* n) { lower_amax(cx, n, Op::ReduceMax); });
+  t.add("aten::amax", [](LoweringContext& cx, const Node* n) {
+     lower_amax(cx, n, Op::ReduceMax);
+   }).with_note("also amin: REDUCE_MAX/MIN over the dims (float32, quantized)");
   t.add("aten::amin", [](LoweringContext& cx, const Node* n) { lower_amax(cx, n, Op::ReduceMin); });
-  t.add("aten::argmax",
-        [](LoweringContext& cx, const Node* n) { lower_argmax(cx, n, Op::ArgMax); });
+  t.add("aten::argmax", [](LoweringContext& cx, const Node* n) { lower_argmax(cx, n, Op::ArgMax); })
+      .with_note(
+          "also argmin: ARGMAX/ARGMIN (first index on ties; without a dim, of the flattened "
+          "tensor)");
   t.add("aten::argmin",
         [](LoweringContext& cx, const Node* n) { lower_argmax(cx, n, Op::ArgMin); });
-  t.add("aten::prod", lower_prod);
-  t.add("aten::any",
-        [](LoweringContext& cx, const Node* n) { lower_any_all(cx, n, Op::ReduceAny); });
+  t.add("aten::prod", lower_prod).with_note("REDUCE_PROD, float32, over one dim or every element");
+  t.add("aten::any", [](LoweringContext& cx, const Node* n) {
+     lower_any_all(cx, n, Op::ReduceAny);
+   }).with_note("also all: REDUCE_ANY/ALL of the truth (non-zero) of the input");
   t.add("aten::all",
         [](LoweringContext& cx, const Node* n) { lower_any_all(cx, n, Op::ReduceAll); });
-  t.add("aten::topk", lower_topk);
+  t.add("aten::topk", lower_topk)
+      .with_note(
+          "TOPK_V2 (sorted; another dim than the last is permuted there; largest=False is "
+          "TOPK_V2 of NEG(x), not for quantized tensors). Of equal values NNAPI returns the "
+          "larger index first, PyTorch's order among ties is unspecified: indices of tied "
+          "values may differ");
   t.add("aten::sin", [](LoweringContext& cx, const Node* n) { lower_sin_cos(cx, n, false); });
-  t.add("aten::cos", [](LoweringContext& cx, const Node* n) { lower_sin_cos(cx, n, true); });
-  t.note("aten::max",
-         "also min: over a dim, values REDUCE_MAX/MIN and indices ARGMAX/ARGMIN (first index on "
-         "ties, as PyTorch; int64 outputs are made so by the converted module); of every "
-         "element REDUCE_MAX/MIN (a 0-dim result); of two tensors MAXIMUM/MINIMUM. Float32 "
-         "and quantized");
-  t.note("aten::amax", "also amin: REDUCE_MAX/MIN over the dims (float32, quantized)");
-  t.note("aten::argmax",
-         "also argmin: ARGMAX/ARGMIN (first index on ties; without a dim, of the flattened "
-         "tensor)");
-  t.note("aten::prod", "REDUCE_PROD, float32, over one dim or every element");
-  t.note("aten::any", "also all: REDUCE_ANY/ALL of the truth (non-zero) of the input");
-  t.note("aten::topk",
-         "TOPK_V2 (sorted; another dim than the last is permuted there; largest=False is "
-         "TOPK_V2 of NEG(x), not for quantized tensors). Of equal values NNAPI returns the "
-         "larger index first, PyTorch's order among ties is unspecified: indices of tied "
-         "values may differ");
-  t.note("aten::cos", "float32: 1 - 2 sin(x/2)^2 with NNAPI's SIN");
+  t.add("aten::cos", [](LoweringContext& cx, const Node* n) {
+     lower_sin_cos(cx, n, true);
+   }).with_note("float32: 1 - 2 sin(x/2)^2 with NNAPI's SIN");
 }
 
 }  // namespace nnapi_convert

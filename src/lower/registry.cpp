@@ -4,34 +4,68 @@
 #include <tuple>
 #include <utility>
 
+#include "lower/check.h"
+
 namespace nnapi_convert {
 
-void LoweringTable::add(const std::string& kind, LowerFn fn) {
-  fns_[c10::Symbol::fromQualString(kind)] = std::move(fn);
-  // A kind added again (rank_reduce.cpp wraps earlier lowerings) stays listed
-  // under the family that first lowered it.
-  entries_.try_emplace(kind, Entry{kind, family_, ""});
+KindSpec& KindSpec::with_note(std::string text) {
+  note = std::move(text);
+  return *this;
 }
 
-void LoweringTable::extend(const std::string& kind, ExtendFn lower) {
-  const LowerFn* found = find(c10::Symbol::fromQualString(kind));
-  check(found != nullptr, "internal: no lowering of " + kind + " to extend");
-  LowerFn fallback = *found;
-  add(kind, [lower = std::move(lower), fallback](LoweringContext& cx, const Node* node) {
-    if (!lower(cx, node, fallback)) fallback(cx, node);
+KindSpec& KindSpec::with_support(SupportFn fn) {
+  support.push_back(std::move(fn));
+  return *this;
+}
+
+KindSpec& KindSpec::with_moves(Moves how, std::optional<nnapi::Op> int32_op, bool relayouts) {
+  moves = MoveEntry{how, int32_op, relayouts};
+  return *this;
+}
+
+KindSpec& KindSpec::with_above_rank_4(FormFn handler) {
+  above_rank_4 = std::move(handler);
+  return *this;
+}
+
+KindSpec& KindSpec::with_reads_above_rank_4() {
+  reads_above_rank_4 = true;
+  return *this;
+}
+
+KindSpec& KindSpec::with_frames(FramesSpec how) {
+  frames = std::move(how);
+  return *this;
+}
+
+KindSpec& KindSpec::with_complex(LowerFn lower_complex) {
+  complex = std::move(lower_complex);
+  return *this;
+}
+
+KindSpec& KindSpec::with_folds() {
+  folds = true;
+  return *this;
+}
+
+KindSpec& LoweringTable::add(const std::string& kind, LowerFn fn) {
+  const auto [it, fresh] = specs_.try_emplace(c10::Symbol::fromQualString(kind));
+  check(fresh, [&] {
+    return "internal: node kind " + kind + " declared twice (by " + it->second.family + " and " +
+           family_ + "); declare each kind once, in the file that lowers it";
   });
+  KindSpec& spec = it->second;
+  spec.kind = kind;
+  spec.lower = std::move(fn);
+  spec.family = family_;
+  return spec;
 }
 
-void LoweringTable::note(const std::string& kind, std::string text) {
-  auto it = entries_.find(kind);
-  if (it != entries_.end()) it->second.note = std::move(text);
-}
-
-std::vector<LoweringTable::Entry> LoweringTable::entries() const {
-  std::vector<Entry> out;
-  for (const auto& kv : entries_) out.push_back(kv.second);
-  std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) {
-    return std::tie(a.family, a.kind) < std::tie(b.family, b.kind);
+std::vector<const KindSpec*> LoweringTable::specs() const {
+  std::vector<const KindSpec*> out;
+  for (const auto& kv : specs_) out.push_back(&kv.second);
+  std::sort(out.begin(), out.end(), [](const KindSpec* a, const KindSpec* b) {
+    return std::tie(a->family, a->kind) < std::tie(b->family, b->kind);
   });
   return out;
 }
@@ -46,37 +80,34 @@ const std::vector<GroupMatcher>& LoweringTable::group_matchers(c10::Symbol kind)
   return it == matchers_.end() ? kNone : it->second;
 }
 
-void LoweringTable::add_support_check(const std::string& kind, SupportFn fn) {
-  support_[c10::Symbol::fromQualString(kind)].push_back(std::move(fn));
-}
-
 std::string LoweringTable::unsupported_because(const Node* node) const {
-  auto it = support_.find(node->kind());
-  if (it == support_.end()) return "";
-  for (const SupportFn& check_node : it->second) {
+  const KindSpec* spec = find(node->kind());
+  if (!spec) return "";
+  for (const SupportFn& check_node : spec->support) {
     std::string why = check_node(node);
     if (!why.empty()) return why;
   }
   return "";
 }
 
-const LowerFn* LoweringTable::find(c10::Symbol kind) const {
-  auto it = fns_.find(kind);
-  return it == fns_.end() ? nullptr : &it->second;
+const KindSpec* LoweringTable::find(c10::Symbol kind) const {
+  auto it = specs_.find(kind);
+  return it == specs_.end() ? nullptr : &it->second;
 }
 
 const LoweringTable& lowering_table() {
   static const LoweringTable table = [] {
     LoweringTable t;
+    // Each family declares its kinds; the order of this list does not matter.
     const std::pair<const char*, void (*)(LoweringTable&)> families[] = {
         {"graph", register_graph_ops},
+        {"folded", register_folded_ops},
         {"view", register_view_ops},
         {"layout", register_layout_ops},
         {"slicing", register_slicing_ops},
-        {"view", register_rank_reduce_ops},  // wraps view/permute/select lowerings
         {"pointwise", register_pointwise_ops},
-        {"pointwise", register_rank_reduce_arithmetic},
         {"pooling", register_pooling_ops},
+        {"upsample", register_upsample_ops},
         {"convolution", register_convolution_ops},
         {"linear", register_linear_ops},
         {"prepacked", register_prepacked_ops},
@@ -104,63 +135,6 @@ const LoweringTable& lowering_table() {
       t.set_family(family);
       register_family(t);
     }
-    // What a user of list-ops should know beyond "supported".
-    t.note("aten::upsample_bilinear2d",
-           "RESIZE_BILINEAR with its corner flags at --min-android-api 30 (fixed or flexible "
-           "height and width; by output size or whole scale factor); below: fixed sizes as "
-           "FULLY_CONNECTED products with PyTorch's weights, a flexible size by one whole scale "
-           "factor with align_corners=False as replicate padding, DEPTHWISE_CONV_2D and "
-           "pixel_shuffle; quantized through DEQUANTIZE and a QUANTIZE rounding half to even");
-    t.note("aten::linear", "needs a bias");
-    t.note("aten::matmul",
-           "float32; with a constant 2-D right side it is FULLY_CONNECTED; a product of two "
-           "computed tensors is BATCH_MATMUL (NNAPI feature level 6) with --min-android-api 33 "
-           "or more, else one FULLY_CONNECTED per batch entry (fixed sizes only)");
-    t.note("aten::bmm", "as aten::matmul of two computed tensors");
-    t.note("aten::max_pool2d",
-           "ceil_mode over a flexible height or width: stride - 1 more bottom/right padding "
-           "(refused when stride > kernel - padding)");
-    t.note("aten::lstm",
-           "unrolled per time step (FULLY_CONNECTED, SPLIT, LOGISTIC, TANH, MUL, ADD, "
-           "CONCATENATION); fixed sizes, no proj_size, no packed sequences");
-    t.note("aten::gru",
-           "unrolled per time step (FULLY_CONNECTED, SPLIT, LOGISTIC, TANH, MUL, ADD, SUB, "
-           "CONCATENATION); fixed sizes, no packed sequences");
-    t.note("aten::zeros", "constant sizes only: a constant tensor (an RNN's zero initial state)");
-    // Issue 20: decompositions into NNAPI feature level 1 to 3 operations.
-    t.note("aten::_convolution_mode",
-           "padding='same' pads dilation*(kernel-1), the odd element at the bottom/right as ATen "
-           "does (stride 1); 'valid' pads nothing. Also aten::conv1d/conv2d with string padding");
-    t.note("aten::_convolution",
-           "transposed: output_padding beyond the padding is TRANSPOSE_CONV_2D with a zero bias, "
-           "PAD and ADD of the bias; groups and dilation (float) a dense block-diagonal or "
-           "zero-dilated kernel (groups times the multiplications)");
-    t.note("aten::avg_pool2d",
-           "count_include_pad=False: AVERAGE_POOL_2D with explicit padding; padding with "
-           "count_include_pad: PAD then AVERAGE_POOL_2D (PyTorch's converter passes the padding "
-           "to AVERAGE_POOL_2D, which does not count padded cells); divisor_override, or ceil_mode "
-           "past the padding with count_include_pad: MUL by a constant map of divisors (float32, "
-           "fixed height and width; over a flexible one: PAD, then ceil_mode as max_pool2d's, "
-           "divisor_override without ceil_mode as one MUL)");
-    t.note("aten::adaptive_avg_pool2d",
-           "output sizes that divide the input: AVERAGE_POOL_2D; others (interpolate "
-           "mode='area'): float32, FULLY_CONNECTED over W and H with PyTorch's window weights; "
-           "to 1x1 over a flexible height or width: MEAN (adaptive_max_pool2d: REDUCE_MAX); "
-           "other output sizes over a flexible size are refused");
-    t.note("aten::cumsum",
-           "float32: FULLY_CONNECTED with a triangular matrix of ones along the dim (fixed size)");
-    t.note("aten::softplus",
-           "stable max(z,0)+log(1+exp(-|z|)), z = beta*x; threshold as an exact FLOOR-made mask");
-    t.note("aten::erf", "A&S 7.1.26 polynomial, |error| <= 1.5e-7");
-    t.note("aten::div",
-           "rounding_mode='trunc': trunc(a/b) exactly; 'floor': FLOOR(a/b), which differs from "
-           "PyTorch's fmod-based quotient where a/b rounds up to a whole number");
-    t.note("aten::floor_divide", "FLOOR(a/b) (float32), see aten::div");
-    t.note("aten::remainder", "a - FLOOR(a/b)*b (float32)");
-    t.note("aten::addmm", "alpha/beta other than 1: constant weight and bias scaled at conversion");
-    t.note("aten::flip", "STRIDED_SLICE with stride -1 per flipped dim (fixed sizes)");
-    t.note("aten::index_select", "GATHER by constant or int32 indices");
-    t.note("aten::hardshrink", "x times an exact FLOOR-made mask |x| > lambd");
     return t;
   }();
   return table;

@@ -53,9 +53,10 @@ void lower_roll(LoweringContext& cx, const Node* node) {
 }  // namespace
 
 void register_roll_ops(LoweringTable& t) {
-  t.add("aten::roll", lower_roll);
-  t.note("aten::roll",
-         "two STRIDED_SLICEs and a CONCATENATION per rolled dim (fixed size); dims required");
+  t.add("aten::roll", lower_roll)
+      .with_note(
+          "two STRIDED_SLICEs and a CONCATENATION per rolled dim (fixed size); dims required")
+      .with_moves(Moves::First);
 }
 
 }  // namespace nnapi_convert

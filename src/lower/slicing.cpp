@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "lower/emit.h"
+#include "lower/forms.h"
 #include "lower/node_args.h"
 #include "lower/registry.h"
 
@@ -341,14 +342,20 @@ void lower_list_unpack(LoweringContext& cx, const Node* node) {
 }  // namespace
 
 void register_slicing_ops(LoweringTable& t) {
-  t.add("aten::slice", lower_slice);
-  t.add("aten::select", lower_select);
-  t.add("aten::cat", lower_cat);
+  t.add("aten::slice", lower_slice)
+      .with_above_rank_4(lower_high_rank_slice)
+      .with_moves(Moves::First)
+      .with_folds();
+  t.add("aten::select", lower_select)
+      .with_above_rank_4(lower_high_rank_select)
+      .with_moves(Moves::First, nnapi::Op::StridedSlice, true)
+      .with_folds();
+  t.add("aten::cat", lower_cat).with_above_rank_4(lower_high_rank_cat).with_moves(Moves::Parts);
   t.add("quantized::cat", lower_cat);
-  t.add("aten::chunk", lower_split);
-  t.add("aten::split", lower_split);
-  t.add("aten::split_with_sizes", lower_split);
-  t.add("prim::ListUnpack", lower_list_unpack);
+  t.add("aten::chunk", lower_split).with_moves(Moves::Split);
+  t.add("aten::split", lower_split).with_moves(Moves::Split);
+  t.add("aten::split_with_sizes", lower_split).with_moves(Moves::Split);
+  t.add("prim::ListUnpack", lower_list_unpack).with_moves(Moves::SplitPart);
 }
 
 }  // namespace nnapi_convert

@@ -23,9 +23,9 @@
 
 #include "lower/convolution.h"
 #include "lower/emit.h"
+#include "lower/forms.h"
 #include "lower/node_args.h"
 #include "lower/padding.h"
-#include "lower/registry.h"
 
 namespace nnapi_convert {
 namespace {
@@ -140,9 +140,11 @@ bool is_complex(const LoweringContext& cx, const Value* v) {
   return cx.torch_dtype_of(v) == at::kComplexFloat;
 }
 
-// abs() of a complex result: sqrt(re^2 + im^2), the pairs in the last dim.
-bool lower_complex_abs(LoweringContext& cx, const Node* node, const LowerFn&) {
-  if (!is_complex(cx, node->input(0))) return false;
+}  // namespace
+
+// abs() of a complex result: sqrt(re^2 + im^2), the pairs in the last dim
+// (aten::abs's spec, pointwise.cpp).
+void lower_complex_abs(LoweringContext& cx, const Node* node) {
   const Tensor z = cx.get_operand(node->input(0));
   const Tensor squares = emit_binary(cx, Op::Mul, z, z);
   std::vector<SymInt> dims = sym_shape(squares);
@@ -155,8 +157,9 @@ bool lower_complex_abs(LoweringContext& cx, const Node* node, const LowerFn&) {
        m.add_bool_scalar(false)},
       {sum.id});
   emit_unary(cx, Op::Sqrt, sum, node->output());
-  return true;
 }
+
+namespace {
 
 // view_as_real() of a complex result: its pairs, now a float32 tensor.
 void lower_view_as_real(LoweringContext& cx, const Node* node) {
@@ -170,17 +173,16 @@ void lower_view_as_real(LoweringContext& cx, const Node* node) {
 }  // namespace
 
 void register_spectral_ops(LoweringTable& t) {
-  t.add("aten::stft", lower_stft);
-  t.add_support_check("aten::stft", stft_support);
-  t.add("aten::view_as_real", lower_view_as_real);
-  t.extend("aten::abs", lower_complex_abs);
-  t.note("aten::stft",
-         "float32 signals (L) or (N, L) of fixed length (a flexible batch): a DFT with a constant "
-         "basis, the window folded in, as one strided CONV_2D, then TRANSPOSE to the (..., F, T, "
-         "2) real pairs of return_complex=False; center=True pads with aten::pad's modes. A "
-         "complex result (return_complex=True) converts only through abs() (the magnitude) or "
-         "view_as_real()");
-  t.note("aten::view_as_real", "of a complex aten::stft result only (its real pairs)");
+  t.add("aten::stft", lower_stft)
+      .with_support(stft_support)
+      .with_note(
+          "float32 signals (L) or (N, L) of fixed length (a flexible batch): a DFT with a "
+          "constant basis, the window folded in, as one strided CONV_2D, then TRANSPOSE to the "
+          "(..., F, T, 2) real pairs of return_complex=False; center=True pads with aten::pad's "
+          "modes. A complex result (return_complex=True) converts only through abs() (the "
+          "magnitude) or view_as_real()");
+  t.add("aten::view_as_real", lower_view_as_real)
+      .with_note("of a complex aten::stft result only (its real pairs)");
 }
 
 }  // namespace nnapi_convert

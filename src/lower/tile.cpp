@@ -185,9 +185,9 @@ void lower_repeat(LoweringContext& cx, const Node* node) {
 }  // namespace
 
 void register_tile_ops(LoweringTable& t) {
-  t.add("aten::expand", lower_expand);
-  t.add("aten::expand_as", lower_expand_as);
-  t.add("aten::repeat", lower_repeat);
+  t.add("aten::expand", lower_expand).with_moves(Moves::First);
+  t.add("aten::expand_as", lower_expand_as).with_moves(Moves::First);
+  t.add("aten::repeat", lower_repeat).with_moves(Moves::First);
 }
 
 }  // namespace nnapi_convert

@@ -22,7 +22,8 @@
 // NNAPI as its elements, nnapi_input_dims) enters the frames layout by one
 // TRANSPOSE where a video operation first reads it; a video tensor that any
 // other node reads, or the model returns, leaves it by the inverse TRANSPOSE
-// (takes_video_inputs, called by the driver before each node). Float32 or
+// (unfold_video_value, called by the dispatch before each node whose spec
+// takes no frames: KindSpec::frames). Float32 or
 // quint8 (quantized::conv3d, the quantized pools: lower_qconv3d, Requantize);
 // the batch N may be flexible (a load-time size: the frames' dim 0 is then
 // T*N, and what takes time steps reads them as (T, N*C, H, W) blocks), the
@@ -36,7 +37,9 @@
 #include <set>
 
 #include "lower/convolution.h"
+#include "lower/dispatch.h"
 #include "lower/emit.h"
+#include "lower/forms.h"
 #include "lower/kind_set.h"
 #include "lower/node_args.h"
 #include "lower/packed_params.h"
@@ -598,43 +601,11 @@ void lower_adaptive_avg_pool3d(LoweringContext& cx, const Node* node) {
   bind_requantized(cx, node->output(), {r, x.n, size[0]}, rq);
 }
 
-// The kinds lowered per frame when they read a video tensor: elementwise
-// operations, identities and batch_norm (per channel), which treat each of
-// the N samples alike, so each of the T*N frames alike.
-const KindSet& per_frame_kinds() {
-  static const KindSet kinds({c10::aten::relu,
-                              c10::aten::relu6,
-                              c10::aten::hardtanh,
-                              c10::aten::sigmoid,
-                              c10::aten::tanh,
-                              c10::aten::hardswish,
-                              c10::aten::hardsigmoid,
-                              c10::aten::silu,
-                              c10::aten::leaky_relu,
-                              c10::aten::elu,
-                              c10::aten::add,
-                              c10::aten::sub,
-                              c10::aten::mul,
-                              c10::aten::div,
-                              c10::aten::batch_norm,
-                              c10::aten::dropout,
-                              c10::aten::contiguous,
-                              c10::aten::detach,
-                              c10::aten::clamp,
-                              c10::aten::quantize_per_tensor,
-                              c10::aten::dequantize,
-                              c10::Symbol::fromQualString("quantized::add"),
-                              c10::Symbol::fromQualString("quantized::add_relu"),
-                              c10::Symbol::fromQualString("quantized::mul")});
-  return kinds;
-}
-
-// Whether `node` reads a video tensor and its 2-D lowering of the frames is
-// the operation: a per-frame kind whose tensor inputs are all 5-D of one
-// shape, and whose other inputs are scalars (a constant tensor would
-// broadcast against the frames' dims, not the video's).
+// Whether `node` (of a kind whose spec has frames_per_frame) reads a video
+// tensor and its 2-D lowering of the frames is the operation: its tensor
+// inputs are all 5-D of one shape, and its other inputs are scalars (a
+// constant tensor would broadcast against the frames' dims, not the video's).
 bool per_frame(const LoweringContext& cx, const Node* node) {
-  if (!per_frame_kinds().count(node->kind())) return false;
   static const c10::Symbol batch_norm = c10::aten::batch_norm;
   // A quantize of a contiguous 5-D tensor with fixed sizes but the batch (a
   // quantized video model's input) makes its frames, which keep its quant8
@@ -662,9 +633,9 @@ bool per_frame(const LoweringContext& cx, const Node* node) {
   return video;
 }
 
-// The 2-D lowering `earlier` of the frames of the node's video inputs.
-bool lower_per_frame(LoweringContext& cx, const Node* node, const LowerFn& earlier) {
-  if (!per_frame(cx, node)) return false;
+// The 2-D lowering (the spec's, lower_plain) of the frames of the node's
+// video inputs.
+bool lower_per_frame(LoweringContext& cx, const Node* node, const KindSpec& spec) {
   std::vector<std::pair<const Value*, Frames>> read;
   for (const Value* v : node->inputs()) {
     if (!is_5d_operand(cx, v)) continue;  // a scalar, or read already (x + x)
@@ -672,7 +643,7 @@ bool lower_per_frame(LoweringContext& cx, const Node* node, const LowerFn& earli
     read.emplace_back(v, f);
     cx.rebind(v, f.image.id, f.image.op);
   }
-  earlier(cx, node);
+  lower_plain(cx, spec, node);
   for (const auto& [v, f] : read) cx.rebind(v, f.image.id, video_record(f));
   const Tensor y = cx.get_operand(node->output());
   const Frames& in = read.front().second;
@@ -680,24 +651,6 @@ bool lower_per_frame(LoweringContext& cx, const Node* node, const LowerFn& earli
         "internal: a per-frame lowering changed the frames");
   cx.rebind(node->output(), y.id, video_record({y, in.n, in.t}));
   return true;
-}
-
-// Whether the lowering of `node` takes video tensors as frames.
-bool reads_video(const LoweringContext& cx, const Node* node) {
-  static const KindSet kinds(
-      {c10::aten::conv3d, c10::aten::_convolution, c10::aten::_convolution_mode,
-       c10::Symbol::fromQualString("quantized::conv3d"),
-       c10::Symbol::fromQualString("quantized::conv3d_relu"),
-       c10::Symbol::fromQualString("quantized::batch_norm3d"),
-       c10::Symbol::fromQualString("quantized::batch_norm3d_relu"), c10::aten::max_pool3d,
-       c10::aten::avg_pool3d, c10::aten::adaptive_avg_pool3d, c10::aten::size});
-  // The size of a video tensor with a flexible N is read from its 5-D
-  // record, which the inverse TRANSPOSE makes (the frames' dim 0 is T*N).
-  static const c10::Symbol size = c10::aten::size;
-  if (node->kind() == size) {
-    return !is_video(cx, node->input(0)) || cx.get_operand(node->input(0)).op.shape[0] != 0;
-  }
-  return kinds.count(node->kind()) || per_frame(cx, node);
 }
 
 }  // namespace
@@ -708,54 +661,71 @@ void unfold_video_value(LoweringContext& cx, const Value* v) {
   cx.rebind(v, t.id, t.op);
 }
 
-bool takes_video_inputs(LoweringContext& cx, const Node* node) {
-  if (reads_video(cx, node)) return true;
-  for (const Value* v : node->inputs()) unfold_video_value(cx, v);
-  return false;
+FramesSpec frames_per_frame() { return {per_frame, lower_per_frame}; }
+
+FramesSpec frames_read() {
+  return {[](const LoweringContext&, const Node*) { return true; }, nullptr};
+}
+
+FramesSpec frames_conv3d() {
+  return {[](const LoweringContext&, const Node*) { return true; },
+          [](LoweringContext& cx, const Node* node, const KindSpec&) {
+            return lower_conv3d(cx, node);
+          }};
+}
+
+// The size of a video tensor with a flexible N is read from its 5-D record,
+// which the inverse TRANSPOSE makes (the frames' dim 0 is T*N).
+FramesSpec frames_size() {
+  return {[](const LoweringContext& cx, const Node* node) {
+            return !is_video(cx, node->input(0)) || cx.get_operand(node->input(0)).op.shape[0] != 0;
+          },
+          nullptr};
 }
 
 void register_video_ops(LoweringTable& t) {
-  t.add("aten::conv3d", [](LoweringContext& cx, const Node* node) {
-    check(lower_conv3d(cx, node), "aten::conv3d needs a 5-D weight");
-  });
-  for (const char* kind : {"aten::_convolution", "aten::_convolution_mode"}) {
-    t.extend(kind, [](LoweringContext& cx, const Node* node, const LowerFn&) {
-      return lower_conv3d(cx, node);
-    });
-  }
+  t.add("aten::conv3d",
+        [](LoweringContext& cx, const Node* node) {
+          check(lower_conv3d(cx, node), "aten::conv3d needs a 5-D weight");
+        })
+      .with_frames(frames_read())
+      .with_note(
+          "float32, fixed sizes but for a flexible batch: the video held as 2-D frames (time in "
+          "the batch); per kernel depth a STRIDED_SLICE of time steps, CONV_2D (depthwise, "
+          "grouped) and ADD; time padding a PAD of the frames. Also aten::_convolution with a "
+          "5-D weight; not transposed");
   t.add("quantized::conv3d",
-        [](LoweringContext& cx, const Node* node) { lower_qconv3d(cx, node, Fuse::None); });
-  t.add("quantized::conv3d_relu",
-        [](LoweringContext& cx, const Node* node) { lower_qconv3d(cx, node, Fuse::Relu); });
+        [](LoweringContext& cx, const Node* node) { lower_qconv3d(cx, node, Fuse::None); })
+      .with_frames(frames_read())
+      .with_note(
+          "DEQUANTIZE of the quint8 frames, aten::conv3d's float decomposition with the weight "
+          "dequantized (per tensor or per channel), one QUANTIZE; also quantized::conv3d_relu");
+  t.add("quantized::conv3d_relu", [](LoweringContext& cx, const Node* node) {
+     lower_qconv3d(cx, node, Fuse::Relu);
+   }).with_frames(frames_read());
   t.add("quantized::batch_norm3d",
-        [](LoweringContext& cx, const Node* node) { lower_qbatch_norm3d(cx, node, Fuse::None); });
-  t.add("quantized::batch_norm3d_relu",
-        [](LoweringContext& cx, const Node* node) { lower_qbatch_norm3d(cx, node, Fuse::Relu); });
-  t.add("aten::max_pool3d", lower_max_pool3d);
-  t.add("aten::avg_pool3d", lower_avg_pool3d);
-  t.add("aten::adaptive_avg_pool3d", lower_adaptive_avg_pool3d);
-  for (const c10::Symbol& kind : per_frame_kinds()) {
-    if (t.find(kind)) t.extend(kind.toQualString(), lower_per_frame);
-  }
-  t.note("aten::conv3d",
-         "float32, fixed sizes but for a flexible batch: the video held as 2-D frames (time in "
-         "the batch); per kernel depth a STRIDED_SLICE of time steps, CONV_2D (depthwise, "
-         "grouped) and ADD; time padding a PAD of the frames. Also aten::_convolution with a 5-D "
-         "weight; not transposed");
-  t.note("aten::max_pool3d", "MAX_POOL_2D per frame, then MAXIMUM over the time window");
-  t.note("aten::avg_pool3d",
-         "AVERAGE_POOL_2D per frame (avg_pool2d's forms), then ADD over the time window and MUL "
-         "by PyTorch's time divisor");
-  t.note("aten::adaptive_avg_pool3d",
-         "adaptive_avg_pool2d per frame, then MEAN over each of PyTorch's time windows; the "
-         "3-D pools of quint8 in integer units (CAST, SUB of the zero point; QUANTIZE at scale "
-         "1, CAST)");
-  t.note("quantized::conv3d",
-         "DEQUANTIZE of the quint8 frames, aten::conv3d's float decomposition with the weight "
-         "dequantized (per tensor or per channel), one QUANTIZE; also quantized::conv3d_relu");
-  t.note("quantized::batch_norm3d",
-         "DEQUANTIZE of the quint8 frames, per-channel MUL and ADD (RELU fused for "
-         "quantized::batch_norm3d_relu), QUANTIZE");
+        [](LoweringContext& cx, const Node* node) { lower_qbatch_norm3d(cx, node, Fuse::None); })
+      .with_frames(frames_read())
+      .with_note(
+          "DEQUANTIZE of the quint8 frames, per-channel MUL and ADD (RELU fused for "
+          "quantized::batch_norm3d_relu), QUANTIZE");
+  t.add("quantized::batch_norm3d_relu", [](LoweringContext& cx, const Node* node) {
+     lower_qbatch_norm3d(cx, node, Fuse::Relu);
+   }).with_frames(frames_read());
+  t.add("aten::max_pool3d", lower_max_pool3d)
+      .with_frames(frames_read())
+      .with_note("MAX_POOL_2D per frame, then MAXIMUM over the time window");
+  t.add("aten::avg_pool3d", lower_avg_pool3d)
+      .with_frames(frames_read())
+      .with_note(
+          "AVERAGE_POOL_2D per frame (avg_pool2d's forms), then ADD over the time window and MUL "
+          "by PyTorch's time divisor");
+  t.add("aten::adaptive_avg_pool3d", lower_adaptive_avg_pool3d)
+      .with_frames(frames_read())
+      .with_note(
+          "adaptive_avg_pool2d per frame, then MEAN over each of PyTorch's time windows; the "
+          "3-D pools of quint8 in integer units (CAST, SUB of the zero point; QUANTIZE at scale "
+          "1, CAST)");
 }
 
 }  // namespace nnapi_convert

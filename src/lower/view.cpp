@@ -2,6 +2,8 @@
 // inference), unsqueeze, squeeze, reshape/view (also over
 // load-time sizes), flatten, and what is known of a tensor during conversion
 // (size, dim, numel, dtype, is_floating_point, device).
+#include "lower/view.h"
+
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -11,10 +13,10 @@
 #include <string>
 
 #include "lower/emit.h"
+#include "lower/forms.h"
 #include "lower/logical.h"
 #include "lower/node_args.h"
 #include "lower/registry.h"
-#include "lower/view.h"
 
 namespace nnapi_convert {
 namespace {
@@ -428,37 +430,59 @@ std::vector<SymInt> view_dims(const LoweringContext& cx, const Tensor& in,
 }
 
 void register_view_ops(LoweringTable& t) {
-  t.add("aten::to", lower_to);
+  t.add("aten::to", lower_to).with_reads_above_rank_4();
   t.add("aten::type_as", lower_to);
-  t.add("aten::detach", lower_identity);
-  t.add("aten::unsqueeze", lower_unsqueeze);
-  t.add("aten::squeeze", lower_squeeze);
-  t.add("aten::reshape", lower_reshape);
-  t.add("aten::view", lower_reshape);
-  t.add("aten::view_as", lower_reshape_as);
-  t.add("aten::reshape_as", lower_reshape_as);
-  t.add("aten::flatten", lower_flatten);
-  for (const char* kind : {"aten::dropout", "aten::feature_dropout", "aten::alpha_dropout",
-                           "aten::feature_alpha_dropout"}) {
-    t.add(kind, lower_dropout);
+  t.add("aten::detach", lower_identity)
+      .with_reads_above_rank_4()
+      .with_frames(frames_per_frame())
+      .with_moves(Moves::First);
+  t.add("aten::unsqueeze", lower_unsqueeze)
+      .with_above_rank_4(lower_high_rank_unsqueeze)
+      .with_moves(Moves::First, std::nullopt, true)
+      .with_folds();
+  t.add("aten::squeeze", lower_squeeze)
+      .with_moves(Moves::First, nnapi::Op::Squeeze, true)
+      .with_folds();
+  t.add("aten::reshape", lower_reshape)
+      .with_above_rank_4(lower_high_rank_view)
+      .with_moves(Moves::First, std::nullopt, true)
+      .with_folds();
+  t.add("aten::view", lower_reshape)
+      .with_above_rank_4(lower_high_rank_view)
+      .with_moves(Moves::First, std::nullopt, true)
+      .with_folds();
+  t.add("aten::view_as", lower_reshape_as).with_moves(Moves::First, std::nullopt, true);
+  t.add("aten::reshape_as", lower_reshape_as).with_moves(Moves::First, std::nullopt, true);
+  t.add("aten::flatten", lower_flatten)
+      .with_reads_above_rank_4()
+      .with_moves(Moves::First, nnapi::Op::Reshape, true)
+      .with_folds();
+  // Identities: a tensor of rank > 4 passes as it is held.
+  t.add("aten::dropout", lower_dropout).with_reads_above_rank_4().with_frames(frames_per_frame());
+  for (const char* kind :
+       {"aten::feature_dropout", "aten::alpha_dropout", "aten::feature_alpha_dropout"}) {
+    t.add(kind, lower_dropout).with_reads_above_rank_4();
   }
-  t.add("aten::size", lower_size);
+  t.add("aten::size", lower_size).with_reads_above_rank_4().with_frames(frames_size());
   t.add("aten::dim", lower_dim);
   t.add("aten::numel", lower_numel);
   t.add("prim::dtype", lower_dtype);
-  t.add("aten::is_floating_point", lower_is_floating_point);
-  t.add("prim::device", lower_device);
-  t.add("aten::_cast_Float", [](LoweringContext& cx, const Node* n) {
-    lower_dtype_change(cx, n, at::kFloat, "aten::_cast_Float");
-  });
-  t.add("aten::_cast_Long", [](LoweringContext& cx, const Node* n) {
-    lower_dtype_change(cx, n, at::kLong, "aten::_cast_Long");
-  });
-  t.note("aten::is_floating_point",
-         "folded: a bool constant, from the tensor's dtype during conversion");
-  t.note("prim::device", "folded: the CPU device, as the converted module's tensors are");
-  t.note("aten::_cast_Float", "lowered as aten::to(dtype=torch.float32)");
-  t.note("aten::_cast_Long", "lowered as aten::to(dtype=torch.int64)");
+  t.add("aten::is_floating_point", lower_is_floating_point)
+      .with_note("folded: a bool constant, from the tensor's dtype during conversion");
+  t.add("prim::device", lower_device)
+      .with_note("folded: the CPU device, as the converted module's tensors are");
+  t.add("aten::_cast_Float",
+        [](LoweringContext& cx, const Node* n) {
+          lower_dtype_change(cx, n, at::kFloat, "aten::_cast_Float");
+        })
+      .with_note("lowered as aten::to(dtype=torch.float32)")
+      .with_folds();
+  t.add("aten::_cast_Long",
+        [](LoweringContext& cx, const Node* n) {
+          lower_dtype_change(cx, n, at::kLong, "aten::_cast_Long");
+        })
+      .with_note("lowered as aten::to(dtype=torch.int64)")
+      .with_folds();
 }
 
 }  // namespace nnapi_convert
