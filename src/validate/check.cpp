@@ -72,6 +72,10 @@ void Check::fail(Rule rule, const std::string& what) const {
 }
 
 void Check::input_count(std::initializer_list<size_t> allowed) const {
+  input_count(std::vector<size_t>(allowed));
+}
+
+void Check::input_count(const std::vector<size_t>& allowed) const {
   if (std::find(allowed.begin(), allowed.end(), n_in()) != allowed.end()) return;
   std::string list;
   size_t k = 0;
