@@ -1,5 +1,5 @@
 // Operand signatures: for each NNAPI operation whose inputs come in several
-// arity forms, the role of each input position, as NeuralNetworks.h lists
+// arity forms or end in optional ones, the role of each input position, as NeuralNetworks.h lists
 // them (e.g. CONV_2D's explicit padding form: input, filter, bias, padding
 // left, right, top, bottom, stride width, height, fused activation [, NCHW
 // layout flag [, dilation width, height]]). This is the one place those
@@ -49,6 +49,9 @@ enum class Role : uint8_t {
   ScaleH,
   AlignCorners,      // BOOL
   HalfPixelCenters,  // BOOL
+  BlockSize,         // DEPTH_TO_SPACE, SPACE_TO_DEPTH
+  Beta,              // SOFTMAX, LOG_SOFTMAX (FLOAT32 or FLOAT16)
+  Axis,              // INT32
 };
 
 // "padding left", "NCHW layout flag", ...: for messages and `inspect`.

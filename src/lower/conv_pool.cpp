@@ -48,19 +48,6 @@ void apply_ceil_mode(const Shape& image, ConvPoolArgs* a) {
   a->pad_r += extra(image[3], a->kernel_w, a->stride_w, a->pad_l);
 }
 
-std::vector<int32_t> signature_inputs(nnapi::Op op,
-                                      const std::vector<std::pair<nnapi::Role, int32_t>>& given) {
-  std::vector<int32_t> inputs = nnapi::arrange_inputs(op, given);
-  check(!inputs.empty(), [&] {
-    std::string roles;
-    for (const auto& g : given)
-      roles += std::string(roles.empty() ? "" : ", ") + role_name(g.first);
-    return std::string("internal: no form of NNAPI's ") + nnapi::op_name(op) + " has the inputs " +
-           roles;
-  });
-  return inputs;
-}
-
 namespace {
 
 // The output height (d = 2) or width (d = 3) for input size `in`.

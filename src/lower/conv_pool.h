@@ -1,12 +1,11 @@
 // Window arguments shared by convolutions and pooling.
 #pragma once
 
-#include <utility>
 #include <vector>
 
 #include "lower/context.h"
 #include "lower/emit.h"
-#include "nnapi_convert/op_signature.h"
+#include "lower/signature_inputs.h"
 
 namespace nnapi_convert {
 
@@ -31,11 +30,6 @@ ConvPoolArgs make_conv_pool_args(const std::vector<int64_t>& kernel,
 // ceil size at every size when no last window can start in the padding
 // (stride <= kernel - padding); otherwise it is refused.
 void apply_ceil_mode(const Shape& image, ConvPoolArgs* a);
-
-// The inputs of NNAPI operation `op` in the positions its signature
-// (op_signature.h) gives the roles in `given` (each with its operand id).
-std::vector<int32_t> signature_inputs(nnapi::Op op,
-                                      const std::vector<std::pair<nnapi::Role, int32_t>>& given);
 
 // The PyTorch (NCHW) output dims of a convolution or pool over `image`, with
 // `out_ch` channels: N as the image's, H and W by conv_out_dim (dims.h).

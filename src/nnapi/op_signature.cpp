@@ -24,6 +24,7 @@ Kind kind_of(Role r) {
       return Kind::Bool;
     case R::ScaleW:
     case R::ScaleH:
+    case R::Beta:
       return Kind::Float;
     default:
       return Kind::Int;
@@ -104,6 +105,11 @@ const std::vector<Signature>& table() {
            {9}}}});
     for (Op op : {Op::AveragePool2d, Op::MaxPool2d, Op::L2Pool2d}) s.push_back({op, pool_forms()});
     for (Op op : {Op::ResizeBilinear, Op::ResizeNearestNeighbor}) s.push_back({op, resize_forms()});
+    // One form each, with an optional trailing input.
+    for (Op op : {Op::DepthToSpace, Op::SpaceToDepth})
+      s.push_back({op, {{"", {R::Input, R::BlockSize, R::Layout}, {2, 3}}}});
+    s.push_back({Op::Softmax, {{"", {R::Input, R::Beta, R::Axis}, {2, 3}}}});
+    s.push_back({Op::LogSoftmax, {{"", {R::Input, R::Beta, R::Axis}, {3}}}});
     return s;
   }();
   return t;
@@ -163,6 +169,12 @@ const char* role_name(Role r) {
       return "align_corners";
     case R::HalfPixelCenters:
       return "half_pixel_centers";
+    case R::BlockSize:
+      return "block size";
+    case R::Beta:
+      return "beta";
+    case R::Axis:
+      return "axis";
   }
   return "operand";
 }

@@ -87,6 +87,12 @@ void Check::input_count(const std::vector<size_t>& allowed) const {
   fail(Rule::InputCount, "has " + str(n_in()) + " inputs; NNAPI's " + name_ + " takes " + list);
 }
 
+const nnapi::Form& Check::form() const {
+  const nnapi::Signature& s = *nnapi::signature_of_code(code());
+  input_count(s.counts());
+  return *nnapi::form_of(s, n_in(), [&](size_t i) { return type(i); });
+}
+
 void Check::input_count_at_least(size_t n) const {
   if (n_in() < n)
     fail(Rule::InputCount,

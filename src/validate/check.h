@@ -66,6 +66,9 @@ class Check {
   // ---- counts, types, ranks (no values needed)
   void input_count(std::initializer_list<size_t> allowed) const;
   void input_count(const std::vector<size_t>& allowed) const;
+  // The form of the operation's inputs (op_signature.h), after checking
+  // their count against those its forms allow.
+  const nnapi::Form& form() const;
   void input_count_at_least(size_t n) const;
   void output_count(size_t n) const;
   void input_type(size_t i, std::initializer_list<T> allowed) const;

@@ -22,11 +22,7 @@ struct Layout {
 
 // The layout of the operation's inputs, after checking their count against
 // the counts its forms allow.
-Layout layout_of(const Check& c) {
-  const nnapi::Signature& s = *nnapi::signature_of_code(c.code());
-  c.input_count(s.counts());
-  return {nnapi::form_of(s, c.n_in(), [&](size_t i) { return c.type(i); })};
-}
+Layout layout_of(const Check& c) { return {&c.form()}; }
 
 // NHWC (or NCHW) sizes of input 0.
 struct Image {

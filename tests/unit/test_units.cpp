@@ -219,6 +219,12 @@ const std::vector<FormFacts>& neural_networks_h_forms() {
           {op, "explicit padding", {10, 11}, {in, pl, pr, pt, pb, sw, sh, fw, fh, fuse, nchw}});
       f.push_back({op, "implicit padding", {7, 8}, {in, scheme, sw, sh, fw, fh, fuse, nchw}});
     }
+    // "1: An INT32 value, specifying the block_size ... 2: An optional
+    // BOOL scalar ... NCHW"; SOFTMAX's "1: beta ... 2: Optional ... axis".
+    for (Op op : {Op::DepthToSpace, Op::SpaceToDepth})
+      f.push_back({op, "", {2, 3}, {in, "block size", nchw}});
+    f.push_back({Op::Softmax, "", {2, 3}, {in, "beta", "axis"}});
+    f.push_back({Op::LogSoftmax, "", {3}, {in, "beta", "axis"}});
     for (Op op : {Op::ResizeBilinear, Op::ResizeNearestNeighbor}) {
       f.push_back(
           {op,
