@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "nnapi_convert/nnapi_types.h"
+#include "nnapi_convert/op_signature.h"
 
 namespace nnapi_convert::inspect_detail {
 
@@ -254,6 +255,22 @@ nlohmann::ordered_json json_scalar(const Scalar& s) {
   return s.i;
 }
 
+// Each input's role in the operation (op_signature.h: "input", "filter",
+// "padding left", ...); empty for an operation whose inputs the table does not
+// describe, or with an input count no form of it has.
+std::vector<std::string> input_roles(const Blob& b, const BlobOperation& op) {
+  const nnapi::Signature* s = nnapi::signature_of_code(op.opcode);
+  if (!s) return {};
+  const nnapi::Form* f = nnapi::form_of(*s, op.inputs.size(), [&](size_t i) {
+    return op.inputs[i] < b.operands.size() ? b.operands[op.inputs[i]].type
+                                            : nnapi::OperandType::Float32;
+  });
+  if (!f) return {};
+  std::vector<std::string> roles;
+  for (size_t i = 0; i < op.inputs.size(); ++i) roles.push_back(nnapi::role_name(f->roles[i]));
+  return roles;
+}
+
 // The NNAPI feature level each operation of the blob needs, given its
 // operand types (the validator's rules: RESHAPE of TENSOR_INT32 needs 6).
 std::vector<int> operation_levels(const Blob& b) {
@@ -332,6 +349,10 @@ void print_text(const Model& m, std::ostream& out) {
     if (level > nnapi::feature_level_of_android_api(nnapi::kMinAndroidApi))
       out << "  (feature level " << level << ")";
     out << "\n";
+    const std::vector<std::string> roles = input_roles(b, op);
+    for (size_t i = 0; i < roles.size(); ++i)
+      out << (i ? ", " : "        input roles: ") << roles[i]
+          << (i + 1 == roles.size() ? "\n" : "");
   }
   out << "model inputs: " << list_text(b.inputs) << "\n";
   out << "model outputs: " << list_text(b.outputs) << "\n";
@@ -449,12 +470,15 @@ void print_json(const Model& m, std::ostream& out) {
   const std::vector<int> levels = operation_levels(b);
   for (size_t k = 0; k < b.operations.size(); ++k) {
     const BlobOperation& op = b.operations[k];
-    operations.push_back({{"index", k},
-                          {"name", nnapi::op_name(static_cast<nnapi::Op>(op.opcode))},
-                          {"code", op.opcode},
-                          {"inputs", op.inputs},
-                          {"outputs", op.outputs},
-                          {"feature_level", levels[k]}});
+    Json o = {{"index", k},
+              {"name", nnapi::op_name(static_cast<nnapi::Op>(op.opcode))},
+              {"code", op.opcode},
+              {"inputs", op.inputs}};
+    const std::vector<std::string> roles = input_roles(b, op);
+    if (!roles.empty()) o["input_roles"] = roles;
+    o["outputs"] = op.outputs;
+    o["feature_level"] = levels[k];
+    operations.push_back(o);
   }
   j["operations"] = operations;
   j["inputs"] = b.inputs;

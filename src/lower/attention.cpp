@@ -25,6 +25,7 @@
 #include "lower/matmul.h"
 #include "lower/normalization.h"
 #include "lower/registry.h"
+#include "lower/signature_inputs.h"
 
 namespace nnapi_convert {
 namespace {
@@ -153,7 +154,11 @@ Tensor self_attention(LoweringContext& cx, const Tensor& x, int64_t e, int64_t h
   ModelBuilder& m = cx.model();
   const int32_t beta = m.add_float_scalar(1.0f), axis = m.add_int_scalar(3);
   const int32_t sm = make_output(cx, nullptr, scores.op, &scores);
-  m.add_operation(Op::Softmax, {scores.id, beta, axis}, {sm});
+  m.add_operation(Op::Softmax,
+                  signature_inputs(Op::Softmax, {{nnapi::Role::Input, scores.id},
+                                                 {nnapi::Role::Beta, beta},
+                                                 {nnapi::Role::Axis, axis}}),
+                  {sm});
   Tensor attn = emit_batch_matmul(cx, {sm, scores.op}, v, nullptr);  // (B, H, L, D)
   Tensor merged =
       emit_reshape(cx, emit_permute(cx, attn, {0, 2, 1, 3}), {batch, len, SymInt{e, ""}});

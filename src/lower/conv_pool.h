@@ -5,6 +5,7 @@
 
 #include "lower/context.h"
 #include "lower/emit.h"
+#include "lower/signature_inputs.h"
 
 namespace nnapi_convert {
 

@@ -297,19 +297,26 @@ Tensor emit_conv2d(LoweringContext& cx, const Value* out, double out_scale, int6
   }
   check(out_c == bias.shape[0], "convolution bias size does not match output channels");
   ModelBuilder& m = cx.model();
-  std::vector<int32_t> inputs;
-  inputs.reserve(13);  // image, weight, bias and up to 10 scalars
-  inputs.insert(inputs.end(), {image_id, weight_id, bias_id});
-  for (int64_t v : {args.pad_l, args.pad_r, args.pad_t, args.pad_b, args.stride_w, args.stride_h}) {
-    inputs.push_back(m.add_int_scalar(static_cast<int32_t>(v)));
-  }
-  if (kind == Kind::Depthwise) inputs.push_back(m.add_int_scalar(static_cast<int32_t>(multiplier)));
-  if (kind == Kind::Grouped) inputs.push_back(m.add_int_scalar(static_cast<int32_t>(args.group)));
-  inputs.push_back(m.add_int_scalar(static_cast<int32_t>(fuse)));
-  inputs.push_back(m.add_bool_scalar(image.use_nchw()));
+  using R = nnapi::Role;
+  // The operands by role, created in this order; op_signature.h places them.
+  std::vector<std::pair<R, int32_t>> given = {
+      {R::Input, image_id}, {R::Filter, weight_id}, {R::Bias, bias_id}};
+  auto add_int = [&](R role, int64_t v) {
+    given.push_back({role, m.add_int_scalar(static_cast<int32_t>(v))});
+  };
+  add_int(R::PadLeft, args.pad_l);
+  add_int(R::PadRight, args.pad_r);
+  add_int(R::PadTop, args.pad_t);
+  add_int(R::PadBottom, args.pad_b);
+  add_int(R::StrideW, args.stride_w);
+  add_int(R::StrideH, args.stride_h);
+  if (kind == Kind::Depthwise) add_int(R::DepthMultiplier, multiplier);
+  if (kind == Kind::Grouped) add_int(R::Groups, args.group);
+  add_int(R::Fuse, static_cast<int32_t>(fuse));
+  given.push_back({R::Layout, m.add_bool_scalar(image.use_nchw())});
   if (dilated) {
-    inputs.push_back(m.add_int_scalar(static_cast<int32_t>(args.dilation_w)));
-    inputs.push_back(m.add_int_scalar(static_cast<int32_t>(args.dilation_h)));
+    add_int(R::DilationW, args.dilation_w);
+    add_int(R::DilationH, args.dilation_h);
   }
   Operand out_rec = image;
   out_rec.scale = out_scale;
@@ -320,7 +327,7 @@ Tensor emit_conv2d(LoweringContext& cx, const Value* out, double out_scale, int6
           : kind == Kind::Grouped ? Op::GroupedConv2d
           : transpose             ? Op::TransposeConv2d
                                   : Op::Conv2d;
-  m.add_operation(op, inputs, {out_id});
+  m.add_operation(op, signature_inputs(op, given), {out_id});
   return {out_id, out_op};
 }
 

@@ -12,6 +12,7 @@
 #include "lower/emit.h"
 #include "lower/forms.h"
 #include "lower/registry.h"
+#include "lower/signature_inputs.h"
 
 namespace nnapi_convert {
 
@@ -221,7 +222,11 @@ Tensor emit_softmax_like(LoweringContext& cx, const Value* out, Op op, const Ten
     beta = m.add_float_scalar(1.0f);
     axis = m.add_int_scalar(static_cast<int32_t>(dim));
   }
-  m.add_operation(op, {x.id, beta, axis}, {out_id});
+  m.add_operation(
+      op,
+      signature_inputs(
+          op, {{nnapi::Role::Input, x.id}, {nnapi::Role::Beta, beta}, {nnapi::Role::Axis, axis}}),
+      {out_id});
   return {out_id, cx.operand(out_id)};
 }
 

@@ -27,17 +27,26 @@ namespace {
 using nnapi::Fuse;
 using nnapi::Op;
 
-// The 11 inputs of NNAPI's explicit-padding pooling form.
-std::vector<int32_t> pool_inputs(LoweringContext& cx, int32_t image_id, const Operand& image,
+// The inputs of NNAPI's explicit-padding pooling form (with the layout flag).
+std::vector<int32_t> pool_inputs(LoweringContext& cx, Op op, int32_t image_id, const Operand& image,
                                  const ConvPoolArgs& a) {
+  using R = nnapi::Role;
   ModelBuilder& m = cx.model();
-  std::vector<int32_t> in = {image_id};
-  for (int64_t v : {a.pad_l, a.pad_r, a.pad_t, a.pad_b, a.stride_w, a.stride_h, a.kernel_w,
-                    a.kernel_h, int64_t{static_cast<int32_t>(Fuse::None)}}) {
-    in.push_back(m.add_int_scalar(static_cast<int32_t>(v)));
+  std::vector<std::pair<R, int32_t>> in = {{R::Input, image_id}};
+  for (auto [role, v] :
+       std::initializer_list<std::pair<R, int64_t>>{{R::PadLeft, a.pad_l},
+                                                    {R::PadRight, a.pad_r},
+                                                    {R::PadTop, a.pad_t},
+                                                    {R::PadBottom, a.pad_b},
+                                                    {R::StrideW, a.stride_w},
+                                                    {R::StrideH, a.stride_h},
+                                                    {R::FilterW, a.kernel_w},
+                                                    {R::FilterH, a.kernel_h},
+                                                    {R::Fuse, static_cast<int32_t>(Fuse::None)}}) {
+    in.push_back({role, m.add_int_scalar(static_cast<int32_t>(v))});
   }
-  in.push_back(m.add_bool_scalar(image.use_nchw()));
-  return in;
+  in.push_back({R::Layout, m.add_bool_scalar(image.use_nchw())});
+  return signature_inputs(op, in);
 }
 
 }  // namespace
@@ -49,7 +58,7 @@ Tensor emit_max_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, b
   check(s.size() == 4, "max_pool2d needs a 4-D input");
   if (ceil_mode) apply_ceil_mode(s, &a);
   const std::vector<SymInt> dims = conv_pool_out_dims(image, a, s[1], false);
-  std::vector<int32_t> inputs = pool_inputs(cx, image.id, image.op, a);
+  std::vector<int32_t> inputs = pool_inputs(cx, Op::MaxPool2d, image.id, image.op, a);
   const Tensor y = cx.add_output(out, image.op, dims);
   cx.model().add_operation(Op::MaxPool2d, inputs, {y.id});
   return y;
@@ -81,7 +90,7 @@ Tensor emit_avg_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, b
   const bool scaled =
       div.divisor_override || (div.count_include_pad && overhang && padded && !flexible_hw);
   const std::vector<SymInt> dims = conv_pool_out_dims(x, c, x.op.shape[1], false);
-  std::vector<int32_t> inputs = pool_inputs(cx, x.id, x.op, c);
+  std::vector<int32_t> inputs = pool_inputs(cx, Op::AveragePool2d, x.id, x.op, c);
   const Tensor y = cx.add_output(scaled ? nullptr : out, x.op, dims);
   cx.model().add_operation(Op::AveragePool2d, inputs, {y.id});
   if (!scaled) return y;
@@ -238,7 +247,7 @@ Tensor emit_adaptive_pool(LoweringContext& cx, Op op, const Tensor& image,
     }
     a = ConvPoolArgs{h / size[0], w / size[1], h / size[0], w / size[1], 0, 0, 0, 0, 1, 1, 0};
   }
-  std::vector<int32_t> inputs = pool_inputs(cx, image.id, image.op, a);
+  std::vector<int32_t> inputs = pool_inputs(cx, op, image.id, image.op, a);
   Shape out_shape = {s[0], s[1], size[0], size[1]};
   Operand o = image.op.with_shape(out_shape);
   int32_t out_id = make_output(cx, out, o, &image);

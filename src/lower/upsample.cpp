@@ -161,7 +161,14 @@ void lower_upsample_nearest2d(LoweringContext& cx, const Node* node) {
     }
   }
   int32_t layout = m.add_bool_scalar(image.use_nchw());
-  m.add_operation(Op::ResizeNearestNeighbor, {image_id, arg_w, arg_h, layout}, {out_id});
+  using R = nnapi::Role;
+  m.add_operation(
+      Op::ResizeNearestNeighbor,
+      signature_inputs(Op::ResizeNearestNeighbor, {{R::Input, image_id},
+                                                   {has_size ? R::OutputW : R::ScaleW, arg_w},
+                                                   {has_size ? R::OutputH : R::ScaleH, arg_h},
+                                                   {R::Layout, layout}}),
+      {out_id});
 }
 
 // RESIZE_BILINEAR with its align_corners / half_pixel_centers flags: input,
@@ -368,14 +375,20 @@ void lower_upsample_bilinear2d(LoweringContext& cx, const Node* node) {
   }
   ModelBuilder& m = cx.model();
   const bool by_scale = size.empty();
-  std::vector<int32_t> inputs = {image_id};
+  using R = nnapi::Role;
+  std::vector<std::pair<R, int32_t>> given = {{R::Input, image_id}};
   for (int64_t d : {3, 2}) {  // width, then height
-    inputs.push_back(by_scale ? m.add_float_scalar(static_cast<float>(scales[d - 2]))
-                              : m.add_int_scalar(static_cast<int32_t>(size[d - 2])));
+    const R role =
+        d == 3 ? (by_scale ? R::ScaleW : R::OutputW) : (by_scale ? R::ScaleH : R::OutputH);
+    given.push_back({role, by_scale ? m.add_float_scalar(static_cast<float>(scales[d - 2]))
+                                    : m.add_int_scalar(static_cast<int32_t>(size[d - 2]))});
   }
-  for (bool flag : {image.use_nchw(), align_corners, !align_corners}) {
-    inputs.push_back(m.add_bool_scalar(flag));
+  for (auto [role, flag] :
+       {std::pair{R::Layout, image.use_nchw()}, std::pair{R::AlignCorners, align_corners},
+        std::pair{R::HalfPixelCenters, !align_corners}}) {
+    given.push_back({role, m.add_bool_scalar(flag)});
   }
+  const std::vector<int32_t> inputs = signature_inputs(Op::ResizeBilinear, given);
   std::vector<SymInt> dims = {sym_dim(image_id, image.shape, 0), {image.shape[1], ""}};
   for (int64_t d : {2, 3}) {
     if (!by_scale) {

@@ -73,6 +73,18 @@ bool ExecContext::flag(size_t i) const {
   return v.t.to(at::kInt).item<int32_t>() != 0;
 }
 
+const nnapi::Form& ExecContext::form() const {
+  const nnapi::Signature* s = nnapi::signature_of_code(op_.code);
+  const nnapi::Form* f =
+      s ? nnapi::form_of(*s, op_.inputs.size(),
+                         [&](size_t i) { return model_.operands()[op_.inputs[i]].type; })
+        : nullptr;
+  if (!f)
+    fail(Result::BadData, "operation " + std::to_string(op_.code) + " has no form of " +
+                              std::to_string(op_.inputs.size()) + " inputs");
+  return *f;
+}
+
 std::vector<int64_t> ExecContext::int_list(size_t i) const {
   at::Tensor t = in(i).t.to(at::kLong).contiguous();
   const int64_t* p = t.data_ptr<int64_t>();
@@ -320,18 +332,19 @@ const OpKernel* find_kernel(int32_t code) {
   return nullptr;
 }
 
-Window read_window(const ExecContext& ctx, bool implicit, size_t* i) {
+Window read_window(const ExecContext& ctx, const nnapi::Form& form) {
+  using R = nnapi::Role;
   Window w;
-  if (implicit) {
-    w.implicit_scheme = ctx.i32((*i)++);
+  if (form.has(R::PaddingScheme)) {
+    w.implicit_scheme = ctx.i32(form.at(R::PaddingScheme));
   } else {
-    w.pad_l = ctx.i32((*i)++);
-    w.pad_r = ctx.i32((*i)++);
-    w.pad_t = ctx.i32((*i)++);
-    w.pad_b = ctx.i32((*i)++);
+    w.pad_l = ctx.i32(form.at(R::PadLeft));
+    w.pad_r = ctx.i32(form.at(R::PadRight));
+    w.pad_t = ctx.i32(form.at(R::PadTop));
+    w.pad_b = ctx.i32(form.at(R::PadBottom));
   }
-  w.stride_w = ctx.i32((*i)++);
-  w.stride_h = ctx.i32((*i)++);
+  w.stride_w = ctx.i32(form.at(R::StrideW));
+  w.stride_h = ctx.i32(form.at(R::StrideH));
   return w;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model.h"
+#include "nnapi_convert/op_signature.h"
 
 namespace nnrt {
 
@@ -54,6 +55,9 @@ class ExecContext {
   int32_t i32_or(size_t i, int32_t fallback) const { return has(i) ? i32(i) : fallback; }
   bool flag_or(size_t i, bool fallback) const { return has(i) ? flag(i) : fallback; }
   std::vector<int64_t> int_list(size_t i) const;
+  // Where each input's role is (op_signature.h): the form of this operation
+  // its input count and types make; BAD_DATA when the table has none.
+  const nnapi::Form& form() const;
   const Operand& out_operand(size_t i) const;
   // The model's operand at input i (e.g. its per-channel scales).
   const Operand& in_operand(size_t i) const;
@@ -160,8 +164,8 @@ struct Window {
   int32_t implicit_scheme = 0;  // 0 = explicit padding
 };
 
-// Reads, from input *i on, an implicit padding scheme or the four explicit
-// paddings (left, right, top, bottom), then the strides (w, h); advances *i.
-Window read_window(const ExecContext& ctx, bool implicit, size_t* i);
+// Reads the implicit padding scheme or the four explicit paddings, and the
+// strides, where the operation's form has them.
+Window read_window(const ExecContext& ctx, const nnapi::Form& form);
 
 }  // namespace nnrt

@@ -74,6 +74,10 @@ void Check::fail(Rule rule, const std::string& what) const {
 }
 
 void Check::input_count(std::initializer_list<size_t> allowed) const {
+  input_count(std::vector<size_t>(allowed));
+}
+
+void Check::input_count(const std::vector<size_t>& allowed) const {
   if (std::find(allowed.begin(), allowed.end(), n_in()) != allowed.end()) return;
   std::string list;
   size_t k = 0;
@@ -83,6 +87,12 @@ void Check::input_count(std::initializer_list<size_t> allowed) const {
     ++k;
   }
   fail(Rule::InputCount, "has " + str(n_in()) + " inputs; NNAPI's " + name_ + " takes " + list);
+}
+
+const nnapi::Form& Check::form() const {
+  const nnapi::Signature& s = *nnapi::signature_of_code(code());
+  input_count(s.counts());
+  return *nnapi::form_of(s, n_in(), [&](size_t i) { return type(i); });
 }
 
 void Check::input_count_at_least(size_t n) const {

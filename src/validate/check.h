@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "nnapi_convert/op_signature.h"
 #include "nnapi_convert/validate.h"
 
 namespace nnapi_validate {
@@ -64,6 +65,10 @@ class Check {
 
   // ---- counts, types, ranks (no values needed)
   void input_count(std::initializer_list<size_t> allowed) const;
+  void input_count(const std::vector<size_t>& allowed) const;
+  // The form of the operation's inputs (op_signature.h), after checking
+  // their count against those its forms allow.
+  const nnapi::Form& form() const;
   void input_count_at_least(size_t n) const;
   void output_count(size_t n) const;
   void input_type(size_t i, std::initializer_list<T> allowed) const;
@@ -152,8 +157,9 @@ Shape broadcast(const Check& c, const Shape& a, const Shape& b);
 // The output size of a convolution or pool along one axis.
 int64_t window_out(int64_t in, int64_t filter, int64_t stride, int64_t dilation, int64_t pad_before,
                    int64_t pad_after);
-// Implicit padding schemes (NeuralNetworks.h's PaddingCode).
-constexpr int32_t kPaddingSame = 1, kPaddingValid = 2;
+// Implicit padding schemes (NeuralNetworks.h's PaddingCode; op_signature.h).
+using nnapi::kPaddingSame;
+using nnapi::kPaddingValid;
 int64_t implicit_out(int32_t scheme, int64_t in, int64_t filter, int64_t stride, int64_t dilation);
 
 // The rules of one operation code.

@@ -7,16 +7,22 @@
 namespace nnapi_validate {
 namespace {
 
-// Where the parameters of one windowed operation are, by input index.
+using R = nnapi::Role;
+
+// Where the parameters of one windowed operation are, by input index: the
+// arity form op_signature.h gives for its input count and types.
 struct Layout {
-  bool implicit = false;
-  size_t pads = 3;     // explicit: left, right, top, bottom; implicit: the scheme
-  size_t strides = 0;  // w, h
-  size_t extra = 0;    // multiplier / groups / filter w, h (0 = none)
-  size_t fuse = 0;
-  size_t nchw = 0;      // the layout flag, when there are more inputs than that
-  size_t dilation = 0;  // w, h, when present
+  const nnapi::Form* form;
+  // The role's input index; npos (past every input) when the form has none.
+  size_t at(R r) const { return form->at(r); }
+  bool implicit() const { return form->has(R::PaddingScheme); }
+  // The first scalar parameter: the padding scheme or the left padding.
+  size_t first_parameter() const { return at(implicit() ? R::PaddingScheme : R::PadLeft); }
 };
+
+// The layout of the operation's inputs, after checking their count against
+// the counts its forms allow.
+Layout layout_of(const Check& c) { return {&c.form()}; }
 
 // NHWC (or NCHW) sizes of input 0.
 struct Image {
@@ -38,22 +44,22 @@ Shape image_shape(int64_t n, int64_t h, int64_t w, int64_t ch, bool nchw) {
 
 // The layout flag's value (false when there is none); nullopt when unknown.
 std::optional<bool> layout_nchw(const Check& c, const Layout& l) {
-  if (l.nchw == 0 || l.nchw >= c.n_in()) return false;
-  return c.flag(l.nchw);
+  if (l.at(R::Layout) >= c.n_in()) return false;
+  return c.flag(l.at(R::Layout));
 }
 
 // Scalar parameter types of a windowed operation: INT32 everywhere, BOOL at
 // the layout flag.
-void parameter_types(Check& c, const Layout& l, size_t first) {
-  for (size_t i = first; i < c.n_in(); ++i) {
-    if (i == l.nchw) {
+void parameter_types(Check& c, const Layout& l) {
+  for (size_t i = l.first_parameter(); i < c.n_in(); ++i) {
+    if (i == l.at(R::Layout)) {
       c.input_type(i, {T::Bool});
       c.needs_level(3, c.name(), " with a layout flag");
     } else {
       c.input_type(i, {T::Int32});
     }
   }
-  if (l.dilation && l.dilation < c.n_in()) c.needs_level(3, c.name(), " with dilation");
+  if (l.at(R::DilationW) < c.n_in()) c.needs_level(3, c.name(), " with dilation");
 }
 
 // Values of the padding, strides and dilation; their rules.
@@ -66,34 +72,36 @@ struct Window {
 
 Window read_window(const Check& c, const Layout& l) {
   Window w;
-  if (l.implicit) {
-    auto s = c.i32(l.pads);
+  if (l.implicit()) {
+    const size_t at = l.at(R::PaddingScheme);
+    auto s = c.i32(at);
     if (s && *s != kPaddingSame && *s != kPaddingValid)
-      c.fail(Rule::Parameter, "input " + std::to_string(l.pads) + " (implicit padding) is " +
+      c.fail(Rule::Parameter, "input " + std::to_string(at) + " (implicit padding) is " +
                                   std::to_string(*s) +
                                   "; NNAPI's PaddingCode is 1 (SAME) or 2 "
                                   "(VALID)");
     w.scheme = s.value_or(0);
     w.known = s.has_value();
   } else {
-    for (size_t k = 0; k < 4; ++k) {
-      c.at_least(l.pads + k, 0, "padding");
-      auto p = c.i32(l.pads + k);
-      w.pad[k] = p.value_or(0);
+    size_t k = 0;
+    for (R r : {R::PadLeft, R::PadRight, R::PadTop, R::PadBottom}) {
+      c.at_least(l.at(r), 0, "padding");
+      auto p = c.i32(l.at(r));
+      w.pad[k++] = p.value_or(0);
       w.known = w.known && p.has_value();
     }
   }
-  c.at_least(l.strides, 1, "stride");
-  c.at_least(l.strides + 1, 1, "stride");
-  w.stride_w = c.i32(l.strides).value_or(-1);
-  w.stride_h = c.i32(l.strides + 1).value_or(-1);
-  if (l.dilation && l.dilation + 1 < c.n_in()) {
-    c.at_least(l.dilation, 1, "dilation");
-    c.at_least(l.dilation + 1, 1, "dilation");
-    w.dil_w = c.i32(l.dilation).value_or(-1);
-    w.dil_h = c.i32(l.dilation + 1).value_or(-1);
+  c.at_least(l.at(R::StrideW), 1, "stride");
+  c.at_least(l.at(R::StrideH), 1, "stride");
+  w.stride_w = c.i32(l.at(R::StrideW)).value_or(-1);
+  w.stride_h = c.i32(l.at(R::StrideH)).value_or(-1);
+  if (l.at(R::DilationH) < c.n_in()) {
+    c.at_least(l.at(R::DilationW), 1, "dilation");
+    c.at_least(l.at(R::DilationH), 1, "dilation");
+    w.dil_w = c.i32(l.at(R::DilationW)).value_or(-1);
+    w.dil_h = c.i32(l.at(R::DilationH)).value_or(-1);
   }
-  if (l.fuse) c.fuse_code(l.fuse);
+  c.fuse_code(l.at(R::Fuse));
   return w;
 }
 
@@ -166,30 +174,18 @@ void check_bias(const Check& c) {
   c.equal_dims(c.dim(2, 0), c.dim(1, 0), "the bias length differs from the filter's output depth");
 }
 
-Layout conv2d_layout(const Check& c) {
-  Layout l;
-  const size_t n = c.n_in();
-  l.implicit = n == 7 || n == 8 || (n == 10 && c.type(7) == T::Bool);
-  l.strides = l.implicit ? 4 : 7;
-  l.fuse = l.strides + 2;
-  l.nchw = l.fuse + 1;
-  l.dilation = l.nchw + 1;
-  return l;
-}
-
-// Operand and parameter types (parameters from input `first`); then, when
-// values are checked, the window's values.
-std::optional<Window> conv_prologue(Check& c, const Layout& l, size_t first) {
+// Operand and parameter types; then, when values are checked, the window's
+// values.
+std::optional<Window> conv_prologue(Check& c, const Layout& l) {
   conv_operands(c);
-  parameter_types(c, l, first);
+  parameter_types(c, l);
   if (!c.full()) return std::nullopt;
   return read_window(c, l);
 }
 
 void conv2d_rule(Check& c) {
-  c.input_count({7, 8, 10, 11, 13});
-  const Layout l = conv2d_layout(c);
-  const std::optional<Window> w = conv_prologue(c, l, 3);
+  const Layout l = layout_of(c);
+  const std::optional<Window> w = conv_prologue(c, l);
   bool nchw;
   Image im;
   if (!w || !image_for_shapes(c, l, &nchw, &im)) return;
@@ -199,53 +195,34 @@ void conv2d_rule(Check& c) {
   c.set_output(0, image_shape(im.n, oh, ow, c.dim(1, 0), nchw));
 }
 
-Layout depthwise_layout(const Check& c) {
-  Layout l;
-  const size_t n = c.n_in();
-  l.implicit = n == 8 || n == 9 || (n == 11 && c.type(8) == T::Bool);
-  l.strides = l.implicit ? 4 : 7;
-  l.extra = l.strides + 2;  // depth multiplier
-  l.fuse = l.extra + 1;
-  l.nchw = l.fuse + 1;
-  l.dilation = l.nchw + 1;
-  return l;
-}
-
 void depthwise_rule(Check& c) {
-  c.input_count({8, 9, 11, 12, 14});
-  const Layout l = depthwise_layout(c);
-  const std::optional<Window> w = conv_prologue(c, l, 3);
+  const Layout l = layout_of(c);
+  const std::optional<Window> w = conv_prologue(c, l);
   if (!w) return;
-  c.at_least(l.extra, 1, "depth multiplier");
+  c.at_least(l.at(R::DepthMultiplier), 1, "depth multiplier");
   bool nchw;
   Image im;
   if (!image_for_shapes(c, l, &nchw, &im)) return;
   c.equal_dims(c.dim(1, 0), 1, "the depthwise filter's first dim must be 1");
   const int64_t depth_out = c.dim(1, 3);
   c.equal_dims(c.dim(2, 0), depth_out, "the bias length differs from the filter's output depth");
-  if (auto m = c.i32(l.extra); m && im.c >= 0)
+  if (auto m = c.i32(l.at(R::DepthMultiplier)); m && im.c >= 0)
     c.equal_dims(depth_out, im.c * *m, "the filter depth differs from input depth x multiplier");
   auto [oh, ow] = window_hw(c, *w, im, c.dim(1, 1), c.dim(1, 2));
   c.set_output(0, image_shape(im.n, oh, ow, depth_out, nchw));
 }
 
 void grouped_rule(Check& c) {
-  c.input_count({9, 12});
-  Layout l;
-  l.implicit = c.n_in() == 9;
-  l.strides = l.implicit ? 4 : 7;
-  l.extra = l.strides + 2;  // groups
-  l.fuse = l.extra + 1;
-  l.nchw = l.fuse + 1;
-  const std::optional<Window> w = conv_prologue(c, l, 3);
+  const Layout l = layout_of(c);
+  const std::optional<Window> w = conv_prologue(c, l);
   if (!w) return;
-  c.at_least(l.extra, 1, "number of groups");
+  c.at_least(l.at(R::Groups), 1, "number of groups");
   bool nchw;
   Image im;
   if (!image_for_shapes(c, l, &nchw, &im)) return;
   check_bias(c);
   const int64_t depth_out = c.dim(1, 0);
-  if (auto g = c.i32(l.extra); g && *g > 0) {
+  if (auto g = c.i32(l.at(R::Groups)); g && *g > 0) {
     if (c.dim(1, 3) >= 0 && im.c >= 0)
       c.equal_dims(im.c, c.dim(1, 3) * *g, "the input depth differs from filter depth x groups");
     if (depth_out >= 0 && depth_out % *g != 0)
@@ -260,18 +237,13 @@ void grouped_rule(Check& c) {
 // strides, fuse, layout; implicit (9) in, filter, bias, output shape
 // (TENSOR_INT32), scheme, strides, fuse, layout.
 void transpose_conv_rule(Check& c) {
-  c.input_count({9, 11});
-  Layout l;
-  l.implicit = c.n_in() == 9;
-  l.pads = l.implicit ? 4 : 3;
-  l.strides = l.implicit ? 5 : 7;
-  l.fuse = l.strides + 2;
-  l.nchw = l.fuse + 1;
-  if (l.implicit) {
-    c.input_type(3, {T::TensorInt32});
-    c.input_rank(3, 1, 1);
+  const Layout l = layout_of(c);
+  const size_t shape_at = l.at(R::OutputShape);
+  if (l.implicit()) {
+    c.input_type(shape_at, {T::TensorInt32});
+    c.input_rank(shape_at, 1, 1);
   }
-  const std::optional<Window> w = conv_prologue(c, l, l.implicit ? 4 : 3);
+  const std::optional<Window> w = conv_prologue(c, l);
   bool nchw;
   Image im;
   if (!w || !image_for_shapes(c, l, &nchw, &im)) return;
@@ -280,13 +252,13 @@ void transpose_conv_rule(Check& c) {
   const int64_t depth_out = c.dim(1, 0);
   int64_t pad[4] = {w->pad[0], w->pad[1], w->pad[2], w->pad[3]};  // left, right, top, bottom
   bool known = w->known;
-  if (l.implicit) {
+  if (l.implicit()) {
     // The requested shape sets the paddings; the output is what they give
     // (the request when the input size fits it), as NNAPI's prepare computes.
-    auto shape = c.ints(3);
+    auto shape = c.ints(shape_at);
     if (shape && shape->size() != 4)
-      return c.fail(Rule::Parameter, "input 3 (output shape) has " + std::to_string(shape->size()) +
-                                         " entries; NNAPI needs 4");
+      return c.fail(Rule::Parameter, "input " + std::to_string(shape_at) + " (output shape) has " +
+                                         std::to_string(shape->size()) + " entries; NNAPI needs 4");
     known = known && shape.has_value();
     if (known) {
       const int64_t rh = (*shape)[nchw ? 2 : 1], rw = (*shape)[nchw ? 3 : 2];
@@ -398,7 +370,7 @@ void batch_matmul_rule(Check& c) {
 // implicit (7, 8): in, scheme, strides w h, filter w h, fuse [, layout]
 
 void pool(Check& c, bool quantized) {
-  c.input_count({7, 8, 10, 11});
+  const Layout l = layout_of(c);
   c.output_count(1);
   if (quantized) {
     c.input_type(0, {T::TensorFloat32, T::TensorQuant8Asymm, T::TensorFloat16});
@@ -409,22 +381,16 @@ void pool(Check& c, bool quantized) {
   c.input_rank(0, 4, 4);
   c.output_same_type(0, 0);
   c.same_quant(0, 0);
-  Layout l;
-  l.implicit = c.n_in() <= 8;
-  l.pads = 1;
-  l.strides = l.implicit ? 2 : 5;
-  l.extra = l.strides + 2;  // filter w, h
-  l.fuse = l.extra + 2;
-  l.nchw = l.fuse + 1;
-  parameter_types(c, l, 1);
+  parameter_types(c, l);
   if (!c.full()) return;
   const Window w = read_window(c, l);
-  c.at_least(l.extra, 1, "filter width");
-  c.at_least(l.extra + 1, 1, "filter height");
+  c.at_least(l.at(R::FilterW), 1, "filter width");
+  c.at_least(l.at(R::FilterH), 1, "filter height");
   bool nchw;
   Image im;
   if (!image_for_shapes(c, l, &nchw, &im)) return;
-  const int64_t fw = c.i32(l.extra).value_or(-1), fh = c.i32(l.extra + 1).value_or(-1);
+  const int64_t fw = c.i32(l.at(R::FilterW)).value_or(-1);
+  const int64_t fh = c.i32(l.at(R::FilterH)).value_or(-1);
   auto [oh, ow] = window_hw(c, w, im, fh, fw);
   c.set_output(0, image_shape(im.n, oh, ow, im.c, nchw));
 }
@@ -437,37 +403,43 @@ void l2_pool_rule(Check& c) { pool(c, false); }
 // half_pixel_centers]]].
 
 void resize_rule(Check& c) {
-  c.input_count({3, 4, 5, 6});
+  const Layout l = layout_of(c);
+  // Output width and height, or their scales.
+  const bool by_size = l.form->has(R::OutputW);
+  const size_t w_at = l.at(by_size ? R::OutputW : R::ScaleW);
+  const size_t h_at = l.at(by_size ? R::OutputH : R::ScaleH);
+  const size_t layout_at = l.at(R::Layout);
   c.output_count(1);
   c.input_type(0, {T::TensorFloat32, T::TensorQuant8Asymm, T::TensorFloat16});
   if (c.code() == static_cast<int32_t>(nnapi::Op::ResizeBilinear) && c.type(0) != T::TensorFloat32)
     c.needs_level(3, "RESIZE_BILINEAR of ", nnapi::operand_type_name(c.type(0)));
   c.input_rank(0, 4, 4);
-  c.input_type(1, {T::Int32, T::Float32, T::Float16});
-  c.same_type(2, 1);
-  if (c.type(1) != T::Int32) c.needs_level(3, c.name(), " by scale");
-  for (size_t i = 3; i < c.n_in(); ++i) c.input_type(i, {T::Bool});
-  if (c.n_in() > 3) c.needs_level(3, c.name(), " with a layout flag");
+  c.input_type(w_at, {T::Int32, T::Float32, T::Float16});
+  c.same_type(h_at, w_at);
+  if (c.type(w_at) != T::Int32) c.needs_level(3, c.name(), " by scale");
+  for (size_t i = layout_at; i < c.n_in(); ++i) c.input_type(i, {T::Bool});
+  if (c.n_in() > layout_at) c.needs_level(3, c.name(), " with a layout flag");
   c.output_same_type(0, 0);
   c.same_quant(0, 0);
   if (!c.full()) return;
-  if (c.flag(4).value_or(false) && c.flag(5).value_or(false))
+  if (c.flag(l.at(R::AlignCorners)).value_or(false) &&
+      c.flag(l.at(R::HalfPixelCenters)).value_or(false))
     c.fail(Rule::Parameter,
            "align_corners and half_pixel_centers are both true; NNAPI allows "
            "at most one");
-  const std::optional<bool> layout = c.n_in() > 3 ? c.flag(3) : std::optional<bool>(false);
+  const std::optional<bool> layout = layout_nchw(c, l);
   if (!layout) return c.set_output(0, Shape::unknown_of_rank(4));
   const bool nchw = *layout;
   const Image im = image_of(c, nchw);
   int64_t oh = -1, ow = -1;
-  if (c.type(1) == T::Int32) {
-    c.at_least(1, 1, "output width");
-    c.at_least(2, 1, "output height");
-    ow = c.i32(1).value_or(-1);
-    oh = c.i32(2).value_or(-1);
+  if (c.type(w_at) == T::Int32) {
+    c.at_least(w_at, 1, "output width");
+    c.at_least(h_at, 1, "output height");
+    ow = c.i32(w_at).value_or(-1);
+    oh = c.i32(h_at).value_or(-1);
   } else {
-    auto sw = c.f32(1), sh = c.f32(2);
-    for (auto [s, i] : {std::pair{sw, 1}, std::pair{sh, 2}}) {
+    auto sw = c.f32(w_at), sh = c.f32(h_at);
+    for (auto [s, i] : {std::pair{sw, w_at}, std::pair{sh, h_at}}) {
       if (s && !(*s > 0.0f))
         c.fail(Rule::Parameter, "input " + std::to_string(i) + " (scale) is " + std::to_string(*s) +
                                     "; NNAPI needs a positive scale");

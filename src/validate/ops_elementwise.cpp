@@ -174,39 +174,44 @@ void prelu_rule(Check& c) {
 
 // ---- SOFTMAX: input, beta [, axis]; LOG_SOFTMAX: input, beta, axis.
 
+// The axis at input i (none when i is past the inputs).
 void softmax_axis(Check& c, size_t i) {
   if (i >= c.n_in()) return;
   c.input_type(i, {T::Int32});
   if (c.full()) c.axis(i, c.shape(0).known ? static_cast<int64_t>(c.shape(0).rank()) : -1, true);
 }
 
-void beta(Check& c) {
-  float_scalar_for_input(c, 1);
-  if (auto b = c.f32(1); b && !(*b > 0.0f))
-    c.fail(Rule::Parameter,
-           "input 1 (beta) is " + std::to_string(*b) + "; NNAPI needs a positive beta");
+void beta(Check& c, size_t i) {
+  float_scalar_for_input(c, i);
+  if (auto b = c.f32(i); b && !(*b > 0.0f))
+    c.fail(Rule::Parameter, "input " + std::to_string(i) + " (beta) is " + std::to_string(*b) +
+                                "; NNAPI needs a positive beta");
+}
+
+// SOFTMAX's and LOG_SOFTMAX's beta and axis, where their form has them.
+void beta_and_axis(Check& c, const nnapi::Form& f) {
+  beta(c, f.at(nnapi::Role::Beta));
+  softmax_axis(c, f.at(nnapi::Role::Axis));
 }
 
 void softmax_rule(Check& c) {
-  c.input_count({2, 3});
+  const nnapi::Form& f = c.form();
   c.output_count(1);
   typed(c, {{T::TensorFloat32, 1}, {T::TensorQuant8Asymm, 1}, {T::TensorFloat16, 3}});
   c.output_same_type(0, 0);
   c.max_rank(4);
   c.fixed_quant(0, 1.0f / 256, 0);
-  if (c.n_in() == 3) c.needs_level(3, "SOFTMAX with an axis");
-  beta(c);
-  softmax_axis(c, 2);
+  if (f.at(nnapi::Role::Axis) < c.n_in()) c.needs_level(3, "SOFTMAX with an axis");
+  beta_and_axis(c, f);
   same_shape_output(c);
 }
 
 void log_softmax_rule(Check& c) {
-  c.input_count({3});
+  const nnapi::Form& f = c.form();
   c.output_count(1);
   typed(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}});
   c.output_same_type(0, 0);
-  beta(c);
-  softmax_axis(c, 2);
+  beta_and_axis(c, f);
   same_shape_output(c);
 }
 

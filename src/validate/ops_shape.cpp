@@ -418,24 +418,27 @@ void channel_shuffle_rule(Check& c) {
 // ---- DEPTH_TO_SPACE, SPACE_TO_DEPTH: 4-D input, block_size [, layout].
 
 void depth_space(Check& c, bool to_space) {
-  c.input_count({2, 3});
+  using R = nnapi::Role;
+  const nnapi::Form& f = c.form();
+  const size_t block_at = f.at(R::BlockSize), layout_at = f.at(R::Layout);
   c.output_count(1);
   moved(c);
   c.input_rank(0, 4, 4);
-  c.input_type(1, {T::Int32});
-  if (c.n_in() == 3) {
-    c.input_type(2, {T::Bool});
+  c.input_type(block_at, {T::Int32});
+  const bool flagged = layout_at < c.n_in();
+  if (flagged) {
+    c.input_type(layout_at, {T::Bool});
     c.needs_level(3, c.name(), " with a layout flag");
   }
   if (!c.full()) return;
-  c.at_least(1, 1, "block size");
-  const std::optional<bool> layout = c.n_in() == 3 ? c.flag(2) : std::optional<bool>(false);
+  c.at_least(block_at, 1, "block size");
+  const std::optional<bool> layout = flagged ? c.flag(layout_at) : std::optional<bool>(false);
   if (!layout) {
     if (c.shapes()) c.set_output(0, Shape::unknown_of_rank(4));
     return;
   }
   const bool nchw = *layout;
-  const int64_t b = c.i32(1).value_or(-1);
+  const int64_t b = c.i32(block_at).value_or(-1);
   const int64_t n = c.dim(0, 0), h = c.dim(0, nchw ? 2 : 1), w = c.dim(0, nchw ? 3 : 2),
                 d = c.dim(0, nchw ? 1 : 3);
   auto mul = [](int64_t a, int64_t f) { return a < 0 || f < 0 ? -1 : a * f; };

@@ -64,6 +64,13 @@ TEST(Inspect, RawBlob) {
   EXPECT_THAT(line_of(r.out, "8 "),
               AllOf(HasSubstr("computed by operation 1 (RELU)"), HasSubstr("model output 0")));
   EXPECT_THAT(r.out, HasSubstr("CONV_2D inputs [2, 4, 3, 5, 5, 5, 5, 6, 6, 5, 1] outputs [7]"));
+  // Each input's role, as NeuralNetworks.h lists CONV_2D's 11 inputs
+  // (explicit padding with the layout flag); RELU's one input has no line.
+  EXPECT_THAT(line_of(r.out, "input roles:"),
+              HasSubstr("input roles: input, filter, bias, padding left, padding right, padding "
+                        "top, padding bottom, stride width, stride height, fused activation, "
+                        "NCHW layout flag"));
+  EXPECT_THAT(r.out, Not(HasSubstr("RELU inputs [7] outputs [8]\n        input roles")));
   EXPECT_THAT(r.out, HasSubstr("model inputs: [2]"));
   EXPECT_THAT(r.out, HasSubstr("model outputs: [8]"));
 }
@@ -113,6 +120,10 @@ TEST(Inspect, Json) {
   // NeuralNetworks.h: RELU and CONV_2D are feature level 1, but the BOOL
   // operand type (the layout flag) came with level 3, Android 10 (API 29).
   EXPECT_THAT(r.out, HasSubstr(R"("outputs":[7],"feature_level":3})"));
+  EXPECT_THAT(r.out, HasSubstr(R"("inputs":[2,4,3,5,5,5,5,6,6,5,1],"input_roles":["input",)"
+                               R"("filter","bias","padding left","padding right","padding top",)"
+                               R"("padding bottom","stride width","stride height",)"
+                               R"("fused activation","NCHW layout flag"],"outputs":[7])"));
   EXPECT_THAT(r.out, HasSubstr(R"("nnapi_feature_level":3,"android_api":29)"));
   EXPECT_THAT(r.out, HasSubstr(R"("input_memory_formats":["contiguous"])"));
   const Result flex = inspect(data("linear_flex.bin"), true);

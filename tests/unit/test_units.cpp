@@ -3,6 +3,7 @@
 
 #include "nnapi_convert/input_spec.h"
 #include "nnapi_convert/nnapi_types.h"
+#include "nnapi_convert/op_signature.h"
 #include "serialize/pyrepr.h"
 
 using namespace nnapi_convert;
@@ -156,4 +157,189 @@ TEST(FeatureLevel, OperationsAndTypesAsNeuralNetworksHSays) {
   EXPECT_EQ(nnapi::feature_level_of_android_api(29), 3);
   EXPECT_EQ(nnapi::feature_level_of_android_api(32), 5);  // Android 12L: still level 5
   EXPECT_EQ(nnapi::feature_level_of_android_api(33), 6);
+}
+
+// The operand signatures (op_signature.h) against NeuralNetworks.h's operand
+// lists, written here from the header's documentation of each operation
+// ("Inputs (explicit padding): * 0: ... * 3: An INT32 value, specifying the
+// padding on the left ..."): for each form, the input counts it may have and
+// the role at every position.
+struct FormFacts {
+  nnapi::Op op;
+  const char* form;
+  std::vector<size_t> counts;
+  std::vector<const char*> roles;
+};
+
+const std::vector<FormFacts>& neural_networks_h_forms() {
+  using nnapi::Op;
+  static const std::vector<FormFacts> facts = [] {
+    const char *in = "input", *w = "filter", *b = "bias", *pl = "padding left",
+               *pr = "padding right", *pt = "padding top", *pb = "padding bottom",
+               *scheme = "padding scheme", *sw = "stride width", *sh = "stride height",
+               *fuse = "fused activation", *nchw = "NCHW layout flag", *dw = "dilation width",
+               *dh = "dilation height", *mult = "depth multiplier", *groups = "groups",
+               *fw = "filter width", *fh = "filter height";
+    std::vector<FormFacts> f = {
+        {Op::Conv2d,
+         "explicit padding",
+         {10, 11, 13},
+         {in, w, b, pl, pr, pt, pb, sw, sh, fuse, nchw, dw, dh}},
+        {Op::Conv2d,
+         "implicit padding",
+         {7, 8, 10},
+         {in, w, b, scheme, sw, sh, fuse, nchw, dw, dh}},
+        {Op::DepthwiseConv2d,
+         "explicit padding",
+         {11, 12, 14},
+         {in, w, b, pl, pr, pt, pb, sw, sh, mult, fuse, nchw, dw, dh}},
+        {Op::DepthwiseConv2d,
+         "implicit padding",
+         {8, 9, 11},
+         {in, w, b, scheme, sw, sh, mult, fuse, nchw, dw, dh}},
+        {Op::GroupedConv2d,
+         "explicit padding",
+         {12},
+         {in, w, b, pl, pr, pt, pb, sw, sh, groups, fuse, nchw}},
+        {Op::GroupedConv2d,
+         "implicit padding",
+         {9},
+         {in, w, b, scheme, sw, sh, groups, fuse, nchw}},
+        {Op::TransposeConv2d,
+         "explicit padding",
+         {11},
+         {in, w, b, pl, pr, pt, pb, sw, sh, fuse, nchw}},
+        {Op::TransposeConv2d,
+         "implicit padding",
+         {9},
+         {in, w, b, "output shape", scheme, sw, sh, fuse, nchw}},
+    };
+    for (Op op : {Op::AveragePool2d, Op::MaxPool2d, Op::L2Pool2d}) {
+      f.push_back(
+          {op, "explicit padding", {10, 11}, {in, pl, pr, pt, pb, sw, sh, fw, fh, fuse, nchw}});
+      f.push_back({op, "implicit padding", {7, 8}, {in, scheme, sw, sh, fw, fh, fuse, nchw}});
+    }
+    // "1: An INT32 value, specifying the block_size ... 2: An optional
+    // BOOL scalar ... NCHW"; SOFTMAX's "1: beta ... 2: Optional ... axis".
+    for (Op op : {Op::DepthToSpace, Op::SpaceToDepth})
+      f.push_back({op, "", {2, 3}, {in, "block size", nchw}});
+    f.push_back({Op::Softmax, "", {2, 3}, {in, "beta", "axis"}});
+    f.push_back({Op::LogSoftmax, "", {3}, {in, "beta", "axis"}});
+    for (Op op : {Op::ResizeBilinear, Op::ResizeNearestNeighbor}) {
+      f.push_back(
+          {op,
+           "by size",
+           {3, 4, 5, 6},
+           {in, "output width", "output height", nchw, "align_corners", "half_pixel_centers"}});
+      f.push_back(
+          {op,
+           "by scale",
+           {3, 4, 5, 6},
+           {in, "width scale", "height scale", nchw, "align_corners", "half_pixel_centers"}});
+    }
+    return f;
+  }();
+  return facts;
+}
+
+TEST(OpSignature, PositionsAsNeuralNetworksHSays) {
+  EXPECT_EQ(nnapi::kPaddingSame, 1);  // ANEURALNETWORKS_PADDING_SAME
+  EXPECT_EQ(nnapi::kPaddingValid, 2);
+  size_t forms = 0;
+  for (const FormFacts& want : neural_networks_h_forms()) {
+    const std::string what = std::string(nnapi::op_name(want.op)) + " (" + want.form + ")";
+    const nnapi::Signature* s = nnapi::signature(want.op);
+    ASSERT_NE(s, nullptr) << what;
+    const nnapi::Form* got = nullptr;
+    for (const nnapi::Form& f : s->forms)
+      if (std::string(f.name) == want.form) got = &f;
+    ASSERT_NE(got, nullptr) << what;
+    ++forms;
+    EXPECT_EQ(got->counts, want.counts) << what;
+    ASSERT_EQ(got->roles.size(), want.roles.size()) << what;
+    for (size_t i = 0; i < want.roles.size(); ++i)
+      EXPECT_STREQ(nnapi::role_name(got->roles[i]), want.roles[i]) << what << " input " << i;
+  }
+  // No form beyond those above.
+  size_t table_forms = 0;
+  for (int32_t code = 0; code <= static_cast<int32_t>(nnapi::Op::BatchMatmul); ++code)
+    if (const nnapi::Signature* s = nnapi::signature_of_code(code)) table_forms += s->forms.size();
+  EXPECT_EQ(table_forms, forms);
+}
+
+// Forms with the same input count are told apart by the operand types where
+// their roles differ in kind.
+TEST(OpSignature, FormOfAnInputCountAndTypes) {
+  using nnapi::Op;
+  using T = nnapi::OperandType;
+  auto form = [](Op op, size_t n, size_t at, T type) -> std::string {
+    const nnapi::Form* f = nnapi::form_of(*nnapi::signature(op), n, [&](size_t i) {
+      return i < 3 ? T::TensorFloat32 : i == at ? type : T::Int32;
+    });
+    return f ? f->name : "none";
+  };
+  // CONV_2D, 10 inputs: explicit padding (input 7 the width stride), or
+  // implicit with layout flag and dilation (input 7 the BOOL layout flag).
+  EXPECT_EQ(form(Op::Conv2d, 10, 7, T::Int32), "explicit padding");
+  EXPECT_EQ(form(Op::Conv2d, 10, 7, T::Bool), "implicit padding");
+  EXPECT_EQ(form(Op::Conv2d, 8, 7, T::Bool), "implicit padding");
+  EXPECT_EQ(form(Op::Conv2d, 11, 10, T::Bool), "explicit padding");
+  EXPECT_EQ(form(Op::Conv2d, 9, 7, T::Bool), "none");
+  EXPECT_EQ(form(Op::DepthwiseConv2d, 11, 8, T::Int32), "explicit padding");
+  EXPECT_EQ(form(Op::DepthwiseConv2d, 11, 8, T::Bool), "implicit padding");
+  EXPECT_EQ(form(Op::GroupedConv2d, 9, 8, T::Bool), "implicit padding");
+  EXPECT_EQ(form(Op::TransposeConv2d, 9, 8, T::Bool), "implicit padding");
+  EXPECT_EQ(form(Op::AveragePool2d, 11, 10, T::Bool), "explicit padding");
+  EXPECT_EQ(form(Op::MaxPool2d, 8, 7, T::Bool), "implicit padding");
+  auto resize = [](T at1) {
+    const nnapi::Form* f = nnapi::form_of(*nnapi::signature(Op::ResizeBilinear), 4, [&](size_t i) {
+      return i == 0 ? T::TensorFloat32 : i == 3 ? T::Bool : at1;
+    });
+    return std::string(f->name);
+  };
+  EXPECT_EQ(resize(T::Int32), "by size");
+  EXPECT_EQ(resize(T::Float32), "by scale");
+  EXPECT_EQ(resize(T::Float16), "by scale");
+}
+
+// An emitter's roles placed at NeuralNetworks.h's positions, whatever the
+// order it names them in; a set of roles no form has is refused.
+TEST(OpSignature, ArrangeInputsPlacesRoles) {
+  using nnapi::Op;
+  using R = nnapi::Role;
+  EXPECT_EQ(nnapi::arrange_inputs(Op::Conv2d, {{R::Fuse, 90},
+                                               {R::Input, 0},
+                                               {R::StrideH, 60},
+                                               {R::Filter, 10},
+                                               {R::PaddingScheme, 30},
+                                               {R::Bias, 20},
+                                               {R::StrideW, 50}}),
+            (std::vector<int32_t>{0, 10, 20, 30, 50, 60, 90}));
+  EXPECT_EQ(nnapi::arrange_inputs(Op::MaxPool2d, {{R::Input, 0},
+                                                  {R::PadLeft, 1},
+                                                  {R::PadRight, 2},
+                                                  {R::PadTop, 3},
+                                                  {R::PadBottom, 4},
+                                                  {R::StrideW, 5},
+                                                  {R::StrideH, 6},
+                                                  {R::FilterH, 8},
+                                                  {R::FilterW, 7},
+                                                  {R::Fuse, 9},
+                                                  {R::Layout, 10}}),
+            (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  // Dilation without the layout flag before it: no form has that.
+  EXPECT_TRUE(nnapi::arrange_inputs(Op::Conv2d, {{R::Input, 0},
+                                                 {R::Filter, 1},
+                                                 {R::Bias, 2},
+                                                 {R::PaddingScheme, 3},
+                                                 {R::StrideW, 4},
+                                                 {R::StrideH, 5},
+                                                 {R::Fuse, 6},
+                                                 {R::DilationW, 7}})
+                  .empty());
+  // An output width with a height scale: neither form.
+  EXPECT_TRUE(
+      nnapi::arrange_inputs(Op::ResizeBilinear, {{R::Input, 0}, {R::OutputW, 1}, {R::ScaleH, 2}})
+          .empty());
+  EXPECT_TRUE(nnapi::arrange_inputs(Op::Add, {{R::Input, 0}}).empty());
 }

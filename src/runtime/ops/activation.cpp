@@ -86,17 +86,19 @@ void execute_softmax(ExecContext& ctx) {
   const Value& x = ctx.in(0);
   const auto dtype = is_quant8(x.type) ? at::kDouble : at::kFloat;
   at::Tensor xr = real_values(x, dtype);
-  const float beta = ctx.f32(1);
+  const nnapi::Form& f = ctx.form();
+  const float beta = ctx.f32(f.at(nnapi::Role::Beta));
   if (!(beta > 0.f)) fail(Result::BadData, "softmax beta must be positive");
-  const int64_t axis = wrap_axis(ctx.i32_or(2, -1), xr.dim());
+  const int64_t axis = wrap_axis(ctx.i32_or(f.at(nnapi::Role::Axis), -1), xr.dim());
   ctx.set_output(0,
                  to_operand(at::softmax(xr * static_cast<double>(beta), axis), ctx.out_operand(0)));
 }
 
 void execute_log_softmax(ExecContext& ctx) {
   at::Tensor xr = real_values(ctx.in(0));
-  const double beta = ctx.f32(1);
-  const int64_t axis = wrap_axis(ctx.i32(2), xr.dim());
+  const nnapi::Form& f = ctx.form();
+  const double beta = ctx.f32(f.at(nnapi::Role::Beta));
+  const int64_t axis = wrap_axis(ctx.i32(f.at(nnapi::Role::Axis)), xr.dim());
   ctx.set_output(0, to_operand(at::log_softmax(xr * beta, axis), ctx.out_operand(0)));
 }
 

@@ -17,8 +17,9 @@ namespace nnrt {
 namespace {
 
 using T = OperandType;
-
-enum PaddingScheme { kPaddingSame = 1, kPaddingValid = 2 };
+using R = nnapi::Role;
+using nnapi::kPaddingSame;
+using nnapi::kPaddingValid;
 
 struct ConvArgs : Window {
   int64_t dil_w = 1, dil_h = 1;
@@ -88,34 +89,21 @@ void write_image(ExecContext& ctx, const at::Tensor& result_nchw, const ConvArgs
   ctx.set_output(0, a.nchw ? out.contiguous() : nchw_to_nhwc(out));
 }
 
-// ---- CONV_2D
-// explicit: in, w, b, pad l r t b, stride w h, fuse [, nchw [, dil w h]]  (10, 11, 13)
-// implicit: in, w, b, scheme, stride w h, fuse [, nchw [, dil w h]]       (7, 8, 10)
-
-bool conv2d_is_implicit(const ExecContext& ctx) {
-  const size_t n = ctx.num_inputs();
-  if (n == 7 || n == 8) return true;
-  // 10 inputs: explicit without layout, or implicit with layout + dilation.
-  return n == 10 && ctx.in(7).type == T::Bool;
-}
-
-// Padding (four explicit values, or an implicit scheme) and strides, from input 3 on.
-ConvArgs read_padding_and_strides(ExecContext& ctx, bool implicit, size_t* next) {
+// The parameters of a convolution, where its form (op_signature.h) has them:
+// padding, strides, DEPTHWISE_CONV_2D's multiplier, GROUPED_CONV_2D's groups,
+// the fused activation, the layout flag (optional for CONV_2D and
+// DEPTHWISE_CONV_2D) and dilation (optional).
+ConvArgs read_conv_args(const ExecContext& ctx) {
+  const nnapi::Form& f = ctx.form();
   ConvArgs a;
-  *next = 3;
-  static_cast<Window&>(a) = read_window(ctx, implicit, next);
+  static_cast<Window&>(a) = read_window(ctx, f);
+  if (f.has(R::DepthMultiplier)) a.multiplier = ctx.i32(f.at(R::DepthMultiplier));
+  if (f.has(R::Groups)) a.groups = ctx.i32(f.at(R::Groups));
+  a.fuse = ctx.i32(f.at(R::Fuse));
+  a.nchw = f.optional(R::Layout) ? ctx.flag_or(f.at(R::Layout), false) : ctx.flag(f.at(R::Layout));
+  a.dil_w = ctx.i32_or(f.at(R::DilationW), 1);
+  a.dil_h = ctx.i32_or(f.at(R::DilationH), 1);
   return a;
-}
-
-ConvArgs read_conv2d_args(ExecContext& ctx, size_t* next) {
-  return read_padding_and_strides(ctx, conv2d_is_implicit(ctx), next);
-}
-
-void read_tail(ExecContext& ctx, size_t i, ConvArgs& a) {
-  a.fuse = ctx.i32(i++);
-  a.nchw = ctx.flag_or(i++, false);
-  a.dil_w = ctx.i32_or(i++, 1);
-  a.dil_h = ctx.i32_or(i++, 1);
 }
 
 void resolve_implicit(ConvArgs& a, const at::Tensor& x_nchw, int64_t kh, int64_t kw) {
@@ -147,31 +135,17 @@ at::Tensor filter_values(const ExecContext& ctx) {
   return conv_values(w, ctx.in(0));
 }
 
+// ---- CONV_2D: in, w, b, padding, strides, fuse [, nchw [, dil w h]]
+
 void execute_conv2d(ExecContext& ctx) {
-  size_t i = 0;
-  ConvArgs a = read_conv2d_args(ctx, &i);
-  read_tail(ctx, i, a);
   // NNAPI filter [out, kh, kw, in] -> torch [out, in, kh, kw].
-  run_conv(ctx, a, filter_values(ctx).permute({0, 3, 1, 2}));
+  run_conv(ctx, read_conv_args(ctx), filter_values(ctx).permute({0, 3, 1, 2}));
 }
 
-// ---- DEPTHWISE_CONV_2D
-// explicit: in, w, b, pad l r t b, stride w h, mult, fuse [, nchw [, dil w h]]  (11, 12, 14)
-// implicit: in, w, b, scheme, stride w h, mult, fuse [, nchw [, dil w h]]       (8, 9, 11)
-
-bool depthwise_is_implicit(size_t n, OperandType at8) {
-  if (n == 8 || n == 9) return true;
-  if (n != 11) return false;
-  return at8 == T::Bool;
-}
+// ---- DEPTHWISE_CONV_2D: in, w, b, padding, strides, mult, fuse [, nchw [, dil w h]]
 
 void execute_depthwise(ExecContext& ctx) {
-  const bool implicit =
-      depthwise_is_implicit(ctx.num_inputs(), ctx.num_inputs() > 8 ? ctx.in(8).type : T::Int32);
-  size_t i = 0;
-  ConvArgs a = read_padding_and_strides(ctx, implicit, &i);
-  a.multiplier = ctx.i32(i++);
-  read_tail(ctx, i, a);
+  ConvArgs a = read_conv_args(ctx);
   if (a.multiplier < 1) fail(Result::BadData, "depth multiplier must be >= 1");
   // NNAPI filter [1, kh, kw, in * mult] -> torch [in * mult, 1, kh, kw], groups = in.
   at::Tensor w = filter_values(ctx);
@@ -183,26 +157,10 @@ void execute_depthwise(ExecContext& ctx) {
   run_conv(ctx, a, w.permute({3, 0, 1, 2}));
 }
 
-// ---- GROUPED_CONV_2D
-// explicit: in, w, b, pad l r t b, stride w h, groups, fuse, nchw  (12)
-// implicit: in, w, b, scheme, stride w h, groups, fuse, nchw       (9)
+// ---- GROUPED_CONV_2D: in, w, b, padding, strides, groups, fuse, nchw
 
 void execute_grouped(ExecContext& ctx) {
-  ConvArgs a;
-  size_t i = 3;
-  if (ctx.num_inputs() == 9) {
-    a.implicit_scheme = ctx.i32(i++);
-  } else {
-    a.pad_l = ctx.i32(i++);
-    a.pad_r = ctx.i32(i++);
-    a.pad_t = ctx.i32(i++);
-    a.pad_b = ctx.i32(i++);
-  }
-  a.stride_w = ctx.i32(i++);
-  a.stride_h = ctx.i32(i++);
-  a.groups = ctx.i32(i++);
-  a.fuse = ctx.i32(i++);
-  a.nchw = ctx.flag(i++);
+  ConvArgs a = read_conv_args(ctx);
   if (a.groups < 1) fail(Result::BadData, "num_groups must be >= 1");
   at::Tensor w = filter_values(ctx);
   if (w.size(0) % a.groups != 0) fail(Result::BadData, "output channels % groups != 0");
@@ -210,23 +168,20 @@ void execute_grouped(ExecContext& ctx) {
 }
 
 // ---- TRANSPOSE_CONV_2D
-// explicit: in, w, b, pad l r t b, stride w h, fuse, nchw                 (11)
-// implicit: in, w, b, output_shape (TENSOR_INT32), scheme, stride w h, fuse, nchw  (9)
+// explicit: in, w, b, pad l r t b, strides, fuse, nchw
+// implicit: in, w, b, output_shape (TENSOR_INT32), scheme, strides, fuse, nchw
 
 void execute_transpose_conv(ExecContext& ctx) {
-  ConvArgs a;
+  const nnapi::Form& f = ctx.form();
+  ConvArgs a = read_conv_args(ctx);
   const Value& x = ctx.in(0);
-  const bool implicit = ctx.num_inputs() == 9;
-  a.nchw = ctx.flag(ctx.num_inputs() - 1);
   at::Tensor xr = image_nchw(x, a.nchw);
   at::Tensor w = filter_values(ctx);  // [out, kh, kw, in]
   const int64_t kh = w.size(1), kw = w.size(2);
-  if (implicit) {
-    const std::vector<int64_t> out_shape = ctx.int_list(3);
-    const int32_t scheme = ctx.i32(4);
-    a.stride_w = ctx.i32(5);
-    a.stride_h = ctx.i32(6);
-    a.fuse = ctx.i32(7);
+  if (f.has(R::OutputShape)) {
+    const std::vector<int64_t> out_shape = ctx.int_list(f.at(R::OutputShape));
+    const int32_t scheme = a.implicit_scheme;
+    a.implicit_scheme = 0;  // resolved here, from the requested shape
     if (out_shape.size() != 4) fail(Result::BadData, "output_shape must have 4 entries");
     if (scheme != kPaddingSame && scheme != kPaddingValid) fail(Result::BadData, "bad scheme");
     check_args(a);
@@ -235,13 +190,6 @@ void execute_transpose_conv(ExecContext& ctx) {
     nnapi_validate::transpose_conv_implicit_padding(scheme, out_shape[a.nchw ? 3 : 2], kw,
                                                     a.stride_w, &a.pad_l, &a.pad_r);
   } else {
-    a.pad_l = ctx.i32(3);
-    a.pad_r = ctx.i32(4);
-    a.pad_t = ctx.i32(5);
-    a.pad_b = ctx.i32(6);
-    a.stride_w = ctx.i32(7);
-    a.stride_h = ctx.i32(8);
-    a.fuse = ctx.i32(9);
     check_args(a);
   }
   if (xr.size(1) != w.size(3)) fail(Result::BadData, "input channels do not match the filter");

@@ -26,6 +26,7 @@ namespace nnrt {
 namespace {
 
 using T = OperandType;
+using R = nnapi::Role;
 
 enum class Pool { Average, Max, L2 };
 
@@ -44,22 +45,22 @@ void same_padding(int64_t in, int64_t k, int64_t s, int64_t* before, int64_t* af
 
 PoolArgs read_args(ExecContext& ctx, int64_t in_h, int64_t in_w) {
   PoolArgs a;
-  const bool implicit = ctx.num_inputs() <= 8;
-  size_t i = 1;
-  static_cast<Window&>(a) = read_window(ctx, implicit, &i);
+  const nnapi::Form& f = ctx.form();
+  const bool implicit = f.has(R::PaddingScheme);
+  static_cast<Window&>(a) = read_window(ctx, f);
   const int32_t scheme = a.implicit_scheme;
-  a.kernel_w = ctx.i32(i++);
-  a.kernel_h = ctx.i32(i++);
-  a.fuse = ctx.i32(i++);
-  a.nchw = ctx.flag_or(i, false);
+  a.kernel_w = ctx.i32(f.at(R::FilterW));
+  a.kernel_h = ctx.i32(f.at(R::FilterH));
+  a.fuse = ctx.i32(f.at(R::Fuse));
+  a.nchw = ctx.flag_or(f.at(R::Layout), false);
   if (a.stride_w < 1 || a.stride_h < 1 || a.kernel_w < 1 || a.kernel_h < 1)
     fail(Result::BadData, "strides and filter sizes must be >= 1");
   check_fuse_code(a.fuse);
   if (implicit) {
-    if (scheme == 1) {
+    if (scheme == nnapi::kPaddingSame) {
       same_padding(in_h, a.kernel_h, a.stride_h, &a.pad_t, &a.pad_b);
       same_padding(in_w, a.kernel_w, a.stride_w, &a.pad_l, &a.pad_r);
-    } else if (scheme != 2) {
+    } else if (scheme != nnapi::kPaddingValid) {
       fail(Result::BadData, "bad padding scheme");
     }
   }
@@ -105,8 +106,9 @@ template <Pool kind>
 void execute_pool(ExecContext& ctx) {
   const Value& x = ctx.in(0);
   if (x.t.dim() != 4) fail(Result::BadData, "input must be 4-D");
-  const size_t n = ctx.num_inputs();
-  const bool nchw = (n == 8 || n == 11) && ctx.flag(n - 1);
+  // The layout flag, when the operation has it.
+  const size_t layout_at = ctx.form().at(R::Layout);
+  const bool nchw = layout_at < ctx.num_inputs() && ctx.flag(layout_at);
   const bool quant = is_quant8(x.type);
   // Quantized pooling works on the stored integers; float pooling on values.
   at::Tensor v = quant ? x.t.to(at::kDouble) : x.t.to(at::kFloat);

@@ -14,7 +14,7 @@
 namespace nnrt {
 namespace {
 
-using T = OperandType;
+using R = nnapi::Role;
 
 struct ResizeArgs {
   int64_t out_h = 0, out_w = 0;
@@ -23,19 +23,20 @@ struct ResizeArgs {
 
 ResizeArgs read_args(ExecContext& ctx, int64_t in_h, int64_t in_w) {
   ResizeArgs a;
-  if (ctx.in(1).type == T::Int32) {
-    a.out_w = ctx.i32(1);
-    a.out_h = ctx.i32(2);
+  const nnapi::Form& f = ctx.form();
+  if (f.has(R::OutputW)) {
+    a.out_w = ctx.i32(f.at(R::OutputW));
+    a.out_h = ctx.i32(f.at(R::OutputH));
   } else {
-    const float sw = ctx.f32(1), sh = ctx.f32(2);
+    const float sw = ctx.f32(f.at(R::ScaleW)), sh = ctx.f32(f.at(R::ScaleH));
     if (!(sw > 0.f) || !(sh > 0.f)) fail(Result::BadData, "scales must be positive");
     a.out_w = static_cast<int64_t>(std::floor(static_cast<float>(in_w) * sw));
     a.out_h = static_cast<int64_t>(std::floor(static_cast<float>(in_h) * sh));
   }
   if (a.out_w < 1 || a.out_h < 1) fail(Result::BadData, "output size must be positive");
-  a.nchw = ctx.flag_or(3, false);
-  a.align_corners = ctx.flag_or(4, false);
-  a.half_pixel = ctx.flag_or(5, false);
+  a.nchw = ctx.flag_or(f.at(R::Layout), false);
+  a.align_corners = ctx.flag_or(f.at(R::AlignCorners), false);
+  a.half_pixel = ctx.flag_or(f.at(R::HalfPixelCenters), false);
   if (a.align_corners && a.half_pixel)
     fail(Result::BadData, "align_corners and half_pixel_centers are exclusive");
   return a;
@@ -61,9 +62,12 @@ at::Tensor nearest_index(int64_t in, int64_t out, const ResizeArgs& a) {
 int64_t h_dim(bool nchw) { return nchw ? 2 : 1; }
 int64_t w_dim(bool nchw) { return nchw ? 3 : 2; }
 
+// The NCHW layout flag (false when the operation has none).
+bool nchw_flag(const ExecContext& ctx) { return ctx.flag_or(ctx.form().at(R::Layout), false); }
+
 void execute_nearest(ExecContext& ctx) {
   const Value& x = ctx.in(0);
-  const bool nchw = ctx.flag_or(3, false);
+  const bool nchw = nchw_flag(ctx);
   const int64_t in_h = x.t.size(h_dim(nchw)), in_w = x.t.size(w_dim(nchw));
   ResizeArgs a = read_args(ctx, in_h, in_w);
   at::Tensor y = x.t.index_select(h_dim(nchw), nearest_index(in_h, a.out_h, a))
@@ -112,7 +116,7 @@ at::Tensor quantized_bilinear(const at::Tensor& q, const at::Tensor& h0, const a
 
 void execute_bilinear(ExecContext& ctx) {
   const Value& x = ctx.in(0);
-  const bool nchw = ctx.flag_or(3, false);
+  const bool nchw = nchw_flag(ctx);
   at::Tensor v = is_quant8(x.type) ? x.t : real_values(x, at::kDouble);
   if (!nchw) v = nhwc_to_nchw(v);
   const int64_t in_h = v.size(2), in_w = v.size(3);

@@ -233,7 +233,7 @@ void execute_channel_shuffle(ExecContext& ctx) {
 // holds the value at row offset i, column offset j, channel c of a block.
 
 int64_t block_size(ExecContext& ctx) {
-  const int64_t b = ctx.i32(1);
+  const int64_t b = ctx.i32(ctx.form().at(nnapi::Role::BlockSize));
   if (b < 1) fail(Result::BadData, "block_size must be at least 1");
   return b;
 }
@@ -241,7 +241,7 @@ int64_t block_size(ExecContext& ctx) {
 void execute_depth_to_space(ExecContext& ctx) {
   const at::Tensor& x = ctx.in(0).t;
   const int64_t b = block_size(ctx);
-  const bool nchw = ctx.flag_or(2, false);
+  const bool nchw = ctx.flag_or(ctx.form().at(nnapi::Role::Layout), false);
   const int64_t n = x.size(0), depth = x.size(nchw ? 1 : 3);
   const int64_t h = x.size(nchw ? 2 : 1), w = x.size(nchw ? 3 : 2);
   if (depth % (b * b) != 0) fail(Result::BadData, "depth is not a multiple of block_size^2");
@@ -258,7 +258,7 @@ void execute_depth_to_space(ExecContext& ctx) {
 void execute_space_to_depth(ExecContext& ctx) {
   const at::Tensor& x = ctx.in(0).t;
   const int64_t b = block_size(ctx);
-  const bool nchw = ctx.flag_or(2, false);
+  const bool nchw = ctx.flag_or(ctx.form().at(nnapi::Role::Layout), false);
   const int64_t n = x.size(0), c = x.size(nchw ? 1 : 3);
   const int64_t h = x.size(nchw ? 2 : 1), w = x.size(nchw ? 3 : 2);
   if (h % b != 0 || w % b != 0)

@@ -1,0 +1,102 @@
+// Operand signatures: for each NNAPI operation whose inputs come in several
+// arity forms or end in optional ones, the role of each input position, as NeuralNetworks.h lists
+// them (e.g. CONV_2D's explicit padding form: input, filter, bias, padding
+// left, right, top, bottom, stride width, height, fused activation [, NCHW
+// layout flag [, dilation width, height]]). This is the one place those
+// positions are written: the emitters in src/lower arrange their operand
+// lists by it, the validator's layouts and the host runtime's argument
+// readers find their parameters by it, and `inspect` names each input's role
+// from it. Only positions live here; each reader keeps its own checks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "nnapi_convert/nnapi_types.h"
+
+namespace nnapi {
+
+// Implicit padding schemes (PaddingCode in NeuralNetworks.h).
+constexpr int32_t kPaddingSame = 1, kPaddingValid = 2;
+
+// What one input of an operation is.
+enum class Role : uint8_t {
+  Input,          // the data tensor
+  Filter,         // a convolution's weights
+  Bias,           // a convolution's bias
+  OutputShape,    // TRANSPOSE_CONV_2D's requested output shape (TENSOR_INT32)
+  PaddingScheme,  // implicit padding: a PaddingCode
+  PadLeft,        // explicit padding, in elements
+  PadRight,
+  PadTop,
+  PadBottom,
+  StrideW,
+  StrideH,
+  DepthMultiplier,  // DEPTHWISE_CONV_2D
+  Groups,           // GROUPED_CONV_2D
+  FilterW,          // a pool's window
+  FilterH,
+  Fuse,    // FuseCode
+  Layout,  // BOOL: true for NCHW
+  DilationW,
+  DilationH,
+  OutputW,  // a resize by size (INT32)
+  OutputH,
+  ScaleW,  // a resize by scale (FLOAT32 or FLOAT16)
+  ScaleH,
+  AlignCorners,      // BOOL
+  HalfPixelCenters,  // BOOL
+  BlockSize,         // DEPTH_TO_SPACE, SPACE_TO_DEPTH
+  Beta,              // SOFTMAX, LOG_SOFTMAX (FLOAT32 or FLOAT16)
+  Axis,              // INT32
+};
+
+// "padding left", "NCHW layout flag", ...: for messages and `inspect`.
+const char* role_name(Role r);
+
+// One arity form: every input position's role, the optional trailing ones
+// included, and the input counts the form may have (each a prefix of roles).
+struct Form {
+  static constexpr size_t npos = static_cast<size_t>(-1);
+  const char* name;  // "explicit padding", "implicit padding", "by size", "by scale"
+  std::vector<Role> roles;
+  std::vector<size_t> counts;
+
+  // The position of role `r`, or npos when the form has none. (It may lie
+  // past the inputs an operation has, for an optional trailing role.)
+  size_t at(Role r) const;
+  bool has(Role r) const { return at(r) != npos; }
+  // Whether the form may leave role `r` out (it lies past its fewest inputs).
+  bool optional(Role r) const { return at(r) >= counts.front(); }
+};
+
+struct Signature {
+  Op op;
+  std::vector<Form> forms;
+  // Every input count some form allows, ascending.
+  std::vector<size_t> counts() const;
+};
+
+// The signature of `op`; nullptr for an operation the table does not hold.
+const Signature* signature(Op op);
+const Signature* signature_of_code(int32_t code);
+
+// The form of an operation with `n` inputs whose input i has type type_at(i)
+// (called for i < n only). Among the forms that allow n inputs, the one whose
+// role at the first position where they differ in kind (INT32, BOOL, FLOAT,
+// tensor) matches the operand there, else the first of them: CONV_2D with 10
+// inputs is the explicit form when input 7 is INT32, the implicit one (with
+// layout flag and dilation) when it is BOOL. nullptr when no form allows n.
+const Form* form_of(const Signature& s, size_t n,
+                    const std::function<OperandType(size_t)>& type_at);
+
+// An emitter's operand list in the table's order: `given` holds the
+// operand id of each role it writes (in any order); the result is the ids in
+// the positions of the form and count those roles make up, or empty when no
+// form of `op` has exactly them (an internal error of the emitter).
+std::vector<int32_t> arrange_inputs(Op op, const std::vector<std::pair<Role, int32_t>>& given);
+
+}  // namespace nnapi

@@ -1,0 +1,247 @@
+#include "nnapi_convert/op_signature.h"
+
+#include <algorithm>
+
+namespace nnapi {
+
+namespace {
+
+using R = Role;
+
+// The roles' kinds, which tell forms of one input count apart.
+enum class Kind { Tensor, Int, Bool, Float };
+
+Kind kind_of(Role r) {
+  switch (r) {
+    case R::Input:
+    case R::Filter:
+    case R::Bias:
+    case R::OutputShape:
+      return Kind::Tensor;
+    case R::Layout:
+    case R::AlignCorners:
+    case R::HalfPixelCenters:
+      return Kind::Bool;
+    case R::ScaleW:
+    case R::ScaleH:
+    case R::Beta:
+      return Kind::Float;
+    default:
+      return Kind::Int;
+  }
+}
+
+bool kind_matches(Kind k, OperandType t) {
+  switch (k) {
+    case Kind::Tensor:
+      return is_tensor_type(t);
+    case Kind::Int:
+      return t == OperandType::Int32;
+    case Kind::Bool:
+      return t == OperandType::Bool;
+    case Kind::Float:
+      return t == OperandType::Float32 || t == OperandType::Float16;
+  }
+  return false;
+}
+
+std::vector<Role> concat(std::initializer_list<std::vector<Role>> parts) {
+  std::vector<Role> all;
+  for (const std::vector<Role>& p : parts) all.insert(all.end(), p.begin(), p.end());
+  return all;
+}
+
+// The parts NeuralNetworks.h's windowed operations share.
+const std::vector<Role> kConvTensors = {R::Input, R::Filter, R::Bias};
+const std::vector<Role> kExplicitPadding = {R::PadLeft, R::PadRight, R::PadTop, R::PadBottom};
+const std::vector<Role> kImplicitPadding = {R::PaddingScheme};
+const std::vector<Role> kStrides = {R::StrideW, R::StrideH};
+const std::vector<Role> kConvTail = {R::Fuse, R::Layout, R::DilationW, R::DilationH};
+const std::vector<Role> kFuseLayout = {R::Fuse, R::Layout};
+
+// A convolution's two forms; `middle` sits between the strides and the
+// fused activation (DEPTHWISE_CONV_2D's multiplier, GROUPED_CONV_2D's
+// groups); `tail` ends both. The counts are those of the explicit form; the
+// implicit one has 3 fewer inputs.
+std::vector<Form> conv_forms(const std::vector<Role>& middle, const std::vector<Role>& tail,
+                             std::vector<size_t> counts) {
+  std::vector<size_t> implicit_counts = counts;
+  for (size_t& n : implicit_counts) n -= 3;
+  return {{"explicit padding", concat({kConvTensors, kExplicitPadding, kStrides, middle, tail}),
+           counts},
+          {"implicit padding", concat({kConvTensors, kImplicitPadding, kStrides, middle, tail}),
+           implicit_counts}};
+}
+
+std::vector<Form> pool_forms() {
+  const std::vector<Role> window = {R::FilterW, R::FilterH};
+  return {{"explicit padding",
+           concat({{R::Input}, kExplicitPadding, kStrides, window, kFuseLayout}),
+           {10, 11}},
+          {"implicit padding",
+           concat({{R::Input}, kImplicitPadding, kStrides, window, kFuseLayout}),
+           {7, 8}}};
+}
+
+std::vector<Form> resize_forms() {
+  const std::vector<Role> flags = {R::Layout, R::AlignCorners, R::HalfPixelCenters};
+  return {{"by size", concat({{R::Input, R::OutputW, R::OutputH}, flags}), {3, 4, 5, 6}},
+          {"by scale", concat({{R::Input, R::ScaleW, R::ScaleH}, flags}), {3, 4, 5, 6}}};
+}
+
+const std::vector<Signature>& table() {
+  static const std::vector<Signature> t = [] {
+    std::vector<Signature> s;
+    s.push_back({Op::Conv2d, conv_forms({}, kConvTail, {10, 11, 13})});
+    s.push_back({Op::DepthwiseConv2d, conv_forms({R::DepthMultiplier}, kConvTail, {11, 12, 14})});
+    s.push_back({Op::GroupedConv2d, conv_forms({R::Groups}, kFuseLayout, {12})});
+    s.push_back(
+        {Op::TransposeConv2d,
+         {{"explicit padding",
+           concat({kConvTensors, kExplicitPadding, kStrides, kFuseLayout}),
+           {11}},
+          {"implicit padding",
+           concat({kConvTensors, {R::OutputShape}, kImplicitPadding, kStrides, kFuseLayout}),
+           {9}}}});
+    for (Op op : {Op::AveragePool2d, Op::MaxPool2d, Op::L2Pool2d}) s.push_back({op, pool_forms()});
+    for (Op op : {Op::ResizeBilinear, Op::ResizeNearestNeighbor}) s.push_back({op, resize_forms()});
+    // One form each, with an optional trailing input.
+    for (Op op : {Op::DepthToSpace, Op::SpaceToDepth})
+      s.push_back({op, {{"", {R::Input, R::BlockSize, R::Layout}, {2, 3}}}});
+    s.push_back({Op::Softmax, {{"", {R::Input, R::Beta, R::Axis}, {2, 3}}}});
+    s.push_back({Op::LogSoftmax, {{"", {R::Input, R::Beta, R::Axis}, {3}}}});
+    return s;
+  }();
+  return t;
+}
+
+}  // namespace
+
+const char* role_name(Role r) {
+  switch (r) {
+    case R::Input:
+      return "input";
+    case R::Filter:
+      return "filter";
+    case R::Bias:
+      return "bias";
+    case R::OutputShape:
+      return "output shape";
+    case R::PaddingScheme:
+      return "padding scheme";
+    case R::PadLeft:
+      return "padding left";
+    case R::PadRight:
+      return "padding right";
+    case R::PadTop:
+      return "padding top";
+    case R::PadBottom:
+      return "padding bottom";
+    case R::StrideW:
+      return "stride width";
+    case R::StrideH:
+      return "stride height";
+    case R::DepthMultiplier:
+      return "depth multiplier";
+    case R::Groups:
+      return "groups";
+    case R::FilterW:
+      return "filter width";
+    case R::FilterH:
+      return "filter height";
+    case R::Fuse:
+      return "fused activation";
+    case R::Layout:
+      return "NCHW layout flag";
+    case R::DilationW:
+      return "dilation width";
+    case R::DilationH:
+      return "dilation height";
+    case R::OutputW:
+      return "output width";
+    case R::OutputH:
+      return "output height";
+    case R::ScaleW:
+      return "width scale";
+    case R::ScaleH:
+      return "height scale";
+    case R::AlignCorners:
+      return "align_corners";
+    case R::HalfPixelCenters:
+      return "half_pixel_centers";
+    case R::BlockSize:
+      return "block size";
+    case R::Beta:
+      return "beta";
+    case R::Axis:
+      return "axis";
+  }
+  return "operand";
+}
+
+size_t Form::at(Role r) const {
+  auto it = std::find(roles.begin(), roles.end(), r);
+  return it == roles.end() ? npos : static_cast<size_t>(it - roles.begin());
+}
+
+std::vector<size_t> Signature::counts() const {
+  std::vector<size_t> all;
+  for (const Form& f : forms) all.insert(all.end(), f.counts.begin(), f.counts.end());
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  return all;
+}
+
+const Signature* signature(Op op) {
+  for (const Signature& s : table())
+    if (s.op == op) return &s;
+  return nullptr;
+}
+
+const Signature* signature_of_code(int32_t code) {
+  return op_name_or_null(code) ? signature(static_cast<Op>(code)) : nullptr;
+}
+
+const Form* form_of(const Signature& s, size_t n,
+                    const std::function<OperandType(size_t)>& type_at) {
+  std::vector<const Form*> fit;
+  for (const Form& f : s.forms)
+    if (std::find(f.counts.begin(), f.counts.end(), n) != f.counts.end()) fit.push_back(&f);
+  if (fit.size() < 2) return fit.empty() ? nullptr : fit[0];
+  for (size_t i = 0; i < n; ++i) {
+    const Kind k = kind_of(fit[0]->roles[i]);
+    const bool differ = std::any_of(fit.begin(), fit.end(),
+                                    [&](const Form* f) { return kind_of(f->roles[i]) != k; });
+    if (!differ) continue;
+    const OperandType t = type_at(i);
+    for (const Form* f : fit)
+      if (kind_matches(kind_of(f->roles[i]), t)) return f;
+    break;
+  }
+  return fit[0];
+}
+
+std::vector<int32_t> arrange_inputs(Op op, const std::vector<std::pair<Role, int32_t>>& given) {
+  const Signature* s = signature(op);
+  if (!s) return {};
+  const size_t n = given.size();
+  for (const Form& f : s->forms) {
+    if (std::find(f.counts.begin(), f.counts.end(), n) == f.counts.end()) continue;
+    std::vector<int32_t> ids(n);
+    std::vector<bool> filled(n, false);
+    bool ok = true;
+    for (const auto& [role, id] : given) {
+      const size_t i = f.at(role);
+      if (i >= n || filled[i]) {
+        ok = false;
+        break;
+      }
+      ids[i] = id;
+      filled[i] = true;
+    }
+    if (ok) return ids;
+  }
+  return {};
+}
+
+}  // namespace nnapi
