@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "nnapi_convert/check.h"
+#include "nnapi_convert/check_command.h"
 #include "nnapi_convert/conversion.h"
 #include "nnapi_convert/writer.h"
 

@@ -1,6 +1,8 @@
 // `nnapi-convert check MODEL... --input SPEC ...`: which node kinds convert and
 // which do not, and whether the whole model does; writes nothing.
 // `nnapi-convert list-ops`: the node kinds nnapi-convert lowers.
+#include "nnapi_convert/check_command.h"
+
 #include <spdlog/spdlog.h>
 
 #include <iomanip>
@@ -10,7 +12,6 @@
 
 #include "cli/cli.h"
 #include "core/isolation.h"
-#include "nnapi_convert/check.h"
 #include "nnapi_convert/converter.h"
 
 namespace nnapi_convert::cli {

@@ -22,7 +22,7 @@
 #include "lower/fusion.h"
 #include "lower/logical.h"
 #include "lower/registry.h"
-#include "nnapi_convert/check.h"
+#include "nnapi_convert/check_command.h"
 #include "util/timing.h"
 
 namespace nnapi_convert {
@@ -296,8 +296,8 @@ void add_model_inputs(GraphLowering& g) {
 // One node on its way through kNodeSteps.
 struct NodeLowering {
   const Node* node;
-  std::optional<Dispatch> lowering;  // choose_lowering's choice
-  size_t operands_before = 0;        // the model's operand count before the node's lowering
+  std::optional<Dispatch> lowering = std::nullopt;  // choose_lowering's choice
+  size_t operands_before = 0;  // the model's operand count before the node's lowering
 };
 
 // A step returns true when it has dealt with the node: the steps after it
@@ -448,13 +448,14 @@ std::vector<const Value*> returned_values(GraphLowering& g) {
 // takes no bool tensors; a TENSOR_BOOL8 one is made so by SELECT), an int64
 // one (indices) as the int32 NNAPI computes, which the converted module casts
 // back (output_casts).
-std::vector<Tensor> cast_outputs(GraphLowering& g, const std::vector<const Value*>& returns) {
+std::vector<OperandHandle> cast_outputs(GraphLowering& g,
+                                        const std::vector<const Value*>& returns) {
   LoweringContext& cx = g.cx;
-  std::vector<Tensor> outs;
+  std::vector<OperandHandle> outs;
   for (size_t i = 0; i < returns.size(); ++i) {
     if (!cx.has_operand(returns[i])) g.offending = returns[i]->node();  // a constant here
     unfold_video_value(cx, returns[i]);
-    Tensor t = cx.get_operand(returns[i]);
+    OperandHandle t = cx.get_operand(returns[i]);
     const auto type = returns[i]->type()->cast<c10::TensorType>();
     auto dtype = type ? type->scalarType() : c10::nullopt;
     if (auto held = cx.torch_dtype_of(returns[i]); !dtype && held) dtype = *held;
@@ -477,7 +478,7 @@ std::vector<Tensor> cast_outputs(GraphLowering& g, const std::vector<const Value
 // output is one of its inputs, or that lists one operand twice as an output;
 // PyTorch's converter writes such models without a word.
 void check_distinct_outputs(GraphLowering& g, const std::vector<const Value*>& returns,
-                            const std::vector<Tensor>& outs) {
+                            const std::vector<OperandHandle>& outs) {
   std::vector<int32_t> output_ids;
   for (size_t i = 0; i < returns.size(); ++i) {
     int32_t id = outs[i].id;
@@ -505,7 +506,7 @@ void check_distinct_outputs(GraphLowering& g, const std::vector<const Value*>& r
 
 // Output `i` of the NNAPI model, and the template the converted module
 // allocates it by.
-OutputTemplate add_model_output(GraphLowering& g, const Value* returned, const Tensor& out,
+OutputTemplate add_model_output(GraphLowering& g, const Value* returned, const OperandHandle& out,
                                 size_t i) {
   if (!g.result.output_casts.count(static_cast<int>(i))) {
     check_output_dtype(returned, out.op, i, &g.offending);
@@ -519,7 +520,7 @@ OutputTemplate add_model_output(GraphLowering& g, const Value* returned, const T
 // A result NNAPI holds with another shape (a 0-dim result as (1), a rank > 4
 // one as a rank <= 4 buffer): the template has NNAPI's shape, and the module
 // reshapes it back (output_reshapes).
-void reshape_back(GraphLowering& g, const Tensor& out, size_t i, OutputTemplate* t) {
+void reshape_back(GraphLowering& g, const OperandHandle& out, size_t i, OutputTemplate* t) {
   const Operand& op = out.op;
   const Operand& real = g.cx.operand(out.id);
   const Shape nnapi_shape = fix_shape(real.shape, real.dim_order);
@@ -540,7 +541,7 @@ void reshape_back(GraphLowering& g, const Tensor& out, size_t i, OutputTemplate*
 }
 
 // --return-shape: the shape the converted module allocates output `i` with.
-void apply_return_shape(GraphLowering& g, const Tensor& out, size_t i, OutputTemplate* t) {
+void apply_return_shape(GraphLowering& g, const OperandHandle& out, size_t i, OutputTemplate* t) {
   if (g.options.return_shapes.empty()) return;
   const std::vector<int64_t>& shape = g.options.return_shapes[i];
   if (shape.size() != out.op.shape.size()) {
@@ -553,7 +554,7 @@ void apply_return_shape(GraphLowering& g, const Tensor& out, size_t i, OutputTem
 
 void add_model_outputs(GraphLowering& g) {
   const std::vector<const Value*> returns = returned_values(g);
-  const std::vector<Tensor> outs = cast_outputs(g, returns);
+  const std::vector<OperandHandle> outs = cast_outputs(g, returns);
   check_distinct_outputs(g, returns, outs);
   for (size_t i = 0; i < returns.size(); ++i) {
     OutputTemplate t = add_model_output(g, returns[i], outs[i], i);

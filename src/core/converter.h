@@ -6,7 +6,7 @@
 #include <torch/csrc/jit/api/module.h>
 
 #include "core/trace.h"
-#include "nnapi_convert/check.h"
+#include "nnapi_convert/check_command.h"
 #include "nnapi_convert/conversion.h"
 
 namespace nnapi_convert {

@@ -10,7 +10,7 @@
 
 #include "core/folding.h"
 #include "core/trace.h"
-#include "lower/check.h"
+#include "lower/refusal.h"
 
 namespace nnapi_convert {
 

@@ -7,11 +7,11 @@
 #include <algorithm>
 #include <optional>
 
-#include "lower/check.h"
 #include "lower/constant_value.h"
 #include "lower/kind_set.h"
+#include "lower/refusal.h"
 #include "lower/registry.h"
-#include "nnapi_convert/check.h"
+#include "nnapi_convert/check_command.h"
 
 namespace nnapi_convert {
 

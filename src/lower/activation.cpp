@@ -53,14 +53,14 @@ at::Tensor quantized_table(const Operand& x,
 // (CAST to TENSOR_INT32 keeps stored values). Exact to PyTorch's kernel,
 // where DEQUANTIZE, float arithmetic and QUANTIZE round ties otherwise (up
 // to 5% of outputs one quantum off, measured on hardswish).
-void emit_table_lookup(LoweringContext& cx, const Tensor& x, const at::Tensor& table,
+void emit_table_lookup(LoweringContext& cx, const OperandHandle& x, const at::Tensor& table,
                        const Value* out_value) {
   const int32_t table_id = cx.add_weight(table);
   Operand index = x.op;
   index.type = OperandType::TensorInt32;
   index.scale = 0.0;
   index.zero_point = 0;
-  const Tensor indices = emit_unary_to(cx, Op::Cast, x, index);
+  const OperandHandle indices = emit_unary_to(cx, Op::Cast, x, index);
   Operand out = x.op;
   out.scale = table.q_scale();
   out.zero_point = table.q_zero_point();
@@ -71,13 +71,13 @@ void emit_table_lookup(LoweringContext& cx, const Tensor& x, const at::Tensor& t
 }
 
 // hardsigmoid(x) = relu6(x + 3) / 6, on float32.
-Tensor float_hardsigmoid(LoweringContext& cx, const Tensor& x, const Value* out) {
-  Tensor t = emit_binary(cx, Op::Add, x, float_scalar_tensor(cx, 3.0f), Fuse::Relu6);
+OperandHandle float_hardsigmoid(LoweringContext& cx, const OperandHandle& x, const Value* out) {
+  OperandHandle t = emit_binary(cx, Op::Add, x, float_scalar_tensor(cx, 3.0f), Fuse::Relu6);
   return emit_binary(cx, Op::Mul, t, float_scalar_tensor(cx, 1.0f / 6.0f), Fuse::None, out);
 }
 
 void lower_hardsigmoid(LoweringContext& cx, const Node* node) {
-  Tensor x = cx.get_operand(node->input(0));
+  OperandHandle x = cx.get_operand(node->input(0));
   if (!is_quant(x.op)) {
     float_hardsigmoid(cx, x, node->output());
     return;
@@ -90,12 +90,12 @@ void lower_hardsigmoid(LoweringContext& cx, const Node* node) {
 }
 
 // hardswish(x) = x * relu6(x + 3) / 6, on float32, from feature level 1 operations.
-Tensor float_hardswish(LoweringContext& cx, const Tensor& x, const Value* out) {
+OperandHandle float_hardswish(LoweringContext& cx, const OperandHandle& x, const Value* out) {
   return emit_binary(cx, Op::Mul, x, float_hardsigmoid(cx, x, nullptr), Fuse::None, out);
 }
 
 void lower_hardswish(LoweringContext& cx, const Node* node) {
-  Tensor x = cx.get_operand(node->input(0));
+  OperandHandle x = cx.get_operand(node->input(0));
   check(!is_quant(x.op), "aten::hardswish of a quantized tensor; expected quantized::hardswish");
   if (!cx.has_operation(Op::HardSwish, 1)) {  // before feature level 4 (Android 11)
     float_hardswish(cx, x, node->output());
@@ -105,7 +105,7 @@ void lower_hardswish(LoweringContext& cx, const Node* node) {
 }
 
 void lower_quantized_hardswish(LoweringContext& cx, const Node* node) {
-  Tensor x = cx.get_operand(node->input(0));
+  OperandHandle x = cx.get_operand(node->input(0));
   check(is_quant(x.op), "quantized::hardswish of a float tensor");
   const QuantParams out_quant{cx.constant_float(node->input(1)), cx.constant_int(node->input(2))};
   if (!cx.has_operation(Op::HardSwish, 1)) {
@@ -125,9 +125,9 @@ void lower_quantized_hardswish(LoweringContext& cx, const Node* node) {
 }
 
 void lower_silu(LoweringContext& cx, const Node* node) {
-  Tensor x = cx.get_operand(node->input(0));
+  OperandHandle x = cx.get_operand(node->input(0));
   check(!is_quant(x.op), "silu of a quantized tensor is not supported");
-  Tensor s = emit_unary(cx, Op::Logistic, x);
+  OperandHandle s = emit_unary(cx, Op::Logistic, x);
   emit_binary(cx, Op::Mul, x, s, Fuse::None, node->output());
 }
 
@@ -143,47 +143,49 @@ namespace {
 
 // erf(z) for z >= 0 by Abramowitz & Stegun 7.1.26 (|error| <= 1.5e-7):
 // erf(z) = 1 - (a1 t + a2 t^2 + a3 t^3 + a4 t^4 + a5 t^5) exp(-z^2), t = 1 / (1 + p z).
-Tensor erf_nonnegative(LoweringContext& cx, const Tensor& z) {
+OperandHandle erf_nonnegative(LoweringContext& cx, const OperandHandle& z) {
   const float p = 0.3275911f;
   const float a[5] = {0.254829592f, -0.284496736f, 1.421413741f, -1.453152027f, 1.061405429f};
   auto k = [&](float v) { return float_scalar_tensor(cx, v); };
-  Tensor den = emit_binary(cx, Op::Add, emit_binary(cx, Op::Mul, z, k(p)), k(1.0f));
-  Tensor t = emit_binary(cx, Op::Div, k(1.0f), den);
-  Tensor poly = emit_binary(cx, Op::Mul, t, k(a[4]));
+  OperandHandle den = emit_binary(cx, Op::Add, emit_binary(cx, Op::Mul, z, k(p)), k(1.0f));
+  OperandHandle t = emit_binary(cx, Op::Div, k(1.0f), den);
+  OperandHandle poly = emit_binary(cx, Op::Mul, t, k(a[4]));
   for (int i = 3; i >= 0; --i) {
     poly = emit_binary(cx, Op::Mul, emit_binary(cx, Op::Add, poly, k(a[i])), t);
   }
-  Tensor e = emit_unary(cx, Op::Exp, emit_unary(cx, Op::Neg, emit_binary(cx, Op::Mul, z, z)));
+  OperandHandle e =
+      emit_unary(cx, Op::Exp, emit_unary(cx, Op::Neg, emit_binary(cx, Op::Mul, z, z)));
   return emit_binary(cx, Op::Sub, k(1.0f), emit_binary(cx, Op::Mul, poly, e));
 }
 
 }  // namespace
 
 // gelu(x) = x * Phi(x) = 0.5 x + 0.5 |x| erf(|x| / sqrt 2).
-Tensor gelu_erf(LoweringContext& cx, const Tensor& x, const Value* out) {
+OperandHandle gelu_erf(LoweringContext& cx, const OperandHandle& x, const Value* out) {
   auto k = [&](float v) { return float_scalar_tensor(cx, v); };
-  Tensor ax = emit_unary(cx, Op::Abs, x);
-  Tensor erf = erf_nonnegative(cx, emit_binary(cx, Op::Mul, ax, k(static_cast<float>(M_SQRT1_2))));
-  Tensor half_x = emit_binary(cx, Op::Mul, x, k(0.5f));
-  Tensor half_ax_erf = emit_binary(cx, Op::Mul, emit_binary(cx, Op::Mul, ax, k(0.5f)), erf);
+  OperandHandle ax = emit_unary(cx, Op::Abs, x);
+  OperandHandle erf =
+      erf_nonnegative(cx, emit_binary(cx, Op::Mul, ax, k(static_cast<float>(M_SQRT1_2))));
+  OperandHandle half_x = emit_binary(cx, Op::Mul, x, k(0.5f));
+  OperandHandle half_ax_erf = emit_binary(cx, Op::Mul, emit_binary(cx, Op::Mul, ax, k(0.5f)), erf);
   return emit_binary(cx, Op::Add, half_x, half_ax_erf, Fuse::None, out);
 }
 
 namespace {
 
 // gelu(x, approximate='tanh') = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-Tensor gelu_tanh(LoweringContext& cx, const Tensor& x, const Value* out) {
+OperandHandle gelu_tanh(LoweringContext& cx, const OperandHandle& x, const Value* out) {
   auto k = [&](float v) { return float_scalar_tensor(cx, v); };
-  Tensor x3 = emit_binary(cx, Op::Mul, emit_binary(cx, Op::Mul, x, x), x);
-  Tensor inner = emit_binary(cx, Op::Add, x, emit_binary(cx, Op::Mul, x3, k(0.044715f)));
-  Tensor th = emit_unary(
+  OperandHandle x3 = emit_binary(cx, Op::Mul, emit_binary(cx, Op::Mul, x, x), x);
+  OperandHandle inner = emit_binary(cx, Op::Add, x, emit_binary(cx, Op::Mul, x3, k(0.044715f)));
+  OperandHandle th = emit_unary(
       cx, Op::Tanh, emit_binary(cx, Op::Mul, inner, k(static_cast<float>(std::sqrt(2.0 / M_PI)))));
-  Tensor one_plus = emit_binary(cx, Op::Add, th, k(1.0f));
+  OperandHandle one_plus = emit_binary(cx, Op::Add, th, k(1.0f));
   return emit_binary(cx, Op::Mul, emit_binary(cx, Op::Mul, x, k(0.5f)), one_plus, Fuse::None, out);
 }
 
 void lower_gelu(LoweringContext& cx, const Node* node) {
-  Tensor x = cx.get_operand(node->input(0));
+  OperandHandle x = cx.get_operand(node->input(0));
   check(!is_quant(x.op), "gelu of a quantized tensor is not supported");
   std::string approximate = "none";
   if (node->inputs().size() > 1) approximate = cx.constant(node->input(1)).value.toStringRef();
@@ -197,7 +199,7 @@ void lower_gelu(LoweringContext& cx, const Node* node) {
 }
 
 void lower_relu6(LoweringContext& cx, const Node* node) {
-  Tensor x = cx.get_operand(node->input(0));
+  OperandHandle x = cx.get_operand(node->input(0));
   emit_unary(cx, Op::Relu6, x, node->output());
 }
 
@@ -209,7 +211,7 @@ std::optional<double> optional_number(LoweringContext& cx, const Value* v) {
 }
 
 // A constant of shape (1) in x's type: float, or quantized with x's params.
-Tensor bound_constant(LoweringContext& cx, const Operand& x, double v) {
+OperandHandle bound_constant(LoweringContext& cx, const Operand& x, double v) {
   if (x.type == OperandType::TensorInt32) {
     check(v == std::nearbyint(v) && std::abs(v) < 2147483648.0, [&] {
       return "clamp of an int32 tensor by " + std::to_string(v) +
@@ -229,8 +231,8 @@ Tensor bound_constant(LoweringContext& cx, const Operand& x, double v) {
 
 // clamp(x, lo, hi) with either bound optional: RELU6, RELU1 or RELU where the
 // bounds are theirs, else MAXIMUM and MINIMUM with constants.
-Tensor emit_clamp(LoweringContext& cx, const Tensor& x, std::optional<double> lo,
-                  std::optional<double> hi, const Value* out) {
+OperandHandle emit_clamp(LoweringContext& cx, const OperandHandle& x, std::optional<double> lo,
+                         std::optional<double> hi, const Value* out) {
   check(lo || hi, "clamp needs at least one bound");
   check(!lo || !hi || *lo <= *hi, "clamp with min > max");
   // RELU, RELU1 and RELU6 take no TENSOR_INT32; MAXIMUM and MINIMUM do (from
@@ -245,7 +247,7 @@ Tensor emit_clamp(LoweringContext& cx, const Tensor& x, std::optional<double> lo
   if (relu && lo && !hi && *lo == 0) {
     return emit_unary(cx, Op::Relu, x, out);
   }
-  Tensor y = x;
+  OperandHandle y = x;
   if (lo) {
     y = emit_binary(cx, Op::Maximum, y, bound_constant(cx, x.op, *lo), Fuse::None,
                     hi ? nullptr : out);
@@ -278,7 +280,7 @@ bool is_tensor_bound(LoweringContext& cx, const Value* v) {
 // with PyTorch's broadcasting.
 void lower_clamp_tensors(LoweringContext& cx, const Node* node, const Value* lo, const Value* hi) {
   check(lo || hi, "clamp needs at least one bound");
-  Tensor y = cx.get_operand(node->input(0));
+  OperandHandle y = cx.get_operand(node->input(0));
   if (lo) {
     const auto [a, b] = elementwise_operands(cx, y, lo);
     y = emit_binary(cx, Op::Maximum, a, b, Fuse::None, hi ? nullptr : node->output());
@@ -307,7 +309,7 @@ void lower_clamp(LoweringContext& cx, const Node* node) {
 
 // hardtanh(x, lo, hi): clamp with both bounds (RELU1 and RELU6 where they fit).
 void lower_hardtanh(LoweringContext& cx, const Node* node) {
-  const Tensor x = cx.get_operand(node->input(0));
+  const OperandHandle x = cx.get_operand(node->input(0));
   check(x.op.type != OperandType::TensorInt32,
         "hardtanh of an int32 tensor is not supported (NNAPI's RELU1/RELU6 take float and "
         "quantized tensors, and its bounds are float numbers); use torch.clamp with integer "
@@ -333,9 +335,9 @@ void lower_hardtanh(LoweringContext& cx, const Node* node) {
 // x's parameters, as PyTorch's quantized leaky_relu does.
 void lower_leaky_relu(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 2, "malformed aten::leaky_relu");
-  Tensor x = cx.get_operand(node->input(0));
+  OperandHandle x = cx.get_operand(node->input(0));
   const double slope = cx.constant_number(node->input(1));
-  Tensor alpha;
+  OperandHandle alpha;
   if (!is_quant(x.op)) {
     alpha = float_scalar_tensor(cx, static_cast<float>(slope));
   } else if (slope == 0) {
@@ -354,42 +356,43 @@ void lower_leaky_relu(LoweringContext& cx, const Node* node) {
 
 // --- decompositions into feature level 1 to 3 operations --------------------
 
-Tensor k_float(LoweringContext& cx, double v) {
+OperandHandle k_float(LoweringContext& cx, double v) {
   return float_scalar_tensor(cx, static_cast<float>(v));
 }
 
 // 1 where v > 0, else 0: ceil(v) = -floor(-v) is >= 1 for v > 0 and <= 0
 // otherwise, so min(relu(ceil(v)), 1) (NEG, FLOOR, NEG, RELU, MINIMUM).
 // Exact, and what stands for a comparison and SELECT below feature level 4.
-Tensor step_above(LoweringContext& cx, const Tensor& v) {
-  Tensor ceil = emit_unary(cx, Op::Neg, emit_unary(cx, Op::Floor, emit_unary(cx, Op::Neg, v)));
+OperandHandle step_above(LoweringContext& cx, const OperandHandle& v) {
+  OperandHandle ceil =
+      emit_unary(cx, Op::Neg, emit_unary(cx, Op::Floor, emit_unary(cx, Op::Neg, v)));
   return emit_binary(cx, Op::Minimum, emit_unary(cx, Op::Relu, ceil), k_float(cx, 1.0));
 }
 
 // m * a + (1 - m) * b for a 0/1 mask m: a where m is 1, b where it is 0,
 // exactly (both finite).
-Tensor select_by_mask(LoweringContext& cx, const Tensor& m, const Tensor& a, const Tensor& b,
-                      const Value* out) {
-  Tensor not_m = emit_binary(cx, Op::Sub, k_float(cx, 1.0), m);
+OperandHandle select_by_mask(LoweringContext& cx, const OperandHandle& m, const OperandHandle& a,
+                             const OperandHandle& b, const Value* out) {
+  OperandHandle not_m = emit_binary(cx, Op::Sub, k_float(cx, 1.0), m);
   return emit_binary(cx, Op::Add, emit_binary(cx, Op::Mul, m, a),
                      emit_binary(cx, Op::Mul, not_m, b), Fuse::None, out);
 }
 
 // log(1 + exp(-|z|)): never overflows (EXP of a value <= 0).
-Tensor log1p_exp_neg_abs(LoweringContext& cx, const Tensor& z) {
-  Tensor e = emit_unary(cx, Op::Exp, emit_unary(cx, Op::Neg, emit_unary(cx, Op::Abs, z)));
+OperandHandle log1p_exp_neg_abs(LoweringContext& cx, const OperandHandle& z) {
+  OperandHandle e = emit_unary(cx, Op::Exp, emit_unary(cx, Op::Neg, emit_unary(cx, Op::Abs, z)));
   return emit_unary(cx, Op::Log, emit_binary(cx, Op::Add, e, k_float(cx, 1.0)));
 }
 
 // log(1 + exp(z)) in the stable form max(z, 0) + log(1 + exp(-|z|)); where
 // exp(-|z|) is below float32's epsilon the log term is lost (an absolute
 // error under 1.2e-7 against log1p).
-Tensor softplus_stable(LoweringContext& cx, const Tensor& z) {
+OperandHandle softplus_stable(LoweringContext& cx, const OperandHandle& z) {
   return emit_binary(cx, Op::Add, emit_unary(cx, Op::Relu, z), log1p_exp_neg_abs(cx, z));
 }
 
-Tensor float_input(LoweringContext& cx, const Node* node) {
-  Tensor x = cx.get_operand(node->input(0));
+OperandHandle float_input(LoweringContext& cx, const Node* node) {
+  OperandHandle x = cx.get_operand(node->input(0));
   check(x.op.type == OperandType::TensorFloat32, [&] {
     return std::string(node->kind().toQualString()) + " of a " +
            nnapi::operand_type_name(x.op.type) + " tensor is not supported (float32 only)";
@@ -403,20 +406,20 @@ Tensor float_input(LoweringContext& cx, const Node* node) {
 // step_above(z - threshold) selecting x exactly.
 void lower_softplus(LoweringContext& cx, const Node* node) {
   NodeArgs args(cx, node);
-  const Tensor x = float_input(cx, node);
+  const OperandHandle x = float_input(cx, node);
   const double beta = cx.constant_number(args.value("beta"));
   const double threshold = cx.constant_number(args.value("threshold"));
-  Tensor z = beta == 1 ? x : emit_binary(cx, Op::Mul, x, k_float(cx, beta));
-  Tensor sp = softplus_stable(cx, z);
+  OperandHandle z = beta == 1 ? x : emit_binary(cx, Op::Mul, x, k_float(cx, beta));
+  OperandHandle sp = softplus_stable(cx, z);
   if (beta != 1) sp = emit_binary(cx, Op::Div, sp, k_float(cx, beta));
-  Tensor m = step_above(cx, emit_binary(cx, Op::Sub, z, k_float(cx, threshold)));
+  OperandHandle m = step_above(cx, emit_binary(cx, Op::Sub, z, k_float(cx, threshold)));
   select_by_mask(cx, m, x, sp, node->output());
 }
 
 // mish(x) = x * tanh(log1p(exp(x))), the softplus in the stable form.
 void lower_mish(LoweringContext& cx, const Node* node) {
-  const Tensor x = float_input(cx, node);
-  Tensor t = emit_unary(cx, Op::Tanh, softplus_stable(cx, x));
+  const OperandHandle x = float_input(cx, node);
+  OperandHandle t = emit_unary(cx, Op::Tanh, softplus_stable(cx, x));
   emit_binary(cx, Op::Mul, x, t, Fuse::None, node->output());
 }
 
@@ -424,13 +427,13 @@ void lower_mish(LoweringContext& cx, const Node* node) {
 // (exp(x * input_scale) - 1) * alpha * scale (PyTorch's kernel). Without a
 // select: relu(x) * scale + (exp(min(x, 0) * input_scale) - 1) * (alpha *
 // scale), whose second term is exactly 0 for x > 0 and first for x <= 0.
-Tensor emit_elu(LoweringContext& cx, const Tensor& x, double alpha, double scale,
-                double input_scale, const Value* out) {
-  Tensor pos = emit_unary(cx, Op::Relu, x);
+OperandHandle emit_elu(LoweringContext& cx, const OperandHandle& x, double alpha, double scale,
+                       double input_scale, const Value* out) {
+  OperandHandle pos = emit_unary(cx, Op::Relu, x);
   if (scale != 1) pos = emit_binary(cx, Op::Mul, pos, k_float(cx, scale));
-  Tensor neg = emit_binary(cx, Op::Minimum, x, k_float(cx, 0.0));
+  OperandHandle neg = emit_binary(cx, Op::Minimum, x, k_float(cx, 0.0));
   if (input_scale != 1) neg = emit_binary(cx, Op::Mul, neg, k_float(cx, input_scale));
-  Tensor em1 = emit_binary(cx, Op::Sub, emit_unary(cx, Op::Exp, neg), k_float(cx, 1.0));
+  OperandHandle em1 = emit_binary(cx, Op::Sub, emit_unary(cx, Op::Exp, neg), k_float(cx, 1.0));
   // PyTorch's negcoef = alpha * scale in float32.
   const float negcoef = static_cast<float>(alpha) * static_cast<float>(scale);
   em1 = emit_binary(cx, Op::Mul, em1, float_scalar_tensor(cx, negcoef));
@@ -443,7 +446,7 @@ constexpr double kSeluScale = 1.0507009873554804934193349852946;
 
 void lower_elu(LoweringContext& cx, const Node* node) {
   NodeArgs args(cx, node);
-  const Tensor x = float_input(cx, node);
+  const OperandHandle x = float_input(cx, node);
   const std::string kind = node->kind().toUnqualString();
   if (kind == "selu") {
     emit_elu(cx, x, kSeluAlpha, kSeluScale, 1.0, node->output());
@@ -464,28 +467,28 @@ void lower_elu(LoweringContext& cx, const Node* node) {
 // in float on the dequantized values too).
 void lower_quantized_elu(LoweringContext& cx, const Node* node) {
   NodeArgs args(cx, node);
-  const Tensor x = args.tensor("self");
+  const OperandHandle x = args.tensor("self");
   check(is_quant(x.op), "quantized::elu of a float tensor");
-  Tensor y = emit_elu(cx, emit_dequantize(cx, x), cx.constant_number(args.value("alpha")),
-                      cx.constant_number(args.value("scale")),
-                      cx.constant_number(args.value("input_scale")), nullptr);
+  OperandHandle y = emit_elu(cx, emit_dequantize(cx, x), cx.constant_number(args.value("alpha")),
+                             cx.constant_number(args.value("scale")),
+                             cx.constant_number(args.value("input_scale")), nullptr);
   emit_quantize(cx, y, cx.constant_float(args.value("output_scale")),
                 cx.constant_int(args.value("output_zero_point")), node->output());
 }
 
 // log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|)), PyTorch's stable form.
 void lower_log_sigmoid(LoweringContext& cx, const Node* node) {
-  const Tensor x = float_input(cx, node);
-  Tensor lo = emit_binary(cx, Op::Minimum, x, k_float(cx, 0.0));
+  const OperandHandle x = float_input(cx, node);
+  OperandHandle lo = emit_binary(cx, Op::Minimum, x, k_float(cx, 0.0));
   emit_binary(cx, Op::Sub, lo, log1p_exp_neg_abs(cx, x), Fuse::None, node->output());
 }
 
 // hardshrink(x, lambd) = x where |x| > lambd, else 0: x times the mask
 // step_above(|x| - lambd).
 void lower_hardshrink(LoweringContext& cx, const Node* node) {
-  const Tensor x = float_input(cx, node);
+  const OperandHandle x = float_input(cx, node);
   const double lambd = cx.constant_number(node->input(1));
-  Tensor m =
+  OperandHandle m =
       step_above(cx, emit_binary(cx, Op::Sub, emit_unary(cx, Op::Abs, x), k_float(cx, lambd)));
   emit_binary(cx, Op::Mul, x, m, Fuse::None, node->output());
 }
@@ -494,16 +497,17 @@ void lower_hardshrink(LoweringContext& cx, const Node* node) {
 // 1.5e-7) and sign(x) = x / max(|x|, 1e-30) (where |x| < 1e-30 the product
 // is below 1e-36 either way).
 void lower_erf(LoweringContext& cx, const Node* node) {
-  const Tensor x = float_input(cx, node);
-  Tensor ax = emit_unary(cx, Op::Abs, x);
-  Tensor sign = emit_binary(cx, Op::Div, x, emit_binary(cx, Op::Maximum, ax, k_float(cx, 1e-30)));
+  const OperandHandle x = float_input(cx, node);
+  OperandHandle ax = emit_unary(cx, Op::Abs, x);
+  OperandHandle sign =
+      emit_binary(cx, Op::Div, x, emit_binary(cx, Op::Maximum, ax, k_float(cx, 1e-30)));
   emit_binary(cx, Op::Mul, sign, erf_nonnegative(cx, ax), Fuse::None, node->output());
 }
 
 // glu(x, dim) = a * sigmoid(b) for the halves a, b of x along dim (SPLIT,
 // LOGISTIC, MUL).
 void lower_glu(LoweringContext& cx, const Node* node) {
-  const Tensor x = float_input(cx, node);
+  const OperandHandle x = float_input(cx, node);
   const auto rank = static_cast<int64_t>(x.op.shape.size());
   const int64_t dim = py_index(cx.constant_int(node->input(1)), rank);
   const int64_t n = x.op.shape[dim];
@@ -513,7 +517,7 @@ void lower_glu(LoweringContext& cx, const Node* node) {
            " is odd";
   });
   const std::vector<int32_t> halves = emit_split(cx, x, dim, {n / 2, n / 2});
-  const Tensor a{halves[0], cx.operand(halves[0])}, b{halves[1], cx.operand(halves[1])};
+  const OperandHandle a{halves[0], cx.operand(halves[0])}, b{halves[1], cx.operand(halves[1])};
   emit_binary(cx, Op::Mul, a, emit_unary(cx, Op::Logistic, b), Fuse::None, node->output());
 }
 

@@ -10,12 +10,12 @@ namespace nnapi_convert {
 
 // gelu with the exact (erf) formula of PyTorch's default approximate='none',
 // erf as a polynomial to 1.5e-7; the result is `out`'s operand when given.
-Tensor gelu_erf(LoweringContext& cx, const Tensor& x, const Value* out);
+OperandHandle gelu_erf(LoweringContext& cx, const OperandHandle& x, const Value* out);
 
 // clamp(x, lo, hi) with either bound optional (not both absent): RELU6, RELU1
 // or RELU where the bounds are theirs, else MAXIMUM and MINIMUM with constants
 // in x's type; the result is `out`'s operand when given.
-Tensor emit_clamp(LoweringContext& cx, const Tensor& x, std::optional<double> lo,
-                  std::optional<double> hi, const Value* out);
+OperandHandle emit_clamp(LoweringContext& cx, const OperandHandle& x, std::optional<double> lo,
+                         std::optional<double> hi, const Value* out);
 
 }  // namespace nnapi_convert

@@ -34,9 +34,9 @@ using nnapi::Fuse;
 using nnapi::Op;
 
 // x (B, L, E) @ w.t() + b, with w (N, E) and b (N) constants.
-Tensor project(LoweringContext& cx, const Tensor& x, const at::Tensor& w, const at::Tensor& b,
-               const Value* out) {
-  Tensor y = product_with_constant(cx, x, w.t(), nullptr);
+OperandHandle project(LoweringContext& cx, const OperandHandle& x, const at::Tensor& w,
+                      const at::Tensor& b, const Value* out) {
+  OperandHandle y = product_with_constant(cx, x, w.t(), nullptr);
   auto bias = cx.add_weight(b.contiguous(), DimOrder::Contiguous);
   return emit_binary(cx, Op::Add, y, {bias, cx.operand(bias)}, Fuse::None, out);
 }
@@ -44,13 +44,13 @@ Tensor project(LoweringContext& cx, const Tensor& x, const at::Tensor& w, const 
 // A bool tensor the model computes: an int32 0/1 operand (bool inputs arrive
 // so, see InputDType::Bool; a TENSOR_BOOL8 one is made so), or a constant
 // made one.
-Tensor bool_operand(LoweringContext& cx, const Value* v, const char* what) {
+OperandHandle bool_operand(LoweringContext& cx, const Value* v, const char* what) {
   if (!cx.has_operand(v)) {
     const int32_t id =
         cx.add_weight(cx.constant_tensor(v).ne(0).to(at::kInt).contiguous(), DimOrder::Contiguous);
     return {id, cx.operand(id)};
   }
-  Tensor m = cx.get_operand(v);
+  OperandHandle m = cx.get_operand(v);
   if (m.op.type == nnapi::OperandType::TensorBool8 && m.op.dim_order == DimOrder::Contiguous) {
     m = int01_of(cx, m);  // a mask computed by comparisons
   }
@@ -64,7 +64,7 @@ Tensor bool_operand(LoweringContext& cx, const Value* v, const char* what) {
 }
 
 // CAST of an int32 0/1 mask to float32 0/1.
-Tensor as_float(LoweringContext& cx, const Tensor& m) {
+OperandHandle as_float(LoweringContext& cx, const OperandHandle& m) {
   Operand f = m.op;
   f.type = nnapi::OperandType::TensorFloat32;
   return emit_unary_to(cx, Op::Cast, m, f);
@@ -75,7 +75,8 @@ Tensor as_float(LoweringContext& cx, const Tensor& m) {
 // (non-zero). A constant mask folds; a computed one (float, or int32 0/1 from
 // a bool input) is CAST to float, mapped to 0/1 (MUL by 2^75 and MINIMUM with
 // 1, twice, sends every non-zero float to 1) and to LOG(1 - m).
-Tensor padding_mask_bias(LoweringContext& cx, const Value* v, const Tensor& x, const char* what) {
+OperandHandle padding_mask_bias(LoweringContext& cx, const Value* v, const OperandHandle& x,
+                                const char* what) {
   auto refuse = [&](const std::string& why) {
     fail(std::string(what) + ": the key padding mask " + why +
          "; give a bool or float (B, L) mask (True or non-zero = masked out) matching the input");
@@ -97,7 +98,7 @@ Tensor padding_mask_bias(LoweringContext& cx, const Value* v, const Tensor& x, c
     const int32_t id = cx.add_weight(bias.contiguous(), DimOrder::Contiguous);
     return {id, cx.operand(id)};
   }
-  Tensor m = cx.get_operand(v);
+  OperandHandle m = cx.get_operand(v);
   if (m.op.type == nnapi::OperandType::TensorBool8) m = int01_of(cx, m);
   if (m.op.shape.size() != 2) refuse("has shape " + shape_str(m.op.shape));
   const bool from_bool = m.op.type == nnapi::OperandType::TensorInt32;
@@ -118,8 +119,8 @@ Tensor padding_mask_bias(LoweringContext& cx, const Value* v, const Tensor& x, c
       m = emit_binary(cx, Op::Minimum, m, float_scalar_tensor(cx, 1.0f));
     }
   }
-  Tensor keep = emit_binary(cx, Op::Sub, float_scalar_tensor(cx, 1.0f), m);
-  Tensor bias = emit_unary(cx, Op::Log, keep);
+  OperandHandle keep = emit_binary(cx, Op::Sub, float_scalar_tensor(cx, 1.0f), m);
+  OperandHandle bias = emit_unary(cx, Op::Log, keep);
   return emit_reshape(cx, bias, {batch, SymInt{1, ""}, SymInt{1, ""}, len});
 }
 
@@ -127,10 +128,10 @@ Tensor padding_mask_bias(LoweringContext& cx, const Value* v, const Tensor& x, c
 // (3E, E) weights, softmax(q k^T / sqrt(D) + mask) v per head, the output
 // projection. `mask` is a (B, 1, 1, L) additive bias or null. The result is
 // `out`'s operand when given.
-Tensor self_attention(LoweringContext& cx, const Tensor& x, int64_t e, int64_t h,
-                      const at::Tensor& qkv_w, const at::Tensor& qkv_b, const at::Tensor& proj_w,
-                      const at::Tensor& proj_b, const Tensor* mask, const char* what,
-                      const Value* out) {
+OperandHandle self_attention(LoweringContext& cx, const OperandHandle& x, int64_t e, int64_t h,
+                             const at::Tensor& qkv_w, const at::Tensor& qkv_b,
+                             const at::Tensor& proj_w, const at::Tensor& proj_b,
+                             const OperandHandle* mask, const char* what, const Value* out) {
   check(x.op.shape.size() == 3 && x.op.shape[2] == e, [&] {
     return std::string(what) + " needs a (B, L, E) input with a fixed width E of " +
            std::to_string(e) + ": give it a fixed size in --input";
@@ -141,15 +142,16 @@ Tensor self_attention(LoweringContext& cx, const Tensor& x, int64_t e, int64_t h
   const SymInt batch = sym_shape(x)[0], len = sym_shape(x)[1];
   const int64_t d = e / h;
   auto heads = [&](int part, std::vector<int64_t> perm) {
-    Tensor p = project(cx, x, qkv_w.narrow(0, part * e, e), qkv_b.narrow(0, part * e, e), nullptr);
-    Tensor r = emit_reshape(cx, p, {batch, len, SymInt{h, ""}, SymInt{d, ""}});
+    OperandHandle p =
+        project(cx, x, qkv_w.narrow(0, part * e, e), qkv_b.narrow(0, part * e, e), nullptr);
+    OperandHandle r = emit_reshape(cx, p, {batch, len, SymInt{h, ""}, SymInt{d, ""}});
     return emit_permute(cx, r, perm);
   };
-  Tensor q = heads(0, {0, 2, 1, 3});  // (B, H, L, D)
-  Tensor k = heads(1, {0, 2, 3, 1});  // (B, H, D, L)
-  Tensor v = heads(2, {0, 2, 1, 3});  // (B, H, L, D)
+  OperandHandle q = heads(0, {0, 2, 1, 3});  // (B, H, L, D)
+  OperandHandle k = heads(1, {0, 2, 3, 1});  // (B, H, D, L)
+  OperandHandle v = heads(2, {0, 2, 1, 3});  // (B, H, L, D)
   q = emit_binary(cx, Op::Mul, q, float_scalar_tensor(cx, 1.0f / std::sqrt(float(d))));
-  Tensor scores = emit_batch_matmul(cx, q, k, nullptr);
+  OperandHandle scores = emit_batch_matmul(cx, q, k, nullptr);
   if (mask) scores = emit_binary(cx, Op::Add, scores, *mask);
   ModelBuilder& m = cx.model();
   const int32_t beta = m.add_float_scalar(1.0f), axis = m.add_int_scalar(3);
@@ -159,15 +161,16 @@ Tensor self_attention(LoweringContext& cx, const Tensor& x, int64_t e, int64_t h
                                                  {nnapi::Role::Beta, beta},
                                                  {nnapi::Role::Axis, axis}}),
                   {sm});
-  Tensor attn = emit_batch_matmul(cx, {sm, scores.op}, v, nullptr);  // (B, H, L, D)
-  Tensor merged =
+  OperandHandle attn = emit_batch_matmul(cx, {sm, scores.op}, v, nullptr);  // (B, H, L, D)
+  OperandHandle merged =
       emit_reshape(cx, emit_permute(cx, attn, {0, 2, 1, 3}), {batch, len, SymInt{e, ""}});
   return project(cx, merged, proj_w, proj_b, out);
 }
 
 // The (B, 1, 1, L) bias of a `keep` mask (True = a token): LOG(keep) is 0 or -inf.
-Tensor keep_mask_bias(LoweringContext& cx, const Value* keep, const Tensor& x, const char* what) {
-  Tensor f = as_float(cx, bool_operand(cx, keep, what));
+OperandHandle keep_mask_bias(LoweringContext& cx, const Value* keep, const OperandHandle& x,
+                             const char* what) {
+  OperandHandle f = as_float(cx, bool_operand(cx, keep, what));
   check(f.op.shape.size() == 2, [&] {
     return std::string(what) + ": the nested tensor's mask has shape " + shape_str(f.op.shape) +
            ", not (B, L)";
@@ -194,8 +197,8 @@ const Value* nested_keep_mask(const Value* v) {
 
 // The mask argument `mask_at` of a fused op and its mask_type (at type_at):
 // the additive bias of a key padding mask, or none.
-std::optional<Tensor> fused_mask(LoweringContext& cx, const Node* node, size_t mask_at,
-                                 size_t type_at, const Tensor& x, const char* what) {
+std::optional<OperandHandle> fused_mask(LoweringContext& cx, const Node* node, size_t mask_at,
+                                        size_t type_at, const OperandHandle& x, const char* what) {
   if (node->inputs().size() <= mask_at ||
       (!cx.has_operand(node->input(mask_at)) && cx.constant_is_none(node->input(mask_at)))) {
     if (const Value* keep = nested_keep_mask(node->input(0))) {
@@ -223,8 +226,8 @@ void lower_native_mha(LoweringContext& cx, const Node* node) {
   check(node->outputs().size() < 2 || !node->output(1)->hasUses(),
         "_native_multi_head_attention's attention weights are not supported");
   const int64_t e = cx.constant_int(node->input(3)), h = cx.constant_int(node->input(4));
-  const Tensor x = product_operand(cx, node->input(0), what, 3);
-  const std::optional<Tensor> mask = fused_mask(cx, node, 9, 12, x, what);
+  const OperandHandle x = product_operand(cx, node->input(0), what, 3);
+  const std::optional<OperandHandle> mask = fused_mask(cx, node, 9, 12, x, what);
   self_attention(cx, x, e, h, cx.constant_tensor(node->input(5)),
                  cx.constant_tensor(node->input(6)), cx.constant_tensor(node->input(7)),
                  cx.constant_tensor(node->input(8)), mask ? &*mask : nullptr, what,
@@ -245,26 +248,26 @@ void lower_transformer_encoder_layer(LoweringContext& cx, const Node* node) {
   const bool use_gelu = cx.constant(node->input(7)).value.toBool();
   const bool norm_first = cx.constant(node->input(8)).value.toBool();
   const double eps = cx.constant_float(node->input(9));
-  Tensor src = product_operand(cx, node->input(0), what, 3);
-  const std::optional<Tensor> mask = fused_mask(cx, node, 18, 19, src, what);
-  auto ln = [&](const Tensor& y, size_t i, const Value* out) {  // over the last dim, E
+  OperandHandle src = product_operand(cx, node->input(0), what, 3);
+  const std::optional<OperandHandle> mask = fused_mask(cx, node, 18, 19, src, what);
+  auto ln = [&](const OperandHandle& y, size_t i, const Value* out) {  // over the last dim, E
     const at::Tensor w = t(i), b = t(i + 1);
     return emit_layer_norm(cx, y, {2}, eps, &w, &b, out);
   };
-  auto attention = [&](const Tensor& y) {
+  auto attention = [&](const OperandHandle& y) {
     return self_attention(cx, y, e, h, t(3), t(4), t(5), t(6), mask ? &*mask : nullptr, what,
                           nullptr);
   };
-  auto ffn = [&](const Tensor& y) {
-    Tensor hidden = project(cx, y, t(14), t(15), nullptr);
+  auto ffn = [&](const OperandHandle& y) {
+    OperandHandle hidden = project(cx, y, t(14), t(15), nullptr);
     hidden = use_gelu ? gelu_erf(cx, hidden, nullptr) : emit_unary(cx, Op::Relu, hidden);
     return project(cx, hidden, t(16), t(17), nullptr);
   };
   if (norm_first) {
-    Tensor x = emit_binary(cx, Op::Add, src, attention(ln(src, 10, nullptr)));
+    OperandHandle x = emit_binary(cx, Op::Add, src, attention(ln(src, 10, nullptr)));
     emit_binary(cx, Op::Add, x, ffn(ln(x, 12, nullptr)), Fuse::None, node->output());
   } else {
-    Tensor x = ln(emit_binary(cx, Op::Add, src, attention(src)), 10, nullptr);
+    OperandHandle x = ln(emit_binary(cx, Op::Add, src, attention(src)), 10, nullptr);
     ln(emit_binary(cx, Op::Add, x, ffn(x)), 12, node->output());
   }
 }
@@ -273,7 +276,7 @@ void lower_transformer_encoder_layer(LoweringContext& cx, const Node* node) {
 // mask must be a bool the model computes or a constant.
 void lower_nested_tensor_from_mask(LoweringContext& cx, const Node* node) {
   const char* what = "_nested_tensor_from_mask";
-  Tensor x = product_operand(cx, node->input(0), what, 3);
+  OperandHandle x = product_operand(cx, node->input(0), what, 3);
   check(x.op.shape.size() == 3, "_nested_tensor_from_mask is supported on (B, L, E) tensors only");
   bool_operand(cx, node->input(1), what);
   cx.alias(node->output(), node->input(0));
@@ -291,17 +294,18 @@ void lower_to_padded_tensor(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() < 3 || cx.constant_is_none(node->input(2)),
         "to_padded_tensor with an output_size is not supported");
   const double padding = cx.constant_number(node->input(1));
-  Tensor y = product_operand(cx, node->input(0), what, 3);
+  OperandHandle y = product_operand(cx, node->input(0), what, 3);
   const std::vector<SymInt> dims = sym_shape(y);
-  Tensor f = emit_reshape(cx, as_float(cx, bool_operand(cx, keep, what)),
-                          {dims[0], dims[1], SymInt{1, ""}});
+  OperandHandle f = emit_reshape(cx, as_float(cx, bool_operand(cx, keep, what)),
+                                 {dims[0], dims[1], SymInt{1, ""}});
   if (padding == 0) {
     emit_binary(cx, Op::Mul, y, f, Fuse::None, node->output());
     return;
   }
-  Tensor kept = emit_binary(cx, Op::Mul, y, f);
-  Tensor pad = emit_binary(cx, Op::Mul, emit_binary(cx, Op::Sub, float_scalar_tensor(cx, 1.0f), f),
-                           float_scalar_tensor(cx, static_cast<float>(padding)));
+  OperandHandle kept = emit_binary(cx, Op::Mul, y, f);
+  OperandHandle pad =
+      emit_binary(cx, Op::Mul, emit_binary(cx, Op::Sub, float_scalar_tensor(cx, 1.0f), f),
+                  float_scalar_tensor(cx, static_cast<float>(padding)));
   emit_binary(cx, Op::Add, kept, pad, Fuse::None, node->output());
 }
 
@@ -335,14 +339,14 @@ void lower_zeros_like_of_mask(LoweringContext& cx, const Node* node) {
   const char* what = "zeros_like";
   const Value* dtype = node->inputs().size() > 1 ? node->input(1) : nullptr;
   if (cx.has_operand(node->input(0))) {
-    const Tensor x = cx.get_operand(node->input(0));
+    const OperandHandle x = cx.get_operand(node->input(0));
     if (x.op.type == nnapi::OperandType::TensorFloat32 &&
         (!dtype || cx.constant_is_none(dtype) ||
          static_cast<c10::ScalarType>(cx.constant_int(dtype)) == at::kFloat)) {
       const auto rank = static_cast<int64_t>(x.op.shape.size());
-      const Tensor zero =
+      const OperandHandle zero =
           float_weight_like(cx, at::zeros(std::vector<int64_t>(rank, 1), at::kFloat), x.op);
-      const Tensor z = emit_expand(cx, zero, sym_shape(x));
+      const OperandHandle z = emit_expand(cx, zero, sym_shape(x));
       cx.reinterpret(node->output(), z.id, z.op);
       return;
     }
@@ -351,7 +355,7 @@ void lower_zeros_like_of_mask(LoweringContext& cx, const Node* node) {
             static_cast<c10::ScalarType>(cx.constant_int(dtype)) == at::kFloat,
         "zeros_like of a tensor the model computes is supported for a bool mask to float32 "
         "only (dtype=torch.float32)");
-  Tensor f = as_float(cx, bool_operand(cx, node->input(0), what));
+  OperandHandle f = as_float(cx, bool_operand(cx, node->input(0), what));
   emit_binary(cx, Op::Mul, f, float_scalar_tensor(cx, 0.0f), Fuse::None, node->output());
 }
 

@@ -39,7 +39,7 @@ int32_t LoweringContext::add_tensor_operand(const Value* v, const Operand& o) {
 
 int32_t LoweringContext::add_anonymous_operand(const Operand& o) { return push_operand(o); }
 
-Tensor LoweringContext::get_operand(const Value* v) const {
+OperandHandle LoweringContext::get_operand(const Value* v) const {
   auto it = operand_of_.find(v);
   if (it == operand_of_.end()) {
     if (has_constant(v)) {
@@ -53,7 +53,7 @@ Tensor LoweringContext::get_operand(const Value* v) const {
   return {it->second, operands_.at(it->second)};
 }
 
-Tensor LoweringContext::get_operand_fixed_size(const Value* v) const {
+OperandHandle LoweringContext::get_operand_fixed_size(const Value* v) const {
   auto r = get_operand(v);
   for (int64_t s : r.op.shape) {
     check(s != 0, [&] {
@@ -64,13 +64,13 @@ Tensor LoweringContext::get_operand_fixed_size(const Value* v) const {
   return r;
 }
 
-Tensor LoweringContext::get_operand_or_constant(const Value* v, DimOrder order) {
+OperandHandle LoweringContext::get_operand_or_constant(const Value* v, DimOrder order) {
   if (has_operand(v)) return get_operand(v);
   int32_t id = add_weight(constant_tensor(v), order);
   return {id, operands_.at(id)};
 }
 
-Tensor LoweringContext::get_weight_operand(const Value* v) {
+OperandHandle LoweringContext::get_weight_operand(const Value* v) {
   int32_t id = add_weight(constant_tensor(v));
   return {id, operands_.at(id)};
 }
@@ -286,9 +286,9 @@ const std::vector<const Value*>& LoweringContext::sequence(const Value* v) const
   return it->second;
 }
 
-Tensor LoweringContext::add_output(const Value* v, const Operand& rec,
-                                   const std::vector<SymInt>& dims,
-                                   const std::vector<std::string>& asserts) {
+OperandHandle LoweringContext::add_output(const Value* v, const Operand& rec,
+                                          const std::vector<SymInt>& dims,
+                                          const std::vector<std::string>& asserts) {
   Operand o = rec;
   o.shape.clear();
   for (const SymInt& d : dims) o.shape.push_back(d.is_constant() ? d.value : 0);

@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "lower/check.h"
 #include "lower/operand.h"
+#include "lower/refusal.h"
 #include "serialize/model_builder.h"
 
 namespace nnapi_convert {
@@ -40,20 +40,20 @@ class LoweringContext {
   int32_t add_anonymous_operand(const Operand& o);
   bool has_operand(const Value* v) const { return operand_of_.count(v) != 0; }
   // The operand already produced for `v`.
-  Tensor get_operand(const Value* v) const;
+  OperandHandle get_operand(const Value* v) const;
   // Same, refusing operands with load-time flexible sizes.
-  Tensor get_operand_fixed_size(const Value* v) const;
+  OperandHandle get_operand_fixed_size(const Value* v) const;
   // `v`'s operand, or a weight operand made from its constant tensor.
-  Tensor get_operand_or_constant(const Value* v, DimOrder order = DimOrder::Contiguous);
+  OperandHandle get_operand_or_constant(const Value* v, DimOrder order = DimOrder::Contiguous);
   // A weight operand made from `v`'s constant tensor.
-  Tensor get_weight_operand(const Value* v);
+  OperandHandle get_weight_operand(const Value* v);
   // The output operand of a lowering: record `rec` with PyTorch shape `dims`
   // (e.g. from a formula of dims.h), bound to `v`, or anonymous when `v` is
   // null. A fixed dim is its number in the NNAPI dims; a load-time one is 0
   // there, and gets the shape-compute line `s_<id>_<d> = <text>`, in dim
   // order, each after `asserts[d]` (an `assert` line) when that is given.
-  Tensor add_output(const Value* v, const Operand& rec, const std::vector<SymInt>& dims,
-                    const std::vector<std::string>& asserts = {});
+  OperandHandle add_output(const Value* v, const Operand& rec, const std::vector<SymInt>& dims,
+                           const std::vector<std::string>& asserts = {});
   // `v` names the same operand as `source` (identity ops; its torch dtype
   // below goes with it).
   void alias(const Value* v, const Value* source);

@@ -62,8 +62,8 @@ SymInt conv_pool_out_dim(const SymInt& in, const ConvPoolArgs& a, int64_t d, boo
 
 }  // namespace
 
-std::vector<SymInt> conv_pool_out_dims(const Tensor& image, const ConvPoolArgs& a, int64_t out_ch,
-                                       bool transpose) {
+std::vector<SymInt> conv_pool_out_dims(const OperandHandle& image, const ConvPoolArgs& a,
+                                       int64_t out_ch, bool transpose) {
   const Shape& s = image.op.shape;
   check(s.size() == 4, [&] { return "expected a 4-D image, got " + shape_str(s); });
   if (!transpose) {

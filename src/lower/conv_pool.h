@@ -33,7 +33,7 @@ void apply_ceil_mode(const Shape& image, ConvPoolArgs* a);
 
 // The PyTorch (NCHW) output dims of a convolution or pool over `image`, with
 // `out_ch` channels: N as the image's, H and W by conv_out_dim (dims.h).
-std::vector<SymInt> conv_pool_out_dims(const Tensor& image, const ConvPoolArgs& a, int64_t out_ch,
-                                       bool transpose);
+std::vector<SymInt> conv_pool_out_dims(const OperandHandle& image, const ConvPoolArgs& a,
+                                       int64_t out_ch, bool transpose);
 
 }  // namespace nnapi_convert

@@ -22,7 +22,7 @@ using nnapi::Fuse;
 using nnapi::Op;
 using nnapi::OperandType;
 
-Tensor conv1d_as_2d(LoweringContext& cx, const Tensor& x) {
+OperandHandle conv1d_as_2d(LoweringContext& cx, const OperandHandle& x) {
   check(x.op.shape.size() == 3 && x.op.dim_order == DimOrder::Contiguous, [&] {
     return "1-D convolution needs a 3-D (N, C, L) input, got " + shape_str(x.op.shape);
   });
@@ -31,7 +31,7 @@ Tensor conv1d_as_2d(LoweringContext& cx, const Tensor& x) {
   return emit_reshape(cx, x, dims);
 }
 
-void conv1d_result(LoweringContext& cx, const Tensor& y, const Value* out) {
+void conv1d_result(LoweringContext& cx, const OperandHandle& y, const Value* out) {
   std::vector<SymInt> dims = sym_shape(y);
   dims.erase(dims.begin() + 2);
   emit_reshape(cx, y, dims, out);
@@ -105,18 +105,19 @@ std::pair<int64_t, int64_t> apply_output_padding(ConvPoolArgs& a,
 // A float transposed convolution whose output_padding exceeds its padding:
 // TRANSPOSE_CONV_2D with a zero bias, PAD of the extra rows and columns with
 // zeros, and ADD of the bias per channel (the extra cells are bias only).
-Tensor emit_transposed_extra(LoweringContext& cx, const Value* out, const Tensor& image,
-                             const at::Tensor& weight, const at::Tensor& bias_in,
-                             const ConvPoolArgs& a, std::pair<int64_t, int64_t> extra, Fuse fuse) {
+OperandHandle emit_transposed_extra(LoweringContext& cx, const Value* out,
+                                    const OperandHandle& image, const at::Tensor& weight,
+                                    const at::Tensor& bias_in, const ConvPoolArgs& a,
+                                    std::pair<int64_t, int64_t> extra, Fuse fuse) {
   check(image.op.type == OperandType::TensorFloat32,
         "quantized transposed convolution with output_padding larger than its padding is not "
         "supported");
   const at::Tensor bias = bias_in.defined() ? bias_in.to(at::kFloat)
                                             : at::zeros({weight.size(1) * a.group}, at::kFloat);
   const int32_t zero_bias = cx.add_weight(at::zeros_like(bias));
-  Tensor y = emit_conv2d(cx, nullptr, 0.0, 0, image, weight, zero_bias, a, true, Fuse::None);
+  OperandHandle y = emit_conv2d(cx, nullptr, 0.0, 0, image, weight, zero_bias, a, true, Fuse::None);
   y = emit_pad(cx, y, {0, 0, 0, 0}, {0, 0, extra.first, extra.second}, 0.0);
-  const Tensor b = float_weight_like(cx, bias.reshape({1, -1, 1, 1}), y.op);
+  const OperandHandle b = float_weight_like(cx, bias.reshape({1, -1, 1, 1}), y.op);
   return emit_binary(cx, Op::Add, y, b, fuse, out);
 }
 
@@ -185,9 +186,10 @@ bool approx_equal(double a, double b) { return std::abs(a - b) <= 1e-6 * std::mi
 
 }  // namespace
 
-Tensor emit_conv_any(LoweringContext& cx, Tensor x, at::Tensor weight, const at::Tensor& bias,
-                     ConvPoolArgs a, bool transpose, const std::vector<int64_t>& output_padding,
-                     Fuse fuse, const Value* out) {
+OperandHandle emit_conv_any(LoweringContext& cx, OperandHandle x, at::Tensor weight,
+                            const at::Tensor& bias, ConvPoolArgs a, bool transpose,
+                            const std::vector<int64_t>& output_padding, Fuse fuse,
+                            const Value* out) {
   const bool one_d = weight.dim() == 3;
   check(one_d || weight.dim() == 4,
         "only 1-D and 2-D convolutions (3-D or 4-D weights) are supported");
@@ -204,7 +206,7 @@ Tensor emit_conv_any(LoweringContext& cx, Tensor x, at::Tensor weight, const at:
     weight = weight.unsqueeze(2);
   }
   const Value* out_2d = one_d ? nullptr : out;
-  Tensor y;
+  OperandHandle y;
   if (extra.first || extra.second) {
     y = emit_transposed_extra(cx, out_2d, x, weight, bias, a, extra, fuse);
   } else {
@@ -223,9 +225,10 @@ ConvPoolArgs conv2d_window(const at::Tensor& weight, const std::vector<int64_t>&
   return make_conv_pool_args(kernel_of(weight), stride, padding, dilation, groups);
 }
 
-Tensor emit_conv2d(LoweringContext& cx, const Value* out, double out_scale, int64_t out_zero_point,
-                   const Tensor& image_operand, const at::Tensor& weight, int32_t bias_id,
-                   const ConvPoolArgs& args_in, bool transpose, Fuse fuse) {
+OperandHandle emit_conv2d(LoweringContext& cx, const Value* out, double out_scale,
+                          int64_t out_zero_point, const OperandHandle& image_operand,
+                          const at::Tensor& weight, int32_t bias_id, const ConvPoolArgs& args_in,
+                          bool transpose, Fuse fuse) {
   const auto& [image_id, image] = image_operand;
   check(image.shape.size() == 4,
         [&] { return "convolution needs a 4-D input, got " + shape_str(image.shape); });

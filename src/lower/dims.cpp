@@ -59,13 +59,13 @@ SymInt concat_dim(const std::vector<SymInt>& parts) {
 }
 
 std::vector<SymInt> broadcast_dims(const Shape& shape,
-                                   std::initializer_list<const Tensor*> inputs) {
+                                   std::initializer_list<const OperandHandle*> inputs) {
   const size_t n = shape.size();
   std::vector<SymInt> dims;
   for (size_t i = 0; i < n; ++i) {
     dims.push_back({shape[i], ""});
     if (shape[i] != 0) continue;
-    for (const Tensor* in : inputs) {
+    for (const OperandHandle* in : inputs) {
       const size_t rank = in->op.shape.size();
       if (i + rank >= n && in->op.shape[i + rank - n] == 0) {
         dims.back() = sym_dim(in->id, in->op.shape, static_cast<int64_t>(i + rank - n));
@@ -76,13 +76,13 @@ std::vector<SymInt> broadcast_dims(const Shape& shape,
   return dims;
 }
 
-std::vector<SymInt> permuted_dims(const Tensor& x, const std::vector<int64_t>& perm) {
+std::vector<SymInt> permuted_dims(const OperandHandle& x, const std::vector<int64_t>& perm) {
   std::vector<SymInt> dims;
   for (int64_t p : perm) dims.push_back(sym_dim(x.id, x.op.shape, p));
   return dims;
 }
 
-std::vector<SymInt> sym_shape(const Tensor& x) {
+std::vector<SymInt> sym_shape(const OperandHandle& x) {
   std::vector<SymInt> dims;
   for (size_t d = 0; d < x.op.shape.size(); ++d) {
     dims.push_back(sym_dim(x.id, x.op.shape, static_cast<int64_t>(d)));
@@ -96,13 +96,13 @@ Shape shape_of(const std::vector<SymInt>& dims) {
   return s;
 }
 
-SymInt sym_numel(const Tensor& x) {
+SymInt sym_numel(const OperandHandle& x) {
   SymInt n{1, ""};
   for (const SymInt& d : sym_shape(x)) n = sym_arith(n, '*', d);
   return n;
 }
 
-std::vector<SymInt> dims_like(const Shape& shape, const Tensor* like) {
+std::vector<SymInt> dims_like(const Shape& shape, const OperandHandle* like) {
   std::vector<SymInt> dims;
   dims.reserve(shape.size());
   for (size_t d = 0; d < shape.size(); ++d) {

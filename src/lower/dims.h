@@ -36,18 +36,19 @@ SymInt concat_dim(const std::vector<SymInt>& parts);
 // The dims of a broadcast result whose PyTorch shape is `shape` (0 =
 // flexible): a flexible dim is that dim of the first input that has it
 // flexible (dims aligned from the end), a fixed one its number.
-std::vector<SymInt> broadcast_dims(const Shape& shape, std::initializer_list<const Tensor*> inputs);
+std::vector<SymInt> broadcast_dims(const Shape& shape,
+                                   std::initializer_list<const OperandHandle*> inputs);
 // The dims of `x` permuted: dim i of the result is dim perm[i] of `x`.
-std::vector<SymInt> permuted_dims(const Tensor& x, const std::vector<int64_t>& perm);
+std::vector<SymInt> permuted_dims(const OperandHandle& x, const std::vector<int64_t>& perm);
 // `x`'s dims as they are (flexible ones forwarded from `x`).
-std::vector<SymInt> sym_shape(const Tensor& x);
+std::vector<SymInt> sym_shape(const OperandHandle& x);
 // A record's shape for sizes `dims`: 0 for each load-time size.
 Shape shape_of(const std::vector<SymInt>& dims);
 // `x`'s element count: the product of its dims, "1 * a * b ..." text where
 // one is load-time.
-SymInt sym_numel(const Tensor& x);
+SymInt sym_numel(const OperandHandle& x);
 // `shape` with its flexible dims forwarded from the same dims of `like` when
 // given (a dim flexible in `shape` but not in `like` stays a plain 0).
-std::vector<SymInt> dims_like(const Shape& shape, const Tensor* like);
+std::vector<SymInt> dims_like(const Shape& shape, const OperandHandle* like);
 
 }  // namespace nnapi_convert

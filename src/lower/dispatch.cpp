@@ -2,8 +2,8 @@
 
 #include <ATen/ATen.h>
 
-#include "lower/check.h"
 #include "lower/moves.h"
+#include "lower/refusal.h"
 
 namespace nnapi_convert {
 

@@ -55,13 +55,14 @@ void lower_linear_dynamic(LoweringContext& cx, const Node* node, bool relu) {
   check(node->inputs().size() == 3 || node->inputs().size() == 2,
         [&] { return "malformed " + what; });
   auto [w, bias] = dequantized_linear_params(cx.constant(node->input(1)).value, what);
-  const Tensor x = product_operand(cx, node->input(0), what.c_str(), 1);
+  const OperandHandle x = product_operand(cx, node->input(0), what.c_str(), 1);
   check(x.op.shape.back() == w.size(1), [&] {
     return what + " has a weight for " + std::to_string(w.size(1)) + " input features, but its " +
            "input " + shape_str(x.op.shape) + " has " + std::to_string(x.op.shape.back()) +
            "; check the --input spec";
   });
-  const Tensor y = product_with_constant(cx, x, w.t(), relu ? nullptr : node->output(), &bias);
+  const OperandHandle y =
+      product_with_constant(cx, x, w.t(), relu ? nullptr : node->output(), &bias);
   if (relu) emit_unary(cx, Op::Relu, y, node->output());
 }
 

@@ -63,8 +63,8 @@ Equation parse_equation(const std::string& text) {
 
 // `x` (letters `have`) transposed to the letters of `groups` in order and
 // reshaped to one dim per non-empty group.
-Tensor arrange(LoweringContext& cx, const Tensor& x, const std::string& have,
-               const std::vector<std::string>& groups) {
+OperandHandle arrange(LoweringContext& cx, const OperandHandle& x, const std::string& have,
+                      const std::vector<std::string>& groups) {
   std::vector<int64_t> perm;
   std::vector<SymInt> dims;
   for (const std::string& g : groups) {
@@ -76,7 +76,7 @@ Tensor arrange(LoweringContext& cx, const Tensor& x, const std::string& have,
     if (!g.empty()) dims.push_back(SymInt{size, ""});
   }
   // (Of rank > 4, the permute is done on merged dims.)
-  Tensor p = x.op.shape.size() > 4 ? permute_merged(cx, x, perm) : emit_permute(cx, x, perm);
+  OperandHandle p = x.op.shape.size() > 4 ? permute_merged(cx, x, perm) : emit_permute(cx, x, perm);
   if (dims.size() == p.op.shape.size() && p.op.shape.size() <= 4) return p;
   return emit_reshape(cx, p, dims);
 }
@@ -88,7 +88,7 @@ void lower_einsum(LoweringContext& cx, const Node* node) {
   const Equation e = parse_equation(text);
   check(tensors.size() == 2, "einsum \"" + text + "\" needs two tensors");
   const Value* bv = tensors[1];
-  Tensor a = product_operand(cx, tensors[0], "einsum", 1);
+  OperandHandle a = product_operand(cx, tensors[0], "einsum", 1);
   const bool b_constant = cx.has_constant(bv) && !cx.has_operand(bv);
   std::string batch, afree, bfree, contracted;
   for (char c : e.a) {
@@ -110,7 +110,7 @@ void lower_einsum(LoweringContext& cx, const Node* node) {
     const size_t i = e.a.find(c);
     return i != std::string::npos ? a.op.shape[i] : bshape[e.b.find(c)];
   };
-  Tensor r{-1, {}};
+  OperandHandle r{-1, {}};
   if (b_constant && batch.empty()) {
     at::Tensor w = cx.constant_tensor(bv);
     check(w.dim() == int64_t(e.b.size()) && w.scalar_type() == at::kFloat,
@@ -120,13 +120,13 @@ void lower_einsum(LoweringContext& cx, const Node* node) {
     int64_t k = 1, n = 1;
     for (char c : contracted) k *= w.size(e.b.find(c));
     for (char c : bfree) n *= w.size(e.b.find(c));
-    Tensor x = arrange(cx, a, e.a, {afree, contracted});
+    OperandHandle x = arrange(cx, a, e.a, {afree, contracted});
     if (afree.empty()) x = emit_reshape(cx, x, {SymInt{1, ""}, SymInt{k, ""}});
     if (contracted.empty()) x = emit_reshape(cx, x, {sym_shape(x)[0], SymInt{1, ""}});
     r = product_with_constant(cx, x, w.permute(perm).reshape({k, n}), nullptr);
     for (char c : out_letters) out_dims.push_back(SymInt{size_of(c, w.sizes().vec()), ""});
   } else {
-    Tensor b = product_operand(cx, bv, "einsum", 1);
+    OperandHandle b = product_operand(cx, bv, "einsum", 1);
     check(b.op.shape.size() == e.b.size(),
           "einsum \"" + text + "\": the second tensor's rank " + "differs from its letters");
     for (char c : batch + contracted) {
@@ -137,9 +137,9 @@ void lower_einsum(LoweringContext& cx, const Node* node) {
       check(s != 0, "einsum \"" + text + "\" over a flexible dimension is not supported");
     }
     // Empty groups become dims of size 1 so both sides are (B, M, K), (B, K, N).
-    auto grouped = [&](const Tensor& x, const std::string& have,
+    auto grouped = [&](const OperandHandle& x, const std::string& have,
                        const std::vector<std::string>& groups) {
-      Tensor y = arrange(cx, x, have, groups);
+      OperandHandle y = arrange(cx, x, have, groups);
       std::vector<SymInt> dims;
       for (const std::string& g : groups) {
         int64_t size = 1;
@@ -149,8 +149,8 @@ void lower_einsum(LoweringContext& cx, const Node* node) {
       if (y.op.shape.size() == dims.size()) return y;
       return emit_reshape(cx, y, dims);
     };
-    const Tensor a3 = grouped(a, e.a, {batch, afree, contracted});
-    const Tensor b3 = grouped(b, e.b, {batch, contracted, bfree});
+    const OperandHandle a3 = grouped(a, e.a, {batch, afree, contracted});
+    const OperandHandle b3 = grouped(b, e.b, {batch, contracted, bfree});
     r = emit_batch_matmul(cx, a3, b3, nullptr);
     for (char c : out_letters) out_dims.push_back(SymInt{size_of(c, b.op.shape), ""});
   }
@@ -167,11 +167,11 @@ void lower_einsum(LoweringContext& cx, const Node* node) {
     return;
   }
   if (out_shape.size() > 4) {
-    const Tensor p = permute_merged(cx, {r.id, r.op.with_shape(out_shape)}, perm);
+    const OperandHandle p = permute_merged(cx, {r.id, r.op.with_shape(out_shape)}, perm);
     bind_reshaped(cx, {p.id, cx.operand(p.id)}, p.op.shape, node->output());
     return;
   }
-  Tensor shaped = emit_reshape(cx, r, out_dims);
+  OperandHandle shaped = emit_reshape(cx, r, out_dims);
   Shape shape;
   for (int64_t p : perm) shape.push_back(shaped.op.shape[p]);
   const int32_t id = cx.add_tensor_operand(node->output(), shaped.op.with_shape(shape));

@@ -25,7 +25,7 @@ void lower_embedding(LoweringContext& cx, const Node* node) {
     return std::string("embedding tables of dtype ") + c10::toString(table.scalar_type()) +
            " are not supported (float32 only)";
   });
-  const Tensor indices = cx.get_operand(node->input(1));
+  const OperandHandle indices = cx.get_operand(node->input(1));
   const auto& [idx_id, idx] = indices;
   check(idx.type == OperandType::TensorInt32, [&] {
     return std::string("embedding indices must be an int32 tensor (NNAPI has no int64); give ") +

@@ -29,7 +29,7 @@ c10::ScalarType torch_dtype(OperandType type) {
   }
 }
 
-void check_dtype(c10::ScalarType wanted, const Tensor& x, const char* what) {
+void check_dtype(c10::ScalarType wanted, const OperandHandle& x, const char* what) {
   const c10::ScalarType computed = torch_dtype(x.op.type);
   check(wanted == computed, [&] {
     return std::string(what) + " with dtype=" + c10::toString(wanted) + " of a " +
@@ -42,22 +42,23 @@ void check_dtype(c10::ScalarType wanted, const Tensor& x, const char* what) {
   });
 }
 
-void check_dtype_argument(LoweringContext& cx, const Value* dtype, const Tensor& x,
+void check_dtype_argument(LoweringContext& cx, const Value* dtype, const OperandHandle& x,
                           const char* what) {
   if (cx.constant_is_none(dtype)) return;
   check_dtype(static_cast<c10::ScalarType>(cx.constant_int(dtype)), x, what);
 }
 
-int32_t make_output(LoweringContext& cx, const Value* out, const Operand& o, const Tensor* like) {
+int32_t make_output(LoweringContext& cx, const Value* out, const Operand& o,
+                    const OperandHandle* like) {
   return cx.add_output(out, o, dims_like(o.shape, like)).id;
 }
 
-Tensor float_scalar_tensor(LoweringContext& cx, float v) {
+OperandHandle float_scalar_tensor(LoweringContext& cx, float v) {
   int32_t id = cx.add_weight(at::full({1}, v, at::kFloat));
   return {id, cx.operand(id)};
 }
 
-Tensor float_weight_like(LoweringContext& cx, const at::Tensor& t, const Operand& like) {
+OperandHandle float_weight_like(LoweringContext& cx, const at::Tensor& t, const Operand& like) {
   at::Tensor f = t.to(at::kFloat).contiguous();
   DimOrder order =
       like.dim_order == DimOrder::ChannelsLast ? DimOrder::ChannelsLast : DimOrder::Contiguous;
@@ -65,7 +66,7 @@ Tensor float_weight_like(LoweringContext& cx, const at::Tensor& t, const Operand
   return {id, cx.operand(id)};
 }
 
-Tensor emit_relayout(LoweringContext& cx, const Tensor& x, DimOrder to) {
+OperandHandle emit_relayout(LoweringContext& cx, const OperandHandle& x, DimOrder to) {
   if (x.op.dim_order == to) return x;
   check(x.op.shape.size() == 4,
         [&] { return "a layout change needs a 4-D tensor, got " + shape_str(x.op.shape); });
@@ -92,9 +93,10 @@ bool is_bool_valued(const LoweringContext& cx, const Value* v) {
 
 }  // namespace
 
-Tensor move_int32(LoweringContext& cx, std::initializer_list<nnapi::Op> ops,
-                  const std::vector<Tensor>& ins, const Value* out,
-                  const std::function<Tensor(const std::vector<Tensor>&, const Value*)>& move) {
+OperandHandle move_int32(
+    LoweringContext& cx, std::initializer_list<nnapi::Op> ops,
+    const std::vector<OperandHandle>& ins, const Value* out,
+    const std::function<OperandHandle(const std::vector<OperandHandle>&, const Value*)>& move) {
   const auto refusing = std::find_if(
       ops.begin(), ops.end(), [&](Op op) { return !cx.takes(op, OperandType::TensorInt32); });
   if (ins[0].op.type != OperandType::TensorInt32 || refusing == ops.end()) return move(ins, out);
@@ -106,13 +108,13 @@ Tensor move_int32(LoweringContext& cx, std::initializer_list<nnapi::Op> ops,
            "it; convert the integers to float in the model, or keep this part in TorchScript "
            "with --cpu-fallback";
   });
-  std::vector<Tensor> floats;
-  for (const Tensor& x : ins) {
+  std::vector<OperandHandle> floats;
+  for (const OperandHandle& x : ins) {
     Operand f = x.op;
     f.type = OperandType::TensorFloat32;
     floats.push_back(emit_unary_to(cx, Op::Cast, x, f));
   }
-  const Tensor y = move(floats, nullptr);
+  const OperandHandle y = move(floats, nullptr);
   Operand back = y.op;
   back.type = OperandType::TensorInt32;
   return emit_unary_to(cx, Op::Cast, y, back, out);
@@ -127,8 +129,8 @@ std::string int32_refusal(const std::string& what, const std::string& why) {
 namespace {
 
 // RESHAPE of `x` to `dims`, whatever its type (emit_reshape).
-Tensor reshape_op(LoweringContext& cx, const Tensor& x, const std::vector<SymInt>& dims,
-                  const Value* out) {
+OperandHandle reshape_op(LoweringContext& cx, const OperandHandle& x,
+                         const std::vector<SymInt>& dims, const Value* out) {
   std::vector<int64_t> values;
   std::vector<std::pair<size_t, std::string>> patches;
   bool inferred = false;
@@ -151,17 +153,17 @@ Tensor reshape_op(LoweringContext& cx, const Tensor& x, const std::vector<SymInt
   ModelBuilder& m = cx.model();
   const int32_t shape_id =
       patches.empty() ? m.add_int_vector(values) : m.add_patched_int_vector(values, patches);
-  const Tensor y = cx.add_output(out, x.op, dims);
+  const OperandHandle y = cx.add_output(out, x.op, dims);
   m.add_operation(Op::Reshape, {x.id, shape_id}, {y.id});
   return y;
 }
 
 }  // namespace
 
-Tensor emit_reshape(LoweringContext& cx, const Tensor& x, const std::vector<SymInt>& dims,
-                    const Value* out) {
+OperandHandle emit_reshape(LoweringContext& cx, const OperandHandle& x,
+                           const std::vector<SymInt>& dims, const Value* out) {
   check(x.op.dim_order == DimOrder::Contiguous, "internal: reshape of a channels-last tensor");
-  const auto reshape = [&](const std::vector<Tensor>& in, const Value* o) {
+  const auto reshape = [&](const std::vector<OperandHandle>& in, const Value* o) {
     return reshape_op(cx, in[0], dims, o);
   };
   // A bool's 0/1 values move as float32 where RESHAPE takes no TENSOR_INT32
@@ -172,8 +174,8 @@ Tensor emit_reshape(LoweringContext& cx, const Tensor& x, const std::vector<SymI
   return reshape_op(cx, x, dims, out);
 }
 
-Tensor emit_tile(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& multiples,
-                 const Value* out) {
+OperandHandle emit_tile(LoweringContext& cx, const OperandHandle& x,
+                        const std::vector<int64_t>& multiples, const Value* out) {
   const size_t rank = x.op.shape.size();
   check(multiples.size() == rank, "internal: TILE needs one multiple per dim");
   std::vector<SymInt> dims;
@@ -188,7 +190,7 @@ Tensor emit_tile(LoweringContext& cx, const Tensor& x, const std::vector<int64_t
   }
   ModelBuilder& m = cx.model();
   const int32_t multiples_id = m.add_int_vector(nnapi_multiples);
-  const Tensor y = cx.add_output(out, x.op, dims);
+  const OperandHandle y = cx.add_output(out, x.op, dims);
   m.add_operation(Op::Tile, {x.id, multiples_id}, {y.id});
   return y;
 }
@@ -198,9 +200,9 @@ Tensor emit_tile(LoweringContext& cx, const Tensor& x, const std::vector<int64_t
 // strided slice of such an x (arguments as strided_slice_inputs', per NNAPI
 // axis) becomes SLICE when every stride is 1, or GATHER of the indices taken
 // along the one axis it cuts otherwise; into `out_id`.
-void emit_int32_slice(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& begins,
-                      const std::vector<int64_t>& ends, const std::vector<int64_t>& strides,
-                      int32_t end_mask, int32_t out_id) {
+void emit_int32_slice(LoweringContext& cx, const OperandHandle& x,
+                      const std::vector<int64_t>& begins, const std::vector<int64_t>& ends,
+                      const std::vector<int64_t>& strides, int32_t end_mask, int32_t out_id) {
   const Shape dims = fix_shape(x.op.shape, x.op.dim_order);  // per NNAPI axis, 0 = flexible
   const auto rank = static_cast<int64_t>(dims.size());
   const std::string why = "slicing an int32 or bool tensor of shape " + shape_str(x.op.shape);
@@ -251,8 +253,9 @@ void emit_int32_slice(LoweringContext& cx, const Tensor& x, const std::vector<in
                   {out_id});
 }
 
-Tensor emit_crop(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& before,
-                 const std::vector<int64_t>& after, const Value* out) {
+OperandHandle emit_crop(LoweringContext& cx, const OperandHandle& x,
+                        const std::vector<int64_t>& before, const std::vector<int64_t>& after,
+                        const Value* out) {
   const auto rank = static_cast<int64_t>(x.op.shape.size());
   std::vector<SymInt> dims;
   std::vector<int64_t> begins(rank, 0), ends(rank, 0), strides(rank, 1);
@@ -271,19 +274,20 @@ Tensor emit_crop(LoweringContext& cx, const Tensor& x, const std::vector<int64_t
     if (after[d] == 0) end_mask |= 1 << a;
   }
   if (x.op.type == OperandType::TensorInt32) {
-    const Tensor y = cx.add_output(out, x.op, dims);
+    const OperandHandle y = cx.add_output(out, x.op, dims);
     emit_int32_slice(cx, x, begins, ends, strides, end_mask, y.id);
     return y;
   }
   const std::vector<int32_t> inputs =
       strided_slice_inputs(cx, x.id, begins, ends, strides, end_mask, 0);
-  const Tensor y = cx.add_output(out, x.op, dims);
+  const OperandHandle y = cx.add_output(out, x.op, dims);
   cx.model().add_operation(Op::StridedSlice, inputs, {y.id});
   return y;
 }
 
-Tensor emit_pad(LoweringContext& cx, const Tensor& x_in, const std::vector<int64_t>& before_in,
-                const std::vector<int64_t>& after_in, double value, const Value* out) {
+OperandHandle emit_pad(LoweringContext& cx, const OperandHandle& x_in,
+                       const std::vector<int64_t>& before_in, const std::vector<int64_t>& after_in,
+                       double value, const Value* out) {
   const auto rank = static_cast<int64_t>(x_in.op.shape.size());
   // Negative amounts crop (PyTorch's constant padding by -k removes k
   // elements): a STRIDED_SLICE first, then PAD by the positive amounts.
@@ -298,7 +302,7 @@ Tensor emit_pad(LoweringContext& cx, const Tensor& x_in, const std::vector<int64
     crops = crops || crop_before[d] || crop_after[d];
     pads = pads || before[d] || after[d];
   }
-  const Tensor x =
+  const OperandHandle x =
       crops ? emit_crop(cx, x_in, crop_before, crop_after, pads ? nullptr : out) : x_in;
   if (crops && !pads) return x;
   std::vector<SymInt> dims;
@@ -324,7 +328,7 @@ Tensor emit_pad(LoweringContext& cx, const Tensor& x_in, const std::vector<int64
       inputs.push_back(m.add_float_scalar(static_cast<float>(value)));
     }
   }
-  const Tensor y = cx.add_output(out, x.op, dims);
+  const OperandHandle y = cx.add_output(out, x.op, dims);
   m.add_operation(op, inputs, {y.id});
   return y;
 }
@@ -336,7 +340,7 @@ std::vector<int64_t> split_sizes(int64_t n, int64_t split_size) {
   return sizes;
 }
 
-std::vector<int32_t> emit_split(LoweringContext& cx, const Tensor& in, int64_t dim,
+std::vector<int32_t> emit_split(LoweringContext& cx, const OperandHandle& in, int64_t dim,
                                 const std::vector<int64_t>& sizes) {
   const auto rank = static_cast<int64_t>(in.op.shape.size());
   const int64_t axis = nnapi_axis(in.op, dim);
@@ -372,16 +376,16 @@ std::vector<int32_t> emit_split(LoweringContext& cx, const Tensor& in, int64_t d
 namespace {
 
 // CONCATENATION of `parts` along PyTorch dim d, whatever their type.
-Tensor concat_op(LoweringContext& cx, const std::vector<Tensor>& parts, int64_t d,
-                 const Value* out) {
+OperandHandle concat_op(LoweringContext& cx, const std::vector<OperandHandle>& parts, int64_t d,
+                        const Value* out) {
   std::vector<SymInt> dims = sym_shape(parts[0]);
   std::vector<SymInt> along;
-  for (const Tensor& p : parts) along.push_back(sym_dim(p.id, p.op.shape, d));
+  for (const OperandHandle& p : parts) along.push_back(sym_dim(p.id, p.op.shape, d));
   dims[d] = concat_dim(along);
   std::vector<int32_t> inputs;
-  for (const Tensor& p : parts) inputs.push_back(p.id);
+  for (const OperandHandle& p : parts) inputs.push_back(p.id);
   inputs.push_back(cx.model().add_int_scalar(static_cast<int32_t>(nnapi_axis(parts[0].op, d))));
-  const Tensor r = cx.add_output(out, parts[0].op, dims);
+  const OperandHandle r = cx.add_output(out, parts[0].op, dims);
   cx.model().add_operation(Op::Concatenation, inputs, {r.id});
   return r;
 }
@@ -389,11 +393,12 @@ Tensor concat_op(LoweringContext& cx, const std::vector<Tensor>& parts, int64_t 
 }  // namespace
 
 // CONCATENATION of `parts` along PyTorch dim d (bools as float32 between CASTs).
-Tensor emit_concat(LoweringContext& cx, const std::vector<Tensor>& parts, int64_t d,
-                   const Value* out) {
-  return move_int32(
-      cx, {Op::Concatenation}, parts, out,
-      [&](const std::vector<Tensor>& in, const Value* o) { return concat_op(cx, in, d, o); });
+OperandHandle emit_concat(LoweringContext& cx, const std::vector<OperandHandle>& parts, int64_t d,
+                          const Value* out) {
+  return move_int32(cx, {Op::Concatenation}, parts, out,
+                    [&](const std::vector<OperandHandle>& in, const Value* o) {
+                      return concat_op(cx, in, d, o);
+                    });
 }
 
 Shape broadcast_shape(const Shape& a, const Shape& b) {
@@ -415,9 +420,10 @@ Shape broadcast_shape(const Shape& a, const Shape& b) {
   return out;
 }
 
-Tensor emit_binary(LoweringContext& cx, Op op, const Tensor& a, const Tensor& b, Fuse fuse,
-                   const Value* out, std::optional<QuantParams> out_quant) {
-  const Tensor& big = b.op.shape.size() > a.op.shape.size() ? b : a;
+OperandHandle emit_binary(LoweringContext& cx, Op op, const OperandHandle& a,
+                          const OperandHandle& b, Fuse fuse, const Value* out,
+                          std::optional<QuantParams> out_quant) {
+  const OperandHandle& big = b.op.shape.size() > a.op.shape.size() ? b : a;
   Operand o = big.op.with_shape(broadcast_shape(a.op.shape, b.op.shape));
   if (nnapi::is_comparison(op)) {  // EQUAL ... LESS_EQUAL: a TENSOR_BOOL8 result
     o.type = OperandType::TensorBool8;
@@ -444,15 +450,15 @@ Tensor emit_binary(LoweringContext& cx, Op op, const Tensor& a, const Tensor& b,
   return {id, o};
 }
 
-Tensor emit_unary_to(LoweringContext& cx, Op op, const Tensor& x, const Operand& rec,
-                     const Value* out) {
+OperandHandle emit_unary_to(LoweringContext& cx, Op op, const OperandHandle& x, const Operand& rec,
+                            const Value* out) {
   int32_t id = make_output(cx, out, rec, &x);
   cx.model().add_operation(op, {x.id}, {id});
   return {id, rec};
 }
 
-Tensor emit_unary(LoweringContext& cx, Op op, const Tensor& x, const Value* out,
-                  std::optional<QuantParams> out_quant) {
+OperandHandle emit_unary(LoweringContext& cx, Op op, const OperandHandle& x, const Value* out,
+                         std::optional<QuantParams> out_quant) {
   // NeuralNetworks.h's activations take float and quantized tensors only.
   const bool activation =
       op == Op::Relu || op == Op::Relu1 || op == Op::Relu6 || op == Op::Logistic || op == Op::Tanh;
@@ -475,7 +481,7 @@ Tensor emit_unary(LoweringContext& cx, Op op, const Tensor& x, const Value* out,
   return emit_unary_to(cx, op, x, o, out);
 }
 
-Tensor emit_dequantize(LoweringContext& cx, const Tensor& a, const Value* out) {
+OperandHandle emit_dequantize(LoweringContext& cx, const OperandHandle& a, const Value* out) {
   Operand o = a.op;
   o.type = OperandType::TensorFloat32;
   o.scale = 0.0;
@@ -483,8 +489,8 @@ Tensor emit_dequantize(LoweringContext& cx, const Tensor& a, const Value* out) {
   return emit_unary_to(cx, Op::Dequantize, a, o, out);
 }
 
-Tensor emit_quantize(LoweringContext& cx, const Tensor& a, double scale, int64_t zero_point,
-                     const Value* out) {
+OperandHandle emit_quantize(LoweringContext& cx, const OperandHandle& a, double scale,
+                            int64_t zero_point, const Value* out) {
   Operand o = a.op;
   o.type = OperandType::TensorQuant8Asymm;
   o.scale = scale;
@@ -509,8 +515,8 @@ std::vector<int32_t> strided_slice_inputs(LoweringContext& cx, int32_t x,
 
 // `count` elements of x along PyTorch dim d, from `begin` in steps of `step`
 // (1 or -1): a STRIDED_SLICE taking the other dims whole.
-Tensor emit_take(LoweringContext& cx, const Tensor& x, int64_t d, int64_t begin, int64_t count,
-                 int64_t step) {
+OperandHandle emit_take(LoweringContext& cx, const OperandHandle& x, int64_t d, int64_t begin,
+                        int64_t count, int64_t step) {
   const auto rank = static_cast<int64_t>(x.op.shape.size());
   const int64_t axis = nnapi_axis(x.op, d);
   std::vector<int64_t> begins(rank, 0), ends(rank, 0), strides(rank, 1);
@@ -543,12 +549,13 @@ Tensor emit_take(LoweringContext& cx, const Tensor& x, int64_t d, int64_t begin,
 }
 
 // TRANSPOSE of contiguous `x` by `perm` (no operation for the identity).
-Tensor emit_permute(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& perm) {
+OperandHandle emit_permute(LoweringContext& cx, const OperandHandle& x,
+                           const std::vector<int64_t>& perm) {
   bool identity = true;
   for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == int64_t(i);
   if (identity) return x;
   // Flexible dims move with the data.
-  const Tensor y = cx.add_output(nullptr, x.op, permuted_dims(x, perm));
+  const OperandHandle y = cx.add_output(nullptr, x.op, permuted_dims(x, perm));
   cx.model().add_operation(nnapi::Op::Transpose, {x.id, cx.model().add_int_vector(perm)}, {y.id});
   return y;
 }

@@ -16,7 +16,7 @@ using nnapi::Op;
 using nnapi::OperandType;
 
 // `x`'s data in PyTorch's element order (a channels-last operand relaid NCHW).
-Tensor contiguous(LoweringContext& cx, const Tensor& x) {
+OperandHandle contiguous(LoweringContext& cx, const OperandHandle& x) {
   return emit_relayout(cx, x, DimOrder::Contiguous);
 }
 
@@ -27,15 +27,15 @@ void lower_stack(LoweringContext& cx, const Node* node) {
   NodeArgs args(cx, node);
   const auto& values = cx.sequence(args.value("tensors"));
   check(!values.empty(), "stack of an empty list");
-  std::vector<Tensor> xs;
+  std::vector<OperandHandle> xs;
   for (const Value* v : values) {
-    const Tensor x = contiguous(cx, cx.get_operand_or_constant(v, DimOrder::Contiguous));
+    const OperandHandle x = contiguous(cx, cx.get_operand_or_constant(v, DimOrder::Contiguous));
     xs.push_back(x);
   }
   const int64_t d = py_index(args.integer("dim"), static_cast<int64_t>(xs[0].op.shape.size()) + 1);
-  const auto stack = [&](const std::vector<Tensor>& ins, const Value* out) {
-    std::vector<Tensor> parts;
-    for (const Tensor& x : ins) {
+  const auto stack = [&](const std::vector<OperandHandle>& ins, const Value* out) {
+    std::vector<OperandHandle> parts;
+    for (const OperandHandle& x : ins) {
       const Operand& first = ins[0].op;
       check(x.op.type == first.type && x.op.shape == first.shape && x.op.scale == first.scale &&
                 x.op.zero_point == first.zero_point,
@@ -58,7 +58,7 @@ void lower_stack(LoweringContext& cx, const Node* node) {
 // a prim::ListUnpack takes the parts (slicing.cpp).
 void lower_unbind(LoweringContext& cx, const Node* node) {
   NodeArgs args(cx, node);
-  const Tensor x = contiguous(cx, args.tensor("self"));
+  const OperandHandle x = contiguous(cx, args.tensor("self"));
   const auto rank = static_cast<int64_t>(x.op.shape.size());
   const int64_t d = py_index(args.integer("dim"), rank);
   const int64_t n = x.op.shape[d];
@@ -76,7 +76,7 @@ void lower_unbind(LoweringContext& cx, const Node* node) {
 // STRIDED_SLICE (emit_take); a negative start counts from the end.
 void lower_narrow(LoweringContext& cx, const Node* node) {
   NodeArgs args(cx, node);
-  const Tensor x = args.tensor("self");
+  const OperandHandle x = args.tensor("self");
   const auto rank = static_cast<int64_t>(x.op.shape.size());
   const int64_t d = py_index(args.integer("dim"), rank);
   const int64_t n = x.op.shape[d];
@@ -90,7 +90,7 @@ void lower_narrow(LoweringContext& cx, const Node* node) {
            " is out of range for dimension " + std::to_string(d) + " of size " + std::to_string(n);
   });
   check(length > 0, "narrow to an empty tensor is not supported");
-  const Tensor y = emit_take(cx, x, d, start, length, 1);
+  const OperandHandle y = emit_take(cx, x, d, start, length, 1);
   cx.reinterpret(node->output(), y.id, y.op);
 }
 
@@ -98,7 +98,7 @@ void lower_narrow(LoweringContext& cx, const Node* node) {
 // negative strides from feature level 2). The flipped dims need fixed sizes.
 void lower_flip(LoweringContext& cx, const Node* node) {
   NodeArgs args(cx, node);
-  Tensor x = args.tensor("self");
+  OperandHandle x = args.tensor("self");
   const auto rank = static_cast<int64_t>(x.op.shape.size());
   std::vector<bool> flipped(rank, false);
   for (int64_t dim : args.ints("dims")) {
@@ -123,11 +123,11 @@ void lower_flip(LoweringContext& cx, const Node* node) {
 // (PyTorch's int64, checked against the dim's size) or a computed int32 tensor.
 void lower_index_select(LoweringContext& cx, const Node* node) {
   NodeArgs args(cx, node);
-  const Tensor x = cx.get_operand_or_constant(args.value("self"), DimOrder::Contiguous);
+  const OperandHandle x = cx.get_operand_or_constant(args.value("self"), DimOrder::Contiguous);
   const auto rank = static_cast<int64_t>(x.op.shape.size());
   const int64_t d = py_index(args.integer("dim"), std::max<int64_t>(rank, 1));
   const Value* index = args.value("index");
-  Tensor idx;
+  OperandHandle idx;
   if (cx.has_operand(index)) {
     idx = cx.get_operand(index);
     check(

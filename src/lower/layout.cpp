@@ -46,18 +46,19 @@ void permute_value(LoweringContext& cx, const Value* out_value, const Value* in_
   // A real TRANSPOSE, in NNAPI dim order; the result is contiguous.
   std::vector<int64_t> perm = dims;
   for (int64_t& p : perm) p = nnapi_axis(in.dim_order, p);
-  const auto transpose = [&](const Tensor& x, const Value* out) {
+  const auto transpose = [&](const OperandHandle& x, const Value* out) {
     Operand o = x.op;
     o.dim_order = DimOrder::Contiguous;
     int32_t perm_id = cx.model().add_int_vector(perm);
-    const Tensor y = cx.add_output(out, o, permuted_dims(x, dims));
+    const OperandHandle y = cx.add_output(out, o, permuted_dims(x, dims));
     cx.model().add_operation(Op::Transpose, {x.id, perm_id}, {y.id});
     return y;
   };
   if (in.type == nnapi::OperandType::TensorInt32) {
-    move_int32(
-        cx, {Op::Transpose}, {{in_id, in}}, out_value,
-        [&](const std::vector<Tensor>& x, const Value* out) { return transpose(x[0], out); });
+    move_int32(cx, {Op::Transpose}, {{in_id, in}}, out_value,
+               [&](const std::vector<OperandHandle>& x, const Value* out) {
+                 return transpose(x[0], out);
+               });
     return;
   }
   transpose({in_id, in}, out_value);
@@ -144,7 +145,7 @@ std::optional<NodeGroup> match_channel_shuffle(const Node* first) {
 void lower_channel_shuffle(LoweringContext& cx, const NodeGroup& group) {
   const Node* first = group.nodes.front();
   const Node* node = group.nodes.back();
-  const Tensor x = cx.get_operand(first->input(0));
+  const OperandHandle x = cx.get_operand(first->input(0));
   const auto& [in_id, in] = x;
   std::vector<SymInt> split = cx.sym_int_list(first->input(1));
   std::vector<SymInt> merged = cx.sym_int_list(node->input(1));

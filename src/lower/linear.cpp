@@ -12,8 +12,8 @@ using nnapi::Fuse;
 using nnapi::Op;
 
 // linear on (..., K): RESHAPE to (M, K), FULLY_CONNECTED, RESHAPE to (..., N).
-void add_linear_nd(LoweringContext& cx, const Node* node, const Tensor& x, const Value* weight,
-                   const Value* bias) {
+void add_linear_nd(LoweringContext& cx, const Node* node, const OperandHandle& x,
+                   const Value* weight, const Value* bias) {
   const Operand& in = x.op;
   check(in.dim_order == DimOrder::Contiguous,
         "linear over a channels-last tensor needs a permute to (N, H, W, C) first");
@@ -25,7 +25,7 @@ void add_linear_nd(LoweringContext& cx, const Node* node, const Tensor& x, const
   SymInt rows{1, ""};
   for (size_t i = 0; i + 1 < dims.size(); ++i) rows = sym_arith(rows, '*', dims[i]);
   ModelBuilder& m = cx.model();
-  Tensor flat = emit_reshape(cx, x, {rows, k});
+  OperandHandle flat = emit_reshape(cx, x, {rows, k});
   int32_t bias_id = cx.get_weight_operand(bias).id;
   int32_t weight_id = cx.add_weight(w.contiguous());
   const SymInt n{w.size(0), ""};
@@ -38,7 +38,7 @@ void add_linear_nd(LoweringContext& cx, const Node* node, const Tensor& x, const
 
 void add_fully_connected(LoweringContext& cx, const Node* node, bool transpose_weight,
                          const Value* input, const Value* weight, const Value* bias) {
-  const Tensor x = cx.get_operand(input);
+  const OperandHandle x = cx.get_operand(input);
   const auto& [input_id, in] = x;
   if (in.shape.size() > 2 && !transpose_weight) {
     add_linear_nd(cx, node, x, weight, bias);

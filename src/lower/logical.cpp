@@ -40,7 +40,8 @@ bool is_bool_value(const LoweringContext& cx, const Value* v) {
 
 namespace {
 
-Tensor weight(LoweringContext& cx, const at::Tensor& t, DimOrder order = DimOrder::Contiguous) {
+OperandHandle weight(LoweringContext& cx, const at::Tensor& t,
+                     DimOrder order = DimOrder::Contiguous) {
   const int32_t id = cx.add_weight(t.contiguous(), order);
   return {id, cx.operand(id)};
 }
@@ -73,20 +74,20 @@ at::Tensor scalar_value(double v, const Operand& like, const char* what) {
   }
 }
 
-Tensor scalar_like(LoweringContext& cx, double v, const Operand& like, const char* what) {
+OperandHandle scalar_like(LoweringContext& cx, double v, const Operand& like, const char* what) {
   return weight(cx, scalar_value(v, like, what));
 }
 
 }  // namespace
 
-Tensor bool8_of(LoweringContext& cx, const Tensor& t) {
+OperandHandle bool8_of(LoweringContext& cx, const OperandHandle& t) {
   if (t.op.type == OperandType::TensorBool8) return t;
   check(t.op.type != OperandType::TensorQuant8Asymm || t.op.scale > 0,
         "internal: quantized operand without a scale");
   return emit_binary(cx, Op::NotEqual, t, scalar_like(cx, 0.0, t.op, "truth"));
 }
 
-Tensor bool8_operand(LoweringContext& cx, const Value* v) {
+OperandHandle bool8_operand(LoweringContext& cx, const Value* v) {
   if (cx.has_operand(v)) return bool8_of(cx, cx.get_operand(v));
   if (const std::optional<double> n = number_operand(cx, v)) {
     return weight(cx, at::full({1}, *n != 0, at::kBool));
@@ -97,8 +98,8 @@ Tensor bool8_operand(LoweringContext& cx, const Value* v) {
   return weight(cx, t.dim() == 0 ? t.reshape({1}) : t);
 }
 
-Tensor emit_expand(LoweringContext& cx, const Tensor& x, const std::vector<SymInt>& target,
-                   const Value* out) {
+OperandHandle emit_expand(LoweringContext& cx, const OperandHandle& x,
+                          const std::vector<SymInt>& target, const Value* out) {
   const Shape& s = x.op.shape;
   check(s.size() == target.size(), "internal: emit_expand needs the target's rank");
   std::vector<int64_t> multiples(s.size(), 1);
@@ -131,12 +132,13 @@ Tensor emit_expand(LoweringContext& cx, const Tensor& x, const std::vector<SymIn
   ModelBuilder& m = cx.model();
   const int32_t multiples_id =
       patches.empty() ? m.add_int_vector(multiples) : m.add_patched_int_vector(multiples, patches);
-  const Tensor y = cx.add_output(out, x.op.with_shape(out_shape), target);
+  const OperandHandle y = cx.add_output(out, x.op.with_shape(out_shape), target);
   m.add_operation(Op::Tile, {x.id, multiples_id}, {y.id});
   return y;
 }
 
-Tensor bool_as(LoweringContext& cx, const Tensor& b, OperandType type, const Value* out) {
+OperandHandle bool_as(LoweringContext& cx, const OperandHandle& b, OperandType type,
+                      const Value* out) {
   check(b.op.type == OperandType::TensorBool8, "internal: bool_as needs a TENSOR_BOOL8");
   const std::vector<SymInt> dims = sym_shape(b);
   const Shape ones_shape(b.op.shape.size(), 1);
@@ -144,13 +146,13 @@ Tensor bool_as(LoweringContext& cx, const Tensor& b, OperandType type, const Val
   auto filled = [&](int32_t v) {
     at::Tensor t = at::full(ones_shape.empty() ? Shape{1} : ones_shape, v,
                             type == OperandType::TensorFloat32 ? at::kFloat : at::kInt);
-    Tensor c = weight(cx, t, order);
+    OperandHandle c = weight(cx, t, order);
     return ones_shape.empty() ? c : emit_expand(cx, c, dims);
   };
-  const Tensor ones = filled(1), zeros = filled(0);
+  const OperandHandle ones = filled(1), zeros = filled(0);
   Operand o = b.op;
   o.type = type;
-  const Tensor y = cx.add_output(out, o, dims);
+  const OperandHandle y = cx.add_output(out, o, dims);
   cx.model().add_operation(Op::Select, {b.id, ones.id, zeros.id}, {y.id});
   return y;
 }
@@ -177,10 +179,11 @@ Op mirrored(Op op) {
 
 // The operand `v` is compared as beside computed `x`: bools as TENSOR_BOOL8,
 // a number or constant tensor in x's type, a computed tensor of x's type.
-Tensor compared_beside(LoweringContext& cx, const Value* v, const Tensor& x, const char* what) {
+OperandHandle compared_beside(LoweringContext& cx, const Value* v, const OperandHandle& x,
+                              const char* what) {
   if (x.op.type == OperandType::TensorBool8) return bool8_operand(cx, v);
   if (cx.has_operand(v)) {
-    Tensor y = cx.get_operand(v);
+    OperandHandle y = cx.get_operand(v);
     check(y.op.type == x.op.type, [&] {
       return std::string(what) + " of a " + nnapi::operand_type_name(x.op.type) + " and a " +
              nnapi::operand_type_name(y.op.type) +
@@ -207,13 +210,13 @@ void lower_compare(LoweringContext& cx, const Node* node, Op op) {
     std::swap(a, b);
     op = mirrored(op);
   }
-  Tensor x = cx.get_operand(a);
+  OperandHandle x = cx.get_operand(a);
   if (is_bool_value(cx, a) || (cx.has_operand(b) && is_bool_value(cx, b))) {
     check(is_bool_value(cx, a) && (!cx.has_operand(b) || is_bool_value(cx, b)),
           [&] { return std::string(what) + " of a bool and a non-bool tensor is not supported"; });
     x = bool8_of(cx, x);
   }
-  Tensor y = compared_beside(cx, b, x, what);
+  OperandHandle y = compared_beside(cx, b, x, what);
   if (x.op.type == OperandType::TensorBool8) y = bool8_of(cx, y);
   // Quantized sides keep their own parameters (align_layouts compares types only).
   auto [x2, y2] = align_layouts(cx, x, y);
@@ -241,7 +244,7 @@ void lower_logical_binary(LoweringContext& cx, const Node* node, Op op, std::opt
   }
   if (!cx.has_operand(a)) std::swap(a, b);
   if (int_op && cx.has_operand(b) && is_bool_value(cx, a) && is_bool_value(cx, b)) {
-    const Tensor x = cx.get_operand(a), y = cx.get_operand(b);
+    const OperandHandle x = cx.get_operand(a), y = cx.get_operand(b);
     if (x.op.type == OperandType::TensorInt32 && y.op.type == OperandType::TensorInt32) {
       auto [x2, y2] = align_layouts(cx, x, y);
       emit_binary(cx, *int_op, x2, y2, Fuse::None, node->output());
@@ -264,17 +267,17 @@ void lower_logical_not(LoweringContext& cx, const Node* node) {
           "bitwise_not is supported on bool tensors only (NNAPI has no "
           "integer bitwise operations)");
   }
-  const Tensor x = cx.get_operand(v);
+  const OperandHandle x = cx.get_operand(v);
   if (x.op.type == OperandType::TensorInt32 && is_bool_value(cx, v)) {
     Operand f = x.op;
     f.type = OperandType::TensorFloat32;
-    const Tensor xf = emit_unary_to(cx, Op::Cast, x, f);
-    const Tensor inv = emit_binary(cx, Op::Sub, weight(cx, at::ones({1}, at::kFloat)), xf);
+    const OperandHandle xf = emit_unary_to(cx, Op::Cast, x, f);
+    const OperandHandle inv = emit_binary(cx, Op::Sub, weight(cx, at::ones({1}, at::kFloat)), xf);
     emit_unary_to(cx, Op::Cast, inv, x.op.with_shape(inv.op.shape), node->output());
     cx.set_torch_dtype(node->output(), at::kBool);
     return;
   }
-  const Tensor b = bool8_of(cx, x);
+  const OperandHandle b = bool8_of(cx, x);
   emit_unary_to(cx, Op::LogicalNot, b, b.op, node->output());
 }
 
@@ -302,10 +305,10 @@ OperandType result_type(LoweringContext& cx, const Value* a, const Value* b) {
 
 }  // namespace
 
-Tensor emit_where(LoweringContext& cx, const Value* condition, const Value* a, const Value* b,
-                  const Value* out) {
+OperandHandle emit_where(LoweringContext& cx, const Value* condition, const Value* a,
+                         const Value* b, const Value* out) {
   const OperandType type = result_type(cx, a, b);
-  Tensor mask = bool8_operand(cx, condition);
+  OperandHandle mask = bool8_operand(cx, condition);
   // The result's rank: constants are made of it here (a RESHAPE of an int32
   // operand would need feature level 6).
   size_t rank = mask.op.shape.size();
@@ -321,9 +324,9 @@ Tensor emit_where(LoweringContext& cx, const Value* condition, const Value* a, c
     for (int64_t d : c.sizes()) dims.push_back(d);
     return weight(cx, c.reshape(dims.empty() ? std::vector<int64_t>{1} : dims));
   };
-  auto side = [&](const Value* v) -> Tensor {
+  auto side = [&](const Value* v) -> OperandHandle {
     if (cx.has_operand(v)) {
-      Tensor t = cx.get_operand(v);
+      OperandHandle t = cx.get_operand(v);
       check(t.op.type == type, [&] {
         return std::string("where of a ") + nnapi::operand_type_name(t.op.type) + " tensor for a " +
                nnapi::operand_type_name(type) +
@@ -340,7 +343,7 @@ Tensor emit_where(LoweringContext& cx, const Value* condition, const Value* a, c
     check(!c.is_quantized() && !c.is_complex(), "where of a quantized or complex constant");
     return at_rank(c.to(type == OperandType::TensorFloat32 ? at::kFloat : at::kInt));
   };
-  Tensor x = side(a), y = side(b);
+  OperandHandle x = side(a), y = side(b);
   // The result's shape, and its layout: NHWC when a 4-D operand is and the result is 4-D.
   const Shape shape = broadcast_shape(broadcast_shape(mask.op.shape, x.op.shape), y.op.shape);
   std::vector<SymInt> dims = broadcast_dims(shape, {&mask, &x, &y});
@@ -349,7 +352,7 @@ Tensor emit_where(LoweringContext& cx, const Value* condition, const Value* a, c
   const DimOrder order =
       shape.size() == 4 && mask.op.shape.size() == 4 ? mask.op.dim_order : DimOrder::Contiguous;
   // x and y at the result's rank and layout.
-  auto placed = [&](Tensor t) {
+  auto placed = [&](OperandHandle t) {
     const size_t rank = t.op.shape.size();
     if (rank < shape.size()) {
       check(t.op.dim_order != DimOrder::ChannelsLast, "internal: NHWC operand of rank < 4");
@@ -364,11 +367,11 @@ Tensor emit_where(LoweringContext& cx, const Value* condition, const Value* a, c
   if (mask.op.shape != shape) {
     // LOGICAL_AND with an all-true tensor of the result's shape broadcasts
     // the mask: (x == x) or (x != x) is true for every x, NaN too.
-    const Tensor all = emit_binary(cx, Op::LogicalOr, emit_binary(cx, Op::Equal, x, x),
-                                   emit_binary(cx, Op::NotEqual, x, x));
+    const OperandHandle all = emit_binary(cx, Op::LogicalOr, emit_binary(cx, Op::Equal, x, x),
+                                          emit_binary(cx, Op::NotEqual, x, x));
     mask = emit_binary(cx, Op::LogicalAnd, all, mask);
   }
-  const Tensor result = cx.add_output(out, x.op, dims);
+  const OperandHandle result = cx.add_output(out, x.op, dims);
   cx.model().add_operation(Op::Select, {mask.id, x.id, y.id}, {result.id});
   return result;
 }

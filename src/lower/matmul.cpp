@@ -27,7 +27,8 @@ using nnapi::Op;
 using nnapi::OperandType;
 
 // A float32 operand of a product, in PyTorch's element order.
-Tensor product_operand(LoweringContext& cx, const Value* v, const char* what, size_t min_rank) {
+OperandHandle product_operand(LoweringContext& cx, const Value* v, const char* what,
+                              size_t min_rank) {
   auto [id, o] = cx.get_operand_or_constant(v, DimOrder::Contiguous);
   check(o.type == OperandType::TensorFloat32, [&] {
     return std::string(what) + " is supported on float32 tensors only, got " +
@@ -45,8 +46,9 @@ Tensor product_operand(LoweringContext& cx, const Value* v, const char* what, si
 
 // x (..., K) @ w (K, N) with w constant: FULLY_CONNECTED with weight w.t()
 // and a zero bias on x flattened to (M, K), reshaped back to (..., N).
-Tensor product_with_constant(LoweringContext& cx, const Tensor& x, const at::Tensor& w,
-                             const Value* out, const at::Tensor* bias, Fuse fuse) {
+OperandHandle product_with_constant(LoweringContext& cx, const OperandHandle& x,
+                                    const at::Tensor& w, const Value* out, const at::Tensor* bias,
+                                    Fuse fuse) {
   std::vector<SymInt> dims = sym_shape(x);
   check(dims.back().is_constant(), "matmul over a flexible inner dimension is not supported");
   check(w.size(0) == dims.back().value, [&] {
@@ -54,7 +56,7 @@ Tensor product_with_constant(LoweringContext& cx, const Tensor& x, const at::Ten
            ": inner dimensions differ";
   });
   const bool flat_input = dims.size() == 2;
-  Tensor flat = x;
+  OperandHandle flat = x;
   if (!flat_input) {
     SymInt rows{1, ""};
     for (size_t i = 0; i + 1 < dims.size(); ++i) rows = sym_arith(rows, '*', dims[i]);
@@ -80,7 +82,7 @@ bool is_constant_tensor(const LoweringContext& cx, const Value* v) {
 }
 
 // `x` with leading 1s up to `rank` dims.
-Tensor with_rank(LoweringContext& cx, const Tensor& x, size_t rank) {
+OperandHandle with_rank(LoweringContext& cx, const OperandHandle& x, size_t rank) {
   if (x.op.shape.size() == rank) return x;
   std::vector<SymInt> dims(rank - x.op.shape.size(), SymInt{1, ""});
   for (const SymInt& d : sym_shape(x)) dims.push_back(d);
@@ -98,13 +100,14 @@ std::vector<SymInt> fixed_dims(std::initializer_list<int64_t> v) {
 }
 
 // x (fixed shape) reshaped to `dims`; x itself when it has that shape already.
-Tensor reshaped(LoweringContext& cx, const Tensor& x, std::initializer_list<int64_t> dims) {
+OperandHandle reshaped(LoweringContext& cx, const OperandHandle& x,
+                       std::initializer_list<int64_t> dims) {
   if (x.op.shape == Shape(dims)) return x;
   return emit_reshape(cx, x, fixed_dims(dims));
 }
 
 // x with its last two dims swapped (TRANSPOSE).
-Tensor swap_last_two(LoweringContext& cx, const Tensor& x) {
+OperandHandle swap_last_two(LoweringContext& cx, const OperandHandle& x) {
   const size_t r = x.op.shape.size();
   std::vector<int64_t> perm(r);
   for (size_t d = 0; d < r; ++d) perm[d] = static_cast<int64_t>(d);
@@ -119,8 +122,8 @@ Tensor swap_last_two(LoweringContext& cx, const Tensor& x) {
 }
 
 // The parts of x (fixed shape) along dim 0, one per entry, by one SPLIT.
-std::vector<Tensor> split_batch(LoweringContext& cx, const Tensor& x) {
-  std::vector<Tensor> parts;
+std::vector<OperandHandle> split_batch(LoweringContext& cx, const OperandHandle& x) {
+  std::vector<OperandHandle> parts;
   for (int32_t id : emit_split(cx, x, 0, std::vector<int64_t>(x.op.shape[0], 1)))
     parts.push_back({id, cx.operand(id)});
   return parts;
@@ -132,8 +135,8 @@ std::vector<Tensor> split_batch(LoweringContext& cx, const Tensor& x) {
 // (N, R, K, 1) and b as (N, 1, K, C), broadcast to (N, R, K, C), then
 // REDUCE_SUM over K. NNAPI has both at level 3; the (N, R, K, C) product is
 // R*K*C floats per batch entry.
-Tensor products_by_broadcast(LoweringContext& cx, const Tensor& a, const Tensor& b,
-                             const Value* out) {
+OperandHandle products_by_broadcast(LoweringContext& cx, const OperandHandle& a,
+                                    const OperandHandle& b, const Value* out) {
   const size_t r = a.op.shape.size();
   std::vector<SymInt> dims = sym_shape(a);
   const std::vector<SymInt> b_dims = sym_shape(b);
@@ -141,9 +144,9 @@ Tensor products_by_broadcast(LoweringContext& cx, const Tensor& a, const Tensor&
   SymInt batch{1, ""};
   for (size_t d = 0; d + 2 < r; ++d) batch = sym_arith(batch, '*', dims[d]);
   const SymInt one{1, ""};
-  const Tensor a4 = emit_reshape(cx, a, {batch, rows, k, one});
-  const Tensor b4 = emit_reshape(cx, b, {batch, one, k, cols});
-  const Tensor terms = emit_binary(cx, Op::Mul, a4, b4);
+  const OperandHandle a4 = emit_reshape(cx, a, {batch, rows, k, one});
+  const OperandHandle b4 = emit_reshape(cx, b, {batch, one, k, cols});
+  const OperandHandle terms = emit_binary(cx, Op::Mul, a4, b4);
   Operand summed = terms.op;
   summed.shape[2] = 1;
   const int32_t sum_id = make_output(cx, nullptr, summed, &terms);
@@ -158,8 +161,8 @@ Tensor products_by_broadcast(LoweringContext& cx, const Tensor& a, const Tensor&
 // level 6: b's matrices transposed by one TRANSPOSE, both split along the
 // flattened batch by SPLIT, one FULLY_CONNECTED (weights b_i^T, zero bias)
 // per batch entry, the results joined by CONCATENATION.
-Tensor products_by_fully_connected(LoweringContext& cx, const Tensor& a, const Tensor& b,
-                                   const Value* out) {
+OperandHandle products_by_fully_connected(LoweringContext& cx, const OperandHandle& a,
+                                          const OperandHandle& b, const Value* out) {
   const size_t r = a.op.shape.size();
   auto fixed = [](const Shape& s) { return std::find(s.begin(), s.end(), 0) == s.end(); };
   check(fixed(a.op.shape) && fixed(b.op.shape), [&] {
@@ -174,7 +177,7 @@ Tensor products_by_fully_connected(LoweringContext& cx, const Tensor& a, const T
   int64_t batch = 1;
   for (size_t d = 0; d + 2 < r; ++d) batch *= a.op.shape[d];
   const int64_t rows = a.op.shape[r - 2], k = a.op.shape[r - 1], cols = b.op.shape[r - 1];
-  std::vector<Tensor> as, bs;
+  std::vector<OperandHandle> as, bs;
   if (batch == 1) {
     as = {reshaped(cx, a, {rows, k})};
     bs = {swap_last_two(cx, reshaped(cx, b, {k, cols}))};
@@ -186,14 +189,14 @@ Tensor products_by_fully_connected(LoweringContext& cx, const Tensor& a, const T
   const int32_t bias = cx.add_weight(at::zeros({cols}, at::kFloat), DimOrder::Contiguous);
   const int32_t fuse = m.add_int_scalar(static_cast<int32_t>(Fuse::None));
   const Operand fc = a.op.with_shape({rows, cols});
-  std::vector<Tensor> products;
+  std::vector<OperandHandle> products;
   for (int64_t i = 0; i < batch; ++i) {
-    const Tensor ai = reshaped(cx, as[i], {rows, k});
-    const Tensor bi = reshaped(cx, bs[i], {cols, k});
+    const OperandHandle ai = reshaped(cx, as[i], {rows, k});
+    const OperandHandle bi = reshaped(cx, bs[i], {cols, k});
     products.push_back({cx.add_anonymous_operand(fc), fc});
     m.add_operation(Op::FullyConnected, {ai.id, bi.id, bias, fuse}, {products.back().id});
   }
-  const Tensor joined = batch > 1 ? emit_concat(cx, products, 0) : products[0];
+  const OperandHandle joined = batch > 1 ? emit_concat(cx, products, 0) : products[0];
   Shape shape = a.op.shape;
   shape.back() = cols;
   if (!out && joined.op.shape == shape) return joined;
@@ -205,8 +208,8 @@ Tensor products_by_fully_connected(LoweringContext& cx, const Tensor& a, const T
 // a @ b below feature level 6 (no BATCH_MATMUL): FULLY_CONNECTED per batch
 // entry at fixed sizes; a broadcast product over flexible float32 ones
 // (FULLY_CONNECTED's weights would be of a size unknown until the model runs).
-Tensor products_without_batch_matmul(LoweringContext& cx, const Tensor& a, const Tensor& b,
-                                     const Value* out) {
+OperandHandle products_without_batch_matmul(LoweringContext& cx, const OperandHandle& a,
+                                            const OperandHandle& b, const Value* out) {
   auto flexible = [](const Shape& s) { return std::find(s.begin(), s.end(), 0) != s.end(); };
   if (a.op.type == OperandType::TensorFloat32 && (flexible(a.op.shape) || flexible(b.op.shape))) {
     return products_by_broadcast(cx, a, b, out);
@@ -217,7 +220,8 @@ Tensor products_without_batch_matmul(LoweringContext& cx, const Tensor& a, const
 }  // namespace
 
 // BATCH_MATMUL of a (..., R, K) and b (..., K, C) with equal batch dims.
-Tensor emit_batch_matmul(LoweringContext& cx, const Tensor& a, const Tensor& b, const Value* out) {
+OperandHandle emit_batch_matmul(LoweringContext& cx, const OperandHandle& a, const OperandHandle& b,
+                                const Value* out) {
   if (!cx.has_operation(Op::BatchMatmul, kBatchMatmulInputs)) {
     return products_without_batch_matmul(cx, a, b, out);
   }
@@ -228,7 +232,7 @@ Tensor emit_batch_matmul(LoweringContext& cx, const Tensor& a, const Tensor& b, 
   ModelBuilder& m = cx.model();
   const int32_t adj_x = m.add_bool_scalar(false);
   const int32_t adj_y = m.add_bool_scalar(false);
-  const Tensor y = cx.add_output(out, a.op, dims);
+  const OperandHandle y = cx.add_output(out, a.op, dims);
   m.add_operation(Op::BatchMatmul, {a.id, b.id, adj_x, adj_y}, {y.id});
   return y;
 }
@@ -245,11 +249,12 @@ size_t value_rank(const LoweringContext& cx, const Value* v) {
                            : static_cast<size_t>(cx.constant_tensor(v).dim());
 }
 
-Tensor product_of(LoweringContext& cx, Tensor a, Tensor b, const char* what, const Value* out);
+OperandHandle product_of(LoweringContext& cx, OperandHandle a, OperandHandle b, const char* what,
+                         const Value* out);
 
 // av @ bv, bound to `out` when given.
-Tensor product(LoweringContext& cx, const Value* av, const Value* bv, const char* what,
-               const Value* out) {
+OperandHandle product(LoweringContext& cx, const Value* av, const Value* bv, const char* what,
+                      const Value* out) {
   const size_t ra = value_rank(cx, av), rb = value_rank(cx, bv);
   check(ra >= 1 && rb >= 1 && !(ra == 1 && rb == 1), [&] {
     return std::string(what) + " of a " + std::to_string(ra) + "-D and a " + std::to_string(rb) +
@@ -258,10 +263,10 @@ Tensor product(LoweringContext& cx, const Value* av, const Value* bv, const char
   if (ra == 1 || rb == 1) {
     // PyTorch reads a 1-D left operand as (1, K) and a 1-D right operand as
     // (K, 1), and drops that dim from the result.
-    Tensor r{-1, {}};
+    OperandHandle r{-1, {}};
     if (ra == 1) {
-      Tensor v = product_operand(cx, av, what, 1);
-      Tensor a = emit_reshape(cx, v, {SymInt{1, ""}, sym_dim(v.id, v.op.shape, 0)});
+      OperandHandle v = product_operand(cx, av, what, 1);
+      OperandHandle a = emit_reshape(cx, v, {SymInt{1, ""}, sym_dim(v.id, v.op.shape, 0)});
       r = is_float_matrix_constant(cx, bv, 2)
               ? product_with_constant(cx, a, cx.constant_tensor(bv), nullptr)
               : product_of(cx, a, product_operand(cx, bv, what), what, nullptr);
@@ -269,15 +274,15 @@ Tensor product(LoweringContext& cx, const Value* av, const Value* bv, const char
       r = product_with_constant(cx, product_operand(cx, av, what),
                                 cx.constant_tensor(bv).reshape({-1, 1}), nullptr);
     } else {
-      Tensor v = product_operand(cx, bv, what, 1);
-      Tensor b = emit_reshape(cx, v, {sym_dim(v.id, v.op.shape, 0), SymInt{1, ""}});
+      OperandHandle v = product_operand(cx, bv, what, 1);
+      OperandHandle b = emit_reshape(cx, v, {sym_dim(v.id, v.op.shape, 0), SymInt{1, ""}});
       r = product_of(cx, product_operand(cx, av, what), b, what, nullptr);
     }
     std::vector<SymInt> dims = sym_shape(r);
     dims.erase(dims.end() - (rb == 1 ? 1 : 2));
     return emit_reshape(cx, r, dims, out);
   }
-  Tensor a = product_operand(cx, av, what);
+  OperandHandle a = product_operand(cx, av, what);
   if (is_float_matrix_constant(cx, bv, 2)) {
     return product_with_constant(cx, a, cx.constant_tensor(bv), out);
   }
@@ -285,7 +290,8 @@ Tensor product(LoweringContext& cx, const Value* av, const Value* bv, const char
 }
 
 // a @ b for computed a and b of rank 2 or more.
-Tensor product_of(LoweringContext& cx, Tensor a, Tensor b, const char* what, const Value* out) {
+OperandHandle product_of(LoweringContext& cx, OperandHandle a, OperandHandle b, const char* what,
+                         const Value* out) {
   const size_t ra = a.op.shape.size(), rb = b.op.shape.size();
   const int64_t k = a.op.shape[ra - 1];
   if (k == 0 && b.op.shape[rb - 2] == 0) {
@@ -306,7 +312,7 @@ Tensor product_of(LoweringContext& cx, Tensor a, Tensor b, const char* what, con
     std::vector<SymInt> dims = sym_shape(a);
     SymInt rows{1, ""};
     for (size_t i = 0; i + 1 < ra; ++i) rows = sym_arith(rows, '*', dims[i]);
-    Tensor flat = emit_reshape(cx, a, {rows, dims.back()});
+    OperandHandle flat = emit_reshape(cx, a, {rows, dims.back()});
     if (!cx.has_operation(Op::BatchMatmul, kBatchMatmulInputs)) {
       dims.back() = SymInt{b.op.shape[1], ""};
       return emit_reshape(cx, products_without_batch_matmul(cx, flat, b, nullptr), dims, out);
@@ -371,8 +377,8 @@ void lower_baddbmm(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 5, "malformed aten::baddbmm");
   const double beta = cx.constant_number(node->input(3));
   const double alpha = cx.constant_number(node->input(4));
-  Tensor prod = product(cx, node->input(1), node->input(2), "baddbmm",
-                        beta == 0 && alpha == 1 ? node->output() : nullptr);
+  OperandHandle prod = product(cx, node->input(1), node->input(2), "baddbmm",
+                               beta == 0 && alpha == 1 ? node->output() : nullptr);
   if (alpha != 1) {
     prod = emit_binary(cx, Op::Mul, prod, float_scalar_tensor(cx, static_cast<float>(alpha)),
                        Fuse::None, beta == 0 ? node->output() : nullptr);
@@ -381,7 +387,7 @@ void lower_baddbmm(LoweringContext& cx, const Node* node) {
   auto [id, o] = cx.get_operand_or_constant(node->input(0), DimOrder::Contiguous);
   check(o.type == OperandType::TensorFloat32 && o.dim_order == DimOrder::Contiguous,
         "baddbmm needs a float32 input in PyTorch's element order");
-  Tensor input{id, o};
+  OperandHandle input{id, o};
   if (beta != 1) {
     input = emit_binary(cx, Op::Mul, input, float_scalar_tensor(cx, static_cast<float>(beta)));
   }
@@ -398,7 +404,7 @@ void lower_cumsum(LoweringContext& cx, const Node* node) {
   check(cx.constant_is_none(node->input(2)) ||
             static_cast<c10::ScalarType>(cx.constant_int(node->input(2))) == at::kFloat,
         "cumsum with a dtype other than float32 is not supported");
-  Tensor x = product_operand(cx, node->input(0), "cumsum", 1);
+  OperandHandle x = product_operand(cx, node->input(0), "cumsum", 1);
   const auto rank = static_cast<int64_t>(x.op.shape.size());
   const int64_t d = py_index(cx.constant_int(node->input(1)), rank);
   const int64_t n = x.op.shape[d];
@@ -411,7 +417,7 @@ void lower_cumsum(LoweringContext& cx, const Node* node) {
   std::vector<int64_t> back(rank);
   for (int64_t i = 0; i < rank; ++i) back[perm[i]] = i;
   const bool moved = d != rank - 1;
-  Tensor y = emit_permute(cx, x, perm);
+  OperandHandle y = emit_permute(cx, x, perm);
   y = product_with_constant(cx, y, at::ones({n, n}, at::kFloat).triu(),
                             moved ? nullptr : node->output());
   if (moved) {
@@ -435,12 +441,12 @@ void lower_t(LoweringContext& cx, const Node* node) {
     return;
   }
   check(o.shape.size() == 2, "aten::t needs a tensor of at most 2 dims");
-  const auto transpose = [&](const std::vector<Tensor>& x, const Value* out) {
+  const auto transpose = [&](const std::vector<OperandHandle>& x, const Value* out) {
     // Moved as float32 (no `out`): emit_permute's TRANSPOSE.
     if (out == nullptr) return emit_permute(cx, x[0], {1, 0});
     ModelBuilder& m = cx.model();
     const int32_t perm = m.add_int_vector({1, 0});
-    const Tensor y = cx.add_output(out, x[0].op, permuted_dims(x[0], {1, 0}));
+    const OperandHandle y = cx.add_output(out, x[0].op, permuted_dims(x[0], {1, 0}));
     m.add_operation(Op::Transpose, {x[0].id, perm}, {y.id});
     return y;
   };

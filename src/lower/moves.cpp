@@ -41,7 +41,7 @@ Operand of_type(Operand o, nnapi::OperandType type) {
 // The results of `node` as int32 0/1 bools: each float32 result (an operand,
 // or the parts of a split's list) CAST back to int32 and bound in its place.
 void results_to_int32(LoweringContext& cx, const Node* node, const MoveEntry& entry) {
-  const auto back = [&](const Tensor& y) {
+  const auto back = [&](const OperandHandle& y) {
     return emit_unary_to(cx, nnapi::Op::Cast, y, of_type(y.op, nnapi::OperandType::TensorInt32));
   };
   for (const Value* out : node->outputs()) {
@@ -52,9 +52,9 @@ void results_to_int32(LoweringContext& cx, const Node* node, const MoveEntry& en
       continue;
     }
     if (!cx.has_operand(out)) continue;
-    const Tensor y = cx.get_operand(out);
+    const OperandHandle y = cx.get_operand(out);
     if (y.op.type != nnapi::OperandType::TensorFloat32) continue;
-    const Tensor b = back(y);
+    const OperandHandle b = back(y);
     cx.rebind(out, b.id, b.op);
     cx.set_torch_dtype(out, at::kBool);
   }
@@ -63,12 +63,12 @@ void results_to_int32(LoweringContext& cx, const Node* node, const MoveEntry& en
 // Lowers `node` with its int32 bool inputs seen as float32 (moves_bools).
 void lower_as_float(LoweringContext& cx, const Node* node, const MoveEntry& entry,
                     const std::function<void(LoweringContext&, const Node*)>& lower) {
-  std::vector<std::pair<const Value*, Tensor>> held;
+  std::vector<std::pair<const Value*, OperandHandle>> held;
   for (const Value* v : moved_inputs(cx, node, &entry)) {
     if (!cx.has_operand(v)) continue;
-    const Tensor x = cx.get_operand(v);
+    const OperandHandle x = cx.get_operand(v);
     if (x.op.type != nnapi::OperandType::TensorInt32) continue;
-    const Tensor f =
+    const OperandHandle f =
         emit_unary_to(cx, nnapi::Op::Cast, x, of_type(x.op, nnapi::OperandType::TensorFloat32));
     held.emplace_back(v, x);
     cx.rebind(v, f.id, f.op);
@@ -123,7 +123,7 @@ void lower_moving_node(LoweringContext& cx, const Node* node, const MoveEntry* e
   bool int32 = false, channels_last = false;
   for (const Value* v : moved_inputs(cx, node, entry)) {
     if (!cx.has_operand(v)) continue;
-    Tensor x = cx.get_operand(v);
+    OperandHandle x = cx.get_operand(v);
     if (x.op.type == nnapi::OperandType::TensorBool8) {
       x = int01_of(cx, x);
       cx.rebind(v, x.id, x.op);

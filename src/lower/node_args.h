@@ -27,7 +27,7 @@ class NodeArgs {
   // Whether the node's schema (its overload) has argument `name`.
   bool has(const char* name) const { return index(name).has_value(); }
   const Value* value(const char* name) const;
-  Tensor tensor(const char* name) const { return cx_.get_operand(value(name)); }
+  OperandHandle tensor(const char* name) const { return cx_.get_operand(value(name)); }
   std::vector<int64_t> ints(const char* name) const { return cx_.constant_int_list(value(name)); }
   int64_t integer(const char* name) const { return cx_.constant_int(value(name)); }
   bool flag(const char* name) const { return cx_.constant_bool(value(name)); }

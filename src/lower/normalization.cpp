@@ -21,7 +21,7 @@ namespace {
 
 void lower_batch_norm(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 9, "malformed aten::batch_norm");
-  const Tensor in = cx.get_operand(node->input(0));
+  const OperandHandle in = cx.get_operand(node->input(0));
   const auto& [x_id, x] = in;
   check(x.type == OperandType::TensorFloat32, "batch_norm of a non-float tensor");
   check(!cx.constant_bool(node->input(5)),
@@ -46,14 +46,15 @@ void lower_batch_norm(LoweringContext& cx, const Node* node) {
   at::Tensor shift = bias - mean * scale;
   std::vector<int64_t> shape(x.shape.size(), 1);
   shape[1] = channels;
-  Tensor s = float_weight_like(cx, scale.reshape(shape), x);
-  Tensor b = float_weight_like(cx, shift.reshape(shape), x);
-  Tensor scaled = emit_binary(cx, Op::Mul, in, s);
+  OperandHandle s = float_weight_like(cx, scale.reshape(shape), x);
+  OperandHandle b = float_weight_like(cx, shift.reshape(shape), x);
+  OperandHandle scaled = emit_binary(cx, Op::Mul, in, s);
   emit_binary(cx, Op::Add, scaled, b, Fuse::None, node->output());
 }
 
 // MEAN over `axes` (NNAPI order), keeping dims.
-Tensor emit_mean(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& axes) {
+OperandHandle emit_mean(LoweringContext& cx, const OperandHandle& x,
+                        const std::vector<int64_t>& axes) {
   Operand o = x.op;
   for (int64_t a : axes) o.shape[a] = 1;
   int32_t id = make_output(cx, nullptr, o, &x);
@@ -64,7 +65,7 @@ Tensor emit_mean(LoweringContext& cx, const Tensor& x, const std::vector<int64_t
 
 void lower_layer_norm(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 6, "malformed aten::layer_norm");
-  const Tensor in = cx.get_operand(node->input(0));
+  const OperandHandle in = cx.get_operand(node->input(0));
   const auto& [x_id, x] = in;
   check(x.type == OperandType::TensorFloat32, "layer_norm of a non-float tensor");
   check(x.dim_order == DimOrder::Contiguous,
@@ -91,21 +92,21 @@ void lower_layer_norm(LoweringContext& cx, const Node* node) {
 
 }  // namespace
 
-Tensor emit_normalize(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& axes,
-                      double eps, const Value* out) {
-  Tensor mean = emit_mean(cx, x, axes);
-  Tensor centered = emit_binary(cx, Op::Sub, x, mean);
-  Tensor var = emit_mean(cx, emit_binary(cx, Op::Mul, centered, centered), axes);
-  Tensor inv =
+OperandHandle emit_normalize(LoweringContext& cx, const OperandHandle& x,
+                             const std::vector<int64_t>& axes, double eps, const Value* out) {
+  OperandHandle mean = emit_mean(cx, x, axes);
+  OperandHandle centered = emit_binary(cx, Op::Sub, x, mean);
+  OperandHandle var = emit_mean(cx, emit_binary(cx, Op::Mul, centered, centered), axes);
+  OperandHandle inv =
       emit_unary(cx, Op::Rsqrt,
                  emit_binary(cx, Op::Add, var, float_scalar_tensor(cx, static_cast<float>(eps))));
   return emit_binary(cx, Op::Mul, centered, inv, Fuse::None, out);
 }
 
-Tensor emit_layer_norm(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& axes,
-                       double eps, const at::Tensor* weight, const at::Tensor* bias,
-                       const Value* out) {
-  Tensor y = emit_normalize(cx, x, axes, eps, weight || bias ? nullptr : out);
+OperandHandle emit_layer_norm(LoweringContext& cx, const OperandHandle& x,
+                              const std::vector<int64_t>& axes, double eps,
+                              const at::Tensor* weight, const at::Tensor* bias, const Value* out) {
+  OperandHandle y = emit_normalize(cx, x, axes, eps, weight || bias ? nullptr : out);
   if (weight) {
     int32_t w = cx.add_weight(weight->to(at::kFloat).contiguous());
     y = emit_binary(cx, Op::Mul, y, {w, cx.operand(w)}, Fuse::None, bias ? nullptr : out);
@@ -120,22 +121,23 @@ Tensor emit_layer_norm(LoweringContext& cx, const Tensor& x, const std::vector<i
 namespace {
 
 // y * weight + bias with per-channel (dim 1) constants; either may be None.
-Tensor emit_channel_affine(LoweringContext& cx, Tensor y, const Value* weight, const Value* bias) {
+OperandHandle emit_channel_affine(LoweringContext& cx, OperandHandle y, const Value* weight,
+                                  const Value* bias) {
   std::vector<int64_t> shape(y.op.shape.size(), 1);
   shape[1] = y.op.shape[1];
   if (!cx.constant_is_none(weight)) {
-    Tensor w = float_weight_like(cx, cx.constant_tensor(weight).reshape(shape), y.op);
+    OperandHandle w = float_weight_like(cx, cx.constant_tensor(weight).reshape(shape), y.op);
     y = emit_binary(cx, Op::Mul, y, w);
   }
   if (!cx.constant_is_none(bias)) {
-    Tensor b = float_weight_like(cx, cx.constant_tensor(bias).reshape(shape), y.op);
+    OperandHandle b = float_weight_like(cx, cx.constant_tensor(bias).reshape(shape), y.op);
     y = emit_binary(cx, Op::Add, y, b);
   }
   return y;
 }
 
 // A float32 (N, C, *) input with a fixed channel count.
-Tensor channel_input(LoweringContext& cx, const Node* node, const char* what) {
+OperandHandle channel_input(LoweringContext& cx, const Node* node, const char* what) {
   auto [id, x] = cx.get_operand(node->input(0));
   check(x.type == OperandType::TensorFloat32,
         [&] { return std::string(what) + " is supported on float32 tensors only"; });
@@ -152,7 +154,7 @@ Tensor channel_input(LoweringContext& cx, const Node* node, const char* what) {
 // dim 1: RESHAPE of the NCHW-ordered data to (N, G, C/G * spatial), the
 // statistics over axis 2, RESHAPE back, then the per-channel affine.
 // Channels-last data is transposed to NCHW and back.
-void emit_group_norm(LoweringContext& cx, const Node* node, Tensor x, int64_t groups,
+void emit_group_norm(LoweringContext& cx, const Node* node, OperandHandle x, int64_t groups,
                      const Value* weight, const Value* bias, double eps) {
   const DimOrder order = x.op.dim_order;
   x = emit_relayout(cx, x, DimOrder::Contiguous);
@@ -160,9 +162,9 @@ void emit_group_norm(LoweringContext& cx, const Node* node, Tensor x, int64_t gr
   const int64_t c = x.op.shape[1];
   SymInt per_group{c / groups, ""};
   for (size_t d = 2; d < dims.size(); ++d) per_group = sym_arith(per_group, '*', dims[d]);
-  Tensor grouped = emit_reshape(cx, x, {dims[0], SymInt{groups, ""}, per_group});
-  Tensor normalized = emit_normalize(cx, grouped, {2}, eps);
-  Tensor y = emit_channel_affine(cx, emit_reshape(cx, normalized, dims), weight, bias);
+  OperandHandle grouped = emit_reshape(cx, x, {dims[0], SymInt{groups, ""}, per_group});
+  OperandHandle normalized = emit_normalize(cx, grouped, {2}, eps);
+  OperandHandle y = emit_channel_affine(cx, emit_reshape(cx, normalized, dims), weight, bias);
   y = emit_relayout(cx, y, order);
   cx.reinterpret(node->output(), y.id, y.op);
 }
@@ -170,7 +172,7 @@ void emit_group_norm(LoweringContext& cx, const Node* node, Tensor x, int64_t gr
 // group_norm(x, num_groups, weight, bias, eps, cudnn_enabled).
 void lower_group_norm(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 6, "malformed aten::group_norm");
-  Tensor x = channel_input(cx, node, "group_norm");
+  OperandHandle x = channel_input(cx, node, "group_norm");
   const int64_t groups = cx.constant_int(node->input(1));
   check(groups > 0 && x.op.shape[1] % groups == 0, [&] {
     return "group_norm: " + std::to_string(x.op.shape[1]) + " channels do not split into " +
@@ -192,7 +194,7 @@ void lower_instance_norm(LoweringContext& cx, const Node* node) {
     lower_batch_norm(cx, node);
     return;
   }
-  Tensor x = channel_input(cx, node, "instance_norm");
+  OperandHandle x = channel_input(cx, node, "instance_norm");
   const double eps = cx.constant_float(node->input(7));
   if (x.op.shape.size() != 4) {
     emit_group_norm(cx, node, x, x.op.shape[1], node->input(1), node->input(2), eps);
@@ -205,7 +207,7 @@ void lower_instance_norm(LoweringContext& cx, const Node* node) {
   const int32_t layout = m.add_bool_scalar(x.op.use_nchw());
   const int32_t id = make_output(cx, nullptr, x.op, &x);
   m.add_operation(Op::InstanceNormalization, {x.id, gamma, beta, epsilon, layout}, {id});
-  Tensor y = emit_channel_affine(cx, {id, x.op}, node->input(1), node->input(2));
+  OperandHandle y = emit_channel_affine(cx, {id, x.op}, node->input(1), node->input(2));
   cx.reinterpret(node->output(), y.id, y.op);
 }
 

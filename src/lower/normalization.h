@@ -12,12 +12,13 @@ namespace nnapi_convert {
 // (x - mean) * rsqrt(var + eps) over `axes` of x (NNAPI order), with the
 // biased variance: MEAN, SUB, MUL, MEAN, ADD, RSQRT, MUL; the result is
 // `out`'s operand when given.
-Tensor emit_normalize(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& axes,
-                      double eps, const Value* out = nullptr);
+OperandHandle emit_normalize(LoweringContext& cx, const OperandHandle& x,
+                             const std::vector<int64_t>& axes, double eps,
+                             const Value* out = nullptr);
 // layer_norm: emit_normalize, then MUL by `weight` and ADD of `bias`
 // (constants broadcast over the trailing dims; either may be null).
-Tensor emit_layer_norm(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& axes,
-                       double eps, const at::Tensor* weight, const at::Tensor* bias,
-                       const Value* out);
+OperandHandle emit_layer_norm(LoweringContext& cx, const OperandHandle& x,
+                              const std::vector<int64_t>& axes, double eps,
+                              const at::Tensor* weight, const at::Tensor* bias, const Value* out);
 
 }  // namespace nnapi_convert

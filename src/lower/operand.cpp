@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "lower/check.h"
+#include "lower/refusal.h"
 
 namespace nnapi_convert {
 

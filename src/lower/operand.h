@@ -47,7 +47,7 @@ struct Operand {
 
 // A tensor operand of the model under construction: its NNAPI id and its
 // record. What LoweringContext::get_operand returns and every emit_* takes.
-struct Tensor {
+struct OperandHandle {
   int32_t id = -1;
   Operand op;  // the record: type, PyTorch shape, dim order, quantization
 };

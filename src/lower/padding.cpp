@@ -51,9 +51,9 @@ enum class EdgeMode { Reflect, Replicate, Circular };
 // reflected about the edge element (reflect), the edge element repeated
 // (replicate), or the other end's elements (circular). The padded dims need
 // fixed sizes; the others may be flexible.
-Tensor emit_edge_pad(LoweringContext& cx, Tensor x, const std::vector<int64_t>& before,
-                     const std::vector<int64_t>& after, EdgeMode mode, const char* mode_name,
-                     const Value* out) {
+OperandHandle emit_edge_pad(LoweringContext& cx, OperandHandle x,
+                            const std::vector<int64_t>& before, const std::vector<int64_t>& after,
+                            EdgeMode mode, const char* mode_name, const Value* out) {
   const auto rank = static_cast<int64_t>(x.op.shape.size());
   int64_t last = -1;
   for (int64_t d = 0; d < rank; ++d) {
@@ -78,7 +78,7 @@ Tensor emit_edge_pad(LoweringContext& cx, Tensor x, const std::vector<int64_t>& 
              " needs a dimension " + std::to_string(d) + " larger than that, got size " +
              std::to_string(n);
     });
-    std::vector<Tensor> parts;
+    std::vector<OperandHandle> parts;
     if (b) {
       if (mode == EdgeMode::Reflect) {
         parts.push_back(emit_take(cx, x, d, b, b, -1));
@@ -105,12 +105,14 @@ Tensor emit_edge_pad(LoweringContext& cx, Tensor x, const std::vector<int64_t>& 
 
 // PAD or PAD_V2 by `value` (emit_pad); a bool's 0/1 (padded_operand) padded
 // as float32.
-Tensor constant_pad(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& before,
-                    const std::vector<int64_t>& after, double value, const Value* out) {
+OperandHandle constant_pad(LoweringContext& cx, const OperandHandle& x,
+                           const std::vector<int64_t>& before, const std::vector<int64_t>& after,
+                           double value, const Value* out) {
   if (x.op.type != OperandType::TensorInt32) return emit_pad(cx, x, before, after, value, out);
   Operand f = x.op;
   f.type = OperandType::TensorFloat32;
-  const Tensor y = emit_pad(cx, emit_unary_to(cx, Op::Cast, x, f), before, after, value, nullptr);
+  const OperandHandle y =
+      emit_pad(cx, emit_unary_to(cx, Op::Cast, x, f), before, after, value, nullptr);
   Operand back = y.op;
   back.type = OperandType::TensorInt32;
   return emit_unary_to(cx, Op::Cast, y, back, out);
@@ -118,9 +120,9 @@ Tensor constant_pad(LoweringContext& cx, const Tensor& x, const std::vector<int6
 
 }  // namespace
 
-Tensor emit_mode_pad(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& before,
-                     const std::vector<int64_t>& after, const std::string& mode, double value,
-                     const Value* out) {
+OperandHandle emit_mode_pad(LoweringContext& cx, const OperandHandle& x,
+                            const std::vector<int64_t>& before, const std::vector<int64_t>& after,
+                            const std::string& mode, double value, const Value* out) {
   if (mode == "constant") return constant_pad(cx, x, before, after, value, out);
   EdgeMode edge;
   if (mode == "reflect") {
@@ -141,9 +143,9 @@ namespace {
 // of rank > 4 padded in its last 3 dims at most (replication_pad3d of (N, C,
 // D, H, W)) has its unpadded leading dims merged into one first, as NNAPI's
 // operations take rank <= 4, and the result is read with its full shape.
-using PadFn = std::function<Tensor(const Tensor&, const std::vector<int64_t>&,
-                                   const std::vector<int64_t>&, const Value*)>;
-void pad_any_rank(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& before,
+using PadFn = std::function<OperandHandle(const OperandHandle&, const std::vector<int64_t>&,
+                                          const std::vector<int64_t>&, const Value*)>;
+void pad_any_rank(LoweringContext& cx, const OperandHandle& x, const std::vector<int64_t>& before,
                   const std::vector<int64_t>& after, const Value* out, const PadFn& pad) {
   const auto rank = static_cast<int64_t>(x.op.shape.size());
   const Shape& s = x.op.shape;
@@ -169,26 +171,27 @@ void pad_any_rank(LoweringContext& cx, const Tensor& x, const std::vector<int64_
     a.push_back(after[d]);
     padded[d] += before[d] + after[d];
   }
-  const Tensor y =
+  const OperandHandle y =
       pad(emit_reshape(cx, emit_relayout(cx, x, DimOrder::Contiguous), merged), b, a, nullptr);
   bind_reshaped(cx, y, padded, out);
 }
 
 // emit_edge_pad of a tensor of any rank (pad_any_rank).
-void lower_edge_pad_values(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& before,
-                           const std::vector<int64_t>& after, EdgeMode mode, const char* mode_name,
-                           const Value* out) {
-  pad_any_rank(cx, x, before, after, out,
-               [&](const Tensor& y, const std::vector<int64_t>& b, const std::vector<int64_t>& a,
-                   const Value* o) { return emit_edge_pad(cx, y, b, a, mode, mode_name, o); });
+void lower_edge_pad_values(LoweringContext& cx, const OperandHandle& x,
+                           const std::vector<int64_t>& before, const std::vector<int64_t>& after,
+                           EdgeMode mode, const char* mode_name, const Value* out) {
+  pad_any_rank(
+      cx, x, before, after, out,
+      [&](const OperandHandle& y, const std::vector<int64_t>& b, const std::vector<int64_t>& a,
+          const Value* o) { return emit_edge_pad(cx, y, b, a, mode, mode_name, o); });
 }
 
 // The tensor to pad. PAD, PAD_V2 and CONCATENATION take no TENSOR_INT32 nor
 // TENSOR_BOOL8 at any feature level (NeuralNetworks.h): int32 numbers are
 // refused; a bool is padded as int32 0/1, which moves as float32 between
 // CASTs, and recorded bool.
-Tensor padded_operand(LoweringContext& cx, const Node* node) {
-  Tensor x = cx.get_operand(node->input(0));
+OperandHandle padded_operand(LoweringContext& cx, const Node* node) {
+  OperandHandle x = cx.get_operand(node->input(0));
   if (x.op.type == OperandType::TensorBool8) {
     x = int01_of(cx, x);
     cx.set_torch_dtype(node->output(), at::kBool);
@@ -205,12 +208,13 @@ void lower_pad(LoweringContext& cx, const Node* node) {
   }
   const double value = mode == "constant" ? pad_value(cx, node) : 0.0;
   const std::vector<int64_t> pad = cx.constant_int_list(node->input(1));
-  const Tensor x = padded_operand(cx, node);
+  const OperandHandle x = padded_operand(cx, node);
   std::vector<int64_t> before, after;
   pad_amounts(pad, static_cast<int64_t>(x.op.shape.size()), &before, &after);
-  pad_any_rank(cx, x, before, after, node->output(),
-               [&](const Tensor& y, const std::vector<int64_t>& b, const std::vector<int64_t>& a,
-                   const Value* out) { return emit_mode_pad(cx, y, b, a, mode, value, out); });
+  pad_any_rank(
+      cx, x, before, after, node->output(),
+      [&](const OperandHandle& y, const std::vector<int64_t>& b, const std::vector<int64_t>& a,
+          const Value* out) { return emit_mode_pad(cx, y, b, a, mode, value, out); });
 }
 
 // aten::reflection_padNd / replication_padNd(x, padding).

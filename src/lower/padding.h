@@ -12,8 +12,8 @@ namespace nnapi_convert {
 // as aten::pad does in `mode`: "constant" with `value`, or "reflect",
 // "replicate" or "circular" (slices of the input concatenated around it,
 // fixed sizes in the padded dims); bound to `out` when given.
-Tensor emit_mode_pad(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& before,
-                     const std::vector<int64_t>& after, const std::string& mode, double value,
-                     const Value* out = nullptr);
+OperandHandle emit_mode_pad(LoweringContext& cx, const OperandHandle& x,
+                            const std::vector<int64_t>& before, const std::vector<int64_t>& after,
+                            const std::string& mode, double value, const Value* out = nullptr);
 
 }  // namespace nnapi_convert

@@ -27,8 +27,8 @@ int64_t nnapi_channel(int64_t k, int64_t r, int64_t c) {
 
 // GATHER along x's channel axis: output channel k is input channel index[k].
 // Returns x itself for the identity.
-Tensor gather_channels(LoweringContext& cx, const Tensor& x, const std::vector<int64_t>& index,
-                       const Value* out) {
+OperandHandle gather_channels(LoweringContext& cx, const OperandHandle& x,
+                              const std::vector<int64_t>& index, const Value* out) {
   bool identity = true;
   for (size_t k = 0; k < index.size(); ++k)
     identity = identity && index[k] == static_cast<int64_t>(k);
@@ -42,7 +42,7 @@ Tensor gather_channels(LoweringContext& cx, const Tensor& x, const std::vector<i
 }
 
 struct Image {
-  Tensor x;
+  OperandHandle x;
   int64_t r;
 };
 
@@ -67,13 +67,14 @@ Image image_and_block(LoweringContext& cx, const Node* node, const char* what) {
 
 }  // namespace
 
-Tensor emit_pixel_shuffle(LoweringContext& cx, const Tensor& x, int64_t r, const Value* out) {
+OperandHandle emit_pixel_shuffle(LoweringContext& cx, const OperandHandle& x, int64_t r,
+                                 const Value* out) {
   const Shape& s = x.op.shape;
   const int64_t c = s[1] / (r * r);
   // NNAPI depth channel q takes PyTorch channel k where nnapi_channel(k) = q.
   std::vector<int64_t> index(s[1]);
   for (int64_t k = 0; k < s[1]; ++k) index[nnapi_channel(k, r, c)] = k;
-  Tensor g = gather_channels(cx, x, index, nullptr);
+  OperandHandle g = gather_channels(cx, x, index, nullptr);
   const Shape& gs = g.op.shape;
   const std::vector<SymInt> dims = {sym_dim(g.id, gs, 0),
                                     {c, ""},
@@ -82,7 +83,7 @@ Tensor emit_pixel_shuffle(LoweringContext& cx, const Tensor& x, int64_t r, const
   ModelBuilder& m = cx.model();
   const int32_t block = m.add_int_scalar(static_cast<int32_t>(r));
   const int32_t layout = m.add_bool_scalar(g.op.use_nchw());
-  const Tensor y = cx.add_output(out, g.op, dims);
+  const OperandHandle y = cx.add_output(out, g.op, dims);
   m.add_operation(Op::DepthToSpace,
                   signature_inputs(Op::DepthToSpace, {{nnapi::Role::Input, g.id},
                                                       {nnapi::Role::BlockSize, block},

@@ -49,7 +49,7 @@ Shape broadcast_equal_ranks(const Shape& a, const Shape& b) {
 }
 
 // An NCHW operand with H = W = 1 made NHWC by a TRANSPOSE (as the reference does).
-Tensor transpose_to_nhwc(LoweringContext& cx, const Tensor& x) {
+OperandHandle transpose_to_nhwc(LoweringContext& cx, const OperandHandle& x) {
   const Shape& s = x.op.shape;
   check(s.size() == 4 && s[2] == 1 && s[3] == 1, [&] {
     return "automatic transpose to NHWC is only supported for H = W = 1, got " + shape_str(s);
@@ -73,7 +73,7 @@ void lower_signed_unary(LoweringContext& cx, const Node* node, Op op) {
 
 // exp, log, sqrt and rsqrt: NNAPI's EXP, LOG, SQRT and RSQRT, which take float
 // tensors only.
-void check_float_unary(const Tensor& x, const Node* node, Op op) {
+void check_float_unary(const OperandHandle& x, const Node* node, Op op) {
   check(x.op.type == OperandType::TensorFloat32, [&] {
     return std::string(node->kind().toQualString()) +
            " is supported of float32 tensors only (NNAPI's " + nnapi::op_name(op) +
@@ -92,13 +92,13 @@ void lower_float_unary(LoweringContext& cx, const Node* node, Op op) {
 // theorem 4), within a few ulps of log(1 + x) for small x too, where LOG(1 +
 // x) keeps none of x's bits below 2^-24. (x = inf gives NaN.)
 void lower_log1p(LoweringContext& cx, const Node* node) {
-  const Tensor x = cx.get_operand(node->input(0));
+  const OperandHandle x = cx.get_operand(node->input(0));
   check_float_unary(x, node, Op::Log);
-  const Tensor u = emit_binary(cx, Op::Add, x, float_scalar_tensor(cx, 1.0f));
-  const Tensor d = emit_binary(cx, Op::Sub, u, float_scalar_tensor(cx, 1.0f));
-  const Tensor r =
+  const OperandHandle u = emit_binary(cx, Op::Add, x, float_scalar_tensor(cx, 1.0f));
+  const OperandHandle d = emit_binary(cx, Op::Sub, u, float_scalar_tensor(cx, 1.0f));
+  const OperandHandle r =
       emit_binary(cx, Op::Mul, emit_unary(cx, Op::Log, u), emit_binary(cx, Op::Div, x, d));
-  const Tensor exact = emit_binary(cx, Op::Equal, d, float_scalar_tensor(cx, 0.0f));
+  const OperandHandle exact = emit_binary(cx, Op::Equal, d, float_scalar_tensor(cx, 0.0f));
   const int32_t out_id = make_output(cx, node->output(), x.op, &x);
   cx.model().add_operation(Op::Select, {exact.id, x.id, r.id}, {out_id});
 }
@@ -126,7 +126,7 @@ void lower_pow(LoweringContext& cx, const Node* node) {
     emit_binary(cx, Op::Pow, x, y, Fuse::None, node->output());
     return;
   }
-  const Tensor x = cx.get_operand(node->input(base ? 1 : 0));
+  const OperandHandle x = cx.get_operand(node->input(base ? 1 : 0));
   check(x.op.type == OperandType::TensorFloat32, "pow of a non-float tensor is not supported");
   if (base) {
     emit_binary(cx, Op::Pow, float_scalar_tensor(cx, static_cast<float>(*base)), x, Fuse::None,
@@ -202,8 +202,8 @@ void lower_mul_div(LoweringContext& cx, const Node* node, Op op) {
 }
 
 // SOFTMAX / LOG_SOFTMAX of x over PyTorch dim `dim`, output parameters `o`.
-Tensor emit_softmax_like(LoweringContext& cx, const Value* out, Op op, const Tensor& x, int64_t dim,
-                         const Operand& o) {
+OperandHandle emit_softmax_like(LoweringContext& cx, const Value* out, Op op,
+                                const OperandHandle& x, int64_t dim, const Operand& o) {
   bool is_log = op == Op::LogSoftmax;
   if (x.op.dim_order == DimOrder::ChannelsLast) {
     // The NNAPI axis that holds PyTorch dim `dim` (the reference passes `dim`
@@ -231,7 +231,7 @@ Tensor emit_softmax_like(LoweringContext& cx, const Value* out, Op op, const Ten
 }
 
 void lower_softmax_like(LoweringContext& cx, const Node* node, Op op) {
-  const Tensor x = cx.get_operand(node->input(0));
+  const OperandHandle x = cx.get_operand(node->input(0));
   if (node->inputs().size() > 2) {
     check_dtype_argument(cx, node->input(2), x, node->kind().toQualString());
   }
@@ -244,7 +244,7 @@ void lower_softmax_like(LoweringContext& cx, const Node* node, Op op) {
 // between DEQUANTIZE and QUANTIZE.
 void lower_quantized_softmax(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 4, "malformed quantized::softmax");
-  const Tensor x = cx.get_operand(node->input(0));
+  const OperandHandle x = cx.get_operand(node->input(0));
   check(x.op.type == OperandType::TensorQuant8Asymm, "quantized::softmax of a float tensor");
   const int64_t dim = cx.constant_int(node->input(1));
   const double scale = cx.constant_float(node->input(2));
@@ -256,8 +256,8 @@ void lower_quantized_softmax(LoweringContext& cx, const Node* node) {
     emit_softmax_like(cx, node->output(), Op::Softmax, x, dim, o);
     return;
   }
-  const Tensor f = emit_dequantize(cx, x);
-  const Tensor y = emit_softmax_like(cx, nullptr, Op::Softmax, f, dim, f.op);
+  const OperandHandle f = emit_dequantize(cx, x);
+  const OperandHandle y = emit_softmax_like(cx, nullptr, Op::Softmax, f, dim, f.op);
   emit_quantize(cx, y, scale, zero_point, node->output());
 }
 
@@ -295,7 +295,7 @@ void lower_binary_ranks_differ(LoweringContext& cx, const Value* a, const Value*
                                const Value* out_value, Op op, Fuse fuse,
                                std::optional<std::pair<double, int64_t>> qparams) {
   check(cx.has_operand(a) || cx.has_operand(b), "can't do an NNAPI binary op on two constants");
-  auto side = [&](const Value* v, const Value* other) -> Tensor {
+  auto side = [&](const Value* v, const Value* other) -> OperandHandle {
     if (cx.has_operand(v)) return cx.get_operand(v);
     const Operand& o = cx.get_operand(other).op;
     at::Tensor t = cx.constant_tensor(v);
@@ -306,7 +306,7 @@ void lower_binary_ranks_differ(LoweringContext& cx, const Value* a, const Value*
     int32_t id = cx.add_weight(t.contiguous(), order);
     return {id, cx.operand(id)};
   };
-  Tensor x = side(a, b), y = side(b, a);
+  OperandHandle x = side(a, b), y = side(b, a);
   check(x.op.type == y.op.type, "binary op inputs have different types");
   bool mixed =
       x.op.shape.size() != y.op.shape.size() &&
@@ -326,8 +326,8 @@ void lower_binary_number(LoweringContext& cx, const Value* a, const Value* b,
                          bool quantized_op) {
   const Value* tensor = number_first ? b : a;
   check(cx.has_operand(tensor), "can't do an NNAPI binary op on two constants");
-  const Tensor x = cx.get_operand(tensor);
-  Tensor k;
+  const OperandHandle x = cx.get_operand(tensor);
+  OperandHandle k;
   if (x.op.type == OperandType::TensorInt32 && !quantized_op) {
     // An int32 tensor and an integer (or bool) stay int32 under PyTorch's
     // promotion; a float number would make a float result, and `/` of
@@ -350,7 +350,7 @@ void lower_binary_number(LoweringContext& cx, const Value* a, const Value* b,
   }
   if (x.op.shape.empty()) {
     // A 0-dim tensor and a number give a 0-dim tensor (both NNAPI shape [1]).
-    const Tensor r = emit_binary(cx, op, number_first ? k : x, number_first ? x : k, fuse);
+    const OperandHandle r = emit_binary(cx, op, number_first ? k : x, number_first ? x : k, fuse);
     cx.reinterpret(out_value, r.id, x.op);
     return;
   }
@@ -381,7 +381,7 @@ void lower_binary_values(LoweringContext& cx, const Value* a, const Value* b,
     lower_binary_ranks_differ(cx, a, b, out_value, op, fuse, qparams);
     return;
   }
-  Tensor x, y;
+  OperandHandle x, y;
   if (cx.has_operand(a)) {
     x = cx.get_operand(a);
     y = cx.get_operand_or_constant(b, x.op.dim_order);
@@ -427,7 +427,7 @@ namespace {
 
 // A constant tensor as an operand beside `other`: its dtype, leading 1s up to
 // its rank, and its layout when both are 4-D.
-Tensor constant_beside(LoweringContext& cx, const Value* v, const Tensor& other) {
+OperandHandle constant_beside(LoweringContext& cx, const Value* v, const OperandHandle& other) {
   at::Tensor t = cx.constant_tensor(v);
   check(!t.is_quantized() && !t.is_complex(),
         "elementwise operation with a quantized or complex "
@@ -461,7 +461,7 @@ namespace {
 
 // `v` as an operand beside `other`: its own operand when computed, else a
 // float32 (1) constant for a number, else constant_beside.
-Tensor operand_beside(LoweringContext& cx, const Value* v, const Tensor& other) {
+OperandHandle operand_beside(LoweringContext& cx, const Value* v, const OperandHandle& other) {
   if (cx.has_operand(v)) return cx.get_operand(v);
   if (const std::optional<double> n = number_operand(cx, v)) {
     check(other.op.type == OperandType::TensorFloat32,
@@ -473,7 +473,8 @@ Tensor operand_beside(LoweringContext& cx, const Value* v, const Tensor& other) 
 
 }  // namespace
 
-std::pair<Tensor, Tensor> align_layouts(LoweringContext& cx, Tensor x, Tensor y) {
+std::pair<OperandHandle, OperandHandle> align_layouts(LoweringContext& cx, OperandHandle x,
+                                                      OperandHandle y) {
   check(x.op.type == y.op.type, [&] {
     return std::string("elementwise operation on tensors of different types (") +
            nnapi::operand_type_name(x.op.type) + " and " + nnapi::operand_type_name(y.op.type) +
@@ -481,12 +482,12 @@ std::pair<Tensor, Tensor> align_layouts(LoweringContext& cx, Tensor x, Tensor y)
   });
   const bool x_nhwc = x.op.dim_order == DimOrder::ChannelsLast;
   const bool y_nhwc = y.op.dim_order == DimOrder::ChannelsLast;
-  auto single = [](const Tensor& t) {
+  auto single = [](const OperandHandle& t) {
     return std::all_of(t.op.shape.begin(), t.op.shape.end(), [](int64_t n) { return n == 1; });
   };
   if (x_nhwc != y_nhwc && !single(x) && !single(y)) {
-    Tensor& nchw = x_nhwc ? y : x;
-    Tensor& nhwc = x_nhwc ? x : y;
+    OperandHandle& nchw = x_nhwc ? y : x;
+    OperandHandle& nhwc = x_nhwc ? x : y;
     if (x.op.shape.size() == y.op.shape.size()) {
       nchw = emit_relayout(cx, nchw, DimOrder::ChannelsLast);
     } else {
@@ -496,26 +497,27 @@ std::pair<Tensor, Tensor> align_layouts(LoweringContext& cx, Tensor x, Tensor y)
   return {x, y};
 }
 
-std::pair<Tensor, Tensor> elementwise_operands(LoweringContext& cx, const Value* a,
-                                               const Value* b) {
+std::pair<OperandHandle, OperandHandle> elementwise_operands(LoweringContext& cx, const Value* a,
+                                                             const Value* b) {
   check(cx.has_operand(a) || cx.has_operand(b),
         "can't do an NNAPI elementwise operation on two constants");
   if (!cx.has_operand(a)) {
-    const Tensor y = cx.get_operand(b);
+    const OperandHandle y = cx.get_operand(b);
     return align_layouts(cx, operand_beside(cx, a, y), y);
   }
   return elementwise_operands(cx, cx.get_operand(a), b);
 }
 
-std::pair<Tensor, Tensor> elementwise_operands(LoweringContext& cx, const Tensor& x,
-                                               const Value* v) {
+std::pair<OperandHandle, OperandHandle> elementwise_operands(LoweringContext& cx,
+                                                             const OperandHandle& x,
+                                                             const Value* v) {
   return align_layouts(cx, x, operand_beside(cx, v, x));
 }
 
 namespace {
 
 // Refuses a non-float32 operand of a decomposition that NNAPI computes in float.
-void check_float(const Tensor& t, const Node* node) {
+void check_float(const OperandHandle& t, const Node* node) {
   check(t.op.type == OperandType::TensorFloat32, [&] {
     return std::string(node->kind().toQualString()) + " of a " +
            nnapi::operand_type_name(t.op.type) + " tensor is not supported (float32 only)";
@@ -528,7 +530,7 @@ void check_float(const Tensor& t, const Node* node) {
 void lower_alpha_add_sub(LoweringContext& cx, const Node* node, Op op, const Value* a,
                          const Value* b, double alpha, Fuse fuse) {
   const float k = static_cast<float>(alpha);
-  Tensor x, y;
+  OperandHandle x, y;
   if (const std::optional<double> n = number_operand(cx, b)) {
     x = cx.get_operand(a);
     check_float(x, node);
@@ -543,9 +545,10 @@ void lower_alpha_add_sub(LoweringContext& cx, const Node* node, Op op, const Val
 
 // trunc(q) = floor(relu(q)) - floor(relu(-q)): floor(q) for q >= 0, -floor(-q)
 // below (FLOOR is NNAPI feature level 1, no select needed).
-Tensor emit_trunc(LoweringContext& cx, const Tensor& q, const Value* out) {
-  Tensor up = emit_unary(cx, Op::Floor, emit_unary(cx, Op::Relu, q));
-  Tensor down = emit_unary(cx, Op::Floor, emit_unary(cx, Op::Relu, emit_unary(cx, Op::Neg, q)));
+OperandHandle emit_trunc(LoweringContext& cx, const OperandHandle& q, const Value* out) {
+  OperandHandle up = emit_unary(cx, Op::Floor, emit_unary(cx, Op::Relu, q));
+  OperandHandle down =
+      emit_unary(cx, Op::Floor, emit_unary(cx, Op::Relu, emit_unary(cx, Op::Neg, q)));
   return emit_binary(cx, Op::Sub, up, down, Fuse::None, out);
 }
 
@@ -561,7 +564,7 @@ void lower_div_mode(LoweringContext& cx, const Node* node, const Value* a, const
     emit_binary(cx, Op::Div, x, y, Fuse::None, node->output());
     return;
   }
-  Tensor q = emit_binary(cx, Op::Div, x, y);
+  OperandHandle q = emit_binary(cx, Op::Div, x, y);
   if (mode == "floor") {
     emit_unary(cx, Op::Floor, q, node->output());
   } else {
@@ -576,7 +579,7 @@ void lower_div_mode(LoweringContext& cx, const Node* node, const Value* a, const
 void lower_remainder(LoweringContext& cx, const Node* node) {
   const auto [x, y] = elementwise_operands(cx, node->input(0), node->input(1));
   check_float(x, node);
-  Tensor f = emit_unary(cx, Op::Floor, emit_binary(cx, Op::Div, x, y));
+  OperandHandle f = emit_unary(cx, Op::Floor, emit_binary(cx, Op::Div, x, y));
   emit_binary(cx, Op::Sub, x, emit_binary(cx, Op::Mul, f, y), Fuse::None, node->output());
 }
 

@@ -24,13 +24,16 @@ void lower_binary_values(LoweringContext& cx, const Value* a, const Value* b,
 // out alike: against a 4-D channels-last operand a 4-D NCHW one is made NHWC
 // (any shape: a TRANSPOSE); against an operand of another rank a channels-last
 // one is made NCHW. A constant takes the other side's dtype and layout.
-std::pair<Tensor, Tensor> elementwise_operands(LoweringContext& cx, const Value* a, const Value* b);
+std::pair<OperandHandle, OperandHandle> elementwise_operands(LoweringContext& cx, const Value* a,
+                                                             const Value* b);
 // The same for an operand already made (`x`, e.g. an intermediate result) and
 // a value `v`: v's operand beside x, both laid out alike.
-std::pair<Tensor, Tensor> elementwise_operands(LoweringContext& cx, const Tensor& x,
-                                               const Value* v);
+std::pair<OperandHandle, OperandHandle> elementwise_operands(LoweringContext& cx,
+                                                             const OperandHandle& x,
+                                                             const Value* v);
 // Two operands of one type laid out alike, as elementwise_operands does.
-std::pair<Tensor, Tensor> align_layouts(LoweringContext& cx, Tensor x, Tensor y);
+std::pair<OperandHandle, OperandHandle> align_layouts(LoweringContext& cx, OperandHandle x,
+                                                      OperandHandle y);
 
 // A Python number where PyTorch takes a Scalar: a constant int, float or bool
 // (aten::mul.Scalar and the like in scripted models), or the 0-dim int64,

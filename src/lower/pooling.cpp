@@ -51,21 +51,21 @@ std::vector<int32_t> pool_inputs(LoweringContext& cx, Op op, int32_t image_id, c
 
 }  // namespace
 
-Tensor emit_max_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, bool ceil_mode,
-                     const Value* out) {
+OperandHandle emit_max_pool(LoweringContext& cx, const OperandHandle& image, ConvPoolArgs a,
+                            bool ceil_mode, const Value* out) {
   check(a.dilation_h == 1 && a.dilation_w == 1, "NNAPI does not support dilated pooling");
   const Shape& s = image.op.shape;
   check(s.size() == 4, "max_pool2d needs a 4-D input");
   if (ceil_mode) apply_ceil_mode(s, &a);
   const std::vector<SymInt> dims = conv_pool_out_dims(image, a, s[1], false);
   std::vector<int32_t> inputs = pool_inputs(cx, Op::MaxPool2d, image.id, image.op, a);
-  const Tensor y = cx.add_output(out, image.op, dims);
+  const OperandHandle y = cx.add_output(out, image.op, dims);
   cx.model().add_operation(Op::MaxPool2d, inputs, {y.id});
   return y;
 }
 
-Tensor emit_avg_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, bool ceil_mode,
-                     const Value* out, AvgDivisor div) {
+OperandHandle emit_avg_pool(LoweringContext& cx, const OperandHandle& image, ConvPoolArgs a,
+                            bool ceil_mode, const Value* out, AvgDivisor div) {
   const Shape& s = image.op.shape;
   check(s.size() == 4, "avg_pool2d needs a 4-D input");
   ConvPoolArgs c = a;
@@ -73,7 +73,7 @@ Tensor emit_avg_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, b
   const bool overhang = c.pad_b != a.pad_b || c.pad_r != a.pad_r;
   const bool padded = a.pad_t || a.pad_b || a.pad_l || a.pad_r;
   const bool flexible_hw = s[2] == 0 || s[3] == 0;
-  Tensor x = image;
+  OperandHandle x = image;
   if (padded && ((div.count_include_pad && !div.divisor_override && (!overhang || flexible_hw)) ||
                  (div.divisor_override && flexible_hw))) {
     // count_include_pad: PyTorch divides by the whole window, padded cells
@@ -91,7 +91,7 @@ Tensor emit_avg_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, b
       div.divisor_override || (div.count_include_pad && overhang && padded && !flexible_hw);
   const std::vector<SymInt> dims = conv_pool_out_dims(x, c, x.op.shape[1], false);
   std::vector<int32_t> inputs = pool_inputs(cx, Op::AveragePool2d, x.id, x.op, c);
-  const Tensor y = cx.add_output(scaled ? nullptr : out, x.op, dims);
+  const OperandHandle y = cx.add_output(scaled ? nullptr : out, x.op, dims);
   cx.model().add_operation(Op::AveragePool2d, inputs, {y.id});
   if (!scaled) return y;
   check(x.op.type == nnapi::OperandType::TensorFloat32,
@@ -181,8 +181,8 @@ void lower_avg_pool2d(LoweringContext& cx, const Node* node) {
 
 }  // namespace
 
-Tensor emit_adaptive_pool(LoweringContext& cx, Op op, const Tensor& image,
-                          const std::vector<int64_t>& size, const Value* out) {
+OperandHandle emit_adaptive_pool(LoweringContext& cx, Op op, const OperandHandle& image,
+                                 const std::vector<int64_t>& size, const Value* out) {
   const char* what = op == Op::MaxPool2d ? "adaptive_max_pool2d" : "adaptive_avg_pool2d";
   const Shape& s = image.op.shape;
   check(s.size() == 4, [&] { return std::string(what) + " needs a 4-D input"; });
@@ -231,7 +231,8 @@ Tensor emit_adaptive_pool(LoweringContext& cx, Op op, const Tensor& image,
         }
         return a;
       };
-      const Tensor r = separable_by_products(cx, image, windows(h, size[0]), windows(w, size[1]));
+      const OperandHandle r =
+          separable_by_products(cx, image, windows(h, size[0]), windows(w, size[1]));
       if (out) cx.reinterpret(out, r.id, r.op);
       return r;
     }
@@ -295,8 +296,8 @@ void lower_pool1d(LoweringContext& cx, const Node* node, const char* name, Pool2
   check(in.dim_order == DimOrder::Contiguous, "unknown memory layout");
   std::vector<SymInt> dims = sym_shape({in_id, in});
   dims.insert(dims.begin() + 2, SymInt{1, ""});
-  Tensor image = emit_reshape(cx, {in_id, in}, dims);
-  Tensor pooled = pool2d(image);
+  OperandHandle image = emit_reshape(cx, {in_id, in}, dims);
+  OperandHandle pooled = pool2d(image);
   std::vector<SymInt> out_dims = sym_shape(pooled);
   out_dims.erase(out_dims.begin() + 2);
   emit_reshape(cx, pooled, out_dims, node->output(0));
@@ -312,7 +313,7 @@ void lower_max_pool1d(LoweringContext& cx, const Node* node) {
                           pair_1d(args.ints("padding"), 0, "padding"),
                           pair_1d(args.ints("dilation"), 1, "dilation"), 0);
   const bool ceil_mode = args.flag("ceil_mode");
-  lower_pool1d(cx, node, "max_pool1d", [&](const Tensor& image) {
+  lower_pool1d(cx, node, "max_pool1d", [&](const OperandHandle& image) {
     return emit_max_pool(cx, image, a, ceil_mode, nullptr);
   });
 }
@@ -328,7 +329,7 @@ void lower_avg_pool1d(LoweringContext& cx, const Node* node) {
       make_conv_pool_args(pair_1d(kernel, 1, "kernel size"), pair_1d(stride, 1, "stride"),
                           pair_1d(args.ints("padding"), 0, "padding"), {1, 1}, 0);
   const bool ceil_mode = args.flag("ceil_mode");
-  lower_pool1d(cx, node, "avg_pool1d", [&](const Tensor& image) {
+  lower_pool1d(cx, node, "avg_pool1d", [&](const OperandHandle& image) {
     return emit_avg_pool(cx, image, a, ceil_mode, nullptr, div);
   });
 }
@@ -337,7 +338,7 @@ void lower_adaptive_pool1d(LoweringContext& cx, const Node* node, Op op) {
   const char* name = op == Op::MaxPool2d ? "adaptive_max_pool1d" : "adaptive_avg_pool1d";
   if (op == Op::MaxPool2d) check_indices_unused(node);
   std::vector<int64_t> size = pair_1d(NodeArgs(cx, node).ints("output_size"), 1, "output size");
-  lower_pool1d(cx, node, name, [&](const Tensor& image) {
+  lower_pool1d(cx, node, name, [&](const OperandHandle& image) {
     return emit_adaptive_pool(cx, op, image, size, nullptr);
   });
 }
@@ -349,16 +350,16 @@ void lower_adaptive_pool1d(LoweringContext& cx, const Node* node, Op op) {
 // out_w). One FULLY_CONNECTED over W, a TRANSPOSE, one over H and a TRANSPOSE
 // back (levels 1 and 2; NHWC data is made NCHW first and the result NHWC
 // again).
-Tensor separable_by_products(LoweringContext& cx, const Tensor& x, const at::Tensor& a_h,
-                             const at::Tensor& a_w) {
+OperandHandle separable_by_products(LoweringContext& cx, const OperandHandle& x,
+                                    const at::Tensor& a_h, const at::Tensor& a_w) {
   const int64_t out_h = a_h.size(1), out_w = a_w.size(1);
-  Tensor y = emit_relayout(cx, x, DimOrder::Contiguous);  // (N, C, H, W)
+  OperandHandle y = emit_relayout(cx, x, DimOrder::Contiguous);  // (N, C, H, W)
   y = product_with_constant(cx, y, a_w, nullptr);
   y = emit_permute(cx, y, {0, 1, 3, 2});  // (N, C, W', H)
   y = product_with_constant(cx, y, a_h, nullptr);
   if (x.op.dim_order != DimOrder::ChannelsLast) return emit_permute(cx, y, {0, 1, 3, 2});
   // NHWC in, NHWC out: (N, C, W', H') to (N, H', W', C) data.
-  Tensor r = emit_permute(cx, y, {0, 3, 2, 1});
+  OperandHandle r = emit_permute(cx, y, {0, 3, 2, 1});
   r.op.shape = {y.op.shape[0], y.op.shape[1], out_h, out_w};
   r.op.dim_order = DimOrder::ChannelsLast;
   return r;

@@ -8,8 +8,8 @@
 namespace nnapi_convert {
 
 // MAX_POOL_2D over a 4-D image; `out` may be null (an anonymous result).
-Tensor emit_max_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, bool ceil_mode,
-                     const Value* out);
+OperandHandle emit_max_pool(LoweringContext& cx, const OperandHandle& image, ConvPoolArgs a,
+                            bool ceil_mode, const Value* out);
 
 // How PyTorch divides an average pool's window sums.
 struct AvgDivisor {
@@ -30,21 +30,21 @@ struct AvgDivisor {
 // - otherwise: AVERAGE_POOL_2D, then MUL by the constant map of (cells within
 //   the input) / (PyTorch's divisor) per output position (float32, fixed
 //   height and width; exact up to the rounding of that product).
-Tensor emit_avg_pool(LoweringContext& cx, const Tensor& image, ConvPoolArgs a, bool ceil_mode,
-                     const Value* out, AvgDivisor div = {});
+OperandHandle emit_avg_pool(LoweringContext& cx, const OperandHandle& image, ConvPoolArgs a,
+                            bool ceil_mode, const Value* out, AvgDivisor div = {});
 
 // adaptive_avg_pool2d / adaptive_max_pool2d (`op` AVERAGE_POOL_2D or
 // MAX_POOL_2D) to `size`: one window over the whole image for (1, 1), else a
 // plain pool when the sizes divide the input's (then PyTorch's adaptive
 // windows are equal and do not overlap); other sizes (average, float32) by
 // PyTorch's window weights.
-Tensor emit_adaptive_pool(LoweringContext& cx, nnapi::Op op, const Tensor& image,
-                          const std::vector<int64_t>& size, const Value* out);
+OperandHandle emit_adaptive_pool(LoweringContext& cx, nnapi::Op op, const OperandHandle& image,
+                                 const std::vector<int64_t>& size, const Value* out);
 
 // A separable linear map of float `x` (N, C, H, W) to (N, C, out_h, out_w):
 // out = A_h^T x A_w per channel with constant `a_h` (H, out_h) and `a_w` (W,
 // out_w) (adaptive pools' window weights; upsample.cpp's bilinear weights).
-Tensor separable_by_products(LoweringContext& cx, const Tensor& x, const at::Tensor& a_h,
-                             const at::Tensor& a_w);
+OperandHandle separable_by_products(LoweringContext& cx, const OperandHandle& x,
+                                    const at::Tensor& a_h, const at::Tensor& a_w);
 
 }  // namespace nnapi_convert

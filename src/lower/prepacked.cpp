@@ -143,14 +143,14 @@ template <typename Emit>
 void with_clamp(LoweringContext& cx, const Node* node, const XnnpackContext& c, Emit&& emit) {
   bool fused = false;
   const Fuse fuse = fused_clamp(cx, node, c, &fused);
-  const Tensor y = emit(fuse, fused ? node->output() : nullptr);
+  const OperandHandle y = emit(fuse, fused ? node->output() : nullptr);
   if (!fused) emit_clamp(cx, y, c.lo, c.hi, node->output());
 }
 
 void lower_conv_run(LoweringContext& cx, const Node* node, Kind kind) {
   const XnnpackContext c = node_context(cx, node, kind);
   const bool transpose = kind == Kind::TransposedConv;
-  const Tensor x = cx.get_operand(node->input(0));
+  const OperandHandle x = cx.get_operand(node->input(0));
   const ConvPoolArgs a = conv2d_window(c.weight, c.stride, c.padding, c.dilation, c.groups);
   with_clamp(cx, node, c, [&](Fuse fuse, const Value* out) {
     return emit_conv_any(cx, x, c.weight, c.bias, a, transpose, c.output_padding, fuse, out);
@@ -161,7 +161,7 @@ void lower_conv_run(LoweringContext& cx, const Node* node, Kind kind) {
 // flattened to 2-D (aten::linear's lowering without the reference's form).
 void lower_linear_run(LoweringContext& cx, const Node* node) {
   const XnnpackContext c = node_context(cx, node, Kind::Linear);
-  const Tensor x = product_operand(cx, node->input(0), "prepacked::linear_clamp_run", 1);
+  const OperandHandle x = product_operand(cx, node->input(0), "prepacked::linear_clamp_run", 1);
   const at::Tensor bias =
       c.bias.defined() ? c.bias.reshape({-1}) : at::zeros({c.weight.size(0)}, at::kFloat);
   check(bias.numel() == c.weight.size(0),

@@ -67,7 +67,7 @@ c10::Scalar qparam(LoweringContext& cx, const Value* v) {
 // lowerings after it handle NCHW as the float ones do.
 void lower_quantize(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 4, "malformed aten::quantize_per_tensor");
-  const Tensor x = cx.get_operand(node->input(0));
+  const OperandHandle x = cx.get_operand(node->input(0));
   check(x.op.type == OperandType::TensorFloat32, "quantize_per_tensor of a non-float tensor");
   double scale = qparam(cx, node->input(1)).toDouble();
   int64_t zero_point = qparam(cx, node->input(2)).toLong();
@@ -127,7 +127,7 @@ int32_t quantized_bias(LoweringContext& cx, const at::Tensor& bias, double input
 // RESHAPE to (..., N); RESHAPE and TRANSPOSE keep the quantization.
 void lower_qlinear(LoweringContext& cx, const Node* node) {
   check(node->inputs().size() == 4, "malformed quantized::linear");
-  Tensor x = cx.get_operand(node->input(0));
+  OperandHandle x = cx.get_operand(node->input(0));
   std::vector<SymInt> dims;  // rank > 2: the input's PyTorch shape
   if (x.op.shape.size() > 2) {
     x = emit_relayout(cx, x, DimOrder::Contiguous);
@@ -157,11 +157,11 @@ void lower_qlinear(LoweringContext& cx, const Node* node) {
   check(raw_weight.dim() == 2 && raw_bias.dim() == 1 && raw_bias.size(0) == raw_weight.size(0) &&
             raw_weight.size(1) == in.shape[1],
         "quantized linear weight, bias and input shapes do not match");
-  Tensor y;
+  OperandHandle y;
   if (per_channel(raw_weight)) {
-    const Tensor xf = emit_dequantize(cx, {input_id, in});
+    const OperandHandle xf = emit_dequantize(cx, {input_id, in});
     const at::Tensor w = raw_weight.dequantize().t();
-    const Tensor yf = product_with_constant(cx, xf, w, nullptr, &raw_bias);
+    const OperandHandle yf = product_with_constant(cx, xf, w, nullptr, &raw_bias);
     y = emit_quantize(cx, yf, out_scale, out_zero_point, out_value);
   } else {
     at::Tensor weight = unsigned_weight(raw_weight);
@@ -198,13 +198,13 @@ void lower_qconv(LoweringContext& cx, const Node* node, Fuse fuse, bool transpos
   check(raw_weight.dim() == 4, "quantized convolution weight must be 3-D or 4-D");
   ConvPoolArgs a = make_conv_pool_args({raw_weight.size(2), raw_weight.size(3)}, {pc[1], pc[2]},
                                        {pc[3], pc[4]}, {pc[5], pc[6]}, pc[9]);
-  Tensor image = cx.get_operand(node->input(0));
+  OperandHandle image = cx.get_operand(node->input(0));
   const bool one_d = image.op.shape.size() == 3;
   if (one_d) image = conv1d_as_2d(cx, image);
   const Value* out = one_d ? nullptr : node->output();
-  Tensor y;
+  OperandHandle y;
   if (per_channel(raw_weight)) {
-    const Tensor x = emit_dequantize(cx, image);
+    const OperandHandle x = emit_dequantize(cx, image);
     const int32_t bias_id = cx.add_weight(raw_bias_iv.toTensor().contiguous());
     y = emit_conv2d(cx, nullptr, 0.0, 0, x, raw_weight.dequantize(), bias_id, a, transpose, fuse);
     y = emit_quantize(cx, y, out_scale, out_zero_point, out);

@@ -28,6 +28,8 @@
 // The handlers (forms.h) sit in the specs of view.cpp, layout.cpp,
 // slicing.cpp and pointwise.cpp, tried before the kind's lowering (dispatch.h):
 // each returns false for what it leaves to that lowering.
+#include "lower/rank_reduce.h"
+
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -41,7 +43,6 @@
 #include "lower/emit.h"
 #include "lower/forms.h"
 #include "lower/kind_set.h"
-#include "lower/rank_reduce.h"
 #include "lower/registry.h"
 #include "lower/view.h"
 
@@ -84,7 +85,7 @@ bool holdable(const Shape& shape) {
 // a tensor of sizes `dims`, as that tensor's record: where a size is
 // flexible, the operand RESHAPEd to (dims before it, it, the product of the
 // rest) unless its dim there is that size already.
-Tensor hold(LoweringContext& cx, const Tensor& x, const Dims& dims) {
+OperandHandle hold(LoweringContext& cx, const OperandHandle& x, const Dims& dims) {
   const Shape shape = shape_of(dims);
   check(holdable(shape), [&] {
     return "a tensor of shape " + shape_str(shape) +
@@ -92,7 +93,7 @@ Tensor hold(LoweringContext& cx, const Tensor& x, const Dims& dims) {
            "flexible size among its first three dims only; give fixed sizes in --input";
   });
   const auto f = static_cast<size_t>(std::find(shape.begin(), shape.end(), 0) - shape.begin());
-  Tensor r = x;
+  OperandHandle r = x;
   if (f < shape.size()) {
     const Operand& real = cx.operand(x.id);
     const bool held = f < real.shape.size() && real.shape[f] == 0 &&
@@ -178,9 +179,9 @@ bool only_reshaped(const Value* v, bool transposes) {
 // `x`'s contiguous buffer read as `dims` (same element count), bound to `out`:
 // no operation (or a RESHAPE that hold needs) when `dims` has rank > 4 (so the
 // uses come here) and `out` is only reshaped again, else a RESHAPE.
-void bind_as(LoweringContext& cx, const Tensor& x, const Dims& dims, const Value* out) {
+void bind_as(LoweringContext& cx, const OperandHandle& x, const Dims& dims, const Value* out) {
   if (dims.size() > 4 && holdable(shape_of(dims)) && only_reshaped(out, true)) {
-    const Tensor h = hold(cx, x, dims);
+    const OperandHandle h = hold(cx, x, dims);
     cx.reinterpret(out, h.id, h.op);
     return;
   }
@@ -188,7 +189,7 @@ void bind_as(LoweringContext& cx, const Tensor& x, const Dims& dims, const Value
 }
 
 // A RESHAPE of contiguous `x` to `dims`, or `x` when it already has them.
-Tensor reshape_to(LoweringContext& cx, const Tensor& x, const Dims& dims) {
+OperandHandle reshape_to(LoweringContext& cx, const OperandHandle& x, const Dims& dims) {
   if (x.op.shape == shape_of(dims)) {
     const Dims have = sym_shape(x);
     bool same = true;
@@ -203,7 +204,7 @@ Tensor reshape_to(LoweringContext& cx, const Tensor& x, const Dims& dims) {
 // view/reshape to rank > 4, only reshaped again.
 bool lower_high_rank_view(LoweringContext& cx, const Node* node) {
   if (!cx.has_operand(node->input(0)) || !only_reshaped(node->output(), false)) return false;
-  Tensor in = cx.get_operand(node->input(0));
+  OperandHandle in = cx.get_operand(node->input(0));
   Dims dims = cx.sym_int_list(node->input(1));
   if (dims.size() <= 4) return false;
   const bool fixed =
@@ -222,8 +223,8 @@ bool lower_high_rank_view(LoweringContext& cx, const Node* node) {
     dims = view_dims(cx, in, std::move(dims));
     if (!holdable(shape_of(dims))) return false;
   }
-  const Tensor x = emit_relayout(cx, in, DimOrder::Contiguous);
-  const Tensor h = hold(cx, x, dims);
+  const OperandHandle x = emit_relayout(cx, in, DimOrder::Contiguous);
+  const OperandHandle h = hold(cx, x, dims);
   cx.reinterpret(node->output(), h.id, h.op);
   return true;
 }
@@ -232,8 +233,8 @@ bool lower_high_rank_view(LoweringContext& cx, const Node* node) {
 // the permutation `dims` of a contiguous `in_tensor` of sizes `in`, merged:
 // one RESHAPE and one TRANSPOSE of rank <= 4, or more where more than 4
 // groups remain. The operand made.
-Tensor permute_merged_raw(LoweringContext& cx, const Tensor& in_tensor, const Dims& in,
-                          std::vector<int64_t> dims) {
+OperandHandle permute_merged_raw(LoweringContext& cx, const OperandHandle& in_tensor,
+                                 const Dims& in, std::vector<int64_t> dims) {
   const auto rank = static_cast<int64_t>(in.size());
   check(static_cast<int64_t>(dims.size()) == rank, "permute needs one dim per input dim");
   for (int64_t& d : dims) d = py_index(d, rank);
@@ -259,7 +260,7 @@ Tensor permute_merged_raw(LoweringContext& cx, const Tensor& in_tensor, const Di
   }
   Dims merged;
   for (size_t g : order) merged.push_back(size[g]);
-  Tensor x = emit_relayout(cx, in_tensor, DimOrder::Contiguous);
+  OperandHandle x = emit_relayout(cx, in_tensor, DimOrder::Contiguous);
   if (groups.size() <= 4) {
     x = reshape_to(cx, x, merged);
     std::vector<int64_t> perm(groups.size());
@@ -284,9 +285,9 @@ Tensor permute_merged_raw(LoweringContext& cx, const Tensor& in_tensor, const Di
 
 // permute by `perm` of contiguous `in` of sizes `dims`: permute_merged_raw,
 // held as the permuted sizes.
-Tensor permute_merged(LoweringContext& cx, const Tensor& in, const Dims& dims,
-                      std::vector<int64_t> perm) {
-  const Tensor x = permute_merged_raw(cx, in, dims, perm);
+OperandHandle permute_merged(LoweringContext& cx, const OperandHandle& in, const Dims& dims,
+                             std::vector<int64_t> perm) {
+  const OperandHandle x = permute_merged_raw(cx, in, dims, perm);
   Dims out;
   for (int64_t d : perm) out.push_back(dims[py_index(d, static_cast<int64_t>(dims.size()))]);
   return hold(cx, {x.id, cx.operand(x.id)}, out);
@@ -294,11 +295,13 @@ Tensor permute_merged(LoweringContext& cx, const Tensor& in, const Dims& dims,
 
 // permute by `perm` of a contiguous tensor of rank > 4 (a record holding it
 // as hold says).
-Tensor permute_merged(LoweringContext& cx, const Tensor& in, std::vector<int64_t> perm) {
+OperandHandle permute_merged(LoweringContext& cx, const OperandHandle& in,
+                             std::vector<int64_t> perm) {
   return permute_merged(cx, in, sym_shape(in), std::move(perm));
 }
 
-void bind_reshaped(LoweringContext& cx, const Tensor& x, const Shape& shape, const Value* out) {
+void bind_reshaped(LoweringContext& cx, const OperandHandle& x, const Shape& shape,
+                   const Value* out) {
   bind_as(cx, x, fixed_dims(shape), out);
 }
 
@@ -307,11 +310,11 @@ namespace {
 // permute (or transpose) by `dims` of a tensor of rank > 4.
 bool lower_high_rank_permute(LoweringContext& cx, const Node* node, std::vector<int64_t> dims) {
   if (!cx.has_operand(node->input(0))) return false;
-  const Tensor in = cx.get_operand(node->input(0));
+  const OperandHandle in = cx.get_operand(node->input(0));
   const auto rank = static_cast<int64_t>(in.op.shape.size());
   if (rank <= 4) return false;
   const Dims in_dims = sym_shape(in);
-  const Tensor r = permute_merged_raw(cx, in, in_dims, dims);
+  const OperandHandle r = permute_merged_raw(cx, in, in_dims, dims);
   Dims out;
   for (int64_t d : dims) out.push_back(in_dims[py_index(d, rank)]);
   bind_as(cx, {r.id, cx.operand(r.id)}, out, node->output());
@@ -319,7 +322,7 @@ bool lower_high_rank_permute(LoweringContext& cx, const Node* node, std::vector<
 }
 
 // A tensor of rank > 4 read as 3-D: (dims before d, dim d, dims after d).
-Tensor as_3d(LoweringContext& cx, const Tensor& x, int64_t d) {
+OperandHandle as_3d(LoweringContext& cx, const OperandHandle& x, int64_t d) {
   const Dims s = sym_shape(x);
   const auto at = static_cast<size_t>(d);
   return reshape_to(cx, emit_relayout(cx, x, DimOrder::Contiguous),
@@ -327,7 +330,7 @@ Tensor as_3d(LoweringContext& cx, const Tensor& x, int64_t d) {
 }
 
 // `x`'s sizes with dim d of size `size`, or without dim d (size < 0).
-Dims with_dim(const Tensor& x, int64_t d, int64_t size) {
+Dims with_dim(const OperandHandle& x, int64_t d, int64_t size) {
   Dims dims = sym_shape(x);
   if (size < 0) {
     dims.erase(dims.begin() + d);
@@ -343,7 +346,7 @@ Dims with_dim(const Tensor& x, int64_t d, int64_t size) {
 // before d, dim d, dims after d), a STRIDED_SLICE of [i, i + 1) along the middle.
 bool lower_high_rank_select(LoweringContext& cx, const Node* node) {
   if (!cx.has_operand(node->input(0))) return false;
-  const Tensor in = cx.get_operand(node->input(0));
+  const OperandHandle in = cx.get_operand(node->input(0));
   const auto rank = static_cast<int64_t>(in.op.shape.size());
   if (rank <= 4) return false;
   const int64_t d = py_index(cx.constant_int(node->input(1)), rank);
@@ -358,7 +361,7 @@ bool lower_high_rank_select(LoweringContext& cx, const Node* node) {
 // d), a STRIDED_SLICE along the middle (NNAPI's takes rank <= 4).
 bool lower_high_rank_slice(LoweringContext& cx, const Node* node) {
   if (!cx.has_operand(node->input(0)) || cx.has_symbolic(node->input(3))) return false;
-  const Tensor in = cx.get_operand(node->input(0));
+  const OperandHandle in = cx.get_operand(node->input(0));
   const auto rank = static_cast<int64_t>(in.op.shape.size());
   if (rank <= 4) return false;
   const int64_t d = py_index(cx.constant_int(node->input(1)), rank);
@@ -389,14 +392,14 @@ namespace {
 // One side of arithmetic of rank > 4: an operand, or a constant tensor or
 // number (float32 when the other side is), and its sizes.
 struct Side {
-  std::optional<Tensor> x;
+  std::optional<OperandHandle> x;
   at::Tensor t;
   Dims dims;
 };
 
 std::optional<Side> arithmetic_side(LoweringContext& cx, const Value* v) {
   if (cx.has_operand(v)) {
-    const Tensor x = cx.get_operand(v);
+    const OperandHandle x = cx.get_operand(v);
     return Side{x, {}, sym_shape(x)};
   }
   if (!cx.has_constant(v)) return std::nullopt;
@@ -416,13 +419,13 @@ std::optional<Side> arithmetic_side(LoweringContext& cx, const Value* v) {
 
 // `s` as `dims` (same element count, contiguous): a weight for a constant,
 // else the operand itself when its buffer has those sizes, else a RESHAPE.
-Tensor side_as(LoweringContext& cx, const Side& s, const Dims& dims) {
+OperandHandle side_as(LoweringContext& cx, const Side& s, const Dims& dims) {
   if (!s.x) {
     const int32_t id =
         cx.add_weight(s.t.reshape(shape_of(dims)).contiguous(), DimOrder::Contiguous);
     return {id, cx.operand(id)};
   }
-  const Tensor real{s.x->id, cx.operand(s.x->id)};
+  const OperandHandle real{s.x->id, cx.operand(s.x->id)};
   if (real.op.dim_order == DimOrder::Contiguous && real.op.shape == shape_of(dims)) {
     const Dims have = sym_shape(real);
     bool same = true;
@@ -492,30 +495,30 @@ bool lower_high_rank_arithmetic(LoweringContext& cx, const Node* node, nnapi::Op
     if (r.empty()) r.push_back(SymInt{1, ""});
     return r;
   };
-  const Tensor x = side_as(cx, *a, grouped(a->dims));
-  const Tensor y = side_as(cx, *b, grouped(b->dims));
+  const OperandHandle x = side_as(cx, *a, grouped(a->dims));
+  const OperandHandle y = side_as(cx, *b, grouped(b->dims));
   check(x.op.type == y.op.type, [&] { return where + ": operands have different types"; });
-  const Tensor r = emit_binary(cx, op, x, y, cx.fuse_following_activation(node->output()));
+  const OperandHandle r = emit_binary(cx, op, x, y, cx.fuse_following_activation(node->output()));
   bind_as(cx, r, out, node->output());
   return true;
 }
 
 // An operand of rank > 4.
-std::optional<Tensor> high_rank_operand(LoweringContext& cx, const Value* v) {
+std::optional<OperandHandle> high_rank_operand(LoweringContext& cx, const Value* v) {
   if (!cx.has_operand(v)) return std::nullopt;
-  const Tensor x = cx.get_operand(v);
+  const OperandHandle x = cx.get_operand(v);
   if (x.op.shape.size() <= 4) return std::nullopt;
   return x;
 }
 
 // `x` of rank > 4 as its data in 1-D.
-Tensor flat(LoweringContext& cx, const Tensor& x) {
+OperandHandle flat(LoweringContext& cx, const OperandHandle& x) {
   return side_as(cx, Side{x, {}, sym_shape(x)}, {sym_numel(x)});
 }
 
 // sigmoid, relu, ... of rank > 4: the operation on the data as 1-D.
 bool lower_high_rank_unary(LoweringContext& cx, const Node* node, nnapi::Op op) {
-  const std::optional<Tensor> x = high_rank_operand(cx, node->input(0));
+  const std::optional<OperandHandle> x = high_rank_operand(cx, node->input(0));
   if (!x) return false;
   bind_as(cx, emit_unary(cx, op, flat(cx, *x)), sym_shape(*x), node->output());
   return true;
@@ -526,15 +529,15 @@ bool lower_high_rank_unary(LoweringContext& cx, const Node* node, nnapi::Op op) 
 // pow(x, 2) of rank > 4 (YOLO's `(xy * 2) ** 2`): x * x on the data as 1-D;
 // other exponents go to pointwise.cpp, as an elementwise op of the 1-D data.
 bool lower_high_rank_pow(LoweringContext& cx, const Node* node) {
-  const std::optional<Tensor> x = high_rank_operand(cx, node->input(0));
+  const std::optional<OperandHandle> x = high_rank_operand(cx, node->input(0));
   if (!x || node->inputs().size() != 2 || !cx.has_constant(node->input(1))) return false;
   const c10::IValue& e = cx.constant(node->input(1)).value;
   if (!e.isScalar() && !(e.isTensor() && e.toTensor().dim() == 0)) return false;
   const double exponent = e.isScalar() ? e.toScalar().toDouble() : e.toTensor().item<double>();
   check(x->op.type == nnapi::OperandType::TensorFloat32,
         "pow of a non-float tensor is not supported");
-  const Tensor data = flat(cx, *x);
-  Tensor r;
+  const OperandHandle data = flat(cx, *x);
+  OperandHandle r;
   if (exponent == 1) {
     r = data;
   } else if (exponent == 2) {
@@ -557,9 +560,9 @@ bool lower_high_rank_pow(LoweringContext& cx, const Node* node) {
 bool lower_high_rank_cat(LoweringContext& cx, const Node* node) {
   if (!cx.has_sequence(node->input(0))) return false;
   const std::vector<const Value*>& values = cx.sequence(node->input(0));
-  std::vector<Tensor> parts;
+  std::vector<OperandHandle> parts;
   for (const Value* v : values) {
-    const std::optional<Tensor> x = high_rank_operand(cx, v);
+    const std::optional<OperandHandle> x = high_rank_operand(cx, v);
     if (!x) return false;
     parts.push_back(*x);
   }
@@ -567,12 +570,12 @@ bool lower_high_rank_cat(LoweringContext& cx, const Node* node) {
   const auto rank = static_cast<int64_t>(parts[0].op.shape.size());
   const int64_t d = py_index(cx.constant_int(node->input(1)), rank);
   const Dims first = sym_shape(parts[0]);
-  for (const Tensor& p : parts) {
+  for (const OperandHandle& p : parts) {
     if (static_cast<int64_t>(p.op.shape.size()) > d && p.op.shape[d] == 0) return false;
   }
   Dims along;
-  std::vector<Tensor> parts_3d;
-  for (const Tensor& p : parts) {
+  std::vector<OperandHandle> parts_3d;
+  for (const OperandHandle& p : parts) {
     const Dims a = sym_shape(p);
     check(static_cast<int64_t>(a.size()) == rank && p.op.type == parts[0].op.type, [&] {
       return "cat inputs have different ranks or types: " + shape_str(p.op.shape) + ", " +
@@ -601,7 +604,7 @@ bool lower_high_rank_cat(LoweringContext& cx, const Node* node) {
 // goes after that size (the operand holds the record, see hold).
 bool lower_high_rank_unsqueeze(LoweringContext& cx, const Node* node) {
   if (!cx.has_operand(node->input(0))) return false;
-  const Tensor x = cx.get_operand(node->input(0));
+  const OperandHandle x = cx.get_operand(node->input(0));
   const auto rank = static_cast<int64_t>(x.op.shape.size());
   if (rank < 4) return false;
   int64_t dim = cx.constant_int(node->input(1));
@@ -613,7 +616,7 @@ bool lower_high_rank_unsqueeze(LoweringContext& cx, const Node* node) {
   const bool held = holdable(shape) && f < dim;
   if (has_flexible(shape) && !held && !only_returned(node->output())) return false;
   if (!only_reshaped(node->output(), true)) return false;
-  const Tensor c = emit_relayout(cx, x, DimOrder::Contiguous);
+  const OperandHandle c = emit_relayout(cx, x, DimOrder::Contiguous);
   cx.reinterpret(node->output(), c.id, c.op.with_shape(shape));
   return true;
 }

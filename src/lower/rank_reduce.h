@@ -15,20 +15,22 @@ namespace nnapi_convert {
 // permuted shape, which may have rank > 4 (its operand then holds the same
 // elements with fewer dims; bind it with bind_reshaped).
 // A flexible leading size (a load-time batch) is allowed: see rank_reduce.cpp.
-Tensor permute_merged(LoweringContext& cx, const Tensor& x, std::vector<int64_t> perm);
+OperandHandle permute_merged(LoweringContext& cx, const OperandHandle& x,
+                             std::vector<int64_t> perm);
 // permute_merged of `x` of sizes `dims` (one may be a load-time size) whose
 // record need not say them.
-Tensor permute_merged(LoweringContext& cx, const Tensor& x, const std::vector<SymInt>& dims,
-                      std::vector<int64_t> perm);
+OperandHandle permute_merged(LoweringContext& cx, const OperandHandle& x,
+                             const std::vector<SymInt>& dims, std::vector<int64_t> perm);
 // The operation of permute_merged for `x` of sizes `dims` (one may be a
 // load-time size) whose record need not say them: the operand holding the
 // permuted elements, with its own (rank <= 4) shape.
-Tensor permute_merged_raw(LoweringContext& cx, const Tensor& x, const std::vector<SymInt>& dims,
-                          std::vector<int64_t> perm);
+OperandHandle permute_merged_raw(LoweringContext& cx, const OperandHandle& x,
+                                 const std::vector<SymInt>& dims, std::vector<int64_t> perm);
 // `x`'s contiguous data read as `shape` (same element count), bound to
 // `out`: for rank > 4 no operation when every use of `out` reads it so (the
 // rank > 4 views, permutes, selects, slices, cat and elementwise operations
 // of rank_reduce.cpp, or the model's return), else a RESHAPE.
-void bind_reshaped(LoweringContext& cx, const Tensor& x, const Shape& shape, const Value* out);
+void bind_reshaped(LoweringContext& cx, const OperandHandle& x, const Shape& shape,
+                   const Value* out);
 
 }  // namespace nnapi_convert

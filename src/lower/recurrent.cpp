@@ -42,13 +42,14 @@ struct Weights {
 };
 
 // A float32 weight operand of its own storage (not a view into another tensor).
-Tensor weight(LoweringContext& cx, const at::Tensor& t) {
+OperandHandle weight(LoweringContext& cx, const at::Tensor& t) {
   const int32_t id = cx.add_weight(t.clone(at::MemoryFormat::Contiguous), DimOrder::Contiguous);
   return {id, cx.operand(id)};
 }
 
 // x (rows, K) times the (N, K) weight w, plus b: (rows, N).
-Tensor fully_connected(LoweringContext& cx, const Tensor& x, const Tensor& w, const Tensor& b) {
+OperandHandle fully_connected(LoweringContext& cx, const OperandHandle& x, const OperandHandle& w,
+                              const OperandHandle& b) {
   ModelBuilder& m = cx.model();
   const Operand o = x.op.with_shape({x.op.shape[0], w.op.shape[0]});
   const int32_t id = make_output(cx, nullptr, o);
@@ -58,48 +59,49 @@ Tensor fully_connected(LoweringContext& cx, const Tensor& x, const Tensor& w, co
 }
 
 // `n` equal parts of 2-D `x` along `dim`; `x` itself when n is 1.
-std::vector<Tensor> split_equal(LoweringContext& cx, const Tensor& x, int64_t dim, int64_t n) {
+std::vector<OperandHandle> split_equal(LoweringContext& cx, const OperandHandle& x, int64_t dim,
+                                       int64_t n) {
   if (n == 1) return {x};
-  std::vector<Tensor> parts;
+  std::vector<OperandHandle> parts;
   for (int32_t id : emit_split(cx, x, dim, std::vector<int64_t>(n, x.op.shape[dim] / n))) {
     parts.push_back({id, cx.operand(id)});
   }
   return parts;
 }
 
-Tensor concat(LoweringContext& cx, const std::vector<Tensor>& parts, int64_t dim) {
+OperandHandle concat(LoweringContext& cx, const std::vector<OperandHandle>& parts, int64_t dim) {
   return parts.size() == 1 ? parts[0] : emit_concat(cx, parts, dim);
 }
 
-Tensor reshape(LoweringContext& cx, const Tensor& x, const Shape& shape,
-               const Value* out = nullptr) {
+OperandHandle reshape(LoweringContext& cx, const OperandHandle& x, const Shape& shape,
+                      const Value* out = nullptr) {
   std::vector<SymInt> dims;
   for (int64_t d : shape) dims.push_back({d, ""});
   return emit_reshape(cx, x, dims, out);
 }
 
 // An initial state: none for zeros.
-using State = std::optional<Tensor>;
+using State = std::optional<OperandHandle>;
 
 // The hidden state after every step of one direction of one layer. `gx`
 // holds the input projections of the steps in time order; `h`, `c` the
 // initial state; `c_last` receives an LSTM's final cell state.
-std::vector<Tensor> run_direction(LoweringContext& cx, const RnnSpec& s, const Weights& w,
-                                  const std::vector<Tensor>& gx, bool reverse, State h, State c,
-                                  Tensor* c_last) {
+std::vector<OperandHandle> run_direction(LoweringContext& cx, const RnnSpec& s, const Weights& w,
+                                         const std::vector<OperandHandle>& gx, bool reverse,
+                                         State h, State c, OperandHandle* c_last) {
   const int64_t steps = static_cast<int64_t>(gx.size());
   const int64_t H = s.hidden;
-  std::vector<Tensor> hs(steps);
+  std::vector<OperandHandle> hs(steps);
   // The recurrent projection's bias: none for LSTM (folded into the input
   // projection); b_hn for GRU, which r multiplies.
   at::Tensor rec_bias = at::zeros({s.gates * H}, at::kFloat);
   if (s.cell == Cell::Gru) rec_bias.slice(0, 2 * H) = w.b_hh.slice(0, 2 * H);
   // Weight operands shared by the steps, made when a step first needs them.
-  std::optional<Tensor> w_hh, b_hh;
+  std::optional<OperandHandle> w_hh, b_hh;
   for (int64_t k = 0; k < steps; ++k) {
     const int64_t t = reverse ? steps - 1 - k : k;
-    std::vector<Tensor> xg = split_equal(cx, gx[t], 1, s.gates);
-    std::vector<Tensor> hg;
+    std::vector<OperandHandle> xg = split_equal(cx, gx[t], 1, s.gates);
+    std::vector<OperandHandle> hg;
     if (h) {
       if (!w_hh) {
         w_hh = weight(cx, w.w_hh);
@@ -109,13 +111,13 @@ std::vector<Tensor> run_direction(LoweringContext& cx, const RnnSpec& s, const W
     }
     // Input and recurrent terms of gate i (the recurrent one is zero at the first step).
     auto gate = [&](int64_t i, Op activation) {
-      Tensor sum = h ? emit_binary(cx, Op::Add, xg[i], hg[i]) : xg[i];
+      OperandHandle sum = h ? emit_binary(cx, Op::Add, xg[i], hg[i]) : xg[i];
       return emit_unary(cx, activation, sum);
     };
     if (s.cell == Cell::Lstm) {
       // c' = f * c + i * g, h' = o * tanh(c')
-      Tensor i = gate(0, Op::Logistic), g = gate(2, Op::Tanh), o = gate(3, Op::Logistic);
-      Tensor c_new = emit_binary(cx, Op::Mul, i, g);
+      OperandHandle i = gate(0, Op::Logistic), g = gate(2, Op::Tanh), o = gate(3, Op::Logistic);
+      OperandHandle c_new = emit_binary(cx, Op::Mul, i, g);
       if (c) {
         c_new =
             emit_binary(cx, Op::Add, emit_binary(cx, Op::Mul, gate(1, Op::Logistic), *c), c_new);
@@ -125,13 +127,13 @@ std::vector<Tensor> run_direction(LoweringContext& cx, const RnnSpec& s, const W
     } else {
       // n = tanh(x_n + r * (W_hn h + b_hn)), h' = (1 - z) * n + z * h = n + z * (h - n);
       // from the zero state, r * b_hn and h' = n - z * n.
-      Tensor z = gate(1, Op::Logistic);
-      Tensor xn = xg[2];
+      OperandHandle z = gate(1, Op::Logistic);
+      OperandHandle xn = xg[2];
       if (h || s.bias) {
-        const Tensor hn = h ? hg[2] : weight(cx, w.b_hh.slice(0, 2 * H));
+        const OperandHandle hn = h ? hg[2] : weight(cx, w.b_hh.slice(0, 2 * H));
         xn = emit_binary(cx, Op::Add, xn, emit_binary(cx, Op::Mul, gate(0, Op::Logistic), hn));
       }
-      Tensor n = emit_unary(cx, Op::Tanh, xn);
+      OperandHandle n = emit_unary(cx, Op::Tanh, xn);
       h = h ? emit_binary(cx, Op::Add, n,
                           emit_binary(cx, Op::Mul, z, emit_binary(cx, Op::Sub, *h, n)))
             : emit_binary(cx, Op::Sub, n, emit_binary(cx, Op::Mul, z, n));
@@ -200,7 +202,7 @@ std::vector<State> initial_states(LoweringContext& cx, const RnnSpec& s, const V
                                   const at::Tensor& constant, int64_t B) {
   const int64_t count = s.layers * (s.bidirectional ? 2 : 1);
   if (constant.defined() && !constant.any().item<bool>()) return std::vector<State>(count);
-  const Tensor x =
+  const OperandHandle x =
       constant.defined() ? weight(cx, constant.to(at::kFloat)) : cx.get_operand_fixed_size(v);
   check(x.op.type == OperandType::TensorFloat32 && x.op.dim_order == DimOrder::Contiguous &&
             x.op.shape == Shape({count, B, s.hidden}),
@@ -209,7 +211,7 @@ std::vector<State> initial_states(LoweringContext& cx, const RnnSpec& s, const V
                  shape_str({count, B, s.hidden}) + ", got " + shape_str(x.op.shape);
         });
   std::vector<State> out;
-  for (const Tensor& part : split_equal(cx, x, 0, count)) {
+  for (const OperandHandle& part : split_equal(cx, x, 0, count)) {
     out.push_back(reshape(cx, part, {B, s.hidden}));
   }
   return out;
@@ -302,20 +304,20 @@ void lower_rnn(LoweringContext& cx, const Node* node, Cell cell,
 
   const int64_t dirs = s.bidirectional ? 2 : 1;
   // The sequence as a (rows, features) matrix: rows in (t, b) order, or (b, t) batch-first.
-  Tensor seq = reshape(cx, {x_id, x_op}, {T * B, x_op.shape[2]});
-  std::vector<Tensor> h_n, c_n;
+  OperandHandle seq = reshape(cx, {x_id, x_op}, {T * B, x_op.shape[2]});
+  std::vector<OperandHandle> h_n, c_n;
   for (int64_t l = 0; l < s.layers; ++l) {
-    std::vector<std::vector<Tensor>> outs;
+    std::vector<std::vector<OperandHandle>> outs;
     for (int64_t d = 0; d < dirs; ++d) {
       const Weights& w = weights[l * dirs + d];
-      const Tensor w_ih = weight(cx, w.w_ih);
-      const Tensor b_ih = weight(cx, input_bias(s, w));
-      Tensor g = fully_connected(cx, seq, w_ih, b_ih);
+      const OperandHandle w_ih = weight(cx, w.w_ih);
+      const OperandHandle b_ih = weight(cx, input_bias(s, w));
+      OperandHandle g = fully_connected(cx, seq, w_ih, b_ih);
       // One part per step: seq-first rows are t-major; batch-first, each row
       // of (B, T * gates * H) holds a batch entry's steps side by side.
       if (s.batch_first) g = reshape(cx, g, {B, T * s.gates * s.hidden});
-      std::vector<Tensor> gx = split_equal(cx, g, s.batch_first ? 1 : 0, T);
-      Tensor c_last{};
+      std::vector<OperandHandle> gx = split_equal(cx, g, s.batch_first ? 1 : 0, T);
+      OperandHandle c_last{};
       outs.push_back(run_direction(cx, s, w, gx, d == 1, init[0][l * dirs + d],
                                    lstm ? init[1][l * dirs + d] : State(),
                                    lstm ? &c_last : nullptr));
@@ -323,15 +325,15 @@ void lower_rnn(LoweringContext& cx, const Node* node, Cell cell,
       if (lstm) c_n.push_back(c_last);
     }
     // Step t's output: the directions' hidden states side by side.
-    std::vector<Tensor> steps;
+    std::vector<OperandHandle> steps;
     for (int64_t t = 0; t < T; ++t) {
-      std::vector<Tensor> per_dir;
+      std::vector<OperandHandle> per_dir;
       for (int64_t d = 0; d < dirs; ++d) per_dir.push_back(outs[d][t]);
       steps.push_back(concat(cx, per_dir, 1));
     }
     const bool last = l + 1 == s.layers;
     if (last && !node->output(0)->hasUses()) break;
-    Tensor y = concat(cx, steps, s.batch_first ? 1 : 0);  // (T * B, F) or (B, T * F)
+    OperandHandle y = concat(cx, steps, s.batch_first ? 1 : 0);  // (T * B, F) or (B, T * F)
     const int64_t F = dirs * s.hidden;
     if (last) {
       reshape(cx, y, s.batch_first ? Shape{B, T, F} : Shape{T, B, F}, node->output(0));
@@ -340,7 +342,7 @@ void lower_rnn(LoweringContext& cx, const Node* node, Cell cell,
     }
   }
   // h_n and c_n: (layers * directions, B, H).
-  auto final_state = [&](const std::vector<Tensor>& parts, const Value* out) {
+  auto final_state = [&](const std::vector<OperandHandle>& parts, const Value* out) {
     if (!out->hasUses()) return;
     reshape(cx, concat(cx, parts, 0), {s.layers * dirs, B, s.hidden}, out);
   };

@@ -35,12 +35,13 @@ std::string kind_name(const Node* node) { return node->kind().toUnqualString(); 
 // PyTorch's order (NHWC minus the dims is NCHW minus them when C, or H and W,
 // are reduced).
 struct AxesPlan {
-  Tensor x;
+  OperandHandle x;
   std::vector<int64_t> axes;  // NNAPI axes
   DimOrder out_order = DimOrder::Contiguous;
 };
 
-AxesPlan plan_axes(LoweringContext& cx, Tensor x, const std::vector<int64_t>& dims, bool keep) {
+AxesPlan plan_axes(LoweringContext& cx, OperandHandle x, const std::vector<int64_t>& dims,
+                   bool keep) {
   const auto rank = static_cast<int64_t>(x.op.shape.size());
   std::vector<bool> reduced(rank, false);
   for (int64_t d : dims) reduced[py_index(d, rank)] = true;
@@ -63,7 +64,8 @@ AxesPlan plan_axes(LoweringContext& cx, Tensor x, const std::vector<int64_t>& di
 }
 
 // The dims of x's result without (or, keep, with 1 for) the reduced dims.
-std::vector<SymInt> reduced_dims(const Tensor& x, const std::vector<int64_t>& dims, bool keep) {
+std::vector<SymInt> reduced_dims(const OperandHandle& x, const std::vector<int64_t>& dims,
+                                 bool keep) {
   const auto rank = static_cast<int64_t>(x.op.shape.size());
   std::vector<bool> reduced(rank, false);
   for (int64_t d : dims) reduced[py_index(d, rank)] = true;
@@ -79,8 +81,9 @@ std::vector<SymInt> reduced_dims(const Tensor& x, const std::vector<int64_t>& di
 }
 
 // REDUCE_* (`op`) of x over PyTorch dims `dims` (empty: every dim).
-Tensor emit_reduce(LoweringContext& cx, Op op, const Tensor& x, std::vector<int64_t> dims,
-                   bool keep, const Value* out, const std::string& what) {
+OperandHandle emit_reduce(LoweringContext& cx, Op op, const OperandHandle& x,
+                          std::vector<int64_t> dims, bool keep, const Value* out,
+                          const std::string& what) {
   const auto rank = static_cast<int64_t>(x.op.shape.size());
   check(rank >= 1, [&] { return what + " of a 0-dim tensor is not supported"; });
   if (dims.empty()) {
@@ -92,15 +95,15 @@ Tensor emit_reduce(LoweringContext& cx, Op op, const Tensor& x, std::vector<int6
   const std::vector<SymInt> out_dims = reduced_dims(p.x, dims, keep);
   ModelBuilder& m = cx.model();
   const int32_t axes = m.add_int_vector(p.axes), keep_id = m.add_bool_scalar(keep);
-  const Tensor y = cx.add_output(out, o, out_dims);
+  const OperandHandle y = cx.add_output(out, o, out_dims);
   m.add_operation(op, {p.x.id, axes, keep_id}, {y.id});
   return y;
 }
 
 // ARGMAX/ARGMIN (`op`) of x along PyTorch dim `dim` (int32 indices), with
 // the dim kept as 1 (keep: a RESHAPE after).
-Tensor emit_arg(LoweringContext& cx, Op op, const Tensor& x, int64_t dim, bool keep,
-                const Value* out, const std::string& what) {
+OperandHandle emit_arg(LoweringContext& cx, Op op, const OperandHandle& x, int64_t dim, bool keep,
+                       const Value* out, const std::string& what) {
   const auto rank = static_cast<int64_t>(x.op.shape.size());
   check(rank >= 1, [&] { return what + " of a 0-dim tensor is not supported"; });
   dim = py_index(dim, rank);
@@ -113,7 +116,7 @@ Tensor emit_arg(LoweringContext& cx, Op op, const Tensor& x, int64_t dim, bool k
   const std::vector<SymInt> dropped = reduced_dims(p.x, {dim}, false);
   ModelBuilder& m = cx.model();
   const int32_t axis = m.add_int_scalar(static_cast<int32_t>(p.axes.at(0)));
-  const Tensor y = cx.add_output(keep ? nullptr : out, o, dropped);
+  const OperandHandle y = cx.add_output(keep ? nullptr : out, o, dropped);
   m.add_operation(op, {p.x.id, axis}, {y.id});
   if (out) cx.set_torch_dtype(out, at::kLong);  // PyTorch's indices are int64
   if (!keep) return y;
@@ -121,8 +124,8 @@ Tensor emit_arg(LoweringContext& cx, Op op, const Tensor& x, int64_t dim, bool k
 }
 
 // x flattened to 1-D (argmax/argmin without a dim).
-Tensor flattened(LoweringContext& cx, const Tensor& x) {
-  Tensor c = emit_relayout(cx, x, DimOrder::Contiguous);
+OperandHandle flattened(LoweringContext& cx, const OperandHandle& x) {
+  OperandHandle c = emit_relayout(cx, x, DimOrder::Contiguous);
   SymInt n{1, ""};
   for (const SymInt& d : sym_shape(c)) n = sym_arith(n, '*', d);
   return emit_reshape(cx, c, {n});
@@ -134,9 +137,9 @@ bool output_used(const Node* node, size_t i) {
 
 // `v`'s operand, of a type the reduction takes: float32, quantized when
 // `allow_quant`, int32 when `allow_int` (ARGMAX/ARGMIN).
-Tensor reduced_operand(LoweringContext& cx, const Value* v, const std::string& what,
-                       bool allow_quant, bool allow_int = false) {
-  const Tensor x = cx.get_operand(v);
+OperandHandle reduced_operand(LoweringContext& cx, const Value* v, const std::string& what,
+                              bool allow_quant, bool allow_int = false) {
+  const OperandHandle x = cx.get_operand(v);
   check(x.op.type == OperandType::TensorFloat32 ||
             (allow_quant && x.op.type == OperandType::TensorQuant8Asymm) ||
             (allow_int && x.op.type == OperandType::TensorInt32),
@@ -165,7 +168,7 @@ void lower_max_min(LoweringContext& cx, const Node* node, bool is_max) {
   }
   const bool values = !args.has("dim") || output_used(node, 0);
   // Indices alone (ARGMAX/ARGMIN) take int32 too; values (REDUCE_MAX/MIN) do not.
-  const Tensor x = reduced_operand(cx, node->input(0), what, true, !values);
+  const OperandHandle x = reduced_operand(cx, node->input(0), what, true, !values);
   if (!args.has("dim")) {
     emit_reduce(cx, reduce, x, {}, false, node->output(0), what);
     return;
@@ -182,7 +185,7 @@ void lower_max_min(LoweringContext& cx, const Node* node, bool is_max) {
 void lower_amax(LoweringContext& cx, const Node* node, Op op) {
   const std::string what = kind_name(node);
   NodeArgs args(cx, node);
-  const Tensor x = reduced_operand(cx, node->input(0), what, true);
+  const OperandHandle x = reduced_operand(cx, node->input(0), what, true);
   emit_reduce(cx, op, x, args.ints("dim"), args.flag("keepdim"), node->output(), what);
 }
 
@@ -190,7 +193,7 @@ void lower_amax(LoweringContext& cx, const Node* node, Op op) {
 void lower_argmax(LoweringContext& cx, const Node* node, Op op) {
   const std::string what = kind_name(node);
   NodeArgs args(cx, node);
-  const Tensor x = reduced_operand(cx, node->input(0), what, true, true);
+  const OperandHandle x = reduced_operand(cx, node->input(0), what, true, true);
   const bool keep = args.flag("keepdim");
   if (args.is_none("dim")) {
     check(!keep || x.op.shape.size() <= 1,
@@ -205,7 +208,7 @@ void lower_argmax(LoweringContext& cx, const Node* node, Op op) {
 void lower_prod(LoweringContext& cx, const Node* node) {
   const std::string what = "prod";
   NodeArgs args(cx, node);
-  const Tensor x = reduced_operand(cx, node->input(0), what, false);
+  const OperandHandle x = reduced_operand(cx, node->input(0), what, false);
   check_dtype_argument(cx, args.value("dtype"), x, "aten::prod");
   if (!args.has("dim")) {
     emit_reduce(cx, Op::ReduceProd, x, {}, false, node->output(), what);
@@ -219,7 +222,7 @@ void lower_prod(LoweringContext& cx, const Node* node) {
 void lower_any_all(LoweringContext& cx, const Node* node, Op op) {
   const std::string what = kind_name(node);
   NodeArgs args(cx, node);
-  const Tensor b = bool8_operand(cx, node->input(0));
+  const OperandHandle b = bool8_operand(cx, node->input(0));
   if (!args.has("dim")) {
     emit_reduce(cx, op, b, {}, false, node->output(), what);
     return;
@@ -240,7 +243,7 @@ void lower_any_all(LoweringContext& cx, const Node* node, Op op) {
 // largest=False is TOPK_V2 of NEG(x), its values negated back (exact).
 void lower_topk(LoweringContext& cx, const Node* node) {
   NodeArgs args(cx, node);
-  Tensor x = cx.get_operand(node->input(0));
+  OperandHandle x = cx.get_operand(node->input(0));
   const int64_t k = args.integer("k");
   const auto rank = static_cast<int64_t>(x.op.shape.size());
   check(rank >= 1, "topk of a 0-dim tensor is not supported");
@@ -292,19 +295,19 @@ void lower_topk(LoweringContext& cx, const Node* node) {
   indices.zero_point = 0;
   // When the result is taken back (NEG, permute), the node's outputs are bound then.
   const bool direct = perm.empty() && largest;
-  const Tensor v = cx.add_output(direct ? node->output(0) : nullptr, values, dims);
-  const Tensor i = cx.add_output(perm.empty() ? node->output(1) : nullptr, indices, dims);
+  const OperandHandle v = cx.add_output(direct ? node->output(0) : nullptr, values, dims);
+  const OperandHandle i = cx.add_output(perm.empty() ? node->output(1) : nullptr, indices, dims);
   cx.model().add_operation(Op::TopKV2, {x.id, cx.model().add_int_scalar(static_cast<int32_t>(k))},
                            {v.id, i.id});
   cx.set_torch_dtype(node->output(1), at::kLong);  // PyTorch's indices are int64
   if (direct) return;
   std::vector<int64_t> back(perm.size());
   for (size_t d = 0; d < perm.size(); ++d) back[perm[d]] = static_cast<int64_t>(d);
-  Tensor vals = v;
+  OperandHandle vals = v;
   if (!largest) vals = emit_unary(cx, Op::Neg, vals, perm.empty() ? node->output(0) : nullptr);
   if (perm.empty()) return;
-  auto bind = [&](const Tensor& t, const Value* out) {  // emit_permute, bound to `out`
-    const Tensor r = cx.add_output(out, t.op, permuted_dims(t, back));
+  auto bind = [&](const OperandHandle& t, const Value* out) {  // emit_permute, bound to `out`
+    const OperandHandle r = cx.add_output(out, t.op, permuted_dims(t, back));
     cx.model().add_operation(Op::Transpose, {t.id, cx.model().add_int_vector(back)}, {r.id});
     return r;
   };
@@ -313,7 +316,7 @@ void lower_topk(LoweringContext& cx, const Node* node) {
   // float32) move as float32 between CASTs.
   Operand as_float = i.op;
   as_float.type = OperandType::TensorFloat32;
-  const Tensor moved = bind(emit_unary_to(cx, Op::Cast, i, as_float), nullptr);
+  const OperandHandle moved = bind(emit_unary_to(cx, Op::Cast, i, as_float), nullptr);
   Operand as_int = moved.op;
   as_int.type = OperandType::TensorInt32;
   emit_unary_to(cx, Op::Cast, moved, as_int, node->output(1));
@@ -322,7 +325,7 @@ void lower_topk(LoweringContext& cx, const Node* node) {
 // sin(x): SIN; cos(x) = 1 - 2 sin(x/2)^2, float32 (x/2 is exact, so the
 // error does not grow with |x| as sin(x + pi/2)'s does).
 void lower_sin_cos(LoweringContext& cx, const Node* node, bool is_cos) {
-  const Tensor x = cx.get_operand(node->input(0));
+  const OperandHandle x = cx.get_operand(node->input(0));
   check(x.op.type == OperandType::TensorFloat32, [&] {
     return std::string(is_cos ? "cos" : "sin") +
            " is supported of float32 tensors only (NNAPI's SIN takes float tensors)";
@@ -331,10 +334,10 @@ void lower_sin_cos(LoweringContext& cx, const Node* node, bool is_cos) {
     emit_unary(cx, Op::Sin, x, node->output());
     return;
   }
-  const Tensor s =
+  const OperandHandle s =
       emit_unary(cx, Op::Sin, emit_binary(cx, Op::Mul, x, float_scalar_tensor(cx, 0.5f)));
-  const Tensor s2 = emit_binary(cx, Op::Mul, s, s);
-  const Tensor t = emit_binary(cx, Op::Mul, s2, float_scalar_tensor(cx, -2.0f));
+  const OperandHandle s2 = emit_binary(cx, Op::Mul, s, s);
+  const OperandHandle t = emit_binary(cx, Op::Mul, s2, float_scalar_tensor(cx, -2.0f));
   emit_binary(cx, Op::Add, t, float_scalar_tensor(cx, 1.0f), Fuse::None, node->output());
 }
 
@@ -392,7 +395,7 @@ void lower_reduce(LoweringContext& cx, const Node* node, Op op) {
     // channels-last in: the reduction runs on the NCHW relayout. So does a
     // float mean of dequantized values, whose rounding depends on the order
     // of the sum: PyTorch's runs on the contiguous (NCHW) tensor.
-    const Tensor nchw = emit_relayout(cx, {in_id, in}, DimOrder::Contiguous);
+    const OperandHandle nchw = emit_relayout(cx, {in_id, in}, DimOrder::Contiguous);
     in_id = nchw.id;
     in = nchw.op;
   }
@@ -423,24 +426,24 @@ void lower_reduce(LoweringContext& cx, const Node* node, Op op) {
     cx.model().add_operation(op, {in_id, dims_id, keep_id}, {out_id});
     return;
   }
-  const Tensor x{in_id, in};
+  const OperandHandle x{in_id, in};
   Operand real = in;
   real.type = nnapi::OperandType::TensorFloat32;
   real.scale = 0.0;
   real.zero_point = 0;
-  const Tensor xf =
+  const OperandHandle xf =
       path == QuantMean::Innermost ? emit_unary_to(cx, Op::Cast, x, real) : emit_dequantize(cx, x);
   Operand mean_rec = out;
   mean_rec.type = real.type;
   mean_rec.scale = 0.0;
   mean_rec.zero_point = 0;
-  const Tensor mean = cx.add_output(nullptr, mean_rec, out_dims);
+  const OperandHandle mean = cx.add_output(nullptr, mean_rec, out_dims);
   cx.model().add_operation(op, {xf.id, dims_id, keep_id}, {mean.id});
   if (path == QuantMean::Float) {
     emit_quantize(cx, mean, in.scale, in.zero_point, node->output());
     return;
   }
-  const Tensor rounded = emit_quantize(cx, mean, 1.0, 0);
+  const OperandHandle rounded = emit_quantize(cx, mean, 1.0, 0);
   Operand requantized = rounded.op;
   requantized.scale = in.scale;
   requantized.zero_point = in.zero_point;

@@ -4,7 +4,7 @@
 #include <tuple>
 #include <utility>
 
-#include "lower/check.h"
+#include "lower/refusal.h"
 
 namespace nnapi_convert {
 

@@ -22,7 +22,7 @@ void lower_roll(LoweringContext& cx, const Node* node) {
   }
   check(!dims.empty(), "roll without dims (of the flattened tensor) is not supported");
   check(shifts.size() == dims.size(), "roll needs one shift per dim");
-  Tensor x = cx.get_operand(in);
+  OperandHandle x = cx.get_operand(in);
   const Operand o = x.op;  // the input's record (x is the rolled result below)
   const auto rank = static_cast<int64_t>(o.shape.size());
   // Dims that actually move, each with its shift in [1, n).
@@ -44,8 +44,8 @@ void lower_roll(LoweringContext& cx, const Node* node) {
   for (size_t i = 0; i < moves.size(); ++i) {
     const auto [d, s] = moves[i];
     const int64_t n = x.op.shape[d];
-    const Tensor tail = emit_take(cx, x, d, n - s, s, 1);
-    const Tensor head = emit_take(cx, x, d, 0, n - s, 1);
+    const OperandHandle tail = emit_take(cx, x, d, n - s, s, 1);
+    const OperandHandle head = emit_take(cx, x, d, 0, n - s, 1);
     x = emit_concat(cx, {tail, head}, d, i + 1 == moves.size() ? node->output() : nullptr);
   }
 }

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "lower/check.h"
+#include "lower/refusal.h"
 
 namespace nnapi_convert {
 

@@ -21,7 +21,7 @@ using nnapi::Op;
 // size along `dim` is min(stop, size) - start, written when the model is
 // loaded; x (a constant, or computed) must have a fixed size along `dim`.
 void lower_slice_to_load_time_stop(LoweringContext& cx, const Node* node) {
-  Tensor x = cx.get_operand_or_constant(node->input(0), DimOrder::Contiguous);
+  OperandHandle x = cx.get_operand_or_constant(node->input(0), DimOrder::Contiguous);
   check(x.op.dim_order == DimOrder::Contiguous,
         "slice to a load-time size is supported on contiguous tensors only");
   const auto rank = static_cast<int64_t>(x.op.shape.size());
@@ -145,7 +145,7 @@ void lower_select(LoweringContext& cx, const Node* node) {
     check(cx.constant_int(node->input(1)) == 0 || cx.constant_int(node->input(1)) == -1,
           "select dim out of range");
     const int64_t index = py_index(cx.constant_int(node->input(2)), in.shape[0]);
-    const Tensor one = emit_take(cx, {in_id, in}, 0, index, 1, 1);
+    const OperandHandle one = emit_take(cx, {in_id, in}, 0, index, 1, 1);
     cx.reinterpret(node->output(), one.id, one.op.with_shape({}));
     return;
   }
@@ -186,7 +186,7 @@ void lower_select(LoweringContext& cx, const Node* node) {
   sliced.dim_order = DimOrder::Contiguous;
   const std::vector<int32_t> inputs =
       strided_slice_inputs(cx, in_id, begins, ends, strides, end_mask, 1 << axis);
-  const Tensor slice =
+  const OperandHandle slice =
       cx.add_output(in_order ? node->output() : nullptr, sliced, permuted_dims({in_id, in}, src));
   const int32_t slice_id = slice.id;
   ModelBuilder& m = cx.model();
@@ -240,22 +240,22 @@ void lower_cat(LoweringContext& cx, const Node* node) {
       nnapi::OperandType::TensorInt32) {
     // Bools joined as float32 (relaid out there: TRANSPOSE takes no
     // TENSOR_INT32 either); int32 numbers are refused.
-    std::vector<Tensor> parts;
+    std::vector<OperandHandle> parts;
     for (const Value* v : tensors) {
       parts.push_back(cx.get_operand_or_constant(v, DimOrder::Contiguous));
     }
     const int64_t axis = py_index(dim, static_cast<int64_t>(parts[0].op.shape.size()));
     move_int32(cx, {nnapi::Op::Concatenation}, parts, node->output(),
-               [&](const std::vector<Tensor>& f, const Value* out) {
-                 std::vector<Tensor> nchw;
-                 for (const Tensor& x : f)
+               [&](const std::vector<OperandHandle>& f, const Value* out) {
+                 std::vector<OperandHandle> nchw;
+                 for (const OperandHandle& x : f)
                    nchw.push_back(emit_relayout(cx, x, DimOrder::Contiguous));
                  return emit_concat(cx, nchw, axis, out);
                });
     return;
   }
   for (size_t i = 0; i < tensors.size(); ++i) {
-    const Tensor part =
+    const OperandHandle part =
         emit_relayout(cx, cx.get_operand_or_constant(tensors[i], DimOrder::Contiguous), order);
     const auto& [id, op] = part;
     if (i == 0) {
@@ -298,7 +298,7 @@ void lower_cat(LoweringContext& cx, const Node* node) {
 // aten::split_with_sizes(x, sizes, dim).
 void lower_split(LoweringContext& cx, const Node* node) {
   NodeArgs args(cx, node);
-  const Tensor x = args.tensor("self");
+  const OperandHandle x = args.tensor("self");
   const auto rank = static_cast<int64_t>(x.op.shape.size());
   const int64_t dim = py_index(args.integer("dim"), rank);
   const int64_t n = x.op.shape[dim];

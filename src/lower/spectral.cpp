@@ -75,7 +75,7 @@ at::Tensor dft_basis(int64_t n_fft, int64_t bins, const at::Tensor& window, bool
 
 void lower_stft(LoweringContext& cx, const Node* node) {
   NodeArgs args(cx, node);
-  Tensor x = args.tensor("self");
+  OperandHandle x = args.tensor("self");
   const auto rank = static_cast<int64_t>(x.op.shape.size());
   check(x.op.type == OperandType::TensorFloat32 && (rank == 1 || rank == 2), [&] {
     return "aten::stft of a " + std::string(nnapi::operand_type_name(x.op.type)) + " tensor " +
@@ -120,14 +120,14 @@ void lower_stft(LoweringContext& cx, const Node* node) {
   });
   const int64_t frames = 1 + (length - n_fft) / hop;
   const SymInt batch = rank == 2 ? sym_shape(x)[0] : SymInt{1, ""};
-  const Tensor image = emit_reshape(cx, x, {batch, {1, ""}, {1, ""}, {length, ""}});
+  const OperandHandle image = emit_reshape(cx, x, {batch, {1, ""}, {1, ""}, {length, ""}});
   const at::Tensor basis = dft_basis(n_fft, bins, window, args.flag("normalized"));
   const int32_t bias_id = cx.add_weight(at::zeros({2 * bins}, at::kFloat));
   const ConvPoolArgs conv = make_conv_pool_args({1, n_fft}, {1, hop}, {0, 0}, {1, 1}, 1);
-  const Tensor y =
+  const OperandHandle y =
       emit_conv2d(cx, nullptr, 0.0, 0, image, basis, bias_id, conv, false, nnapi::Fuse::None);
-  const Tensor parts = emit_reshape(cx, y, {batch, {2, ""}, {bins, ""}, {frames, ""}});
-  const Tensor pairs = emit_permute(cx, parts, {0, 2, 3, 1});
+  const OperandHandle parts = emit_reshape(cx, y, {batch, {2, ""}, {bins, ""}, {frames, ""}});
+  const OperandHandle pairs = emit_permute(cx, parts, {0, 2, 3, 1});
   if (rank == 2) {
     cx.reinterpret(node->output(), pairs.id, pairs.op);
   } else {
@@ -145,11 +145,11 @@ bool is_complex(const LoweringContext& cx, const Value* v) {
 // abs() of a complex result: sqrt(re^2 + im^2), the pairs in the last dim
 // (aten::abs's spec, pointwise.cpp).
 void lower_complex_abs(LoweringContext& cx, const Node* node) {
-  const Tensor z = cx.get_operand(node->input(0));
-  const Tensor squares = emit_binary(cx, Op::Mul, z, z);
+  const OperandHandle z = cx.get_operand(node->input(0));
+  const OperandHandle squares = emit_binary(cx, Op::Mul, z, z);
   std::vector<SymInt> dims = sym_shape(squares);
   dims.pop_back();
-  const Tensor sum = cx.add_output(nullptr, squares.op, dims);
+  const OperandHandle sum = cx.add_output(nullptr, squares.op, dims);
   ModelBuilder& m = cx.model();
   m.add_operation(
       Op::ReduceSum,

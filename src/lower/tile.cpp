@@ -18,7 +18,8 @@ bool is_constant_tensor(const LoweringContext& cx, const Value* v) {
 
 // `x` read with `rank` dims: leading 1s added by a RESHAPE (bound to `out`
 // when given), `x` itself when it has them.
-Tensor with_rank(LoweringContext& cx, Tensor x, size_t rank, const Value* out = nullptr) {
+OperandHandle with_rank(LoweringContext& cx, OperandHandle x, size_t rank,
+                        const Value* out = nullptr) {
   if (x.op.shape.size() == rank) return x;
   x = emit_relayout(cx, x, DimOrder::Contiguous);
   std::vector<SymInt> dims(rank - x.op.shape.size(), SymInt{1, ""});
@@ -28,7 +29,7 @@ Tensor with_rank(LoweringContext& cx, Tensor x, size_t rank, const Value* out = 
 
 // `x` read with `rank` dims (leading 1s added), tiled by `multiples`, bound to
 // `out`; no operation at all when nothing changes.
-void tile_to(LoweringContext& cx, const Node* node, Tensor x,
+void tile_to(LoweringContext& cx, const Node* node, OperandHandle x,
              const std::vector<int64_t>& multiples) {
   const size_t rank = multiples.size();
   const bool tiled =

@@ -74,7 +74,7 @@ void lower_upsample_nearest2d(LoweringContext& cx, const Node* node) {
     check(args.is_none("scales_h") && args.is_none("scales_w"),
           "upsample_nearest2d with separate scales_h/scales_w is not supported");
   }
-  const Tensor x = cx.get_operand(node->input(0));  // `self` or `input`, by overload
+  const OperandHandle x = cx.get_operand(node->input(0));  // `self` or `input`, by overload
   const auto& [image_id, image] = x;
   check(image.shape.size() == 4, "upsample_nearest2d needs a 4-D input");
   bool has_size = !size_iv.isNone();
@@ -121,7 +121,7 @@ void lower_upsample_nearest2d(LoweringContext& cx, const Node* node) {
   }
   if (!same_maps) {
     // GATHER of PyTorch's rows, then of its columns (a whole-size identity is skipped).
-    Tensor y = x;
+    OperandHandle y = x;
     for (int64_t d : {2, 3}) {
       const std::vector<int64_t>& table = tables[d - 2];
       std::vector<int64_t> identity(static_cast<size_t>(image.shape[d]));
@@ -132,7 +132,7 @@ void lower_upsample_nearest2d(LoweringContext& cx, const Node* node) {
       ModelBuilder& m = cx.model();
       const int32_t index_id = cx.add_weight(at::tensor(table, at::kInt), DimOrder::Contiguous);
       const int32_t axis_id = m.add_int_scalar(static_cast<int32_t>(nnapi_axis(y.op, d)));
-      const Tensor g = cx.add_output(nullptr, y.op, dims);
+      const OperandHandle g = cx.add_output(nullptr, y.op, dims);
       m.add_operation(Op::Gather, {y.id, axis_id, index_id}, {g.id});
       y = g;
     }
@@ -183,8 +183,8 @@ constexpr int kResizeInputsWithFlags = 6;
 // interpolates output j with, got by upsampling unit vectors with the same
 // arguments; each output is the same two-term weighted sum eager PyTorch
 // computes.
-Tensor bilinear_by_products(LoweringContext& cx, const Tensor& x, int64_t out_h, int64_t out_w,
-                            bool align_corners) {
+OperandHandle bilinear_by_products(LoweringContext& cx, const OperandHandle& x, int64_t out_h,
+                                   int64_t out_w, bool align_corners) {
   const int64_t h = x.op.shape[2], w = x.op.shape[3];
   // (n, out): column j the weights of output j along an axis of n inputs.
   auto weights = [&](int64_t n, const std::vector<int64_t>& basis,
@@ -200,7 +200,7 @@ Tensor bilinear_by_products(LoweringContext& cx, const Tensor& x, int64_t out_h,
 // either side (replicate padding by 1) over a fixed or flexible size: a
 // STRIDED_SLICE of the first, one of the last (begin -1 to the end) and a
 // CONCATENATION.
-Tensor replicate_edges(LoweringContext& cx, const Tensor& x, int64_t d) {
+OperandHandle replicate_edges(LoweringContext& cx, const OperandHandle& x, int64_t d) {
   const int64_t axis = nnapi_axis(x.op, d);
   ModelBuilder& m = cx.model();
   auto edge = [&](int64_t begin) {
@@ -213,15 +213,15 @@ Tensor replicate_edges(LoweringContext& cx, const Tensor& x, int64_t d) {
     }
     std::vector<SymInt> dims = sym_shape(x);
     dims[d] = {1, ""};
-    const Tensor y = cx.add_output(nullptr, x.op, dims);
+    const OperandHandle y = cx.add_output(nullptr, x.op, dims);
     m.add_operation(Op::StridedSlice,
                     strided_slice_inputs(cx, x.id, begins, ends, strides, end_mask, 0), {y.id});
     return y;
   };
-  const Tensor first = edge(0), last = edge(-1);
+  const OperandHandle first = edge(0), last = edge(-1);
   std::vector<SymInt> dims = sym_shape(x);
   dims[d] = padded_dim(dims[d], 2);
-  const Tensor y = cx.add_output(nullptr, x.op, dims);
+  const OperandHandle y = cx.add_output(nullptr, x.op, dims);
   m.add_operation(Op::Concatenation,
                   {first.id, x.id, last.id, m.add_int_scalar(static_cast<int32_t>(axis))}, {y.id});
   return y;
@@ -236,7 +236,7 @@ Tensor replicate_edges(LoweringContext& cx, const Tensor& x, int64_t d) {
 // whose 3x3 kernel for phase (r_h, r_w) is the outer product of the two
 // axes' taps (s * s outputs per channel, in pixel_shuffle's order), and
 // pixel_shuffle by s (levels 1 and 3 operations).
-Tensor bilinear_by_phases(LoweringContext& cx, const Tensor& x, int64_t s) {
+OperandHandle bilinear_by_phases(LoweringContext& cx, const OperandHandle& x, int64_t s) {
   const int64_t channels = x.op.shape[1], phases = s * s;
   auto taps = [&](int64_t r) {
     const double delta = static_cast<double>(2 * r + 1 - s) / static_cast<double>(2 * s);
@@ -258,10 +258,11 @@ Tensor bilinear_by_phases(LoweringContext& cx, const Tensor& x, int64_t s) {
       }
     }
   }
-  const Tensor padded = replicate_edges(cx, replicate_edges(cx, x, 2), 3);
+  const OperandHandle padded = replicate_edges(cx, replicate_edges(cx, x, 2), 3);
   const int32_t bias_id = cx.add_weight(at::zeros({channels * phases}, at::kFloat));
   const ConvPoolArgs args{3, 3, 1, 1, 0, 0, 0, 0, 1, 1, channels};
-  const Tensor y = emit_conv2d(cx, nullptr, 0.0, 0, padded, w, bias_id, args, false, Fuse::None);
+  const OperandHandle y =
+      emit_conv2d(cx, nullptr, 0.0, 0, padded, w, bias_id, args, false, Fuse::None);
   return emit_pixel_shuffle(cx, y, s, nullptr);
 }
 
@@ -275,23 +276,25 @@ Tensor bilinear_by_phases(LoweringContext& cx, const Tensor& x, int64_t s) {
 // odd = 2 floor((f + 1) / 2) - f is 1; half to even is f - tie * odd. All
 // float operations of level 1 (FLOOR, ADD, SUB, MUL), then QUANTIZE of the
 // whole number times scale.
-Tensor quantize_half_to_even(LoweringContext& cx, const Tensor& v, double scale, int64_t zero_point,
-                             const Value* out) {
-  auto mul = [&](const Tensor& a, double k) {
+OperandHandle quantize_half_to_even(LoweringContext& cx, const OperandHandle& v, double scale,
+                                    int64_t zero_point, const Value* out) {
+  auto mul = [&](const OperandHandle& a, double k) {
     return emit_binary(cx, Op::Mul, a, float_scalar_tensor(cx, static_cast<float>(k)));
   };
-  auto add = [&](const Tensor& a, double k) {
+  auto add = [&](const OperandHandle& a, double k) {
     return emit_binary(cx, Op::Add, a, float_scalar_tensor(cx, static_cast<float>(k)));
   };
-  auto floor = [&](const Tensor& a) { return emit_unary(cx, Op::Floor, a); };
-  auto sub = [&](const Tensor& a, const Tensor& b) { return emit_binary(cx, Op::Sub, a, b); };
+  auto floor = [&](const OperandHandle& a) { return emit_unary(cx, Op::Floor, a); };
+  auto sub = [&](const OperandHandle& a, const OperandHandle& b) {
+    return emit_binary(cx, Op::Sub, a, b);
+  };
   constexpr double kGrid = 1024.0;
-  const Tensor t = mul(floor(add(mul(v, kGrid / scale), 0.5)), 1.0 / kGrid);
-  const Tensor r = add(t, 0.5);
-  const Tensor f = floor(r);
-  const Tensor tie = add(floor(sub(f, r)), 1.0);
-  const Tensor odd = sub(mul(floor(mul(add(f, 1.0), 0.5)), 2.0), f);
-  const Tensor even = sub(f, emit_binary(cx, Op::Mul, tie, odd));
+  const OperandHandle t = mul(floor(add(mul(v, kGrid / scale), 0.5)), 1.0 / kGrid);
+  const OperandHandle r = add(t, 0.5);
+  const OperandHandle f = floor(r);
+  const OperandHandle tie = add(floor(sub(f, r)), 1.0);
+  const OperandHandle odd = sub(mul(floor(mul(add(f, 1.0), 0.5)), 2.0), f);
+  const OperandHandle even = sub(f, emit_binary(cx, Op::Mul, tie, odd));
   return emit_quantize(cx, mul(even, scale), scale, zero_point, out);
 }
 
@@ -305,7 +308,7 @@ Tensor quantize_half_to_even(LoweringContext& cx, const Tensor& v, double scale,
 // (PyTorch's quantized kernel keeps them).
 void lower_upsample_bilinear2d(LoweringContext& cx, const Node* node) {
   NodeArgs args(cx, node);
-  const Tensor x = cx.get_operand(node->input(0));  // `self` or `input`, by overload
+  const OperandHandle x = cx.get_operand(node->input(0));  // `self` or `input`, by overload
   const auto& [image_id, image] = x;
   check(image.shape.size() == 4, "upsample_bilinear2d needs a 4-D input");
   check(image.shape[1] != 0,
@@ -363,9 +366,10 @@ void lower_upsample_bilinear2d(LoweringContext& cx, const Node* node) {
              "if every device you ship to has it";
     });
     const bool quantized = image.type != nnapi::OperandType::TensorFloat32;
-    const Tensor f = quantized ? emit_dequantize(cx, x) : x;
-    const Tensor r = by_phases ? bilinear_by_phases(cx, f, static_cast<int64_t>(scales[0]))
-                               : bilinear_by_products(cx, f, size[0], size[1], align_corners);
+    const OperandHandle f = quantized ? emit_dequantize(cx, x) : x;
+    const OperandHandle r = by_phases
+                                ? bilinear_by_phases(cx, f, static_cast<int64_t>(scales[0]))
+                                : bilinear_by_products(cx, f, size[0], size[1], align_corners);
     if (quantized) {
       quantize_half_to_even(cx, r, image.scale, image.zero_point, node->output());
     } else {
@@ -398,7 +402,7 @@ void lower_upsample_bilinear2d(LoweringContext& cx, const Node* node) {
           {0, "int(" + py_float_repr(scales[d - 2]) + " * " + flex_name(image_id, d) + ")"});
     }
   }
-  const Tensor y = cx.add_output(node->output(), image, dims);
+  const OperandHandle y = cx.add_output(node->output(), image, dims);
   m.add_operation(Op::ResizeBilinear, inputs, {y.id});
 }
 

@@ -58,7 +58,7 @@ using nnapi::OperandType;
 // (T*N, C, H, W) (Contiguous or ChannelsLast), and N (fixed, or a load-time
 // size) and T.
 struct Frames {
-  Tensor image;
+  OperandHandle image;
   SymInt n;
   int64_t t = 0;
 };
@@ -76,7 +76,7 @@ Operand video_record(const Frames& f) {
 
 // The frames of a video tensor held as frames (a flexible N: the operand's
 // dim 0 over T).
-Frames frames_of(const Tensor& v) {
+Frames frames_of(const OperandHandle& v) {
   const Shape& s = v.op.shape;
   Operand o = v.op;
   o.shape = {s[2] * s[0], s[1], s[3], s[4]};
@@ -88,7 +88,7 @@ Frames frames_of(const Tensor& v) {
 }
 
 // An image's operand with its NNAPI dims as a contiguous record.
-Tensor raw_of(const Tensor& image) {
+OperandHandle raw_of(const OperandHandle& image) {
   Operand o = image.op;
   o.shape = fix_shape(image.op.shape, image.op.dim_order);
   o.dim_order = DimOrder::Contiguous;
@@ -96,7 +96,7 @@ Tensor raw_of(const Tensor& image) {
 }
 
 // The inverse of raw_of: NNAPI dims read as an image in `order`.
-Tensor image_of(const Tensor& raw, DimOrder order) {
+OperandHandle image_of(const OperandHandle& raw, DimOrder order) {
   Operand o = raw.op;
   o.dim_order = order;
   const Shape& s = raw.op.shape;
@@ -106,7 +106,8 @@ Tensor image_of(const Tensor& raw, DimOrder order) {
 
 // A contiguous operand as `dims` (RESHAPE, none when it has them: fixed
 // sizes only).
-Tensor reshape_raw(LoweringContext& cx, const Tensor& raw, const std::vector<SymInt>& dims) {
+OperandHandle reshape_raw(LoweringContext& cx, const OperandHandle& raw,
+                          const std::vector<SymInt>& dims) {
   const bool fixed =
       std::all_of(dims.begin(), dims.end(), [](const SymInt& d) { return d.is_constant(); });
   if (fixed && raw.op.shape == shape_of(dims)) return raw;
@@ -115,15 +116,15 @@ Tensor reshape_raw(LoweringContext& cx, const Tensor& raw, const std::vector<Sym
 
 // The frames' operand `raw` (T*N, a, b, c) as (T, N*a, b, c): time steps as
 // blocks along dim 0.
-Tensor as_blocks(LoweringContext& cx, const Tensor& raw, int64_t t, const SymInt& n) {
+OperandHandle as_blocks(LoweringContext& cx, const OperandHandle& raw, int64_t t, const SymInt& n) {
   const Shape& r = raw.op.shape;
   return reshape_raw(cx, raw, {{t, ""}, sym_arith(n, '*', {r[1], ""}), {r[2], ""}, {r[3], ""}});
 }
 
 // The inverse of as_blocks: (steps, N*a, b, c) as frames (steps*N, a, b, c)
 // in `order`.
-Tensor from_blocks(LoweringContext& cx, const Tensor& blocks, int64_t steps, const SymInt& n,
-                   const Shape& frame, DimOrder order) {
+OperandHandle from_blocks(LoweringContext& cx, const OperandHandle& blocks, int64_t steps,
+                          const SymInt& n, const Shape& frame, DimOrder order) {
   const std::vector<SymInt> dims = {
       sym_arith({steps, ""}, '*', n), {frame[0], ""}, {frame[1], ""}, {frame[2], ""}};
   return image_of(reshape_raw(cx, blocks, dims), order);
@@ -140,7 +141,7 @@ bool is_5d_operand(const LoweringContext& cx, const Value* v) {
 // `v` as frames: its own when it is held so; else (a contiguous 5-D tensor)
 // one TRANSPOSE to the frames layout, which `v` names from then on.
 Frames to_frames(LoweringContext& cx, const Value* v, const std::string& what) {
-  const Tensor x = cx.get_operand(v);
+  const OperandHandle x = cx.get_operand(v);
   const Shape& s = x.op.shape;
   check(s.size() == 5,
         [&] { return what + " needs a 5-D (N, C, T, H, W) input, got " + shape_str(s); });
@@ -162,10 +163,10 @@ Frames to_frames(LoweringContext& cx, const Value* v, const std::string& what) {
   const SymInt n = dims[0], tn = sym_arith({s[2], ""}, '*', n);
   const SymInt c{s[1], ""}, h{s[3], ""}, w{s[4], ""};
   const int64_t t = s[2];
-  const Tensor p = permute_merged_raw(
+  const OperandHandle p = permute_merged_raw(
       cx, x, dims,
       nhwc ? std::vector<int64_t>{2, 0, 3, 4, 1} : std::vector<int64_t>{2, 0, 1, 3, 4});
-  const Tensor raw = reshape_raw(
+  const OperandHandle raw = reshape_raw(
       cx, p, nhwc ? std::vector<SymInt>{tn, h, w, c} : std::vector<SymInt>{tn, c, h, w});
   const Frames f{image_of(raw, nhwc ? DimOrder::ChannelsLast : DimOrder::Contiguous), n, t};
   cx.rebind(v, f.image.id, video_record(f));
@@ -173,8 +174,8 @@ Frames to_frames(LoweringContext& cx, const Value* v, const std::string& what) {
 }
 
 // The contiguous 5-D tensor (N, C, T, H, W) of frames `f`: one TRANSPOSE.
-Tensor from_frames(LoweringContext& cx, const Frames& f) {
-  const Tensor raw = raw_of(f.image);
+OperandHandle from_frames(LoweringContext& cx, const Frames& f) {
+  const OperandHandle raw = raw_of(f.image);
   const Shape& r = raw.op.shape;  // (T*N, a, b, c)
   const std::vector<SymInt> dims = {{f.t, ""}, f.n, {r[1], ""}, {r[2], ""}, {r[3], ""}};
   const bool nhwc = f.image.op.dim_order == DimOrder::ChannelsLast;
@@ -218,7 +219,7 @@ Frames float_frames(LoweringContext& cx, const Value* v, const std::string& what
   o.type = OperandType::TensorFloat32;
   o.scale = 0.0;
   o.zero_point = 0;
-  Tensor u = emit_unary_to(cx, Op::Cast, f.image, o);
+  OperandHandle u = emit_unary_to(cx, Op::Cast, f.image, o);
   if (rq->zero_point != 0) {
     u = emit_binary(cx, Op::Sub, u, float_scalar_tensor(cx, static_cast<float>(rq->zero_point)));
   }
@@ -228,7 +229,7 @@ Frames float_frames(LoweringContext& cx, const Value* v, const std::string& what
 // bind_video of float frames `f`, QUANTIZEd as `rq` says.
 void bind_requantized(LoweringContext& cx, const Value* out, Frames f, const Requantize& rq) {
   if (rq.quantized && rq.units) {
-    const Tensor q = emit_quantize(cx, f.image, 1.0, rq.zero_point);
+    const OperandHandle q = emit_quantize(cx, f.image, 1.0, rq.zero_point);
     Operand o = q.op;
     o.scale = rq.scale;
     f.image = emit_unary_to(cx, Op::Cast, q, o);
@@ -239,8 +240,8 @@ void bind_requantized(LoweringContext& cx, const Value* out, Frames f, const Req
 }
 
 // The frames of `count` time steps from `begin` in steps of `step`.
-Tensor take_steps(LoweringContext& cx, const Frames& f, int64_t begin, int64_t count,
-                  int64_t step) {
+OperandHandle take_steps(LoweringContext& cx, const Frames& f, int64_t begin, int64_t count,
+                         int64_t step) {
   if (begin == 0 && count == f.t && (step == 1 || count == 1)) return f.image;
   const bool fixed = f.n.is_constant();
   if (fixed && f.n.value == 1) return emit_take(cx, f.image, 0, begin, count, step);
@@ -248,8 +249,8 @@ Tensor take_steps(LoweringContext& cx, const Frames& f, int64_t begin, int64_t c
     return emit_take(cx, f.image, 0, begin * f.n.value, count * f.n.value, 1);
   }
   // Every step-th block of N frames: the operand read as (T, N*a, b, c).
-  const Tensor raw = raw_of(f.image);
-  const Tensor taken = emit_take(cx, as_blocks(cx, raw, f.t, f.n), 0, begin, count, step);
+  const OperandHandle raw = raw_of(f.image);
+  const OperandHandle taken = emit_take(cx, as_blocks(cx, raw, f.t, f.n), 0, begin, count, step);
   const Shape& r = raw.op.shape;
   return from_blocks(cx, taken, count, f.n, {r[1], r[2], r[3]}, f.image.op.dim_order);
 }
@@ -264,8 +265,8 @@ Frames pad_steps(LoweringContext& cx, const Frames& f, int64_t before, int64_t a
     return {emit_pad(cx, f.image, {before * n, 0, 0, 0}, {after * n, 0, 0, 0}, value), f.n, t};
   }
   // A flexible N: whole blocks of N frames padded, the operand as (T, N*a, b, c).
-  const Tensor raw = raw_of(f.image);
-  const Tensor p =
+  const OperandHandle raw = raw_of(f.image);
+  const OperandHandle p =
       emit_pad(cx, as_blocks(cx, raw, f.t, f.n), {before, 0, 0, 0}, {after, 0, 0, 0}, value);
   const Shape& r = raw.op.shape;
   return {from_blocks(cx, p, t, f.n, {r[1], r[2], r[3]}, f.image.op.dim_order), f.n, t};
@@ -278,11 +279,12 @@ struct TimeWindow {
 
 // The `out_t` windows over (padded) frames `x`: `tap(frames, k)` of the frames
 // at tap k of each window, combined by `op` (ADD or MAXIMUM; ADD takes `fuse`).
-Tensor combine_taps(LoweringContext& cx, const Frames& x, const TimeWindow& w, int64_t out_t, Op op,
-                    Fuse fuse, const std::function<Tensor(const Tensor&, int64_t)>& tap) {
-  Tensor acc;
+OperandHandle combine_taps(LoweringContext& cx, const Frames& x, const TimeWindow& w, int64_t out_t,
+                           Op op, Fuse fuse,
+                           const std::function<OperandHandle(const OperandHandle&, int64_t)>& tap) {
+  OperandHandle acc;
   for (int64_t k = 0; k < w.kernel; ++k) {
-    const Tensor y = tap(take_steps(cx, x, k * w.dilation, out_t, w.stride), k);
+    const OperandHandle y = tap(take_steps(cx, x, k * w.dilation, out_t, w.stride), k);
     acc = k == 0 ? y : emit_binary(cx, op, acc, y, k + 1 == w.kernel ? fuse : Fuse::None);
   }
   return acc;
@@ -326,8 +328,8 @@ Frames conv3d_frames(LoweringContext& cx, const Frames& x, const Conv3d& c,
       cx.add_weight(bias.defined() ? bias.to(at::kFloat) : at::zeros({out_c}, at::kFloat));
   const int32_t zero_id = kernel[0] > 1 ? cx.add_weight(at::zeros({out_c}, at::kFloat)) : -1;
   const Frames padded = pad_steps(cx, x, before[0], after[0], 0.0);
-  const Tensor y =
-      combine_taps(cx, padded, tw, out_t, Op::Add, fuse, [&](const Tensor& taps, int64_t k) {
+  const OperandHandle y =
+      combine_taps(cx, padded, tw, out_t, Op::Add, fuse, [&](const OperandHandle& taps, int64_t k) {
         return emit_conv2d(cx, nullptr, 0.0, 0, taps, weight.select(2, k).contiguous(),
                            k == 0 ? bias_id : zero_id, a, false,
                            kernel[0] == 1 ? fuse : Fuse::None);
@@ -436,7 +438,7 @@ void lower_qbatch_norm3d(LoweringContext& cx, const Node* node, Fuse fuse) {
   const auto per_channel = [&](const at::Tensor& t) {
     return float_weight_like(cx, t.to(at::kFloat).reshape({1, c, 1, 1}), x.image.op);
   };
-  Tensor y = emit_binary(cx, Op::Mul, x.image, per_channel(a));
+  OperandHandle y = emit_binary(cx, Op::Mul, x.image, per_channel(a));
   y = emit_binary(cx, Op::Add, y, per_channel(b), fuse);
   bind_requantized(
       cx, node->output(), {y, x.n, x.t},
@@ -489,12 +491,13 @@ void lower_max_pool3d(LoweringContext& cx, const Node* node) {
   }
   Requantize rq;
   const Frames x = float_frames(cx, args.value("self"), "max_pool3d", &rq, true);
-  const Tensor y = emit_max_pool(cx, x.image, p.image(), p.ceil_mode, nullptr);
+  const OperandHandle y = emit_max_pool(cx, x.image, p.image(), p.ceil_mode, nullptr);
   const Frames padded = pad_steps(cx, {y, x.n, x.t}, p.padding[0], p.pad_after(x.t),
                                   std::numeric_limits<float>::lowest());
   const int64_t out_t = p.out_steps(x.t);
-  const Tensor r = combine_taps(cx, padded, {p.kernel[0], p.stride[0], 1}, out_t, Op::Maximum,
-                                Fuse::None, [](const Tensor& taps, int64_t) { return taps; });
+  const OperandHandle r =
+      combine_taps(cx, padded, {p.kernel[0], p.stride[0], 1}, out_t, Op::Maximum, Fuse::None,
+                   [](const OperandHandle& taps, int64_t) { return taps; });
   bind_requantized(cx, node->output(), {r, x.n, out_t}, rq);
 }
 
@@ -515,11 +518,12 @@ void lower_avg_pool3d(LoweringContext& cx, const Node* node) {
   }
   Requantize rq;
   const Frames x = float_frames(cx, args.value("self"), "avg_pool3d", &rq, true);
-  const Tensor y = emit_avg_pool(cx, x.image, p.image(), p.ceil_mode, nullptr, div);
+  const OperandHandle y = emit_avg_pool(cx, x.image, p.image(), p.ceil_mode, nullptr, div);
   const int64_t out_t = p.out_steps(x.t);
   const Frames padded = pad_steps(cx, {y, x.n, x.t}, p.padding[0], p.pad_after(x.t), 0.0);
-  const Tensor sum = combine_taps(cx, padded, {p.kernel[0], p.stride[0], 1}, out_t, Op::Add,
-                                  Fuse::None, [](const Tensor& taps, int64_t) { return taps; });
+  const OperandHandle sum =
+      combine_taps(cx, padded, {p.kernel[0], p.stride[0], 1}, out_t, Op::Add, Fuse::None,
+                   [](const OperandHandle& taps, int64_t) { return taps; });
   // 1 / (the time part of the divisor) per output step.
   std::vector<float> factor(out_t, 1.0f);
   for (int64_t i = 0; i < out_t && !div.divisor_override; ++i) {
@@ -531,7 +535,7 @@ void lower_avg_pool3d(LoweringContext& cx, const Node* node) {
     }
     factor[i] = 1.0f / static_cast<float>(end - start);
   }
-  Tensor r = sum;
+  OperandHandle r = sum;
   const bool uniform =
       std::all_of(factor.begin(), factor.end(), [&](float f) { return f == factor[0]; });
   if (uniform && factor[0] != 1.0f) {
@@ -545,9 +549,9 @@ void lower_avg_pool3d(LoweringContext& cx, const Node* node) {
     // The factor of each block of N frames: (out_t, 1, 1, 1) over the sum as
     // (out_t, N*a, b, c).
     const at::Tensor map = at::tensor(factor, at::kFloat).reshape({out_t, 1, 1, 1});
-    const Tensor raw = raw_of(sum);
-    const Tensor scaled = emit_binary(cx, Op::Mul, as_blocks(cx, raw, out_t, x.n),
-                                      float_weight_like(cx, map, raw.op));
+    const OperandHandle raw = raw_of(sum);
+    const OperandHandle scaled = emit_binary(cx, Op::Mul, as_blocks(cx, raw, out_t, x.n),
+                                             float_weight_like(cx, map, raw.op));
     const Shape& s = raw.op.shape;
     r = from_blocks(cx, scaled, out_t, x.n, {s[1], s[2], s[3]}, sum.op.dim_order);
   }
@@ -556,15 +560,16 @@ void lower_avg_pool3d(LoweringContext& cx, const Node* node) {
 
 // The mean of frames `block` over its `steps` time steps: MEAN of the
 // operand read as (steps, N*a, b, c).
-Tensor mean_steps(LoweringContext& cx, const Tensor& block, const SymInt& n, int64_t steps) {
-  const Tensor raw = raw_of(block);
+OperandHandle mean_steps(LoweringContext& cx, const OperandHandle& block, const SymInt& n,
+                         int64_t steps) {
+  const OperandHandle raw = raw_of(block);
   const Shape& r = raw.op.shape;
-  const Tensor blocks = as_blocks(cx, raw, steps, n);
+  const OperandHandle blocks = as_blocks(cx, raw, steps, n);
   ModelBuilder& m = cx.model();
   const std::vector<int32_t> inputs = {blocks.id, m.add_int_vector({0}), m.add_int_scalar(1)};
   std::vector<SymInt> dims = sym_shape(blocks);
   dims[0] = {1, ""};
-  const Tensor mean = cx.add_output(nullptr, blocks.op, dims);
+  const OperandHandle mean = cx.add_output(nullptr, blocks.op, dims);
   m.add_operation(Op::Mean, inputs, {mean.id});
   return from_blocks(cx, mean, 1, n, {r[1], r[2], r[3]}, block.op.dim_order);
 }
@@ -578,22 +583,23 @@ void lower_adaptive_avg_pool3d(LoweringContext& cx, const Node* node) {
   Requantize rq;
   const Frames x = float_frames(cx, args.value("self"), "adaptive_avg_pool3d", &rq, true);
   check(size[0] > 0, "adaptive pooling needs positive output sizes");
-  const Tensor y = emit_adaptive_pool(cx, Op::AveragePool2d, x.image, {size[1], size[2]}, nullptr);
+  const OperandHandle y =
+      emit_adaptive_pool(cx, Op::AveragePool2d, x.image, {size[1], size[2]}, nullptr);
   const Frames pooled{y, x.n, x.t};
-  std::vector<Tensor> parts;
+  std::vector<OperandHandle> parts;
   for (int64_t i = 0; i < size[0]; ++i) {
     const int64_t start = i * x.t / size[0], end = ((i + 1) * x.t + size[0] - 1) / size[0];
-    const Tensor block = take_steps(cx, pooled, start, end - start, 1);
+    const OperandHandle block = take_steps(cx, pooled, start, end - start, 1);
     parts.push_back(end - start == 1 ? block : mean_steps(cx, block, x.n, end - start));
   }
-  Tensor r = parts[0];
+  OperandHandle r = parts[0];
   if (parts.size() > 1 && x.n.is_constant()) {
     r = emit_concat(cx, parts, 0);
   } else if (parts.size() > 1) {
     // A flexible N: the parts as (1, N*a, b, c) blocks, concatenated along
     // the (fixed) time steps.
-    std::vector<Tensor> blocks;
-    for (const Tensor& p : parts) blocks.push_back(as_blocks(cx, raw_of(p), 1, x.n));
+    std::vector<OperandHandle> blocks;
+    for (const OperandHandle& p : parts) blocks.push_back(as_blocks(cx, raw_of(p), 1, x.n));
     const Shape& s = raw_of(parts[0]).op.shape;
     r = from_blocks(cx, emit_concat(cx, blocks, 0), size[0], x.n, {s[1], s[2], s[3]},
                     parts[0].op.dim_order);
@@ -645,7 +651,7 @@ bool lower_per_frame(LoweringContext& cx, const Node* node, const KindSpec& spec
   }
   lower_plain(cx, spec, node);
   for (const auto& [v, f] : read) cx.rebind(v, f.image.id, video_record(f));
-  const Tensor y = cx.get_operand(node->output());
+  const OperandHandle y = cx.get_operand(node->output());
   const Frames& in = read.front().second;
   check(y.op.shape.size() == 4 && y.op.shape[0] == in.image.op.shape[0],
         "internal: a per-frame lowering changed the frames");
@@ -657,7 +663,7 @@ bool lower_per_frame(LoweringContext& cx, const Node* node, const KindSpec& spec
 
 void unfold_video_value(LoweringContext& cx, const Value* v) {
   if (!is_video(cx, v)) return;
-  const Tensor t = from_frames(cx, frames_of(cx.get_operand(v)));
+  const OperandHandle t = from_frames(cx, frames_of(cx.get_operand(v)));
   cx.rebind(v, t.id, t.op);
 }
 

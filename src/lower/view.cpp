@@ -35,7 +35,7 @@ void lower_identity(LoweringContext& cx, const Node* node) {
 // index is below 2^24: exact); any other dtype change is refused.
 void lower_dtype_change(LoweringContext& cx, const Node* node, c10::ScalarType wanted,
                         const char* what) {
-  const Tensor x = cx.get_operand(node->input(0));
+  const OperandHandle x = cx.get_operand(node->input(0));
   if (is_bool_value(cx, node->input(0)) &&
       (wanted == at::kFloat || wanted == at::kInt || wanted == at::kLong)) {
     const auto type =
@@ -94,7 +94,7 @@ void lower_to(LoweringContext& cx, const Node* node) {
 }
 
 void lower_unsqueeze(LoweringContext& cx, const Node* node) {
-  Tensor x = cx.get_operand(node->input(0));
+  OperandHandle x = cx.get_operand(node->input(0));
   int64_t dim = cx.constant_int(node->input(1));
   if (x.op.shape.empty()) {
     // A 0-dim tensor is NNAPI shape [1] already (fix_shape): the same buffer.
@@ -123,7 +123,7 @@ void lower_unsqueeze(LoweringContext& cx, const Node* node) {
 // when the model runs: squeezing it, or squeezing all dims of a tensor with
 // one, is refused.
 void lower_squeeze(LoweringContext& cx, const Node* node) {
-  Tensor x = cx.get_operand(node->input(0));
+  OperandHandle x = cx.get_operand(node->input(0));
   const int64_t rank = static_cast<int64_t>(x.op.shape.size());
   std::vector<int64_t> axes;
   if (node->inputs().size() > 1) {
@@ -190,7 +190,7 @@ void lower_squeeze(LoweringContext& cx, const Node* node) {
 }
 
 // Reshape where the input or the target has load-time sizes.
-void lower_flexible_reshape(LoweringContext& cx, const Node* node, Tensor in,
+void lower_flexible_reshape(LoweringContext& cx, const Node* node, OperandHandle in,
                             const std::vector<SymInt>& dims) {
   // PyTorch reshapes in NCHW element order: make the data NCHW first.
   in = emit_relayout(cx, in, DimOrder::Contiguous);
@@ -199,7 +199,7 @@ void lower_flexible_reshape(LoweringContext& cx, const Node* node, Tensor in,
 
 // `node`'s first input reshaped to `target` (view, reshape, view_as, reshape_as).
 void reshape_to(LoweringContext& cx, const Node* node, std::vector<SymInt> target) {
-  Tensor x = cx.get_operand(node->input(0));
+  OperandHandle x = cx.get_operand(node->input(0));
   const Shape& s = x.op.shape;
   const bool flexible =
       std::find(s.begin(), s.end(), 0) != s.end() ||
@@ -257,7 +257,7 @@ void lower_reshape_as(LoweringContext& cx, const Node* node) {
 }
 
 void lower_flatten(LoweringContext& cx, const Node* node) {
-  Tensor x = cx.get_operand(node->input(0));
+  OperandHandle x = cx.get_operand(node->input(0));
   int64_t start = cx.constant_int(node->input(1));
   int64_t end = cx.constant_int(node->input(2));
   const Shape& s = x.op.shape;
@@ -391,7 +391,7 @@ void lower_device(LoweringContext& cx, const Node* node) {
 
 }  // namespace
 
-std::vector<SymInt> view_dims(const LoweringContext& cx, const Tensor& in,
+std::vector<SymInt> view_dims(const LoweringContext& cx, const OperandHandle& in,
                               std::vector<SymInt> dims) {
   const SymInt numel = sym_numel(in);
   SymInt known{1, ""};

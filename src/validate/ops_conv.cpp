@@ -2,7 +2,7 @@
 // DEPTHWISE_CONV_2D, GROUPED_CONV_2D, TRANSPOSE_CONV_2D, the 2-D pools and
 // the resizes) and the matrix products (FULLY_CONNECTED, BATCH_MATMUL).
 // Images are NHWC unless the optional layout flag says NCHW.
-#include "validate/check.h"
+#include "validate/rule_context.h"
 
 namespace nnapi_validate {
 namespace {

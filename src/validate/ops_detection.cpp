@@ -9,7 +9,7 @@
 // num_boxes entries. num_boxes may be 0 (a zero-sized tensor) where
 // NeuralNetworks.h says so. Scalar ratios are FLOAT16 for a TENSOR_FLOAT16
 // operation, as Android's reference validation requires, FLOAT32 otherwise.
-#include "validate/check.h"
+#include "validate/rule_context.h"
 
 namespace nnapi_validate {
 namespace {

@@ -4,7 +4,7 @@
 // unary activations and math (RELU ... NEG, SIN), PRELU, the softmaxes and normalizations, and the
 // type conversions QUANTIZE, DEQUANTIZE and CAST. Each output has its input's
 // shape, or the broadcast of two inputs' shapes.
-#include "validate/check.h"
+#include "validate/rule_context.h"
 
 namespace nnapi_validate {
 namespace {

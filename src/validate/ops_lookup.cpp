@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "validate/check.h"
+#include "validate/rule_context.h"
 
 namespace nnapi_validate {
 namespace {

@@ -3,7 +3,7 @@
 // radius (INT32 >= 0), bias, alpha, beta (FLOAT32, or FLOAT16 for a
 // TENSOR_FLOAT16 input; bias not zero) [, axis (INT32 in [-rank, rank))].
 // The output has the input's type and shape.
-#include "validate/check.h"
+#include "validate/rule_context.h"
 
 namespace nnapi_validate {
 namespace {

@@ -2,7 +2,7 @@
 // [batches, classes] (TENSOR_FLOAT32 or TENSOR_FLOAT16), the number of
 // samples per row (INT32 >= 1), seeds (1-D TENSOR_INT32 of 2 values).
 // Output: TENSOR_INT32 [batches, samples], class indices.
-#include "validate/check.h"
+#include "validate/rule_context.h"
 
 namespace nnapi_validate {
 namespace {

@@ -19,7 +19,7 @@
 // none; the input gate's omitted with CIFG).
 #include <string>
 
-#include "validate/check.h"
+#include "validate/rule_context.h"
 
 namespace nnapi_validate {
 namespace {

@@ -7,7 +7,7 @@
 // since feature level 3).
 #include <algorithm>
 
-#include "validate/check.h"
+#include "validate/rule_context.h"
 
 namespace nnapi_validate {
 namespace {

@@ -4,7 +4,7 @@
 // SPACE_TO_BATCH_ND's paddings [[top, bottom], [left, right]] (2-D
 // TENSOR_INT32, each >= 0), and an optional BOOL (NCHW). The output keeps the
 // input's type, scale and zero point.
-#include "validate/check.h"
+#include "validate/rule_context.h"
 
 namespace nnapi_validate {
 namespace {

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "nnapi_convert/blob.h"
-#include "validate/check.h"
+#include "validate/rule_context.h"
 
 namespace nnapi_validate {
 

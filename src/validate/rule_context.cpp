@@ -1,4 +1,4 @@
-#include "validate/check.h"
+#include "validate/rule_context.h"
 
 #include <algorithm>
 #include <cmath>
