@@ -1107,6 +1107,18 @@ void check_torchscript_archive(const std::string& path, const std::string& what)
                         "when it looks a record up, so which one it reads is not defined");
     }
   }
+  // PyTorch 1.0 to 1.2 wrote model.json (a protobuf ModelDef as JSON, naming
+  // tensors/<n>, attributes.pkl and the code's records). LibTorch 1.13 takes
+  // any archive that holds model.json to its legacy importer (import.cpp),
+  // which Debian's build leaves out: it says "Legacy model format is not
+  // supported on mobile". Such a file is old, not damaged.
+  if (records.count("model.json")) {
+    archive.fail(
+        "was saved in the layout of PyTorch 1.0, 1.1 or 1.2 (a 'model.json' record; PyTorch "
+        "1.3 replaced it with data.pkl), which this build of LibTorch 1.13 cannot load: it has "
+        "no importer for that layout. Load the model in a PyTorch that still reads it and save "
+        "it again with torch.jit.save from PyTorch 1.5 or later, then convert the new file");
+  }
   // The lite interpreter's loader (torch/csrc/jit/mobile/import.cpp) reads
   // bytecode.pkl's storages from bytecode/ when any record's name holds
   // "bytecode/" (bytecode version 4), else from constants/, where

@@ -32,6 +32,9 @@ import sys
 import zipfile
 import zlib
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from archive_forms import IntList, debug_pickle  # noqa: E402
+
 OUT = os.path.abspath(sys.argv[1])
 MODELS = os.path.join(OUT, "models")
 HOSTILE = os.path.join(OUT, "hostile")
@@ -581,41 +584,6 @@ def make_hostile():
         spec["inspect"] = bool(inspected.match(name))
     with open(os.path.join(HOSTILE, "index.json"), "w") as f:
         json.dump(INDEX, f, indent=1, sort_keys=True)
-
-
-class IntList(list):
-    """A List[int] of a debug record (torch.jit._pickle.build_intlist)."""
-
-
-def debug_pickle(value):
-    """`value` (str, int, None, tuple, IntList) pickled with the instructions
-    TorchScript's pickler writes for it (pickler.cpp): PROTO 2, BINUNICODE,
-    BININT, NONE, MARK ... TUPLE, and build_intlist REDUCE of a list filled
-    by APPENDS."""
-    out = [b"\x80\x02"]
-
-    def put(v):
-        if isinstance(v, IntList):
-            out.append(b"ctorch.jit._pickle\nbuild_intlist\n(](")
-            for x in v:
-                put(x)
-            out.append(b"etR")
-        elif isinstance(v, tuple):
-            out.append(b"(")
-            for x in v:
-                put(x)
-            out.append(b"t")
-        elif isinstance(v, str):
-            b = v.encode()
-            out.append(b"X" + struct.pack("<I", len(b)) + b)
-        elif v is None:
-            out.append(b"N")
-        else:
-            out.append(b"J" + struct.pack("<i", v))
-
-    put(value)
-    out.append(b".")
-    return b"".join(out)
 
 
 CODE_HEAD = None
