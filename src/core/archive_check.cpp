@@ -475,7 +475,7 @@ class PickleScan {
 
   // The debug shapes of the tuple `c` of the items from `from` to the top.
   void classify(Item* c, size_t from) {
-    const Item* x = &stack_[from];
+    const Item* x = stack_.data() + from;  // not &stack_[from]: the tuple may be empty
     const size_t n = stack_.size() - from;
     c->num = static_cast<int64_t>(n);
     bool strings = true, records = true;
