@@ -26,6 +26,21 @@ constexpr int kMaxCodeNesting = 256;                  // ( [ { in one TorchScrip
 constexpr int kMaxOperatorsPerLine = 4000;            // infix operators in one line of code
 constexpr uint64_t kMaxScannedRecord = 256ull << 20;  // a pickle or code record, inflated
 
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// A record name as LibTorch 1.13 looks it up: its zip reader (miniz's
+// mz_zip_reader_locate_file, called without MZ_ZIP_FLAG_CASE_SENSITIVE)
+// compares names with ASCII letters folded to lower case.
+std::string fold_case(std::string s) {
+  for (char& c : s) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return s;
+}
+
 // ------------------------------------------------------------------ the zip
 
 struct Entry {
@@ -224,8 +239,26 @@ class Archive {
 struct Item;
 using Parts = std::shared_ptr<const std::vector<Item>>;
 
+// A list of a debug pickle, shared as the unpickler shares it (APPENDS through
+// any reference changes it): what its elements are, in summary.
+struct ListInfo {
+  bool all_int = true;
+  int64_t count = 0, min = 0, max = 0;
+};
+
+// The shapes a tuple of a debug pickle (code/*.debug_pkl) can have, as
+// LibTorch 1.13's ConcreteSourceRangeUnpickler reads them (bits of Item::debug).
+enum DebugShape : uint8_t {
+  kAllStrings = 1,   // (str, ...): a text table
+  kSourceTable = 2,  // (List[int] text-table indices, int file index, int line)
+  kSourceText = 4,   // (str text, Optional[str] file, int line): before the table
+  kRange = 8,        // (source, int start, int end)
+  kRecord = 16,      // (int byte offset, range[, int tag])
+  kAllRecords = 32,  // (record, ...)
+};
+
 struct Item {
-  enum Kind { Other, Int, Str, Tuple, Object, Tensor } kind = Other;
+  enum Kind { Other, Int, Str, Tuple, Object, Tensor, Nil, List, IntList } kind = Other;
   int depth = 1;
   int weight = 1;      // this item and the items kept in its parts
   int64_t num = 0;     // Int
@@ -236,6 +269,13 @@ struct Item {
   // bounds LibTorch checks itself), element size and element count.
   int64_t storage_bytes = 0, item_size = 0, numel = 0;
   std::string storage;  // Tensor: its storage record, for messages
+  // Debug pickles only. List, IntList: its elements. Tuple (num: its size):
+  // the shapes it has and, for sources, ranges and records, what their
+  // sources use: text-table indices or text, and the file indices.
+  std::shared_ptr<ListInfo> list;
+  uint8_t debug = 0;
+  bool uses_table = false, uses_text = false, tag_first = false;
+  int64_t min_file = INT64_MAX, max_file = INT64_MIN;
 };
 
 // Tuples of up to this many items, holding up to kMaxKept items in all, keep
@@ -267,7 +307,16 @@ constexpr const char* kQSchemes[] = {"per_tensor_affine", "per_channel_affine",
                                      "per_channel_affine_float_qparams"};
 
 // What a GLOBAL registers in the unpickler's table, for REDUCE and BUILD to call.
-enum class Global { Class, Rebuild, RebuildQuantized, FromTypeV2, TableTensor, Value, TypeTag };
+enum class Global {
+  Class,
+  Rebuild,
+  RebuildQuantized,
+  FromTypeV2,
+  TableTensor,
+  Value,
+  TypeTag,
+  BuildIntList
+};
 
 // A storage a pickle refers to: its record (in the pickle's tensor folder)
 // and the bytes LibTorch takes from it.
@@ -287,7 +336,11 @@ class PickleScan {
   // `tensor_dir`: the folder LibTorch reads this pickle's storages from.
   PickleScan(const std::string& bytes, const std::string& name, const std::string& tensor_dir,
              const Archive& archive)
-      : b_(bytes), name_(name), tensor_dir_(tensor_dir), archive_(archive) {}
+      : b_(bytes),
+        name_(name),
+        tensor_dir_(tensor_dir),
+        archive_(archive),
+        debug_(ends_with(fold_case(name), ".debug_pkl")) {}
 
   // The storages the pickle refers to; `want_object`: its value must be an
   // object (data.pkl holds the module).
@@ -303,6 +356,7 @@ class PickleScan {
       if (op == '.') {
         if (stack_.size() != 1) bad("STOP with " + std::to_string(stack_.size()) + " items", at);
         if (want_object && stack_[0].kind != Item::Object) bad("its value is not a module object");
+        if (debug_) check_source_ranges(stack_[0]);
         return storages_;
       }
       step(op, at);
@@ -363,6 +417,15 @@ class PickleScan {
     }
     stack_.push_back(std::move(it));
   }
+  // An empty list: in a debug pickle, one whose elements are followed.
+  Item new_list() const {
+    Item l = scalar(Item::Other);
+    if (debug_) {
+      l.kind = Item::List;
+      l.list = std::make_shared<ListInfo>();
+    }
+    return l;
+  }
   static Item scalar(Item::Kind k, int64_t v = 0) {
     Item it;
     it.kind = k;
@@ -379,8 +442,11 @@ class PickleScan {
       weight = std::min(weight + stack_[i].weight, kMaxKept + 1);
     }
     c.depth = depth + 1;
-    // Only small tuples keep their items (shared, so copies stay cheap).
-    if (kind == Item::Tuple && stack_.size() - from <= kMaxKeptTuple && weight <= kMaxKept) {
+    const size_t n = stack_.size() - from;
+    if (debug_ && kind == Item::Tuple) classify(&c, from);
+    // Only small tuples keep their items (shared, so copies stay cheap); in a
+    // debug pickle, the triples of its format always do.
+    if (kind == Item::Tuple && n <= kMaxKeptTuple && (weight <= kMaxKept || (debug_ && n <= 3))) {
       c.weight = weight;
       c.parts = std::make_shared<const std::vector<Item>>(
           std::make_move_iterator(stack_.begin() + from), std::make_move_iterator(stack_.end()));
@@ -392,10 +458,124 @@ class PickleScan {
   void fill(size_t from, size_t at, bool pairs) {
     if (from == 0) bad("no container below the MARK", at);
     if (pairs && (stack_.size() - from) % 2 != 0) bad("an odd number of dict items", at);
+    if (ListInfo* list = stack_[from - 1].list.get(); list && !pairs) {
+      for (size_t i = from; i < stack_.size(); ++i) {
+        const Item& x = stack_[i];
+        if (x.kind != Item::Int) list->all_int = false;
+        list->min = list->count == 0 ? x.num : std::min(list->min, x.num);
+        list->max = list->count == 0 ? x.num : std::max(list->max, x.num);
+        ++list->count;
+      }
+    }
     Item items = collect(from, Item::Other);
     Item& target = stack_.back();
     target.depth = std::max(target.depth, items.depth);
     if (target.depth > kMaxPickleDepth) bad("values nested too deeply", at);
+  }
+
+  // The debug shapes of the tuple `c` of the items from `from` to the top.
+  void classify(Item* c, size_t from) {
+    const Item* x = stack_.data() + from;  // not &stack_[from]: the tuple may be empty
+    const size_t n = stack_.size() - from;
+    c->num = static_cast<int64_t>(n);
+    bool strings = true, records = true;
+    auto inherit = [c](const Item& part) {
+      c->uses_table |= part.uses_table;
+      c->uses_text |= part.uses_text;
+      c->tag_first |= part.tag_first;
+      c->min_file = std::min(c->min_file, part.min_file);
+      c->max_file = std::max(c->max_file, part.max_file);
+    };
+    for (size_t i = 0; i < n; ++i) {
+      strings &= x[i].kind == Item::Str;
+      records &= (x[i].debug & kRecord) != 0;
+    }
+    if (strings) c->debug |= kAllStrings;
+    if (records) {
+      c->debug |= kAllRecords;
+      for (size_t i = 0; i < n; ++i) inherit(x[i]);
+    }
+    if (n == 3 && x[0].kind == Item::IntList && x[1].kind == Item::Int && x[2].kind == Item::Int) {
+      c->debug |= kSourceTable;
+      c->uses_table = true;
+      c->min_file = c->max_file = x[1].num;
+      source_lists_.push_back(x[0].list);
+    }
+    if (n == 3 && x[0].kind == Item::Str && (x[1].kind == Item::Str || x[1].kind == Item::Nil) &&
+        x[2].kind == Item::Int) {
+      c->debug |= kSourceText;
+      c->uses_text = true;
+    }
+    if (n == 3 && (x[0].debug & (kSourceTable | kSourceText)) && x[1].kind == Item::Int &&
+        x[2].kind == Item::Int) {
+      c->debug |= kRange;
+      inherit(x[0]);
+    }
+    if ((n == 2 || (n == 3 && x[2].kind == Item::Int)) && x[0].kind == Item::Int &&
+        (x[1].debug & kRange)) {
+      c->debug |= kRecord;
+      inherit(x[1]);
+    }
+    // (byte offset, tag, range): the order PyTorch wrote for a while before
+    // the text table (source_range_serialization.cpp at 05019ea). LibTorch
+    // 1.13 reads the tag as the range and throws (inside an error message,
+    // so the process aborts), but reads nothing out of bounds, and the file
+    // loads and converts when its code has no error: accepted.
+    if (n == 3 && x[0].kind == Item::Int && x[1].kind == Item::Int && (x[2].debug & kRange) &&
+        !x[2].uses_table) {
+      c->debug |= kRecord;
+      inherit(x[2]);
+      c->tag_first = true;
+    }
+  }
+
+  // A debug pickle's value, as LibTorch 1.13's ConcreteSourceRangeUnpickler
+  // (source_range_serialization.cpp) reads it when an error message
+  // highlights the code: ('FORMAT_WITH_STRING_TABLE', (text, ...), records)
+  // or, before PyTorch 1.11, records alone, where records are (byte offset,
+  // (source, start, end)[, tag]) and a source is (text-table indices, file
+  // index, line) or (text, file, line). It reads the first item without
+  // looking whether there is one, and indexes its text table without a bounds
+  // check; any other mismatch throws inside an error message that cannot
+  // throw. Either way the process dies, so each is refused here.
+  void check_source_ranges(const Item& top) {
+    auto refuse = [&](const std::string& why) {
+      archive_.malformed("its debug record '" + name_ + "' (the source ranges LibTorch reads " +
+                         "when it reports an error in the code) " + why);
+    };
+    if (top.kind != Item::Tuple || top.num == 0) refuse("is not a non-empty tuple");
+    const Item* records = &top;
+    int64_t table = 0;
+    const std::vector<Item>* p = tuple(top, 1);
+    if (p && (*p)[0].kind == Item::Str && (*p)[0].whole &&
+        (*p)[0].str == "FORMAT_WITH_STRING_TABLE") {
+      if (p->size() < 3 || !((*p)[1].debug & kAllStrings))
+        refuse("is not ('FORMAT_WITH_STRING_TABLE', a tuple of strings, source ranges)");
+      table = (*p)[1].num;
+      records = &(*p)[2];
+    }
+    if (!(records->debug & kAllRecords)) {
+      refuse("holds something other than (byte offset, (source, start, end), tag) records");
+    }
+    if (table == 0) {  // no table (an empty one reads as none): sources are text
+      if (records->uses_table) refuse("gives source text as text-table indices, with no table");
+      return;
+    }
+    if (records->uses_text || records->tag_first)
+      refuse("gives source text as a string, where its format has indices");
+    const std::string of_table = " outside its text table of " + std::to_string(table) + " strings";
+    if (records->uses_table && (records->min_file < 0 || records->max_file >= table)) {
+      refuse("names a file by index " +
+             std::to_string(records->min_file < 0 ? records->min_file : records->max_file) +
+             of_table);
+    }
+    for (const std::shared_ptr<ListInfo>& list : source_lists_) {
+      if (!list->all_int) refuse("has a list of text-table indices that are not all integers");
+      if (list->count > 0 && (list->min < 0 || list->max >= table)) {
+        refuse("has source text at index " + std::to_string(list->min < 0 ? list->min : list->max) +
+               of_table);
+      }
+    }
   }
 
   // The items of a tuple the scan kept, at least `n` of them; null otherwise.
@@ -439,10 +619,12 @@ class PickleScan {
     } else if (module == "torch.jit._pickle") {
       if (cls == "build_tensor_from_id") {
         g = Global::TableTensor;
+      } else if (cls == "build_intlist") {
+        g = Global::BuildIntList;
       } else if (cls == "restore_type_tag") {
         g = Global::TypeTag;
       } else if (is("torch.jit._pickle",
-                    {"build_intlist", "build_tensorlist", "build_doublelist", "build_boollist"})) {
+                    {"build_tensorlist", "build_doublelist", "build_boollist"})) {
         g = Global::Value;
       } else {
         bad("GLOBAL torch.jit._pickle." + cls + ", which TorchScript's unpickler does not know",
@@ -500,6 +682,15 @@ class PickleScan {
         return scalar(Item::Other);
       case Global::Class:
         return scalar(Item::Object);
+      case Global::BuildIntList:
+        // The list (arguments[0]) becomes a List[int], without a look at its
+        // elements: the same list, shared.
+        if (const std::vector<Item>* p = tuple(arg, 1); p && (*p)[0].list) {
+          Item l = scalar(Item::IntList);
+          l.list = (*p)[0].list;
+          return l;
+        }
+        return scalar(Item::Other);
       case Global::Value:
         break;
     }
@@ -621,6 +812,8 @@ class PickleScan {
         marks_.push_back(stack_.size());
         break;
       case ']':  // EMPTY_LIST
+        push(new_list(), at);
+        break;
       case '}':  // EMPTY_DICT
         push(scalar(Item::Other), at);
         break;
@@ -647,8 +840,10 @@ class PickleScan {
       }
       case 0x88:  // NEWTRUE
       case 0x89:  // NEWFALSE
-      case 'N':   // NONE
         push(scalar(Item::Other), at);
+        break;
+      case 'N':  // NONE
+        push(scalar(Item::Nil), at);
         break;
       case 'K':
         push(scalar(Item::Int, static_cast<int64_t>(take(1))), at);
@@ -683,9 +878,13 @@ class PickleScan {
         push(collect(stack_.size() - n, Item::Tuple), at);
         break;
       }
-      case 'l':  // LIST
-        push(collect(take_mark(at), Item::Other), at);
+      case 'l': {  // LIST
+        const size_t m = take_mark(at);
+        push(new_list(), at);
+        std::rotate(stack_.begin() + m, stack_.end() - 1, stack_.end());
+        fill(m + 1, at, false);
         break;
+      }
       case 'd': {  // DICT
         size_t m = take_mark(at);
         if ((stack_.size() - m) % 2 != 0) bad("an odd number of dict items", at);
@@ -747,6 +946,8 @@ class PickleScan {
   const std::string& name_;
   const std::string tensor_dir_;
   const Archive& archive_;
+  const bool debug_;  // a code/*.debug_pkl: its value is checked against its format
+  std::vector<std::shared_ptr<ListInfo>> source_lists_;  // the text-table index lists
   size_t pos_ = 0;
   std::vector<Item> stack_;
   std::vector<size_t> marks_;
@@ -881,11 +1082,6 @@ void check_class_assignments(const std::string& src, const std::string& name,
   }
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 }  // namespace
 
 void check_torchscript_archive(const std::string& path, const std::string& what) {
@@ -897,10 +1093,31 @@ void check_torchscript_archive(const std::string& path, const std::string& what)
   const std::string& first = entries.front().name;
   size_t slash = first.find('/');
   if (slash == std::string::npos) archive.malformed("its first record has no folder");
-  const std::string prefix = first.substr(0, slash + 1);
+  // Records are keyed as LibTorch finds them: by name with case folded (so
+  // 'A/data.pkl' is the data.pkl of an archive whose first record is 'a/0').
+  const std::string prefix = fold_case(first.substr(0, slash + 1));
   std::map<std::string, const Entry*> records;
   for (const Entry& e : entries) {
-    if (e.name.compare(0, prefix.size(), prefix) == 0) records[e.name.substr(prefix.size())] = &e;
+    const std::string folded = fold_case(e.name);
+    if (folded.compare(0, prefix.size(), prefix) != 0) continue;
+    auto [it, added] = records.emplace(folded.substr(prefix.size()), &e);
+    if (!added) {
+      archive.malformed("it holds records '" + it->second->name + "' and '" + e.name +
+                        "', whose names differ only in case; LibTorch's zip reader ignores case "
+                        "when it looks a record up, so which one it reads is not defined");
+    }
+  }
+  // PyTorch 1.0 to 1.2 wrote model.json (a protobuf ModelDef as JSON, naming
+  // tensors/<n>, attributes.pkl and the code's records). LibTorch 1.13 takes
+  // any archive that holds model.json to its legacy importer (import.cpp),
+  // which Debian's build leaves out: it says "Legacy model format is not
+  // supported on mobile". Such a file is old, not damaged.
+  if (records.count("model.json")) {
+    archive.fail(
+        "was saved in the layout of PyTorch 1.0, 1.1 or 1.2 (a 'model.json' record; PyTorch "
+        "1.3 replaced it with data.pkl), which this build of LibTorch 1.13 cannot load: it has "
+        "no importer for that layout. Load the model in a PyTorch that still reads it and save "
+        "it again with torch.jit.save from PyTorch 1.5 or later, then convert the new file");
   }
   // The lite interpreter's loader (torch/csrc/jit/mobile/import.cpp) reads
   // bytecode.pkl's storages from bytecode/ when any record's name holds
@@ -910,19 +1127,20 @@ void check_torchscript_archive(const std::string& path, const std::string& what)
   const bool bytecode_folder = std::any_of(records.begin(), records.end(), [](const auto& r) {
     return r.first.find("bytecode/") != std::string::npos;
   });
-  for (const auto& [name, entry] : records) {
+  for (const auto& [key, entry] : records) {
     // _extra_files are the user's bytes, which no loader unpickles.
-    if (name.compare(0, 6, "extra/") == 0) continue;
-    if (ends_with(name, ".pkl") || ends_with(name, ".debug_pkl")) {
+    if (key.compare(0, 6, "extra/") == 0) continue;
+    const std::string name = entry->name.substr(prefix.size());  // for messages
+    if (ends_with(key, ".pkl") || ends_with(key, ".debug_pkl")) {
       std::string bytes = archive.read(*entry);
       std::string folder = name.substr(0, name.rfind('.'));
-      if (name == "bytecode.pkl" && !bytecode_folder) folder = "constants";
+      if (key == "bytecode.pkl" && !bytecode_folder) folder = "constants";
       std::vector<StorageRef> storages =
-          PickleScan(bytes, name, folder + "/", archive).run(name == "data.pkl");
+          PickleScan(bytes, name, folder + "/", archive).run(key == "data.pkl");
       for (const StorageRef& s : storages) {
         if (s.bytes == 0) continue;  // LibTorch reads no record for an empty storage
         const std::string record = folder + "/" + s.key;
-        auto it = records.find(record);
+        auto it = records.find(fold_case(record));
         if (it == records.end()) {
           archive.malformed("its pickle '" + name + "' refers to storage record '" + record +
                             "', which is missing");
@@ -938,7 +1156,7 @@ void check_torchscript_archive(const std::string& path, const std::string& what)
                             "' declares " + std::to_string(s.bytes));
         }
       }
-    } else if (name.compare(0, 5, "code/") == 0 && ends_with(name, ".py")) {
+    } else if (key.compare(0, 5, "code/") == 0 && ends_with(key, ".py")) {
       const std::string code = archive.read(*entry);
       check_code(code, name, archive);
       check_class_assignments(code, name, archive);

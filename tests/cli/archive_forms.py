@@ -12,6 +12,8 @@ and what nnapi-convert must do with it:
               whose prepacked:: operators are another issue's;
   "old-quantized"  exit 1 saying the file is from an old PyTorch whose
               quantized layers LibTorch 1.13 cannot read.
+  "old-layout"  exit 1 saying the file is in PyTorch 1.0-1.2's model.json
+              layout, which this LibTorch 1.13 cannot load.
 
 What each PyTorch version wrote, from its sources (pytorch/pytorch):
 - torch.jit.save (1.13, serialization/export_module.cpp, pickler.cpp):
@@ -27,14 +29,26 @@ What each PyTorch version wrote, from its sources (pytorch/pytorch):
 - PyTorch 1.3 to 1.5 (pickler.cpp pushStorageOfTensor) wrote a sixth item in
   each storage's persistent id: view_metadata, always None. Format version 1
   code files began with "op_version_set = 1" (removed in version 2).
+- PyTorch 1.0 to 1.2 (serialization/export.cpp then, read by import_legacy.cpp
+  and caffe2/proto/torch.proto): <name>/model.json, a torch.ModelDef protobuf
+  as JSON (protoVersion; mainModule with its submodules, parameters
+  {isBuffer, tensorId, name}, attributes {type, name, id} and torchscriptArena
+  {key}; tensors {dims, offset, strides, requiresGrad, dataType, data {key},
+  device}), tensors/<n> (raw storages), attributes.pkl (from proto version 3 a
+  tuple of the attribute values), code/<module>.py and libs/ for classes.
+  LibTorch 1.13 reads such a file only through its legacy importer, which
+  Debian's build leaves out ("Legacy model format is not supported on mobile").
 - PyTorch 1.3 and 1.4 quantized layers kept their packed weights in a plain
   Tensor attribute, `_packed_params`, and called ops.quantized.conv2d /
   ops.quantized.linear on it; LibTorch 1.13's operators take
   Conv2dPackedParamsBase / LinearPackedParamsBase there, so such files do not
   load.
 """
+import io
 import os
+import pickle
 import re
+import struct
 import zipfile
 
 
@@ -52,9 +66,82 @@ def _rewrite(src, dst, edit):
             zout.writestr(info.filename, edit(info.filename, zin.read(info.filename)))
 
 
+class IntList(list):
+    """A List[int] of a debug record (torch.jit._pickle.build_intlist)."""
+
+
+def debug_pickle(value):
+    """`value` (str, int, None, tuple, IntList) pickled with the instructions
+    TorchScript's pickler writes for it (pickler.cpp): PROTO 2, BINUNICODE,
+    BININT, NONE, MARK ... TUPLE, and build_intlist REDUCE of a list filled
+    by APPENDS."""
+    out = [b"\x80\x02"]
+
+    def put(v):
+        if isinstance(v, IntList):
+            out.append(b"ctorch.jit._pickle\nbuild_intlist\n(](")
+            for x in v:
+                put(x)
+            out.append(b"etR")
+        elif isinstance(v, tuple):
+            out.append(b"(")
+            for x in v:
+                put(x)
+            out.append(b"t")
+        elif isinstance(v, str):
+            b = v.encode()
+            out.append(b"X" + struct.pack("<I", len(b)) + b)
+        elif v is None:
+            out.append(b"N")
+        else:
+            out.append(b"J" + struct.pack("<i", v))
+
+    put(value)
+    out.append(b".")
+    return b"".join(out)
+
+
+def text_debug_records(data):
+    """A debug record (code/*.debug_pkl) of PyTorch 1.11 or later, ('FORMAT_WITH_
+    STRING_TABLE', text table, ((offset, (source, start, end), tag), ...)) with
+    sources (text-table indices, file index, line), as PyTorch 1.3 wrote it
+    (source_range_serialization.cpp then): ((offset, ((text, file, line),
+    start, end)), ...), the file None where the table has none ('' at 0)."""
+    class Reader(pickle.Unpickler):
+        def find_class(self, module, name):
+            assert (module, name) == ("torch.jit._pickle", "build_intlist"), (module, name)
+            return IntList
+
+    fmt, table, records = Reader(io.BytesIO(data)).load()
+    assert fmt == "FORMAT_WITH_STRING_TABLE", fmt
+
+    def source(s):
+        lines, file_index, line = s
+        return ("".join(table[i] for i in lines), table[file_index] or None, line)
+
+    return debug_pickle(tuple((offset, (source(r[0]), r[1], r[2]))
+                              for offset, r, _tag in records))
+
+
+
+def with_records(src, dst, records):
+    """Copy zip `src` to `dst` with `records` ({name under the archive folder:
+    bytes}) replaced, or added after the others."""
+    zin = zipfile.ZipFile(src)
+    prefix = zin.namelist()[0].split("/")[0] + "/"
+    left = dict(records)
+    with zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
+        for info in zin.infolist():
+            base = info.filename[len(prefix):]
+            zout.writestr(info.filename, left.pop(base) if base in left else zin.read(info))
+        for base, data in left.items():
+            zout.writestr(prefix + base, data)
+
+
 def to_pytorch13_layout(src, dst):
     """`src` as PyTorch 1.3 wrote it: format version 1, op_version_set lines,
-    storage persistent ids of six items (view_metadata None)."""
+    storage persistent ids of six items (view_metadata None), debug records
+    with source text (no text table)."""
     def edit(name, data):
         base = name.split("/", 1)[1]
         if base in ("data.pkl", "constants.pkl"):
@@ -66,9 +153,43 @@ def to_pytorch13_layout(src, dst):
             data = b"1\n"
         elif base.startswith("code/") and base.endswith(".py"):
             data = b"op_version_set = 1\n" + data
+        elif base.endswith(".debug_pkl"):
+            data = text_debug_records(data)
         return data
 
     _rewrite(src, dst, edit)
+
+
+def to_model_json_layout(module, dst):
+    """`module` (a traced Conv2d) saved as PyTorch 1.1 wrote it (proto version
+    3): model.json, tensors/<n>, attributes.pkl, code/<name>.py, version."""
+    import json
+
+    name = os.path.splitext(os.path.basename(dst))[0]
+    tensors, params, storages = [], [], []
+    for i, (pname, t) in enumerate(module.named_parameters()):
+        t = t.detach().contiguous()
+        storages.append(t.numpy().tobytes())
+        tensors.append({"dims": [str(d) for d in t.shape], "offset": "0",
+                        "strides": [str(d) for d in t.stride()], "requiresGrad": True,
+                        "dataType": "FLOAT", "data": {"key": "tensors/%d" % i}, "device": "cpu"})
+        params.append({"isBuffer": False, "tensorId": str(i), "name": pname})
+    model = {"protoVersion": "3", "producerName": "pytorch", "producerVersion": "1.1",
+             "mainModule": {"name": name, "parameters": params, "optimize": True,
+                            "attributes": [{"type": "bool", "name": "training", "id": "0"}],
+                            "torchscriptArena": {"key": "code/%s.py" % name}},
+             "tensors": tensors}
+    code = ("op_version_set = 0\n"
+            "def forward(self,\n    input: Tensor) -> Tensor:\n"
+            "  return torch._convolution(input, self.weight, self.bias, [1, 1], [0, 0], "
+            "[1, 1], False, [0, 0], 1, False, False, True)\n")
+    with zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as z:
+        z.writestr(name + "/version", "1\n")
+        z.writestr(name + "/model.json", json.dumps(model, indent=2))
+        for i, data in enumerate(storages):
+            z.writestr(name + "/tensors/%d" % i, data)
+        z.writestr(name + "/attributes.pkl", b"\x80\x02\x88\x85q\x00.")  # (True,)
+        z.writestr(name + "/code/%s.py" % name, code)
 
 
 def make_all(out, small=False):
@@ -103,6 +224,18 @@ def make_all(out, small=False):
     spec = "1x3x8x8"
 
     traced.save(form("traced", spec, "converts", "torch.jit.trace, views sharing a storage"))
+    # The file format versions the releases between 1.3 (1) and 1.13 (3 for this
+    # model; 10 with aten::gelu, format_v10 below) wrote: the same records with
+    # the version record set. None of this model's operators has an upgrader
+    # (div 4, full 5, linspace 8, logspace 9, gelu 10), so the code is the same.
+    for v in (2, 4, 5, 6, 7, 8, 9):
+        with_records(forms[0].path, form("format_v%d" % v, spec, "converts",
+                                         "file format version %d" % v),
+                     {"version": b"%d\n" % v})
+    # PyTorch 2.1 and later also write byteorder and .data/serialization_id.
+    with_records(forms[0].path, form("byteorder_serialization_id", spec, "converts",
+                                     "byteorder and .data/serialization_id records"),
+                 {"byteorder": b"little", ".data/serialization_id": b"0651297358717040643"})
     scripted.save(form("scripted", spec, "converts", "torch.jit.script"))
     torch.jit.freeze(scripted).save(
         form("frozen", spec, "converts", "torch.jit.freeze: tensors in constants/"))
@@ -211,6 +344,10 @@ def make_all(out, small=False):
             dst = form(name, spec, expect, "%s backported to bytecode version %d" % (name, v))
             if not jm._backport_for_mobile(src, dst, v):
                 raise RuntimeError("_backport_for_mobile(%s, %d) failed" % (src, v))
+
+    # PyTorch 1.1's model.json layout of a Conv2d.
+    to_model_json_layout(torch.nn.Conv2d(3, 4, 3), form(
+        "pytorch11_model_json", spec, "old-layout", "PyTorch 1.1 layout (model.json)"))
 
     # PyTorch 1.3's layout of a traced conv, and of a scripted byte-level LSTM.
     to_pytorch13_layout(os.path.join(out, "traced.pt"), form(

@@ -50,26 +50,47 @@ def torch_loads(form):
         return False, str(e)
 
 
+# tools/asan-check.sh bans the sanitizers' reports ("A|B", plain substrings):
+# any run of the binary that prints one fails its form.
+BANNED = [b for b in os.environ.get("NNAPI_HOSTILE_BANNED", "").split("|") if b]
+REPORTS = []
+
+
 def run(args, timeout=600):
     p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
-    return p.returncode, p.stdout.decode(errors="replace")
+    out = p.stdout.decode(errors="replace")
+    REPORTS.extend("%s in: %s\n%s" % (b, " ".join(args), out[-3000:]) for b in BANNED if b in out)
+    return p.returncode, out
+
+
+# Files from an old PyTorch that LibTorch 1.13 does not load: how the reference
+# (torch.jit.load) fails on them, and what nnapi-convert's message must say.
+OLD = {
+    "old-quantized": (r"PackedParamsBase.*found type 'Tensor'",
+                      ("old PyTorch", "quantized layers", "LibTorch 1.13 cannot read",
+                       "PyTorch 1.5 or later")),
+    "old-layout": (r"Legacy model format is not supported",
+                   ("layout of PyTorch 1.0, 1.1 or 1.2", "model.json",
+                    "LibTorch 1.13 cannot load", "PyTorch 1.5 or later")),
+}
 
 
 def check_form(binary, form, work):
     loads, why = torch_loads(form)
-    if form.expect == "old-quantized":
-        if loads or not re.search(r"PackedParamsBase.*found type 'Tensor'", why, re.S):
-            return "torch.jit.load did not fail as for a PyTorch 1.3 quantized file: " + why[:200]
+    if form.expect in OLD:
+        reference, wants = OLD[form.expect]
+        if loads or not re.search(reference, why, re.S):
+            return "torch.jit.load did not fail with /%s/: %s" % (reference, why[:200])
         rc, out = run([binary, form.path, "--input", form.input, "-o",
                        os.path.join(work, form.name + ".nnapi.pt")])
         if rc != 1:
             return "expected exit 1, got %d: %s" % (rc, out[-400:])
-        for want in (os.path.basename(form.path), "old PyTorch", "quantized layers",
-                     "LibTorch 1.13 cannot read", "PyTorch 1.5 or later"):
+        for want in (os.path.basename(form.path),) + wants:
             if want not in out:
                 return "message lacks '%s': %s" % (want, out[-400:])
-        if "never writes" in out:
-            return "message says PyTorch never writes it: " + out[-400:]
+        for lie in ("never writes", "damaged", "crafted"):
+            if lie in out:
+                return "message says '%s': %s" % (lie, out[-400:])
         return None
     if not loads:
         return "the reference, torch.jit.load, does not load it: " + why[:300]
@@ -99,7 +120,8 @@ def main():
     for form in forms:
         if only and not re.search(only, form.name):
             continue
-        why = check_form(binary, form, work)
+        del REPORTS[:]
+        why = check_form(binary, form, work) or (REPORTS and "sanitizer report: " + REPORTS[0])
         if why:
             failed += 1
             print("FAIL %s (%s): %s" % (form.name, form.what, why))

@@ -32,6 +32,9 @@ import sys
 import zipfile
 import zlib
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from archive_forms import IntList, debug_pickle  # noqa: E402
+
 OUT = os.path.abspath(sys.argv[1])
 MODELS = os.path.join(OUT, "models")
 HOSTILE = os.path.join(OUT, "hostile")
@@ -490,6 +493,85 @@ def make_hostile():
                                          b"  __buffers__ = []\n  scale : Final[int] = 3")},
                 drop=(code_name + ".debug_pkl",)),
         expect=(0,), what="class body: scale : Final[int] = 3")
+
+    # code/*.debug_pkl (issue 32; fuzz_archive's run 4 found 11 crashes there):
+    # the source ranges LibTorch 1.13 reads when an error message highlights
+    # the code (ConcreteSourceRangeUnpickler, source_range_serialization.cpp).
+    # It reads the first item of the value, the items of each record and its
+    # text table's entries without a bounds check, and takes a build_intlist
+    # list as List[int] without looking at its elements. Each case pairs a
+    # debug record with code that does not parse (a parenthesis left open), so
+    # LibTorch reads it while it loads; the check must refuse it first. Indices
+    # of 2^28 make the out-of-bounds reads land in unmapped memory: SIGSEGV.
+    def debug_case(name, value, why, expect=(1,), what="", error_code=True):
+        code = (code_with_return("torch.relu((conv).forward(x, )") if error_code
+                else dict(items)[code_name])
+        pattern = None
+        if why:
+            pattern = (r"its debug record 'code/__torch__\.py\.debug_pkl' \(the source ranges "
+                       r"LibTorch reads when it reports an error in the code\) " + why)
+        elif expect == (1,):  # LibTorch's own verdict on the code, the record read cleanly
+            pattern = r"could not be loaded as TorchScript: expected \) but found"
+        add(name, entries({code_name: code, code_name + ".debug_pkl": debug_pickle(value)}),
+            expect=expect, what=what, pattern=pattern)
+
+    line = "    return torch.relu((conv).forward(x, )\n"
+    table = ("", line, "model.py")
+
+    def ranges(source):
+        return ((0, ((IntList([]), 0, 0), 0, 0), 0), (200, (source, 4, 40), 1))
+
+    good = ("FORMAT_WITH_STRING_TABLE", table, ranges((IntList([1, 0]), 2, 7)))
+    debug_case("control_debug_table", good, None, what="debug record as PyTorch 1.13 writes it")
+    debug_case("control_debug_text", ((0, ((line, "model.py", 7), 4, 40)),
+                                      (200, ((line, None, 0), 4, 40), 3)), None,
+               what="debug record as PyTorch before 1.11 wrote it (text, no table)")
+    debug_case("control_debug_tag_first", ((200, 1, ((line, "model.py", 7), 4, 40)),), None,
+               expect=(0,), error_code=False,
+               what="(offset, tag, range) records, code without an error")
+    debug_case("debug_text_index_out_of_range",
+               ("FORMAT_WITH_STRING_TABLE", table, ranges((IntList([1, 1 << 28]), 2, 7))),
+               "has source text at index 268435456 outside its text table of 3 strings",
+               what="text-table index 2^28 of 3")
+    debug_case("debug_text_index_negative",
+               ("FORMAT_WITH_STRING_TABLE", table, ranges((IntList([-(1 << 28), 1]), 2, 7))),
+               "has source text at index -268435456 outside its text table of 3 strings",
+               what="text-table index -2^28")
+    debug_case("debug_text_index_not_int",
+               ("FORMAT_WITH_STRING_TABLE", table, ranges((IntList([1, "x"]), 2, 7))),
+               "has a list of text-table indices that are not all integers",
+               what="a string among the text-table indices")
+    debug_case("debug_file_index_out_of_range",
+               ("FORMAT_WITH_STRING_TABLE", table, ranges((IntList([1, 0]), 1 << 28, 7))),
+               "names a file by index 268435456 outside its text table of 3 strings",
+               what="file index 2^28 of 3")
+    debug_case("debug_empty_tuple", (), "is not a non-empty tuple", what="debug record ()")
+    debug_case("debug_format_without_table", ("FORMAT_WITH_STRING_TABLE",),
+               r"is not \('FORMAT_WITH_STRING_TABLE', a tuple of strings, source ranges\)",
+               what="('FORMAT_WITH_STRING_TABLE',) alone")
+    debug_case("debug_record_of_one_item", ("FORMAT_WITH_STRING_TABLE", table, ((200,),)),
+               r"holds something other than \(byte offset, \(source, start, end\), tag\) records",
+               what="a record (200,)")
+
+    # LibTorch's zip reader finds records ignoring case (miniz, without
+    # MZ_ZIP_FLAG_CASE_SENSITIVE), and takes the archive's folder from the
+    # first record: with a first record 'SMALL/data/0', 'small/data.pkl' is
+    # its data.pkl. The check skipped every pickle of such a file (run 4's
+    # crash-6f197fc2 hid a stack underflow that way). The control converts.
+    def first_case(replace):
+        out = entries(replace)
+        out[0].name = out[0].name.upper().replace(b"/DATA/", b"/data/")
+        return out
+
+    assert items[0][0] == d0_name, items[0][0]
+    add("control_first_record_case", first_case({}), expect=(0,),
+        what="first record 'SMALL/data/0', the others 'small/...'")
+    add("zip_first_record_case_hides_pickle", first_case({pkl_name: b"\x80\x02NN\x87."}),
+        what="first record 'SMALL/data/0'; data.pkl = TUPLE3 of 2 items",
+        pattern=r"its pickle 'data\.pkl' is malformed \(an instruction needs 3 stack item")
+    add("zip_names_differ_in_case", entries(extra=[Entry(prefix + "/DATA.pkl", pkl)]),
+        what="records 'small/data.pkl' and 'small/DATA.pkl'",
+        pattern=r"whose names differ only in case")
 
     # `inspect` also runs on the archives of the review's defects (H3, H4, L5)
     # and a few zip-level ones; the review's already-handled variants are only
