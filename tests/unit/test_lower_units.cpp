@@ -490,119 +490,120 @@ TEST(AskTheValidator, ACorrectedRuleIsSeenByTheCheckAndTheQuestion) {
   }
   EXPECT_EQ(v::operation_level(reshape, ins, outs), 6);
   EXPECT_EQ(v::input_type_level(Op::Reshape, T::TensorInt32), 6);
+}
 
-  // Issue 36: one KindSpec per node kind (lower/registry.h), and one dispatch
-  // (lower/dispatch.h) that chooses a kind's handler from its inputs' form.
+// Issue 36: one KindSpec per node kind (lower/registry.h), and one dispatch
+// (lower/dispatch.h) that chooses a kind's handler from its inputs' form.
 
-  // A kind is declared once: a second declaration is an internal error when the
-  // table is built, whatever the order of the families; the real table builds.
-  TEST(KindSpec, EachKindIsDeclaredOnce) {
-    LoweringTable t;
-    t.set_family("first");
+// A kind is declared once: a second declaration is an internal error when the
+// table is built, whatever the order of the families; the real table builds.
+TEST(KindSpec, EachKindIsDeclaredOnce) {
+  LoweringTable t;
+  t.set_family("first");
+  t.add("aten::relu", [](LoweringContext&, const Node*) {});
+  t.set_family("second");
+  try {
     t.add("aten::relu", [](LoweringContext&, const Node*) {});
-    t.set_family("second");
-    try {
-      t.add("aten::relu", [](LoweringContext&, const Node*) {});
-      ADD_FAILURE() << "a second declaration of aten::relu was taken";
-    } catch (const LoweringError& e) {
-      EXPECT_NE(std::string(e.what()).find("aten::relu declared twice (by first and second)"),
-                std::string::npos)
-          << e.what();
-    }
-    EXPECT_EQ(t.find(c10::aten::relu)->family, "first");
-    const LoweringTable* table = nullptr;
-    EXPECT_NO_THROW(table = &lowering_table());
-    // The facts the separate kind lists held, now in the kind's spec: flatten's
-    // lowering applies RESHAPE to int32 data, so the validator is asked whether
-    // RESHAPE takes TENSOR_INT32 at the target; zeros is folded at conversion.
-    const KindSpec* flatten = table->find(c10::aten::flatten);
-    ASSERT_TRUE(flatten && flatten->moves);
-    EXPECT_EQ(flatten->moves->how, Moves::First);
-    EXPECT_EQ(flatten->moves->int32_op, nnapi::Op::Reshape);
-    EXPECT_TRUE(flatten->takes_rank_above_4());
-    EXPECT_TRUE(table->find(c10::aten::zeros)->folds);
-    EXPECT_TRUE(table->find(c10::aten::add)->above_rank_4 != nullptr);
-    EXPECT_TRUE(table->find(c10::aten::add)->frames.takes != nullptr);
-    EXPECT_FALSE(table->find(c10::aten::linear)->takes_rank_above_4());
+    ADD_FAILURE() << "a second declaration of aten::relu was taken";
+  } catch (const LoweringError& e) {
+    EXPECT_NE(std::string(e.what()).find("aten::relu declared twice (by first and second)"),
+              std::string::npos)
+        << e.what();
   }
+  EXPECT_EQ(t.find(c10::aten::relu)->family, "first");
+  const LoweringTable* table = nullptr;
+  EXPECT_NO_THROW(table = &lowering_table());
+  // The facts the separate kind lists held, now in the kind's spec: flatten's
+  // lowering applies RESHAPE to int32 data, so the validator is asked whether
+  // RESHAPE takes TENSOR_INT32 at the target; zeros is folded at conversion.
+  const KindSpec* flatten = table->find(c10::aten::flatten);
+  ASSERT_TRUE(flatten && flatten->moves);
+  EXPECT_EQ(flatten->moves->how, Moves::First);
+  EXPECT_EQ(flatten->moves->int32_op, nnapi::Op::Reshape);
+  EXPECT_TRUE(flatten->takes_rank_above_4());
+  EXPECT_TRUE(table->find(c10::aten::zeros)->folds);
+  EXPECT_TRUE(table->find(c10::aten::add)->above_rank_4 != nullptr);
+  EXPECT_TRUE(table->find(c10::aten::add)->frames.takes != nullptr);
+  EXPECT_FALSE(table->find(c10::aten::linear)->takes_rank_above_4());
+}
 
-  namespace {
+namespace {
 
-  // Lowers `ir`'s nodes by the dispatch, its inputs given as operands of
-  // `shapes` (float32, contiguous; a rank > 4 one held merged to rank 4, as
-  // the driver holds a model input); `complex`: the first input holds complex
-  // values as real pairs in its last dim (an aten::stft result).
-  struct Dispatched {
-    std::shared_ptr<torch::jit::Graph> graph = std::make_shared<torch::jit::Graph>();
-    LoweringContext cx;
-    Dispatched(const std::string& ir, const std::vector<Shape>& shapes, bool complex = false) {
-      torch::jit::parseIR(ir, graph.get());
-      for (size_t i = 0; i < shapes.size(); ++i) {
-        const Value* v = graph->inputs()[i];
-        Operand o;
-        o.shape = shapes[i];
-        const int32_t id =
-            cx.add_input(static_cast<int>(i), v, o.with_shape(nnapi_input_dims(shapes[i])));
-        cx.rebind(v, id, o);
-        if (complex && i == 0) cx.set_torch_dtype(v, at::kComplexFloat);
-      }
-      for (const Node* node : graph->nodes()) dispatch(cx, node, nullptr).lower(cx);
+// Lowers `ir`'s nodes by the dispatch, its inputs given as operands of
+// `shapes` (float32, contiguous; a rank > 4 one held merged to rank 4, as
+// the driver holds a model input); `complex`: the first input holds complex
+// values as real pairs in its last dim (an aten::stft result).
+struct Dispatched {
+  std::shared_ptr<torch::jit::Graph> graph = std::make_shared<torch::jit::Graph>();
+  LoweringContext cx;
+  Dispatched(const std::string& ir, const std::vector<Shape>& shapes, bool complex = false) {
+    torch::jit::parseIR(ir, graph.get());
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const Value* v = graph->inputs()[i];
+      Operand o;
+      o.shape = shapes[i];
+      const int32_t id =
+          cx.add_input(static_cast<int>(i), v, o.with_shape(nnapi_input_dims(shapes[i])));
+      cx.rebind(v, id, o);
+      if (complex && i == 0) cx.set_torch_dtype(v, at::kComplexFloat);
     }
-    std::map<std::string, int> operations() { return cx.model().operation_histogram(); }
-    Operand result() const { return cx.get_operand(graph->outputs()[0]).op; }
-  };
+    for (const Node* node : graph->nodes()) dispatch(cx, node, nullptr).lower(cx);
+  }
+  std::map<std::string, int> operations() { return cx.model().operation_histogram(); }
+  Operand result() const { return cx.get_operand(graph->outputs()[0]).op; }
+};
 
-  }  // namespace
+}  // namespace
 
-  // aten::relu: rank <= 4 is its lowering, RELU; rank > 4 its rank_reduce.cpp
-  // handler, RELU of the operand that holds the elements merged (NNAPI takes
-  // rank 4 at most; the plain lowering would make a rank-5 operand), the
-  // result still read as rank 5.
-  TEST(Dispatch, ReluByRankOfItsInput) {
-    const std::string ir = R"IR(
+// aten::relu: rank <= 4 is its lowering, RELU; rank > 4 its rank_reduce.cpp
+// handler, RELU of the operand that holds the elements merged (NNAPI takes
+// rank 4 at most; the plain lowering would make a rank-5 operand), the
+// result still read as rank 5.
+TEST(Dispatch, ReluByRankOfItsInput) {
+  const std::string ir = R"IR(
 graph(%x : Tensor):
   %y : Tensor = aten::relu(%x)
   return (%y))IR";
-    Dispatched plain(ir, {{2, 3, 4, 5}});
-    EXPECT_EQ(plain.operations(), (std::map<std::string, int>{{"RELU", 1}}));
-    EXPECT_EQ(plain.result().shape, (Shape{2, 3, 4, 5}));
-    Dispatched high(ir, {{2, 3, 4, 5, 6}});
-    EXPECT_EQ(high.operations().at("RELU"), 1);
-    EXPECT_EQ(high.result().shape, (Shape{2, 3, 4, 5, 6}));
-    for (size_t id = 0; id < high.cx.model().operand_count(); ++id) {
-      EXPECT_LE(high.cx.model().operand(static_cast<int32_t>(id)).dims.size(), 4u) << id;
-    }
-    // aten::linear takes no rank > 4 input: refused before its lowering.
-    EXPECT_THROW(Dispatched(R"IR(
+  Dispatched plain(ir, {{2, 3, 4, 5}});
+  EXPECT_EQ(plain.operations(), (std::map<std::string, int>{{"RELU", 1}}));
+  EXPECT_EQ(plain.result().shape, (Shape{2, 3, 4, 5}));
+  Dispatched high(ir, {{2, 3, 4, 5, 6}});
+  EXPECT_EQ(high.operations().at("RELU"), 1);
+  EXPECT_EQ(high.result().shape, (Shape{2, 3, 4, 5, 6}));
+  for (size_t id = 0; id < high.cx.model().operand_count(); ++id) {
+    EXPECT_LE(high.cx.model().operand(static_cast<int32_t>(id)).dims.size(), 4u) << id;
+  }
+  // aten::linear takes no rank > 4 input: refused before its lowering.
+  EXPECT_THROW(Dispatched(R"IR(
 graph(%x : Tensor, %w : Tensor):
   %none : NoneType = prim::Constant()
   %y : Tensor = aten::linear(%x, %w, %none)
   return (%y))IR",
-                            {{2, 3, 4, 5, 6}, {6, 6}}),
-                 LoweringError);
-  }
+                          {{2, 3, 4, 5, 6}, {6, 6}}),
+               LoweringError);
+}
 
-  // aten::abs: of a complex input (real pairs) the magnitude, sqrt(re^2 + im^2)
-  // over the last dim (spectral.cpp); of a real input ABS.
-  TEST(Dispatch, AbsByWhetherItsInputIsComplex) {
-    const std::string ir = R"IR(
+// aten::abs: of a complex input (real pairs) the magnitude, sqrt(re^2 + im^2)
+// over the last dim (spectral.cpp); of a real input ABS.
+TEST(Dispatch, AbsByWhetherItsInputIsComplex) {
+  const std::string ir = R"IR(
 graph(%x : Tensor):
   %y : Tensor = aten::abs(%x)
   return (%y))IR";
-    Dispatched real(ir, {{1, 5, 7, 2}});
-    EXPECT_EQ(real.operations(), (std::map<std::string, int>{{"ABS", 1}}));
-    Dispatched complex(ir, {{1, 5, 7, 2}}, true);
-    EXPECT_EQ(complex.operations(),
-              (std::map<std::string, int>{{"MUL", 1}, {"REDUCE_SUM", 1}, {"SQRT", 1}}));
-    EXPECT_EQ(complex.result().shape, (Shape{1, 5, 7}));
-  }
+  Dispatched real(ir, {{1, 5, 7, 2}});
+  EXPECT_EQ(real.operations(), (std::map<std::string, int>{{"ABS", 1}}));
+  Dispatched complex(ir, {{1, 5, 7, 2}}, true);
+  EXPECT_EQ(complex.operations(),
+            (std::map<std::string, int>{{"MUL", 1}, {"REDUCE_SUM", 1}, {"SQRT", 1}}));
+  EXPECT_EQ(complex.result().shape, (Shape{1, 5, 7}));
+}
 
-  // A video: max_pool3d holds its result as frames (T*N, C, H, W); aten::relu
-  // of it is RELU of the frames, held as frames still (video.cpp's per-frame
-  // handler), where a kind that takes no frames (aten::flatten) reads the video
-  // unfolded to (N, C, T, H, W) first: one TRANSPOSE.
-  TEST(Dispatch, FramesPerFrameOrUnfolded) {
-    const std::string pool = R"IR(
+// A video: max_pool3d holds its result as frames (T*N, C, H, W); aten::relu
+// of it is RELU of the frames, held as frames still (video.cpp's per-frame
+// handler), where a kind that takes no frames (aten::flatten) reads the video
+// unfolded to (N, C, T, H, W) first: one TRANSPOSE.
+TEST(Dispatch, FramesPerFrameOrUnfolded) {
+  const std::string pool = R"IR(
 graph(%x : Tensor):
   %k : int[] = prim::Constant[value=[1, 2, 2]]()
   %p : int[] = prim::Constant[value=[0, 0, 0]]()
@@ -610,17 +611,17 @@ graph(%x : Tensor):
   %f : bool = prim::Constant[value=0]()
   %v : Tensor = aten::max_pool3d(%x, %k, %k, %p, %d, %f)
 )IR";
-    Dispatched per_frame(pool + R"IR(  %y : Tensor = aten::relu(%v)
+  Dispatched per_frame(pool + R"IR(  %y : Tensor = aten::relu(%v)
   return (%y))IR",
-                         {{1, 3, 4, 6, 6}});
-    EXPECT_EQ(per_frame.result().dim_order, DimOrder::FramesNchw);
-    EXPECT_EQ(per_frame.operations().count("TRANSPOSE"), 1u);  // into frames only
-    EXPECT_EQ(per_frame.operations().at("RELU"), 1);
-    Dispatched unfolded(pool + R"IR(  %s : int = prim::Constant[value=0]()
+                       {{1, 3, 4, 6, 6}});
+  EXPECT_EQ(per_frame.result().dim_order, DimOrder::FramesNchw);
+  EXPECT_EQ(per_frame.operations().count("TRANSPOSE"), 1u);  // into frames only
+  EXPECT_EQ(per_frame.operations().at("RELU"), 1);
+  Dispatched unfolded(pool + R"IR(  %s : int = prim::Constant[value=0]()
   %e : int = prim::Constant[value=-1]()
   %y : Tensor = aten::flatten(%v, %s, %e)
   return (%y))IR",
-                        {{1, 3, 4, 6, 6}});
-    EXPECT_EQ(unfolded.operations().at("TRANSPOSE"), 2);  // into frames, and out
-    EXPECT_EQ(unfolded.result().shape, (Shape{1 * 3 * 4 * 3 * 3}));
-  }
+                      {{1, 3, 4, 6, 6}});
+  EXPECT_EQ(unfolded.operations().at("TRANSPOSE"), 2);  // into frames, and out
+  EXPECT_EQ(unfolded.result().shape, (Shape{1 * 3 * 4 * 3 * 3}));
+}
