@@ -331,27 +331,50 @@ void lower_hardtanh(LoweringContext& cx, const Node* node) {
 
 // leaky_relu(x, slope) = x for x >= 0, slope * x otherwise: NNAPI's PRELU
 // with a (1) alpha, which it broadcasts. A quantized alpha is exact: value 1 at
-// scale |slope| (zero point 0 for slope > 0, 2 for slope < 0); the output keeps
-// x's parameters, as PyTorch's quantized leaky_relu does.
-void lower_leaky_relu(LoweringContext& cx, const Node* node) {
-  check(node->inputs().size() == 2, "malformed aten::leaky_relu");
-  OperandHandle x = cx.get_operand(node->input(0));
-  const double slope = cx.constant_number(node->input(1));
+// scale |slope| (zero point 0 for slope > 0, 2 for slope < 0; for slope 0,
+// value 0 at scale 1); the output keeps x's parameters, as PyTorch's
+// quantized aten::leaky_relu does, or takes `out_quant`'s
+// (quantized::leaky_relu, whose kernel dequantizes, computes in float and
+// quantizes to them: PRELU's quant8 output rescales the same way).
+void emit_leaky_relu(LoweringContext& cx, const Node* node, const OperandHandle& x, double slope,
+                     std::optional<QuantParams> out_quant) {
   OperandHandle alpha;
   if (!is_quant(x.op)) {
     alpha = float_scalar_tensor(cx, static_cast<float>(slope));
-  } else if (slope == 0) {
+  } else if (slope == 0 && !out_quant) {
     emit_unary(cx, Op::Relu, x, node->output());
     return;
   } else {
-    const int64_t zero_point = slope > 0 ? 0 : 2;
-    at::Tensor q = at::_make_per_tensor_quantized_tensor(at::full({1}, 1, at::kByte),
-                                                         std::abs(slope), zero_point);
+    const int64_t zero_point = slope >= 0 ? 0 : 2;
+    at::Tensor q = at::_make_per_tensor_quantized_tensor(
+        at::full({1}, slope == 0 ? 0 : 1, at::kByte), slope == 0 ? 1.0 : std::abs(slope),
+        zero_point);
     int32_t id = cx.add_weight(q);
     alpha = {id, cx.operand(id)};
   }
-  int32_t id = make_output(cx, node->output(), x.op, &x);
+  Operand o = x.op;
+  if (out_quant) {
+    o.scale = out_quant->scale;
+    o.zero_point = out_quant->zero_point;
+  }
+  int32_t id = make_output(cx, node->output(), o, &x);
   cx.model().add_operation(Op::Prelu, {x.id, alpha.id}, {id});
+}
+
+void lower_leaky_relu(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 2, "malformed aten::leaky_relu");
+  emit_leaky_relu(cx, node, cx.get_operand(node->input(0)), cx.constant_number(node->input(1)),
+                  std::nullopt);
+}
+
+// quantized::leaky_relu(qx, negative_slope, inplace, output_scale,
+// output_zero_point).
+void lower_quantized_leaky_relu(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 5, "malformed quantized::leaky_relu");
+  const OperandHandle x = cx.get_operand(node->input(0));
+  check(is_quant(x.op), "quantized::leaky_relu of a float tensor");
+  emit_leaky_relu(cx, node, x, cx.constant_number(node->input(1)),
+                  QuantParams{cx.constant_float(node->input(3)), cx.constant_int(node->input(4))});
 }
 
 // --- decompositions into feature level 1 to 3 operations --------------------
@@ -544,6 +567,7 @@ void register_activation_ops(LoweringTable& t) {
   t.add("aten::clamp_max", lower_clamp);
   t.add("aten::hardtanh", lower_hardtanh).with_frames(frames_per_frame());
   t.add("aten::leaky_relu", lower_leaky_relu).with_frames(frames_per_frame());
+  t.add("quantized::leaky_relu", lower_quantized_leaky_relu);
   t.add("aten::softplus", lower_softplus)
       .with_note(
           "stable max(z,0)+log(1+exp(-|z|)), z = beta*x; threshold as an exact FLOOR-made mask");

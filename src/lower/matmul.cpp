@@ -363,6 +363,25 @@ OperandHandle product_of(LoweringContext& cx, OperandHandle a, OperandHandle b, 
   return emit_batch_matmul(cx, a, b, out);
 }
 
+// quantized::matmul(qa, qb, scale, zero_point) of two computed quint8
+// tensors: PyTorch's kernel multiplies the dequantized values in float and
+// quantizes the product; so does this: DEQUANTIZE both, the float product,
+// QUANTIZE (NNAPI's quant8 BATCH_MATMUL, from feature level 6, would need
+// both inputs at one scale).
+void lower_qmatmul(LoweringContext& cx, const Node* node) {
+  check(node->inputs().size() == 4, "malformed quantized::matmul");
+  const auto operand = [&](const Value* v) {
+    const OperandHandle x = cx.get_operand(v);
+    check(x.op.type == OperandType::TensorQuant8Asymm && x.op.shape.size() >= 2,
+          "quantized::matmul needs two quantized tensors of rank 2 or more");
+    return emit_relayout(cx, emit_dequantize(cx, x), DimOrder::Contiguous);
+  };
+  const OperandHandle y = product_of(cx, operand(node->input(0)), operand(node->input(1)),
+                                     "quantized::matmul", nullptr);
+  emit_quantize(cx, y, cx.constant_float(node->input(2)), cx.constant_int(node->input(3)),
+                node->output());
+}
+
 void lower_product(LoweringContext& cx, const Node* node, const char* what) {
   check(node->inputs().size() == 2, [&] { return std::string("malformed aten::") + what; });
   product(cx, node->input(0), node->input(1), what, node->output());
@@ -470,6 +489,7 @@ void register_matmul_ops(LoweringTable& t) {
      lower_product(cx, n, "bmm");
    }).with_note("as aten::matmul of two computed tensors");
   t.add("aten::baddbmm", lower_baddbmm);
+  t.add("quantized::matmul", lower_qmatmul);
   t.add("aten::cumsum", lower_cumsum)
       .with_note(
           "float32: FULLY_CONNECTED with a triangular matrix of ones along the dim (fixed size)");

@@ -1,7 +1,10 @@
-// Quantized ops: quantize/dequantize, quantized::linear, quantized::conv2d
-// (+relu, transposed), quantized::conv1d (+relu), quantized::add/add_relu/mul;
+// Quantized ops: quantize/dequantize, quantized::linear (+relu),
+// quantized::conv2d (+relu, transposed), quantized::conv1d (+relu,
+// transposed), quantized::add/add_relu/mul/mul_relu of two tensors or of a
+// tensor and a number (add_scalar, mul_scalar and their relu forms);
 // per-tensor or per-channel quantized weights.
 #include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 
 #include "lower/convolution.h"
 #include "lower/emit.h"
@@ -125,7 +128,9 @@ int32_t quantized_bias(LoweringContext& cx, const at::Tensor& bias, double input
 // (..., K), which PyTorch's converter refuses, as linear's: RESHAPE to (M, K)
 // (of NCHW data: an NHWC 4-D input is TRANSPOSEd first), FULLY_CONNECTED,
 // RESHAPE to (..., N); RESHAPE and TRANSPOSE keep the quantization.
-void lower_qlinear(LoweringContext& cx, const Node* node) {
+// quantized::linear_relu: the same with the ReLU fused (FULLY_CONNECTED's
+// fuse code; the float product's on the per-channel path).
+void lower_qlinear(LoweringContext& cx, const Node* node, Fuse fuse) {
   check(node->inputs().size() == 4, "malformed quantized::linear");
   OperandHandle x = cx.get_operand(node->input(0));
   std::vector<SymInt> dims;  // rank > 2: the input's PyTorch shape
@@ -161,7 +166,7 @@ void lower_qlinear(LoweringContext& cx, const Node* node) {
   if (per_channel(raw_weight)) {
     const OperandHandle xf = emit_dequantize(cx, {input_id, in});
     const at::Tensor w = raw_weight.dequantize().t();
-    const OperandHandle yf = product_with_constant(cx, xf, w, nullptr, &raw_bias);
+    const OperandHandle yf = product_with_constant(cx, xf, w, nullptr, &raw_bias, fuse);
     y = emit_quantize(cx, yf, out_scale, out_zero_point, out_value);
   } else {
     at::Tensor weight = unsigned_weight(raw_weight);
@@ -170,10 +175,10 @@ void lower_qlinear(LoweringContext& cx, const Node* node) {
     Operand out = in;
     out.scale = out_scale;
     out.zero_point = out_zero_point;
-    int32_t fuse = cx.model().add_int_scalar(static_cast<int32_t>(Fuse::None));
+    int32_t fuse_id = cx.model().add_int_scalar(static_cast<int32_t>(fuse));
     y = cx.add_output(out_value, out,
                       {sym_dim(input_id, in.shape, 0), {cx.operand(weight_id).shape[0], ""}});
-    cx.model().add_operation(Op::FullyConnected, {input_id, weight_id, bias_id, fuse}, {y.id});
+    cx.model().add_operation(Op::FullyConnected, {input_id, weight_id, bias_id, fuse_id}, {y.id});
   }
   if (dims.empty()) return;
   dims.back() = SymInt{raw_weight.size(0), ""};
@@ -217,7 +222,55 @@ void lower_qconv(LoweringContext& cx, const Node* node, Fuse fuse, bool transpos
   if (one_d) conv1d_result(cx, y, node->output());
 }
 
+// The tensor-and-number forms (FX's quantized::add.Scalar, .Scalar2,
+// mul.Scalar and their relu forms; eager's QFunctional add_scalar and
+// mul_scalar(_relu)) take no output parameters: PyTorch's kernel derives
+// them from the input's (qadd.cpp/qmul.cpp in ATen's quantized CPU ops), so
+// they are read here from that kernel run on a one-element tensor at the
+// input's scale and zero point. The value is DEQUANTIZE, the float ADD or
+// MUL, QUANTIZE to them. The kernel adds the number rounded to the input's
+// grid, round(c / scale) * scale, so that is the constant ADDed, which makes
+// the result PyTorch's exactly (up to the rounding of ties); a product keeps
+// the integers, so MUL takes the number as it is.
+void lower_qscalar(LoweringContext& cx, const Node* node, Op op, Fuse fuse) {
+  const std::string what = node->kind().toQualString();
+  check(node->inputs().size() == 2, [&] { return "malformed " + what; });
+  const bool tensor_first = cx.has_operand(node->input(0));
+  const Value* tv = node->input(tensor_first ? 0 : 1);
+  const OperandHandle x = cx.get_operand(tv);
+  check(x.op.type == OperandType::TensorQuant8Asymm, [&] { return what + " of a float tensor"; });
+  // A number, or (the .Tensor overloads) a one-element tensor constant.
+  const c10::IValue number_iv = cx.constant(node->input(tensor_first ? 1 : 0)).value;
+  check(!number_iv.isTensor() || number_iv.toTensor().numel() == 1,
+        [&] { return what + " of a tensor that is not one number"; });
+  const c10::Scalar number =
+      number_iv.isTensor() ? number_iv.toTensor().item() : number_iv.toScalar();
+  const c10::FunctionSchema* schema = node->maybeSchema();
+  check(schema != nullptr, [&] { return what + " with no known schema"; });
+  const auto handle =
+      c10::Dispatcher::singleton().findSchemaOrThrow(what.c_str(), schema->overload_name().c_str());
+  const at::Tensor one = at::_make_per_tensor_quantized_tensor(
+      at::full({1}, x.op.zero_point, at::kByte), x.op.scale, x.op.zero_point);
+  torch::jit::Stack stack;
+  if (tensor_first) {
+    stack = {one, number_iv};
+  } else {
+    stack = {number_iv, one};
+  }
+  handle.callBoxed(&stack);
+  const at::Tensor probe = stack.at(0).toTensor();
+  double c = number.toDouble();
+  if (op == Op::Add) c = std::nearbyint(c / x.op.scale) * x.op.scale;
+  const OperandHandle y = emit_binary(cx, op, emit_dequantize(cx, x),
+                                      float_scalar_tensor(cx, static_cast<float>(c)), fuse);
+  emit_quantize(cx, y, probe.q_scale(), probe.q_zero_point(), node->output());
+}
+
 void lower_qbinary(LoweringContext& cx, const Node* node, Op op, Fuse fuse) {
+  if (node->inputs().size() == 2) {
+    lower_qscalar(cx, node, op, fuse);
+    return;
+  }
   check(node->inputs().size() == 4, "malformed quantized binary op");
   double scale = cx.constant_float(node->input(2));
   int64_t zero_point = cx.constant_int(node->input(3));
@@ -229,15 +282,19 @@ void lower_qbinary(LoweringContext& cx, const Node* node, Op op, Fuse fuse) {
 void register_quantized_ops(LoweringTable& t) {
   t.add("aten::quantize_per_tensor", lower_quantize).with_frames(frames_per_frame());
   t.add("aten::dequantize", lower_dequantize).with_frames(frames_per_frame());
-  t.add("quantized::linear", lower_qlinear);
+  t.add("quantized::linear",
+        [](LoweringContext& cx, const Node* n) { lower_qlinear(cx, n, Fuse::None); });
+  t.add("quantized::linear_relu",
+        [](LoweringContext& cx, const Node* n) { lower_qlinear(cx, n, Fuse::Relu); });
   for (const char* kind : {"quantized::conv2d", "quantized::conv1d"}) {
     t.add(kind, [](LoweringContext& cx, const Node* n) { lower_qconv(cx, n, Fuse::None, false); });
   }
   for (const char* kind : {"quantized::conv2d_relu", "quantized::conv1d_relu"}) {
     t.add(kind, [](LoweringContext& cx, const Node* n) { lower_qconv(cx, n, Fuse::Relu, false); });
   }
-  t.add("quantized::conv_transpose2d",
-        [](LoweringContext& cx, const Node* n) { lower_qconv(cx, n, Fuse::None, true); });
+  for (const char* kind : {"quantized::conv_transpose2d", "quantized::conv_transpose1d"}) {
+    t.add(kind, [](LoweringContext& cx, const Node* n) { lower_qconv(cx, n, Fuse::None, true); });
+  }
   t.add("quantized::add", [](LoweringContext& cx, const Node* n) {
      lower_qbinary(cx, n, Op::Add, Fuse::None);
    }).with_frames(frames_per_frame());
@@ -247,6 +304,19 @@ void register_quantized_ops(LoweringTable& t) {
   t.add("quantized::mul", [](LoweringContext& cx, const Node* n) {
      lower_qbinary(cx, n, Op::Mul, Fuse::None);
    }).with_frames(frames_per_frame());
+  t.add("quantized::mul_relu", [](LoweringContext& cx, const Node* n) {
+     lower_qbinary(cx, n, Op::Mul, Fuse::Relu);
+   }).with_frames(frames_per_frame());
+  const std::tuple<const char*, Op, Fuse> scalar_forms[] = {
+      {"quantized::add_scalar", Op::Add, Fuse::None},
+      {"quantized::add_scalar_relu", Op::Add, Fuse::Relu},
+      {"quantized::mul_scalar", Op::Mul, Fuse::None},
+      {"quantized::mul_scalar_relu", Op::Mul, Fuse::Relu}};
+  for (const auto& [kind, op, fuse] : scalar_forms) {
+    t.add(kind, [op = op, fuse = fuse](LoweringContext& cx, const Node* n) {
+      lower_qscalar(cx, n, op, fuse);
+    });
+  }
 }
 
 }  // namespace nnapi_convert

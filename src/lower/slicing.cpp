@@ -221,10 +221,16 @@ DimOrder cat_layout(LoweringContext& cx, const std::vector<const Value*>& tensor
 }
 
 void lower_cat(LoweringContext& cx, const Node* node) {
+  // quantized::cat(_relu)(tensors, dim, scale, zero_point): the output's
+  // parameters, or (None) the first input's, as PyTorch's kernel takes them;
+  // cat_relu is CONCATENATION, then RELU (which clamps at the zero point).
   std::optional<std::pair<double, int64_t>> qparams;
-  if (node->kind() == c10::Symbol::fromQualString("quantized::cat")) {
+  const bool relu = node->kind() == c10::Symbol::fromQualString("quantized::cat_relu");
+  if (relu || node->kind() == c10::Symbol::fromQualString("quantized::cat")) {
     check(node->inputs().size() == 4, "malformed quantized::cat");
-    qparams = std::make_pair(cx.constant_float(node->input(2)), cx.constant_int(node->input(3)));
+    if (!cx.constant_is_none(node->input(2))) {
+      qparams = std::make_pair(cx.constant_float(node->input(2)), cx.constant_int(node->input(3)));
+    }
   }
   const auto& tensors = cx.sequence(node->input(0));
   int64_t dim = cx.constant_int(node->input(1));
@@ -288,10 +294,11 @@ void lower_cat(LoweringContext& cx, const Node* node) {
     check(rank == 4, "channels-last cat needs 4 dims");
     nnapi_dim = nnapi_axis(out.dim_order, d);
   }
-  const int32_t out_id = cx.add_output(node->output(), out, dims).id;
+  const OperandHandle y = cx.add_output(relu ? nullptr : node->output(), out, dims);
   std::vector<int32_t> inputs = in_ids;
   inputs.push_back(cx.model().add_int_scalar(static_cast<int32_t>(nnapi_dim)));
-  cx.model().add_operation(Op::Concatenation, inputs, {out_id});
+  cx.model().add_operation(Op::Concatenation, inputs, {y.id});
+  if (relu) emit_unary(cx, Op::Relu, y, node->output());
 }
 
 // aten::chunk(x, chunks, dim), aten::split(x, int split_size | int[] sizes, dim),
@@ -352,6 +359,7 @@ void register_slicing_ops(LoweringTable& t) {
       .with_folds();
   t.add("aten::cat", lower_cat).with_above_rank_4(lower_high_rank_cat).with_moves(Moves::Parts);
   t.add("quantized::cat", lower_cat);
+  t.add("quantized::cat_relu", lower_cat);
   t.add("aten::chunk", lower_split).with_moves(Moves::Split);
   t.add("aten::split", lower_split).with_moves(Moves::Split);
   t.add("aten::split_with_sizes", lower_split).with_moves(Moves::Split);
