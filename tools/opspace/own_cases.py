@@ -1583,3 +1583,81 @@ for _kind in ("aten::is_floating_point", "prim::device", "aten::__isnot__", "ate
               "aten::list"):
     add(Sample(_kind, _ScriptedChecks, [In((2, 3, 5, 7))], "rank4", script=True))
     add(Sample(_kind, _ScriptedChecks, [In((3, 5))], "rank2-else", script=True))
+
+# --------------------------------------------- quantized forms of FX and eager
+# (issue 34 item 5) Eager quantized modules where PyTorch has them, the
+# operators FX emits otherwise (torch.ops.quantized.*, traced).
+add(Sample("quantized::linear_relu", None, [In((3, 8))], "rank2",
+           qmake=qmodule(lambda: torch.ao.nn.intrinsic.LinearReLU(seeded(torch.nn.Linear(8, 5)), torch.nn.ReLU()),
+                         [In((3, 8))])))
+add(Sample("quantized::linear_relu", None, [In((2, 3, 8))], "rank3-perchannel",
+           qmake=qmodule(lambda: torch.ao.nn.intrinsic.LinearReLU(seeded(torch.nn.Linear(8, 5)), torch.nn.ReLU()),
+                         [In((2, 3, 8))], "fbgemm")))
+add(Sample("quantized::conv_transpose1d", None, [In((2, 3, 9))], "s2",
+           qmake=qmodule(lambda: seeded(torch.nn.ConvTranspose1d(3, 2, 4, stride=2, padding=1)),
+                         [In((2, 3, 9))])))
+for _label in ("same4", "bcast4", "rank3"):
+    _a, _b = BINARY_SHAPES[_label]
+    add(Sample("quantized::mul_relu", None, [In(_a), In(_b)], _label,
+               qmake=fn(lambda a, b: torch.ops.quantized.mul_relu(a, b, 0.2, 100))))
+# A tensor and a number: eager's QFunctional add_scalar/mul_scalar (and the
+# relu forms), FX's quantized::add.Scalar/mul.Scalar (and add_relu/mul_relu);
+# positive and negative numbers, one that pushes the range past quint8's.
+for _c, _clabel in ((0.37, "pos"), (-0.45, "neg"), (9.0, "saturating")):
+    for _kind in ("add_scalar", "add_scalar_relu", "mul_scalar", "mul_scalar_relu"):
+        for _label in ("rank4", "rank2"):
+            add(Sample(f"quantized::{_kind}", None, [In(RANKS[_label])], f"{_label}-{_clabel}",
+                       qmake=fn(lambda x, k=_kind, c=_c: getattr(torch.ops.quantized, k)(x, c))))
+    for _kind in ("add", "add_relu", "mul", "mul_relu"):
+        add(Sample(f"quantized::{_kind}", None, [In(RANKS["rank4"])], f"scalar-{_clabel}",
+                   qmake=fn(lambda x, k=_kind, c=_c: getattr(torch.ops.quantized, k)(x, c))))
+add(Sample("quantized::add", None, [In(RANKS["rank2"])], "scalar-first",
+           qmake=fn(lambda x: torch.ops.quantized.add(0.6, x))))
+
+
+def _qparam(t):
+    return torch.nn.Parameter(t, requires_grad=False)
+
+
+def _qnorm_params(c, seed=3):
+    g = torch.Generator().manual_seed(seed)
+    return dict(w=torch.rand(c, generator=g) + 0.5, b=torch.randn(c, generator=g) * 0.3,
+                mean=torch.randn(c, generator=g) * 0.2, var=torch.rand(c, generator=g) + 0.5)
+
+
+for _kind, _shape, _label in (("batch_norm2d", (2, 3, 5, 7), "rank4"),
+                              ("batch_norm", (2, 3, 5, 7), "rank4"),
+                              ("batch_norm1d", (2, 3, 7), "rank3"),
+                              ("batch_norm1d", (4, 3), "rank2")):
+    for _relu in ("", "_relu"):
+        add(Sample(f"quantized::{_kind}{_relu}", None, [In(_shape)], _label,
+                   qmake=fn(lambda s, x, k=_kind + _relu: getattr(torch.ops.quantized, k)(
+                       x, s.w, s.b, s.mean, s.var, 1e-5, 0.07, 110), **_qnorm_params(3))))
+add(Sample("quantized::batch_norm2d", None, [In((2, 3, 5, 7))], "module",
+           qmake=qmodule(lambda: seeded(torch.nn.BatchNorm2d(3)), [In((2, 3, 5, 7))])))
+add(Sample("quantized::layer_norm", None, [In((2, 3, 8))], "rank3",
+           qmake=lambda: torch.ao.nn.quantized.LayerNorm(
+               [8], _qparam(torch.rand(8) + 0.5), _qparam(torch.randn(8) * 0.2), 0.05, 128).eval()))
+add(Sample("quantized::layer_norm", None, [In((2, 3, 5, 7))], "rank4-last2",
+           qmake=lambda: torch.ao.nn.quantized.LayerNorm(
+               [5, 7], _qparam(torch.rand(5, 7) + 0.5), _qparam(torch.randn(5, 7) * 0.2), 0.05, 128).eval()))
+add(Sample("quantized::group_norm", None, [In((2, 4, 5, 7))], "rank4",
+           qmake=lambda: torch.ao.nn.quantized.GroupNorm(
+               2, 4, _qparam(torch.rand(4) + 0.5), _qparam(torch.randn(4) * 0.2), 0.05, 128).eval()))
+add(Sample("quantized::instance_norm", None, [In((2, 3, 5, 7))], "rank4",
+           qmake=lambda: torch.ao.nn.quantized.InstanceNorm2d(
+               3, _qparam(torch.rand(3) + 0.5), _qparam(torch.randn(3) * 0.2), 0.05, 128, affine=True).eval()))
+add(Sample("quantized::instance_norm", None, [In((2, 3, 7))], "rank3",
+           qmake=lambda: torch.ao.nn.quantized.InstanceNorm1d(
+               3, _qparam(torch.rand(3) + 0.5), _qparam(torch.randn(3) * 0.2), 0.05, 128, affine=True).eval()))
+for _slope, _label in ((0.1, "rank4"), (-0.5, "rank4-negative"), (0.0, "rank4-zero")):
+    add(Sample("quantized::leaky_relu", None, [In((2, 3, 5, 7))], _label,
+               qmake=lambda s=_slope: torch.ao.nn.quantized.LeakyReLU(0.03, 90, s).eval()))
+add(Sample("quantized::cat_relu", None, [In((2, 3, 5, 7)), In((2, 2, 5, 7))], "dim1",
+           qmake=fn(lambda a, b: torch.ops.quantized.cat_relu([a, b], 1, 0.05, 10))))
+add(Sample("quantized::cat_relu", None, [In((2, 3, 5, 7)), In((2, 3, 2, 7))], "dim-2-first-params",
+           qmake=fn(lambda a, b: torch.ops.quantized.cat_relu([a, b], -2, None, None))))
+add(Sample("quantized::matmul", None, [In((2, 5, 8)), In((2, 8, 4))], "rank3",
+           qmake=fn(lambda a, b: torch.ops.quantized.matmul(a, b, 0.3, 120))))
+add(Sample("quantized::matmul", None, [In((5, 8)), In((8, 4), batched=False)], "rank2",
+           qmake=fn(lambda a, b: torch.ops.quantized.matmul(a, b, 0.3, 120))))
