@@ -1661,3 +1661,16 @@ add(Sample("quantized::matmul", None, [In((2, 5, 8)), In((2, 8, 4))], "rank3",
            qmake=fn(lambda a, b: torch.ops.quantized.matmul(a, b, 0.3, 120))))
 add(Sample("quantized::matmul", None, [In((5, 8)), In((8, 4), batched=False)], "rank2",
            qmake=fn(lambda a, b: torch.ops.quantized.matmul(a, b, 0.3, 120))))
+
+
+def _quantized_embedding_bag(mode):
+    bag = seeded(torch.nn.EmbeddingBag(10, 6, mode=mode), scale=1.0)
+    bag.qconfig = torch.ao.quantization.float_qparams_weight_only_qconfig
+    model = torch.nn.Sequential(bag).eval()
+    torch.ao.quantization.prepare(model, inplace=True)
+    return torch.ao.quantization.convert(model, inplace=True)
+
+
+for _mode in ("sum", "mean", "max"):
+    add(Sample("quantized::embedding_bag_byte", lambda m=_mode: _quantized_embedding_bag(m),
+               [In((3, 5), "int32", 0, 10)], f"bags-{_mode}"))
