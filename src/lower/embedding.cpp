@@ -113,7 +113,11 @@ void lower_embedding_bag_byte(LoweringContext& cx, const Node* node) {
 
 void register_embedding_ops(LoweringTable& t) {
   t.add("aten::embedding", lower_embedding).with_folds();
-  t.add("quantized::embedding_bag_byte", lower_embedding_bag_byte);
+  t.add("quantized::embedding_bag_byte", lower_embedding_bag_byte)
+      .with_note(
+          "2-D int32 (bags, length) indices without offsets, per_sample_weights or pruned "
+          "weights: GATHER of the 8-bit table and its per-row scale and bias, DEQUANTIZE, MUL, "
+          "ADD, REDUCE_SUM / MEAN / REDUCE_MAX over each bag");
 }
 
 }  // namespace nnapi_convert

@@ -284,12 +284,17 @@ void register_normalization_ops(LoweringTable& t) {
   }
   // quantized::layer_norm(x, normalized_shape, weight, bias, eps, scale,
   // zero_point): what FX graph-mode quantization makes of every LayerNorm.
-  t.add("quantized::layer_norm", [](LoweringContext& cx, const Node* n) {
-    lower_through_float(cx, n, 7, [&](const OperandHandle& x) {
-      // NHWC data (a quantized convolution's NHWC output) in PyTorch's order.
-      return layer_norm_of(cx, n, emit_relayout(cx, x, DimOrder::Contiguous), nullptr);
-    });
-  });
+  t.add("quantized::layer_norm",
+        [](LoweringContext& cx, const Node* n) {
+          lower_through_float(cx, n, 7, [&](const OperandHandle& x) {
+            // NHWC data (a quantized convolution's output) in PyTorch's order.
+            return layer_norm_of(cx, n, emit_relayout(cx, x, DimOrder::Contiguous), nullptr);
+          });
+        })
+      .with_note(
+          "DEQUANTIZE, aten::layer_norm's float sequence, QUANTIZE (NNAPI has no quant8 "
+          "normalization); so are quantized::group_norm, instance_norm and "
+          "batch_norm(1d/2d)(_relu)");
   // quantized::group_norm(x, num_groups, weight, bias, eps, scale, zero_point).
   t.add("quantized::group_norm", [](LoweringContext& cx, const Node* n) {
     lower_through_float(cx, n, 7, [&](const OperandHandle& x) { return group_norm_of(cx, n, x); });
