@@ -133,14 +133,13 @@ bool is_identity(c10::Symbol k) {
   return kinds.count(k) != 0;
 }
 
-// Whether every use of `v` only reshapes, permutes, selects from or slices it,
-// is an operand of arithmetic or of an elementwise operation lowered below,
-// or is a part of a cat (through its list), or an identity op whose result is
-// used so: then `v` may stay a buffer read with its rank > 4 shape. (A view
-// whose use is a transpose may be ShuffleNet's channel shuffle, a FusionPlan
-// group of layout.cpp.)
-// Whether `v` is only returned by the graph (itself or in the returned
-// tuple): the converted module reshapes such outputs (converter.cpp).
+// Whether every use of `v` only reshapes, permutes, selects from, slices or
+// unbinds it, is an operand of arithmetic, of an elementwise operation or of
+// a softmax lowered below, or is a part of a cat or an einsum (through its
+// list), or an identity op whose result is used so: then `v` may stay a buffer read with its rank >
+// 4 shape. (A view whose use is a transpose may be ShuffleNet's channel shuffle, a FusionPlan group
+// of layout.cpp.) Whether `v` is only returned by the graph (itself or in the returned tuple): the
+// converted module reshapes such outputs (converter.cpp).
 bool only_returned(const Value* v) {
   for (const torch::jit::Use& u : v->uses()) {
     const Node* n = u.user;
@@ -155,7 +154,8 @@ bool only_returned(const Value* v) {
 bool only_reshaped(const Value* v, bool transposes) {
   if (only_returned(v)) return true;
   static const KindSet kinds({c10::aten::view, c10::aten::reshape, c10::aten::permute,
-                              c10::aten::select, c10::aten::slice, c10::aten::pow});
+                              c10::aten::select, c10::aten::slice, c10::aten::pow,
+                              c10::aten::unbind, c10::aten::softmax, c10::aten::log_softmax});
   static const c10::Symbol transpose = c10::aten::transpose;
   for (const torch::jit::Use& u : v->uses()) {
     const c10::Symbol k = u.user->kind();
@@ -163,10 +163,12 @@ bool only_reshaped(const Value* v, bool transposes) {
     if (is_identity(k) && u.offset == 0 && only_reshaped(u.user->output(), transposes)) continue;
     if (k == c10::prim::ListConstruct) {
       const auto& list_uses = u.user->output()->uses();
-      const bool to_cat = std::all_of(list_uses.begin(), list_uses.end(), [](const auto& l) {
-        return l.user->kind() == c10::aten::cat && l.offset == 0;
+      const bool to_reader = std::all_of(list_uses.begin(), list_uses.end(), [](const auto& l) {
+        const c10::Symbol lk = l.user->kind();
+        return (lk == c10::aten::cat && l.offset == 0) ||
+               (lk == c10::aten::einsum && l.offset == 1);
       });
-      if (to_cat && !list_uses.empty()) continue;
+      if (to_reader && !list_uses.empty()) continue;
       return false;
     }
     const bool ok =
@@ -385,6 +387,41 @@ bool lower_high_rank_slice(LoweringContext& cx, const Node* node) {
   bind_as(cx, emit_take(cx, as_3d(cx, in, d), 1, start, count, step), with_dim(in, d, count),
           node->output());
   return true;
+}
+
+// unbind(x, d) of a tensor of rank 5 (d not flexible; timm's attention
+// `q, k, v = qkv.reshape(B, N, 3, H, D).permute(2, 0, 3, 1, 4).unbind(0)`):
+// x read as (dims before d, dim d, dims after d), one SPLIT along the middle,
+// each part RESHAPEd to its rank-4 piece (the ListUnpack binds the parts).
+bool lower_high_rank_unbind(LoweringContext& cx, const Node* node) {
+  if (!cx.has_operand(node->input(0))) return false;
+  const OperandHandle in = cx.get_operand(node->input(0));
+  const auto rank = static_cast<int64_t>(in.op.shape.size());
+  if (rank <= 4) return false;
+  const int64_t d = py_index(cx.constant_int(node->input(1)), rank);
+  check(rank == 5 && in.op.shape[d] != 0, [&] {
+    return "unbind of a tensor of shape " + shape_str(in.op.shape) + " (0: flexible) along dim " +
+           std::to_string(d) +
+           ": nnapi-convert unbinds a tensor of rank > 4 only when it has rank 5 and the dim "
+           "has a fixed size (the pieces are then NNAPI tensors of rank 4); select the pieces "
+           "one by one (x[0], x[1], ...) or reshape the tensor to rank 4 or less first";
+  });
+  const Dims piece = with_dim(in, d, -1);
+  std::vector<int32_t> parts;
+  for (int32_t id : emit_split(cx, as_3d(cx, in, d), 1, std::vector<int64_t>(in.op.shape[d], 1))) {
+    parts.push_back(emit_reshape(cx, {id, cx.operand(id)}, piece).id);
+  }
+  cx.add_split_outputs(node->output(), parts);
+  return true;
+}
+
+OperandHandle read_around(LoweringContext& cx, const OperandHandle& x, int64_t d) {
+  return as_3d(cx, x, d);
+}
+
+void bind_reshaped(LoweringContext& cx, const OperandHandle& x, const std::vector<SymInt>& dims,
+                   const Value* out) {
+  bind_as(cx, x, dims, out);
 }
 
 namespace {
