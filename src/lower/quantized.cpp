@@ -228,7 +228,9 @@ void lower_qbinary(LoweringContext& cx, const Node* node, Op op, Fuse fuse) {
 
 void register_quantized_ops(LoweringTable& t) {
   t.add("aten::quantize_per_tensor", lower_quantize).with_frames(frames_per_frame());
-  t.add("aten::dequantize", lower_dequantize).with_frames(frames_per_frame());
+  t.add("aten::dequantize", lower_dequantize)
+      .with_above_rank_4(lower_high_rank_dequantize)
+      .with_frames(frames_per_frame());
   t.add("quantized::linear", lower_qlinear);
   for (const char* kind : {"quantized::conv2d", "quantized::conv1d"}) {
     t.add(kind, [](LoweringContext& cx, const Node* n) { lower_qconv(cx, n, Fuse::None, false); });

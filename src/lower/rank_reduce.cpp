@@ -134,8 +134,8 @@ bool is_identity(c10::Symbol k) {
 }
 
 // Whether every use of `v` only reshapes, permutes, selects from, slices or
-// unbinds it, is an operand of arithmetic, of an elementwise operation or of
-// a softmax lowered below, or is a part of a cat or an einsum (through its
+// unbinds it, is an operand of arithmetic, of an elementwise operation, of a
+// dequantize or of a softmax lowered below, or is a part of a cat or an einsum (through its
 // list), or an identity op whose result is used so: then `v` may stay a buffer read with its rank >
 // 4 shape. (A view whose use is a transpose may be ShuffleNet's channel shuffle, a FusionPlan group
 // of layout.cpp.) Whether `v` is only returned by the graph (itself or in the returned tuple): the
@@ -155,7 +155,8 @@ bool only_reshaped(const Value* v, bool transposes) {
   if (only_returned(v)) return true;
   static const KindSet kinds({c10::aten::view, c10::aten::reshape, c10::aten::permute,
                               c10::aten::select, c10::aten::slice, c10::aten::pow,
-                              c10::aten::unbind, c10::aten::softmax, c10::aten::log_softmax});
+                              c10::aten::unbind, c10::aten::softmax, c10::aten::log_softmax,
+                              c10::aten::dequantize});
   static const c10::Symbol transpose = c10::aten::transpose;
   for (const torch::jit::Use& u : v->uses()) {
     const c10::Symbol k = u.user->kind();
@@ -562,6 +563,15 @@ bool lower_high_rank_unary(LoweringContext& cx, const Node* node, nnapi::Op op) 
 }
 
 }  // namespace
+
+// dequantize of rank > 4 (FX quantization dequantizes timm's qkv permute
+// before its unbind): DEQUANTIZE of the data as 1-D.
+bool lower_high_rank_dequantize(LoweringContext& cx, const Node* node) {
+  const std::optional<OperandHandle> x = high_rank_operand(cx, node->input(0));
+  if (!x || node->inputs().size() != 1) return false;
+  bind_as(cx, emit_dequantize(cx, flat(cx, *x)), sym_shape(*x), node->output());
+  return true;
+}
 
 // pow(x, 2) of rank > 4 (YOLO's `(xy * 2) ** 2`): x * x on the data as 1-D;
 // other exponents go to pointwise.cpp, as an elementwise op of the 1-D data.
