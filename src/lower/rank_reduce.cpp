@@ -9,7 +9,11 @@
 //   over (8, 7, 8, 7*C). Where more than 4 groups remain, each output group in
 //   turn is moved in front of the ones not placed yet, a 4-D (0, 2, 1, 3)
 //   TRANSPOSE of (placed, skipped, moved, rest).
-// - a select or slice of rank > 4 is a STRIDED_SLICE of the tensor read as 3-D.
+// - a select or slice of rank > 4 is a STRIDED_SLICE of the tensor read as 3-D;
+//   an unbind of rank 5 (timm's attention, `qkv.reshape(B, N, 3, H,
+//   D).permute(2, 0, 3, 1, 4).unbind(0)`) one SPLIT of it, each part RESHAPEd
+//   to its rank-4 piece (softmax of rank > 4, pointwise.cpp, is the same
+//   reading around its dim); a dequantize of rank > 4 is one of the data as 1-D.
 // - add, sub, mul and div of rank > 4 (Swin's attention mask,
 //   `attn.view(B, nW, heads, N, N) + mask`) drop the dims that are 1 in both
 //   operands and, if more than 4 remain, merge adjacent dims that broadcast
@@ -17,7 +21,8 @@
 //   RESHAPEd (nothing when the buffer already has that shape), constants
 //   reshaped here. More than 4 such groups are refused.
 // A result is again read with its full shape when its uses only reshape,
-// permute, select from or do such arithmetic on it, else RESHAPEd to it.
+// permute, select from, unbind, softmax, dequantize or do such arithmetic on
+// it, or pass it to einsum (einsum.cpp reads rank > 4), else RESHAPEd to it.
 // One size may be flexible (a load-time batch; Swin's B rides along in the
 // window partition, (B, H/w, w, W/w, w, C)). The flexible size is then
 // merged with its neighbours like any other, a -1 in each RESHAPE, and a
