@@ -348,17 +348,30 @@ Dims with_dim(const OperandHandle& x, int64_t d, int64_t size) {
   return dims;
 }
 
+// The input of rank > 4 of a node along a dim (select, slice, unbind:
+// input 0, the dim input 1).
+struct AlongDim {
+  OperandHandle x;
+  int64_t d;
+};
+
+std::optional<AlongDim> high_rank_along(LoweringContext& cx, const Node* node) {
+  if (!cx.has_operand(node->input(0))) return std::nullopt;
+  const OperandHandle x = cx.get_operand(node->input(0));
+  const auto rank = static_cast<int64_t>(x.op.shape.size());
+  if (rank <= 4) return std::nullopt;
+  return AlongDim{x, py_index(cx.constant_int(node->input(1)), rank)};
+}
+
 }  // namespace
 
 // select(x, d, i) of a tensor of rank > 4 (d not flexible): x read as (dims
 // before d, dim d, dims after d), a STRIDED_SLICE of [i, i + 1) along the middle.
 bool lower_high_rank_select(LoweringContext& cx, const Node* node) {
-  if (!cx.has_operand(node->input(0))) return false;
-  const OperandHandle in = cx.get_operand(node->input(0));
-  const auto rank = static_cast<int64_t>(in.op.shape.size());
-  if (rank <= 4) return false;
-  const int64_t d = py_index(cx.constant_int(node->input(1)), rank);
-  if (in.op.shape[d] == 0) return false;
+  const std::optional<AlongDim> a = high_rank_along(cx, node);
+  if (!a || a->x.op.shape[a->d] == 0) return false;
+  const OperandHandle& in = a->x;
+  const int64_t d = a->d;
   const int64_t i = py_index(cx.constant_int(node->input(2)), in.op.shape[d]);
   bind_as(cx, emit_take(cx, as_3d(cx, in, d), 1, i, 1, 1), with_dim(in, d, -1), node->output());
   return true;
@@ -368,11 +381,11 @@ bool lower_high_rank_select(LoweringContext& cx, const Node* node) {
 // detection head's `p[..., 4:]`): x read as (dims before d, dim d, dims after
 // d), a STRIDED_SLICE along the middle (NNAPI's takes rank <= 4).
 bool lower_high_rank_slice(LoweringContext& cx, const Node* node) {
-  if (!cx.has_operand(node->input(0)) || cx.has_symbolic(node->input(3))) return false;
-  const OperandHandle in = cx.get_operand(node->input(0));
-  const auto rank = static_cast<int64_t>(in.op.shape.size());
-  if (rank <= 4) return false;
-  const int64_t d = py_index(cx.constant_int(node->input(1)), rank);
+  if (cx.has_symbolic(node->input(3))) return false;
+  const std::optional<AlongDim> a = high_rank_along(cx, node);
+  if (!a) return false;
+  const OperandHandle& in = a->x;
+  const int64_t d = a->d;
   const int64_t size = in.op.shape[d];
   if (size == 0) return false;
   auto bound = [&](const Value* v, int64_t none_value) {  // Python's slice bounds
@@ -400,12 +413,11 @@ bool lower_high_rank_slice(LoweringContext& cx, const Node* node) {
 // x read as (dims before d, dim d, dims after d), one SPLIT along the middle,
 // each part RESHAPEd to its rank-4 piece (the ListUnpack binds the parts).
 bool lower_high_rank_unbind(LoweringContext& cx, const Node* node) {
-  if (!cx.has_operand(node->input(0))) return false;
-  const OperandHandle in = cx.get_operand(node->input(0));
-  const auto rank = static_cast<int64_t>(in.op.shape.size());
-  if (rank <= 4) return false;
-  const int64_t d = py_index(cx.constant_int(node->input(1)), rank);
-  check(rank == 5 && in.op.shape[d] != 0, [&] {
+  const std::optional<AlongDim> a = high_rank_along(cx, node);
+  if (!a) return false;
+  const OperandHandle& in = a->x;
+  const int64_t d = a->d;
+  check(in.op.shape.size() == 5 && in.op.shape[d] != 0, [&] {
     return "unbind of a tensor of shape " + shape_str(in.op.shape) + " (0: flexible) along dim " +
            std::to_string(d) +
            ": nnapi-convert unbinds a tensor of rank > 4 only when it has rank 5 and the dim "
