@@ -1615,3 +1615,8 @@ add(Sample("aten::einsum", fn(lambda q, k: torch.einsum(
     "bghid,bghjd->bghij", q.reshape(2, 3, 4, 2, 5).permute(0, 1, 3, 2, 4),
     k.reshape(2, 3, 4, 2, 5).permute(0, 1, 3, 2, 4)).softmax(-1)),
     [In((2, 3, 4, 10)), In((2, 3, 4, 10))], "rank5-permuted", flex=False))
+# FX's form: the quint8 permute dequantized at rank 5 before its selects.
+for _shape, _label in (((2, 5, 24), "qkv-tokens"), ((2, 3, 4, 24), "qkv-windows")):
+    add(Sample("aten::dequantize", None, [In(_shape)], _label,
+               qmake=fn(lambda x: (lambda q: (q[0], q[1], q[2]))(_qkv_heads(x).dequantize())),
+               quantum=IN_SCALE))
