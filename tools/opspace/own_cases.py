@@ -1589,8 +1589,8 @@ for _kind in ("aten::is_floating_point", "prim::device", "aten::__isnot__", "ate
 # Heads as a rank-5 view, as timm's ViT attention writes them: `qkv.reshape(B,
 # N, 3, H, D).permute(2, 0, 3, 1, 4)`, then unbind(0) or qkv[0], qkv[1],
 # qkv[2]; from tokens (B, N, 3C) and, with NHWC forms, from MaxViT's 4-D
-# window tensor (B, G, P, 3C) as (3, B, G, P, C). The rank-5 permute, unbind, select, softmax
-# and einsum are rank <= 4 operations (src/lower/rank_reduce.cpp).
+# window tensor (B, G, P, 3C) as (3, B, G, P, C). The rank-5 permute, unbind,
+# select, softmax and einsum are rank <= 4 operations (src/lower/rank_reduce.cpp).
 def _qkv_heads(x, heads=2):
     if x.dim() == 3:  # tokens (B, N, 3C) -> (3, B, H, N, D)
         B, N, C3 = x.shape
