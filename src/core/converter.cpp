@@ -100,8 +100,9 @@ void check_operand_ranks(const ModelBuilder& m, size_t first) {
       return "this node needs an NNAPI tensor of rank " + std::to_string(dims.size()) + " (" +
              shape_str(dims) +
              "), but NNAPI operations take tensors of rank 4 at most. nnapi-convert merges "
-             "dims for views, permutes, selects, slices, cat and elementwise operations of "
-             "rank > 4 (with one flexible size at most, among the first three dims), but not "
+             "dims for views, permutes, selects, slices, unbind, cat, softmax, dequantize and "
+             "elementwise operations of rank > 4 (with one flexible size at most, among the first "
+             "three dims), but not "
              "here: reshape the tensor to rank 4 or less before this operation (or give "
              "fixed sizes in --input)";
     });

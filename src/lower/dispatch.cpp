@@ -22,8 +22,9 @@ void check_input_ranks(const LoweringContext& cx, const Node* node) {
       return "this node reads " + value_name(v) + " of rank " + std::to_string(shape.size()) + " " +
              shape_str(shape) +
              ", but NNAPI operations take tensors of rank 4 at most, and nnapi-convert merges "
-             "dims for views, permutes, selects, slices, cat, einsum, padding and elementwise "
-             "operations only: reshape the tensor to rank 4 or less before this operation";
+             "dims for views, permutes, selects, slices, unbind, cat, einsum, padding, softmax, "
+             "dequantize and elementwise operations only: reshape the tensor to rank 4 or less "
+             "before this operation";
     });
   }
 }

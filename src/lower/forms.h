@@ -16,6 +16,8 @@ bool lower_high_rank_slice(LoweringContext& cx, const Node* node);
 bool lower_high_rank_unsqueeze(LoweringContext& cx, const Node* node);
 bool lower_high_rank_pow(LoweringContext& cx, const Node* node);
 bool lower_high_rank_cat(LoweringContext& cx, const Node* node);
+bool lower_high_rank_unbind(LoweringContext& cx, const Node* node);
+bool lower_high_rank_dequantize(LoweringContext& cx, const Node* node);
 // add, sub, mul, div; and relu, sigmoid, exp, log, sqrt, rsqrt, neg, abs.
 bool lower_high_rank_elementwise(LoweringContext& cx, const Node* node);
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "lower/emit.h"
+#include "lower/forms.h"
 #include "lower/node_args.h"
 #include "lower/registry.h"
 
@@ -158,7 +159,9 @@ void lower_index_select(LoweringContext& cx, const Node* node) {
 
 void register_indexing_ops(LoweringTable& t) {
   t.add("aten::stack", lower_stack).with_moves(Moves::Parts);
-  t.add("aten::unbind", lower_unbind).with_moves(Moves::Split, nnapi::Op::Reshape, true);
+  t.add("aten::unbind", lower_unbind)
+      .with_above_rank_4(lower_high_rank_unbind)
+      .with_moves(Moves::Split, nnapi::Op::Reshape, true);
   t.add("aten::narrow", lower_narrow).with_moves(Moves::First);
   t.add("aten::flip", lower_flip)
       .with_note("STRIDED_SLICE with stride -1 per flipped dim (fixed sizes)")

@@ -11,6 +11,7 @@
 
 #include "lower/emit.h"
 #include "lower/forms.h"
+#include "lower/rank_reduce.h"
 #include "lower/registry.h"
 #include "lower/signature_inputs.h"
 
@@ -236,6 +237,30 @@ void lower_softmax_like(LoweringContext& cx, const Node* node, Op op) {
     check_dtype_argument(cx, node->input(2), x, node->kind().toQualString());
   }
   emit_softmax_like(cx, node->output(), op, x, cx.constant_int(node->input(1)), x.op);
+}
+
+// softmax / log_softmax of a tensor of rank > 4 over a dim of fixed size
+// (MaxViT's `F.softmax(dot_prod + pos_bias, dim=-1)` of (B, G, H, P, P)): the
+// operation along dim 1 of the tensor read as 3-D around that dim.
+bool lower_high_rank_softmax_like(LoweringContext& cx, const Node* node, Op op) {
+  if (!cx.has_operand(node->input(0))) return false;
+  const OperandHandle x = cx.get_operand(node->input(0));
+  const auto rank = static_cast<int64_t>(x.op.shape.size());
+  if (rank <= 4) return false;
+  if (node->inputs().size() > 2) {
+    check_dtype_argument(cx, node->input(2), x, node->kind().toQualString());
+  }
+  const int64_t d = py_index(cx.constant_int(node->input(1)), rank);
+  check(x.op.shape[d] != 0, [&] {
+    return std::string(node->kind().toQualString()) + " of a tensor of shape " +
+           shape_str(x.op.shape) + " (0: flexible) along its flexible dim " + std::to_string(d) +
+           ": NNAPI takes rank 4 at most, and nnapi-convert merges the other dims only around a "
+           "dim of fixed size; give it a fixed size in --input";
+  });
+  const OperandHandle x3 = read_around(cx, x, d);
+  const OperandHandle y = emit_softmax_like(cx, nullptr, op, x3, 1, x3.op);
+  bind_reshaped(cx, y, sym_shape(x), node->output());
+  return true;
 }
 
 // quantized::softmax(qx, dim, output_scale, output_zero_point): a quant8
@@ -639,11 +664,17 @@ void register_pointwise_ops(LoweringTable& t) {
           "PyTorch's fmod-based quotient where a/b rounds up to a whole number")
       .with_above_rank_4(lower_high_rank_elementwise)
       .with_frames(frames_per_frame());
-  t.add("aten::softmax",
-        [](LoweringContext& cx, const Node* n) { lower_softmax_like(cx, n, Op::Softmax); });
+  t.add("aten::softmax", [](LoweringContext& cx, const Node* n) {
+     lower_softmax_like(cx, n, Op::Softmax);
+   }).with_above_rank_4([](LoweringContext& cx, const Node* n) {
+    return lower_high_rank_softmax_like(cx, n, Op::Softmax);
+  });
   t.add("quantized::softmax", lower_quantized_softmax);
-  t.add("aten::log_softmax",
-        [](LoweringContext& cx, const Node* n) { lower_softmax_like(cx, n, Op::LogSoftmax); });
+  t.add("aten::log_softmax", [](LoweringContext& cx, const Node* n) {
+     lower_softmax_like(cx, n, Op::LogSoftmax);
+   }).with_above_rank_4([](LoweringContext& cx, const Node* n) {
+    return lower_high_rank_softmax_like(cx, n, Op::LogSoftmax);
+  });
   t.add("aten::prelu", lower_prelu);
   t.add("aten::floor_divide", [](LoweringContext& cx, const Node* n) {
      lower_div_mode(cx, n, n->input(0), n->input(1), "floor");

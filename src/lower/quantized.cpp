@@ -281,7 +281,9 @@ void lower_qbinary(LoweringContext& cx, const Node* node, Op op, Fuse fuse) {
 
 void register_quantized_ops(LoweringTable& t) {
   t.add("aten::quantize_per_tensor", lower_quantize).with_frames(frames_per_frame()).with_folds();
-  t.add("aten::dequantize", lower_dequantize).with_frames(frames_per_frame());
+  t.add("aten::dequantize", lower_dequantize)
+      .with_above_rank_4(lower_high_rank_dequantize)
+      .with_frames(frames_per_frame());
   t.add("quantized::linear",
         [](LoweringContext& cx, const Node* n) { lower_qlinear(cx, n, Fuse::None); });
   t.add("quantized::linear_relu",

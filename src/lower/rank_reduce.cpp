@@ -9,7 +9,11 @@
 //   over (8, 7, 8, 7*C). Where more than 4 groups remain, each output group in
 //   turn is moved in front of the ones not placed yet, a 4-D (0, 2, 1, 3)
 //   TRANSPOSE of (placed, skipped, moved, rest).
-// - a select or slice of rank > 4 is a STRIDED_SLICE of the tensor read as 3-D.
+// - a select or slice of rank > 4 is a STRIDED_SLICE of the tensor read as 3-D;
+//   an unbind of rank 5 (timm's attention, `qkv.reshape(B, N, 3, H,
+//   D).permute(2, 0, 3, 1, 4).unbind(0)`) one SPLIT of it, each part RESHAPEd
+//   to its rank-4 piece (softmax of rank > 4, pointwise.cpp, is the same
+//   reading around its dim); a dequantize of rank > 4 is one of the data as 1-D.
 // - add, sub, mul and div of rank > 4 (Swin's attention mask,
 //   `attn.view(B, nW, heads, N, N) + mask`) drop the dims that are 1 in both
 //   operands and, if more than 4 remain, merge adjacent dims that broadcast
@@ -17,7 +21,8 @@
 //   RESHAPEd (nothing when the buffer already has that shape), constants
 //   reshaped here. More than 4 such groups are refused.
 // A result is again read with its full shape when its uses only reshape,
-// permute, select from or do such arithmetic on it, else RESHAPEd to it.
+// permute, select from, unbind, softmax, dequantize or do such arithmetic on
+// it, or pass it to einsum (einsum.cpp reads rank > 4), else RESHAPEd to it.
 // One size may be flexible (a load-time batch; Swin's B rides along in the
 // window partition, (B, H/w, w, W/w, w, C)). The flexible size is then
 // merged with its neighbours like any other, a -1 in each RESHAPE, and a
@@ -133,14 +138,13 @@ bool is_identity(c10::Symbol k) {
   return kinds.count(k) != 0;
 }
 
-// Whether every use of `v` only reshapes, permutes, selects from or slices it,
-// is an operand of arithmetic or of an elementwise operation lowered below,
-// or is a part of a cat (through its list), or an identity op whose result is
-// used so: then `v` may stay a buffer read with its rank > 4 shape. (A view
-// whose use is a transpose may be ShuffleNet's channel shuffle, a FusionPlan
-// group of layout.cpp.)
-// Whether `v` is only returned by the graph (itself or in the returned
-// tuple): the converted module reshapes such outputs (converter.cpp).
+// Whether every use of `v` only reshapes, permutes, selects from, slices or
+// unbinds it, is an operand of arithmetic, of an elementwise operation, of a
+// dequantize or of a softmax lowered below, or is a part of a cat or an einsum (through its
+// list), or an identity op whose result is used so: then `v` may stay a buffer read with its rank >
+// 4 shape. (A view whose use is a transpose may be ShuffleNet's channel shuffle, a FusionPlan group
+// of layout.cpp.) Whether `v` is only returned by the graph (itself or in the returned tuple): the
+// converted module reshapes such outputs (converter.cpp).
 bool only_returned(const Value* v) {
   for (const torch::jit::Use& u : v->uses()) {
     const Node* n = u.user;
@@ -155,7 +159,9 @@ bool only_returned(const Value* v) {
 bool only_reshaped(const Value* v, bool transposes) {
   if (only_returned(v)) return true;
   static const KindSet kinds({c10::aten::view, c10::aten::reshape, c10::aten::permute,
-                              c10::aten::select, c10::aten::slice, c10::aten::pow});
+                              c10::aten::select, c10::aten::slice, c10::aten::pow,
+                              c10::aten::unbind, c10::aten::softmax, c10::aten::log_softmax,
+                              c10::aten::dequantize});
   static const c10::Symbol transpose = c10::aten::transpose;
   for (const torch::jit::Use& u : v->uses()) {
     const c10::Symbol k = u.user->kind();
@@ -163,10 +169,12 @@ bool only_reshaped(const Value* v, bool transposes) {
     if (is_identity(k) && u.offset == 0 && only_reshaped(u.user->output(), transposes)) continue;
     if (k == c10::prim::ListConstruct) {
       const auto& list_uses = u.user->output()->uses();
-      const bool to_cat = std::all_of(list_uses.begin(), list_uses.end(), [](const auto& l) {
-        return l.user->kind() == c10::aten::cat && l.offset == 0;
+      const bool to_reader = std::all_of(list_uses.begin(), list_uses.end(), [](const auto& l) {
+        const c10::Symbol lk = l.user->kind();
+        return (lk == c10::aten::cat && l.offset == 0) ||
+               (lk == c10::aten::einsum && l.offset == 1);
       });
-      if (to_cat && !list_uses.empty()) continue;
+      if (to_reader && !list_uses.empty()) continue;
       return false;
     }
     const bool ok =
@@ -340,17 +348,30 @@ Dims with_dim(const OperandHandle& x, int64_t d, int64_t size) {
   return dims;
 }
 
+// The input of rank > 4 of a node along a dim (select, slice, unbind:
+// input 0, the dim input 1).
+struct AlongDim {
+  OperandHandle x;
+  int64_t d;
+};
+
+std::optional<AlongDim> high_rank_along(LoweringContext& cx, const Node* node) {
+  if (!cx.has_operand(node->input(0))) return std::nullopt;
+  const OperandHandle x = cx.get_operand(node->input(0));
+  const auto rank = static_cast<int64_t>(x.op.shape.size());
+  if (rank <= 4) return std::nullopt;
+  return AlongDim{x, py_index(cx.constant_int(node->input(1)), rank)};
+}
+
 }  // namespace
 
 // select(x, d, i) of a tensor of rank > 4 (d not flexible): x read as (dims
 // before d, dim d, dims after d), a STRIDED_SLICE of [i, i + 1) along the middle.
 bool lower_high_rank_select(LoweringContext& cx, const Node* node) {
-  if (!cx.has_operand(node->input(0))) return false;
-  const OperandHandle in = cx.get_operand(node->input(0));
-  const auto rank = static_cast<int64_t>(in.op.shape.size());
-  if (rank <= 4) return false;
-  const int64_t d = py_index(cx.constant_int(node->input(1)), rank);
-  if (in.op.shape[d] == 0) return false;
+  const std::optional<AlongDim> a = high_rank_along(cx, node);
+  if (!a || a->x.op.shape[a->d] == 0) return false;
+  const OperandHandle& in = a->x;
+  const int64_t d = a->d;
   const int64_t i = py_index(cx.constant_int(node->input(2)), in.op.shape[d]);
   bind_as(cx, emit_take(cx, as_3d(cx, in, d), 1, i, 1, 1), with_dim(in, d, -1), node->output());
   return true;
@@ -360,11 +381,11 @@ bool lower_high_rank_select(LoweringContext& cx, const Node* node) {
 // detection head's `p[..., 4:]`): x read as (dims before d, dim d, dims after
 // d), a STRIDED_SLICE along the middle (NNAPI's takes rank <= 4).
 bool lower_high_rank_slice(LoweringContext& cx, const Node* node) {
-  if (!cx.has_operand(node->input(0)) || cx.has_symbolic(node->input(3))) return false;
-  const OperandHandle in = cx.get_operand(node->input(0));
-  const auto rank = static_cast<int64_t>(in.op.shape.size());
-  if (rank <= 4) return false;
-  const int64_t d = py_index(cx.constant_int(node->input(1)), rank);
+  if (cx.has_symbolic(node->input(3))) return false;
+  const std::optional<AlongDim> a = high_rank_along(cx, node);
+  if (!a) return false;
+  const OperandHandle& in = a->x;
+  const int64_t d = a->d;
   const int64_t size = in.op.shape[d];
   if (size == 0) return false;
   auto bound = [&](const Value* v, int64_t none_value) {  // Python's slice bounds
@@ -385,6 +406,40 @@ bool lower_high_rank_slice(LoweringContext& cx, const Node* node) {
   bind_as(cx, emit_take(cx, as_3d(cx, in, d), 1, start, count, step), with_dim(in, d, count),
           node->output());
   return true;
+}
+
+// unbind(x, d) of a tensor of rank 5 (d not flexible; timm's attention
+// `q, k, v = qkv.reshape(B, N, 3, H, D).permute(2, 0, 3, 1, 4).unbind(0)`):
+// x read as (dims before d, dim d, dims after d), one SPLIT along the middle,
+// each part RESHAPEd to its rank-4 piece (the ListUnpack binds the parts).
+bool lower_high_rank_unbind(LoweringContext& cx, const Node* node) {
+  const std::optional<AlongDim> a = high_rank_along(cx, node);
+  if (!a) return false;
+  const OperandHandle& in = a->x;
+  const int64_t d = a->d;
+  check(in.op.shape.size() == 5 && in.op.shape[d] != 0, [&] {
+    return "unbind of a tensor of shape " + shape_str(in.op.shape) + " (0: flexible) along dim " +
+           std::to_string(d) +
+           ": nnapi-convert unbinds a tensor of rank > 4 only when it has rank 5 and the dim "
+           "has a fixed size (the pieces are then NNAPI tensors of rank 4); select the pieces "
+           "one by one (x[0], x[1], ...) or reshape the tensor to rank 4 or less first";
+  });
+  const Dims piece = with_dim(in, d, -1);
+  std::vector<int32_t> parts;
+  for (int32_t id : emit_split(cx, as_3d(cx, in, d), 1, std::vector<int64_t>(in.op.shape[d], 1))) {
+    parts.push_back(emit_reshape(cx, {id, cx.operand(id)}, piece).id);
+  }
+  cx.add_split_outputs(node->output(), parts);
+  return true;
+}
+
+OperandHandle read_around(LoweringContext& cx, const OperandHandle& x, int64_t d) {
+  return as_3d(cx, x, d);
+}
+
+void bind_reshaped(LoweringContext& cx, const OperandHandle& x, const std::vector<SymInt>& dims,
+                   const Value* out) {
+  bind_as(cx, x, dims, out);
 }
 
 namespace {
@@ -525,6 +580,15 @@ bool lower_high_rank_unary(LoweringContext& cx, const Node* node, nnapi::Op op) 
 }
 
 }  // namespace
+
+// dequantize of rank > 4 (FX quantization dequantizes timm's qkv permute
+// before its unbind): DEQUANTIZE of the data as 1-D.
+bool lower_high_rank_dequantize(LoweringContext& cx, const Node* node) {
+  const std::optional<OperandHandle> x = high_rank_operand(cx, node->input(0));
+  if (!x || node->inputs().size() != 1) return false;
+  bind_as(cx, emit_dequantize(cx, flat(cx, *x)), sym_shape(*x), node->output());
+  return true;
+}
 
 // pow(x, 2) of rank > 4 (YOLO's `(xy * 2) ** 2`): x * x on the data as 1-D;
 // other exponents go to pointwise.cpp, as an elementwise op of the 1-D data.

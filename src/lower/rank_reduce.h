@@ -32,5 +32,13 @@ OperandHandle permute_merged_raw(LoweringContext& cx, const OperandHandle& x,
 // of rank_reduce.cpp, or the model's return), else a RESHAPE.
 void bind_reshaped(LoweringContext& cx, const OperandHandle& x, const Shape& shape,
                    const Value* out);
+// bind_reshaped of `x` read as `dims` (one may be a load-time size).
+void bind_reshaped(LoweringContext& cx, const OperandHandle& x, const std::vector<SymInt>& dims,
+                   const Value* out);
+// A contiguous tensor `x` of rank > 4 read as 3-D around its dim d: (the
+// product of the dims before d, dim d, the product of the dims after d), a
+// RESHAPE where its operand has another shape. An operation along d (a
+// softmax, a split) is then one along dim 1 of the 3-D operand.
+OperandHandle read_around(LoweringContext& cx, const OperandHandle& x, int64_t d);
 
 }  // namespace nnapi_convert

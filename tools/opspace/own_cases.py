@@ -1674,3 +1674,39 @@ def _quantized_embedding_bag(mode):
 for _mode in ("sum", "mean", "max"):
     add(Sample("quantized::embedding_bag_byte", lambda m=_mode: _quantized_embedding_bag(m),
                [In((3, 5), "int32", 0, 10)], f"bags-{_mode}"))
+
+# ------------------------------------------ rank-5 attention views (issue 34)
+# Heads as a rank-5 view, as timm's ViT attention writes them: `qkv.reshape(B,
+# N, 3, H, D).permute(2, 0, 3, 1, 4)`, then unbind(0) or qkv[0], qkv[1],
+# qkv[2]; from tokens (B, N, 3C) and, with NHWC forms, from MaxViT's 4-D
+# window tensor (B, G, P, 3C) as (3, B, G, P, C). The rank-5 permute, unbind,
+# select, softmax and einsum are rank <= 4 operations (src/lower/rank_reduce.cpp).
+def _qkv_heads(x, heads=2):
+    if x.dim() == 3:  # tokens (B, N, 3C) -> (3, B, H, N, D)
+        B, N, C3 = x.shape
+        return x.reshape(B, N, 3, heads, C3 // (3 * heads)).permute(2, 0, 3, 1, 4)
+    B, G, P, C3 = x.shape  # windows (B, G, P, 3C) -> (3, B, G, P, C)
+    return x.reshape(B, G, P, 3, C3 // 3).permute(3, 0, 1, 2, 4)
+
+
+for _shape, _label in (((2, 5, 24), "qkv-tokens"), ((2, 3, 4, 24), "qkv-windows")):
+    add(Sample("aten::unbind", fn(lambda x: _qkv_heads(x).unbind(0)), [In(_shape)], _label,
+               qmake=True))
+    add(Sample("aten::select", fn(lambda x: (lambda q: (q[0], q[1], q[2]))(_qkv_heads(x))),
+               [In(_shape)], _label, qmake=True))
+    add(Sample("aten::softmax", fn(lambda x: torch.softmax(_qkv_heads(x), -1)), [In(_shape)],
+               _label + "-dim-1"))
+    add(Sample("aten::log_softmax", fn(lambda x: torch.log_softmax(_qkv_heads(x), 2)), [In(_shape)],
+               _label + "-dim2"))
+# MaxViT's attention: q, k of (B, G, P, C) as (B, G, H, P, D) and their rank-5
+# einsum, softmax and einsum with v (an einsum over a flexible batch letter is
+# refused: fixed batch only).
+add(Sample("aten::einsum", fn(lambda q, k: torch.einsum(
+    "bghid,bghjd->bghij", q.reshape(2, 3, 4, 2, 5).permute(0, 1, 3, 2, 4),
+    k.reshape(2, 3, 4, 2, 5).permute(0, 1, 3, 2, 4)).softmax(-1)),
+    [In((2, 3, 4, 10)), In((2, 3, 4, 10))], "rank5-permuted", flex=False))
+# FX's form: the quint8 permute dequantized at rank 5 before its selects.
+for _shape, _label in (((2, 5, 24), "qkv-tokens"), ((2, 3, 4, 24), "qkv-windows")):
+    add(Sample("aten::dequantize", None, [In(_shape)], _label,
+               qmake=fn(lambda x: (lambda q: (q[0], q[1], q[2]))(_qkv_heads(x).dequantize())),
+               quantum=IN_SCALE))
