@@ -21,20 +21,36 @@ namespace nnapi_convert {
 // it runs once here.
 const KindSet& foldable_kinds() {
   static const KindSet kinds({
-      c10::prim::NumToTensor,   c10::aten::Int,
-      c10::aten::Float,         c10::aten::ScalarImplicit,
-      c10::aten::floor_divide,  c10::aten::floordiv,
-      c10::aten::div,           c10::aten::mul,
-      c10::aten::add,           c10::aten::sub,
-      c10::aten::remainder,     c10::aten::neg,
-      c10::aten::__getitem__,   c10::aten::len,
-      c10::prim::ListUnpack,    c10::prim::TupleUnpack,
-      c10::prim::TupleIndex,    c10::aten::size,
-      c10::aten::floor,         c10::aten::ceil,
-      c10::prim::Uninitialized, c10::aten::__not__,
-      c10::aten::__contains__,  c10::aten::__is__,
-      c10::aten::__isnot__,     c10::aten::format,
+      c10::prim::NumToTensor,
+      c10::aten::Int,
+      c10::aten::Float,
+      c10::aten::ScalarImplicit,
+      c10::aten::floor_divide,
+      c10::aten::floordiv,
+      c10::aten::div,
+      c10::aten::mul,
+      c10::aten::add,
+      c10::aten::sub,
+      c10::aten::remainder,
+      c10::aten::neg,
+      c10::aten::__getitem__,
+      c10::aten::len,
+      c10::prim::ListUnpack,
+      c10::prim::TupleUnpack,
+      c10::prim::TupleIndex,
+      c10::aten::size,
+      c10::aten::floor,
+      c10::aten::ceil,
+      c10::prim::Uninitialized,
+      c10::aten::__not__,
+      c10::aten::__contains__,
+      c10::aten::__is__,
+      c10::aten::__isnot__,
+      c10::aten::format,
       c10::aten::list,
+      // max(pad, 0) and min(...) of scripted "same" padding (int arithmetic).
+      c10::prim::max,
+      c10::prim::min,
   });
   return kinds;
 }
@@ -153,8 +169,44 @@ std::optional<c10::IValue> dtype_stand_in(const LoweringContext& cx, const Node*
 
 }  // namespace
 
+namespace {
+
+// A 0-dim tensor or a number: what traced size arithmetic computes with
+// (prim::NumToTensor of x.size(2), then div, ceil, clamp, ... of it).
+bool is_scalar_value(const c10::IValue& v) {
+  if (v.isTensor()) return v.toTensor().dim() == 0;
+  return v.isInt() || v.isDouble() || v.isBool() || v.isNone() || v.isString();
+}
+
+// Size arithmetic traced as tensor operations: a node of a lowered kind
+// (aten::clamp, aten::ceil, aten::sub of tensors, ...) whose inputs are all
+// constant 0-dim tensors or numbers, as timm's get_same_padding computes
+// torch.clamp(((x / s).ceil() - 1) * s + (k - 1) * d + 1 - x, min=0) on a
+// traced size. In-place writes are left to the kinds that fold them.
+bool folds_as_scalar_arithmetic(const LoweringContext& cx, const Node* node) {
+  if (writes_input(node->kind()) || node->blocks().size() != 0) return false;
+  for (const Value* in : node->inputs()) {
+    if (!cx.has_constant(in) || !is_scalar_value(cx.constant(in).value)) return false;
+  }
+  for (const Value* out : node->outputs()) {
+    const auto t = out->type()->cast<c10::TensorType>();
+    if (out->type()->kind() != c10::TypeKind::TensorType) {
+      const c10::TypeKind k = out->type()->kind();
+      if (k != c10::TypeKind::IntType && k != c10::TypeKind::FloatType &&
+          k != c10::TypeKind::BoolType && k != c10::TypeKind::NumberType) {
+        return false;
+      }
+    } else if (t && t->dim() && *t->dim() != 0) {
+      return false;
+    }
+  }
+  return lowering_table().lowers(node->kind()) && node->maybeSchema() != nullptr;
+}
+
+}  // namespace
+
 bool Folder::try_fold(LoweringContext& cx, const Node* node) {
-  if (!is_foldable(node->kind())) return false;
+  if (!is_foldable(node->kind()) && !folds_as_scalar_arithmetic(cx, node)) return false;
   torch::jit::Stack stack;
   for (const Value* in : node->inputs()) {
     if (cx.has_constant(in)) {
