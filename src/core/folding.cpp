@@ -18,38 +18,24 @@ namespace nnapi_convert {
 // Scalar and shape arithmetic that traced models carry (x.size(0) // 2, ...),
 // and the conditions and messages of scripted models' checks (`not`, `in`,
 // `is None`, f-strings). With fixed input sizes every input is a constant, so
-// it runs once here.
+// it runs once here. prim::max and prim::min: max(pad, 0) of scripted "same"
+// padding.
 const KindSet& foldable_kinds() {
   static const KindSet kinds({
-      c10::prim::NumToTensor,
-      c10::aten::Int,
-      c10::aten::Float,
-      c10::aten::ScalarImplicit,
-      c10::aten::floor_divide,
-      c10::aten::floordiv,
-      c10::aten::div,
-      c10::aten::mul,
-      c10::aten::add,
-      c10::aten::sub,
-      c10::aten::remainder,
-      c10::aten::neg,
-      c10::aten::__getitem__,
-      c10::aten::len,
-      c10::prim::ListUnpack,
-      c10::prim::TupleUnpack,
-      c10::prim::TupleIndex,
-      c10::aten::size,
-      c10::aten::floor,
-      c10::aten::ceil,
-      c10::prim::Uninitialized,
-      c10::aten::__not__,
-      c10::aten::__contains__,
-      c10::aten::__is__,
-      c10::aten::__isnot__,
-      c10::aten::format,
-      c10::aten::list,
-      // max(pad, 0) and min(...) of scripted "same" padding (int arithmetic).
-      c10::prim::max,
+      c10::prim::NumToTensor,   c10::aten::Int,
+      c10::aten::Float,         c10::aten::ScalarImplicit,
+      c10::aten::floor_divide,  c10::aten::floordiv,
+      c10::aten::div,           c10::aten::mul,
+      c10::aten::add,           c10::aten::sub,
+      c10::aten::remainder,     c10::aten::neg,
+      c10::aten::__getitem__,   c10::aten::len,
+      c10::prim::ListUnpack,    c10::prim::TupleUnpack,
+      c10::prim::TupleIndex,    c10::aten::size,
+      c10::aten::floor,         c10::aten::ceil,
+      c10::prim::Uninitialized, c10::aten::__not__,
+      c10::aten::__contains__,  c10::aten::__is__,
+      c10::aten::__isnot__,     c10::aten::format,
+      c10::aten::list,          c10::prim::max,
       c10::prim::min,
   });
   return kinds;
@@ -166,10 +152,6 @@ std::optional<c10::IValue> dtype_stand_in(const LoweringContext& cx, const Node*
       return std::nullopt;
   }
 }
-
-}  // namespace
-
-namespace {
 
 // A 0-dim tensor or a number: what traced size arithmetic computes with
 // (prim::NumToTensor of x.size(2), then div, ceil, clamp, ... of it).
