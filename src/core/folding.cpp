@@ -153,42 +153,38 @@ std::optional<c10::IValue> dtype_stand_in(const LoweringContext& cx, const Node*
   }
 }
 
-// A 0-dim tensor or a number: what traced size arithmetic computes with
-// (prim::NumToTensor of x.size(2), then div, ceil, clamp, ... of it).
-bool is_scalar_value(const c10::IValue& v) {
-  if (v.isTensor()) return v.toTensor().dim() == 0;
+// A number, a 0-dim tensor (what traced size arithmetic computes with:
+// prim::NumToTensor of x.size(2), then div, ceil, clamp, ... of it), or a
+// tensor that folding made (`made`: the model built it from constants, as
+// Emformer's lengths and attention masks; not a weight).
+bool is_folded_value(const c10::IValue& v, const std::set<const c10::StorageImpl*>& made) {
+  if (v.isTensor()) return v.toTensor().dim() == 0 || made.count(storage_of(v)) != 0;
   return v.isInt() || v.isDouble() || v.isBool() || v.isNone() || v.isString();
 }
 
-// Size arithmetic traced as tensor operations: a node of a lowered kind
-// (aten::clamp, aten::ceil, aten::sub of tensors, ...) whose inputs are all
-// constant 0-dim tensors or numbers, as timm's get_same_padding computes
-// torch.clamp(((x / s).ceil() - 1) * s + (k - 1) * d + 1 - x, min=0) on a
-// traced size. In-place writes are left to the kinds that fold them.
-bool folds_as_scalar_arithmetic(const LoweringContext& cx, const Node* node) {
-  if (writes_input(node->kind()) || node->blocks().size() != 0) return false;
+// Size arithmetic traced as tensor operations, and what a model computes
+// from tensors it builds from its sizes: a node of a lowered kind
+// (aten::clamp, aten::ceil, aten::sub, aten::max, ...) whose inputs are all
+// constant numbers, 0-dim tensors or tensors folding made, as timm's
+// get_same_padding computes torch.clamp(((x / s).ceil() - 1) * s + (k - 1) *
+// d + 1 - x, min=0) on a traced size. In-place writes are left to the kinds
+// that fold them.
+bool folds_as_size_arithmetic(const LoweringContext& cx, const Node* node,
+                              const std::set<const c10::StorageImpl*>& made) {
+  if (writes_input(node->kind()) || !node->blocks().empty() || !node->maybeSchema() ||
+      !lowering_table().lowers(node->kind())) {
+    return false;
+  }
   for (const Value* in : node->inputs()) {
-    if (!cx.has_constant(in) || !is_scalar_value(cx.constant(in).value)) return false;
+    if (!cx.has_constant(in) || !is_folded_value(cx.constant(in).value, made)) return false;
   }
-  for (const Value* out : node->outputs()) {
-    const auto t = out->type()->cast<c10::TensorType>();
-    if (out->type()->kind() != c10::TypeKind::TensorType) {
-      const c10::TypeKind k = out->type()->kind();
-      if (k != c10::TypeKind::IntType && k != c10::TypeKind::FloatType &&
-          k != c10::TypeKind::BoolType && k != c10::TypeKind::NumberType) {
-        return false;
-      }
-    } else if (t && t->dim() && *t->dim() != 0) {
-      return false;
-    }
-  }
-  return lowering_table().lowers(node->kind()) && node->maybeSchema() != nullptr;
+  return true;
 }
 
 }  // namespace
 
 bool Folder::try_fold(LoweringContext& cx, const Node* node) {
-  if (!is_foldable(node->kind()) && !folds_as_scalar_arithmetic(cx, node)) return false;
+  if (!is_foldable(node->kind()) && !folds_as_size_arithmetic(cx, node, made_)) return false;
   torch::jit::Stack stack;
   for (const Value* in : node->inputs()) {
     if (cx.has_constant(in)) {
@@ -220,6 +216,75 @@ bool Folder::try_fold(LoweringContext& cx, const Node* node) {
   for (size_t i = 0; i < stack.size(); ++i) {
     const c10::StorageImpl* s = storage_of(stack[i]);
     if (s && std::find(inputs.begin(), inputs.end(), s) == inputs.end()) made_.insert(s);
+    cx.add_constant(node->output(i), node->output(i)->type(), stack[i]);
+  }
+  return true;
+}
+
+namespace {
+
+// An uninitialized tensor of the operand's dtype and (fixed) shape, or None
+// when a size is flexible or the operand is held in another form (video
+// frames).
+std::optional<at::Tensor> empty_stand_in(const Operand& o) {
+  if (is_frames(o.dim_order)) return std::nullopt;
+  for (int64_t d : o.shape) {
+    if (d <= 0) return std::nullopt;
+  }
+  switch (o.type) {
+    case nnapi::OperandType::TensorFloat32:
+      return at::empty(o.shape, at::kFloat);
+    case nnapi::OperandType::TensorInt32:
+      return at::empty(o.shape, at::kInt);
+    case nnapi::OperandType::TensorQuant8Asymm:
+      return at::_empty_affine_quantized(o.shape, at::device(at::kCPU).dtype(at::kQUInt8), o.scale,
+                                         o.zero_point);
+    default:
+      return std::nullopt;
+  }
+}
+
+bool is_empty_tensor(const c10::IValue& v) { return v.isTensor() && v.toTensor().numel() == 0; }
+
+// Whether `node` may give zero-sized results: it reads a constant zero-sized
+// tensor, or it is a slice (x[T - 0:], x[s:s]).
+bool may_be_empty(const LoweringContext& cx, const Node* node) {
+  if (node->kind() == c10::aten::slice || node->kind() == c10::aten::narrow) return true;
+  for (const Value* in : node->inputs()) {
+    if (cx.has_constant(in) && is_empty_tensor(cx.constant(in).value)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool Folder::try_empty(LoweringContext& cx, const Node* node) {
+  // cat drops its zero-sized pieces itself (lower/slicing.cpp).
+  if (node->kind() == c10::aten::cat || writes_input(node->kind()) || !node->blocks().empty() ||
+      !node->maybeSchema() || node->outputs().empty() || !may_be_empty(cx, node)) {
+    return false;
+  }
+  torch::jit::Stack stack;
+  for (const Value* in : node->inputs()) {
+    if (cx.has_constant(in)) {
+      stack.push_back(cx.constant(in).value);
+      continue;
+    }
+    if (!cx.has_operand(in)) return false;
+    std::optional<at::Tensor> t = empty_stand_in(cx.get_operand(in).op);
+    if (!t) return false;
+    stack.emplace_back(*t);
+  }
+  try {
+    run_node(node, stack);
+  } catch (const c10::Error&) {
+    return false;  // the lowering says what is wrong with the node
+  }
+  if (stack.size() != node->outputs().size() ||
+      !std::all_of(stack.begin(), stack.end(), is_empty_tensor)) {
+    return false;
+  }
+  for (size_t i = 0; i < stack.size(); ++i) {
     cx.add_constant(node->output(i), node->output(i)->type(), stack[i]);
   }
   return true;
