@@ -171,8 +171,9 @@ bool is_folded_value(const c10::IValue& v, const std::set<const c10::StorageImpl
 // that fold them.
 bool folds_as_size_arithmetic(const LoweringContext& cx, const Node* node,
                               const std::set<const c10::StorageImpl*>& made) {
-  if (writes_input(node->kind()) || !node->blocks().empty() || !node->maybeSchema() ||
-      !lowering_table().lowers(node->kind())) {
+  // A node without outputs (prim::RaiseException) is control, not arithmetic.
+  if (writes_input(node->kind()) || !node->blocks().empty() || node->outputs().empty() ||
+      !node->maybeSchema() || !lowering_table().lowers(node->kind())) {
     return false;
   }
   for (const Value* in : node->inputs()) {
