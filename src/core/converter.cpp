@@ -316,6 +316,10 @@ bool attribute_operations(GraphLowering& g, NodeLowering& n) {
 // All inputs constant: computed now (Folder), no operation.
 bool fold_constant(GraphLowering& g, NodeLowering& n) { return g.folder.try_fold(g.cx, n.node); }
 
+// A zero-sized result PyTorch computes from a zero-sized piece or an empty
+// slice: a constant, no operation (Folder::try_empty).
+bool empty_result(GraphLowering& g, NodeLowering& n) { return g.folder.try_empty(g.cx, n.node); }
+
 // Arithmetic on load-time sizes: shape-compute lines (lower/symbolic.cpp).
 bool shape_arithmetic(GraphLowering& g, NodeLowering& n) {
   return lower_symbolic_arithmetic(g.cx, n.node);
@@ -384,6 +388,7 @@ struct NodeStep {
 constexpr NodeStep kNodeSteps[] = {
     {"attribute operations", attribute_operations},
     {"fold constant", fold_constant},
+    {"empty result", empty_result},
     {"shape arithmetic", shape_arithmetic},
     {"skip group member", skip_group_member},
     {"alias folded activation", alias_folded_activation},

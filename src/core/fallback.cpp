@@ -280,6 +280,11 @@ std::optional<InputSpec> boundary_spec(const Seen& seen, std::string* why) {
     *why = a.dim() ? "a tensor of rank > 4" : "a 0-dim tensor";
     return std::nullopt;
   }
+  if (a.numel() == 0) {
+    *why = "a zero-sized tensor (" + shape_str(a.sizes().vec()) +
+           "): NNAPI has no zero-sized operands, and takes an empty input as an omitted one";
+    return std::nullopt;
+  }
   if (!seen.sizes_seen.empty()) {
     *why = "whose size depends on the data (runs on random inputs gave " + seen.sizes_seen +
            "), while an NNAPI model's sizes are set when it is first run";
@@ -653,6 +658,14 @@ Conversion Planner::assemble(const std::vector<Segment>& segments, std::vector<C
   fg->graph = top;
   fg->self = self_;
   c.fallback = fg;
+  SizesSeen fed;
+  for (const Segment& s : segments) {
+    for (const Value* v : s.inputs) {
+      const Seen& seen = seen_.at(v);
+      if (seen.tensor) fed[copy.values.at(v)] = seen.first.sizes().vec();
+    }
+  }
+  check_parts_fed(c, fed, options_.model_path);
   return c;
 }
 
@@ -710,6 +723,63 @@ Conversion Planner::run() {
 }
 
 }  // namespace
+
+void check_parts_fed(const Conversion& c, const SizesSeen& seen, const std::string& model_path) {
+  const auto refuse = [&](int64_t part, const std::string& what) {
+    throw ConvertError(
+        1, "model '" + model_path + "': --cpu-fallback: NNAPI part " + std::to_string(part) +
+               " of " + std::to_string(c.segments.size()) + ": " + what +
+               ". A part whose inputs are not all fed fails when it runs, so no module is "
+               "written; please report this with the model. Converting without "
+               "--cpu-fallback, or a --submodule that leaves out the nodes around it, may "
+               "avoid it");
+  };
+  const c10::Symbol call = c10::Symbol::fromQualString(kSegmentKind);
+  std::vector<int> calls(c.segments.size(), 0);
+  for (const Node* n : c.fallback->graph->nodes()) {
+    if (n->kind() != call) continue;
+    const int64_t k = n->i(c10::Symbol::attr(kSegmentIndex));
+    if (k < 0 || k >= static_cast<int64_t>(c.segments.size())) {
+      refuse(k, "the calling graph calls a part that was not converted");
+    }
+    ++calls[static_cast<size_t>(k)];
+    const size_t want = c.segments[static_cast<size_t>(k)].inp_mem_fmts.size();
+    const auto ins = n->inputs();
+    const auto input = [&](size_t i) { return "its model input " + std::to_string(i); };
+    for (size_t i = 0; i < want; ++i) {
+      if (i >= ins.size()) {
+        refuse(k, input(i) + " is not fed: the calling graph passes " + std::to_string(ins.size()) +
+                      " value(s) to its " + std::to_string(want) + " input(s)");
+      }
+      const Value* v = ins[i];
+      const std::string from = " (%" + v->debugName() + ", from " + describe_node(v->node()) + ")";
+      if (v->type()->kind() != c10::TypeKind::TensorType) {
+        refuse(k, input(i) + from + " is fed a " + v->type()->repr_str() + ", not a tensor");
+      }
+      auto it = seen.find(v);
+      if (it == seen.end()) {
+        refuse(k, input(i) + from + " is fed a value that no run of the model gave a tensor");
+      }
+      int64_t numel = 1;
+      for (int64_t d : it->second) numel *= d;
+      if (numel == 0) {
+        refuse(k, input(i) + from + " is fed a zero-sized tensor (" + shape_str(it->second) +
+                      "), which NNAPI takes as an omitted input (\"missing value for input " +
+                      std::to_string(i) + "\")");
+      }
+    }
+    if (ins.size() > want) {
+      refuse(k, "its NNAPI model has " + std::to_string(want) +
+                    " input(s), but the calling graph passes " + std::to_string(ins.size()));
+    }
+  }
+  for (size_t k = 0; k < calls.size(); ++k) {
+    if (calls[k] != 1) {
+      refuse(static_cast<int64_t>(k),
+             "the calling graph calls it " + std::to_string(calls[k]) + " time(s), not once");
+    }
+  }
+}
 
 Conversion lower_with_fallback(const torch::jit::Module& module, const ConvertOptions& options) {
   return Planner(module, options).run();

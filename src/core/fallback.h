@@ -7,6 +7,8 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "core/trace.h"
 #include "nnapi_convert/conversion.h"
@@ -18,5 +20,17 @@ namespace nnapi_convert {
 // rest to TorchScript. A model that converts whole gives the usual one-model
 // Conversion. Throws ConvertError when no node can run on NNAPI.
 Conversion lower_with_fallback(const torch::jit::Module& module, const ConvertOptions& options);
+
+// The sizes the probe runs of the model gave each tensor the calling graph
+// passes to an NNAPI part (values of `Conversion::fallback`'s graph).
+using SizesSeen = std::unordered_map<const torch::jit::Value*, std::vector<int64_t>>;
+
+// Every model input of every NNAPI part of `c` (a --cpu-fallback conversion)
+// is fed by the calling graph: each part is called once, with as many values
+// as its NNAPI model has inputs, each a tensor that the runs gave elements
+// (NNAPI takes a zero-sized input as an omitted one: the part would fail when
+// it runs). Throws ConvertError (exit 1) naming the part and the input
+// otherwise, before anything is written.
+void check_parts_fed(const Conversion& c, const SizesSeen& seen, const std::string& model_path);
 
 }  // namespace nnapi_convert

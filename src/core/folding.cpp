@@ -18,7 +18,8 @@ namespace nnapi_convert {
 // Scalar and shape arithmetic that traced models carry (x.size(0) // 2, ...),
 // and the conditions and messages of scripted models' checks (`not`, `in`,
 // `is None`, f-strings). With fixed input sizes every input is a constant, so
-// it runs once here.
+// it runs once here. prim::max and prim::min: max(pad, 0) of scripted "same"
+// padding.
 const KindSet& foldable_kinds() {
   static const KindSet kinds({
       c10::prim::NumToTensor,   c10::aten::Int,
@@ -34,7 +35,8 @@ const KindSet& foldable_kinds() {
       c10::prim::Uninitialized, c10::aten::__not__,
       c10::aten::__contains__,  c10::aten::__is__,
       c10::aten::__isnot__,     c10::aten::format,
-      c10::aten::list,
+      c10::aten::list,          c10::prim::max,
+      c10::prim::min,
   });
   return kinds;
 }
@@ -151,10 +153,39 @@ std::optional<c10::IValue> dtype_stand_in(const LoweringContext& cx, const Node*
   }
 }
 
+// A number, a 0-dim tensor (what traced size arithmetic computes with:
+// prim::NumToTensor of x.size(2), then div, ceil, clamp, ... of it), or a
+// tensor that folding made (`made`: the model built it from constants, as
+// Emformer's lengths and attention masks; not a weight).
+bool is_folded_value(const c10::IValue& v, const std::set<const c10::StorageImpl*>& made) {
+  if (v.isTensor()) return v.toTensor().dim() == 0 || made.count(storage_of(v)) != 0;
+  return v.isInt() || v.isDouble() || v.isBool() || v.isNone() || v.isString();
+}
+
+// Size arithmetic traced as tensor operations, and what a model computes
+// from tensors it builds from its sizes: a node of a lowered kind
+// (aten::clamp, aten::ceil, aten::sub, aten::max, ...) whose inputs are all
+// constant numbers, 0-dim tensors or tensors folding made, as timm's
+// get_same_padding computes torch.clamp(((x / s).ceil() - 1) * s + (k - 1) *
+// d + 1 - x, min=0) on a traced size. In-place writes are left to the kinds
+// that fold them.
+bool folds_as_size_arithmetic(const LoweringContext& cx, const Node* node,
+                              const std::set<const c10::StorageImpl*>& made) {
+  // A node without outputs (prim::RaiseException) is control, not arithmetic.
+  if (writes_input(node->kind()) || !node->blocks().empty() || node->outputs().empty() ||
+      !node->maybeSchema() || !lowering_table().lowers(node->kind())) {
+    return false;
+  }
+  for (const Value* in : node->inputs()) {
+    if (!cx.has_constant(in) || !is_folded_value(cx.constant(in).value, made)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool Folder::try_fold(LoweringContext& cx, const Node* node) {
-  if (!is_foldable(node->kind())) return false;
+  if (!is_foldable(node->kind()) && !folds_as_size_arithmetic(cx, node, made_)) return false;
   torch::jit::Stack stack;
   for (const Value* in : node->inputs()) {
     if (cx.has_constant(in)) {
@@ -186,6 +217,75 @@ bool Folder::try_fold(LoweringContext& cx, const Node* node) {
   for (size_t i = 0; i < stack.size(); ++i) {
     const c10::StorageImpl* s = storage_of(stack[i]);
     if (s && std::find(inputs.begin(), inputs.end(), s) == inputs.end()) made_.insert(s);
+    cx.add_constant(node->output(i), node->output(i)->type(), stack[i]);
+  }
+  return true;
+}
+
+namespace {
+
+// An uninitialized tensor of the operand's dtype and (fixed) shape, or None
+// when a size is flexible or the operand is held in another form (video
+// frames).
+std::optional<at::Tensor> empty_stand_in(const Operand& o) {
+  if (is_frames(o.dim_order)) return std::nullopt;
+  for (int64_t d : o.shape) {
+    if (d <= 0) return std::nullopt;
+  }
+  switch (o.type) {
+    case nnapi::OperandType::TensorFloat32:
+      return at::empty(o.shape, at::kFloat);
+    case nnapi::OperandType::TensorInt32:
+      return at::empty(o.shape, at::kInt);
+    case nnapi::OperandType::TensorQuant8Asymm:
+      return at::_empty_affine_quantized(o.shape, at::device(at::kCPU).dtype(at::kQUInt8), o.scale,
+                                         o.zero_point);
+    default:
+      return std::nullopt;
+  }
+}
+
+bool is_empty_tensor(const c10::IValue& v) { return v.isTensor() && v.toTensor().numel() == 0; }
+
+// Whether `node` may give zero-sized results: it reads a constant zero-sized
+// tensor, or it is a slice (x[T - 0:], x[s:s]).
+bool may_be_empty(const LoweringContext& cx, const Node* node) {
+  if (node->kind() == c10::aten::slice || node->kind() == c10::aten::narrow) return true;
+  for (const Value* in : node->inputs()) {
+    if (cx.has_constant(in) && is_empty_tensor(cx.constant(in).value)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool Folder::try_empty(LoweringContext& cx, const Node* node) {
+  // cat drops its zero-sized pieces itself (lower/slicing.cpp).
+  if (node->kind() == c10::aten::cat || writes_input(node->kind()) || !node->blocks().empty() ||
+      !node->maybeSchema() || node->outputs().empty() || !may_be_empty(cx, node)) {
+    return false;
+  }
+  torch::jit::Stack stack;
+  for (const Value* in : node->inputs()) {
+    if (cx.has_constant(in)) {
+      stack.push_back(cx.constant(in).value);
+      continue;
+    }
+    if (!cx.has_operand(in)) return false;
+    std::optional<at::Tensor> t = empty_stand_in(cx.get_operand(in).op);
+    if (!t) return false;
+    stack.emplace_back(*t);
+  }
+  try {
+    run_node(node, stack);
+  } catch (const c10::Error&) {
+    return false;  // the lowering says what is wrong with the node
+  }
+  if (stack.size() != node->outputs().size() ||
+      !std::all_of(stack.begin(), stack.end(), is_empty_tensor)) {
+    return false;
+  }
+  for (size_t i = 0; i < stack.size(); ++i) {
     cx.add_constant(node->output(i), node->output(i)->type(), stack[i]);
   }
   return true;

@@ -38,6 +38,15 @@ class Folder {
   // Runs `node` on its constant inputs and records its outputs as constants.
   // Returns false when the node is not foldable or an input is not constant.
   bool try_fold(LoweringContext& cx, const torch::jit::Node* node);
+  // Zero-sized pieces: a node that reads a constant zero-sized tensor, or a
+  // slice, whose every result PyTorch computes as zero-sized (Emformer's
+  // right context of length 0, a clamp of it, ...) gets those empty tensors
+  // as constants and no NNAPI operation (NNAPI has no zero-sized operands; a
+  // zero-sized input is an omitted one). Found by running the node on its
+  // constants and, for its computed inputs, uninitialized tensors of their
+  // (fixed) shapes. Returns false when it does not apply (a flexible size,
+  // a result with elements, a node PyTorch refuses these inputs for).
+  bool try_empty(LoweringContext& cx, const torch::jit::Node* node);
   // `node` is lowered to NNAPI: constant tensors it reads become weights.
   void note_lowered(const LoweringContext& cx, const torch::jit::Node* node);
 

@@ -100,7 +100,13 @@ void lower_slice(LoweringContext& cx, const Node* node) {
   } else if (stop > size) {
     stop = size;  // Python slicing clamps; so does PyTorch
   }
-  check(start < stop, "slice start value should be less than stop value");
+  check(start < stop, [&] {
+    return "this slice is empty (" + std::to_string(start) + ":" + std::to_string(stop) +
+           " of dim " + std::to_string(dim) + " of " + shape_str(in.shape) +
+           "), and NNAPI has no zero-sized operands; an empty piece is dropped during "
+           "conversion when every size of the sliced tensor is fixed: give its flexible dims "
+           "fixed sizes in --input";
+  });
   check(step > 0, "slice step must be positive");
   // The sliced dim is fixed (checked above); the others are the input's.
   std::vector<SymInt> dims = sym_shape({in_id, in});
@@ -220,6 +226,35 @@ DimOrder cat_layout(LoweringContext& cx, const std::vector<const Value*>& tensor
                                                         : cx.get_operand(tensors[0]).op.dim_order;
 }
 
+// The pieces of cat(pieces, dim) that have elements: a constant zero-sized
+// piece adds nothing (PyTorch also skips a 1-D one of size 0 whatever the
+// others' rank: torch.empty(0), Emformer's memory without memory), and NNAPI
+// has no zero-sized operands. When every piece is zero-sized, the result is
+// their cat, recorded as a constant here; when one piece is left, the result
+// is that piece.
+std::vector<const Value*> nonempty_pieces(LoweringContext& cx, const Node* node) {
+  const std::vector<const Value*>& all = cx.sequence(node->input(0));
+  std::vector<const Value*> kept;
+  std::vector<at::Tensor> empty;
+  for (const Value* v : all) {
+    const bool zero_sized = cx.has_constant(v) && cx.constant(v).value.isTensor() &&
+                            cx.constant(v).value.toTensor().numel() == 0;
+    if (zero_sized) {
+      empty.push_back(cx.constant(v).value.toTensor());
+    } else {
+      kept.push_back(v);
+    }
+  }
+  if (kept.empty()) {
+    cx.add_constant(node->output(), node->output()->type(),
+                    c10::IValue(at::cat(empty, cx.constant_int(node->input(1)))));
+  } else if (kept.size() == 1 && !empty.empty() && node->kind() == c10::aten::cat) {
+    cx.forward_value(node->output(), kept[0]);
+    return {};
+  }
+  return kept;
+}
+
 void lower_cat(LoweringContext& cx, const Node* node) {
   // quantized::cat(_relu)(tensors, dim, scale, zero_point): the output's
   // parameters, or (None) the first input's, as PyTorch's kernel takes them;
@@ -232,9 +267,10 @@ void lower_cat(LoweringContext& cx, const Node* node) {
       qparams = std::make_pair(cx.constant_float(node->input(2)), cx.constant_int(node->input(3)));
     }
   }
-  const auto& tensors = cx.sequence(node->input(0));
   int64_t dim = cx.constant_int(node->input(1));
-  check(!tensors.empty(), "cat of an empty list");
+  check(!cx.sequence(node->input(0)).empty(), "cat of an empty list");
+  const std::vector<const Value*> tensors = nonempty_pieces(cx, node);
+  if (tensors.empty()) return;  // every piece zero-sized: the result is a constant
   std::vector<int32_t> in_ids;
   std::vector<SymInt> parts;  // the inputs' sizes along the cat dim
   Operand out;
@@ -357,7 +393,10 @@ void register_slicing_ops(LoweringTable& t) {
       .with_above_rank_4(lower_high_rank_select)
       .with_moves(Moves::First, nnapi::Op::StridedSlice, true)
       .with_folds();
-  t.add("aten::cat", lower_cat).with_above_rank_4(lower_high_rank_cat).with_moves(Moves::Parts);
+  t.add("aten::cat", lower_cat)
+      .with_above_rank_4(lower_high_rank_cat)
+      .with_moves(Moves::Parts)
+      .with_folds();
   t.add("quantized::cat", lower_cat);
   t.add("quantized::cat_relu", lower_cat);
   t.add("aten::chunk", lower_split).with_moves(Moves::Split);

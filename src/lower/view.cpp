@@ -430,7 +430,7 @@ std::vector<SymInt> view_dims(const LoweringContext& cx, const OperandHandle& in
 }
 
 void register_view_ops(LoweringTable& t) {
-  t.add("aten::to", lower_to).with_reads_above_rank_4();
+  t.add("aten::to", lower_to).with_reads_above_rank_4().with_folds();
   t.add("aten::type_as", lower_to);
   t.add("aten::detach", lower_identity)
       .with_reads_above_rank_4()

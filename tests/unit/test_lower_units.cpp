@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/fallback.h"
 #include "core/folding.h"
 #include "core/isolation.h"
 #include "lower/conv_pool.h"
@@ -624,4 +625,77 @@ graph(%x : Tensor):
                       {{1, 3, 4, 6, 6}});
   EXPECT_EQ(unfolded.operations().at("TRANSPOSE"), 2);  // into frames, and out
   EXPECT_EQ(unfolded.result().shape, (Shape{1 * 3 * 4 * 3 * 3}));
+}
+
+// --cpu-fallback's check that every NNAPI part's model inputs are fed by the
+// calling graph (check_parts_fed): a part NNAPI would run with an input left
+// unset (NeuralNetworks.h: a null buffer of length 0 is an omitted operand,
+// which is what a zero-sized tensor becomes) must be refused before writing.
+namespace {
+
+// A --cpu-fallback conversion whose graph calls part 0 with %x (and %y when
+// `both`), the part's NNAPI model having `part_inputs` inputs.
+struct FallbackCall {
+  Conversion c;
+  std::shared_ptr<torch::jit::Graph> graph = std::make_shared<torch::jit::Graph>();
+  FallbackCall(bool both, size_t part_inputs) {
+    torch::jit::parseIR(std::string(R"IR(
+graph(%self : Tensor, %x : Tensor, %y : Tensor):
+  %z : Tensor = nnapi_convert::segment[index=0]()IR") +
+                            (both ? "%x, %y" : "%x") + R"IR()
+  return (%z))IR",
+                        graph.get());
+    Conversion part;
+    part.inp_mem_fmts.assign(part_inputs, 0);
+    c.segments.push_back(part);
+    auto fg = std::make_shared<FallbackGraph>();
+    fg->graph = graph;
+    c.fallback = fg;
+  }
+  const torch::jit::Value* input(size_t i) const { return graph->inputs()[i + 1]; }
+};
+
+std::string refusal(const FallbackCall& f, const SizesSeen& seen) {
+  try {
+    check_parts_fed(f.c, seen, "m.pt");
+  } catch (const ConvertError& e) {
+    EXPECT_EQ(e.exit_code(), 1);
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(FallbackParts, EveryInputFedPasses) {
+  FallbackCall f(true, 2);
+  EXPECT_EQ(refusal(f, {{f.input(0), {1, 8, 80}}, {f.input(1), {1, 4}}}), "");
+}
+
+TEST(FallbackParts, AnInputTheGraphDoesNotPassIsRefused) {
+  FallbackCall f(false, 2);  // the part's model takes 2 inputs; the graph passes 1
+  const std::string msg = refusal(f, {{f.input(0), {1, 8, 80}}});
+  EXPECT_NE(msg.find("model 'm.pt': --cpu-fallback: NNAPI part 0 of 1: its model input 1 is "
+                     "not fed"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(FallbackParts, AZeroSizedInputIsRefused) {
+  FallbackCall f(true, 2);
+  const std::string msg = refusal(f, {{f.input(0), {1, 8, 80}}, {f.input(1), {0, 1, 80}}});
+  EXPECT_NE(msg.find("NNAPI part 0 of 1: its model input 1 (%y, "), std::string::npos) << msg;
+  EXPECT_NE(msg.find("is fed a zero-sized tensor ((0, 1, 80))"), std::string::npos) << msg;
+}
+
+TEST(FallbackParts, MoreValuesThanInputsAndUncalledPartsAreRefused) {
+  FallbackCall more(true, 1);
+  EXPECT_NE(refusal(more, {{more.input(0), {2}}, {more.input(1), {2}}})
+                .find("its NNAPI model has 1 input(s), but the calling graph passes 2"),
+            std::string::npos);
+  FallbackCall uncalled(true, 2);
+  uncalled.c.segments.emplace_back();  // part 1 is never called
+  EXPECT_NE(refusal(uncalled, {{uncalled.input(0), {2}}, {uncalled.input(1), {2}}})
+                .find("NNAPI part 1 of 2: the calling graph calls it 0 time(s), not once"),
+            std::string::npos);
 }
