@@ -10,6 +10,7 @@
 #include "lower/emit.h"
 #include "lower/forms.h"
 #include "lower/registry.h"
+#include "lower/signature_inputs.h"
 
 namespace nnapi_convert {
 
@@ -59,7 +60,8 @@ OperandHandle emit_mean(LoweringContext& cx, const OperandHandle& x,
   for (int64_t a : axes) o.shape[a] = 1;
   int32_t id = make_output(cx, nullptr, o, &x);
   ModelBuilder& m = cx.model();
-  m.add_operation(Op::Mean, {x.id, m.add_int_vector(axes), m.add_int_scalar(1)}, {id});
+  const int32_t axes_id = m.add_int_vector(axes);
+  add_reduce(m, Op::Mean, x.id, axes_id, m.add_int_scalar(1), id);
   return {id, o};
 }
 
@@ -206,7 +208,14 @@ void lower_instance_norm(LoweringContext& cx, const Node* node) {
   const int32_t epsilon = m.add_float_scalar(static_cast<float>(eps));
   const int32_t layout = m.add_bool_scalar(x.op.use_nchw());
   const int32_t id = make_output(cx, nullptr, x.op, &x);
-  m.add_operation(Op::InstanceNormalization, {x.id, gamma, beta, epsilon, layout}, {id});
+  using R = nnapi::Role;
+  add_by_roles(m, Op::InstanceNormalization,
+               {{R::Input, x.id},
+                {R::Gamma, gamma},
+                {R::Beta, beta},
+                {R::Epsilon, epsilon},
+                {R::Layout, layout}},
+               {id});
   OperandHandle y = emit_channel_affine(cx, {id, x.op}, node->input(1), node->input(2));
   cx.reinterpret(node->output(), y.id, y.op);
 }
