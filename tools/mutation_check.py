@@ -277,8 +277,8 @@ MUTANTS = [
       "the shared validator lets ADD/SUB/MUL/DIV operands of rank 5 through "
       "(NeuralNetworks.h: rank up to 4)",
       [("src/validate/ops_elementwise.cpp",
-        "  c.max_rank(4);\n  if (!c.full()) return;\n  c.fuse_code(2);",
-        "  c.max_rank(5);\n  if (!c.full()) return;\n  c.fuse_code(2);")],
+        "  c.max_rank(4);\n  if (!c.full()) return;\n  c.fuse_code(fuse_at);",
+        "  c.max_rank(5);\n  if (!c.full()) return;\n  c.fuse_code(fuse_at);")],
       "validate.rules", "Validate.MulOfRank5IsRefused",
       r"expected \"input 0 has rank 5; NNAPI's MUL takes tensors of rank 1 to 4\" in"),
     M("validator-softmax-beta-zero", "validator",

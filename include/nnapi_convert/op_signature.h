@@ -1,6 +1,7 @@
-// Operand signatures: for each NNAPI operation whose inputs come in several
-// arity forms or end in optional ones, the role of each input position, as NeuralNetworks.h lists
-// them (e.g. CONV_2D's explicit padding form: input, filter, bias, padding
+// Operand signatures: for each NNAPI operation the converter emits whose
+// positions more than one layer reads (all with several arity forms or
+// optional trailing inputs, and most of the fixed ones), the role of each input position, as
+// NeuralNetworks.h lists them (e.g. CONV_2D's explicit padding form: input, filter, bias, padding
 // left, right, top, bottom, stride width, height, fused activation [, NCHW
 // layout flag [, dilation width, height]]). This is the one place those
 // positions are written: the emitters in src/lower arrange their operand
@@ -50,8 +51,26 @@ enum class Role : uint8_t {
   AlignCorners,      // BOOL
   HalfPixelCenters,  // BOOL
   BlockSize,         // DEPTH_TO_SPACE, SPACE_TO_DEPTH
-  Beta,              // SOFTMAX, LOG_SOFTMAX (FLOAT32 or FLOAT16)
+  Beta,              // SOFTMAX's, LRN's exponent, INSTANCE_NORMALIZATION's offset (a float)
   Axis,              // INT32
+  // The operations of one fixed form.
+  SecondInput,  // the second data tensor (ADD, MUL, SUB, DIV, BATCH_MATMUL)
+  Weights,      // FULLY_CONNECTED's (units, input size) tensor
+  Axes,         // MEAN's and REDUCE_*'s TENSOR_INT32 dimensions to reduce
+  KeepDims,     // MEAN's INT32 (nonzero keeps the reduced dimensions), REDUCE_*'s BOOL
+  Paddings,     // PAD, PAD_V2, SPACE_TO_BATCH_ND: TENSOR_INT32 of (before, after) pairs
+  PadValue,     // PAD_V2's scalar of the input's element type
+  AdjX,         // BATCH_MATMUL's BOOL: transpose the first input's last two dimensions
+  AdjY,         // ... the second input's
+  Radius,       // LOCAL_RESPONSE_NORMALIZATION's INT32 window radius
+  LrnBias,      // LOCAL_RESPONSE_NORMALIZATION's scalar bias (k)
+  Alpha,        // LOCAL_RESPONSE_NORMALIZATION's scale factor
+  Gamma,        // INSTANCE_NORMALIZATION's scale factor
+  Epsilon,      // INSTANCE_NORMALIZATION's epsilon
+  BlockShape,   // BATCH_TO_SPACE_ND, SPACE_TO_BATCH_ND: TENSOR_INT32 block sizes
+  Shape,        // RESHAPE's TENSOR_INT32 output shape
+  Perm,         // TRANSPOSE's TENSOR_INT32 permutation
+  Indices,      // GATHER's TENSOR_INT32 indices
 };
 
 // "padding left", "NCHW layout flag", ...: for messages and `inspect`.

@@ -15,6 +15,7 @@
 #include "core/loader.h"
 #include "core/lower_profile.h"
 #include "core/state.h"
+#include "core/summary.h"
 #include "core/trace.h"
 #include "core/validation.h"
 #include "lower/dispatch.h"
@@ -137,13 +138,7 @@ CheckReport check_model(const ConvertOptions& options) {
   try {
     Conversion c = lower_module(module, options);
     r.converts = true;
-    r.operand_count = c.operand_count;
-    r.operation_count = c.operation_count;
-    r.feature_level = c.feature_level;
-    r.android_api = c.android_api;
-    r.operations = c.operations;
-    r.nnapi_models = static_cast<int64_t>(c.segments.size());
-    r.torchscript_nodes = c.cpu_kinds;
+    copy_summary(c, r);
     r.state = c.state;
     r.times.lower_ms = c.times.lower_ms;
   } catch (const ConvertError& e) {

@@ -40,13 +40,23 @@ void lower_plain(LoweringContext& cx, const KindSpec& spec, const Node* node) {
   spec.lower(cx, node);
 }
 
-void lower_by_form(LoweringContext& cx, const KindSpec& spec, const Node* node) {
+namespace {
+
+// lower_by_form, where `frames` says whether the node takes its video inputs
+// as frames (KindSpec::frames.takes, asked once per node).
+void lower_by_form(LoweringContext& cx, const KindSpec& spec, const Node* node, bool frames) {
   if (spec.complex && cx.torch_dtype_of(node->input(0)) == at::kComplexFloat) {
     spec.complex(cx, node);
     return;
   }
-  if (spec.frames.lower && spec.frames.takes(cx, node) && spec.frames.lower(cx, node, spec)) return;
+  if (frames && spec.frames.lower && spec.frames.lower(cx, node, spec)) return;
   lower_plain(cx, spec, node);
+}
+
+}  // namespace
+
+void lower_by_form(LoweringContext& cx, const KindSpec& spec, const Node* node) {
+  lower_by_form(cx, spec, node, takes_frames(cx, &spec, node));
 }
 
 Dispatch dispatch(LoweringContext& cx, const Node* node, const NodeGroup* group) {
@@ -62,11 +72,12 @@ Dispatch dispatch(LoweringContext& cx, const Node* node, const NodeGroup* group)
         "this node computes with values known only when the model runs (sizes of "
         "flexible dims?); nnapi-convert folds it only when all its inputs are constant");
   }
-  if (!takes_frames(cx, spec, node)) {
+  const bool frames = takes_frames(cx, spec, node);
+  if (!frames) {
     for (const Value* v : node->inputs()) unfold_video_value(cx, v);
     if (!spec || !spec->takes_rank_above_4()) check_input_ranks(cx, node);
   }
-  return Dispatch(node, group, spec);
+  return Dispatch(node, group, spec, frames);
 }
 
 void Dispatch::lower(LoweringContext& cx) const {
@@ -75,8 +86,10 @@ void Dispatch::lower(LoweringContext& cx) const {
     return;
   }
   const KindSpec& spec = *spec_;
-  lower_moving_node(cx, node_, spec.moves ? &*spec.moves : nullptr,
-                    [&spec](LoweringContext& c, const Node* n) { lower_by_form(c, spec, n); });
+  const bool frames = frames_;
+  lower_moving_node(
+      cx, node_, spec.moves ? &*spec.moves : nullptr,
+      [&spec, frames](LoweringContext& c, const Node* n) { lower_by_form(c, spec, n, frames); });
 }
 
 }  // namespace nnapi_convert

@@ -22,8 +22,8 @@ namespace nnapi_convert {
 // kind's handler reads.
 class Dispatch {
  public:
-  Dispatch(const Node* node, const NodeGroup* group, const KindSpec* spec)
-      : node_(node), group_(group), spec_(spec) {}
+  Dispatch(const Node* node, const NodeGroup* group, const KindSpec* spec, bool frames)
+      : node_(node), group_(group), spec_(spec), frames_(frames) {}
   // Lowers the node (its group, when it ends one) by the handler chosen.
   void lower(LoweringContext& cx) const;
 
@@ -31,6 +31,7 @@ class Dispatch {
   const Node* node_;
   const NodeGroup* group_;
   const KindSpec* spec_;
+  bool frames_;  // the spec's frames.takes said the node takes its video inputs as frames
 };
 
 // Prepares `node` for lowering, or lowers the group `group` (when not null)

@@ -9,6 +9,7 @@
 
 #include "lower/logical.h"
 #include "lower/moves.h"
+#include "lower/signature_inputs.h"
 
 namespace nnapi_convert {
 
@@ -77,7 +78,7 @@ OperandHandle emit_relayout(LoweringContext& cx, const OperandHandle& x, DimOrde
   int32_t perm =
       cx.model().add_int_vector(perm_vector(to == DimOrder::ChannelsLast ? kToNhwc : kToNchw));
   int32_t id = make_output(cx, nullptr, out, &x);
-  cx.model().add_operation(Op::Transpose, {x.id, perm}, {id});
+  add_transpose(cx.model(), x.id, perm, id);
   return {id, out};
 }
 
@@ -154,7 +155,7 @@ OperandHandle reshape_op(LoweringContext& cx, const OperandHandle& x,
   const int32_t shape_id =
       patches.empty() ? m.add_int_vector(values) : m.add_patched_int_vector(values, patches);
   const OperandHandle y = cx.add_output(out, x.op, dims);
-  m.add_operation(Op::Reshape, {x.id, shape_id}, {y.id});
+  add_reshape(m, x.id, shape_id, y.id);
   return y;
 }
 
@@ -248,9 +249,8 @@ void emit_int32_slice(LoweringContext& cx, const OperandHandle& x,
   for (int64_t i = b; step > 0 ? i < std::min(e, n) : i > e; i += step) {
     if (i >= 0 && i < n) taken.push_back(i);
   }
-  m.add_operation(Op::Gather,
-                  {x.id, m.add_int_scalar(static_cast<int32_t>(cut)), m.add_int_vector(taken)},
-                  {out_id});
+  const int32_t axis_id = m.add_int_scalar(static_cast<int32_t>(cut));
+  add_gather(m, x.id, axis_id, m.add_int_vector(taken), out_id);
 }
 
 OperandHandle emit_crop(LoweringContext& cx, const OperandHandle& x,
@@ -317,19 +317,21 @@ OperandHandle emit_pad(LoweringContext& cx, const OperandHandle& x_in,
     rows.push_back(after[d]);
   }
   ModelBuilder& m = cx.model();
-  std::vector<int32_t> inputs = {x.id, m.add_int_tensor(rows, {rank, 2})};
+  RoleIds inputs = {{nnapi::Role::Input, x.id},
+                    {nnapi::Role::Paddings, m.add_int_tensor(rows, {rank, 2})}};
   Op op = Op::Pad;
   if (value != 0.0) {
     op = Op::PadV2;
     if (x.op.type == OperandType::TensorQuant8Asymm) {
       const double q = std::nearbyint(value / x.op.scale) + static_cast<double>(x.op.zero_point);
-      inputs.push_back(m.add_int_scalar(static_cast<int32_t>(std::clamp(q, 0.0, 255.0))));
+      inputs.push_back({nnapi::Role::PadValue,
+                        m.add_int_scalar(static_cast<int32_t>(std::clamp(q, 0.0, 255.0)))});
     } else {
-      inputs.push_back(m.add_float_scalar(static_cast<float>(value)));
+      inputs.push_back({nnapi::Role::PadValue, m.add_float_scalar(static_cast<float>(value))});
     }
   }
   const OperandHandle y = cx.add_output(out, x.op, dims);
-  m.add_operation(op, inputs, {y.id});
+  add_by_roles(m, op, inputs, {y.id});
   return y;
 }
 
@@ -436,13 +438,17 @@ OperandHandle emit_binary(LoweringContext& cx, Op op, const OperandHandle& a,
   }
   const int32_t id = cx.add_output(out, o, broadcast_dims(o.shape, {&a, &b})).id;
   // ADD, SUB, MUL and DIV take a fused activation; MAXIMUM, MINIMUM and the rest don't.
-  if (op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Div) {
+  if (const nnapi::Signature* s = nnapi::signature(op); s && s->forms[0].has(nnapi::Role::Fuse)) {
     // NeuralNetworks.h: TENSOR_INT32 arithmetic (from feature level 4, which
     // ModelBuilder's level check reports below it) has no fused activation.
     check(a.op.type != OperandType::TensorInt32 || fuse == Fuse::None,
           "a fused activation on int32 arithmetic is not supported");
     int32_t fuse_id = cx.model().add_int_scalar(static_cast<int32_t>(fuse));
-    cx.model().add_operation(op, {a.id, b.id, fuse_id}, {id});
+    add_by_roles(cx.model(), op,
+                 {{nnapi::Role::Input, a.id},
+                  {nnapi::Role::SecondInput, b.id},
+                  {nnapi::Role::Fuse, fuse_id}},
+                 {id});
   } else {
     check(fuse == Fuse::None, "internal: fused activation on an operation without one");
     cx.model().add_operation(op, {a.id, b.id}, {id});
@@ -556,7 +562,7 @@ OperandHandle emit_permute(LoweringContext& cx, const OperandHandle& x,
   if (identity) return x;
   // Flexible dims move with the data.
   const OperandHandle y = cx.add_output(nullptr, x.op, permuted_dims(x, perm));
-  cx.model().add_operation(nnapi::Op::Transpose, {x.id, cx.model().add_int_vector(perm)}, {y.id});
+  add_transpose(cx.model(), x.id, cx.model().add_int_vector(perm), y.id);
   return y;
 }
 

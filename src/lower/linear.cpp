@@ -4,6 +4,7 @@
 #include "lower/emit.h"
 #include "lower/matmul.h"
 #include "lower/registry.h"
+#include "lower/signature_inputs.h"
 
 namespace nnapi_convert {
 namespace {
@@ -31,7 +32,7 @@ void add_linear_nd(LoweringContext& cx, const Node* node, const OperandHandle& x
   const SymInt n{w.size(0), ""};
   int32_t fc_id = make_output(cx, nullptr, in.with_shape({flat.op.shape[0], n.value}), &flat);
   int32_t fuse = m.add_int_scalar(static_cast<int32_t>(Fuse::None));
-  m.add_operation(Op::FullyConnected, {flat.id, weight_id, bias_id, fuse}, {fc_id});
+  add_fully_connected(m, flat.id, weight_id, bias_id, fuse, fc_id);
   dims.back() = n;
   emit_reshape(cx, {fc_id, cx.operand(fc_id)}, dims, node->output());
 }
@@ -67,7 +68,7 @@ void add_fully_connected(LoweringContext& cx, const Node* node, bool transpose_w
           .id;
   const Fuse activation = cx.fuse_following_activation(node->output());
   int32_t fuse = cx.model().add_int_scalar(static_cast<int32_t>(activation));
-  cx.model().add_operation(Op::FullyConnected, {input_id, weight_id, bias_id, fuse}, {out_id});
+  add_fully_connected(cx.model(), input_id, weight_id, bias_id, fuse, out_id);
 }
 
 void lower_linear(LoweringContext& cx, const Node* node) {

@@ -18,6 +18,7 @@
 
 #include "lower/emit.h"
 #include "lower/registry.h"
+#include "lower/signature_inputs.h"
 #include "nnapi_convert/validate.h"
 
 namespace nnapi_convert {
@@ -69,7 +70,7 @@ OperandHandle product_with_constant(LoweringContext& cx, const OperandHandle& x,
   const int32_t fuse_id = m.add_int_scalar(static_cast<int32_t>(fuse));
   Operand fc = x.op.with_shape({flat.op.shape[0], w.size(1)});
   const int32_t fc_id = make_output(cx, flat_input ? out : nullptr, fc, &flat);
-  m.add_operation(Op::FullyConnected, {flat.id, weight_id, bias_id, fuse_id}, {fc_id});
+  add_fully_connected(m, flat.id, weight_id, bias_id, fuse_id, fc_id);
   if (flat_input) return {fc_id, fc};
   dims.back() = SymInt{w.size(1), ""};
   return emit_reshape(cx, {fc_id, fc}, dims, out);
@@ -92,6 +93,14 @@ OperandHandle with_rank(LoweringContext& cx, const OperandHandle& x, size_t rank
 // BATCH_MATMUL (input, input, adj_x, adj_y) came with NNAPI feature level 6:
 // the lowering asks whether the target has it.
 constexpr int kBatchMatmulInputs = 4;
+
+// BATCH_MATMUL of `a` and `b` into `out`, with BOOL operands adj_x, adj_y.
+void add_batch_matmul(ModelBuilder& m, int32_t a, int32_t b, int32_t adj_x, int32_t adj_y,
+                      int32_t out) {
+  using R = nnapi::Role;
+  add_by_roles(m, Op::BatchMatmul,
+               {{R::Input, a}, {R::SecondInput, b}, {R::AdjX, adj_x}, {R::AdjY, adj_y}}, {out});
+}
 
 std::vector<SymInt> fixed_dims(std::initializer_list<int64_t> v) {
   std::vector<SymInt> dims;
@@ -117,7 +126,7 @@ OperandHandle swap_last_two(LoweringContext& cx, const OperandHandle& x) {
   const int32_t perm_id = cx.model().add_int_vector(perm);
   const Operand o = x.op.with_shape(shape);
   const int32_t id = make_output(cx, nullptr, o, &x);
-  cx.model().add_operation(Op::Transpose, {x.id, perm_id}, {id});
+  add_transpose(cx.model(), x.id, perm_id, id);
   return {id, o};
 }
 
@@ -151,8 +160,8 @@ OperandHandle products_by_broadcast(LoweringContext& cx, const OperandHandle& a,
   summed.shape[2] = 1;
   const int32_t sum_id = make_output(cx, nullptr, summed, &terms);
   ModelBuilder& m = cx.model();
-  m.add_operation(Op::ReduceSum, {terms.id, m.add_int_vector({2}), m.add_bool_scalar(true)},
-                  {sum_id});
+  const int32_t axes_id = m.add_int_vector({2});
+  add_reduce(m, Op::ReduceSum, terms.id, axes_id, m.add_bool_scalar(true), sum_id);
   dims.back() = cols;
   return emit_reshape(cx, {sum_id, summed}, dims, out);
 }
@@ -194,7 +203,7 @@ OperandHandle products_by_fully_connected(LoweringContext& cx, const OperandHand
     const OperandHandle ai = reshaped(cx, as[i], {rows, k});
     const OperandHandle bi = reshaped(cx, bs[i], {cols, k});
     products.push_back({cx.add_anonymous_operand(fc), fc});
-    m.add_operation(Op::FullyConnected, {ai.id, bi.id, bias, fuse}, {products.back().id});
+    add_fully_connected(m, ai.id, bi.id, bias, fuse, products.back().id);
   }
   const OperandHandle joined = batch > 1 ? emit_concat(cx, products, 0) : products[0];
   Shape shape = a.op.shape;
@@ -233,7 +242,7 @@ OperandHandle emit_batch_matmul(LoweringContext& cx, const OperandHandle& a, con
   const int32_t adj_x = m.add_bool_scalar(false);
   const int32_t adj_y = m.add_bool_scalar(false);
   const OperandHandle y = cx.add_output(out, a.op, dims);
-  m.add_operation(Op::BatchMatmul, {a.id, b.id, adj_x, adj_y}, {y.id});
+  add_batch_matmul(m, a.id, b.id, adj_x, adj_y, y.id);
   return y;
 }
 
@@ -324,7 +333,7 @@ OperandHandle product_of(LoweringContext& cx, OperandHandle a, OperandHandle b, 
     ModelBuilder& m = cx.model();
     const int32_t adj_x = m.add_bool_scalar(false);
     const int32_t adj_y = m.add_bool_scalar(false);
-    m.add_operation(Op::BatchMatmul, {flat.id, b.id, adj_x, adj_y}, {id});
+    add_batch_matmul(m, flat.id, b.id, adj_x, adj_y, id);
     dims.back() = sym_dim(b.id, b.op.shape, 1);
     return emit_reshape(cx, {id, cx.operand(id)}, dims, out);
   }
@@ -466,7 +475,7 @@ void lower_t(LoweringContext& cx, const Node* node) {
     ModelBuilder& m = cx.model();
     const int32_t perm = m.add_int_vector({1, 0});
     const OperandHandle y = cx.add_output(out, x[0].op, permuted_dims(x[0], {1, 0}));
-    m.add_operation(Op::Transpose, {x[0].id, perm}, {y.id});
+    add_transpose(m, x[0].id, perm, y.id);
     return y;
   };
   move_int32(cx, {Op::Transpose}, {{id, o}}, node->output(), transpose);

@@ -16,6 +16,7 @@
 #include "lower/emit.h"
 #include "lower/forms.h"
 #include "lower/registry.h"
+#include "lower/signature_inputs.h"
 
 namespace nnapi_convert {
 
@@ -73,7 +74,8 @@ OperandHandle emit_mean(LoweringContext& cx, const OperandHandle& x,
   for (int64_t a : axes) o.shape[a] = 1;
   int32_t id = make_output(cx, nullptr, o, &x);
   ModelBuilder& m = cx.model();
-  m.add_operation(Op::Mean, {x.id, m.add_int_vector(axes), m.add_int_scalar(1)}, {id});
+  const int32_t axes_id = m.add_int_vector(axes);
+  add_reduce(m, Op::Mean, x.id, axes_id, m.add_int_scalar(1), id);
   return {id, o};
 }
 
@@ -225,7 +227,14 @@ OperandHandle instance_norm_of(LoweringContext& cx, const OperandHandle& in, con
   const int32_t epsilon = m.add_float_scalar(static_cast<float>(eps));
   const int32_t layout = m.add_bool_scalar(x.op.use_nchw());
   const int32_t id = make_output(cx, nullptr, x.op, &x);
-  m.add_operation(Op::InstanceNormalization, {x.id, gamma, beta, epsilon, layout}, {id});
+  using R = nnapi::Role;
+  add_by_roles(m, Op::InstanceNormalization,
+               {{R::Input, x.id},
+                {R::Gamma, gamma},
+                {R::Beta, beta},
+                {R::Epsilon, epsilon},
+                {R::Layout, layout}},
+               {id});
   return emit_channel_affine(cx, {id, x.op}, weight, bias);
 }
 

@@ -37,7 +37,7 @@ OperandHandle gather_channels(LoweringContext& cx, const OperandHandle& x,
   const int32_t axis = m.add_int_scalar(x.op.dim_order == DimOrder::ChannelsLast ? 3 : 1);
   const int32_t index_id = m.add_int_vector(index);
   const int32_t id = make_output(cx, out, x.op, &x);
-  m.add_operation(Op::Gather, {x.id, axis, index_id}, {id});
+  add_gather(m, x.id, axis, index_id, id);
   return {id, x.op};
 }
 

@@ -445,7 +445,10 @@ void lower_binary_values(LoweringContext& cx, const Value* a, const Value* b,
   const int32_t out_id =
       cx.add_output(out_value, out, broadcast_dims(out.shape, {&x, &y}), asserts).id;
   int32_t fuse_id = cx.model().add_int_scalar(static_cast<int32_t>(fuse));
-  cx.model().add_operation(op, {id0, id1, fuse_id}, {out_id});
+  add_by_roles(
+      cx.model(), op,
+      {{nnapi::Role::Input, id0}, {nnapi::Role::SecondInput, id1}, {nnapi::Role::Fuse, fuse_id}},
+      {out_id});
 }
 
 namespace {

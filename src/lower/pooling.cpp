@@ -19,6 +19,7 @@
 #include "lower/node_args.h"
 #include "lower/pixel_shuffle.h"
 #include "lower/registry.h"
+#include "lower/signature_inputs.h"
 #include "serialize/pyrepr.h"
 
 namespace nnapi_convert {
@@ -202,8 +203,8 @@ OperandHandle emit_adaptive_pool(LoweringContext& cx, Op op, const OperandHandle
     const int32_t keep_id = op == Op::MaxPool2d ? m.add_bool_scalar(true) : m.add_int_scalar(1);
     const Operand o = image.op.with_shape({s[0], s[1], 1, 1});
     const int32_t out_id = make_output(cx, out, o, &image);
-    m.add_operation(op == Op::MaxPool2d ? Op::ReduceMax : Op::Mean, {image.id, axes_id, keep_id},
-                    {out_id});
+    add_reduce(m, op == Op::MaxPool2d ? Op::ReduceMax : Op::Mean, image.id, axes_id, keep_id,
+               out_id);
     return {out_id, o};
   }
   check(s[2] != 0 && s[3] != 0, [&] {

@@ -13,6 +13,7 @@
 #include "lower/packed_params.h"
 #include "lower/pointwise.h"
 #include "lower/registry.h"
+#include "lower/signature_inputs.h"
 
 namespace nnapi_convert {
 
@@ -178,7 +179,7 @@ void lower_qlinear(LoweringContext& cx, const Node* node, Fuse fuse) {
     int32_t fuse_id = cx.model().add_int_scalar(static_cast<int32_t>(fuse));
     y = cx.add_output(out_value, out,
                       {sym_dim(input_id, in.shape, 0), {cx.operand(weight_id).shape[0], ""}});
-    cx.model().add_operation(Op::FullyConnected, {input_id, weight_id, bias_id, fuse_id}, {y.id});
+    add_fully_connected(cx.model(), input_id, weight_id, bias_id, fuse_id, y.id);
   }
   if (dims.empty()) return;
   dims.back() = SymInt{raw_weight.size(0), ""};

@@ -15,6 +15,7 @@
 #include "lower/emit.h"
 #include "lower/packed_params.h"
 #include "lower/registry.h"
+#include "lower/signature_inputs.h"
 
 namespace nnapi_convert {
 namespace {
@@ -53,8 +54,8 @@ OperandHandle fully_connected(LoweringContext& cx, const OperandHandle& x, const
   ModelBuilder& m = cx.model();
   const Operand o = x.op.with_shape({x.op.shape[0], w.op.shape[0]});
   const int32_t id = make_output(cx, nullptr, o);
-  m.add_operation(Op::FullyConnected,
-                  {x.id, w.id, b.id, m.add_int_scalar(static_cast<int32_t>(Fuse::None))}, {id});
+  const int32_t fuse = m.add_int_scalar(static_cast<int32_t>(Fuse::None));
+  add_fully_connected(m, x.id, w.id, b.id, fuse, id);
   return {id, o};
 }
 

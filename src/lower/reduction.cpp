@@ -19,6 +19,7 @@
 #include "lower/node_args.h"
 #include "lower/pointwise.h"
 #include "lower/registry.h"
+#include "lower/signature_inputs.h"
 
 namespace nnapi_convert {
 namespace {
@@ -96,7 +97,7 @@ OperandHandle emit_reduce(LoweringContext& cx, Op op, const OperandHandle& x,
   ModelBuilder& m = cx.model();
   const int32_t axes = m.add_int_vector(p.axes), keep_id = m.add_bool_scalar(keep);
   const OperandHandle y = cx.add_output(out, o, out_dims);
-  m.add_operation(op, {p.x.id, axes, keep_id}, {y.id});
+  add_reduce(m, op, p.x.id, axes, keep_id, y.id);
   return y;
 }
 
@@ -117,7 +118,7 @@ OperandHandle emit_arg(LoweringContext& cx, Op op, const OperandHandle& x, int64
   ModelBuilder& m = cx.model();
   const int32_t axis = m.add_int_scalar(static_cast<int32_t>(p.axes.at(0)));
   const OperandHandle y = cx.add_output(keep ? nullptr : out, o, dropped);
-  m.add_operation(op, {p.x.id, axis}, {y.id});
+  add_by_roles(m, op, {{nnapi::Role::Input, p.x.id}, {nnapi::Role::Axis, axis}}, {y.id});
   if (out) cx.set_torch_dtype(out, at::kLong);  // PyTorch's indices are int64
   if (!keep) return y;
   return emit_reshape(cx, y, reduced_dims(p.x, {dim}, true), out);
@@ -308,7 +309,7 @@ void lower_topk(LoweringContext& cx, const Node* node) {
   if (perm.empty()) return;
   auto bind = [&](const OperandHandle& t, const Value* out) {  // emit_permute, bound to `out`
     const OperandHandle r = cx.add_output(out, t.op, permuted_dims(t, back));
-    cx.model().add_operation(Op::Transpose, {t.id, cx.model().add_int_vector(back)}, {r.id});
+    add_transpose(cx.model(), t.id, cx.model().add_int_vector(back), r.id);
     return r;
   };
   bind(vals, node->output(0));
@@ -423,7 +424,7 @@ void lower_reduce(LoweringContext& cx, const Node* node, Op op) {
                                    : cx.model().add_bool_scalar(keep_dim);
   if (path == QuantMean::OneMean) {
     const int32_t out_id = cx.add_output(node->output(), out, out_dims).id;
-    cx.model().add_operation(op, {in_id, dims_id, keep_id}, {out_id});
+    add_reduce(cx.model(), op, in_id, dims_id, keep_id, out_id);
     return;
   }
   const OperandHandle x{in_id, in};
@@ -438,7 +439,7 @@ void lower_reduce(LoweringContext& cx, const Node* node, Op op) {
   mean_rec.scale = 0.0;
   mean_rec.zero_point = 0;
   const OperandHandle mean = cx.add_output(nullptr, mean_rec, out_dims);
-  cx.model().add_operation(op, {xf.id, dims_id, keep_id}, {mean.id});
+  add_reduce(cx.model(), op, xf.id, dims_id, keep_id, mean.id);
   if (path == QuantMean::Float) {
     emit_quantize(cx, mean, in.scale, in.zero_point, node->output());
     return;

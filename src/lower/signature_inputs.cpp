@@ -3,11 +3,11 @@
 #include <string>
 
 #include "lower/refusal.h"
+#include "serialize/model_builder.h"
 
 namespace nnapi_convert {
 
-std::vector<int32_t> signature_inputs(nnapi::Op op,
-                                      const std::vector<std::pair<nnapi::Role, int32_t>>& given) {
+std::vector<int32_t> signature_inputs(nnapi::Op op, const RoleIds& given) {
   std::vector<int32_t> inputs = nnapi::arrange_inputs(op, given);
   check(!inputs.empty(), [&] {
     std::string roles;
@@ -17,6 +17,40 @@ std::vector<int32_t> signature_inputs(nnapi::Op op,
            roles;
   });
   return inputs;
+}
+
+void add_by_roles(ModelBuilder& m, nnapi::Op op, const RoleIds& given,
+                  const std::vector<int32_t>& outputs) {
+  m.add_operation(op, signature_inputs(op, given), outputs);
+}
+
+void add_fully_connected(ModelBuilder& m, int32_t input, int32_t weights, int32_t bias,
+                         int32_t fuse, int32_t out) {
+  using R = nnapi::Role;
+  add_by_roles(m, nnapi::Op::FullyConnected,
+               {{R::Input, input}, {R::Weights, weights}, {R::Bias, bias}, {R::Fuse, fuse}}, {out});
+}
+
+void add_reduce(ModelBuilder& m, nnapi::Op op, int32_t input, int32_t axes, int32_t keep,
+                int32_t out) {
+  using R = nnapi::Role;
+  add_by_roles(m, op, {{R::Input, input}, {R::Axes, axes}, {R::KeepDims, keep}}, {out});
+}
+
+void add_reshape(ModelBuilder& m, int32_t input, int32_t shape, int32_t out) {
+  using R = nnapi::Role;
+  add_by_roles(m, nnapi::Op::Reshape, {{R::Input, input}, {R::Shape, shape}}, {out});
+}
+
+void add_transpose(ModelBuilder& m, int32_t input, int32_t perm, int32_t out) {
+  using R = nnapi::Role;
+  add_by_roles(m, nnapi::Op::Transpose, {{R::Input, input}, {R::Perm, perm}}, {out});
+}
+
+void add_gather(ModelBuilder& m, int32_t input, int32_t axis, int32_t indices, int32_t out) {
+  using R = nnapi::Role;
+  add_by_roles(m, nnapi::Op::Gather, {{R::Input, input}, {R::Axis, axis}, {R::Indices, indices}},
+               {out});
 }
 
 }  // namespace nnapi_convert

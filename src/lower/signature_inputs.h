@@ -10,10 +10,36 @@
 
 namespace nnapi_convert {
 
+class ModelBuilder;
+
+// (role, operand id) pairs, in any order.
+using RoleIds = std::vector<std::pair<nnapi::Role, int32_t>>;
+
 // The inputs of NNAPI operation `op` in the positions its signature gives
 // the roles in `given` (each with its operand id); an internal error when no
 // form of `op` has exactly those roles.
-std::vector<int32_t> signature_inputs(nnapi::Op op,
-                                      const std::vector<std::pair<nnapi::Role, int32_t>>& given);
+std::vector<int32_t> signature_inputs(nnapi::Op op, const RoleIds& given);
+
+// Adds operation `op` with the inputs `given` (placed by signature_inputs)
+// and `outputs`.
+void add_by_roles(ModelBuilder& m, nnapi::Op op, const RoleIds& given,
+                  const std::vector<int32_t>& outputs);
+
+// FULLY_CONNECTED of `input` by the (units, input size) `weights` plus
+// `bias`, with FuseCode operand `fuse`, into `out`.
+void add_fully_connected(ModelBuilder& m, int32_t input, int32_t weights, int32_t bias,
+                         int32_t fuse, int32_t out);
+
+// MEAN or a REDUCE_* operation `op` of `input` over the TENSOR_INT32 `axes`
+// with keep_dims operand `keep`, into `out`.
+void add_reduce(ModelBuilder& m, nnapi::Op op, int32_t input, int32_t axes, int32_t keep,
+                int32_t out);
+
+// RESHAPE of `input` to the TENSOR_INT32 `shape`, into `out`.
+void add_reshape(ModelBuilder& m, int32_t input, int32_t shape, int32_t out);
+// TRANSPOSE of `input` by the TENSOR_INT32 `perm`, into `out`.
+void add_transpose(ModelBuilder& m, int32_t input, int32_t perm, int32_t out);
+// GATHER of `input` along INT32 `axis` at the TENSOR_INT32 `indices`, into `out`.
+void add_gather(ModelBuilder& m, int32_t input, int32_t axis, int32_t indices, int32_t out);
 
 }  // namespace nnapi_convert

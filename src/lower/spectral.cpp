@@ -26,6 +26,7 @@
 #include "lower/forms.h"
 #include "lower/node_args.h"
 #include "lower/padding.h"
+#include "lower/signature_inputs.h"
 
 namespace nnapi_convert {
 namespace {
@@ -151,11 +152,8 @@ void lower_complex_abs(LoweringContext& cx, const Node* node) {
   dims.pop_back();
   const OperandHandle sum = cx.add_output(nullptr, squares.op, dims);
   ModelBuilder& m = cx.model();
-  m.add_operation(
-      Op::ReduceSum,
-      {squares.id, m.add_int_vector({static_cast<int64_t>(squares.op.shape.size()) - 1}),
-       m.add_bool_scalar(false)},
-      {sum.id});
+  const int32_t axes_id = m.add_int_vector({static_cast<int64_t>(squares.op.shape.size()) - 1});
+  add_reduce(m, Op::ReduceSum, squares.id, axes_id, m.add_bool_scalar(false), sum.id);
   emit_unary(cx, Op::Sqrt, sum, node->output());
 }
 

@@ -16,6 +16,7 @@
 #include "lower/pixel_shuffle.h"
 #include "lower/pooling.h"
 #include "lower/registry.h"
+#include "lower/signature_inputs.h"
 #include "serialize/pyrepr.h"
 
 namespace nnapi_convert {
@@ -133,7 +134,7 @@ void lower_upsample_nearest2d(LoweringContext& cx, const Node* node) {
       const int32_t index_id = cx.add_weight(at::tensor(table, at::kInt), DimOrder::Contiguous);
       const int32_t axis_id = m.add_int_scalar(static_cast<int32_t>(nnapi_axis(y.op, d)));
       const OperandHandle g = cx.add_output(nullptr, y.op, dims);
-      m.add_operation(Op::Gather, {y.id, axis_id, index_id}, {g.id});
+      add_gather(m, y.id, axis_id, index_id, g.id);
       y = g;
     }
     cx.reinterpret(node->output(), y.id, y.op);

@@ -46,6 +46,7 @@
 #include "lower/pooling.h"
 #include "lower/rank_reduce.h"
 #include "lower/registry.h"
+#include "lower/signature_inputs.h"
 
 namespace nnapi_convert {
 namespace {
@@ -566,11 +567,12 @@ OperandHandle mean_steps(LoweringContext& cx, const OperandHandle& block, const 
   const Shape& r = raw.op.shape;
   const OperandHandle blocks = as_blocks(cx, raw, steps, n);
   ModelBuilder& m = cx.model();
-  const std::vector<int32_t> inputs = {blocks.id, m.add_int_vector({0}), m.add_int_scalar(1)};
+  const int32_t axes_id = m.add_int_vector({0});
+  const int32_t keep_id = m.add_int_scalar(1);
   std::vector<SymInt> dims = sym_shape(blocks);
   dims[0] = {1, ""};
   const OperandHandle mean = cx.add_output(nullptr, blocks.op, dims);
-  m.add_operation(Op::Mean, inputs, {mean.id});
+  add_reduce(m, Op::Mean, blocks.id, axes_id, keep_id, mean.id);
   return from_blocks(cx, mean, 1, n, {r[1], r[2], r[3]}, block.op.dim_order);
 }
 

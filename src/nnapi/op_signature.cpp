@@ -17,14 +17,29 @@ Kind kind_of(Role r) {
     case R::Filter:
     case R::Bias:
     case R::OutputShape:
+    case R::SecondInput:
+    case R::Weights:
+    case R::Axes:
+    case R::Paddings:
+    case R::BlockShape:
+    case R::Shape:
+    case R::Perm:
+    case R::Indices:
       return Kind::Tensor;
     case R::Layout:
     case R::AlignCorners:
     case R::HalfPixelCenters:
+    case R::AdjX:
+    case R::AdjY:
       return Kind::Bool;
     case R::ScaleW:
     case R::ScaleH:
     case R::Beta:
+    case R::PadValue:  // (INT32 for a quantized input: no two forms differ there)
+    case R::LrnBias:
+    case R::Alpha:
+    case R::Gamma:
+    case R::Epsilon:
       return Kind::Float;
     default:
       return Kind::Int;
@@ -110,6 +125,28 @@ const std::vector<Signature>& table() {
       s.push_back({op, {{"", {R::Input, R::BlockSize, R::Layout}, {2, 3}}}});
     s.push_back({Op::Softmax, {{"", {R::Input, R::Beta, R::Axis}, {2, 3}}}});
     s.push_back({Op::LogSoftmax, {{"", {R::Input, R::Beta, R::Axis}, {3}}}});
+    s.push_back({Op::L2Normalization, {{"", {R::Input, R::Axis}, {1, 2}}}});
+    s.push_back({Op::LocalResponseNormalization,
+                 {{"", {R::Input, R::Radius, R::LrnBias, R::Alpha, R::Beta, R::Axis}, {5, 6}}}});
+    s.push_back({Op::BatchToSpaceNd, {{"", {R::Input, R::BlockShape, R::Layout}, {2, 3}}}});
+    s.push_back(
+        {Op::SpaceToBatchNd, {{"", {R::Input, R::BlockShape, R::Paddings, R::Layout}, {3, 4}}}});
+    s.push_back({Op::BatchMatmul, {{"", {R::Input, R::SecondInput, R::AdjX, R::AdjY}, {2, 3, 4}}}});
+    // One fixed form.
+    for (Op op : {Op::Add, Op::Mul, Op::Sub, Op::Div})
+      s.push_back({op, {{"", {R::Input, R::SecondInput, R::Fuse}, {3}}}});
+    s.push_back({Op::FullyConnected, {{"", {R::Input, R::Weights, R::Bias, R::Fuse}, {4}}}});
+    for (Op op : {Op::Mean, Op::ReduceSum, Op::ReduceMax, Op::ReduceMin, Op::ReduceProd,
+                  Op::ReduceAll, Op::ReduceAny})
+      s.push_back({op, {{"", {R::Input, R::Axes, R::KeepDims}, {3}}}});
+    s.push_back({Op::Pad, {{"", {R::Input, R::Paddings}, {2}}}});
+    s.push_back({Op::PadV2, {{"", {R::Input, R::Paddings, R::PadValue}, {3}}}});
+    s.push_back({Op::Reshape, {{"", {R::Input, R::Shape}, {2}}}});
+    s.push_back({Op::Transpose, {{"", {R::Input, R::Perm}, {1, 2}}}});
+    s.push_back({Op::Gather, {{"", {R::Input, R::Axis, R::Indices}, {3}}}});
+    for (Op op : {Op::ArgMax, Op::ArgMin}) s.push_back({op, {{"", {R::Input, R::Axis}, {2}}}});
+    s.push_back({Op::InstanceNormalization,
+                 {{"", {R::Input, R::Gamma, R::Beta, R::Epsilon, R::Layout}, {5}}}});
     return s;
   }();
   return t;
@@ -175,6 +212,40 @@ const char* role_name(Role r) {
       return "beta";
     case R::Axis:
       return "axis";
+    case R::SecondInput:
+      return "second input";
+    case R::Weights:
+      return "weights";
+    case R::Axes:
+      return "axes";
+    case R::KeepDims:
+      return "keep_dims";
+    case R::Paddings:
+      return "paddings";
+    case R::PadValue:
+      return "pad value";
+    case R::AdjX:
+      return "adj_x";
+    case R::AdjY:
+      return "adj_y";
+    case R::Radius:
+      return "radius";
+    case R::LrnBias:
+      return "bias scalar";
+    case R::Alpha:
+      return "alpha";
+    case R::Gamma:
+      return "gamma";
+    case R::Epsilon:
+      return "epsilon";
+    case R::BlockShape:
+      return "block shape";
+    case R::Shape:
+      return "shape";
+    case R::Perm:
+      return "perm";
+    case R::Indices:
+      return "indices";
   }
   return "operand";
 }

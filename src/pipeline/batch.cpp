@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "core/isolation.h"
+#include "core/summary.h"
 #include "lower/registry.h"
 #include "nnapi_convert/converter.h"
 #include "nnapi_convert/nnapi_types.h"
@@ -85,14 +86,8 @@ JobResult run_job(const Job& job, std::vector<Staged>* handed_over) {
         write_conversion(c, c.quantized ? lowering_options(*c.quantized, job.options) : job.options,
                          job.output, job.lite, job.parts);
     c.times.write_ms = ms_since(tw);
-    r.operand_count = c.operand_count;
-    r.operation_count = c.operation_count;
-    r.feature_level = c.feature_level;
-    r.android_api = c.android_api;
+    copy_summary(c, r);
     r.weight_bytes = c.weight_bytes;
-    r.operations = c.operations;
-    r.nnapi_models = static_cast<int64_t>(c.segments.size());
-    r.torchscript_nodes = c.cpu_kinds;
     r.state = state_json(c);
     r.arguments = c.arguments;
     r.notes = c.notes;

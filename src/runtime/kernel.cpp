@@ -332,8 +332,9 @@ const OpKernel* find_kernel(int32_t code) {
   return nullptr;
 }
 
+bool nchw_flag(const ExecContext& ctx) { return ctx.flag_or(ctx.form().at(R::Layout), false); }
+
 Window read_window(const ExecContext& ctx, const nnapi::Form& form) {
-  using R = nnapi::Role;
   Window w;
   if (form.has(R::PaddingScheme)) {
     w.implicit_scheme = ctx.i32(form.at(R::PaddingScheme));

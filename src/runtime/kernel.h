@@ -17,6 +17,7 @@ namespace nnrt {
 
 using nnapi::Fuse;
 using nnapi::Op;
+using R = nnapi::Role;  // an input's role (op_signature.h)
 
 // A tensor flowing between operations during one execution. Element types:
 // float for TENSOR_FLOAT32/FLOAT32, int for TENSOR_INT32/INT32/UINT32,
@@ -167,5 +168,8 @@ struct Window {
 // Reads the implicit padding scheme or the four explicit paddings, and the
 // strides, where the operation's form has them.
 Window read_window(const ExecContext& ctx, const nnapi::Form& form);
+
+// The operation's optional NCHW layout flag: false when it is left out.
+bool nchw_flag(const ExecContext& ctx);
 
 }  // namespace nnrt

@@ -7,8 +7,6 @@
 namespace nnapi_validate {
 namespace {
 
-using R = nnapi::Role;
-
 // Where the parameters of one windowed operation are, by input index: the
 // arity form op_signature.h gives for its input count and types.
 struct Layout {
@@ -140,44 +138,46 @@ bool image_for_shapes(Check& c, const Layout& l, bool* nchw, Image* im) {
 
 // ---- the convolutions: input, filter, bias, ...
 
-void conv_operands(Check& c) {
+void conv_operands(Check& c, const Layout& l) {
+  const size_t in = l.at(R::Input), fa = l.at(R::Filter), ba = l.at(R::Bias);
   c.output_count(1);
-  c.input_type(0, {T::TensorFloat32, T::TensorQuant8Asymm, T::TensorFloat16});
-  if (c.type(0) == T::TensorFloat16) c.needs_level(3, c.name(), " of TENSOR_FLOAT16");
-  if (c.type(0) == T::TensorQuant8Asymm) {
-    c.input_type(1, {T::TensorQuant8Asymm, T::TensorQuant8SymmPerChannel});
-    if (c.type(1) == T::TensorQuant8SymmPerChannel) {
+  c.input_type(in, {T::TensorFloat32, T::TensorQuant8Asymm, T::TensorFloat16});
+  if (c.type(in) == T::TensorFloat16) c.needs_level(3, c.name(), " of TENSOR_FLOAT16");
+  if (c.type(in) == T::TensorQuant8Asymm) {
+    c.input_type(fa, {T::TensorQuant8Asymm, T::TensorQuant8SymmPerChannel});
+    if (c.type(fa) == T::TensorQuant8SymmPerChannel) {
       c.needs_level(3, c.name(), " with a per-channel quantized filter");
       // The scales run along the output channels: the filter's dim 0, dim 3
       // for DEPTHWISE_CONV_2D's [1, h, w, depth_out].
       const uint32_t want = c.code() == static_cast<int32_t>(nnapi::Op::DepthwiseConv2d) ? 3 : 0;
-      if (!c.in(1).channel_scales.empty() && c.in(1).channel_dim != want)
-        c.fail(Rule::Quantization, "input 1 (filter) has per-channel scales along dimension " +
-                                       std::to_string(c.in(1).channel_dim) + "; NNAPI's " +
-                                       c.name() + " needs them along dimension " +
-                                       std::to_string(want));
+      if (!c.in(fa).channel_scales.empty() && c.in(fa).channel_dim != want)
+        c.fail(Rule::Quantization,
+               "input " + std::to_string(fa) + " (filter) has per-channel scales along dimension " +
+                   std::to_string(c.in(fa).channel_dim) + "; NNAPI's " + c.name() +
+                   " needs them along dimension " + std::to_string(want));
     }
-    c.input_type(2, {T::TensorInt32});
-    c.bias_quant(2, 0, 1);
+    c.input_type(ba, {T::TensorInt32});
+    c.bias_quant(ba, in, fa);
   } else {
-    c.same_type(1, 0);
-    c.same_type(2, 0);
+    c.same_type(fa, in);
+    c.same_type(ba, in);
   }
-  c.input_rank(0, 4, 4);
-  c.input_rank(1, 4, 4);
-  c.input_rank(2, 1, 1);
-  c.output_same_type(0, 0);
+  c.input_rank(in, 4, 4);
+  c.input_rank(fa, 4, 4);
+  c.input_rank(ba, 1, 1);
+  c.output_same_type(0, in);
 }
 
 // Filter dims (depth_out, fh, fw, depth_in) and the bias length checks.
-void check_bias(const Check& c) {
-  c.equal_dims(c.dim(2, 0), c.dim(1, 0), "the bias length differs from the filter's output depth");
+void check_bias(const Check& c, const Layout& l) {
+  c.equal_dims(c.dim(l.at(R::Bias), 0), c.dim(l.at(R::Filter), 0),
+               "the bias length differs from the filter's output depth");
 }
 
 // Operand and parameter types; then, when values are checked, the window's
 // values.
 std::optional<Window> conv_prologue(Check& c, const Layout& l) {
-  conv_operands(c);
+  conv_operands(c, l);
   parameter_types(c, l);
   if (!c.full()) return std::nullopt;
   return read_window(c, l);
@@ -185,51 +185,54 @@ std::optional<Window> conv_prologue(Check& c, const Layout& l) {
 
 void conv2d_rule(Check& c) {
   const Layout l = layout_of(c);
+  const size_t fa = l.at(R::Filter);
   const std::optional<Window> w = conv_prologue(c, l);
   bool nchw;
   Image im;
   if (!w || !image_for_shapes(c, l, &nchw, &im)) return;
-  check_bias(c);
-  c.equal_dims(im.c, c.dim(1, 3), "the input depth differs from the filter's input depth");
-  auto [oh, ow] = window_hw(c, *w, im, c.dim(1, 1), c.dim(1, 2));
-  c.set_output(0, image_shape(im.n, oh, ow, c.dim(1, 0), nchw));
+  check_bias(c, l);
+  c.equal_dims(im.c, c.dim(fa, 3), "the input depth differs from the filter's input depth");
+  auto [oh, ow] = window_hw(c, *w, im, c.dim(fa, 1), c.dim(fa, 2));
+  c.set_output(0, image_shape(im.n, oh, ow, c.dim(fa, 0), nchw));
 }
 
 void depthwise_rule(Check& c) {
   const Layout l = layout_of(c);
+  const size_t fa = l.at(R::Filter), ba = l.at(R::Bias);
   const std::optional<Window> w = conv_prologue(c, l);
   if (!w) return;
   c.at_least(l.at(R::DepthMultiplier), 1, "depth multiplier");
   bool nchw;
   Image im;
   if (!image_for_shapes(c, l, &nchw, &im)) return;
-  c.equal_dims(c.dim(1, 0), 1, "the depthwise filter's first dim must be 1");
-  const int64_t depth_out = c.dim(1, 3);
-  c.equal_dims(c.dim(2, 0), depth_out, "the bias length differs from the filter's output depth");
+  c.equal_dims(c.dim(fa, 0), 1, "the depthwise filter's first dim must be 1");
+  const int64_t depth_out = c.dim(fa, 3);
+  c.equal_dims(c.dim(ba, 0), depth_out, "the bias length differs from the filter's output depth");
   if (auto m = c.i32(l.at(R::DepthMultiplier)); m && im.c >= 0)
     c.equal_dims(depth_out, im.c * *m, "the filter depth differs from input depth x multiplier");
-  auto [oh, ow] = window_hw(c, *w, im, c.dim(1, 1), c.dim(1, 2));
+  auto [oh, ow] = window_hw(c, *w, im, c.dim(fa, 1), c.dim(fa, 2));
   c.set_output(0, image_shape(im.n, oh, ow, depth_out, nchw));
 }
 
 void grouped_rule(Check& c) {
   const Layout l = layout_of(c);
+  const size_t fa = l.at(R::Filter);
   const std::optional<Window> w = conv_prologue(c, l);
   if (!w) return;
   c.at_least(l.at(R::Groups), 1, "number of groups");
   bool nchw;
   Image im;
   if (!image_for_shapes(c, l, &nchw, &im)) return;
-  check_bias(c);
-  const int64_t depth_out = c.dim(1, 0);
+  check_bias(c, l);
+  const int64_t depth_out = c.dim(fa, 0);
   if (auto g = c.i32(l.at(R::Groups)); g && *g > 0) {
-    if (c.dim(1, 3) >= 0 && im.c >= 0)
-      c.equal_dims(im.c, c.dim(1, 3) * *g, "the input depth differs from filter depth x groups");
+    if (c.dim(fa, 3) >= 0 && im.c >= 0)
+      c.equal_dims(im.c, c.dim(fa, 3) * *g, "the input depth differs from filter depth x groups");
     if (depth_out >= 0 && depth_out % *g != 0)
       c.fail(Rule::Shape, "the output depth " + std::to_string(depth_out) +
                               " is not a multiple of the " + std::to_string(*g) + " groups");
   }
-  auto [oh, ow] = window_hw(c, *w, im, c.dim(1, 1), c.dim(1, 2));
+  auto [oh, ow] = window_hw(c, *w, im, c.dim(fa, 1), c.dim(fa, 2));
   c.set_output(0, image_shape(im.n, oh, ow, depth_out, nchw));
 }
 
@@ -238,6 +241,7 @@ void grouped_rule(Check& c) {
 // (TENSOR_INT32), scheme, strides, fuse, layout.
 void transpose_conv_rule(Check& c) {
   const Layout l = layout_of(c);
+  const size_t fa = l.at(R::Filter);
   const size_t shape_at = l.at(R::OutputShape);
   if (l.implicit()) {
     c.input_type(shape_at, {T::TensorInt32});
@@ -247,9 +251,9 @@ void transpose_conv_rule(Check& c) {
   bool nchw;
   Image im;
   if (!w || !image_for_shapes(c, l, &nchw, &im)) return;
-  check_bias(c);
-  c.equal_dims(im.c, c.dim(1, 3), "the input depth differs from the filter's input depth");
-  const int64_t depth_out = c.dim(1, 0);
+  check_bias(c, l);
+  c.equal_dims(im.c, c.dim(fa, 3), "the input depth differs from the filter's input depth");
+  const int64_t depth_out = c.dim(fa, 0);
   int64_t pad[4] = {w->pad[0], w->pad[1], w->pad[2], w->pad[3]};  // left, right, top, bottom
   bool known = w->known;
   if (l.implicit()) {
@@ -262,8 +266,8 @@ void transpose_conv_rule(Check& c) {
     known = known && shape.has_value();
     if (known) {
       const int64_t rh = (*shape)[nchw ? 2 : 1], rw = (*shape)[nchw ? 3 : 2];
-      transpose_conv_implicit_padding(w->scheme, rw, c.dim(1, 2), w->stride_w, &pad[0], &pad[1]);
-      transpose_conv_implicit_padding(w->scheme, rh, c.dim(1, 1), w->stride_h, &pad[2], &pad[3]);
+      transpose_conv_implicit_padding(w->scheme, rw, c.dim(fa, 2), w->stride_w, &pad[0], &pad[1]);
+      transpose_conv_implicit_padding(w->scheme, rh, c.dim(fa, 1), w->stride_h, &pad[2], &pad[3]);
     }
   }
   auto out = [&](int64_t in, int64_t f, int64_t stride, int64_t before, int64_t after) -> int64_t {
@@ -273,8 +277,8 @@ void transpose_conv_rule(Check& c) {
       c.fail(Rule::Shape, "the paddings leave no output (" + std::to_string(o) + " along an axis)");
     return o;
   };
-  const int64_t oh = out(im.h, c.dim(1, 1), w->stride_h, pad[2], pad[3]);
-  const int64_t ow = out(im.w, c.dim(1, 2), w->stride_w, pad[0], pad[1]);
+  const int64_t oh = out(im.h, c.dim(fa, 1), w->stride_h, pad[2], pad[3]);
+  const int64_t ow = out(im.w, c.dim(fa, 2), w->stride_w, pad[0], pad[1]);
   c.set_output(0, image_shape(im.n, oh, ow, depth_out, nchw));
 }
 
@@ -295,29 +299,30 @@ namespace {
 // bias [units], fuse. Output [input elements / input size, units].
 
 void fully_connected_rule(Check& c) {
-  c.input_count({4});
+  const nnapi::Form& f = c.form();
+  const size_t in = f.at(R::Input), wa = f.at(R::Weights), ba = f.at(R::Bias);
   c.output_count(1);
-  c.input_type(0, {T::TensorFloat32, T::TensorQuant8Asymm, T::TensorFloat16});
-  if (c.type(0) == T::TensorFloat16) c.needs_level(3, "FULLY_CONNECTED of TENSOR_FLOAT16");
-  if (c.type(0) == T::TensorQuant8Asymm) {
-    c.input_type(1, {T::TensorQuant8Asymm});
-    c.input_type(2, {T::TensorInt32});
-    c.bias_quant(2, 0, 1);
+  c.input_type(in, {T::TensorFloat32, T::TensorQuant8Asymm, T::TensorFloat16});
+  if (c.type(in) == T::TensorFloat16) c.needs_level(3, "FULLY_CONNECTED of TENSOR_FLOAT16");
+  if (c.type(in) == T::TensorQuant8Asymm) {
+    c.input_type(wa, {T::TensorQuant8Asymm});
+    c.input_type(ba, {T::TensorInt32});
+    c.bias_quant(ba, in, wa);
   } else {
-    c.same_type(1, 0);
-    c.same_type(2, 0);
+    c.same_type(wa, in);
+    c.same_type(ba, in);
   }
-  c.input_type(3, {T::Int32});
-  c.output_same_type(0, 0);
-  c.input_rank(0, 2, 4);
-  c.input_rank(1, 2, 2);
-  c.input_rank(2, 1, 1);
+  c.input_type(f.at(R::Fuse), {T::Int32});
+  c.output_same_type(0, in);
+  c.input_rank(in, 2, 4);
+  c.input_rank(wa, 2, 2);
+  c.input_rank(ba, 1, 1);
   if (!c.full()) return;
-  c.fuse_code(3);
+  c.fuse_code(f.at(R::Fuse));
   if (!c.shapes()) return;
-  const int64_t units = c.dim(1, 0), size = c.dim(1, 1);
-  c.equal_dims(c.dim(2, 0), units, "the bias length differs from the number of units");
-  const Shape& x = c.shape(0);
+  const int64_t units = c.dim(wa, 0), size = c.dim(wa, 1);
+  c.equal_dims(c.dim(ba, 0), units, "the bias length differs from the number of units");
+  const Shape& x = c.shape(in);
   int64_t batch = -1;
   if (x.known && size > 0) {
     int64_t n = 1;
@@ -334,23 +339,26 @@ void fully_connected_rule(Check& c) {
 // ---- BATCH_MATMUL: x, y of the same rank 2 to 4 [, adj_x, adj_y].
 
 void batch_matmul_rule(Check& c) {
-  c.input_count({2, 3, 4});
+  const nnapi::Form& f = c.form();
+  const size_t xa = f.at(R::Input), ya = f.at(R::SecondInput);
+  const size_t adj_x_at = f.at(R::AdjX), adj_y_at = f.at(R::AdjY);
   c.output_count(1);
-  c.input_type(0, {T::TensorFloat32, T::TensorFloat16, T::TensorInt32, T::TensorQuant8Asymm});
-  c.same_type(1, 0);
-  c.input_rank(0, 2, 4);
-  c.input_rank(1, 2, 4);
-  for (size_t i = 2; i < c.n_in(); ++i) c.input_type(i, {T::Bool});
-  c.output_same_type(0, 0);
+  c.input_type(xa, {T::TensorFloat32, T::TensorFloat16, T::TensorInt32, T::TensorQuant8Asymm});
+  c.same_type(ya, xa);
+  c.input_rank(xa, 2, 4);
+  c.input_rank(ya, 2, 4);
+  for (size_t i : {adj_x_at, adj_y_at})
+    if (i < c.n_in()) c.input_type(i, {T::Bool});
+  c.output_same_type(0, xa);
   if (!c.shapes()) return;
-  const Shape &x = c.shape(0), &y = c.shape(1);
+  const Shape &x = c.shape(xa), &y = c.shape(ya);
   if (!x.known || !y.known) return c.set_output(0, Shape::unknown());
   if (x.rank() != y.rank())
     c.fail(Rule::Shape, "inputs of ranks " + std::to_string(x.rank()) + " and " +
                             std::to_string(y.rank()) + "; NNAPI needs the same rank");
   const size_t r = x.rank();
-  const std::optional<bool> adj_x = c.n_in() > 2 ? c.flag(2) : std::optional<bool>(false);
-  const std::optional<bool> adj_y = c.n_in() > 3 ? c.flag(3) : std::optional<bool>(false);
+  auto adjoint = [&](size_t i) { return i < c.n_in() ? c.flag(i) : std::optional<bool>(false); };
+  const std::optional<bool> adj_x = adjoint(adj_x_at), adj_y = adjoint(adj_y_at);
   if (!adj_x || !adj_y) return c.set_output(0, Shape::unknown_of_rank(x.rank()));
   Shape out = Shape::unknown_of_rank(r);
   for (size_t k = 0; k + 2 < r; ++k) {

@@ -14,21 +14,23 @@ constexpr size_t kAny = SIZE_MAX;  // no upper rank limit ("Supported tensor ran
 // ---- ADD, SUB, MUL, DIV: a, b, fuse code; broadcast, rank up to 4.
 
 void binary_with_fuse(Check& c, std::initializer_list<TypeLevel> types) {
-  c.input_count({3});
+  const nnapi::Form& f = c.form();
+  const size_t second = f.at(R::SecondInput), fuse_at = f.at(R::Fuse);
   c.output_count(1);
   typed(c, types);
-  c.same_type(1, 0);
-  c.input_type(2, {T::Int32});
+  c.same_type(second, 0);
+  c.input_type(fuse_at, {T::Int32});
   c.output_same_type(0, 0);
   c.max_rank(4);
   if (!c.full()) return;
-  c.fuse_code(2);
+  c.fuse_code(fuse_at);
   if (c.type(0) == T::TensorInt32) {
-    if (auto fuse = c.i32(2); fuse && *fuse != 0)
-      c.fail(Rule::Parameter, "input 2 (fused activation) is " + std::to_string(*fuse) +
-                                  "; NNAPI's " + c.name() + " of TENSOR_INT32 takes only 0 (none)");
+    if (auto fuse = c.i32(fuse_at); fuse && *fuse != 0)
+      c.fail(Rule::Parameter, "input " + std::to_string(fuse_at) + " (fused activation) is " +
+                                  std::to_string(*fuse) + "; NNAPI's " + c.name() +
+                                  " of TENSOR_INT32 takes only 0 (none)");
   }
-  if (c.shapes()) c.set_output(0, broadcast(c, c.shape(0), c.shape(1)));
+  if (c.shapes()) c.set_output(0, broadcast(c, c.shape(0), c.shape(second)));
 }
 
 void add_rule(Check& c) {
@@ -190,8 +192,8 @@ void beta(Check& c, size_t i) {
 
 // SOFTMAX's and LOG_SOFTMAX's beta and axis, where their form has them.
 void beta_and_axis(Check& c, const nnapi::Form& f) {
-  beta(c, f.at(nnapi::Role::Beta));
-  softmax_axis(c, f.at(nnapi::Role::Axis));
+  beta(c, f.at(R::Beta));
+  softmax_axis(c, f.at(R::Axis));
 }
 
 void softmax_rule(Check& c) {
@@ -201,7 +203,7 @@ void softmax_rule(Check& c) {
   c.output_same_type(0, 0);
   c.max_rank(4);
   c.fixed_quant(0, 1.0f / 256, 0);
-  if (f.at(nnapi::Role::Axis) < c.n_in()) c.needs_level(3, "SOFTMAX with an axis");
+  if (f.at(R::Axis) < c.n_in()) c.needs_level(3, "SOFTMAX with an axis");
   beta_and_axis(c, f);
   same_shape_output(c);
 }
@@ -218,30 +220,31 @@ void log_softmax_rule(Check& c) {
 // ---- L2_NORMALIZATION: input [, axis].
 
 void l2_norm_rule(Check& c) {
-  c.input_count({1, 2});
+  const size_t axis_at = c.form().at(R::Axis);
   c.output_count(1);
   typed(c, {{T::TensorFloat32, 1}, {T::TensorQuant8Asymm, 3}, {T::TensorFloat16, 3}});
   c.output_same_type(0, 0);
   c.max_rank(4);
   c.fixed_quant(0, 1.0f / 128, 128);
-  if (c.n_in() == 2) c.needs_level(3, "L2_NORMALIZATION with an axis");
-  softmax_axis(c, 1);
+  if (axis_at < c.n_in()) c.needs_level(3, "L2_NORMALIZATION with an axis");
+  softmax_axis(c, axis_at);
   same_shape_output(c);
 }
 
 // ---- INSTANCE_NORMALIZATION: 4-D input, gamma, beta, epsilon, layout (BOOL).
 
 void instance_norm_rule(Check& c) {
-  c.input_count({5});
+  const nnapi::Form& f = c.form();
   c.output_count(1);
   typed(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}});
   c.input_rank(0, 4, 4);
-  for (size_t i : {1, 2, 3}) float_scalar_for_input(c, i);
-  c.input_type(4, {T::Bool});
+  for (R r : {R::Gamma, R::Beta, R::Epsilon}) float_scalar_for_input(c, f.at(r));
+  c.input_type(f.at(R::Layout), {T::Bool});
   c.output_same_type(0, 0);
-  if (auto eps = c.f32(3); eps && !(*eps > 0.0f))
-    c.fail(Rule::Parameter,
-           "input 3 (epsilon) is " + std::to_string(*eps) + "; NNAPI needs a positive epsilon");
+  const size_t eps_at = f.at(R::Epsilon);
+  if (auto eps = c.f32(eps_at); eps && !(*eps > 0.0f))
+    c.fail(Rule::Parameter, "input " + std::to_string(eps_at) + " (epsilon) is " +
+                                std::to_string(*eps) + "; NNAPI needs a positive epsilon");
   same_shape_output(c);
 }
 

@@ -58,21 +58,22 @@ std::optional<std::vector<int32_t>> per_dim(Check& c, size_t i, const char* what
 // ---- RESHAPE: input, shape (1-D TENSOR_INT32, at most one -1).
 
 void reshape_rule(Check& c) {
-  c.input_count({2});
+  const size_t at = c.form().at(R::Shape);
+  const std::string what = "input " + str(at) + " (shape) ";
   c.output_count(1);
   moved(c);
-  c.input_type(1, {T::TensorInt32});
-  c.input_rank(1, 1, 1);
+  c.input_type(at, {T::TensorInt32});
+  c.input_rank(at, 1, 1);
   c.max_rank(4);
   if (!c.full()) return;
-  auto shape = c.ints(1);
+  auto shape = c.ints(at);
   if (!shape) {
-    if (c.shapes() && c.in(1).dims.size() == 1 && c.in(1).dims[0] != 0)
-      c.set_output(0, Shape::unknown_of_rank(c.in(1).dims[0]));
+    if (c.shapes() && c.in(at).dims.size() == 1 && c.in(at).dims[0] != 0)
+      c.set_output(0, Shape::unknown_of_rank(c.in(at).dims[0]));
     return;
   }
   if (shape->size() > 4)
-    c.fail(Rule::Rank, "input 1 (shape) asks for rank " + str(static_cast<int64_t>(shape->size())) +
+    c.fail(Rule::Rank, what + "asks for rank " + str(static_cast<int64_t>(shape->size())) +
                            "; NNAPI's RESHAPE gives tensors of rank 1 to 4");
   Shape out = Shape::unknown_of_rank(shape->size());
   int64_t known = 1, infer = -1;
@@ -80,10 +81,10 @@ void reshape_rule(Check& c) {
     const int32_t v = (*shape)[k];
     if (v == -1) {
       if (infer >= 0)
-        c.fail(Rule::Parameter, "input 1 (shape) has more than one -1; NNAPI allows at most one");
+        c.fail(Rule::Parameter, what + "has more than one -1; NNAPI allows at most one");
       infer = static_cast<int64_t>(k);
     } else if (v < 0) {
-      c.fail(Rule::Parameter, "input 1 (shape) has " + str(v) +
+      c.fail(Rule::Parameter, what + "has " + str(v) +
                                   "; NNAPI's RESHAPE takes sizes "
                                   "and at most one -1");
     } else {
@@ -287,13 +288,13 @@ void concat_rule(Check& c) {
 // ---- TRANSPOSE: input [, perm (1-D TENSOR_INT32)]; no perm reverses.
 
 void transpose_rule(Check& c) {
-  c.input_count({1, 2});
+  const size_t at = c.form().at(R::Perm);
   c.output_count(1);
   moved(c);
-  const bool has_perm = c.n_in() == 2 && !c.omitted(1);
+  const bool has_perm = at < c.n_in() && !c.omitted(at);
   if (has_perm) {
-    c.input_type(1, {T::TensorInt32});
-    c.input_rank(1, 1, 1);
+    c.input_type(at, {T::TensorInt32});
+    c.input_rank(at, 1, 1);
   }
   c.max_rank(4);
   if (!c.full()) return;
@@ -301,7 +302,7 @@ void transpose_rule(Check& c) {
   if (!x.known) return;
   std::vector<int32_t> perm;
   if (has_perm) {
-    auto p = per_dim(c, 1, "perm");
+    auto p = per_dim(c, at, "perm");
     if (!p) return c.set_output(0, Shape::unknown_of_rank(x.rank()));
     perm = *p;
   } else {
@@ -312,7 +313,7 @@ void transpose_rule(Check& c) {
   for (size_t k = 0; k < perm.size(); ++k) {
     const int32_t p = perm[k];
     if (p < 0 || p >= static_cast<int32_t>(x.rank()) || seen[static_cast<size_t>(p)])
-      c.fail(Rule::Parameter, "input 1 (perm) is not a permutation of 0 to " +
+      c.fail(Rule::Parameter, "input " + str(at) + " (perm) is not a permutation of 0 to " +
                                   str(static_cast<int64_t>(x.rank()) - 1));
     seen[static_cast<size_t>(p)] = true;
     out.d[k] = x.d[static_cast<size_t>(p)];
@@ -323,44 +324,44 @@ void transpose_rule(Check& c) {
 // ---- PAD: input, paddings ([rank, 2] TENSOR_INT32); PAD_V2 adds the value.
 
 void pad_common(Check& c) {
+  const size_t pads_at = c.form().at(R::Paddings);
   c.output_count(1);
   moved(c);
-  c.input_type(1, {T::TensorInt32});
-  c.input_rank(1, 2, 2);
+  c.input_type(pads_at, {T::TensorInt32});
+  c.input_rank(pads_at, 2, 2);
   c.max_rank(4);
   if (!c.full()) return;
   const Shape& x = c.shape(0);
-  auto pads = c.ints(1);
+  auto pads = c.ints(pads_at);
   if (!pads || !x.known) {
     if (c.shapes()) c.set_output(0, x.known ? Shape::unknown_of_rank(x.rank()) : Shape::unknown());
     return;
   }
   if (pads->size() != 2 * x.rank())
-    c.fail(Rule::Parameter, "input 1 (paddings) has " + str(static_cast<int64_t>(pads->size())) +
+    c.fail(Rule::Parameter, "input " + str(pads_at) + " (paddings) has " +
+                                str(static_cast<int64_t>(pads->size())) +
                                 " entries for an input of rank " +
                                 str(static_cast<int64_t>(x.rank())) + "; NNAPI needs [rank, 2]");
   Shape out = x;
   for (size_t k = 0; k < x.rank(); ++k) {
     const int64_t before = (*pads)[2 * k], after = (*pads)[2 * k + 1];
     if (before < 0 || after < 0)
-      c.fail(Rule::Parameter, "input 1 (paddings) has a negative padding (" + str(before) + ", " +
-                                  str(after) + ") at dim " + str(static_cast<int64_t>(k)));
+      c.fail(Rule::Parameter, "input " + str(pads_at) + " (paddings) has a negative padding (" +
+                                  str(before) + ", " + str(after) + ") at dim " +
+                                  str(static_cast<int64_t>(k)));
     if (x.d[k] >= 0) out.d[k] = x.d[k] + before + after;
   }
   if (c.shapes()) c.set_output(0, out);
 }
 
-void pad_rule(Check& c) {
-  c.input_count({2});
-  pad_common(c);
-}
+void pad_rule(Check& c) { pad_common(c); }
 
 void pad_v2_rule(Check& c) {
-  c.input_count({3});
+  const size_t value_at = c.form().at(R::PadValue);
   if (c.type(0) == T::TensorQuant8Asymm) {
-    c.input_type(2, {T::Int32});
+    c.input_type(value_at, {T::Int32});
   } else {
-    c.input_type(2, {c.type(0) == T::TensorFloat16 ? T::Float16 : T::Float32});
+    c.input_type(value_at, {c.type(0) == T::TensorFloat16 ? T::Float16 : T::Float32});
   }
   pad_common(c);
 }
@@ -418,7 +419,6 @@ void channel_shuffle_rule(Check& c) {
 // ---- DEPTH_TO_SPACE, SPACE_TO_DEPTH: 4-D input, block_size [, layout].
 
 void depth_space(Check& c, bool to_space) {
-  using R = nnapi::Role;
   const nnapi::Form& f = c.form();
   const size_t block_at = f.at(R::BlockSize), layout_at = f.at(R::Layout);
   c.output_count(1);
@@ -468,23 +468,25 @@ void space_to_depth_rule(Check& c) { depth_space(c, false); }
 // ---- GATHER: input, axis, indices (TENSOR_INT32).
 
 void gather_rule(Check& c) {
-  c.input_count({3});
+  const nnapi::Form& f = c.form();
+  const size_t axis_at = f.at(R::Axis), indices_at = f.at(R::Indices);
   c.output_count(1);
   moved(c);
-  c.input_type(1, {T::Int32});
-  c.input_type(2, {T::TensorInt32});
+  c.input_type(axis_at, {T::Int32});
+  c.input_type(indices_at, {T::TensorInt32});
   if (!c.full()) return;
   const Shape& x = c.shape(0);
-  const int64_t axis = c.axis(1, x.known ? static_cast<int64_t>(x.rank()) : -1, true);
+  const int64_t axis = c.axis(axis_at, x.known ? static_cast<int64_t>(x.rank()) : -1, true);
   if (axis >= 0 && x.d[static_cast<size_t>(axis)] >= 0) {
-    if (auto idx = c.ints(2)) {
+    if (auto idx = c.ints(indices_at)) {
       for (int32_t v : *idx)
         if (v < 0 || v >= x.d[static_cast<size_t>(axis)])
-          c.fail(Rule::Parameter, "input 2 (indices) has " + str(v) + ", outside dim " + str(axis) +
-                                      " of size " + str(x.d[static_cast<size_t>(axis)]));
+          c.fail(Rule::Parameter, "input " + str(indices_at) + " (indices) has " + str(v) +
+                                      ", outside dim " + str(axis) + " of size " +
+                                      str(x.d[static_cast<size_t>(axis)]));
     }
   }
-  const Shape& idx = c.shape(2);
+  const Shape& idx = c.shape(indices_at);
   if (!c.shapes() || !x.known || !idx.known || axis < 0) return;
   Shape out = Shape::of(std::vector<int64_t>(x.d.begin(), x.d.begin() + axis));
   out.d.insert(out.d.end(), idx.d.begin(), idx.d.end());
@@ -518,20 +520,21 @@ void tile_rule(Check& c) {
 // ---- MEAN (keep_dims INT32), REDUCE_SUM (keep_dims BOOL): input, axes.
 
 void reduce(Check& c, bool keep_is_bool) {
-  c.input_count({3});
+  const nnapi::Form& f = c.form();
+  const size_t axes_at = f.at(R::Axes), keep_at = f.at(R::KeepDims);
   c.output_count(1);
-  c.input_type(1, {T::TensorInt32});
-  c.input_rank(1, 1, 1);
-  c.input_type(2, {keep_is_bool ? T::Bool : T::Int32});
+  c.input_type(axes_at, {T::TensorInt32});
+  c.input_rank(axes_at, 1, 1);
+  c.input_type(keep_at, {keep_is_bool ? T::Bool : T::Int32});
   c.max_rank(4);
   if (!c.full()) return;
   const Shape& x = c.shape(0);
-  auto axes = c.ints(1);
+  auto axes = c.ints(axes_at);
   // -1: unknown, else 0 or 1.
   int keep = -1;
   if (keep_is_bool) {
-    if (auto k = c.flag(2)) keep = *k ? 1 : 0;
-  } else if (auto k = c.i32(2)) {
+    if (auto k = c.flag(keep_at)) keep = *k ? 1 : 0;
+  } else if (auto k = c.i32(keep_at)) {
     keep = *k != 0 ? 1 : 0;
   }
   if (!x.known || !axes) {
@@ -542,8 +545,9 @@ void reduce(Check& c, bool keep_is_bool) {
   std::vector<bool> reduced(x.rank(), false);
   for (int32_t a : *axes) {
     if (a < -r || a >= r)
-      c.fail(Rule::Parameter, "input 1 (axes) has " + str(a) + "; for a tensor of rank " + str(r) +
-                                  " NNAPI takes " + str(-r) + " to " + str(r - 1));
+      c.fail(Rule::Parameter, "input " + str(axes_at) + " (axes) has " + str(a) +
+                                  "; for a tensor of rank " + str(r) + " NNAPI takes " + str(-r) +
+                                  " to " + str(r - 1));
     reduced[static_cast<size_t>(a < 0 ? a + r : a)] = true;
   }
   if (!c.shapes() || keep < 0) return;
@@ -582,14 +586,14 @@ void reduce_bool_rule(Check& c) {  // REDUCE_ALL, REDUCE_ANY
 // output without that axis ([1] for a 1-D input).
 
 void arg_rule(Check& c) {
-  c.input_count({2});
+  const size_t axis_at = c.form().at(R::Axis);
   c.output_count(1);
   typed(c);
-  c.input_type(1, {T::Int32});
+  c.input_type(axis_at, {T::Int32});
   c.output_type(0, {T::TensorInt32});
   if (!c.full()) return;
   const Shape& x = c.shape(0);
-  const int64_t axis = c.axis(1, x.known ? static_cast<int64_t>(x.rank()) : -1, true);
+  const int64_t axis = c.axis(axis_at, x.known ? static_cast<int64_t>(x.rank()) : -1, true);
   if (!c.shapes() || !x.known) return;
   if (axis < 0) return c.set_output(0, Shape::unknown_of_rank(std::max<size_t>(x.rank(), 2) - 1));
   Shape out = x;

@@ -11,36 +11,42 @@ namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-void space_batch_types(Check& c, size_t layout) {
-  c.input_count({layout, layout + 1});
+// Checks the input count against the operation's form, and returns it.
+const nnapi::Form& space_batch_types(Check& c) {
+  const nnapi::Form& f = c.form();
+  const size_t block_at = f.at(R::BlockShape), layout = f.at(R::Layout);
   c.output_count(1);
   typed(c, {{T::TensorFloat32, 2}, {T::TensorQuant8Asymm, 2}, {T::TensorFloat16, 3}});
   c.output_same_type(0, 0);
   c.same_quant(0, 0);
   c.input_rank(0, 4, 4);
-  c.input_type(1, {T::TensorInt32});
-  c.input_rank(1, 1, 1);
+  c.input_type(block_at, {T::TensorInt32});
+  c.input_rank(block_at, 1, 1);
   if (c.n_in() > layout) {
     c.input_type(layout, {T::Bool});
     c.needs_level(3, c.name(), " with a layout flag");
   }
+  return f;
 }
 
 // The block sizes (two values, each >= 1); nullopt when not known.
-std::optional<std::vector<int32_t>> block_sizes(Check& c) {
-  auto block = c.ints(1);
+std::optional<std::vector<int32_t>> block_sizes(Check& c, const nnapi::Form& f) {
+  const size_t at = f.at(R::BlockShape);
+  auto block = c.ints(at);
   if (!block) return std::nullopt;
   if (block->size() != 2)
-    c.fail(Rule::Parameter, "input 1 (block sizes) has " +
+    c.fail(Rule::Parameter, "input " + str(at) + " (block sizes) has " +
                                 str(static_cast<int64_t>(block->size())) +
                                 " entries; NNAPI needs 2 (height, width)");
   for (int32_t b : *block)
     if (b < 1)
-      c.fail(Rule::Parameter, "input 1 (block sizes) has " + str(b) + "; NNAPI needs >= 1");
+      c.fail(Rule::Parameter,
+             "input " + str(at) + " (block sizes) has " + str(b) + "; NNAPI needs >= 1");
   return block;
 }
 
-std::optional<bool> layout_of(Check& c, size_t layout) {
+std::optional<bool> layout_of(Check& c, const nnapi::Form& f) {
+  const size_t layout = f.at(R::Layout);
   return c.n_in() > layout ? c.flag(layout) : std::optional<bool>(false);
 }
 
@@ -52,20 +58,22 @@ Shape image(int64_t n, int64_t h, int64_t w, int64_t d, bool nchw) {
 // Output [n * bh * bw, (h + top + bottom) / bh, (w + left + right) / bw, d].
 
 void space_to_batch_rule(Check& c) {
-  space_batch_types(c, 3);
-  c.input_type(2, {T::TensorInt32});
-  c.input_rank(2, 2, 2);
+  const nnapi::Form& f = space_batch_types(c);
+  const size_t pads_at = f.at(R::Paddings);
+  c.input_type(pads_at, {T::TensorInt32});
+  c.input_rank(pads_at, 2, 2);
   if (!c.full()) return;
-  auto block = block_sizes(c);
-  auto pads = c.ints(2);
+  auto block = block_sizes(c, f);
+  auto pads = c.ints(pads_at);
+  const std::string what = "input " + str(pads_at) + " (paddings) has ";
   if (pads) {
     if (pads->size() != 4)
-      c.fail(Rule::Parameter, "input 2 (paddings) has " + str(static_cast<int64_t>(pads->size())) +
+      c.fail(Rule::Parameter, what + str(static_cast<int64_t>(pads->size())) +
                                   " entries; NNAPI needs [2, 2] (top, bottom, left, right)");
     for (int32_t p : *pads)
-      if (p < 0) c.fail(Rule::Parameter, "input 2 (paddings) has " + str(p) + "; NNAPI needs >= 0");
+      if (p < 0) c.fail(Rule::Parameter, what + str(p) + "; NNAPI needs >= 0");
   }
-  const std::optional<bool> nchw = layout_of(c, 3);
+  const std::optional<bool> nchw = layout_of(c, f);
   if (!c.shapes()) return;
   if (!nchw || !block || !pads) return c.set_output(0, Shape::unknown_of_rank(4));
   const int64_t n = c.dim(0, 0), h = c.dim(0, *nchw ? 2 : 1), w = c.dim(0, *nchw ? 3 : 2),
@@ -88,10 +96,10 @@ void space_to_batch_rule(Check& c) {
 // Output [n / (bh * bw), h * bh, w * bw, d].
 
 void batch_to_space_rule(Check& c) {
-  space_batch_types(c, 2);
+  const nnapi::Form& f = space_batch_types(c);
   if (!c.full()) return;
-  auto block = block_sizes(c);
-  const std::optional<bool> nchw = layout_of(c, 2);
+  auto block = block_sizes(c, f);
+  const std::optional<bool> nchw = layout_of(c, f);
   if (!c.shapes()) return;
   if (!nchw || !block) return c.set_output(0, Shape::unknown_of_rank(4));
   const int64_t n = c.dim(0, 0), h = c.dim(0, *nchw ? 2 : 1), w = c.dim(0, *nchw ? 3 : 2),

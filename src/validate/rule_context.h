@@ -160,6 +160,7 @@ int64_t window_out(int64_t in, int64_t filter, int64_t stride, int64_t dilation,
 // Implicit padding schemes (NeuralNetworks.h's PaddingCode; op_signature.h).
 using nnapi::kPaddingSame;
 using nnapi::kPaddingValid;
+using R = nnapi::Role;  // an input's role (op_signature.h)
 int64_t implicit_out(int32_t scheme, int64_t in, int64_t filter, int64_t stride, int64_t dilation);
 
 // The rules of one operation code.

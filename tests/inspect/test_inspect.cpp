@@ -75,6 +75,23 @@ TEST(Inspect, RawBlob) {
   EXPECT_THAT(r.out, HasSubstr("model outputs: [8]"));
 }
 
+// The operations of one fixed form have their input roles too, as
+// NeuralNetworks.h lists them: ADD's "0: A tensor. 1: A tensor of the same
+// OperandCode ... 2: An INT32 scalar ... FuseCode", FULLY_CONNECTED's input,
+// weights, bias and FuseCode.
+TEST(Inspect, InputRolesOfFixedForms) {
+  const Result arith = inspect(data("add_mul.bin"));
+  ASSERT_EQ(arith.status, 0) << arith.err;
+  EXPECT_THAT(arith.out, HasSubstr("ADD inputs [2, 3, 5] outputs [4]\n"
+                                   "        input roles: input, second input, fused activation\n"));
+  EXPECT_THAT(arith.out, HasSubstr("SUB inputs [6, 3, 5] outputs [7]\n"
+                                   "        input roles: input, second input, fused activation\n"));
+  const Result fc = inspect(data("linear_flex.bin"));
+  ASSERT_EQ(fc.status, 0) << fc.err;
+  EXPECT_THAT(fc.out, HasSubstr("FULLY_CONNECTED inputs [2, 4, 3, 6] outputs [5]\n"
+                                "        input roles: input, weights, bias, fused activation\n"));
+}
+
 TEST(Inspect, FlexibleAndQuantized) {
   const Result flex = inspect(data("linear_flex.bin"));
   ASSERT_EQ(flex.status, 0) << flex.err;

@@ -237,6 +237,62 @@ const std::vector<FormFacts>& neural_networks_h_forms() {
            {3, 4, 5, 6},
            {in, "width scale", "height scale", nchw, "align_corners", "half_pixel_centers"}});
     }
+    // L2_NORMALIZATION "1: An optional INT32 scalar, default to -1, specifying
+    // the dimension normalization would be performed on" (feature level 3).
+    f.push_back({Op::L2Normalization, "", {1, 2}, {in, "axis"}});
+    // LOCAL_RESPONSE_NORMALIZATION "1: An INT32 scalar, specifying the radius
+    // ... 2: A scalar, specifying the bias, must not be zero ... 3: ... the
+    // scale factor, alpha ... 4: ... the exponent, beta ... 5: An optional
+    // INT32 scalar, default to -1, specifying the dimension".
+    f.push_back({Op::LocalResponseNormalization,
+                 "",
+                 {5, 6},
+                 {in, "radius", "bias scalar", "alpha", "beta", "axis"}});
+    // BATCH_TO_SPACE_ND "1: A 1-D Tensor of TENSOR_INT32, the block sizes ...
+    // 2: An optional BOOL scalar ... NCHW"; SPACE_TO_BATCH_ND "1: ... block
+    // sizes ... 2: A 2-D Tensor of TENSOR_INT32, the paddings ... 3: An
+    // optional BOOL scalar ... NCHW".
+    f.push_back({Op::BatchToSpaceNd, "", {2, 3}, {in, "block shape", nchw}});
+    f.push_back({Op::SpaceToBatchNd, "", {3, 4}, {in, "block shape", "paddings", nchw}});
+    // BATCH_MATMUL "0: A tensor ... LHS ... 1: A tensor ... RHS ... 2: An
+    // optional BOOL scalar ... adj_x ... 3: An optional BOOL scalar ... adj_y".
+    f.push_back({Op::BatchMatmul, "", {2, 3, 4}, {in, "second input", "adj_x", "adj_y"}});
+    // ADD, MUL, SUB, DIV "0: A tensor. 1: A tensor of the same OperandCode,
+    // and compatible dimensions as input0. 2: An INT32 scalar, and has to be
+    // one of the FuseCode values".
+    for (Op op : {Op::Add, Op::Mul, Op::Sub, Op::Div})
+      f.push_back({op, "", {3}, {in, "second input", fuse}});
+    // FULLY_CONNECTED "1: A 2-D tensor, specifying the weights ... 2: A 1-D
+    // tensor, specifying the bias ... 3: An INT32 scalar ... FuseCode".
+    f.push_back({Op::FullyConnected, "", {4}, {in, "weights", b, fuse}});
+    // MEAN "1: A 1-D Tensor of TENSOR_INT32. The dimensions to reduce ... 2:
+    // An INT32 scalar, keep_dims".
+    f.push_back({Op::Mean, "", {3}, {in, "axes", "keep_dims"}});
+    // REDUCE_* "1: A 1-D tensor of ANEURALNETWORKS_TENSOR_INT32. The
+    // dimensions to reduce ... 2: An ANEURALNETWORKS_BOOL scalar, keep_dims".
+    for (Op op : {Op::ReduceSum, Op::ReduceMax, Op::ReduceMin, Op::ReduceProd, Op::ReduceAll,
+                  Op::ReduceAny})
+      f.push_back({op, "", {3}, {in, "axes", "keep_dims"}});
+    // PAD "1: A 2-D Tensor of TENSOR_INT32, the paddings, for each dimension
+    // of the input tensor"; PAD_V2 adds "2: A scalar specifying the value to
+    // use for padding input0".
+    f.push_back({Op::Pad, "", {2}, {in, "paddings"}});
+    f.push_back({Op::PadV2, "", {3}, {in, "paddings", "pad value"}});
+    // RESHAPE "1: A 1-D tensor of type ANEURALNETWORKS_TENSOR_INT32, defining
+    // the shape of the output tensor"; TRANSPOSE "1: An optional 1-D Tensor of
+    // ANEURALNETWORKS_TENSOR_INT32, the permutation of the dimensions of the
+    // input tensor"; GATHER "1: An ANEURALNETWORKS_INT32 scalar specifying the
+    // axis ... 2: A 1-D or multidimensional tensor of
+    // ANEURALNETWORKS_TENSOR_INT32 indices"; ARGMAX, ARGMIN "1: An
+    // ANEURALNETWORKS_INT32 scalar specifying the axis to reduce across".
+    f.push_back({Op::Reshape, "", {2}, {in, "shape"}});
+    f.push_back({Op::Transpose, "", {1, 2}, {in, "perm"}});
+    f.push_back({Op::Gather, "", {3}, {in, "axis", "indices"}});
+    for (Op op : {Op::ArgMax, Op::ArgMin}) f.push_back({op, "", {2}, {in, "axis"}});
+    // INSTANCE_NORMALIZATION "1: A scalar, specifying gamma ... 2: ... beta,
+    // the offset ... 3: ... epsilon ... 4: An BOOL scalar, default to false.
+    // Set to true to specify NCHW data layout".
+    f.push_back({Op::InstanceNormalization, "", {5}, {in, "gamma", "beta", "epsilon", nchw}});
     return f;
   }();
   return facts;

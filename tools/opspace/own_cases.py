@@ -11,6 +11,10 @@ import torch.nn.functional as F
 
 from samples import IN_SCALE, In, Sample
 
+# Modules defined once, for their beyond-* fixtures (tools/ is on sys.path).
+from fixtures.control import TupleOutOfIfModule
+from fixtures.symbolic import SetSizeItemModule
+
 torch.backends.quantized.engine = "qnnpack"
 
 RANKS = {
@@ -1499,41 +1503,13 @@ for _kind in ("aten::stft", "aten::view_as_real"):
     add(Sample(_kind, _StftComplex, [In((3, 90))], "complex-abs-view-as-real", script=True))
 
 
-class _TupleOutOfIf(torch.nn.Module):
-    """A tuple of computed tensors out of an `if` decided during conversion
-    (nn.LSTM's `hx`, batched or not), unpacked and indexed."""
-
-    def forward(self, x):
-        if x.dim() > 2:
-            t = (x * 2.0, x + 1.0)
-        else:
-            t = (x + 1.0, x * 2.0)
-        a, b = t
-        return a - b * t[1] + t[-2]
-
-
 for _kind in ("prim::TupleIndex", "prim::TupleUnpack"):
-    add(Sample(_kind, _TupleOutOfIf, [In((2, 3, 5, 7))], "rank4", script=True))
-    add(Sample(_kind, _TupleOutOfIf, [In((3, 5))], "rank2", script=True))
+    add(Sample(_kind, TupleOutOfIfModule, [In((2, 3, 5, 7))], "rank4", script=True))
+    add(Sample(_kind, TupleOutOfIfModule, [In((3, 5))], "rank2", script=True))
 
 
-class _SetSizeItem(torch.nn.Module):
-    """Sizes written into a list of them (aten::_set_item): list(x.shape)
-    with an item set to -1 and one computed from another, and x.size() with
-    its last item set, each read by reshape."""
-
-    def forward(self, x):
-        shape = list(x.shape)
-        shape[1] = -1
-        shape[-2] = shape[-2] * shape[-1]
-        shape[-1] = 1
-        s = x.size()
-        s[-1] = 1
-        return x.reshape(shape) * 2.0, x[..., :1].reshape(s) + 1.0
-
-
-add(Sample("aten::_set_item", _SetSizeItem, [In((2, 3, 4, 5))], "rank4", script=True))
-add(Sample("aten::_set_item", _SetSizeItem, [In((3, 4, 5))], "rank3", script=True))
+add(Sample("aten::_set_item", SetSizeItemModule, [In((2, 3, 4, 5))], "rank4", script=True))
+add(Sample("aten::_set_item", SetSizeItemModule, [In((3, 4, 5))], "rank3", script=True))
 
 
 class _CastData(torch.nn.Module):

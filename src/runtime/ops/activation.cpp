@@ -87,9 +87,9 @@ void execute_softmax(ExecContext& ctx) {
   const auto dtype = is_quant8(x.type) ? at::kDouble : at::kFloat;
   at::Tensor xr = real_values(x, dtype);
   const nnapi::Form& f = ctx.form();
-  const float beta = ctx.f32(f.at(nnapi::Role::Beta));
+  const float beta = ctx.f32(f.at(R::Beta));
   if (!(beta > 0.f)) fail(Result::BadData, "softmax beta must be positive");
-  const int64_t axis = wrap_axis(ctx.i32_or(f.at(nnapi::Role::Axis), -1), xr.dim());
+  const int64_t axis = wrap_axis(ctx.i32_or(f.at(R::Axis), -1), xr.dim());
   ctx.set_output(0,
                  to_operand(at::softmax(xr * static_cast<double>(beta), axis), ctx.out_operand(0)));
 }
@@ -97,8 +97,8 @@ void execute_softmax(ExecContext& ctx) {
 void execute_log_softmax(ExecContext& ctx) {
   at::Tensor xr = real_values(ctx.in(0));
   const nnapi::Form& f = ctx.form();
-  const double beta = ctx.f32(f.at(nnapi::Role::Beta));
-  const int64_t axis = wrap_axis(ctx.i32(f.at(nnapi::Role::Axis)), xr.dim());
+  const double beta = ctx.f32(f.at(R::Beta));
+  const int64_t axis = wrap_axis(ctx.i32(f.at(R::Axis)), xr.dim());
   ctx.set_output(0, to_operand(at::log_softmax(xr * beta, axis), ctx.out_operand(0)));
 }
 
@@ -107,7 +107,7 @@ void execute_log_softmax(ExecContext& ctx) {
 void execute_l2norm(ExecContext& ctx) {
   const Value& x = ctx.in(0);
   at::Tensor xr = real_values(x, at::kDouble);
-  const int64_t axis = wrap_axis(ctx.i32_or(1, -1), xr.dim());
+  const int64_t axis = wrap_axis(ctx.i32_or(ctx.form().at(R::Axis), -1), xr.dim());
   at::Tensor norm = at::sqrt(at::clamp_min((xr * xr).sum({axis}, true), 1e-6));
   ctx.set_output(0, to_operand(xr / norm, ctx.out_operand(0)));
 }
@@ -120,9 +120,11 @@ void execute_l2norm(ExecContext& ctx) {
 
 void execute_instance_norm(ExecContext& ctx) {
   at::Tensor x = ctx.in(0).t.to(at::kDouble);
-  const double gamma = ctx.f32(1), beta = ctx.f32(2), eps = ctx.f32(3);
+  const nnapi::Form& f = ctx.form();
+  const double gamma = ctx.f32(f.at(R::Gamma)), beta = ctx.f32(f.at(R::Beta)),
+               eps = ctx.f32(f.at(R::Epsilon));
   const std::vector<int64_t> spatial =
-      ctx.flag(4) ? std::vector<int64_t>{2, 3} : std::vector<int64_t>{1, 2};
+      ctx.flag(f.at(R::Layout)) ? std::vector<int64_t>{2, 3} : std::vector<int64_t>{1, 2};
   at::Tensor centered = x - x.mean(spatial, true);
   at::Tensor var = (centered * centered).mean(spatial, true);
   at::Tensor y = centered * gamma / at::sqrt(var + eps) + beta;

@@ -17,7 +17,6 @@ namespace nnrt {
 namespace {
 
 using T = OperandType;
-using R = nnapi::Role;
 using nnapi::kPaddingSame;
 using nnapi::kPaddingValid;
 
@@ -66,16 +65,22 @@ at::Tensor image_nchw(const Value& x, bool nchw) {
   return nchw ? r : nhwc_to_nchw(r);
 }
 
-// Output 0 from the result in conv_values (input 0 the data, input 1 the filter).
+// A convolution's or FULLY_CONNECTED's input in role `r`.
+const Value& conv_in(const ExecContext& ctx, R r) { return ctx.in(ctx.form().at(r)); }
+
+// Output 0 from the result in conv_values (of the data input and the filter
+// or weights).
 at::Tensor conv_output(const ExecContext& ctx, const at::Tensor& y, int32_t fuse) {
-  const Value& x = ctx.in(0);
-  if (is_quant8(x.type) && ctx.in(1).type == T::TensorQuant8SymmPerChannel) {
+  const nnapi::Form& f = ctx.form();
+  const Value& x = ctx.in(f.at(R::Input));
+  const size_t w_at = f.has(R::Filter) ? f.at(R::Filter) : f.at(R::Weights);
+  if (is_quant8(x.type) && ctx.in(w_at).type == T::TensorQuant8SymmPerChannel) {
     // The filter's scales run along the output channels: dim 1 of the NCHW result.
-    return requantize_accumulator(y, x.scale, channel_scales(ctx.in_operand(1), y.dim(), 1),
+    return requantize_accumulator(y, x.scale, channel_scales(ctx.in_operand(w_at), y.dim(), 1),
                                   ctx.out_operand(0), fuse);
   }
   if (is_quant8(x.type))
-    return requantize_accumulator(y, x.scale, ctx.in(1).scale, ctx.out_operand(0), fuse);
+    return requantize_accumulator(y, x.scale, ctx.in(w_at).scale, ctx.out_operand(0), fuse);
   return to_operand(y, ctx.out_operand(0), fuse);
 }
 
@@ -114,11 +119,11 @@ void resolve_implicit(ConvArgs& a, const at::Tensor& x_nchw, int64_t kh, int64_t
 
 // Runs a convolution; `w_torch` is [out, in/groups, kh, kw].
 void run_conv(ExecContext& ctx, ConvArgs a, const at::Tensor& w_torch) {
-  const Value& x = ctx.in(0);
+  const Value& x = conv_in(ctx, R::Input);
   at::Tensor xr = image_nchw(x, a.nchw);
   resolve_implicit(a, xr, w_torch.size(2), w_torch.size(3));
   check_args(a);
-  at::Tensor b = conv_values(ctx.in(2), x);
+  at::Tensor b = conv_values(conv_in(ctx, R::Bias), x);
   if (b.numel() != w_torch.size(0)) fail(Result::BadData, "bias size != output channels");
   if (xr.size(1) != w_torch.size(1) * a.groups)
     fail(Result::BadData, "input channels do not match the filter");
@@ -130,9 +135,9 @@ void run_conv(ExecContext& ctx, ConvArgs a, const at::Tensor& w_torch) {
 }
 
 at::Tensor filter_values(const ExecContext& ctx) {
-  const Value& w = ctx.in(1);
+  const Value& w = conv_in(ctx, R::Filter);
   if (w.t.dim() != 4) fail(Result::BadData, "filter must be 4-D");
-  return conv_values(w, ctx.in(0));
+  return conv_values(w, conv_in(ctx, R::Input));
 }
 
 // ---- CONV_2D: in, w, b, padding, strides, fuse [, nchw [, dil w h]]
@@ -150,7 +155,7 @@ void execute_depthwise(ExecContext& ctx) {
   // NNAPI filter [1, kh, kw, in * mult] -> torch [in * mult, 1, kh, kw], groups = in.
   at::Tensor w = filter_values(ctx);
   if (w.size(0) != 1) fail(Result::BadData, "depthwise filter must have leading dim 1");
-  const int64_t in_c = ctx.in(0).t.size(a.nchw ? 1 : 3);
+  const int64_t in_c = conv_in(ctx, R::Input).t.size(a.nchw ? 1 : 3);
   if (w.size(3) != in_c * a.multiplier)
     fail(Result::BadData, "depthwise filter depth != input channels * multiplier");
   a.groups = in_c;
@@ -174,7 +179,7 @@ void execute_grouped(ExecContext& ctx) {
 void execute_transpose_conv(ExecContext& ctx) {
   const nnapi::Form& f = ctx.form();
   ConvArgs a = read_conv_args(ctx);
-  const Value& x = ctx.in(0);
+  const Value& x = ctx.in(f.at(R::Input));
   at::Tensor xr = image_nchw(x, a.nchw);
   at::Tensor w = filter_values(ctx);  // [out, kh, kw, in]
   const int64_t kh = w.size(1), kw = w.size(2);
@@ -193,7 +198,7 @@ void execute_transpose_conv(ExecContext& ctx) {
     check_args(a);
   }
   if (xr.size(1) != w.size(3)) fail(Result::BadData, "input channels do not match the filter");
-  at::Tensor b = conv_values(ctx.in(2), x);
+  at::Tensor b = conv_values(ctx.in(f.at(R::Bias)), x);
   if (b.numel() != w.size(0)) fail(Result::BadData, "bias size != output channels");
   // torch conv_transpose2d weight is [in, out, kh, kw]; the natural result
   // ((in - 1) * stride + kernel) is cropped by the paddings, or extended by a
@@ -211,17 +216,18 @@ void execute_transpose_conv(ExecContext& ctx) {
 // ---- FULLY_CONNECTED: in, weights [units, in_size], bias [units], fuse.
 
 void execute_fc(ExecContext& ctx) {
-  const Value& x = ctx.in(0);
-  at::Tensor w = conv_values(ctx.in(1), x);
+  const nnapi::Form& f = ctx.form();
+  const Value& x = conv_in(ctx, R::Input);
+  at::Tensor w = conv_values(conv_in(ctx, R::Weights), x);
   if (w.dim() != 2) fail(Result::BadData, "weights must be 2-D");
   const int64_t in_size = w.size(1);
   if (in_size == 0 || x.t.numel() % in_size != 0)
     fail(Result::BadData, "input size is not a multiple of the weights' input size");
   // Inputs of rank > 2 are flattened to [numel / in_size, in_size].
   at::Tensor xr = conv_values(x, x).reshape({-1, in_size});
-  at::Tensor b = conv_values(ctx.in(2), x);
+  at::Tensor b = conv_values(conv_in(ctx, R::Bias), x);
   if (b.numel() != w.size(0)) fail(Result::BadData, "bias size != number of units");
-  ctx.set_output(0, conv_output(ctx, at::linear(xr, w, b), ctx.i32(3)));
+  ctx.set_output(0, conv_output(ctx, at::linear(xr, w, b), ctx.i32(f.at(R::Fuse))));
 }
 
 // ---- BATCH_MATMUL (NNAPI feature level 6): x [..., r_x, c_x], y [..., r_y,
@@ -231,14 +237,15 @@ void execute_fc(ExecContext& ctx) {
 // TENSOR_INT32; the spec's QUANT8 forms are refused at addOperation.
 
 void execute_batch_matmul(ExecContext& ctx) {
-  at::Tensor x = ctx.in(0).t, y = ctx.in(1).t;
+  const nnapi::Form& f = ctx.form();
+  at::Tensor x = ctx.in(f.at(R::Input)).t, y = ctx.in(f.at(R::SecondInput)).t;
   if (x.dim() != y.dim() || x.dim() < 2 || x.dim() > 4)
     fail(Result::BadData, "BATCH_MATMUL inputs must have the same rank, 2 to 4");
   for (int64_t d = 0; d + 2 < x.dim(); ++d) {
     if (x.size(d) != y.size(d)) fail(Result::BadData, "BATCH_MATMUL batch dims differ");
   }
-  if (ctx.flag_or(2, false)) x = x.transpose(-1, -2);
-  if (ctx.flag_or(3, false)) y = y.transpose(-1, -2);
+  if (ctx.flag_or(f.at(R::AdjX), false)) x = x.transpose(-1, -2);
+  if (ctx.flag_or(f.at(R::AdjY), false)) y = y.transpose(-1, -2);
   if (x.size(-1) != y.size(-2)) fail(Result::BadData, "BATCH_MATMUL inner dims differ");
   if (x.scalar_type() == at::kInt) {
     ctx.set_output(0, at::matmul(x.to(at::kLong), y.to(at::kLong)).to(at::kInt).contiguous());

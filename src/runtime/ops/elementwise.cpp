@@ -70,7 +70,7 @@ void execute(ExecContext& ctx) {
   const Value& a = ctx.in(0);
   const Value& b = ctx.in(1);
   const bool has_fuse = kind != Binary::Max && kind != Binary::Min;
-  const int32_t fuse = has_fuse ? ctx.i32(2) : 0;
+  const int32_t fuse = has_fuse ? ctx.i32(ctx.form().at(R::Fuse)) : 0;
   check_fuse_code(fuse);
   const Operand& out = ctx.out_operand(0);
   // Shapes broadcast numpy-style from the trailing dimension; throws if not.

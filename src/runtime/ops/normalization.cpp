@@ -11,10 +11,12 @@ namespace {
 
 void execute_local_response_norm(ExecContext& ctx) {
   const Value& in = ctx.in(0);
-  const int64_t radius = ctx.i32(1);
+  const nnapi::Form& f = ctx.form();
+  const int64_t radius = ctx.i32(f.at(R::Radius));
   if (radius < 0) fail(Result::BadData, "radius must be >= 0");
-  const double bias = ctx.f32(2), alpha = ctx.f32(3), beta = ctx.f32(4);
-  const int64_t axis = wrap_axis(ctx.i32_or(5, -1), in.t.dim());
+  const double bias = ctx.f32(f.at(R::LrnBias)), alpha = ctx.f32(f.at(R::Alpha)),
+               beta = ctx.f32(f.at(R::Beta));
+  const int64_t axis = wrap_axis(ctx.i32_or(f.at(R::Axis), -1), in.t.dim());
   at::Tensor x = in.t.to(at::kFloat).movedim(axis, -1);
   // Windowed sums of squares: zero-pad the axis by `radius` on both sides.
   at::Tensor sq = at::constant_pad_nd(x * x, {radius, radius}, 0);

@@ -26,7 +26,6 @@ namespace nnrt {
 namespace {
 
 using T = OperandType;
-using R = nnapi::Role;
 
 enum class Pool { Average, Max, L2 };
 
@@ -153,15 +152,20 @@ void execute_pool(ExecContext& ctx) {
 
 // ---- MEAN: input, axes (TENSOR_INT32), keep_dims (INT32)
 
-void execute_mean(ExecContext& ctx) {
-  const Value& x = ctx.in(0);
-  const int64_t rank = x.t.dim();
+// MEAN's and REDUCE_SUM's axes, wrapped, each once, in their order.
+std::vector<int64_t> distinct_axes(const ExecContext& ctx, int64_t rank) {
   std::vector<int64_t> axes;
-  for (int64_t a : ctx.int_list(1)) {
+  for (int64_t a : ctx.int_list(ctx.form().at(R::Axes))) {
     int64_t w = wrap_axis(a, rank);
     if (std::find(axes.begin(), axes.end(), w) == axes.end()) axes.push_back(w);
   }
-  const bool keep = ctx.i32(2) != 0;
+  return axes;
+}
+
+void execute_mean(ExecContext& ctx) {
+  const Value& x = ctx.in(0);
+  const std::vector<int64_t> axes = distinct_axes(ctx, x.t.dim());
+  const bool keep = ctx.i32(ctx.form().at(R::KeepDims)) != 0;
   if (is_quant8(x.type)) {
     // As PyTorch's quantized mean over H and W (QNNPACK's global average
     // pool) and its adaptive_avg_pool2d to 1x1: see qnnpack_average.
@@ -184,12 +188,8 @@ void execute_mean(ExecContext& ctx) {
 
 void execute_reduce_sum(ExecContext& ctx) {
   const at::Tensor& x = ctx.in(0).t;
-  std::vector<int64_t> axes;
-  for (int64_t a : ctx.int_list(1)) {
-    int64_t w = wrap_axis(a, x.dim());
-    if (std::find(axes.begin(), axes.end(), w) == axes.end()) axes.push_back(w);
-  }
-  at::Tensor y = axes.empty() ? x : at::sum(x, axes, ctx.flag(2));
+  const std::vector<int64_t> axes = distinct_axes(ctx, x.dim());
+  at::Tensor y = axes.empty() ? x : at::sum(x, axes, ctx.flag(ctx.form().at(R::KeepDims)));
   ctx.set_output(0, y.contiguous());
 }
 

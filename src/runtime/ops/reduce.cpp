@@ -18,7 +18,7 @@ namespace {
 template <bool is_max>
 void execute_arg(ExecContext& ctx) {
   const at::Tensor& x = ctx.in(0).t;
-  const int64_t axis = wrap_axis(ctx.i32(1), x.dim());
+  const int64_t axis = wrap_axis(ctx.i32(ctx.form().at(R::Axis)), x.dim());
   // at::argmax/argmin return the first index of the extreme value.
   at::Tensor wide = x.scalar_type() == at::kHalf ? x.to(at::kFloat) : x;
   at::Tensor r = is_max ? at::argmax(wide, axis) : at::argmin(wide, axis);
@@ -51,10 +51,11 @@ template <Reduce kind>
 void execute_reduce(ExecContext& ctx) {
   at::Tensor x = ctx.in(0).t;
   std::vector<int64_t> axes;
-  for (int64_t a : ctx.int_list(1)) axes.push_back(wrap_axis(a, x.dim()));
+  const nnapi::Form& f = ctx.form();
+  for (int64_t a : ctx.int_list(f.at(R::Axes))) axes.push_back(wrap_axis(a, x.dim()));
   std::sort(axes.begin(), axes.end());
   axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
-  const bool keep = ctx.flag(2);
+  const bool keep = ctx.flag(f.at(R::KeepDims));
   // Highest axis first, so that the lower ones keep their numbers.
   for (auto it = axes.rbegin(); it != axes.rend(); ++it) x = reduce_one(kind, x, *it, keep);
   ctx.set_output(0, x.contiguous());

@@ -14,8 +14,6 @@
 namespace nnrt {
 namespace {
 
-using R = nnapi::Role;
-
 struct ResizeArgs {
   int64_t out_h = 0, out_w = 0;
   bool nchw = false, align_corners = false, half_pixel = false;
@@ -61,9 +59,6 @@ at::Tensor nearest_index(int64_t in, int64_t out, const ResizeArgs& a) {
 // Layout helpers: index of the H and W dimensions.
 int64_t h_dim(bool nchw) { return nchw ? 2 : 1; }
 int64_t w_dim(bool nchw) { return nchw ? 3 : 2; }
-
-// The NCHW layout flag (false when the operation has none).
-bool nchw_flag(const ExecContext& ctx) { return ctx.flag_or(ctx.form().at(R::Layout), false); }
 
 void execute_nearest(ExecContext& ctx) {
   const Value& x = ctx.in(0);

@@ -17,7 +17,7 @@ using T = OperandType;
 
 void execute_reshape(ExecContext& ctx) {
   const at::Tensor& x = ctx.in(0).t;
-  std::vector<int64_t> shape = ctx.int_list(1);
+  std::vector<int64_t> shape = ctx.int_list(ctx.form().at(R::Shape));
   int64_t known = 1, infer = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
@@ -147,8 +147,9 @@ void execute_concat(ExecContext& ctx) {
 void execute_transpose(ExecContext& ctx) {
   const at::Tensor& x = ctx.in(0).t;
   std::vector<int64_t> perm;
-  if (ctx.has(1)) {
-    perm = ctx.int_list(1);
+  const size_t perm_at = ctx.form().at(R::Perm);
+  if (ctx.has(perm_at)) {
+    perm = ctx.int_list(perm_at);
   } else {
     for (int64_t d = x.dim() - 1; d >= 0; --d) perm.push_back(d);
   }
@@ -166,7 +167,8 @@ void execute_transpose(ExecContext& ctx) {
 
 void execute_pad(ExecContext& ctx) {
   const Value& x = ctx.in(0);
-  auto pads = ctx.int_list(1);
+  const nnapi::Form& f = ctx.form();
+  auto pads = ctx.int_list(f.at(R::Paddings));
   const int64_t rank = x.t.dim();
   if (static_cast<int64_t>(pads.size()) != 2 * rank)
     fail(Result::BadData, "paddings must be [rank, 2]");
@@ -180,8 +182,8 @@ void execute_pad(ExecContext& ctx) {
     torch_pad.push_back(after);
   }
   double value = 0;
-  if (ctx.num_inputs() == 3) {
-    value = is_quant8(x.type) ? ctx.i32(2) : ctx.f32(2);
+  if (f.has(R::PadValue)) {
+    value = is_quant8(x.type) ? ctx.i32(f.at(R::PadValue)) : ctx.f32(f.at(R::PadValue));
   } else if (is_quant8(x.type)) {
     value = x.zero_point;  // real zero
   }
@@ -233,7 +235,7 @@ void execute_channel_shuffle(ExecContext& ctx) {
 // holds the value at row offset i, column offset j, channel c of a block.
 
 int64_t block_size(ExecContext& ctx) {
-  const int64_t b = ctx.i32(ctx.form().at(nnapi::Role::BlockSize));
+  const int64_t b = ctx.i32(ctx.form().at(R::BlockSize));
   if (b < 1) fail(Result::BadData, "block_size must be at least 1");
   return b;
 }
@@ -241,7 +243,7 @@ int64_t block_size(ExecContext& ctx) {
 void execute_depth_to_space(ExecContext& ctx) {
   const at::Tensor& x = ctx.in(0).t;
   const int64_t b = block_size(ctx);
-  const bool nchw = ctx.flag_or(ctx.form().at(nnapi::Role::Layout), false);
+  const bool nchw = nchw_flag(ctx);
   const int64_t n = x.size(0), depth = x.size(nchw ? 1 : 3);
   const int64_t h = x.size(nchw ? 2 : 1), w = x.size(nchw ? 3 : 2);
   if (depth % (b * b) != 0) fail(Result::BadData, "depth is not a multiple of block_size^2");
@@ -258,7 +260,7 @@ void execute_depth_to_space(ExecContext& ctx) {
 void execute_space_to_depth(ExecContext& ctx) {
   const at::Tensor& x = ctx.in(0).t;
   const int64_t b = block_size(ctx);
-  const bool nchw = ctx.flag_or(ctx.form().at(nnapi::Role::Layout), false);
+  const bool nchw = nchw_flag(ctx);
   const int64_t n = x.size(0), c = x.size(nchw ? 1 : 3);
   const int64_t h = x.size(nchw ? 2 : 1), w = x.size(nchw ? 3 : 2);
   if (h % b != 0 || w % b != 0)
@@ -282,8 +284,9 @@ void execute_space_to_depth(ExecContext& ctx) {
 
 void execute_gather(ExecContext& ctx) {
   const at::Tensor& x = ctx.in(0).t;
-  const int64_t axis = wrap_axis(ctx.i32(1), x.dim());
-  const at::Tensor& indices = ctx.in(2).t;
+  const nnapi::Form& f = ctx.form();
+  const int64_t axis = wrap_axis(ctx.i32(f.at(R::Axis)), x.dim());
+  const at::Tensor& indices = ctx.in(f.at(R::Indices)).t;
   at::Tensor flat = indices.reshape({-1}).to(at::kLong);
   if (flat.numel() > 0 &&
       (flat.min().item<int64_t>() < 0 || flat.max().item<int64_t>() >= x.size(axis)))

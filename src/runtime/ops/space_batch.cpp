@@ -12,9 +12,9 @@
 namespace nnrt {
 namespace {
 
-// The block sizes (input 1): [bh, bw], each >= 1.
+// The block sizes: [bh, bw], each >= 1.
 std::pair<int64_t, int64_t> read_block(const ExecContext& ctx) {
-  const std::vector<int64_t> block = ctx.int_list(1);
+  const std::vector<int64_t> block = ctx.int_list(ctx.form().at(R::BlockShape));
   if (block.size() != 2 || block[0] < 1 || block[1] < 1)
     fail(Result::BadData, "block sizes must be two values >= 1");
   return {block[0], block[1]};
@@ -31,10 +31,11 @@ void set_image(ExecContext& ctx, const at::Tensor& nhwc, bool nchw) {
 }
 
 void execute_space_to_batch(ExecContext& ctx) {
-  const bool nchw = ctx.flag_or(3, false);
+  const bool nchw = nchw_flag(ctx);
   at::Tensor x = nhwc_input(ctx, nchw);
   const auto [bh, bw] = read_block(ctx);
-  const std::vector<int64_t> pads = ctx.int_list(2);  // top, bottom, left, right
+  // top, bottom, left, right
+  const std::vector<int64_t> pads = ctx.int_list(ctx.form().at(R::Paddings));
   if (pads.size() != 4) fail(Result::BadData, "paddings must be [2, 2]");
   for (int64_t p : pads)
     if (p < 0) fail(Result::BadData, "negative padding");
@@ -52,7 +53,7 @@ void execute_space_to_batch(ExecContext& ctx) {
 }
 
 void execute_batch_to_space(ExecContext& ctx) {
-  const bool nchw = ctx.flag_or(2, false);
+  const bool nchw = nchw_flag(ctx);
   at::Tensor x = nhwc_input(ctx, nchw);
   const auto [bh, bw] = read_block(ctx);
   const int64_t batches = x.size(0), h = x.size(1), w = x.size(2), c = x.size(3);
