@@ -1583,3 +1583,19 @@ for _kind in ("aten::is_floating_point", "prim::device", "aten::__isnot__", "ate
               "aten::list"):
     add(Sample(_kind, _ScriptedChecks, [In((2, 3, 5, 7))], "rank4", script=True))
     add(Sample(_kind, _ScriptedChecks, [In((3, 5))], "rank2-else", script=True))
+
+
+# --------------------------------------------------- addcmul, addcdiv (issue 34)
+# self + value * t1 * t2 and self + value * t1 / t2, broadcasting all three;
+# ResMLP's Affine form (self and tensor1 parameters). Float only: PyTorch has
+# no quantized addcmul/addcdiv.
+for _label in ("same4", "bcast4", "bcast4r", "rank3", "bcast2", "rank1"):
+    _a, _b = BINARY_SHAPES[_label]
+    add(Sample("aten::addcmul", fn(lambda x, y: torch.addcmul(x, y, x, value=0.5)),
+               [In(_a), In(_b)], _label, flexhw=_label in ("same4", "bcast4")))
+    add(Sample("aten::addcdiv", fn(lambda x, y: torch.addcdiv(y, x, y.abs() + 0.5, value=-1.5)),
+               [In(_a), In(_b)], _label, flexhw=_label in ("same4", "bcast4")))
+add(Sample("aten::addcmul", fn(lambda m, x: torch.addcmul(m.b, m.a, x), a=torch.randn(7),
+                               b=torch.randn(7)), [In((2, 5, 7))], "affine"))
+add(Sample("aten::addcdiv", fn(lambda m, x: torch.addcdiv(x, m.a, m.b), a=torch.randn(3, 1, 1),
+                               b=torch.rand(3, 1, 1) + 0.5), [In((2, 3, 5, 7))], "const"))
