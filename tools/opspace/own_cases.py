@@ -1599,3 +1599,24 @@ add(Sample("aten::addcmul", fn(lambda m, x: torch.addcmul(m.b, m.a, x), a=torch.
                                b=torch.randn(7)), [In((2, 5, 7))], "affine"))
 add(Sample("aten::addcdiv", fn(lambda m, x: torch.addcdiv(x, m.a, m.b), a=torch.randn(3, 1, 1),
                                b=torch.rand(3, 1, 1) + 0.5), [In((2, 3, 5, 7))], "const"))
+
+
+# ------------------------------------------------------ norms (issue 34)
+# Vector norms p = 2, 1, +-inf over given dims (keepdim both ways) and over
+# every element, Frobenius; float only (PyTorch has no quantized norm).
+for _label, _f in (
+        ("p2-hw-keep", lambda x: x.norm(p=2, dim=(-2, -1), keepdim=True)),
+        ("p1-dim1", lambda x: x.norm(p=1, dim=1)),
+        ("inf-last", lambda x: x.norm(p=float("inf"), dim=-1, keepdim=True)),
+        ("ninf-dim0", lambda x: x.norm(p=float("-inf"), dim=0)),
+        ("all", lambda x: x.norm(p=2))):
+    for _shape in ((2, 3, 5, 7), (3, 5), (2, 3, 5)):
+        add(Sample("aten::norm", fn(_f), [In(_shape)], f"{_label}-rank{len(_shape)}",
+                   flex="dim0" not in _label and "all" not in _label))
+for _shape in ((2, 3, 5, 7), (2, 3, 5)):
+    add(Sample("aten::frobenius_norm", fn(lambda x: torch.norm(x, dim=(1, 2), keepdim=True)),
+               [In(_shape)], f"rank{len(_shape)}"))
+    add(Sample("aten::linalg_vector_norm", fn(lambda x: torch.linalg.vector_norm(x, 1, dim=(1,))),
+               [In(_shape)], f"rank{len(_shape)}"))
+    add(Sample("aten::linalg_norm", fn(lambda x: torch.linalg.norm(x, dim=-1)),
+               [In(_shape)], f"rank{len(_shape)}"))
