@@ -1620,3 +1620,25 @@ for _shape in ((2, 3, 5, 7), (2, 3, 5)):
                [In(_shape)], f"rank{len(_shape)}"))
     add(Sample("aten::linalg_norm", fn(lambda x: torch.linalg.norm(x, dim=-1)),
                [In(_shape)], f"rank{len(_shape)}"))
+
+
+# ----------------------------- in-place writes of computed tensors (issue 34)
+# Writes RemoveTensorMutation leaves (the tensor read before the write; a
+# slice of a dead base written), made functional by the loader.
+def _inplace_chain(x):
+    y = x * 2
+    s = y.mul_(y.sigmoid())
+    z = s + 1
+    s.add_(3.0).clamp_(0.0, 6.0).div_(6.0).sub_(z * 0.1)
+    return s, z
+
+
+def _inplace_slice(x):
+    out = torch.cat([x, x * 2], 1)[:, :4]
+    return out.mul_(torch.sigmoid(x.mean(1, keepdim=True)))
+
+
+for _kind in ("aten::mul_", "aten::add_", "aten::clamp_", "aten::div_", "aten::sub_"):
+    for _shape in ((2, 3, 5, 7), (2, 3, 5)):
+        add(Sample(_kind, fn(_inplace_chain), [In(_shape)], f"chain-rank{len(_shape)}"))
+add(Sample("aten::mul_", fn(_inplace_slice), [In((2, 3, 5, 7))], "slice-of-cat"))
