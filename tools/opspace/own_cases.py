@@ -1642,3 +1642,38 @@ for _kind in ("aten::mul_", "aten::add_", "aten::clamp_", "aten::div_", "aten::s
     for _shape in ((2, 3, 5, 7), (2, 3, 5)):
         add(Sample(_kind, fn(_inplace_chain), [In(_shape)], f"chain-rank{len(_shape)}"))
 add(Sample("aten::mul_", fn(_inplace_slice), [In((2, 3, 5, 7))], "slice-of-cat"))
+
+
+# ------------------------------- factories of sizes read from the input (issue 34)
+# Folded at fixed sizes; a constant TILEd to the size at flexible ones.
+_FACTORIES = {
+    "aten::zeros": lambda x: x + torch.zeros(x.shape),
+    "aten::ones": lambda x: x * torch.ones(x.shape[0], *([1] * (x.dim() - 1))),
+    "aten::full": lambda x: x - torch.full(x.shape[:1] + (1,) * (x.dim() - 2) + x.shape[-1:], 0.5),
+    "aten::new_zeros": lambda x: x.new_zeros(x.shape) - x,
+    "aten::new_ones": lambda x: x.new_ones(x.shape) + x,
+    "aten::new_full": lambda x: x * x.new_full(x.shape, -2.0),
+    "aten::ones_like": lambda x: torch.ones_like(x) - x,
+    "aten::full_like": lambda x: torch.full_like(x, 1.5) * x,
+}
+for _kind, _f in _FACTORIES.items():
+    for _shape in ((2, 3, 5, 7), (2, 3, 5), (3, 5)):
+        add(Sample(_kind, fn(_f), [In(_shape)], f"rank{len(_shape)}", flexhw=len(_shape) == 4))
+
+# ------------------------------------------------- bicubic upsampling (issue 34)
+for _size, _scale, _ac, _label in (((7, 9), None, False, "size"), ((3, 11), None, True, "size-ac"),
+                                   (None, 1.5, False, "scale"), (None, (2, 0.75), True, "scale-ac")):
+    add(Sample("aten::upsample_bicubic2d",
+               fn(lambda x, s=_size, k=_scale, a=_ac: F.interpolate(
+                   x, size=s, scale_factor=k, mode="bicubic", align_corners=a)),
+               [In((2, 3, 5, 6))], _label))
+
+# ------------------------------------------------------ nn.RNN (issue 34)
+for _nl in ("tanh", "relu"):
+    _kind = f"aten::rnn_{_nl}"
+    add(Sample(_kind, lambda n=_nl: _RNN(torch.nn.RNN(4, 6, nonlinearity=n, batch_first=True)),
+               [In((2, 5, 4))], "batch-first", flex=False))
+    add(Sample(_kind, lambda n=_nl: _RNN(torch.nn.RNN(4, 6, nonlinearity=n, num_layers=2)),
+               [In((5, 2, 4))], "2-layers", flex=False))
+    add(Sample(_kind, lambda n=_nl: _RNN(torch.nn.RNN(4, 3, nonlinearity=n, bidirectional=True)),
+               [In((5, 2, 4))], "bidirectional", flex=False))
