@@ -218,6 +218,19 @@ void check_supported(const torch::jit::Graph& graph, const std::string& path) {
   }
   os << "\nRewrite these parts of the model with supported operators (nnapi-convert list-ops "
         "lists them), or run them outside the NNAPI model.";
+  const auto in_place = std::find_if(missing.begin(), missing.end(), [](const NodeKindCount& k) {
+    const std::string kind = k.kind.substr(0, k.kind.find(' '));
+    return kind.rfind("aten::", 0) == 0 && kind.back() == '_';
+  });
+  if (in_place != missing.end()) {
+    // The loader makes every other in-place write of a computed tensor
+    // functional (core/loader.cpp, functionalize_computed_mutations).
+    os << " An in-place node (" << in_place->first_node
+       << " above) stays where another value that shares its tensor, one that exists before "
+          "the write, is read after it (a view or slice of the tensor, or the tensor it is a "
+          "view of): write it out of place (y = y * g instead of y.mul_(g); torch.cat of the "
+          "pieces instead of writing into a slice).";
+  }
   ConvertError e(1, os.str());
   e.set_unsupported(std::move(missing));
   throw e;

@@ -1,6 +1,7 @@
 #include "core/loader.h"
 
 #include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/ir/alias_analysis.h>
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/passes/constant_propagation.h>
@@ -23,6 +24,7 @@
 #include <sstream>
 
 #include "core/archive_check.h"
+#include "core/folding.h"
 #include "nnapi_convert/conversion.h"
 #include "util/timing.h"
 
@@ -139,12 +141,39 @@ torch::jit::Module load_torchscript(const std::string& path, const std::string& 
 
 namespace {
 
+// Replaces in-place `node` (aten::relu_, a mutable schema) writing `target`
+// by its functional kind (aten::relu) with the same inputs, inserted before
+// it: every later use of `target`, and every use of the node's result, reads
+// the functional result instead. Returns false (the graph unchanged) when the
+// kind has no functional variant or when `lowered_only` and nothing lowers it.
+bool make_functional(torch::jit::Graph& graph, torch::jit::Node* node, torch::jit::Value* target,
+                     bool lowered_only) {
+  const std::string kind = node->kind().toQualString();
+  const c10::FunctionSchema* schema = node->maybeSchema();
+  if (!node->kind().is_aten() || node->outputs().size() != 1 || node->input(0) != target ||
+      kind.back() != '_' || !schema || !schema->is_mutable()) {
+    return false;
+  }
+  const c10::Symbol functional_kind = c10::Symbol::fromQualString(kind.substr(0, kind.size() - 1));
+  if (lowered_only && !handled_kind(functional_kind)) return false;
+  torch::jit::Node* functional = graph.create(functional_kind, node->inputs(), 1);
+  functional->insertBefore(node);
+  if (!functional->maybeSchema()) {
+    functional->destroy();
+    return false;
+  }
+  functional->output()->setType(node->output()->type());
+  functional->copyMetadata(node);
+  node->output()->replaceAllUsesWith(functional->output());
+  target->replaceAllUsesAfterNodeWith(functional, functional->output());
+  node->destroy();
+  return true;
+}
+
 // An in-place operation on a model input that is that input's first use
 // (`x.relu_()` opening forward) made functional: RemoveTensorMutation leaves
 // mutations of graph inputs alone, since the caller could see them, but the
-// converted module never writes into its inputs. The functional node
-// (aten::relu for aten::relu_) takes the in-place one's inputs, and every
-// later use of the input reads its result instead.
+// converted module never writes into its inputs.
 void functionalize_input_mutations(torch::jit::Graph& graph) {
   for (torch::jit::Value* input : graph.inputs()) {
     if (!input->type()->cast<c10::TensorType>() || input->uses().empty()) continue;
@@ -156,25 +185,71 @@ void functionalize_input_mutations(torch::jit::Graph& graph) {
       }
       if (!first || use.user->isBefore(first)) first = use.user;
     }
-    if (!first || !first->kind().is_aten() || first->outputs().size() != 1 ||
-        first->input(0) != input) {
-      continue;
+    if (first) make_functional(graph, first, input, false);
+  }
+}
+
+// Whether `v` may share memory with a value that exists before `node` and is
+// read after it (a view of v, the tensor v is a view of, a list holding
+// either), or with a model input or a constant: an in-place write of v by
+// `node` is then seen through that value, and making it functional would
+// change what that value reads.
+bool aliased_around(const torch::jit::AliasDb& db, torch::jit::Graph& graph, torch::jit::Value* v,
+                    torch::jit::Node* node) {
+  auto read_after = [&](torch::jit::Value* w) {
+    for (const torch::jit::Use& use : w->uses()) {
+      if (use.user->kind() == c10::prim::Return || use.user->isAfter(node)) return true;
     }
-    const std::string kind = first->kind().toQualString();
-    const c10::FunctionSchema* schema = first->maybeSchema();
-    if (kind.back() != '_' || !schema || !schema->is_mutable()) continue;
-    torch::jit::Node* functional = graph.create(
-        c10::Symbol::fromQualString(kind.substr(0, kind.size() - 1)), first->inputs(), 1);
-    functional->insertBefore(first);
-    if (!functional->maybeSchema()) {
-      functional->destroy();
-      continue;
+    return false;
+  };
+  auto shares = [&](torch::jit::Value* w) { return w != v && db.mayContainAlias(w, v); };
+  for (torch::jit::Value* w : graph.inputs()) {
+    if (shares(w)) return true;
+  }
+  std::function<bool(torch::jit::Block*)> scan = [&](torch::jit::Block* block) {
+    for (torch::jit::Node* n : block->nodes()) {
+      for (torch::jit::Block* b : n->blocks()) {
+        if (scan(b)) return true;
+      }
+      if (!n->isBefore(node)) continue;
+      const bool weight = n->kind() == c10::prim::Constant || n->kind() == c10::prim::GetAttr;
+      for (torch::jit::Value* w : n->outputs()) {
+        if (shares(w) && (weight || read_after(w))) return true;
+      }
     }
-    functional->output()->setType(first->output()->type());
-    functional->copyMetadata(first);
-    first->output()->replaceAllUsesWith(functional->output());
-    input->replaceAllUsesAfterNodeWith(functional, functional->output());
-    first->destroy();
+    return false;
+  };
+  return scan(graph.block());
+}
+
+// In-place operations RemoveTensorMutation leaves on computed tensors, made
+// functional where no other live value sees the write. The pass leaves a
+// write of v when v is read between its creation and the write
+// (`y.mul_(y.sigmoid())`, the creation and the write cannot be made one
+// step), and when v is a view (`out[:, :n].mul_(g)`, GhostNet's gate on a
+// slice of a cat). Both are functional in effect when nothing that shares
+// v's memory and exists before the write is read after it; the others (a
+// view or the base of v read after the write) stay, and the census refuses
+// them naming the node. Only kinds whose functional form is lowered.
+void functionalize_computed_mutations(const std::shared_ptr<torch::jit::Graph>& graph) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    const torch::jit::AliasDb db(graph);
+    for (torch::jit::Node* node : graph->nodes()) {
+      if (node->inputs().empty()) continue;
+      const std::string kind = node->kind().toQualString();
+      torch::jit::Value* v = node->input(0);
+      const c10::Symbol made_by = v->node()->kind();
+      if (kind.back() != '_' || made_by == c10::prim::Param || made_by == c10::prim::Constant ||
+          made_by == c10::prim::GetAttr || v->node()->owningBlock() != node->owningBlock() ||
+          aliased_around(db, *graph, v, node)) {
+        continue;
+      }
+      if (make_functional(*graph, node, v, true)) {
+        changed = true;
+        break;  // the alias database is stale
+      }
+    }
   }
 }
 
@@ -668,6 +743,7 @@ Module load_frozen_model(const ConvertOptions& options, double* load_ms, double*
     functionalize_input_mutations(*graph);
     torch::jit::RemoveListMutation(graph);
     torch::jit::RemoveTensorMutation(graph);
+    functionalize_computed_mutations(graph);
   } catch (const c10::Error& e) {
     throw ConvertError(1,
                        "model '" + path + "' could not be frozen: " + e.what_without_backtrace());

@@ -21,6 +21,7 @@
 #include <optional>
 
 #include "lower/activation.h"
+#include "lower/factory.h"
 #include "lower/logical.h"
 #include "lower/matmul.h"
 #include "lower/normalization.h"
@@ -343,11 +344,7 @@ void lower_zeros_like_of_mask(LoweringContext& cx, const Node* node) {
     if (x.op.type == nnapi::OperandType::TensorFloat32 &&
         (!dtype || cx.constant_is_none(dtype) ||
          static_cast<c10::ScalarType>(cx.constant_int(dtype)) == at::kFloat)) {
-      const auto rank = static_cast<int64_t>(x.op.shape.size());
-      const OperandHandle zero =
-          float_weight_like(cx, at::zeros(std::vector<int64_t>(rank, 1), at::kFloat), x.op);
-      const OperandHandle z = emit_expand(cx, zero, sym_shape(x));
-      cx.reinterpret(node->output(), z.id, z.op);
+      emit_filled_like(cx, x, 0.0f, node->output());
       return;
     }
   }

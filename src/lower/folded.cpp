@@ -6,16 +6,17 @@
 // from a tril buffer, a window built in forward (hann_window). The new_* and
 // *_like factories read only the dtype of their first input (and the *_like
 // ones its shape), so that may be computed. The kinds that are folded as
-// well as lowered say so in their own specs (KindSpec::folds).
+// well as lowered say so in their own specs (KindSpec::folds): the factories
+// of sizes known only at load time (zeros, ones, full, new_*, *_like) are
+// factory.cpp's.
 #include "lower/registry.h"
 
 namespace nnapi_convert {
 
 void register_folded_ops(LoweringTable& t) {
-  for (const char* kind : {"aten::ones", "aten::full", "aten::new_zeros", "aten::new_ones",
-                           "aten::new_full", "aten::ones_like", "aten::full_like", "aten::arange",
-                           "aten::index", "aten::fill_", "aten::zero_", "aten::copy_",
-                           "aten::masked_fill_", "aten::tril", "aten::triu", "aten::hann_window"}) {
+  for (const char* kind :
+       {"aten::arange", "aten::index", "aten::fill_", "aten::zero_", "aten::copy_",
+        "aten::masked_fill_", "aten::tril", "aten::triu", "aten::hann_window"}) {
     t.add(kind, nullptr)
         .with_folds()
         .with_note(

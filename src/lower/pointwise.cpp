@@ -1,6 +1,6 @@
 // Pointwise ops: unary activations, broadcasting binary arithmetic (with
 // tensors or Python numbers), rsub, neg, abs, exp, log, log1p, sqrt, rsqrt,
-// pow, softmax, log_softmax, prelu.
+// pow, softmax, log_softmax, prelu, addcmul, addcdiv.
 #include "lower/pointwise.h"
 
 #include <ATen/ATen.h>
@@ -455,8 +455,7 @@ namespace {
 
 // A constant tensor as an operand beside `other`: its dtype, leading 1s up to
 // its rank, and its layout when both are 4-D.
-OperandHandle constant_beside(LoweringContext& cx, const Value* v, const OperandHandle& other) {
-  at::Tensor t = cx.constant_tensor(v);
+OperandHandle tensor_beside(LoweringContext& cx, at::Tensor t, const OperandHandle& other) {
   check(!t.is_quantized() && !t.is_complex(),
         "elementwise operation with a quantized or complex "
         "constant is not supported");
@@ -481,6 +480,10 @@ OperandHandle constant_beside(LoweringContext& cx, const Value* v, const Operand
   const DimOrder order = t.dim() == 4 && rank == 4 ? other.op.dim_order : DimOrder::Contiguous;
   const int32_t id = cx.add_weight(t.contiguous(), order);
   return {id, cx.operand(id)};
+}
+
+OperandHandle constant_beside(LoweringContext& cx, const Value* v, const OperandHandle& other) {
+  return tensor_beside(cx, cx.constant_tensor(v), other);
 }
 
 }  // namespace
@@ -611,6 +614,39 @@ void lower_remainder(LoweringContext& cx, const Node* node) {
   emit_binary(cx, Op::Sub, x, emit_binary(cx, Op::Mul, f, y), Fuse::None, node->output());
 }
 
+// addcmul(self, t1, t2, value) = self + value * t1 * t2 and addcdiv's
+// self + value * t1 / t2 (float32), in PyTorch's kernel's order: MUL of t1 by
+// value, MUL or DIV by t2, then ADD of self (with a following activation
+// fused). t1 and t2 both constant are folded here, in that order.
+void lower_addc(LoweringContext& cx, const Node* node, Op op) {
+  check(node->inputs().size() == 4, [&] {
+    return std::string("malformed ") + node->kind().toQualString() +
+           " (expected self, tensor1, tensor2, value)";
+  });
+  const Value* self = node->input(0);
+  const Value* t1 = node->input(1);
+  const Value* t2 = node->input(2);
+  const double value = cx.constant_number(node->input(3));
+  const Fuse fuse = cx.fuse_following_activation(node->output());
+  if (!cx.has_operand(t1) && !cx.has_operand(t2)) {
+    const OperandHandle s = cx.get_operand(self);
+    check_float(s, node);
+    at::Tensor k = cx.constant_tensor(t1).to(at::kFloat) * value;
+    k = op == Op::Mul ? k * cx.constant_tensor(t2).to(at::kFloat)
+                      : k / cx.constant_tensor(t2).to(at::kFloat);
+    const auto [a, b] = align_layouts(cx, s, tensor_beside(cx, k, s));
+    emit_binary(cx, Op::Add, a, b, fuse, node->output());
+    return;
+  }
+  auto [x, y] = elementwise_operands(cx, t1, t2);
+  check_float(x, node);
+  if (value != 1)
+    x = emit_binary(cx, Op::Mul, x, float_scalar_tensor(cx, static_cast<float>(value)));
+  const OperandHandle p = emit_binary(cx, op, x, y);
+  const auto [q, s] = elementwise_operands(cx, p, self);
+  emit_binary(cx, Op::Add, s, q, fuse, node->output());
+}
+
 void lower_max_min(LoweringContext& cx, const Node* node, Op op) {
   check(node->inputs().size() == 2, "malformed elementwise maximum/minimum");
   const auto [x, y] = elementwise_operands(cx, node->input(0), node->input(1));
@@ -687,6 +723,12 @@ void register_pointwise_ops(LoweringTable& t) {
         [](LoweringContext& cx, const Node* n) { lower_max_min(cx, n, Op::Maximum); });
   t.add("aten::minimum",
         [](LoweringContext& cx, const Node* n) { lower_max_min(cx, n, Op::Minimum); });
+  t.add("aten::addcmul", [](LoweringContext& cx, const Node* n) { lower_addc(cx, n, Op::Mul); })
+      .with_note("self + value*t1*t2: MUL, MUL, ADD (float32; rank <= 4)")
+      .with_folds();
+  t.add("aten::addcdiv", [](LoweringContext& cx, const Node* n) { lower_addc(cx, n, Op::Div); })
+      .with_note("self + value*t1/t2: MUL, DIV, ADD (float32; rank <= 4)")
+      .with_folds();
 }
 
 }  // namespace nnapi_convert

@@ -1,7 +1,8 @@
 // Recurrent layers: aten::lstm, aten::quantized_lstm (dynamic quantization,
-// on its dequantized weights) and aten::gru, unrolled over a fixed number
-// of time steps into FULLY_CONNECTED, SPLIT, ADD, MUL, SUB, LOGISTIC, TANH,
-// CONCATENATION and RESHAPE (NNAPI feature level 1-2 operations).
+// on its dequantized weights), aten::gru and nn.RNN's aten::rnn_tanh and
+// aten::rnn_relu, unrolled over a fixed number of time steps into
+// FULLY_CONNECTED, SPLIT, ADD, MUL, SUB, LOGISTIC, TANH, RELU, CONCATENATION
+// and RESHAPE (NNAPI feature level 1-2 operations).
 //
 // Per layer and direction, the input projection of every time step is one
 // FULLY_CONNECTED over the (rows, features) matrix of the whole sequence
@@ -24,12 +25,12 @@ using nnapi::Fuse;
 using nnapi::Op;
 using nnapi::OperandType;
 
-enum class Cell { Lstm, Gru };
+enum class Cell { Lstm, Gru, RnnTanh, RnnRelu };
 
 struct RnnSpec {
   Cell cell;
   const char* name;  // for messages
-  int64_t gates;     // 4 for LSTM (i, f, g, o), 3 for GRU (r, z, n)
+  int64_t gates;     // 4 for LSTM (i, f, g, o), 3 for GRU (r, z, n), 1 for RNN
   bool bias;
   int64_t layers;
   bool bidirectional;
@@ -125,6 +126,9 @@ std::vector<OperandHandle> run_direction(LoweringContext& cx, const RnnSpec& s, 
       }
       c = c_new;
       h = emit_binary(cx, Op::Mul, o, emit_unary(cx, Op::Tanh, *c));
+    } else if (s.cell != Cell::Gru) {
+      // h' = tanh or relu(x W_ih^T + b_ih + b_hh + h W_hh^T)
+      h = gate(0, s.cell == Cell::RnnRelu ? Op::Relu : Op::Tanh);
     } else {
       // n = tanh(x_n + r * (W_hn h + b_hn)), h' = (1 - z) * n + z * h = n + z * (h - n);
       // from the zero state, r * b_hn and h' = n - z * n.
@@ -145,7 +149,8 @@ std::vector<OperandHandle> run_direction(LoweringContext& cx, const RnnSpec& s, 
   return hs;
 }
 
-// The input bias of the per-sequence projection: b_ih + b_hh for LSTM; for
+// The input bias of the per-sequence projection: b_ih + b_hh for LSTM and
+// RNN; for
 // GRU, b_ih plus the r and z parts of b_hh (b_hn stays inside r * (...)).
 at::Tensor input_bias(const RnnSpec& s, const Weights& w) {
   at::Tensor b = w.b_ih + w.b_hh;
@@ -218,11 +223,11 @@ std::vector<State> initial_states(LoweringContext& cx, const RnnSpec& s, const V
   return out;
 }
 
-// The initial states of hx (a tensor for GRU, [h0, c0] for LSTM): one list per tensor.
+// The initial states of hx (a tensor for GRU and RNN, [h0, c0] for LSTM): one list per tensor.
 std::vector<std::vector<State>> initial_states(LoweringContext& cx, const RnnSpec& s,
                                                const Value* hx, int64_t B) {
   std::vector<std::vector<State>> out;
-  if (s.cell == Cell::Gru) {
+  if (s.cell != Cell::Lstm) {
     const bool constant = cx.has_constant(hx) && !cx.has_operand(hx);
     out.push_back(initial_states(cx, s, hx, constant ? cx.constant_tensor(hx) : at::Tensor(), B));
   } else if (cx.has_constant(hx)) {
@@ -244,13 +249,18 @@ std::vector<std::vector<State>> initial_states(LoweringContext& cx, const RnnSpe
 //                  train, bidirectional, batch_first) -> (output, h_n, c_n)
 // aten::gru.input(input, hx, params[], has_biases, num_layers, dropout,
 //                 train, bidirectional, batch_first) -> (output, h_n)
+// (aten::rnn_tanh.input and aten::rnn_relu.input as aten::gru.input)
 // aten::quantized_lstm takes the inputs of aten::lstm, then dtype and
 // use_dynamic, with its parameters as CellParamsBase objects: `params`, when
 // given, are their weights (see quantized_lstm_params).
 void lower_rnn(LoweringContext& cx, const Node* node, Cell cell,
                const std::vector<at::Tensor>* params = nullptr) {
   const bool lstm = cell == Cell::Lstm;
-  const char* name = params ? "aten::quantized_lstm" : lstm ? "aten::lstm" : "aten::gru";
+  const char* name = params                  ? "aten::quantized_lstm"
+                     : lstm                  ? "aten::lstm"
+                     : cell == Cell::Gru     ? "aten::gru"
+                     : cell == Cell::RnnTanh ? "aten::rnn_tanh"
+                                             : "aten::rnn_relu";
   check(node->inputs().size() == (params ? 11u : 9u) && node->outputs().size() == (lstm ? 3u : 2u),
         [&] { return std::string("malformed ") + name; });
   check(node->input(2)->type()->kind() == c10::TypeKind::ListType, [&] {
@@ -260,7 +270,9 @@ void lower_rnn(LoweringContext& cx, const Node* node, Cell cell,
   });
   RnnSpec s{cell,
             name,
-            lstm ? 4 : 3,
+            lstm                ? 4
+            : cell == Cell::Gru ? 3
+                                : 1,
             cx.constant_bool(node->input(3)),
             cx.constant_int(node->input(4)),
             cx.constant_bool(node->input(7)),
@@ -351,21 +363,6 @@ void lower_rnn(LoweringContext& cx, const Node* node, Cell cell,
   if (lstm) final_state(c_n, node->output(2));
 }
 
-// aten::zeros(size, dtype, layout, device, pin_memory) with constant sizes:
-// a constant tensor (traced nn.LSTM / nn.GRU make their zero initial state so).
-void lower_zeros(LoweringContext& cx, const Node* node) {
-  check(node->inputs().size() == 5, "malformed aten::zeros");
-  check(!cx.has_symbolic(node->input(0)),
-        "aten::zeros of a size known only at load time is not supported; give the input fixed "
-        "sizes in --input");
-  const std::vector<int64_t> sizes = cx.constant_int_list(node->input(0));
-  at::ScalarType dtype = at::kFloat;
-  if (!cx.constant_is_none(node->input(1))) {
-    dtype = static_cast<at::ScalarType>(cx.constant_int(node->input(1)));
-  }
-  cx.add_constant(node->output(), node->output()->type(), at::zeros(sizes, dtype));
-}
-
 }  // namespace
 
 // The weights of aten::quantized_lstm's CellParamsBase objects (one per
@@ -421,13 +418,18 @@ void register_recurrent_ops(LoweringTable& t) {
     const std::vector<at::Tensor> params = quantized_lstm_params(cx, n);
     lower_rnn(cx, n, Cell::Lstm, &params);
   });
+  t.add("aten::rnn_tanh",
+        [](LoweringContext& cx, const Node* n) { lower_rnn(cx, n, Cell::RnnTanh); })
+      .with_note(
+          "nn.RNN (tanh): unrolled per time step (FULLY_CONNECTED, ADD, TANH, CONCATENATION); "
+          "fixed sizes, no packed sequences");
+  t.add("aten::rnn_relu", [](LoweringContext& cx, const Node* n) {
+     lower_rnn(cx, n, Cell::RnnRelu);
+   }).with_note("nn.RNN (relu): as aten::rnn_tanh with RELU");
   t.add("aten::gru", [](LoweringContext& cx, const Node* n) { lower_rnn(cx, n, Cell::Gru); })
       .with_note(
           "unrolled per time step (FULLY_CONNECTED, SPLIT, LOGISTIC, TANH, MUL, ADD, SUB, "
           "CONCATENATION); fixed sizes, no packed sequences");
-  t.add("aten::zeros", lower_zeros)
-      .with_note("constant sizes only: a constant tensor (an RNN's zero initial state)")
-      .with_folds();
 }
 
 }  // namespace nnapi_convert

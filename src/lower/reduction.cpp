@@ -4,14 +4,14 @@
 // a dim (values: REDUCE_MAX/MIN, indices: ARGMAX/ARGMIN), amax/amin,
 // argmax/argmin, whole-tensor max()/min(), prod (REDUCE_PROD), any/all
 // (REDUCE_ANY/ALL of the truth, TENSOR_BOOL8), topk (TOPK_V2), and sin/cos
-// (SIN; cos(x) = 1 - 2 sin(x/2)^2). Integer results are int32 in NNAPI; a
-// model output PyTorch gives as int64 (indices) is made int64 by the
-// converted module.
+// (SIN; cos(x) = 1 - 2 sin(x/2)^2), and vector and Frobenius norms. Integer results are int32 in
+// NNAPI; a model output PyTorch gives as int64 (indices) is made int64 by the converted module.
 #include <ATen/ATen.h>
 
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "lower/emit.h"
@@ -151,6 +151,59 @@ OperandHandle reduced_operand(LoweringContext& cx, const Value* v, const std::st
                  (allow_quant ? ", quantized" : "") + (allow_int ? ", int32" : "") + " tensors)";
         });
   return x;
+}
+
+// ---- norms: norm(x, p, dim, keepdim[, dtype]), linalg_vector_norm(x, ord,
+// dim, keepdim, dtype), linalg_norm (a vector norm, or Frobenius without an
+// ord), frobenius_norm(x, dim, keepdim). p = 2 (and Frobenius) is
+// SQRT(REDUCE_SUM(x * x)), 1 REDUCE_SUM(ABS(x)), inf and -inf
+// REDUCE_MAX/MIN(ABS(x)), float32; other p are refused. All are NNAPI
+// feature level 3, the level of the lowest --min-android-api (29).
+void lower_norm(LoweringContext& cx, const Node* node) {
+  const std::string what = node->kind().toQualString();
+  NodeArgs args(cx, node);
+  const OperandHandle x = reduced_operand(cx, node->input(0), what, false);
+  if (args.has("dtype")) check_dtype_argument(cx, args.value("dtype"), x, what.c_str());
+  const char* p_name = args.has("p") ? "p" : args.has("ord") ? "ord" : nullptr;
+  std::vector<int64_t> dims;
+  if (!args.is_none("dim")) {
+    const c10::IValue& dim = args.constant("dim");
+    dims = dim.isInt() ? std::vector<int64_t>{dim.toInt()} : args.ints("dim");
+  }
+  double p = 2;
+  if (p_name != nullptr && !args.is_none(p_name)) {
+    const c10::IValue& v = args.constant(p_name);
+    if (v.isString()) {
+      check(v.toStringRef() == "fro", [&] {
+        return what + " with " + p_name + "='" + v.toStringRef() +
+               "' is not supported (numbers 1, 2, inf, -inf and 'fro' are)";
+      });
+    } else {
+      p = v.toScalar().toDouble();
+      check(node->kind() != c10::Symbol::fromQualString("aten::linalg_norm") || dims.size() == 1,
+            [&] {
+              return what + " with a number ord over " + std::to_string(dims.size()) +
+                     " dims is a matrix norm, which is not supported (vector norms over one "
+                     "dim and ord=None are)";
+            });
+    }
+  }
+  const bool keep = args.flag("keepdim");
+  const bool inf = std::isinf(p);
+  const Op reduce = !inf ? Op::ReduceSum : p > 0 ? Op::ReduceMax : Op::ReduceMin;
+  check(p == 1 || p == 2 || inf, [&] {
+    std::ostringstream os;
+    os << what << " with " << (p_name ? p_name : "p") << "=" << p
+       << " is not supported (1, 2, inf, -inf and Frobenius norms are)";
+    return os.str();
+  });
+  if (p == 2) {
+    const OperandHandle sq = emit_binary(cx, Op::Mul, x, x);
+    const OperandHandle sum = emit_reduce(cx, reduce, sq, dims, keep, nullptr, what);
+    emit_unary(cx, Op::Sqrt, sum, node->output());
+    return;
+  }
+  emit_reduce(cx, reduce, emit_unary(cx, Op::Abs, x), dims, keep, node->output(), what);
 }
 
 // ---- max/min: max(x) (every element), max(x, dim, keepdim) -> (values,
@@ -486,6 +539,15 @@ void register_reduction_ops(LoweringTable& t) {
           "TOPK_V2 of NEG(x), not for quantized tensors). Of equal values NNAPI returns the "
           "larger index first, PyTorch's order among ties is unspecified: indices of tied "
           "values may differ");
+  t.add("aten::norm", lower_norm)
+      .with_note(
+          "also linalg_vector_norm, linalg_norm (vector norms), frobenius_norm: p=2 and "
+          "Frobenius SQRT(REDUCE_SUM(x*x)), p=1 REDUCE_SUM(ABS), p=+-inf REDUCE_MAX/MIN(ABS); "
+          "float32; other p and matrix norms refused");
+  for (const char* kind :
+       {"aten::linalg_vector_norm", "aten::linalg_norm", "aten::frobenius_norm"}) {
+    t.add(kind, lower_norm);
+  }
   t.add("aten::sin", [](LoweringContext& cx, const Node* n) { lower_sin_cos(cx, n, false); });
   t.add("aten::cos", [](LoweringContext& cx, const Node* n) {
      lower_sin_cos(cx, n, true);

@@ -130,6 +130,7 @@ const LoweringTable& lowering_table() {
         {"video", register_video_ops},
         {"spectral", register_spectral_ops},
         {"control", register_control_ops},
+        {"factory", register_factory_ops},
     };
     for (const auto& [family, register_family] : families) {
       t.set_family(family);

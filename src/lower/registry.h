@@ -161,5 +161,6 @@ void register_reduction_ops(LoweringTable& t);      // reduction.cpp
 void register_video_ops(LoweringTable& t);          // video.cpp
 void register_spectral_ops(LoweringTable& t);       // spectral.cpp
 void register_control_ops(LoweringTable& t);        // control.cpp (prim::If decided here)
+void register_factory_ops(LoweringTable& t);        // factory.cpp: zeros, ones, full, ...
 
 }  // namespace nnapi_convert

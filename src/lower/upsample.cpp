@@ -1,13 +1,16 @@
 // Upsampling: upsample_nearest2d (RESIZE_NEAREST_NEIGHBOR, or GATHER with
 // PyTorch's index tables) and upsample_bilinear2d (RESIZE_BILINEAR with its
 // corner flags, or below NNAPI feature level 4 FULLY_CONNECTED products,
-// replicate padding, DEPTHWISE_CONV_2D and pixel_shuffle).
+// replicate padding, DEPTHWISE_CONV_2D and pixel_shuffle), and
+// upsample_bicubic2d (FULLY_CONNECTED products with PyTorch's weights).
 #include <ATen/ATen.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <numeric>
+#include <optional>
 
 #include "lower/conv_pool.h"
 #include "lower/convolution.h"
@@ -179,22 +182,36 @@ void lower_upsample_nearest2d(LoweringContext& cx, const Node* node) {
 // not PyTorch's.
 constexpr int kResizeInputsWithFlags = 6;
 
-// Float bilinear upsampling of `x` (N, C, H, W) below feature level 4. It is
-// separable and linear: row j of each axis's matrix holds the weights PyTorch
-// interpolates output j with, got by upsampling unit vectors with the same
-// arguments; each output is the same two-term weighted sum eager PyTorch
-// computes.
+// A resampling of `x` (N, C, H, W) to (N, C, out_h, out_w) that is
+// separable and linear (bilinear, bicubic): row j of each axis's matrix holds
+// the weights PyTorch interpolates output j with, got by running PyTorch's
+// own kernel `resize` (input, (out_h, out_w), scale_h, scale_w) on unit
+// vectors along that axis (the other axis of size 1 to 1, weight 1); each
+// output is the same weighted sum eager PyTorch computes, in another order.
+using ResizeFn = std::function<at::Tensor(const at::Tensor&, at::IntArrayRef, c10::optional<double>,
+                                          c10::optional<double>)>;
+OperandHandle resize_by_products(LoweringContext& cx, const OperandHandle& x, int64_t out_h,
+                                 int64_t out_w, c10::optional<double> scale_h,
+                                 c10::optional<double> scale_w, const ResizeFn& resize) {
+  const int64_t h = x.op.shape[2], w = x.op.shape[3];
+  const at::Tensor a_h =
+      resize(at::eye(h, at::kFloat).reshape({1, h, h, 1}), {out_h, 1}, scale_h, c10::nullopt)
+          .reshape({h, -1});
+  const at::Tensor a_w =
+      resize(at::eye(w, at::kFloat).reshape({1, w, 1, w}), {1, out_w}, c10::nullopt, scale_w)
+          .reshape({w, -1});
+  return separable_by_products(cx, x, a_h, a_w);
+}
+
+// Float bilinear upsampling of `x` (N, C, H, W) below feature level 4, by
+// resize_by_products.
 OperandHandle bilinear_by_products(LoweringContext& cx, const OperandHandle& x, int64_t out_h,
                                    int64_t out_w, bool align_corners) {
-  const int64_t h = x.op.shape[2], w = x.op.shape[3];
-  // (n, out): column j the weights of output j along an axis of n inputs.
-  auto weights = [&](int64_t n, const std::vector<int64_t>& basis,
-                     const std::vector<int64_t>& size) {
-    return at::upsample_bilinear2d(at::eye(n, at::kFloat).reshape(basis), size, align_corners)
-        .reshape({n, -1});
-  };
-  return separable_by_products(cx, x, weights(h, {1, h, h, 1}, {out_h, 1}),
-                               weights(w, {1, w, 1, w}, {1, out_w}));
+  return resize_by_products(
+      cx, x, out_h, out_w, c10::nullopt, c10::nullopt,
+      [&](const at::Tensor& t, at::IntArrayRef size, c10::optional<double>, c10::optional<double>) {
+        return at::upsample_bilinear2d(t, size, align_corners);
+      });
 }
 
 // `x` with its first and last row (d = 2) or column (d = 3) once more on
@@ -407,9 +424,65 @@ void lower_upsample_bilinear2d(LoweringContext& cx, const Node* node) {
   m.add_operation(Op::ResizeBilinear, inputs, {y.id});
 }
 
+// upsample_bicubic2d(input, output_size, align_corners, scale_factors) and
+// (input, output_size, align_corners, scales_h, scales_w), float32 over a
+// fixed height and width: resize_by_products with PyTorch's bicubic weights
+// (A = -0.75, taps clamped to the image; a given scale maps coordinates by
+// 1 / scale, as PyTorch does). NNAPI has no bicubic resize. A constant input
+// folds at conversion.
+void lower_upsample_bicubic2d(LoweringContext& cx, const Node* node) {
+  NodeArgs args(cx, node);
+  const OperandHandle x = cx.get_operand(node->input(0));  // `self` or `input`, by overload
+  const Shape& shape = x.op.shape;
+  check(shape.size() == 4, "upsample_bicubic2d needs a 4-D input");
+  check(x.op.type == nnapi::OperandType::TensorFloat32,
+        "upsample_bicubic2d of a non-float32 tensor is not supported");
+  check(shape[2] != 0 && shape[3] != 0,
+        "upsample_bicubic2d over a flexible height or width is not supported: its weights "
+        "depend on the input size; give height and width fixed sizes in --input");
+  const bool align_corners = args.flag("align_corners");
+  c10::optional<double> scale_h, scale_w;
+  int64_t out_h = 0, out_w = 0;
+  const c10::IValue& size_iv = args.constant("output_size");
+  if (!size_iv.isNone()) {
+    const std::vector<int64_t> size = size_iv.toIntVector();
+    check(size.size() == 2, "upsample_bicubic2d size must have 2 values");
+    out_h = size[0];
+    out_w = size[1];
+  }
+  if (args.has("scale_factors") && !args.is_none("scale_factors")) {
+    const std::vector<double> scales = args.constant("scale_factors").toDoubleVector();
+    check(scales.size() == 2, "upsample_bicubic2d scale must have 2 values");
+    scale_h = scales[0];
+    scale_w = scales[1];
+  } else if (args.has("scales_h")) {
+    if (!args.is_none("scales_h")) scale_h = args.constant("scales_h").toDouble();
+    if (!args.is_none("scales_w")) scale_w = args.constant("scales_w").toDouble();
+  }
+  if (size_iv.isNone()) {
+    check(scale_h && scale_w, "upsample_bicubic2d needs an output size or scale factors");
+    // PyTorch's output size: floor(input size * scale) (UpSample.cpp).
+    out_h = static_cast<int64_t>(std::floor(static_cast<double>(shape[2]) * *scale_h));
+    out_w = static_cast<int64_t>(std::floor(static_cast<double>(shape[3]) * *scale_w));
+  }
+  const OperandHandle r =
+      resize_by_products(cx, x, out_h, out_w, scale_h, scale_w,
+                         [&](const at::Tensor& t, at::IntArrayRef size, c10::optional<double> sh,
+                             c10::optional<double> sw) {
+                           return at::upsample_bicubic2d(t, size, align_corners, sh, sw);
+                         });
+  cx.reinterpret(node->output(), r.id, r.op);
+}
+
 }  // namespace
 
 void register_upsample_ops(LoweringTable& t) {
+  t.add("aten::upsample_bicubic2d", lower_upsample_bicubic2d)
+      .with_folds()
+      .with_note(
+          "float32, fixed height and width: FULLY_CONNECTED products with PyTorch's bicubic "
+          "weights (align_corners both ways; by size or scale factor); a constant input (a "
+          "position embedding resized) folds at conversion");
   t.add("aten::upsample_nearest2d", lower_upsample_nearest2d);
   t.add("aten::upsample_bilinear2d", lower_upsample_bilinear2d)
       .with_note(

@@ -1686,3 +1686,96 @@ for _shape, _label in (((2, 5, 24), "qkv-tokens"), ((2, 3, 4, 24), "qkv-windows"
     add(Sample("aten::dequantize", None, [In(_shape)], _label,
                qmake=fn(lambda x: (lambda q: (q[0], q[1], q[2]))(_qkv_heads(x).dequantize())),
                quantum=IN_SCALE))
+
+# --------------------------------------------------- addcmul, addcdiv (issue 34)
+# self + value * t1 * t2 and self + value * t1 / t2, broadcasting all three;
+# ResMLP's Affine form (self and tensor1 parameters). Float only: PyTorch has
+# no quantized addcmul/addcdiv.
+for _label in ("same4", "bcast4", "bcast4r", "rank3", "bcast2", "rank1"):
+    _a, _b = BINARY_SHAPES[_label]
+    add(Sample("aten::addcmul", fn(lambda x, y: torch.addcmul(x, y, x, value=0.5)),
+               [In(_a), In(_b)], _label, flexhw=_label in ("same4", "bcast4")))
+    add(Sample("aten::addcdiv", fn(lambda x, y: torch.addcdiv(y, x, y.abs() + 0.5, value=-1.5)),
+               [In(_a), In(_b)], _label, flexhw=_label in ("same4", "bcast4")))
+add(Sample("aten::addcmul", fn(lambda m, x: torch.addcmul(m.b, m.a, x), a=torch.randn(7),
+                               b=torch.randn(7)), [In((2, 5, 7))], "affine"))
+add(Sample("aten::addcdiv", fn(lambda m, x: torch.addcdiv(x, m.a, m.b), a=torch.randn(3, 1, 1),
+                               b=torch.rand(3, 1, 1) + 0.5), [In((2, 3, 5, 7))], "const"))
+
+
+# ------------------------------------------------------ norms (issue 34)
+# Vector norms p = 2, 1, +-inf over given dims (keepdim both ways) and over
+# every element, Frobenius; float only (PyTorch has no quantized norm).
+for _label, _f in (
+        ("p2-hw-keep", lambda x: x.norm(p=2, dim=(-2, -1), keepdim=True)),
+        ("p1-dim1", lambda x: x.norm(p=1, dim=1)),
+        ("inf-last", lambda x: x.norm(p=float("inf"), dim=-1, keepdim=True)),
+        ("ninf-dim0", lambda x: x.norm(p=float("-inf"), dim=0)),
+        ("all", lambda x: x.norm(p=2))):
+    for _shape in ((2, 3, 5, 7), (3, 5), (2, 3, 5)):
+        add(Sample("aten::norm", fn(_f), [In(_shape)], f"{_label}-rank{len(_shape)}",
+                   flex="dim0" not in _label and "all" not in _label))
+for _shape in ((2, 3, 5, 7), (2, 3, 5)):
+    add(Sample("aten::frobenius_norm", fn(lambda x: torch.norm(x, dim=(1, 2), keepdim=True)),
+               [In(_shape)], f"rank{len(_shape)}"))
+    add(Sample("aten::linalg_vector_norm", fn(lambda x: torch.linalg.vector_norm(x, 1, dim=(1,))),
+               [In(_shape)], f"rank{len(_shape)}"))
+    add(Sample("aten::linalg_norm", fn(lambda x: torch.linalg.norm(x, dim=-1)),
+               [In(_shape)], f"rank{len(_shape)}"))
+
+
+# ----------------------------- in-place writes of computed tensors (issue 34)
+# Writes RemoveTensorMutation leaves (the tensor read before the write; a
+# slice of a dead base written), made functional by the loader.
+def _inplace_chain(x):
+    y = x * 2
+    s = y.mul_(y.sigmoid())
+    z = s + 1
+    s.add_(3.0).clamp_(0.0, 6.0).div_(6.0).sub_(z * 0.1)
+    return s, z
+
+
+def _inplace_slice(x):
+    out = torch.cat([x, x * 2], 1)[:, :4]
+    return out.mul_(torch.sigmoid(x.mean(1, keepdim=True)))
+
+
+for _kind in ("aten::mul_", "aten::add_", "aten::clamp_", "aten::div_", "aten::sub_"):
+    for _shape in ((2, 3, 5, 7), (2, 3, 5)):
+        add(Sample(_kind, fn(_inplace_chain), [In(_shape)], f"chain-rank{len(_shape)}"))
+add(Sample("aten::mul_", fn(_inplace_slice), [In((2, 3, 5, 7))], "slice-of-cat"))
+
+
+# ------------------------------- factories of sizes read from the input (issue 34)
+# Folded at fixed sizes; a constant TILEd to the size at flexible ones.
+_FACTORIES = {
+    "aten::zeros": lambda x: x + torch.zeros(x.shape),
+    "aten::ones": lambda x: x * torch.ones(x.shape[0], *([1] * (x.dim() - 1))),
+    "aten::full": lambda x: x - torch.full(x.shape[:1] + (1,) * (x.dim() - 2) + x.shape[-1:], 0.5),
+    "aten::new_zeros": lambda x: x.new_zeros(x.shape) - x,
+    "aten::new_ones": lambda x: x.new_ones(x.shape) + x,
+    "aten::new_full": lambda x: x * x.new_full(x.shape, -2.0),
+    "aten::ones_like": lambda x: torch.ones_like(x) - x,
+    "aten::full_like": lambda x: torch.full_like(x, 1.5) * x,
+}
+for _kind, _f in _FACTORIES.items():
+    for _shape in ((2, 3, 5, 7), (2, 3, 5), (3, 5)):
+        add(Sample(_kind, fn(_f), [In(_shape)], f"rank{len(_shape)}", flexhw=len(_shape) == 4))
+
+# ------------------------------------------------- bicubic upsampling (issue 34)
+for _size, _scale, _ac, _label in (((7, 9), None, False, "size"), ((3, 11), None, True, "size-ac"),
+                                   (None, 1.5, False, "scale"), (None, (2, 0.75), True, "scale-ac")):
+    add(Sample("aten::upsample_bicubic2d",
+               fn(lambda x, s=_size, k=_scale, a=_ac: F.interpolate(
+                   x, size=s, scale_factor=k, mode="bicubic", align_corners=a)),
+               [In((2, 3, 5, 6))], _label))
+
+# ------------------------------------------------------ nn.RNN (issue 34)
+for _nl in ("tanh", "relu"):
+    _kind = f"aten::rnn_{_nl}"
+    add(Sample(_kind, lambda n=_nl: _RNN(torch.nn.RNN(4, 6, nonlinearity=n, batch_first=True)),
+               [In((2, 5, 4))], "batch-first", flex=False))
+    add(Sample(_kind, lambda n=_nl: _RNN(torch.nn.RNN(4, 6, nonlinearity=n, num_layers=2)),
+               [In((5, 2, 4))], "2-layers", flex=False))
+    add(Sample(_kind, lambda n=_nl: _RNN(torch.nn.RNN(4, 3, nonlinearity=n, bidirectional=True)),
+               [In((5, 2, 4))], "bidirectional", flex=False))
