@@ -691,6 +691,47 @@ def quantized_conv_cases():
     frozen_case("qconv_frozen_groups_not_dividing", 9, 3, "frozen: groups 3 over 4 channels",
                 r"groups is 3 over a weight of 4 channels")
 
+    # Version 3 (3, List[int] configuration, [None, weight, bias]), which
+    # LibTorch 1.13 reads but PyTorch 1.13 does not write: constants.pkl
+    # written by hand over qconv_frozen.pt's weight (constants/1, channels-last
+    # strides) and bias (constants/2).
+    consts_name = next(n for n, _ in items if n.endswith("/constants.pkl"))
+    consts = dict(items)[consts_name]
+    weight_layout = b"(K\x04K\x04K\x03K\x03t(K$K\x01K\x0cK\x04t"
+    m = re.search(rb"per_tensor_affine\nq.(G.{8})K\x00t", consts, re.S)
+    assert m and weight_layout in consts, consts
+
+    def string(x):
+        return b"X" + struct.pack("<I", len(x)) + x
+
+    def ints(v):
+        return b"".join(b"K" + bytes([x]) if 0 <= x < 256 else b"J" + struct.pack("<i", x) for x in v)
+
+    def tensor(fn, storage, key, numel, layout, qparams=b""):
+        return (b"ctorch._utils\n" + fn + b"\n((" + string(b"storage") + b"ctorch\n" + storage +
+                b"\n" + string(key) + string(b"cpu") + ints([numel]) + b"tQK\x00" + layout +
+                qparams + b"\x89ccollections\nOrderedDict\n)RtR")
+
+    def v3_case(name, config, **kw):
+        weight = tensor(b"_rebuild_qtensor", b"QInt8Storage", b"1", 144, weight_layout,
+                        b"(ctorch\nper_tensor_affine\n" + m.group(1) + b"K\x00t")
+        bias = tensor(b"_rebuild_tensor_v2", b"FloatStorage", b"2", 4, b"(K\x04t(K\x01t")
+        p = (b"\x80\x02c__torch__.torch.classes.quantized\nConv2dPackedParamsBase\n)\x81K\x03"
+             b"ctorch.jit._pickle\nbuild_intlist\n(](" + ints(config) + b"e\x85R"
+             b"ctorch.jit._pickle\nrestore_type_tag\n(](N" + weight + bias + b"e" +
+             string(b"List[Optional[Tensor]]") + b"tR\x87b\x85.")
+        add(name, [Entry(n, p if n == consts_name else d) for n, d in items], **kw)
+
+    v3_case("control_qconv_v3", [2, 1, 1, 0, 0, 1, 1, 0, 0, 1, 0], expect=(0,),
+            model="qconv_frozen.pt", what="frozen, its packed parameters in version 3")
+    v3_case("qconv_v3_stride_0", [2, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0],
+            what="frozen, version 3: configuration stride (0, 1)",
+            pattern=r"its pickle 'constants\.pkl' holds the packed parameters of a quantized "
+                    r"convolution \(class [^)]*Conv2dPackedParamsBase\), whose stride is \[0, 1\]")
+    v3_case("qconv_v3_groups_not_dividing", [2, 1, 1, 0, 0, 1, 1, 0, 0, 3, 0],
+            what="frozen, version 3: groups 3 over 4 channels",
+            pattern=r"Conv2dPackedParamsBase\), whose groups is 3 over a weight of 4 channels")
+
 
 CODE_HEAD = None
 
