@@ -776,18 +776,11 @@ class PickleScan {
       case Global::ConvPacked3d:
         return scalar(Item::Object);
       case Global::BuildIntList:
-        // The list (arguments[0]) becomes a List[int], without a look at its
-        // elements: the same list, shared.
-        if (const std::vector<Item>* p = tuple(arg, 1); p && (*p)[0].list) {
-          Item l = scalar(Item::IntList);
-          l.list = (*p)[0].list;
-          return l;
-        }
-        return scalar(Item::Other);
       case Global::BuildTensorList:
-        // The list (arguments[0]) becomes a List[Tensor]: the same list.
+        // The list (arguments[0]) becomes a List[int] or List[Tensor],
+        // without a look at its elements: the same list, shared.
         if (const std::vector<Item>* p = tuple(arg, 1); p && (*p)[0].list) {
-          Item l = scalar(Item::Other);
+          Item l = scalar(globals_[index] == Global::BuildIntList ? Item::IntList : Item::Other);
           l.list = (*p)[0].list;
           return l;
         }
