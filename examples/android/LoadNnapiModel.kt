@@ -8,6 +8,10 @@
 // of the LibTorch version that converted it (Debian bookworm: 1.13):
 //   implementation("org.pytorch:pytorch_android:1.13.1")       // Module.load, .nnapi.pt
 //   implementation("org.pytorch:pytorch_android_lite:1.13.1")  // LiteModuleLoader, .nnapi.ptl
+// Written for PyTorch Android 1.13.1, whose lite runtime reads bytecode versions 4 to 9: the
+// .nnapi.ptl --lite writes (bytecode version 8) loads as it is. An app on an older
+// pytorch_android_lite needs the .ptl at a version it reads: --lite-bytecode-version 7 for
+// 1.10.0, 5 for 1.9.0 (docs/cli.md, "Lite-interpreter bytecode versions").
 // The NNAPI model is compiled on the device the first time forward runs (Android
 // 8.1+, API 27); its inputs keep PyTorch's NCHW shape.
 //

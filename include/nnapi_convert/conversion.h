@@ -97,6 +97,10 @@ struct ConvertOptions {
   // become NNAPI models called from the converted module (needs fixed sizes).
   bool cpu_fallback = false;
   QuantizeOptions quantize;
+  // --lite-bytecode-version: the bytecode version of the lite-interpreter
+  // copy (kOldestLiteBytecodeVersion to kNewestLiteBytecodeVersion; 0:
+  // LibTorch's own, the newest).
+  int lite_bytecode_version = 0;
 };
 
 struct PhaseTimes {

@@ -55,6 +55,13 @@ void write_parts(const Conversion& c, const ConvertOptions& options, const std::
 std::vector<int32_t> prepared_ser_model(const Conversion& c, const std::vector<at::Tensor>& args);
 // out.nnapi.pt -> out.nnapi.ptl
 std::string lite_output_path(const std::string& path);
+// The bytecode versions LibTorch 1.13 writes a lite-interpreter file at: its
+// own (caffe2/serialize/versions.h's kProducedBytecodeVersion, 8) and those
+// torch::jit::_backport_for_mobile backports it to (4 to 7).
+extern const int kOldestLiteBytecodeVersion;
+extern const int kNewestLiteBytecodeVersion;
+// Throws ConvertError(2) naming `option` when `version` is not one of them.
+void check_lite_bytecode_version(int version, const std::string& option);
 // The four files --parts writes in `dir`.
 std::vector<std::string> parts_paths(const std::string& dir);
 

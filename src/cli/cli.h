@@ -29,6 +29,8 @@ struct Args {
   std::vector<std::string> ops_libraries;  // --ops-library
   int min_android_api = 29;
   bool lite = false;
+  int lite_bytecode_version = 0;  // --lite-bytecode-version (0: not given)
+  bool lite_bytecode_given = false;
   bool timings = false;
   bool verbose = false;
   bool quiet = false;

@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "core/sample_inputs.h"
 #include "nnapi_convert/verify.h"
+#include "nnapi_convert/writer.h"
 #include "quantize/quantize.h"
 #include "util/output_file.h"
 
@@ -302,6 +303,11 @@ std::vector<Job> plan_jobs(const Args& a) {
   defaults.options.min_android_api = a.min_android_api;
   defaults.options.compilation_preference = preference_code(a.preference);
   defaults.lite = a.lite;
+  if (a.lite_bytecode_given) {
+    check_lite_bytecode_version(a.lite_bytecode_version, "--lite-bytecode-version");
+    defaults.lite = true;
+    defaults.options.lite_bytecode_version = a.lite_bytecode_version;
+  }
   defaults.parts = a.parts;
   defaults.verify = a.verify;
   if (a.verify) defaults.verify_options = verify_options(a);

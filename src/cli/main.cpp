@@ -131,6 +131,10 @@ void add_conversion_options(CLI::App& app, Args& a, std::vector<CLI::Option*>& p
       app.add_option("--parts", a.parts,
                      "Also write ser_model.bin, weights.pt, shape_compute.py, manifest.json here"));
   app.add_flag("--lite", a.lite, "Also write <output>.ptl for the lite interpreter");
+  app.add_option("--lite-bytecode-version", a.lite_bytecode_version,
+                 "Write the .ptl at this lite-interpreter bytecode version (4 to 8; implies "
+                 "--lite), for an app on an older PyTorch Android (docs/cli.md has the table)")
+      ->each([&a](const std::string&) { a.lite_bytecode_given = true; });
   app.add_flag("--int16-for-qint16", a.int16, "int16 inputs carry NNAPI qint16 values");
   app.add_option("--preference", a.preference, "NNAPI compilation preference")
       ->check(CLI::IsMember({"low-power", "fast-single-answer", "sustained-speed"}));

@@ -244,6 +244,9 @@ using Parts = std::shared_ptr<const std::vector<Item>>;
 struct ListInfo {
   bool all_int = true;
   int64_t count = 0, min = 0, max = 0;
+  // Its first elements, while they are integers, tensors or None: the lists
+  // of a quantized convolution's packed parameters (check_conv_packed).
+  std::vector<Item> head;
 };
 
 // The shapes a tuple of a debug pickle (code/*.debug_pkl) can have, as
@@ -269,6 +272,9 @@ struct Item {
   // bounds LibTorch checks itself), element size and element count.
   int64_t storage_bytes = 0, item_size = 0, numel = 0;
   std::string storage;  // Tensor: its storage record, for messages
+  // Tensor: its storage's scalar type (kScalarTypes' index), its storage
+  // offset in elements, its rank, and its first size (-1: none) and stride.
+  int64_t scalar_type = -1, offset = 0, dims = 0, size0 = -1, stride0 = 0;
   // Debug pickles only. List, IntList: its elements. Tuple (num: its size):
   // the shapes it has and, for sources, ranges and records, what their
   // sources use: text-table indices or text, and the file indices.
@@ -284,6 +290,8 @@ struct Item {
 constexpr size_t kMaxKeptTuple = 64;
 constexpr int kMaxKept = 1024;
 constexpr size_t kMaxKeptString = 4096;
+// The elements a list keeps (ListInfo::head).
+constexpr size_t kMaxListHead = 64;
 
 // c10::ScalarType in LibTorch 1.13's order: the storage GLOBAL's name and its
 // element size. The unpickler pushes the index for "torch.<name>".
@@ -315,7 +323,10 @@ enum class Global {
   TableTensor,
   Value,
   TypeTag,
-  BuildIntList
+  BuildIntList,
+  BuildTensorList,
+  ConvPacked2d,  // torch.classes.quantized.Conv2dPackedParamsBase (also Conv1d's)
+  ConvPacked3d
 };
 
 // A storage a pickle refers to: its record (in the pickle's tensor folder)
@@ -329,6 +340,74 @@ std::string join(const std::vector<int64_t>& v) {
   std::string s = "[";
   for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
   return s + "]";
+}
+
+// A quantized convolution's parameters as LibTorch 1.13 packs them while it
+// loads (conv_prepack and ConvPackedParamsBase's __setstate__, in
+// aten/src/ATen/native/quantized/cpu/): the weight's first size is its
+// channel count (output channels, or input channels when transposed), -1 when
+// unknown.
+struct ConvParams {
+  std::vector<int64_t> stride, padding, dilation, output_padding;
+  int64_t groups = 1, channels = -1;
+};
+
+// Values PyTorch never writes for a quantized convolution: a stride of 0 kills
+// LibTorch 1.13 with SIGFPE while it packs the weights (it divides by it);
+// the others make no convolution PyTorch can build (its modules refuse groups
+// that do not divide the channels, and LibTorch's packing takes strides and
+// dilations of 1 or more, paddings of 0 or more).
+void check_conv(const ConvParams& c, const std::string& where, const Archive& archive) {
+  auto refuse = [&](const std::string& what, const std::string& rule) {
+    archive.malformed(where + ", whose " + what + ": " + rule);
+  };
+  auto each = [&](const std::vector<int64_t>& v, int64_t least, const char* name,
+                  const char* rule) {
+    for (int64_t x : v)
+      if (x < least) refuse(std::string(name) + " is " + join(v), rule);
+  };
+  each(c.stride, 1, "stride",
+       "a stride is 1 or more; LibTorch 1.13 divides by it while it packs the weights "
+       "(a stride of 0 kills it with SIGFPE)");
+  each(c.dilation, 1, "dilation", "a dilation is 1 or more");
+  each(c.padding, 0, "padding", "a padding is 0 or more");
+  each(c.output_padding, 0, "output padding", "an output padding is 0 or more");
+  if (c.groups < 1) {
+    refuse("groups is " + std::to_string(c.groups),
+           "a convolution has 1 group or more; LibTorch 1.13 divides the channels by it");
+  }
+  if (c.channels >= 0 && c.channels % c.groups != 0) {
+    refuse("groups is " + std::to_string(c.groups) + " over a weight of " +
+               std::to_string(c.channels) + " channels",
+           "groups divides the channels in every convolution PyTorch builds");
+  }
+}
+
+// ConvPackedParamsBase's version-2 state keeps its configuration in an int16
+// tensor, whose values the check reads once the pickle is scanned: `count`
+// values, `stride` elements apart, from `byte_offset` of `record`.
+struct ConvConfigTensor {
+  std::string record, where;
+  uint64_t byte_offset;
+  int64_t count, stride, spatial, channels;
+};
+
+// The configuration values of a ConvPackedParamsBase state (versions 2 and 3
+// of conv_serialization.h): kSpatialDim, then stride, padding, dilation and
+// output padding (kSpatialDim each), groups and flags. False when LibTorch
+// would refuse their number itself.
+bool conv_config(const std::vector<int64_t>& v, int64_t spatial, int64_t channels, ConvParams* c) {
+  if (static_cast<int64_t>(v.size()) != 4 * spatial + 3) return false;
+  auto part = [&](int64_t i) {
+    return std::vector<int64_t>(v.begin() + 1 + i * spatial, v.begin() + 1 + (i + 1) * spatial);
+  };
+  c->stride = part(0);
+  c->padding = part(1);
+  c->dilation = part(2);
+  c->output_padding = part(3);
+  c->groups = v[4 * spatial + 1];
+  c->channels = channels;
+  return true;
 }
 
 class PickleScan {
@@ -362,6 +441,10 @@ class PickleScan {
       step(op, at);
     }
   }
+
+  // The version-2 convolution configurations `run` found, to check against
+  // their storage records.
+  const std::vector<ConvConfigTensor>& conv_configs() const { return conv_configs_; }
 
  private:
   [[noreturn]] void bad(const std::string& why, size_t at = std::string::npos) const {
@@ -420,10 +503,8 @@ class PickleScan {
   // An empty list: in a debug pickle, one whose elements are followed.
   Item new_list() const {
     Item l = scalar(Item::Other);
-    if (debug_) {
-      l.kind = Item::List;
-      l.list = std::make_shared<ListInfo>();
-    }
+    l.list = std::make_shared<ListInfo>();
+    if (debug_) l.kind = Item::List;
     return l;
   }
   static Item scalar(Item::Kind k, int64_t v = 0) {
@@ -461,6 +542,11 @@ class PickleScan {
     if (ListInfo* list = stack_[from - 1].list.get(); list && !pairs) {
       for (size_t i = from; i < stack_.size(); ++i) {
         const Item& x = stack_[i];
+        if (list->head.size() < kMaxListHead &&
+            static_cast<int64_t>(list->head.size()) == list->count &&
+            (x.kind == Item::Int || x.kind == Item::Tensor || x.kind == Item::Nil)) {
+          list->head.push_back(x);
+        }
         if (x.kind != Item::Int) list->all_int = false;
         list->min = list->count == 0 ? x.num : std::min(list->min, x.num);
         list->max = list->count == 0 ? x.num : std::max(list->max, x.num);
@@ -623,8 +709,9 @@ class PickleScan {
         g = Global::BuildIntList;
       } else if (cls == "restore_type_tag") {
         g = Global::TypeTag;
-      } else if (is("torch.jit._pickle",
-                    {"build_tensorlist", "build_doublelist", "build_boollist"})) {
+      } else if (cls == "build_tensorlist") {
+        g = Global::BuildTensorList;
+      } else if (is("torch.jit._pickle", {"build_doublelist", "build_boollist"})) {
         g = Global::Value;
       } else {
         bad("GLOBAL torch.jit._pickle." + cls + ", which TorchScript's unpickler does not know",
@@ -651,8 +738,12 @@ class PickleScan {
         if (cls == kQSchemes[i]) return push(scalar(Item::Int, i), at);
       }
       bad("GLOBAL torch." + cls + ", which TorchScript's unpickler does not know", at);
+    } else if (module == "__torch__.torch.classes.quantized") {
+      if (cls == "Conv2dPackedParamsBase") g = Global::ConvPacked2d;
+      if (cls == "Conv3dPackedParamsBase") g = Global::ConvPacked3d;
     }
     globals_.push_back(g);
+    global_names_.push_back(module + "." + cls);
     push(scalar(Item::Int, static_cast<int64_t>(globals_.size()) - 1), at);
   }
 
@@ -681,12 +772,15 @@ class PickleScan {
         if (const std::vector<Item>* p = tuple(arg, 1)) return (*p)[0];
         return scalar(Item::Other);
       case Global::Class:
+      case Global::ConvPacked2d:
+      case Global::ConvPacked3d:
         return scalar(Item::Object);
       case Global::BuildIntList:
-        // The list (arguments[0]) becomes a List[int], without a look at its
-        // elements: the same list, shared.
+      case Global::BuildTensorList:
+        // The list (arguments[0]) becomes a List[int] or List[Tensor],
+        // without a look at its elements: the same list, shared.
         if (const std::vector<Item>* p = tuple(arg, 1); p && (*p)[0].list) {
-          Item l = scalar(Item::IntList);
+          Item l = scalar(globals_[index] == Global::BuildIntList ? Item::IntList : Item::Other);
           l.list = (*p)[0].list;
           return l;
         }
@@ -695,6 +789,71 @@ class PickleScan {
         break;
     }
     return scalar(Item::Other);
+  }
+
+  // BUILD of an object of table entry `index` from `state`. A quantized
+  // convolution's parameters are packed while LibTorch loads, and it divides
+  // by them (check_conv): the state of PyTorch's quantized convolution
+  // modules (_ConvNd.__getstate__ of torch/ao/nn/quantized/modules/conv.py,
+  // known by its form, whatever its class is called), and the state of
+  // ConvPackedParamsBase (conv_serialization.h), which torch.jit.freeze keeps.
+  void check_state(size_t index, const Item& state) {
+    const Global g = globals_[index];
+    auto where = [&](const char* what) {
+      std::string s = "its pickle '" + name_ + "' holds " + what;
+      if (!stack_.empty() && stack_.back().kind == Item::Str && stack_.back().whole &&
+          stack_.back().str.size() <= 200) {
+        s += " '" + stack_.back().str + "'";
+      }
+      return s + " (class " + global_names_[index] + ")";
+    };
+    ConvParams c;
+    const std::vector<Item>* p = tuple(state, 3);
+    if (g == Global::Class) {
+      // (in_channels, out_channels, kernel_size, stride, padding, dilation,
+      // transposed, output_padding, groups, padding_mode, weight, bias, scale,
+      // zero_point, training)
+      if (!p || p->size() != 15 || (*p)[8].kind != Item::Int || (*p)[9].kind != Item::Str ||
+          (*p)[10].kind != Item::Tensor || !int_tuple((*p)[3], &c.stride) ||
+          !int_tuple((*p)[4], &c.padding) || !int_tuple((*p)[5], &c.dilation) ||
+          !int_tuple((*p)[7], &c.output_padding)) {
+        return;
+      }
+      c.groups = (*p)[8].num;
+      c.channels = (*p)[10].size0;
+      check_conv(c, where("a quantized convolution"), archive_);
+      return;
+    }
+    if ((g != Global::ConvPacked2d && g != Global::ConvPacked3d) || !p) return;
+    const int64_t spatial = g == Global::ConvPacked2d ? 2 : 3;
+    const ListInfo* first = (*p)[1].list.get();
+    const ListInfo* second = (*p)[2].list.get();
+    const Item& version = (*p)[0];
+    auto tensor = [](const ListInfo* l, size_t i) {
+      return l && l->head.size() > i && l->head[i].kind == Item::Tensor ? &l->head[i] : nullptr;
+    };
+    if (version.kind == Item::Int && version.num == 3 && first &&
+        static_cast<int64_t>(first->head.size()) == first->count) {
+      // (3, configuration values, [None, weight, bias])
+      std::vector<int64_t> v;
+      for (const Item& x : first->head) {
+        if (x.kind != Item::Int) return;
+        v.push_back(x.num);
+      }
+      const Item* weight = tensor(second, 1);
+      if (conv_config(v, spatial, weight ? weight->size0 : -1, &c)) {
+        check_conv(c, where("the packed parameters of a quantized convolution"), archive_);
+      }
+    } else if (version.kind == Item::Str && version.whole && version.str == "2") {
+      // ("2", [configuration values as an int16 tensor, weight], [bias])
+      const Item* config = tensor(first, 0);
+      const Item* weight = tensor(first, 1);
+      if (!config || config->scalar_type != 2 || config->dims != 1 || config->size0 <= 0) return;
+      conv_configs_.push_back({config->storage,
+                               where("the packed parameters of a quantized convolution"),
+                               static_cast<uint64_t>(config->offset) * 2, config->size0,
+                               config->stride0, spatial, weight ? weight->size0 : -1});
+    }
   }
 
   // _rebuild_tensor_v2(storage, offset, sizes, strides, requires_grad, hooks)
@@ -742,6 +901,10 @@ class PickleScan {
     Item t = storage;
     t.depth = arg.depth + 1;
     t.numel = empty ? 0 : numel;
+    t.offset = offset;
+    t.dims = static_cast<int64_t>(sizes.size());
+    t.size0 = sizes.empty() ? -1 : sizes[0];
+    t.stride0 = strides.empty() ? 0 : strides[0];
     return t;
   }
 
@@ -802,6 +965,7 @@ class PickleScan {
     t.item_size = item_size;
     t.numel = numel;
     t.storage = tensor_dir_ + key;
+    t.scalar_type = type;
     storages_.push_back({key, static_cast<uint64_t>(t.storage_bytes)});
     return t;
   }
@@ -923,6 +1087,7 @@ class PickleScan {
                   ", which was never read",
               at);
         }
+        if (op == 'b') check_state(static_cast<size_t>(fn.num), arg);
         Item result = call(static_cast<size_t>(fn.num), arg, at, 0);
         result.depth = std::max(result.depth, arg.depth + 1);
         push(std::move(result), at);
@@ -953,9 +1118,11 @@ class PickleScan {
   std::vector<size_t> marks_;
   std::vector<Item> memo_;
   std::vector<Global> globals_;
+  std::vector<std::string> global_names_;  // "module.class", as globals_
   int skip_globals_ = 0;
   int tensors_ = 0;
   std::vector<StorageRef> storages_;
+  std::vector<ConvConfigTensor> conv_configs_;
 };
 
 // ------------------------------------------------------------------ code
@@ -1135,8 +1302,8 @@ void check_torchscript_archive(const std::string& path, const std::string& what)
       std::string bytes = archive.read(*entry);
       std::string folder = name.substr(0, name.rfind('.'));
       if (key == "bytecode.pkl" && !bytecode_folder) folder = "constants";
-      std::vector<StorageRef> storages =
-          PickleScan(bytes, name, folder + "/", archive).run(key == "data.pkl");
+      PickleScan scan(bytes, name, folder + "/", archive);
+      std::vector<StorageRef> storages = scan.run(key == "data.pkl");
       for (const StorageRef& s : storages) {
         if (s.bytes == 0) continue;  // LibTorch reads no record for an empty storage
         const std::string record = folder + "/" + s.key;
@@ -1155,6 +1322,18 @@ void check_torchscript_archive(const std::string& path, const std::string& what)
                             std::to_string(it->second->size) + " bytes, but its pickle '" + name +
                             "' declares " + std::to_string(s.bytes));
         }
+      }
+      // Storage records are whole now: the int16 configurations they hold.
+      for (const ConvConfigTensor& t : scan.conv_configs()) {
+        const std::string data = archive.read(*records.at(fold_case(t.record)));
+        std::vector<int64_t> v;
+        for (int64_t i = 0; i < t.count; ++i) {
+          const uint64_t at = t.byte_offset + 2 * static_cast<uint64_t>(i * t.stride);
+          v.push_back(static_cast<int16_t>(static_cast<unsigned char>(data[at]) |
+                                           static_cast<unsigned char>(data[at + 1]) << 8));
+        }
+        ConvParams c;
+        if (conv_config(v, t.spatial, t.channels, &c)) check_conv(c, t.where, archive);
       }
     } else if (key.compare(0, 5, "code/") == 0 && ends_with(key, ".py")) {
       const std::string code = archive.read(*entry);

@@ -2,6 +2,7 @@
 // runtime loads (the same attributes and methods as the module
 // convert_model_to_nnapi returns), and writes it, or its parts, atomically.
 #include <ATen/ATen.h>
+#include <caffe2/serialize/versions.h>
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/frontend/resolver.h>
@@ -16,6 +17,7 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "nnapi_convert/writer.h"
 #include "serialize/fallback_graph.h"
@@ -23,6 +25,12 @@
 #include "serialize/pyrepr.h"
 #include "serialize/state_program.h"
 #include "util/output_file.h"
+
+// torch/csrc/jit/mobile/compatibility/backport.h, which Debian's libtorch-dev
+// does not install; libtorch_cpu exports the function.
+namespace torch::jit {
+TORCH_API bool _backport_for_mobile(std::istream& in, std::ostream& out, int64_t to_version);
+}  // namespace torch::jit
 
 namespace nnapi_convert {
 
@@ -485,6 +493,25 @@ Module build_module(const Conversion& c, const ConvertOptions& options) {
   return wrapper;
 }
 
+// The lite-interpreter copy at bytecode `version`: LibTorch writes its own,
+// then torch::jit::_backport_for_mobile rewrites it one version at a time.
+void save_lite_module(const Module& m, PendingFile& file, int version) {
+  std::stringstream own;
+  torch::jit::ExportModule(m, own, {}, /*bytecode_format=*/true);
+  std::string bytes = own.str();
+  if (version != kNewestLiteBytecodeVersion) {
+    std::stringstream older;
+    if (!torch::jit::_backport_for_mobile(own, older, version)) {
+      throw ConvertError(1,
+                         "LibTorch could not backport the lite-interpreter copy to bytecode "
+                         "version " +
+                             std::to_string(version) + " (--lite-bytecode-version)");
+    }
+    bytes = older.str();
+  }
+  file.write(bytes.data(), bytes.size());
+}
+
 void save_module(const Module& m, PendingFile& file, bool mobile) {
   // LibTorch's zip writer throws from its destructor when a write fails, so
   // the writer never reports a failure to it: the file records the error and
@@ -524,6 +551,20 @@ nlohmann::json parts_manifest(const Conversion& c, const ConvertOptions& options
 }
 
 }  // namespace
+
+const int kOldestLiteBytecodeVersion = 4;
+const int kNewestLiteBytecodeVersion =
+    static_cast<int>(caffe2::serialize::kProducedBytecodeVersion);
+
+void check_lite_bytecode_version(int version, const std::string& option) {
+  if (version >= kOldestLiteBytecodeVersion && version <= kNewestLiteBytecodeVersion) return;
+  throw ConvertError(
+      2, option + " " + std::to_string(version) + ": LibTorch 1.13 writes lite-interpreter " +
+             "bytecode versions " + std::to_string(kOldestLiteBytecodeVersion) + " (the oldest, " +
+             "through its backport) to " + std::to_string(kNewestLiteBytecodeVersion) +
+             " (its own). Give a version in that range: docs/cli.md lists which PyTorch Android " +
+             "release reads which");
+}
 
 std::string lite_output_path(const std::string& path) {
   // out.nnapi.pt -> out.nnapi.ptl; a name without .pt gets .ptl appended.
@@ -587,7 +628,11 @@ ConversionFiles write_conversion(const Conversion& c, const ConvertOptions& opti
     }
     if (lite && !path.empty()) {
       PendingFile& ptl = add(lite_output_path(path), "--lite output");
-      save_module(wrapper, ptl, true);
+      if (options.lite_bytecode_version == 0) {
+        save_module(wrapper, ptl, true);
+      } else {
+        save_lite_module(wrapper, ptl, options.lite_bytecode_version);
+      }
       ptl.finish();
     }
     if (!parts.empty()) {

@@ -331,6 +331,11 @@ def make_all(out, small=False):
     torch.quantization.convert(q, inplace=True)
     torch.jit.trace(q, x).save(form("quantized_per_channel", spec, "converts",
                                     "quantized (per-channel weights), traced"))
+    # Frozen: the convolution's packed parameters a Conv2dPackedParamsBase in
+    # constants.pkl, its configuration (version 2) an int16 tensor.
+    torch.jit.freeze(torch.jit.script(q)).save(
+        form("quantized_frozen", spec, "converts",
+             "quantized (per-channel weights), scripted and frozen"))
 
     # Lite interpreter: the default bytecode version (8) and every one that
     # _backport_for_mobile writes, without and with optimize_for_mobile.

@@ -10,6 +10,10 @@ OUT_DIR/models/   base models made with torch (Debian's /usr/bin/python3):
   view22.pt         x.view(2, 2): converts with --input 0x4, raises at run time for batch 3
   setstate_print.pt a __setstate__ that prints SETSTATE-RAN-AT-LOAD (input 1x4)
   setstate_loop.pt  a __setstate__ that loops forever (input 1x4)
+  qconv.pt          quantized Conv2d(4, 4, 3) + ReLU (eager static quantization),
+                    traced, input 1x4x8x8: the state of a quantized convolution module
+  qconv_frozen.pt   the same scripted and frozen: its packed parameters a
+                    Conv2dPackedParamsBase in constants.pkl (configuration version 2)
   resnet18.pt       torchvision resnet18, random weights (input 1x3x224x224): the
                     signal cases need a write that takes a while
 OUT_DIR/hostile/  archives derived from small.pt with the standard library only
@@ -121,12 +125,39 @@ def make_models():
     torch.jit.trace(View22().eval(), torch.randn(1, 4)).save(os.path.join(MODELS, "view22.pt"))
 
     save_setstate_models(MODELS)
+    save_quantized_conv_models(MODELS)
 
     import torchvision
 
     r18 = torchvision.models.resnet18().eval()
     with torch.no_grad():
         torch.jit.trace(r18, torch.randn(1, 3, 224, 224)).save(os.path.join(MODELS, "resnet18.pt"))
+
+
+def save_quantized_conv_models(directory):
+    """qconv.pt and qconv_frozen.pt (input 1x4x8x8) in `directory`."""
+    import torch
+
+    class QConv(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.quant = torch.quantization.QuantStub()
+            self.conv = torch.nn.Conv2d(4, 4, 3)
+            self.relu = torch.nn.ReLU()
+            self.dequant = torch.quantization.DeQuantStub()
+
+        def forward(self, x):
+            return self.dequant(self.relu(self.conv(self.quant(x))))
+
+    torch.backends.quantized.engine = "qnnpack"
+    x = torch.randn(1, 4, 8, 8)
+    q = QConv().eval()
+    q.qconfig = torch.quantization.get_default_qconfig("qnnpack")
+    torch.quantization.prepare(q, inplace=True)
+    q(x)
+    torch.quantization.convert(q, inplace=True)
+    torch.jit.trace(q, x).save(os.path.join(directory, "qconv.pt"))
+    torch.jit.freeze(torch.jit.script(q)).save(os.path.join(directory, "qconv_frozen.pt"))
 
 
 # ---------------------------------------------------------------------------
@@ -209,13 +240,17 @@ def read_entries(path):
 INDEX = {}
 
 
-def add(name, entries, expect=(1,), what="", pattern=None, **kw):
+def add(name, entries, expect=(1,), what="", pattern=None, model=None, **kw):
     """`pattern`: a regex the failure message must match (the check's own
-    verdict, where a later crash or LibTorch error must not stand in for it)."""
+    verdict, where a later crash or LibTorch error must not stand in for it).
+    `model`: the model the archive is derived from, when not small.pt (an
+    exit 0 must then carry that model's weights)."""
     write_zip(os.path.join(HOSTILE, name + ".pt"), entries, **kw)
     INDEX[name] = {"expect": list(expect), "what": what}
     if pattern:
         INDEX[name]["pattern"] = pattern
+    if model:
+        INDEX[name]["model"] = model
 
 
 def add_raw(name, data, expect=(1,), what=""):
@@ -573,6 +608,8 @@ def make_hostile():
         what="records 'small/data.pkl' and 'small/DATA.pkl'",
         pattern=r"whose names differ only in case")
 
+    quantized_conv_cases()
+
     # `inspect` also runs on the archives of the review's defects (H3, H4, L5)
     # and a few zip-level ones; the review's already-handled variants are only
     # converted (each run of the binary costs about a second).
@@ -584,6 +621,116 @@ def make_hostile():
         spec["inspect"] = bool(inspected.match(name))
     with open(os.path.join(HOSTILE, "index.json"), "w") as f:
         json.dump(INDEX, f, indent=1, sort_keys=True)
+
+
+def quantized_conv_cases():
+    """A quantized convolution's parameters, which LibTorch 1.13 packs while it
+    loads (conv_prepack, ConvPackedParamsBase.__setstate__) and divides by:
+    fuzz_archive's run 7 found a stride of 0 that kills it with SIGFPE. The
+    check refuses each value PyTorch never writes, in the module's state
+    (qconv.pt's data.pkl) and in the packed parameters torch.jit.freeze keeps
+    (qconv_frozen.pt's constants.pkl, an int16 configuration tensor)."""
+    items = read_entries(os.path.join(MODELS, "qconv.pt"))
+    pkl_name = next(n for n, _ in items if n.endswith("/data.pkl"))
+    pkl = dict(items)[pkl_name]
+    # (in_channels 4, out_channels 4, kernel (3, 3), stride, padding, dilation,
+    # transposed, output_padding, groups, 'zeros', ...), as torch.jit.save writes it.
+    state = re.compile(rb"K\x04K\x04K\x03K\x03\x86q.(K\x01K\x01)\x86q.(K\x00K\x00)\x86q."
+                       rb"(K\x01K\x01)\x86q.\x89(K\x00K\x00)\x86q.(K\x01)X", re.S)
+    assert len(state.findall(pkl)) == 1, pkl
+
+    def module_case(name, field, new, what, pattern):
+        m = state.search(pkl)
+        p = pkl[:m.start(field)] + new + pkl[m.end(field):]
+        add(name, [Entry(n, p if n == pkl_name else d) for n, d in items], what=what,
+            pattern=r"its pickle 'data\.pkl' holds a quantized convolution 'conv' \(class "
+                    r"__torch__\.torch\.ao\.nn\.quantized\.modules\.conv\.Conv2d\), whose " + pattern)
+
+    add("control_qconv_rewritten", [Entry(n, d) for n, d in items], expect=(0,), model="qconv.pt",
+        what="qconv.pt rewritten, all stored")
+    minus1 = b"J\xff\xff\xff\xff"
+    module_case("qconv_stride_0", 1, b"K\x00K\x01", "quantized Conv2d state: stride (0, 1)",
+                r"stride is \[0, 1\]: a stride is 1 or more; LibTorch 1.13 divides by it")
+    module_case("qconv_stride_negative", 1, minus1 + b"K\x01", "stride (-1, 1)",
+                r"stride is \[-1, 1\]")
+    module_case("qconv_padding_negative", 2, b"K\x00" + minus1, "padding (0, -1)",
+                r"padding is \[0, -1\]: a padding is 0 or more")
+    module_case("qconv_dilation_0", 3, b"K\x01K\x00", "dilation (1, 0)",
+                r"dilation is \[1, 0\]: a dilation is 1 or more")
+    module_case("qconv_output_padding_negative", 4, minus1 + b"K\x00", "output_padding (-1, 0)",
+                r"output padding is \[-1, 0\]")
+    module_case("qconv_groups_0", 5, b"K\x00", "groups 0", r"groups is 0: a convolution has 1 group")
+    module_case("qconv_groups_not_dividing", 5, b"K\x03", "groups 3 over 4 channels",
+                r"groups is 3 over a weight of 4 channels")
+
+    # Frozen: ('2', [int16 configuration, weight], [bias]); the configuration
+    # is [2, stride x2, padding x2, dilation x2, output_padding x2, groups, transpose].
+    items = read_entries(os.path.join(MODELS, "qconv_frozen.pt"))
+    config_name = next(n for n, _ in items if n.endswith("/constants/0"))
+    config = dict(items)[config_name]
+    assert struct.unpack("<11h", config[:22]) == (2, 1, 1, 0, 0, 1, 1, 0, 0, 1, 0), config
+
+    def frozen_case(name, index, value, what, pattern):
+        v = list(struct.unpack("<11h", config[:22]))
+        v[index] = value
+        c = struct.pack("<11h", *v) + config[22:]
+        add(name, [Entry(n, c if n == config_name else d) for n, d in items], what=what,
+            pattern=r"its pickle 'constants\.pkl' holds the packed parameters of a quantized "
+                    r"convolution \(class __torch__\.torch\.classes\.quantized\."
+                    r"Conv2dPackedParamsBase\), whose " + pattern)
+
+    add("control_qconv_frozen_rewritten", [Entry(n, d) for n, d in items], expect=(0,),
+        model="qconv_frozen.pt", what="qconv_frozen.pt rewritten, all stored")
+    frozen_case("qconv_frozen_stride_0", 1, 0, "frozen: configuration stride (0, 1)",
+                r"stride is \[0, 1\]: a stride is 1 or more")
+    frozen_case("qconv_frozen_dilation_0", 6, 0, "frozen: dilation (1, 0)",
+                r"dilation is \[1, 0\]")
+    frozen_case("qconv_frozen_padding_negative", 3, -1, "frozen: padding (-1, 0)",
+                r"padding is \[-1, 0\]")
+    frozen_case("qconv_frozen_groups_0", 9, 0, "frozen: groups 0", r"groups is 0")
+    frozen_case("qconv_frozen_groups_not_dividing", 9, 3, "frozen: groups 3 over 4 channels",
+                r"groups is 3 over a weight of 4 channels")
+
+    # Version 3 (3, List[int] configuration, [None, weight, bias]), which
+    # LibTorch 1.13 reads but PyTorch 1.13 does not write: constants.pkl
+    # written by hand over qconv_frozen.pt's weight (constants/1, channels-last
+    # strides) and bias (constants/2).
+    consts_name = next(n for n, _ in items if n.endswith("/constants.pkl"))
+    consts = dict(items)[consts_name]
+    weight_layout = b"(K\x04K\x04K\x03K\x03t(K$K\x01K\x0cK\x04t"
+    m = re.search(rb"per_tensor_affine\nq.(G.{8})K\x00t", consts, re.S)
+    assert m and weight_layout in consts, consts
+
+    def string(x):
+        return b"X" + struct.pack("<I", len(x)) + x
+
+    def ints(v):
+        return b"".join(b"K" + bytes([x]) if 0 <= x < 256 else b"J" + struct.pack("<i", x) for x in v)
+
+    def tensor(fn, storage, key, numel, layout, qparams=b""):
+        return (b"ctorch._utils\n" + fn + b"\n((" + string(b"storage") + b"ctorch\n" + storage +
+                b"\n" + string(key) + string(b"cpu") + ints([numel]) + b"tQK\x00" + layout +
+                qparams + b"\x89ccollections\nOrderedDict\n)RtR")
+
+    def v3_case(name, config, **kw):
+        weight = tensor(b"_rebuild_qtensor", b"QInt8Storage", b"1", 144, weight_layout,
+                        b"(ctorch\nper_tensor_affine\n" + m.group(1) + b"K\x00t")
+        bias = tensor(b"_rebuild_tensor_v2", b"FloatStorage", b"2", 4, b"(K\x04t(K\x01t")
+        p = (b"\x80\x02c__torch__.torch.classes.quantized\nConv2dPackedParamsBase\n)\x81K\x03"
+             b"ctorch.jit._pickle\nbuild_intlist\n(](" + ints(config) + b"e\x85R"
+             b"ctorch.jit._pickle\nrestore_type_tag\n(](N" + weight + bias + b"e" +
+             string(b"List[Optional[Tensor]]") + b"tR\x87b\x85.")
+        add(name, [Entry(n, p if n == consts_name else d) for n, d in items], **kw)
+
+    v3_case("control_qconv_v3", [2, 1, 1, 0, 0, 1, 1, 0, 0, 1, 0], expect=(0,),
+            model="qconv_frozen.pt", what="frozen, its packed parameters in version 3")
+    v3_case("qconv_v3_stride_0", [2, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0],
+            what="frozen, version 3: configuration stride (0, 1)",
+            pattern=r"its pickle 'constants\.pkl' holds the packed parameters of a quantized "
+                    r"convolution \(class [^)]*Conv2dPackedParamsBase\), whose stride is \[0, 1\]")
+    v3_case("qconv_v3_groups_not_dividing", [2, 1, 1, 0, 0, 1, 1, 0, 0, 3, 0],
+            what="frozen, version 3: groups 3 over 4 channels",
+            pattern=r"Conv2dPackedParamsBase\), whose groups is 3 over a weight of 4 channels")
 
 
 CODE_HEAD = None
@@ -610,7 +757,8 @@ def load_code_head():
 
 
 if __name__ == "__main__":
-    if not os.path.exists(os.path.join(MODELS, "resnet18.pt")) or "--force" in sys.argv:
+    if (not os.path.exists(os.path.join(MODELS, "resnet18.pt")) or
+            not os.path.exists(os.path.join(MODELS, "qconv.pt")) or "--force" in sys.argv):
         make_models()
     load_code_head()
     make_hostile()

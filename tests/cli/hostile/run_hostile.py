@@ -264,17 +264,18 @@ _ref_lock = threading.Lock()
 _ref = {}
 
 
-def reference_small():
+def reference_model(name):
+    """The storage records of models/`name` (input 1x4x8x8) converted normally."""
     with _ref_lock:
-        if "small" not in _ref:
+        if name not in _ref:
             d = os.path.join(WORK, "run", "_reference")
             os.makedirs(d, exist_ok=True)
-            out = os.path.join(d, "small.nnapi.pt")
-            r = conv([model("small.pt"), "--input", "1x4x8x8", "-o", out])
+            out = os.path.join(d, name + ".nnapi.pt")
+            r = conv([model(name), "--input", "1x4x8x8", "-o", out])
             if r.rc != 0:
-                raise Fail("the unmodified small model does not convert: " + r.describe())
-            _ref["small"] = storage_records(out)
-        return _ref["small"]
+                raise Fail("the unmodified model %s does not convert: %s" % (name, r.describe()))
+            _ref[name] = storage_records(out)
+        return _ref[name]
 
 
 # ---------------------------------------------------------------------------
@@ -317,7 +318,8 @@ def archive_cases():
                 if r.elapsed > 30:
                     raise Fail("converted, but took %.0f s" % r.elapsed)
                 same_dir({}, out, new=["m.nnapi.pt"])
-                if storage_records(os.path.join(out, "m.nnapi.pt")) != reference_small():
+                if storage_records(os.path.join(out, "m.nnapi.pt")) != reference_model(
+                        spec.get("model", "small.pt")):
                     raise Fail("exit 0 but the weights differ from the model's (%s)" % spec["what"])
             else:
                 same_dir({}, out, what="output directory")
