@@ -189,7 +189,9 @@ size_t ModelBuilder::args_offset(size_t index) const {
 ModelBuilder::OperationView ModelBuilder::operation(size_t index) const {
   const Operation& op = operations_.at(index);
   const auto first = operation_args_.begin() + static_cast<std::ptrdiff_t>(args_offset(index));
-  return {op.op, {first, first + op.n_inputs}, {first + op.n_inputs, first + op.n_inputs + op.n_outputs}};
+  return {op.op,
+          {first, first + op.n_inputs},
+          {first + op.n_inputs, first + op.n_inputs + op.n_outputs}};
 }
 
 void ModelBuilder::set_operation_input(size_t index, size_t position, int32_t id) {
@@ -204,8 +206,9 @@ void ModelBuilder::insert_operation(size_t index, nnapi::Op op, const std::vecto
   std::vector<int32_t> ids = inputs;
   ids.insert(ids.end(), outputs.begin(), outputs.end());
   operation_args_.insert(at, ids.begin(), ids.end());
-  operations_.insert(operations_.begin() + static_cast<std::ptrdiff_t>(index),
-                     {op, static_cast<int32_t>(inputs.size()), static_cast<int32_t>(outputs.size())});
+  operations_.insert(
+      operations_.begin() + static_cast<std::ptrdiff_t>(index),
+      {op, static_cast<int32_t>(inputs.size()), static_cast<int32_t>(outputs.size())});
 }
 
 bool ModelBuilder::constant_to_float16(int32_t id) {
