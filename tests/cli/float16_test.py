@@ -113,7 +113,7 @@ check("and not float32's own (it computes in float16)", err > 1e-6, err)
 status, out = run(path("net.pt"), *SPEC, "-o", path("f16v.pt"), "--float16", "--verify")
 check("--float16 --verify passes", status == 0, out)
 check("--verify says it used float16 tolerances",
-      "float16 computation (--float16): float tolerances atol 0.0048828125, rtol 0.0048828125"
+      "float16 computation (--float16): float tolerances atol 0.00488281, rtol 0.00488281"
       in out, out)
 
 status, out = run(path("net.pt"), *SPEC, "-o", path("io.pt"), "--float16-io", "--verify")
