@@ -101,6 +101,11 @@ struct ConvertOptions {
   // copy (kOldestLiteBytecodeVersion to kNewestLiteBytecodeVersion; 0:
   // LibTorch's own, the newest).
   int lite_bytecode_version = 0;
+  // --float16: weights and computation as TENSOR_FLOAT16 (core/float16.h),
+  // float32 inputs and outputs CAST inside the model; --float16-io: the
+  // converted module takes and returns float16 (implies float16).
+  bool float16 = false;
+  bool float16_io = false;
 };
 
 struct PhaseTimes {
@@ -202,6 +207,10 @@ struct Conversion {
   std::vector<std::string> notes;
   // --quantize: the plan, scales and graphs the proof runs.
   std::shared_ptr<const QuantizedModel> quantized;
+  // --float16-io: the converted module's float inputs and outputs are
+  // float16 (its forward hands the inputs to NNAPI as float32, which
+  // PyTorch's NNAPI binding requires; the NNAPI outputs are TENSOR_FLOAT16).
+  bool float16_io = false;
 };
 
 }  // namespace nnapi_convert

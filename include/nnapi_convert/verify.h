@@ -199,7 +199,8 @@ constexpr int64_t kStateCalls = 3;
 constexpr double kDynamicQuantTolerance = 0.05;
 
 // `verify` with atol and rtol raised to at least kFloat16Tolerance when the
-// conversion asks for relaxed computation; unchanged otherwise.
+// conversion asks for relaxed or float16 computation (--float16); unchanged
+// otherwise.
 VerifyOptions relaxed_tolerances(const ConvertOptions& options, const VerifyOptions& verify);
 
 // Runs the original model (options.model_path; with PyTorch's QNNPACK

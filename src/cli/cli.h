@@ -21,6 +21,8 @@ struct Args {
   bool nhwc = false;
   bool int16 = false;
   bool relax = false;
+  bool float16 = false;     // --float16
+  bool float16_io = false;  // --float16-io
   bool fuse = false;
   bool cpu_fallback = false;
   bool eval = false;      // --eval

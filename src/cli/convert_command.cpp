@@ -68,6 +68,10 @@ void print_verify(const Args& a, const JobResult& r) {
       out << "  relaxed float32 -> float16 computation: float tolerances atol " << v.atol
           << ", rtol " << v.rtol << "\n";
     }
+    if (a.float16 || a.float16_io) {
+      out << "  float16 computation (--float16): float tolerances atol " << v.atol << ", rtol "
+          << v.rtol << " (float16's precision, not float32's)\n";
+    }
     if (v.dynamic_quantization) {
       out << "  dynamic quantization (eager rounds activations to 8 bits at run time, the NNAPI "
              "model computes in float): float tolerances atol "
@@ -285,6 +289,17 @@ std::vector<Job> plan_jobs(const Args& a) {
                          "--manifest's");
     }
   }
+  if ((a.float16 || a.float16_io) && !a.quantize.empty()) {
+    throw ConvertError(2,
+                       "--float16 cannot be combined with --quantize: a quantized model "
+                       "computes in 8 bits already; give one of them");
+  }
+  if (a.float16_io && a.cpu_fallback) {
+    throw ConvertError(2,
+                       "--float16-io cannot be combined with --cpu-fallback: the TorchScript "
+                       "parts between the NNAPI models compute in float32; give --float16 "
+                       "(float32 inputs and outputs)");
+  }
   Job defaults;
   defaults.options.quantize = a.quantization;
   defaults.options.quantize.enabled = !a.quantize.empty();
@@ -301,6 +316,8 @@ std::vector<Job> plan_jobs(const Args& a) {
   defaults.options.submodule = a.submodule;
   defaults.options.method = a.method;
   defaults.options.min_android_api = a.min_android_api;
+  defaults.options.float16 = a.float16 || a.float16_io;
+  defaults.options.float16_io = a.float16_io;
   defaults.options.compilation_preference = preference_code(a.preference);
   defaults.lite = a.lite;
   if (a.lite_bytecode_given) {

@@ -139,6 +139,15 @@ void add_conversion_options(CLI::App& app, Args& a, std::vector<CLI::Option*>& p
   app.add_option("--preference", a.preference, "NNAPI compilation preference")
       ->check(CLI::IsMember({"low-power", "fast-single-answer", "sustained-speed"}));
   app.add_flag("--relax-f32-to-f16", a.relax, "Allow NNAPI to compute float32 as float16");
+  app.add_flag("--float16", a.float16,
+               "Write weights and computation as TENSOR_FLOAT16 (NNAPI feature level 3, Android "
+               "10): half the file size, the form GPU drivers run natively; the converted "
+               "module still takes and returns float32 (CAST inside the NNAPI model). An "
+               "operation NNAPI has no float16 form of is refused naming its node. --verify "
+               "then uses float16 tolerances (atol and rtol at least 5/1024)");
+  app.add_flag("--float16-io", a.float16_io,
+               "--float16, and the converted module takes and returns float16 (torch.half) "
+               "tensors instead of float32 ones");
   app.add_flag("--fuse-activations", a.fuse,
                "Fold a ReLU/ReLU6 that follows a convolution, linear or add/sub/mul/div into that "
                "operation (fewer NNAPI operations; differs from PyTorch's converter)");

@@ -11,6 +11,7 @@
 
 #include "core/diagnostics.h"
 #include "core/fallback.h"
+#include "core/float16.h"
 #include "core/folding.h"
 #include "core/loader.h"
 #include "core/lower_profile.h"
@@ -565,6 +566,17 @@ void add_model_outputs(GraphLowering& g) {
   }
 }
 
+// ---- Stage 3b: --float16, the finished model made TENSOR_FLOAT16
+// (core/float16.h).
+
+void make_float16(GraphLowering& g, LoweringTrace* trace) {
+  if (!g.options.float16 && !g.options.float16_io) return;
+  g.op_nodes.resize(g.model().operation_count(), g.current);
+  convert_to_float16(g.model(), g.op_nodes, g.result.templates, g.options, g.graph.return_node());
+  g.result.float16_io = g.options.float16_io;
+  if (trace) trace->operations = g.op_nodes;
+}
+
 // ---- Stage 4: the serialized model, and the validator's verdict on it.
 
 void serialize_model(GraphLowering& g) {
@@ -611,6 +623,7 @@ Conversion lower_graph(torch::jit::Graph& graph, const c10::IValue& self,
     if (failed) *failed = g.offending ? g.offending : g.current;
     throw node_error(g.path, graph.return_node(), g.current, e.what_without_backtrace());
   }
+  make_float16(g, trace);
   g.result.times.lower_ms = ms_since(t0);
   g.profile.report(g.path, "model outputs");
 

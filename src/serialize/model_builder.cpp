@@ -1,5 +1,8 @@
 #include "serialize/model_builder.h"
 
+#include <ATen/ATen.h>
+#include <c10/util/Half.h>
+
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
@@ -175,6 +178,80 @@ std::map<std::string, int> ModelBuilder::operation_histogram() const {
   std::map<std::string, int> h;
   for (const Operation& op : operations_) ++h[nnapi::op_name(op.op)];
   return h;
+}
+
+size_t ModelBuilder::args_offset(size_t index) const {
+  size_t at = 0;
+  for (size_t k = 0; k < index; ++k) at += operations_.at(k).n_inputs + operations_[k].n_outputs;
+  return at;
+}
+
+ModelBuilder::OperationView ModelBuilder::operation(size_t index) const {
+  const Operation& op = operations_.at(index);
+  const auto first = operation_args_.begin() + static_cast<std::ptrdiff_t>(args_offset(index));
+  return {op.op,
+          {first, first + op.n_inputs},
+          {first + op.n_inputs, first + op.n_inputs + op.n_outputs}};
+}
+
+void ModelBuilder::set_operation_input(size_t index, size_t position, int32_t id) {
+  if (position >= static_cast<size_t>(operations_.at(index).n_inputs))
+    throw std::out_of_range("operation input position");
+  operation_args_.at(args_offset(index) + position) = id;
+}
+
+void ModelBuilder::insert_operation(size_t index, nnapi::Op op, const std::vector<int32_t>& inputs,
+                                    const std::vector<int32_t>& outputs) {
+  const auto at = operation_args_.begin() + static_cast<std::ptrdiff_t>(args_offset(index));
+  std::vector<int32_t> ids = inputs;
+  ids.insert(ids.end(), outputs.begin(), outputs.end());
+  operation_args_.insert(at, ids.begin(), ids.end());
+  operations_.insert(
+      operations_.begin() + static_cast<std::ptrdiff_t>(index),
+      {op, static_cast<int32_t>(inputs.size()), static_cast<int32_t>(outputs.size())});
+}
+
+bool ModelBuilder::constant_to_float16(int32_t id) {
+  auto v = std::find_if(values_.begin(), values_.end(),
+                        [&](const Value& value) { return value.operand == id; });
+  if (v == values_.end()) return false;
+  NnapiOperand& o = operands_.at(id);
+  if (o.type != nnapi::OperandType::TensorFloat32) return false;
+  o.type = nnapi::OperandType::TensorFloat16;
+  if (v->source == nnapi::ValueSource::NumberedBuffer) {
+    int32_t ref[3];
+    std::memcpy(ref, v->data.data(), sizeof ref);
+    at::Tensor& w = weights_.at(ref[0]);
+    w = w.to(at::kHalf);  // round to nearest even, as c10::Half
+    ref[2] = static_cast<int32_t>(w.numel() * 2);
+    std::memcpy(v->data.data(), ref, sizeof ref);
+    return true;
+  }
+  std::vector<uint8_t> half;
+  half.reserve(v->data.size() / 2);
+  for (size_t k = 0; k + sizeof(float) <= v->data.size(); k += sizeof(float)) {
+    float f;
+    std::memcpy(&f, v->data.data() + k, sizeof f);
+    append_bytes(&half, c10::Half(f).x);
+  }
+  v->data = std::move(half);
+  return true;
+}
+
+std::optional<float> ModelBuilder::float32_scalar(int32_t id) const {
+  if (operands_.at(id).type != nnapi::OperandType::Float32) return std::nullopt;
+  for (const Value& v : values_) {
+    if (v.operand != id || v.source != nnapi::ValueSource::Immediate || v.data.size() != 4)
+      continue;
+    float f;
+    std::memcpy(&f, v.data.data(), sizeof f);
+    return f;
+  }
+  return std::nullopt;
+}
+
+int32_t ModelBuilder::add_half_scalar(float v) {
+  return add_scalar(nnapi::OperandType::Float16, c10::Half(v).x, sizeof(uint16_t));
 }
 
 SerializedModel ModelBuilder::serialize() const {

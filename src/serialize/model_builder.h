@@ -5,6 +5,7 @@
 
 #include <ATen/Tensor.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -91,6 +92,30 @@ class ModelBuilder {
 
   SerializedModel serialize() const;
 
+  // ---- Rewriting the finished model (--float16, core/float16.cpp).
+  struct OperationView {
+    nnapi::Op op;
+    std::vector<int32_t> inputs, outputs;
+  };
+  OperationView operation(size_t index) const;
+  const std::vector<int32_t>& model_inputs() const { return inputs_; }
+  const std::vector<int32_t>& model_outputs() const { return outputs_; }
+  void set_operand_type(int32_t id, nnapi::OperandType type) { operands_.at(id).type = type; }
+  void set_operation_input(size_t index, size_t position, int32_t id);
+  void set_model_output(size_t k, int32_t id) { outputs_.at(k) = id; }
+  // Adds an operation before operation `index` (the ones from there move up
+  // by one).
+  void insert_operation(size_t index, nnapi::Op op, const std::vector<int32_t>& inputs,
+                        const std::vector<int32_t>& outputs);
+  // A constant's value (a weight buffer or an immediate) of TENSOR_FLOAT32
+  // made TENSOR_FLOAT16, each element rounded to the nearest half (ties to
+  // even); the operand's type too. False when `id` is no constant.
+  bool constant_to_float16(int32_t id);
+  // The value of an immediate FLOAT32 scalar; nullopt for anything else.
+  std::optional<float> float32_scalar(int32_t id) const;
+  int32_t add_half_scalar(float v);  // a FLOAT16 scalar, rounded to nearest even
+  void raise_feature_level(int level) { feature_level_ = std::max(feature_level_, level); }
+
  private:
   struct Value {
     int32_t operand;
@@ -108,6 +133,7 @@ class ModelBuilder {
   std::vector<Value> values_;
   std::vector<Operation> operations_;
   std::vector<int32_t> operation_args_;
+  size_t args_offset(size_t index) const;  // where operation `index`'s ids start
   std::vector<int32_t> inputs_;
   std::vector<int32_t> outputs_;
   std::vector<at::Tensor> weights_;

@@ -227,6 +227,9 @@ std::string wrapper_forward_source(const std::vector<InputSpec>& inputs, const C
   for (size_t i = 0; i < inputs.size(); ++i) {
     passed +=
         (i ? ", " : "") + sig.tensors.at(i) + (inputs[i].dtype == InputDType::Bool ? ".int()" : "");
+    // --float16-io: PyTorch's NNAPI binding takes no float16 input
+    // (nnapi_bind.cpp's get_operand_type), so float16 arrives as float32.
+    if (c.float16_io && inputs[i].dtype == InputDType::Float32) passed += ".float()";
     if (inputs[i].dims.size() > 4) {  // as nnapi_input_dims merges them
       const size_t first = inputs[i].dims[0] == 0 ? 1 : 0;
       passed += ".flatten(" + std::to_string(first) + ", " +

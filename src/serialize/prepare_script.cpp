@@ -54,6 +54,9 @@ std::vector<std::string> prepare_lines(const Conversion& c, bool numeric_dtypes)
       case nnapi::OperandType::TensorInt32:
         expr = "torch.zeros(" + shape + ", dtype=" + dtype("int32", 3) + ")";
         break;
+      case nnapi::OperandType::TensorFloat16:  // --float16-io
+        expr = "torch.zeros(" + shape + ", dtype=" + dtype("float16", 5) + ")";
+        break;
       case nnapi::OperandType::TensorQuant8Asymm:
         expr = "torch.quantize_per_tensor(torch.zeros(1), scale=" + py_float_repr(t.scale) +
                ", zero_point=" + std::to_string(t.zero_point) + ", dtype=" + dtype("quint8", 13) +

@@ -423,6 +423,9 @@ void resize_rule(Check& c) {
     c.needs_level(3, "RESIZE_BILINEAR of ", nnapi::operand_type_name(c.type(0)));
   c.input_rank(0, 4, 4);
   c.input_type(w_at, {T::Int32, T::Float32, T::Float16});
+  // Scales: FLOAT16 for a TENSOR_FLOAT16 input, FLOAT32 otherwise
+  // (NeuralNetworks.h, RESIZE_BILINEAR and RESIZE_NEAREST_NEIGHBOR).
+  if (c.type(w_at) != T::Int32) float_scalar_for_input(c, w_at);
   c.same_type(h_at, w_at);
   if (c.type(w_at) != T::Int32) c.needs_level(3, c.name(), " by scale");
   for (size_t i = layout_at; i < c.n_in(); ++i) c.input_type(i, {T::Bool});

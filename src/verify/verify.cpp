@@ -844,9 +844,29 @@ std::vector<at::Tensor> run_converted(const std::string& module_path,
   return outputs;
 }
 
+namespace {
+
+// The floating-point tensors of `tensors` as `dtype` (kept as float32 after
+// the conversion when `back`: rounded to it); the others as they are.
+std::vector<at::Tensor> float_inputs_as(const std::vector<at::Tensor>& tensors,
+                                        at::ScalarType dtype, bool back) {
+  std::vector<at::Tensor> out;
+  for (const at::Tensor& t : tensors) {
+    if (!t.is_floating_point()) {
+      out.push_back(t);
+      continue;
+    }
+    at::Tensor c = t.to(dtype);
+    out.push_back(back ? c.to(t.scalar_type()) : c);
+  }
+  return out;
+}
+
+}  // namespace
+
 VerifyOptions relaxed_tolerances(const ConvertOptions& options, const VerifyOptions& verify) {
   VerifyOptions v = verify;
-  if (options.relax_f32_to_f16) {
+  if (options.relax_f32_to_f16 || options.float16) {
     v.atol = std::max(v.atol, kFloat16Tolerance);
     v.rtol = std::max(v.rtol, kFloat16Tolerance);
   }
@@ -994,6 +1014,8 @@ VerifyReport verify_conversion(const ConvertOptions& options,
     inputs = load_verify_inputs(verify.input_file, options.inputs, options.nhwc);
     for (const at::Tensor& t : inputs) report.shapes.push_back(t.sizes().vec());
   }
+  // --float16-io: the module takes float16; eager gets the same values.
+  if (options.float16_io) inputs = float_inputs_as(inputs, at::kHalf, true);
   report.state = state_attributes(converted_module_path);
   if (!report.state.empty() || !state_attributes(converted_module_path, "state_values").empty()) {
     report.atol = verify.atol;
@@ -1027,6 +1049,7 @@ VerifyReport verify_conversion(const ConvertOptions& options,
       auto runs = [&](const std::vector<std::vector<int64_t>>& shapes) {
         std::vector<at::Tensor> next =
             sample_inputs(options.inputs, shapes, options.nhwc, verify.seed);
+        if (options.float16_io) next = float_inputs_as(next, at::kHalf, true);
         try {
           eager = run_module(original, next, options.args);
         } catch (const ConvertError&) {
@@ -1075,7 +1098,9 @@ VerifyReport verify_conversion(const ConvertOptions& options,
   }
   std::vector<at::Tensor> nnapi;
   RunFailure failure;
-  if (!try_run_converted(converted_module_path, inputs, options.args, &nnapi, &failure)) {
+  const std::vector<at::Tensor> fed =
+      options.float16_io ? float_inputs_as(inputs, at::kHalf, false) : inputs;
+  if (!try_run_converted(converted_module_path, fed, options.args, &nnapi, &failure)) {
     const int32_t k = failure.runtime.code != 0 ? failure.runtime.operation : -1;
     const std::string origin = whole && k >= 0 ? failed_operation_origin(options, k)
                                : k >= 0 ? "of one of the module's NNAPI models (--cpu-fallback)"
@@ -1084,6 +1109,7 @@ VerifyReport verify_conversion(const ConvertOptions& options,
                               run_failure_text(failure, inputs, origin));
   }
 
+  if (options.float16_io) nnapi = float_inputs_as(nnapi, at::kFloat, false);
   report.ok = true;
   if (nnapi.size() != eager.size()) {
     OutputCheck c;

@@ -308,3 +308,122 @@ TEST(Lowerings, ACorrectedValidatorRuleChangesTheLowering) {
   }
   EXPECT_EQ(count_of(ops_at(view, 30), "CAST"), 2u);  // level 4: still below 5
 }
+
+// ---- --float16 (src/core/float16.h): what NeuralNetworks.h states of a
+// TENSOR_FLOAT16 model, checked on the blob, and the numbers against eager
+// PyTorch at float16's tolerance.
+namespace {
+
+Conversion convert_float16(const Case& c, ConvertOptions* options, bool io = false) {
+  options->model_path = save_module(c);
+  for (const std::string& spec : c.inputs) options->inputs.push_back(parse_input_spec(spec));
+  options->float16 = true;
+  options->float16_io = io;
+  return convert(*options);
+}
+
+Blob blob_of(const Conversion& conv) {
+  const auto* bytes = reinterpret_cast<const uint8_t*>(conv.ser_model.data());
+  return parse_blob(bytes, conv.ser_model.size() * sizeof(int32_t));
+}
+
+// A linear map, tanh, a product by a constant and softmax
+// (its beta scalar: NeuralNetworks.h's SOFTMAX takes a FLOAT16 beta with a
+// TENSOR_FLOAT16 input).
+const Case kFloat16Case =
+    unary("fp16_mix", "torch.softmax(torch.tanh(x * self.w + self.b) * 3.0, 1)", {});
+
+}  // namespace
+
+TEST(Float16, TheModelComputesInFloat16BetweenCasts) {
+  using T = nnapi::OperandType;
+  ConvertOptions options;
+  const Conversion conv = convert_float16(kFloat16Case, &options);
+  const Blob blob = blob_of(conv);
+  ASSERT_EQ(blob.inputs.size(), 1u);
+  ASSERT_EQ(blob.outputs.size(), 1u);
+  // The module's input and output stay float32, CAST first and last.
+  EXPECT_EQ(blob.operands[blob.inputs[0]].type, T::TensorFloat32);
+  EXPECT_EQ(blob.operands[blob.outputs[0]].type, T::TensorFloat32);
+  ASSERT_GE(blob.operations.size(), 3u);
+  const BlobOperation& first = blob.operations.front();
+  const BlobOperation& last = blob.operations.back();
+  EXPECT_EQ(first.opcode, static_cast<int32_t>(nnapi::Op::Cast));
+  EXPECT_EQ(first.inputs, std::vector<uint32_t>{blob.inputs[0]});
+  EXPECT_EQ(blob.operands[first.outputs[0]].type, T::TensorFloat16);
+  EXPECT_EQ(last.opcode, static_cast<int32_t>(nnapi::Op::Cast));
+  EXPECT_EQ(last.outputs, std::vector<uint32_t>{blob.outputs[0]});
+  // No other float32 tensor, no FLOAT32 scalar read by an operation.
+  for (size_t k = 0; k < blob.operands.size(); ++k) {
+    if (k == blob.inputs[0] || k == blob.outputs[0]) continue;
+    EXPECT_NE(blob.operands[k].type, T::TensorFloat32) << "operand " << k;
+  }
+  bool softmax = false;
+  for (const BlobOperation& op : blob.operations) {
+    for (uint32_t in : op.inputs) EXPECT_NE(blob.operands[in].type, T::Float32) << op.opcode;
+    if (op.opcode == static_cast<int32_t>(nnapi::Op::Softmax)) {
+      softmax = true;
+      EXPECT_EQ(blob.operands[op.inputs[1]].type, T::Float16);
+    }
+  }
+  EXPECT_TRUE(softmax);
+  // The weights are float16: w and b, rounded to nearest as PyTorch's half.
+  ASSERT_FALSE(conv.weights.empty());
+  for (const at::Tensor& w : conv.weights) EXPECT_EQ(w.scalar_type(), at::kHalf);
+  EXPECT_GE(conv.feature_level, 3);
+
+  const std::string module_path = (work_dir() / "fp16_mix.nnapi.pt").string();
+  write_nnapi_module(conv, options, module_path, false);
+  const VerifyReport report = verify_conversion(options, module_path, strict_verify());
+  EXPECT_DOUBLE_EQ(report.atol, kFloat16Tolerance);
+  ASSERT_EQ(report.outputs.size(), 1u);
+  EXPECT_TRUE(report.outputs[0].ok) << report.outputs[0].problem;
+}
+
+// --float16-io: the NNAPI output is TENSOR_FLOAT16 and the module returns
+// torch.half; it takes torch.half.
+TEST(Float16, FloatSixteenInputsAndOutputs) {
+  ConvertOptions options;
+  const Conversion conv = convert_float16(kFloat16Case, &options, /*io=*/true);
+  const Blob blob = blob_of(conv);
+  EXPECT_EQ(blob.operands[blob.outputs[0]].type, nnapi::OperandType::TensorFloat16);
+  const std::string module_path = (work_dir() / "fp16_io.nnapi.pt").string();
+  write_nnapi_module(conv, options, module_path, false);
+  at::manual_seed(5);
+  const at::Tensor x = at::randn({2, 8}).to(at::kHalf);
+  const std::vector<at::Tensor> out = run_converted(module_path, {x});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].scalar_type(), at::kHalf);
+  const at::Tensor w = at::linspace(0.5, 1.5, 8), b = at::linspace(-1.0, 1.0, 8);
+  const at::Tensor eager = at::softmax(at::tanh(x.to(at::kFloat) * w + b) * 3.0, 1);
+  EXPECT_TRUE(at::allclose(out[0].to(at::kFloat), eager, kFloat16Tolerance, kFloat16Tolerance))
+      << (out[0].to(at::kFloat) - eager).abs().max().item<double>();
+  const VerifyReport report = verify_conversion(options, module_path, strict_verify());
+  ASSERT_EQ(report.outputs.size(), 1u);
+  EXPECT_TRUE(report.outputs[0].ok) << report.outputs[0].problem;
+}
+
+// An operation the validator says takes no TENSOR_FLOAT16 (here RESHAPE, by a
+// rule corrected to drop it) is refused, naming the node it came from.
+TEST(Float16, AnOperationWithoutAFloat16FormIsRefusedNamingItsNode) {
+  using T = nnapi::OperandType;
+  const Case c = unary("fp16_view", "(x * 2.0).view(16)", {});
+  {
+    ConvertOptions options;
+    EXPECT_NO_THROW(convert_float16(c, &options));
+  }
+  const nnapi_validate::testing::InputTypesOverride corrected(
+      nnapi::Op::Reshape, {{T::TensorFloat32, 1}, {T::TensorQuant8Asymm, 1}});
+  ConvertOptions options;
+  try {
+    convert_float16(c, &options);
+    ADD_FAILURE() << "converted";
+  } catch (const ConvertError& e) {
+    EXPECT_EQ(e.exit_code(), 1);
+    EXPECT_EQ(e.node(), "aten::view");
+    const std::string what = e.what();
+    EXPECT_NE(what.find("RESHAPE"), std::string::npos) << what;
+    EXPECT_NE(what.find("TENSOR_FLOAT16"), std::string::npos) << what;
+    EXPECT_NE(what.find("without --float16"), std::string::npos) << what;
+  }
+}
