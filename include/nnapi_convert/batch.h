@@ -27,6 +27,8 @@ struct Job {
 struct JobResult {
   std::string model;
   std::string output;
+  // The SHA-256 (hex) of the written output and of its --lite .ptl, when written.
+  std::string output_sha256, lite_sha256;
   bool ok = false;
   int exit_code = 0;  // 0 ok, 1 cannot convert (or verify failed)
   std::string error;

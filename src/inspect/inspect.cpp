@@ -3,6 +3,7 @@
 // torch.backends._nnapi.prepare.convert_model_to_nnapi.
 #include "nnapi_convert/inspect.h"
 
+#include <caffe2/serialize/inline_container.h>
 #include <torch/script.h>
 
 #include <cerrno>
@@ -185,6 +186,15 @@ std::string one_paragraph(std::string s) {
   return r;
 }
 
+// The archive's extra/nnapi_convert.json (serialize/metadata.h), or "".
+std::string read_metadata(const std::string& path) {
+  caffe2::serialize::PyTorchStreamReader archive(path);
+  const std::string name = std::string("extra/") + kMetadataFile;
+  if (!archive.hasRecord(name)) return "";
+  auto [data, size] = archive.getRecord(name);
+  return std::string(static_cast<const char*>(data.get()), size);
+}
+
 // The NnapiModules a .nnapi.pt holds: `mod`, or a --cpu-fallback module's
 // nnapi_0, nnapi_1, ...
 std::vector<std::string> nnapi_submodules(const torch::jit::Module& wrapper) {
@@ -212,11 +222,13 @@ int inspect_main(const std::string& path, bool json, std::ostream& out, std::ost
       check_torchscript_archive(path, "");
       const torch::jit::Module wrapper = load_torchscript(path, "");
       const std::vector<std::string> subs = nnapi_submodules(wrapper);
+      const std::string metadata = read_metadata(path);
       for (const std::string& sub : subs) {
         Model m;
         m.path = subs.size() == 1 ? path : path + " (submodule " + sub + ")";
         m.torchscript = true;
         read_module(m, wrapper, sub);
+        m.metadata = metadata;
         if (wrapper.hasattr(kArgumentsAttribute)) {
           const c10::IValue record = wrapper.attr(kArgumentsAttribute);
           if (!record.isList()) {

@@ -393,6 +393,11 @@ void print_text(const Model& m, std::ostream& out) {
              "forward raises for others):\n";
       for (const std::string& a : m.arguments) out << "  " << a << "\n";
     }
+    if (!m.metadata.empty()) {
+      out << "made by (nnapi_convert.json):\n";
+      std::istringstream lines(m.metadata);
+      for (std::string line; std::getline(lines, line);) out << "  " << line << "\n";
+    }
   } else {
     out << "memory formats: not stored in a raw blob\n";
   }
@@ -514,6 +519,10 @@ void print_json(const Model& m, std::ostream& out) {
     j["state_methods"] = m.state_methods;
   }
   if (!m.arguments.empty()) j["arguments"] = m.arguments;
+  if (!m.metadata.empty()) {
+    j["metadata"] = Json::parse(m.metadata, nullptr, false);
+    if (j["metadata"].is_discarded()) j["metadata"] = m.metadata;  // not JSON: its text
+  }
   out << j.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
 }
 

@@ -38,6 +38,9 @@ struct Model {
   // The converted entry point's arguments as nnapi-convert recorded them
   // ("sr (int): int=16000"; values the model was specialized on), when it did.
   std::vector<std::string> arguments;
+  // The file's nnapi_convert.json (serialize/metadata.h: how nnapi-convert
+  // made it), as its JSON text; empty when it has none.
+  std::string metadata;
   // What the validator finds (NeuralNetworks.h's rules), see validate().
   std::vector<nnapi_validate::Finding> findings;
 };

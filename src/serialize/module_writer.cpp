@@ -16,13 +16,16 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "nnapi_convert/writer.h"
 #include "serialize/fallback_graph.h"
+#include "serialize/metadata.h"
 #include "serialize/prepare_script.h"
 #include "serialize/pyrepr.h"
 #include "serialize/state_program.h"
 #include "util/output_file.h"
+#include "util/sha256.h"
 
 namespace nnapi_convert {
 
@@ -485,17 +488,22 @@ Module build_module(const Conversion& c, const ConvertOptions& options) {
   return wrapper;
 }
 
-void save_module(const Module& m, PendingFile& file, bool mobile) {
+// Returns the SHA-256 of the bytes written.
+std::string save_module(const Module& m, PendingFile& file, bool mobile,
+                        const std::string& metadata) {
   // LibTorch's zip writer throws from its destructor when a write fails, so
   // the writer never reports a failure to it: the file records the error and
   // finish() throws it.
+  Sha256 sha;
   torch::jit::ExportModule(
       m,
-      [&file](const void* data, size_t size) {
+      [&file, &sha](const void* data, size_t size) {
+        sha.update(data, size);
         file.write_nothrow(data, size);
         return size;
       },
-      {}, /*bytecode_format=*/mobile);
+      {{kMetadataFile, metadata}}, /*bytecode_format=*/mobile);
+  return sha.hex();
 }
 
 nlohmann::json parts_manifest(const Conversion& c, const ConvertOptions& options) {
@@ -560,7 +568,8 @@ ConversionFiles::ConversionFiles(ConversionFiles&&) noexcept = default;
 ConversionFiles::~ConversionFiles() = default;
 
 ConversionFiles write_conversion(const Conversion& c, const ConvertOptions& options,
-                                 const std::string& path, bool lite, const std::string& parts) {
+                                 const std::string& path, bool lite, const std::string& parts,
+                                 const std::string& source_sha256) {
   ConversionFiles out;
   if (c.fallback && !parts.empty()) {
     throw ConvertError(2, "--parts writes the files of one NNAPI model, but --cpu-fallback made " +
@@ -576,18 +585,28 @@ ConversionFiles write_conversion(const Conversion& c, const ConvertOptions& opti
       throw ConvertError(
           1, std::string("could not build the NNAPI module: ") + e.what_without_backtrace());
     }
+    std::string sha = source_sha256;
+    if (sha.empty() && (!path.empty() || lite)) {
+      try {
+        sha = sha256_file(options.model_path);
+      } catch (const std::runtime_error& e) {
+        throw ConvertError(1, "model '" + options.model_path + "': " + e.what() +
+                                  " after it was loaded; was it replaced or removed meanwhile?");
+      }
+    }
+    const std::string metadata = metadata_json(c, options, sha);
     auto add = [&](const std::string& p, const std::string& what) -> PendingFile& {
       out.files.push_back(std::make_unique<PendingFile>(p, what));
       return *out.files.back();
     };
     if (!path.empty()) {
       out.module = &add(path, "output");
-      save_module(wrapper, *out.module, false);
+      out.module_sha256 = save_module(wrapper, *out.module, false, metadata);
       out.module->finish();
     }
     if (lite && !path.empty()) {
       PendingFile& ptl = add(lite_output_path(path), "--lite output");
-      save_module(wrapper, ptl, true);
+      out.lite_sha256 = save_module(wrapper, ptl, true, metadata);
       ptl.finish();
     }
     if (!parts.empty()) {
