@@ -27,6 +27,7 @@ namespace {
 
 using inspect_detail::mem_fmt_name;
 using inspect_detail::Model;
+using inspect_detail::print_dot;
 using inspect_detail::print_json;
 using inspect_detail::print_text;
 using inspect_detail::WeightInfo;
@@ -214,6 +215,12 @@ std::vector<std::string> nnapi_submodules(const torch::jit::Module& wrapper) {
 }  // namespace
 
 int inspect_main(const std::string& path, bool json, std::ostream& out, std::ostream& err) {
+  return inspect_main(path, json ? InspectFormat::Json : InspectFormat::Text, out, err);
+}
+
+int inspect_main(const std::string& path, InspectFormat format, std::ostream& out,
+                 std::ostream& err) {
+  const bool json = format == InspectFormat::Json;
   std::string problem;
   try {
     std::vector<Model> models;
@@ -250,7 +257,19 @@ int inspect_main(const std::string& path, bool json, std::ostream& out, std::ost
       models.push_back(std::move(m));
     }
     std::ostringstream text;  // print only a complete report
-    if (models.size() > 1) {
+    if (format == InspectFormat::Dot) {
+      text << "digraph nnapi {\n  node [fontname=\"Helvetica\"];\n";
+      for (size_t i = 0; i < models.size(); ++i) {
+        const std::string prefix = "m" + std::to_string(i) + "_";
+        if (models.size() > 1) {
+          text << "subgraph cluster_" << i << " {\n  label=\"NNAPI model " << i + 1 << " of "
+               << models.size() << " (--cpu-fallback)\";\n";
+        }
+        print_dot(models[i], prefix, text);
+        if (models.size() > 1) text << "}\n";
+      }
+      text << "}\n";
+    } else if (models.size() > 1) {
       // --cpu-fallback: one report per NNAPI model (a JSON list of objects).
       if (json) text << "[\n";
       for (size_t i = 0; i < models.size(); ++i) {

@@ -54,5 +54,13 @@ const char* mem_fmt_name(int64_t f);
 
 void print_text(const Model& m, std::ostream& out);
 void print_json(const Model& m, std::ostream& out);  // one JSON object and a newline
+// Graphviz DOT (inspect --dot): the statements of one NNAPI model, its node
+// names prefixed with `prefix`, to go inside a digraph (or a cluster of one).
+// A node per model input, operation (its name and feature level) and model
+// output; an edge per operand an operation takes from a model input or
+// another operation (labelled with the operand's index, type and dims), and
+// per model output. Constant operands (immediates, weights) are counted in
+// their operation's label, not drawn.
+void print_dot(const Model& m, const std::string& prefix, std::ostream& out);
 
 }  // namespace nnapi_convert::inspect_detail
