@@ -22,6 +22,9 @@ struct Job {
   std::string parts;  // --parts directory, or empty
   bool verify = false;
   VerifyOptions verify_options;
+  // --report: the outputs' SHA-256 in JobResult (hashed as they are written;
+  // off without a report, where it would only cost time).
+  bool output_sha256 = false;
 };
 
 struct JobResult {

@@ -97,7 +97,7 @@ JobResult run_job(const Job& job, std::vector<Staged>* handed_over) {
     }
     ConversionFiles files =
         write_conversion(c, c.quantized ? lowering_options(*c.quantized, job.options) : job.options,
-                         job.output, job.lite, job.parts, sha);
+                         job.output, job.lite, job.parts, sha, job.output_sha256);
     c.times.write_ms = ms_since(tw);
     r.output_sha256 = files.module_sha256;
     r.lite_sha256 = files.lite_sha256;

@@ -488,22 +488,22 @@ Module build_module(const Conversion& c, const ConvertOptions& options) {
   return wrapper;
 }
 
-// Returns the SHA-256 of the bytes written.
+// Returns the SHA-256 of the bytes written with `hash`, else "".
 std::string save_module(const Module& m, PendingFile& file, bool mobile,
-                        const std::string& metadata) {
+                        const std::string& metadata, bool hash) {
   // LibTorch's zip writer throws from its destructor when a write fails, so
   // the writer never reports a failure to it: the file records the error and
   // finish() throws it.
   Sha256 sha;
   torch::jit::ExportModule(
       m,
-      [&file, &sha](const void* data, size_t size) {
-        sha.update(data, size);
+      [&file, &sha, hash](const void* data, size_t size) {
+        if (hash) sha.update(data, size);
         file.write_nothrow(data, size);
         return size;
       },
       {{kMetadataFile, metadata}}, /*bytecode_format=*/mobile);
-  return sha.hex();
+  return hash ? sha.hex() : "";
 }
 
 nlohmann::json parts_manifest(const Conversion& c, const ConvertOptions& options) {
@@ -569,7 +569,7 @@ ConversionFiles::~ConversionFiles() = default;
 
 ConversionFiles write_conversion(const Conversion& c, const ConvertOptions& options,
                                  const std::string& path, bool lite, const std::string& parts,
-                                 const std::string& source_sha256) {
+                                 const std::string& source_sha256, bool hash_outputs) {
   ConversionFiles out;
   if (c.fallback && !parts.empty()) {
     throw ConvertError(2, "--parts writes the files of one NNAPI model, but --cpu-fallback made " +
@@ -601,12 +601,12 @@ ConversionFiles write_conversion(const Conversion& c, const ConvertOptions& opti
     };
     if (!path.empty()) {
       out.module = &add(path, "output");
-      out.module_sha256 = save_module(wrapper, *out.module, false, metadata);
+      out.module_sha256 = save_module(wrapper, *out.module, false, metadata, hash_outputs);
       out.module->finish();
     }
     if (lite && !path.empty()) {
       PendingFile& ptl = add(lite_output_path(path), "--lite output");
-      out.lite_sha256 = save_module(wrapper, ptl, true, metadata);
+      out.lite_sha256 = save_module(wrapper, ptl, true, metadata, hash_outputs);
       ptl.finish();
     }
     if (!parts.empty()) {
