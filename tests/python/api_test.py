@@ -3,30 +3,22 @@ unsupported kinds and their source lines, usage errors, and the binary's lookup.
 
 Usage: api_test.py BIN WORK (PYTHONPATH holds python/; NNAPI_CONVERT is set to BIN here).
 """
-import hashlib
 import os
 import subprocess
 import sys
 
 import torch
 
+sys.dont_write_bytecode = True  # no __pycache__ in the sources
+from checks import check, finish, sha  # noqa: E402
+
 bin_path, work = sys.argv[1], sys.argv[2]
 os.makedirs(work, exist_ok=True)
 os.environ["NNAPI_CONVERT"] = bin_path
 import nnapi_convert  # noqa: E402
 
-failures = []
 
 
-def check(ok, what):
-    print(("ok: " if ok else "FAIL: ") + what)
-    if not ok:
-        failures.append(what)
-
-
-def sha(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
 
 
 class Net(torch.nn.Module):
@@ -117,5 +109,4 @@ try:
 except FileNotFoundError as e:
     check("NNAPI_CONVERT" in str(e), "a wrong NNAPI_CONVERT is named")
 
-print("api: all passed" if not failures else f"api: {len(failures)} failed")
-sys.exit(1 if failures else 0)
+finish("api")

@@ -7,7 +7,6 @@ against the NNAPI blob's input and output operands, as `inspect --json` reads th
 
 Usage: metadata_test.py BIN WORK
 """
-import hashlib
 import json
 import os
 import subprocess
@@ -18,21 +17,14 @@ import torch
 import torch.jit.mobile
 import torchvision
 
+sys.dont_write_bytecode = True  # no __pycache__ in the sources
+from checks import check, finish, sha  # noqa: E402
+
 bin_path, work = sys.argv[1], sys.argv[2]
 os.makedirs(work, exist_ok=True)
-failures = []
 NAME = "nnapi_convert.json"
 
 
-def check(ok, what):
-    print(("ok: " if ok else "FAIL: ") + what)
-    if not ok:
-        failures.append(what)
-
-
-def sha(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
 
 
 def run(*args):
@@ -162,5 +154,4 @@ qq = (extra(qi) or {}).get("quantize") or {}
 check(qq.get("mean") == [0.485, 0.456, 0.406] and qq.get("std") == [0.229, 0.224, 0.225],
       f"--mean/--std recorded: {qq}")
 
-print("metadata: all passed" if not failures else f"metadata: {len(failures)} failed")
-sys.exit(1 if failures else 0)
+finish("metadata")

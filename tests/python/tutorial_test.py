@@ -9,7 +9,6 @@
 
 Usage: tutorial_test.py BIN WORK (NNAPI_CONVERT is set to BIN here; PYTHONPATH holds python/).
 """
-import hashlib
 import json
 import os
 import subprocess
@@ -19,6 +18,9 @@ import zipfile
 import torch
 import torchvision
 from torch.backends._nnapi.prepare import convert_model_to_nnapi as torch_convert
+
+sys.dont_write_bytecode = True  # no __pycache__ in the sources
+from checks import check, finish, sha  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 import model_zoo  # noqa: E402
@@ -49,18 +51,8 @@ nnapi_model._save_for_lite_interpreter(os.path.join(work, "mobilenetv2-quant_non
 # -------------------------------------------------------------------------------------------
 torch.jit.save(nnapi_model, os.path.join(work, "api.nnapi.pt"))
 
-failures = []
 
 
-def check(ok, what):
-    print(("ok: " if ok else "FAIL: ") + what)
-    if not ok:
-        failures.append(what)
-
-
-def sha(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
 
 
 # The CLI on the same TorchScript file. The API saves the traced module with
@@ -100,5 +92,4 @@ err = (got - want).abs().max().item()
 check(err < 1e-3 * max(1.0, want.abs().max().item()) and want.std().item() > 1e-3,
       f"forward on the host runtime matches eager (max abs err {err:.3g})")
 
-print("tutorial: all passed" if not failures else f"tutorial: {len(failures)} failed")
-sys.exit(1 if failures else 0)
+finish("tutorial")
