@@ -10,6 +10,7 @@
 #   include/nnapi_runtime/android/NeuralNetworks.h, lib/pkgconfig/nnapi-convert-runtime.pc
 #                                               the runtime for C/C++ programs (pkg-config)
 #   share/man/man1/nnapi-convert.1.gz           when help2man is installed
+#   lib/python3/dist-packages/nnapi_convert/    the Python package (it runs bin/nnapi-convert)
 #
 # Two components: `cli` (the binary, the runtime, the man page) and `dev` (the
 # library for consumers); `cmake --install` installs both, cpack makes one .deb each.
@@ -27,6 +28,36 @@ set_property(SOURCE ${PROJECT_SOURCE_DIR}/src/verify/verify.cpp APPEND PROPERTY
 install(TARGETS nnapi-convert RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
 install(TARGETS neuralnetworks LIBRARY DESTINATION ${NNAPI_CONVERT_RUNTIME_INSTALL_DIR}
         COMPONENT cli)
+
+# The Python package nnapi_convert (pure Python; it runs the binary), where
+# Debian's python3 keeps packages of the system: the deb_system scheme's
+# purelib (lib/python3/dist-packages), asked of Debian's python3 when there is
+# one. With another prefix than /usr, python3 finds it through PYTHONPATH.
+set(_nnapi_pydir lib/python3/dist-packages)
+if(EXISTS /usr/bin/python3)
+  execute_process(
+    COMMAND /usr/bin/python3 -c
+            "import sysconfig; print(sysconfig.get_path('purelib', 'deb_system', vars={'base': '.'}))"
+    OUTPUT_VARIABLE _nnapi_deb_purelib OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _nnapi_py_rc
+    ERROR_QUIET)
+  if(_nnapi_py_rc EQUAL 0 AND _nnapi_deb_purelib MATCHES "^\\./(.+)$")
+    set(_nnapi_pydir ${CMAKE_MATCH_1})
+  endif()
+endif()
+set(NNAPI_CONVERT_PYTHON_INSTALL_DIR ${_nnapi_pydir} CACHE STRING
+    "Where the Python package nnapi_convert is installed, relative to the prefix")
+# The package finds the binary relative to its own directory (_installed.py).
+file(RELATIVE_PATH NNAPI_CONVERT_BIN_FROM_PYTHON
+     /prefix/${NNAPI_CONVERT_PYTHON_INSTALL_DIR}/nnapi_convert
+     /prefix/${CMAKE_INSTALL_BINDIR}/nnapi-convert)
+file(WRITE ${CMAKE_BINARY_DIR}/python/_installed.py
+     "# Written by cmake/Install.cmake: the binary, relative to this directory.\n"
+     "BINARY = \"${NNAPI_CONVERT_BIN_FROM_PYTHON}\"\n")
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/nnapi_convert
+        DESTINATION ${NNAPI_CONVERT_PYTHON_INSTALL_DIR} COMPONENT cli
+        FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
+install(FILES ${CMAKE_BINARY_DIR}/python/_installed.py
+        DESTINATION ${NNAPI_CONVERT_PYTHON_INSTALL_DIR}/nnapi_convert COMPONENT cli)
 
 # The library and its exported target.
 set_target_properties(nnapi_convert_lib PROPERTIES

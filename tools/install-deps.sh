@@ -8,7 +8,8 @@ pkgs=(cmake g++ make libtorch-dev libcli11-dev libspdlog-dev nlohmann-json3-dev 
       libfarmhash-dev libstb-dev help2man)
 case "${1:-}" in
   --build-only) ;;
-  "") pkgs+=(libgtest-dev python3-torch python3-torchvision ccache clang libclang-rt-14-dev strace pkgconf) ;;
+  "") pkgs+=(libgtest-dev python3-torch python3-torchvision ccache clang libclang-rt-14-dev strace pkgconf)
+      pkgs+=(graphviz) ;;  # inspect --dot rendered by the tests (dot -Tsvg)
   *) echo "usage: $0 [--build-only]" >&2; exit 2 ;;
 esac
 missing=()

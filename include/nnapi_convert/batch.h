@@ -22,11 +22,16 @@ struct Job {
   std::string parts;  // --parts directory, or empty
   bool verify = false;
   VerifyOptions verify_options;
+  // --report: the outputs' SHA-256 in JobResult (hashed as they are written;
+  // off without a report, where it would only cost time).
+  bool output_sha256 = false;
 };
 
 struct JobResult {
   std::string model;
   std::string output;
+  // The SHA-256 (hex) of the written output and of its --lite .ptl, when written.
+  std::string output_sha256, lite_sha256;
   bool ok = false;
   int exit_code = 0;  // 0 ok, 1 cannot convert (or verify failed)
   std::string error;

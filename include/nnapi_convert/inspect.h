@@ -18,4 +18,10 @@ namespace nnapi_convert {
 // printed with findings (a model the device would refuse; `err` says so).
 int inspect_main(const std::string& path, bool json, std::ostream& out, std::ostream& err);
 
+// inspect --dot: the same reading and exit status, the model printed as one
+// Graphviz digraph (a cluster per NNAPI model of a --cpu-fallback module).
+enum class InspectFormat { Text, Json, Dot };
+int inspect_main(const std::string& path, InspectFormat format, std::ostream& out,
+                 std::ostream& err);
+
 }  // namespace nnapi_convert

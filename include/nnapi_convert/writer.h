@@ -26,9 +26,17 @@ std::vector<std::string> prepare_lines(const Conversion& c, bool numeric_dtypes)
 // not yet in place: commit() fsyncs and renames them all over their targets; destroying
 // them uncommitted removes the temporaries, leaving every existing file as it
 // was.
+// The `_extra_files` entry every output carries: how nnapi-convert made it
+// (the converter's version, the options, the input specs, the source's
+// SHA-256). PyTorch's loaders read extra files only when asked for them.
+inline constexpr const char* kMetadataFile = "nnapi_convert.json";
+
 struct ConversionFiles {
   std::vector<std::unique_ptr<PendingFile>> files;
   PendingFile* module = nullptr;  // the .nnapi.pt, when one was asked for
+  // The SHA-256 (hex) of the .nnapi.pt's and the .ptl's bytes, when written
+  // with hash_outputs.
+  std::string module_sha256, lite_sha256;
   void commit();
   // When every file is renamed into place: all handed over
   // (PendingFile::hand_over), to be committed by commit_staged. Else
@@ -42,8 +50,12 @@ struct ConversionFiles {
 // Writes the module to `path` (none when empty), its lite-interpreter copy
 // (lite_output_path) and the --parts files in `parts` (none when empty).
 // Throws ConvertError: 2 for an output that cannot be a target, 1 otherwise.
+// `source_sha256` is the model file's SHA-256 for the outputs' metadata
+// (kMetadataFile); empty: it is read here. `hash_outputs`: the module's and
+// the .ptl's SHA-256 in ConversionFiles.
 ConversionFiles write_conversion(const Conversion& c, const ConvertOptions& options,
-                                 const std::string& path, bool lite, const std::string& parts);
+                                 const std::string& path, bool lite, const std::string& parts,
+                                 const std::string& source_sha256 = "", bool hash_outputs = false);
 // write_conversion, then commit.
 void write_nnapi_module(const Conversion& c, const ConvertOptions& options, const std::string& path,
                         bool lite);

@@ -62,7 +62,7 @@ std::vector<Job> plan_jobs(const Args& a);
 
 int run_convert(const Args& a);
 int run_check(const Args& a);
-int run_inspect(const std::string& file, bool json, double timeout);
+int run_inspect(const std::string& file, bool json, double timeout, bool dot = false);
 int run_list_ops(bool json);
 int run_merge_reports(const std::vector<std::string>& reports, const std::string& report,
                       const std::string& junit);

@@ -327,6 +327,7 @@ std::vector<Job> plan_jobs(const Args& a) {
   }
   defaults.parts = a.parts;
   defaults.verify = a.verify;
+  defaults.output_sha256 = !a.report.empty();
   if (a.verify) defaults.verify_options = verify_options(a);
   std::vector<Job> jobs;
   for (const std::string& model : a.models) {

@@ -9,7 +9,7 @@
 
 namespace nnapi_convert::cli {
 
-int run_inspect(const std::string& file, bool json, double timeout) {
+int run_inspect(const std::string& file, bool json, double timeout, bool dot) {
   // In a worker process, as conversions are: loading a module runs its code,
   // which prints to standard error there and never into the --json document.
   IsolationOptions iso;
@@ -22,7 +22,11 @@ int run_inspect(const std::string& file, bool json, double timeout) {
       1, iso,
       [&](size_t) {
         std::ostringstream out, err;
-        int status = inspect_main(file, json, out, err);
+        int status = inspect_main(file,
+                                  dot    ? InspectFormat::Dot
+                                  : json ? InspectFormat::Json
+                                         : InspectFormat::Text,
+                                  out, err);
         return result(status, out.str(), err.str());
       },
       [&](size_t, const TaskFailure& how) {

@@ -303,6 +303,9 @@ int run(int argc, char** argv) {
       "PyTorch's on-device loader checks it");
   inspect->add_option("file", inspect_file, ".nnapi.pt module or raw ser_model.bin")->required();
   inspect->add_flag("--json", inspect_json, "Print one JSON object");
+  bool inspect_dot = false;
+  inspect->add_flag("--dot", inspect_dot, "Print the NNAPI operations as Graphviz DOT")
+      ->excludes("--json");
   inspect
       ->add_option("--ops-library", a.ops_libraries,
                    "A library of custom operators the module's TorchScript part uses (a "
@@ -354,7 +357,9 @@ int run(int argc, char** argv) {
       return 2;
     }
   }
-  if (inspect->parsed()) return run_inspect(inspect_file, inspect_json, inspect_timeout);
+  if (inspect->parsed()) {
+    return run_inspect(inspect_file, inspect_json, inspect_timeout, inspect_dot);
+  }
   if (list_ops->parsed()) return run_list_ops(list_json);
   if (merge->parsed()) return run_merge_reports(merge_inputs, merge_report, merge_junit);
   a.models.insert(a.models.end(), command_models.begin(), command_models.end());

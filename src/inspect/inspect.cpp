@@ -3,6 +3,7 @@
 // torch.backends._nnapi.prepare.convert_model_to_nnapi.
 #include "nnapi_convert/inspect.h"
 
+#include <caffe2/serialize/inline_container.h>
 #include <torch/script.h>
 
 #include <cerrno>
@@ -26,6 +27,7 @@ namespace {
 
 using inspect_detail::mem_fmt_name;
 using inspect_detail::Model;
+using inspect_detail::print_dot;
 using inspect_detail::print_json;
 using inspect_detail::print_text;
 using inspect_detail::WeightInfo;
@@ -185,6 +187,15 @@ std::string one_paragraph(std::string s) {
   return r;
 }
 
+// The archive's extra/nnapi_convert.json (serialize/metadata.h), or "".
+std::string read_metadata(const std::string& path) {
+  caffe2::serialize::PyTorchStreamReader archive(path);
+  const std::string name = std::string("extra/") + kMetadataFile;
+  if (!archive.hasRecord(name)) return "";
+  auto [data, size] = archive.getRecord(name);
+  return std::string(static_cast<const char*>(data.get()), size);
+}
+
 // The NnapiModules a .nnapi.pt holds: `mod`, or a --cpu-fallback module's
 // nnapi_0, nnapi_1, ...
 std::vector<std::string> nnapi_submodules(const torch::jit::Module& wrapper) {
@@ -204,6 +215,12 @@ std::vector<std::string> nnapi_submodules(const torch::jit::Module& wrapper) {
 }  // namespace
 
 int inspect_main(const std::string& path, bool json, std::ostream& out, std::ostream& err) {
+  return inspect_main(path, json ? InspectFormat::Json : InspectFormat::Text, out, err);
+}
+
+int inspect_main(const std::string& path, InspectFormat format, std::ostream& out,
+                 std::ostream& err) {
+  const bool json = format == InspectFormat::Json;
   std::string problem;
   try {
     std::vector<Model> models;
@@ -212,11 +229,13 @@ int inspect_main(const std::string& path, bool json, std::ostream& out, std::ost
       check_torchscript_archive(path, "");
       const torch::jit::Module wrapper = load_torchscript(path, "");
       const std::vector<std::string> subs = nnapi_submodules(wrapper);
+      const std::string metadata = read_metadata(path);
       for (const std::string& sub : subs) {
         Model m;
         m.path = subs.size() == 1 ? path : path + " (submodule " + sub + ")";
         m.torchscript = true;
         read_module(m, wrapper, sub);
+        m.metadata = metadata;
         if (wrapper.hasattr(kArgumentsAttribute)) {
           const c10::IValue record = wrapper.attr(kArgumentsAttribute);
           if (!record.isList()) {
@@ -238,7 +257,19 @@ int inspect_main(const std::string& path, bool json, std::ostream& out, std::ost
       models.push_back(std::move(m));
     }
     std::ostringstream text;  // print only a complete report
-    if (models.size() > 1) {
+    if (format == InspectFormat::Dot) {
+      text << "digraph nnapi {\n  node [fontname=\"Helvetica\"];\n";
+      for (size_t i = 0; i < models.size(); ++i) {
+        const std::string prefix = "m" + std::to_string(i) + "_";
+        if (models.size() > 1) {
+          text << "subgraph cluster_" << i << " {\n  label=\"NNAPI model " << i + 1 << " of "
+               << models.size() << " (--cpu-fallback)\";\n";
+        }
+        print_dot(models[i], prefix, text);
+        if (models.size() > 1) text << "}\n";
+      }
+      text << "}\n";
+    } else if (models.size() > 1) {
       // --cpu-fallback: one report per NNAPI model (a JSON list of objects).
       if (json) text << "[\n";
       for (size_t i = 0; i < models.size(); ++i) {

@@ -393,8 +393,60 @@ void print_text(const Model& m, std::ostream& out) {
              "forward raises for others):\n";
       for (const std::string& a : m.arguments) out << "  " << a << "\n";
     }
+    if (!m.metadata.empty()) {
+      out << "made by (nnapi_convert.json):\n";
+      std::istringstream lines(m.metadata);
+      for (std::string line; std::getline(lines, line);) out << "  " << line << "\n";
+    }
   } else {
     out << "memory formats: not stored in a raw blob\n";
+  }
+}
+
+// --- DOT output -----------------------------------------------------------------
+
+void print_dot(const Model& m, const std::string& prefix, std::ostream& out) {
+  const Blob& b = m.blob;
+  const std::vector<int> levels = operation_levels(b);
+  auto operand_label = [&](uint32_t i) {
+    const BlobOperand& o = b.operands[i];
+    return "#" + std::to_string(i) + " " + nnapi::operand_type_name(o.type) + " " +
+           dims_text(o.dims);
+  };
+  for (size_t j = 0; j < b.inputs.size(); ++j) {
+    out << "  " << prefix << "in" << j << " [shape=invhouse, style=filled, fillcolor=\"#d9ead3\", "
+        << "label=\"input " << j << "\\n"
+        << operand_label(b.inputs[j]) << "\"];\n";
+  }
+  for (size_t k = 0; k < b.operations.size(); ++k) {
+    const BlobOperation& op = b.operations[k];
+    int constants = 0;
+    for (uint32_t i : op.inputs) constants += b.operands[i].value >= 0;
+    out << "  " << prefix << "op" << k << " [shape=box, style=filled, fillcolor=\"#cfe2f3\", "
+        << "label=\"" << k << ": " << nnapi::op_name(static_cast<nnapi::Op>(op.opcode))
+        << "\\nfeature level " << levels[k] << ", " << constants << " constant operand(s)\"];\n";
+  }
+  for (size_t j = 0; j < b.outputs.size(); ++j) {
+    out << "  " << prefix << "out" << j << " [shape=house, style=filled, fillcolor=\"#fce5cd\", "
+        << "label=\"output " << j << "\\n"
+        << operand_label(b.outputs[j]) << "\"];\n";
+  }
+  auto from = [&](uint32_t i) -> std::string {
+    if (b.operands[i].producer >= 0) return prefix + "op" + std::to_string(b.operands[i].producer);
+    const int in = position_of(b.inputs, i);
+    return in >= 0 ? prefix + "in" + std::to_string(in) : "";
+  };
+  for (size_t k = 0; k < b.operations.size(); ++k) {
+    for (uint32_t i : b.operations[k].inputs) {
+      const std::string src = from(i);
+      if (src.empty()) continue;  // a constant
+      out << "  " << src << " -> " << prefix << "op" << k << " [label=\"" << operand_label(i)
+          << "\"];\n";
+    }
+  }
+  for (size_t j = 0; j < b.outputs.size(); ++j) {
+    const std::string src = from(b.outputs[j]);
+    if (!src.empty()) out << "  " << src << " -> " << prefix << "out" << j << ";\n";
   }
 }
 
@@ -514,6 +566,10 @@ void print_json(const Model& m, std::ostream& out) {
     j["state_methods"] = m.state_methods;
   }
   if (!m.arguments.empty()) j["arguments"] = m.arguments;
+  if (!m.metadata.empty()) {
+    j["metadata"] = Json::parse(m.metadata, nullptr, false);
+    if (j["metadata"].is_discarded()) j["metadata"] = m.metadata;  // not JSON: its text
+  }
   out << j.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
 }
 

@@ -38,6 +38,9 @@ struct Model {
   // The converted entry point's arguments as nnapi-convert recorded them
   // ("sr (int): int=16000"; values the model was specialized on), when it did.
   std::vector<std::string> arguments;
+  // The file's nnapi_convert.json (serialize/metadata.h: how nnapi-convert
+  // made it), as its JSON text; empty when it has none.
+  std::string metadata;
   // What the validator finds (NeuralNetworks.h's rules), see validate().
   std::vector<nnapi_validate::Finding> findings;
 };
@@ -51,5 +54,13 @@ const char* mem_fmt_name(int64_t f);
 
 void print_text(const Model& m, std::ostream& out);
 void print_json(const Model& m, std::ostream& out);  // one JSON object and a newline
+// Graphviz DOT (inspect --dot): the statements of one NNAPI model, its node
+// names prefixed with `prefix`, to go inside a digraph (or a cluster of one).
+// A node per model input, operation (its name and feature level) and model
+// output; an edge per operand an operation takes from a model input or
+// another operation (labelled with the operand's index, type and dims), and
+// per model output. Constant operands (immediates, weights) are counted in
+// their operation's label, not drawn.
+void print_dot(const Model& m, const std::string& prefix, std::ostream& out);
 
 }  // namespace nnapi_convert::inspect_detail

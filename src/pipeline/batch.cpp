@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <limits>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -26,6 +27,7 @@
 #include "nnapi_convert/nnapi_types.h"
 #include "quantize/quantize.h"
 #include "util/output_file.h"
+#include "util/sha256.h"
 #include "util/timing.h"
 
 namespace nnapi_convert {
@@ -77,16 +79,30 @@ JobResult run_job(const Job& job, std::vector<Staged>* handed_over) {
   r.model = job.options.model_path;
   r.output = job.output;
   auto t0 = std::chrono::steady_clock::now();
+  // The model file's SHA-256 for the outputs' metadata, read beside the
+  // conversion (a second reading of the file, mostly from the page cache).
+  std::future<std::string> source_sha256;
+  if (!job.output.empty()) {
+    source_sha256 = std::async(std::launch::async, sha256_file, job.options.model_path);
+  }
   try {
     Conversion c = convert(job.options);
     auto tw = std::chrono::steady_clock::now();
     // Every output of the model is written and verified before any replaces
     // an existing file: all of them appear together, or none.
+    std::string sha;
+    try {
+      if (source_sha256.valid()) sha = source_sha256.get();
+    } catch (const std::runtime_error&) {
+      // write_conversion reads it again and says why it cannot
+    }
     ConversionFiles files =
         write_conversion(c, c.quantized ? lowering_options(*c.quantized, job.options) : job.options,
-                         job.output, job.lite, job.parts);
+                         job.output, job.lite, job.parts, sha, job.output_sha256);
     c.times.write_ms = ms_since(tw);
     copy_summary(c, r);
+    r.output_sha256 = files.module_sha256;
+    r.lite_sha256 = files.lite_sha256;
     r.weight_bytes = c.weight_bytes;
     r.state = state_json(c);
     r.arguments = c.arguments;
@@ -284,6 +300,8 @@ nlohmann::ordered_json to_json(const JobResult& r) {
                   {"source", or_null(r.error_location)}};
     if (!r.unsupported.empty()) j["unsupported"] = kinds_json(r.unsupported);
   }
+  if (r.ok && !r.output_sha256.empty()) j["output_sha256"] = r.output_sha256;
+  if (r.ok && !r.lite_sha256.empty()) j["lite_sha256"] = r.lite_sha256;
   if (r.operation_count > 0) {
     j["operand_count"] = r.operand_count;
     j["operation_count"] = r.operation_count;
@@ -336,6 +354,8 @@ JobResult job_result_from(const nlohmann::ordered_json& j, const std::string& ou
   r.model = j.at("model").get<std::string>();
   r.output = output;
   r.ok = j.at("status") == "ok";
+  if (j.contains("output_sha256")) r.output_sha256 = j.at("output_sha256").get<std::string>();
+  if (j.contains("lite_sha256")) r.lite_sha256 = j.at("lite_sha256").get<std::string>();
   if (!r.ok) {
     r.exit_code = j.at("exit_code").get<int>();
     const nlohmann::ordered_json& e = j.at("error");

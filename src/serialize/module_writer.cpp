@@ -18,13 +18,16 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 
 #include "nnapi_convert/writer.h"
 #include "serialize/fallback_graph.h"
+#include "serialize/metadata.h"
 #include "serialize/prepare_script.h"
 #include "serialize/pyrepr.h"
 #include "serialize/state_program.h"
 #include "util/output_file.h"
+#include "util/sha256.h"
 
 // torch/csrc/jit/mobile/compatibility/backport.h, which Debian's libtorch-dev
 // does not install; libtorch_cpu exports the function.
@@ -496,36 +499,42 @@ Module build_module(const Conversion& c, const ConvertOptions& options) {
   return wrapper;
 }
 
-// The lite-interpreter copy at bytecode `version`: LibTorch writes its own,
-// then torch::jit::_backport_for_mobile rewrites it one version at a time.
-void save_lite_module(const Module& m, PendingFile& file, int version) {
-  std::stringstream own;
-  torch::jit::ExportModule(m, own, {}, /*bytecode_format=*/true);
-  std::string bytes = own.str();
-  if (version != kNewestLiteBytecodeVersion) {
+// Writes `m` with the metadata record; the lite-interpreter copy (`mobile`)
+// at bytecode `lite_version` (0: LibTorch's own, the newest), which
+// torch::jit::_backport_for_mobile rewrites from LibTorch's own one version at
+// a time. Returns the SHA-256 of the bytes written with `hash`, else "".
+std::string save_module(const Module& m, PendingFile& file, bool mobile,
+                        const std::string& metadata, bool hash, int lite_version = 0) {
+  if (mobile && lite_version != 0 && lite_version != kNewestLiteBytecodeVersion) {
+    std::stringstream own;
+    torch::jit::ExportModule(m, own, {{kMetadataFile, metadata}}, /*bytecode_format=*/true);
     std::stringstream older;
-    if (!torch::jit::_backport_for_mobile(own, older, version)) {
+    if (!torch::jit::_backport_for_mobile(own, older, lite_version)) {
       throw ConvertError(1,
                          "LibTorch could not backport the lite-interpreter copy to bytecode "
                          "version " +
-                             std::to_string(version) + " (--lite-bytecode-version)");
+                             std::to_string(lite_version) + " (--lite-bytecode-version)");
     }
-    bytes = older.str();
+    const std::string bytes = older.str();
+    file.write(bytes.data(), bytes.size());
+    if (!hash) return "";
+    Sha256 sha;
+    sha.update(bytes.data(), bytes.size());
+    return sha.hex();
   }
-  file.write(bytes.data(), bytes.size());
-}
-
-void save_module(const Module& m, PendingFile& file, bool mobile) {
   // LibTorch's zip writer throws from its destructor when a write fails, so
   // the writer never reports a failure to it: the file records the error and
   // finish() throws it.
+  Sha256 sha;
   torch::jit::ExportModule(
       m,
-      [&file](const void* data, size_t size) {
+      [&file, &sha, hash](const void* data, size_t size) {
+        if (hash) sha.update(data, size);
         file.write_nothrow(data, size);
         return size;
       },
-      {}, /*bytecode_format=*/mobile);
+      {{kMetadataFile, metadata}}, /*bytecode_format=*/mobile);
+  return hash ? sha.hex() : "";
 }
 
 nlohmann::json parts_manifest(const Conversion& c, const ConvertOptions& options) {
@@ -604,7 +613,8 @@ ConversionFiles::ConversionFiles(ConversionFiles&&) noexcept = default;
 ConversionFiles::~ConversionFiles() = default;
 
 ConversionFiles write_conversion(const Conversion& c, const ConvertOptions& options,
-                                 const std::string& path, bool lite, const std::string& parts) {
+                                 const std::string& path, bool lite, const std::string& parts,
+                                 const std::string& source_sha256, bool hash_outputs) {
   ConversionFiles out;
   if (c.fallback && !parts.empty()) {
     throw ConvertError(2, "--parts writes the files of one NNAPI model, but --cpu-fallback made " +
@@ -620,22 +630,29 @@ ConversionFiles write_conversion(const Conversion& c, const ConvertOptions& opti
       throw ConvertError(
           1, std::string("could not build the NNAPI module: ") + e.what_without_backtrace());
     }
+    std::string sha = source_sha256;
+    if (sha.empty() && (!path.empty() || lite)) {
+      try {
+        sha = sha256_file(options.model_path);
+      } catch (const std::runtime_error& e) {
+        throw ConvertError(1, "model '" + options.model_path + "': " + e.what() +
+                                  " after it was loaded; was it replaced or removed meanwhile?");
+      }
+    }
+    const std::string metadata = metadata_json(c, options, sha);
     auto add = [&](const std::string& p, const std::string& what) -> PendingFile& {
       out.files.push_back(std::make_unique<PendingFile>(p, what));
       return *out.files.back();
     };
     if (!path.empty()) {
       out.module = &add(path, "output");
-      save_module(wrapper, *out.module, false);
+      out.module_sha256 = save_module(wrapper, *out.module, false, metadata, hash_outputs);
       out.module->finish();
     }
     if (lite && !path.empty()) {
       PendingFile& ptl = add(lite_output_path(path), "--lite output");
-      if (options.lite_bytecode_version == 0) {
-        save_module(wrapper, ptl, true);
-      } else {
-        save_lite_module(wrapper, ptl, options.lite_bytecode_version);
-      }
+      out.lite_sha256 = save_module(wrapper, ptl, true, metadata, hash_outputs,
+                                    options.lite_bytecode_version);
       ptl.finish();
     }
     if (!parts.empty()) {

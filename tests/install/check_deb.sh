@@ -1,11 +1,11 @@
 #!/bin/sh
 # cpack -G DEB, then check the packages with dpkg-deb: files, Depends, fields.
-# Usage: check_deb.sh CPACK BUILD_DIR OUT_DIR RUNTIME_DIR HAVE_MAN(ON|OFF) MODEL
+# Usage: check_deb.sh CPACK BUILD_DIR OUT_DIR RUNTIME_DIR HAVE_MAN(ON|OFF) MODEL PYDIR
 # MODEL is the example model: the binary unpacked from the package must convert
 # and --verify it with the runtime unpacked beside it.
 # Exit 77 (skipped) without cpack or dpkg-deb.
 set -eu
-cpack=$1 build=$2 out=$3 runtime_dir=$4 have_man=$5 model=$6
+cpack=$1 build=$2 out=$3 runtime_dir=$4 have_man=$5 model=$6 pydir=$7
 if [ -z "$cpack" ] || ! [ -x "$cpack" ]; then echo "deb: no cpack, skipped"; exit 77; fi
 if ! command -v dpkg-deb >/dev/null; then echo "deb: no dpkg-deb, skipped"; exit 77; fi
 rm -rf "$out"
@@ -32,6 +32,8 @@ lacks() {
 contains "$cli" bin/nnapi-convert
 contains "$cli" "$runtime_dir/libneuralnetworks.so"
 if [ "$have_man" = ON ]; then contains "$cli" share/man/man1/nnapi-convert.1.gz; fi
+contains "$cli" "$pydir/nnapi_convert/__init__.py"
+contains "$cli" "$pydir/nnapi_convert/_installed.py"
 lacks "$cli" include/
 lacks "$cli" '\.a$'
 contains "$dev" include/nnapi_convert/input_spec.h
@@ -61,5 +63,11 @@ dpkg-deb -x "$cli" "$out/root"
 env -u NNAPI_CONVERT_RUNTIME -u LD_LIBRARY_PATH "$out/root/usr/bin/nnapi-convert" "$model" \
   --input 1x3x32x32 --nhwc --verify -q -o "$out/example.nnapi.pt" ||
   fail "the unpacked nnapi-convert could not convert and --verify $model"
+# The unpacked Python package finds the unpacked binary beside it and converts with it.
+found=$(env -u NNAPI_CONVERT PATH=/usr/bin:/bin PYTHONDONTWRITEBYTECODE=1 \
+  PYTHONPATH="$out/root/usr/$pydir" /usr/bin/python3 -c \
+  "import nnapi_convert as n; n.convert('$model', ['1x3x32x32'], output='$out/py.nnapi.pt'); print(n.find_binary())") ||
+  fail "the unpacked Python package could not convert $model"
+[ "$found" = "$out/root/usr/bin/nnapi-convert" ] || fail "the Python package runs '$found'"
 if [ "$status" -eq 0 ]; then echo "deb: packages ok"; fi
 exit "$status"

@@ -1,8 +1,8 @@
 #!/bin/sh
 # cmake --install into a fresh prefix, then check the layout users rely on.
-# Usage: check_install.sh CMAKE SOURCE_DIR BUILD_DIR PREFIX LIBDIR RUNTIME_DIR HAVE_MAN(ON|OFF)
+# Usage: check_install.sh CMAKE SOURCE_DIR BUILD_DIR PREFIX LIBDIR RUNTIME_DIR HAVE_MAN(ON|OFF) PYDIR
 set -eu
-cmake=$1 source=$2 build=$3 prefix=$4 libdir=$5 runtime_dir=$6 have_man=$7
+cmake=$1 source=$2 build=$3 prefix=$4 libdir=$5 runtime_dir=$6 have_man=$7 pydir=$8
 rm -rf "$prefix"
 "$cmake" --install "$build" --prefix "$prefix" >/dev/null
 status=0
@@ -18,6 +18,8 @@ need "$libdir/libnnapi_convert_validate.a"
 need "$libdir/cmake/nnapi_convert/nnapi_convertConfig.cmake"
 need "$libdir/cmake/nnapi_convert/nnapi_convertConfigVersion.cmake"
 need include/nnapi_runtime/android/NeuralNetworks.h
+for p in "$source"/python/nnapi_convert/*.py; do need "$pydir/nnapi_convert/${p##*/}"; done
+need "$pydir/nnapi_convert/_installed.py"
 need "$libdir/pkgconfig/nnapi-convert-runtime.pc"
 if [ "$have_man" = ON ]; then
   need share/man/man1/nnapi-convert.1.gz
