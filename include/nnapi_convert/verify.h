@@ -52,7 +52,25 @@ struct VerifyOptions {
   // --verify-strict: an output whose check proves little (a constant output
   // would pass it: OutputCheck::warning) fails instead of passing with a warning.
   bool strict = false;
+  // float16 computation (--float16, --relax-f32-to-f16): how many NNAPI
+  // operations round their results to float16 (relaxed_tolerances counts
+  // them). When > 0, a float output that fails the element-by-element rule
+  // still passes when its error, measured against the model output's RMS, is
+  // within float16_rms_bound(): rms(nnapi - model) <= L * u * rms(model),
+  // u = 2^-11 (float16's unit roundoff), L = float16_roundings.
+  int64_t float16_roundings = 0;
 };
+
+// float16's unit roundoff: half the distance from 1 to the next float16
+// (10 fraction bits), the largest relative error of one rounding to nearest.
+constexpr double kFloat16UnitRoundoff = 1.0 / 2048.0;
+
+// The RMS-relative bound of float16 computation: L * u for L operations that
+// each round their result to float16 (first-order worst case: each rounding
+// a relative error of at most u of the signal it rounds, every error carried
+// to the output with unit gain and adding up without cancelling, Higham's
+// gamma_L ~ L * u). 0 when options.float16_roundings is 0 (not used).
+double float16_rms_bound(const VerifyOptions& options);
 
 // The start of OutputCheck::problem when only --verify-strict failed the
 // output (its warning follows).
@@ -70,8 +88,15 @@ struct OutputCheck {
   double quantum = 0;          // quantized, or dequantized by the model's last op: its scale
   double max_abs_err = 0;      // in real units (quantized: dequantized)
   double max_rel_err = 0;      // max |a - b| / |b| over elements with b != 0
-  int64_t max_quanta = 0;      // quantum > 0: the largest difference in quanta
-  int64_t off_by_one = 0;      // quantum > 0: elements off by at least one quantum
+  // Float outputs: rms(a - b) / rms(b) (0 when b is all zero).
+  double rms_rel_err = 0;
+  // The rule a float output passed or failed: "elementwise" (atol + rtol *
+  // |model|), or "float16 rms" (it failed elementwise and was judged by
+  // rms_rel_err <= rms_bound: VerifyOptions::float16_roundings).
+  std::string rule;
+  double rms_bound = 0;    // rule "float16 rms": the bound
+  int64_t max_quanta = 0;  // quantum > 0: the largest difference in quanta
+  int64_t off_by_one = 0;  // quantum > 0: elements off by at least one quantum
   int64_t numel = 0;
   bool ok = false;
   std::string problem;  // why not ok, one line; empty when ok
@@ -99,8 +124,12 @@ struct Divergence {
 };
 
 struct VerifyReport {
-  std::string runtime_library;        // the libneuralnetworks.so that ran
-  double atol = 0, rtol = 0;          // the float tolerances used (relaxed_tolerances)
+  std::string runtime_library;  // the libneuralnetworks.so that ran
+  double atol = 0, rtol = 0;    // the float tolerances used (relaxed_tolerances)
+  // float16 computation: the operations that round to float16 and the
+  // RMS-relative bound they give (VerifyOptions::float16_roundings); 0: none.
+  int64_t float16_roundings = 0;
+  double float16_rms_bound = 0;
   bool dynamic_quantization = false;  // the model quantizes dynamically: tolerances widened
   // QNNPACK cannot load the model (quantized 3-D convolutions): eager ran on
   // PyTorch's default quantized engine
@@ -126,7 +155,8 @@ struct VerifyReport {
 std::vector<int64_t> parse_verify_shape(const std::string& text);
 
 // The run-time shape of every input: `shapes` (checked against the specs) or
-// the defaults (default_sample_shapes, core/sample_inputs.h). Throws ConvertError(2) when a shape does not fit its spec.
+// the defaults (default_sample_shapes, core/sample_inputs.h). Throws ConvertError(2) when a shape
+// does not fit its spec.
 std::vector<std::vector<int64_t>> verify_input_shapes(const std::vector<InputSpec>& specs,
                                                       const VerifyOptions& options);
 
@@ -200,8 +230,10 @@ constexpr double kDynamicQuantTolerance = 0.05;
 
 // `verify` with atol and rtol raised to at least kFloat16Tolerance when the
 // conversion asks for relaxed or float16 computation (--float16); unchanged
-// otherwise.
-VerifyOptions relaxed_tolerances(const ConvertOptions& options, const VerifyOptions& verify);
+// otherwise. With `ser_model` (the converted model's blob), such a
+// conversion also gets float16_roundings = its operation count.
+VerifyOptions relaxed_tolerances(const ConvertOptions& options, const VerifyOptions& verify,
+                                 const std::vector<int32_t>& ser_model = {});
 
 // Runs the original model (options.model_path; with PyTorch's QNNPACK
 // quantized engine, as on Android and in test_nnapi.py) and the converted

@@ -72,6 +72,12 @@ void print_verify(const Args& a, const JobResult& r) {
       out << "  float16 computation (--float16): float tolerances atol " << v.atol << ", rtol "
           << v.rtol << " (float16's precision, not float32's)\n";
     }
+    if ((a.relax || a.float16 || a.float16_io) && v.float16_roundings > 0) {
+      out << "  an output outside them passes when its RMS error is at most " << v.float16_rms_bound
+          << " of the model output's RMS (" << v.float16_roundings
+          << " operations rounding to float16 x float16's unit roundoff 2^-11: error that "
+             "accumulates through the model's depth)\n";
+    }
     if (v.dynamic_quantization) {
       out << "  dynamic quantization (eager rounds activations to 8 bits at run time, the NNAPI "
              "model computes in float): float tolerances atol "
@@ -114,9 +120,14 @@ void print_verify(const Args& a, const JobResult& r) {
   spdlog::error(
       "model '{}': the converted module does not match the model on {} inputs of shape {} "
       "(float outputs: |nnapi - model| <= atol {} + rtol {} * |model|; quantized: at most 3% "
-      "of elements off by one quantum, none by more), so '{}' was not written.{}{}",
+      "of elements off by one quantum, none by more{}), so '{}' was not written.{}{}",
       r.model, a.verify_input.empty() ? "seeded random" : "the --verify-input", shapes, v.atol,
-      v.rtol, r.output, why, v.divergence ? "\n" + format_divergence(*v.divergence) + "." : "");
+      v.rtol,
+      v.float16_roundings > 0
+          ? "; float16 computation: or an RMS error of at most " +
+                fmt::format("{}", v.float16_rms_bound) + " of the model output's RMS"
+          : std::string(),
+      r.output, why, v.divergence ? "\n" + format_divergence(*v.divergence) + "." : "");
 }
 
 // --cpu-fallback's split, on standard error: what stays TorchScript, where.

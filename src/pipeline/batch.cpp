@@ -184,6 +184,9 @@ nlohmann::ordered_json to_json(const OutputCheck& o) {
           {"quantum", o.quantum},
           {"max_abs_err", o.max_abs_err},
           {"max_rel_err", o.max_rel_err},
+          {"rms_rel_err", o.rms_rel_err},
+          {"rule", o.rule},
+          {"rms_bound", o.rms_bound},
           {"max_quanta", o.max_quanta},
           {"off_by_one", o.off_by_one},
           {"off_by_one_share", o.off_by_one_share()},
@@ -207,6 +210,9 @@ OutputCheck output_check_from(const nlohmann::ordered_json& j) {
   o.quantum = number(j.at("quantum"));
   o.max_abs_err = number(j.at("max_abs_err"));
   o.max_rel_err = number(j.at("max_rel_err"));
+  o.rms_rel_err = j.contains("rms_rel_err") ? number(j.at("rms_rel_err")) : 0.0;
+  o.rule = j.value("rule", std::string());
+  o.rms_bound = j.contains("rms_bound") ? number(j.at("rms_bound")) : 0.0;
   o.max_quanta = j.at("max_quanta").get<int64_t>();
   o.off_by_one = j.at("off_by_one").get<int64_t>();
   o.numel = j.at("numel").get<int64_t>();
@@ -333,6 +339,11 @@ nlohmann::ordered_json to_json(const JobResult& r) {
     j["verify"] = {{"ok", r.verify->ok},         {"runtime", r.verify->runtime_library},
                    {"atol", r.verify->atol},     {"rtol", r.verify->rtol},
                    {"shapes", r.verify->shapes}, {"outputs", outputs}};
+    if (r.verify->float16_roundings > 0) {
+      j["verify"]["float16_rms"] = {{"operations", r.verify->float16_roundings},
+                                    {"unit_roundoff", kFloat16UnitRoundoff},
+                                    {"bound", r.verify->float16_rms_bound}};
+    }
     if (r.verify->dynamic_quantization) j["verify"]["dynamic_quantization"] = true;
     if (r.verify->eager_default_engine) j["verify"]["eager_default_engine"] = true;
     if (r.verify->shapes_multiple) j["verify"]["shapes_multiple"] = r.verify->shapes_multiple;
@@ -395,6 +406,10 @@ JobResult job_result_from(const nlohmann::ordered_json& j, const std::string& ou
     rep.runtime_library = v.at("runtime").get<std::string>();
     rep.atol = v.value("atol", 0.0);
     rep.rtol = v.value("rtol", 0.0);
+    if (v.contains("float16_rms")) {
+      rep.float16_roundings = v.at("float16_rms").at("operations").get<int64_t>();
+      rep.float16_rms_bound = number(v.at("float16_rms").at("bound"));
+    }
     rep.dynamic_quantization = v.value("dynamic_quantization", false);
     rep.eager_default_engine = v.value("eager_default_engine", false);
     rep.shapes = v.at("shapes").get<std::vector<std::vector<int64_t>>>();

@@ -629,10 +629,20 @@ OutputCheck compare_output(const at::Tensor& nnapi, const at::Tensor& eager, dou
     if (!c.ok) c.problem = "integer values differ, by up to " + num(c.max_abs_err);
     return c;
   }
+  const double rms_model = b.pow(2).mean().sqrt().item<double>();
+  if (rms_model > 0) c.rms_rel_err = (a - b).pow(2).mean().sqrt().item<double>() / rms_model;
   at::Tensor bound = babs * options.rtol + options.atol;
   at::Tensor over = diff.gt(bound);
   int64_t n_over = over.sum().item<int64_t>();
   bool float_ok = n_over == 0;
+  c.rule = "elementwise";
+  // float16 computation: error that fails element by element is judged
+  // against the output's RMS (float16_rms_bound).
+  if (!float_ok && !dequantized && options.float16_roundings > 0) {
+    c.rule = "float16 rms";
+    c.rms_bound = float16_rms_bound(options);
+    float_ok = rms_model > 0 && c.rms_rel_err <= c.rms_bound;
+  }
   if (dequantized) {
     at::Tensor quanta = (diff / c.quantum).round();
     c.max_quanta = static_cast<int64_t>(std::min(quanta.max().item<double>(), 1e18));
@@ -647,6 +657,11 @@ OutputCheck compare_output(const at::Tensor& nnapi, const at::Tensor& eager, dou
        << "flat index " << worst << ": " << std::setprecision(9)
        << a.reshape(-1)[worst].item<double>() << " vs " << b.reshape(-1)[worst].item<double>();
     if (dequantized) os << "; as a dequantized output: " << quanta_problem();
+    if (c.rule == "float16 rms") {
+      os << "; and its RMS error is " << num(c.rms_rel_err)
+         << " of the model output's RMS, over float16 computation's bound " << num(c.rms_bound)
+         << " (" << options.float16_roundings << " operations x float16's unit roundoff 2^-11)";
+    }
     c.problem = os.str();
   }
   return c;
@@ -864,13 +879,25 @@ std::vector<at::Tensor> float_inputs_as(const std::vector<at::Tensor>& tensors,
 
 }  // namespace
 
-VerifyOptions relaxed_tolerances(const ConvertOptions& options, const VerifyOptions& verify) {
+VerifyOptions relaxed_tolerances(const ConvertOptions& options, const VerifyOptions& verify,
+                                 const std::vector<int32_t>& ser_model) {
   VerifyOptions v = verify;
   if (options.relax_f32_to_f16 || options.float16) {
     v.atol = std::max(v.atol, kFloat16Tolerance);
     v.rtol = std::max(v.rtol, kFloat16Tolerance);
+    if (!ser_model.empty()) {
+      try {
+        v.float16_roundings = static_cast<int64_t>(parse_ser_model(ser_model).operations.size());
+      } catch (const BlobError&) {
+        v.float16_roundings = 0;  // element by element only
+      }
+    }
   }
   return v;
+}
+
+double float16_rms_bound(const VerifyOptions& options) {
+  return static_cast<double>(options.float16_roundings) * kFloat16UnitRoundoff;
 }
 
 // Dynamic quantization (quantize_dynamic: quantized::linear_dynamic,
@@ -1003,8 +1030,23 @@ void verify_state_sequence(const ConvertOptions& options, const std::string& con
 VerifyReport verify_conversion(const ConvertOptions& options,
                                const std::string& converted_module_path,
                                const VerifyOptions& requested) {
-  VerifyOptions verify = relaxed_tolerances(options, requested);
+  // Our one-model layout (not --cpu-fallback's): its NNAPI model, to read
+  // the quanta of float outputs and count the operations.
+  std::vector<int32_t> ser_model;
+  bool whole = false;
+  try {
+    torch::jit::Module converted = torch::jit::load(converted_module_path);
+    whole = is_whole_module(converted);
+    if (whole) {
+      at::Tensor ser = converted.attr("mod").toModule().attr("ser_model").toTensor().contiguous();
+      ser_model.assign(ser.data_ptr<int32_t>(), ser.data_ptr<int32_t>() + ser.numel());
+    }
+  } catch (const std::exception&) {
+  }
+  VerifyOptions verify = relaxed_tolerances(options, requested, ser_model);
   VerifyReport report;
+  report.float16_roundings = verify.float16_roundings;
+  report.float16_rms_bound = float16_rms_bound(verify);
   report.runtime_library = load_nnapi_runtime(verify.runtime_library);
   std::vector<at::Tensor> inputs;
   if (verify.input_file.empty()) {
@@ -1084,18 +1126,8 @@ VerifyReport verify_conversion(const ConvertOptions& options,
 
   // Not our one-model layout (--cpu-fallback's): compare without knowing
   // the quanta of float outputs.
-  std::vector<double> quanta;
-  bool whole = false;
-  try {
-    torch::jit::Module converted = torch::jit::load(converted_module_path);
-    whole = is_whole_module(converted);
-    if (whole) {
-      at::Tensor ser = converted.attr("mod").toModule().attr("ser_model").toTensor().contiguous();
-      quanta = dequantized_output_quanta(
-          std::vector<int32_t>(ser.data_ptr<int32_t>(), ser.data_ptr<int32_t>() + ser.numel()));
-    }
-  } catch (const std::exception&) {
-  }
+  const std::vector<double> quanta =
+      whole ? dequantized_output_quanta(ser_model) : std::vector<double>();
   std::vector<at::Tensor> nnapi;
   RunFailure failure;
   const std::vector<at::Tensor> fed =
@@ -1236,7 +1268,12 @@ std::string tolerance_text(const OutputCheck& c, const VerifyOptions& verify) {
     return "at most 1 quantum, on at most " + pct(verify.max_off_by_one_share) + " of elements";
   }
   if (c.dtype != "Float" && c.dtype != "Double" && c.dtype != "Half") return "exact";
-  return "atol " + num(verify.atol) + " + rtol " + num(verify.rtol) + " * |model|";
+  std::string s = "atol " + num(verify.atol) + " + rtol " + num(verify.rtol) + " * |model|";
+  if (c.rule == "float16 rms") {
+    s += ", or an RMS error of at most " + num(c.rms_bound) + " of the model value's RMS (" +
+         std::to_string(verify.float16_roundings) + " float16 roundings x 2^-11)";
+  }
+  return s;
 }
 
 // Compares one operation result (NNAPI layout) with the eager value.
@@ -1324,7 +1361,10 @@ Divergence locate_divergence(const ConvertOptions& options,
       const size_t i = index_of.at(r.operand);
       if (!eager[i].defined()) continue;
       OutputCheck check;
-      if (!compare_result(r.value, eager[i], trace.values[i].nhwc, verify, &check)) continue;
+      // float16 computation: the roundings up to this operation's result.
+      VerifyOptions here = verify;
+      if (here.float16_roundings > 0) here.float16_roundings = r.operation + 1;
+      if (!compare_result(r.value, eager[i], trace.values[i].nhwc, here, &check)) continue;
       compared[r.operation] = true;
       if (check.ok) continue;
       d.operation = r.operation;
@@ -1337,7 +1377,7 @@ Divergence locate_divergence(const ConvertOptions& options,
       d.source = o.source;
       d.code = o.code;
       d.value = "%" + trace.values[i].value->debugName();
-      d.tolerance = tolerance_text(check, verify);
+      d.tolerance = tolerance_text(check, here);
       d.check = check;
       break;
     }
@@ -1381,6 +1421,10 @@ std::string format_output_check(size_t index, const OutputCheck& c) {
   std::string s = (c.name.empty() ? "output " + std::to_string(index) : c.name) + ": ";
   if (!c.shape.empty() || c.numel) s += join_dims(c.shape) + " " + c.dtype + ", ";
   s += "max abs err " + num(c.max_abs_err) + ", max rel err " + num(c.max_rel_err);
+  if (c.rule == "float16 rms") {
+    s += ", RMS err " + num(c.rms_rel_err) + " of the output's RMS (float16 bound " +
+         num(c.rms_bound) + ")";
+  }
   if (c.quantum > 0) {
     s += ", " + pct(c.off_by_one_share()) + " off by one quantum";
     if (c.max_quanta > 1) s += " (up to " + std::to_string(c.max_quanta) + ")";

@@ -15,9 +15,12 @@
 
 #include <cmath>
 #include <filesystem>
+#include <iostream>
+#include <utility>
 
 #include "../common/fixtures.h"
 #include "nnapi_convert/converter.h"
+#include "nnapi_convert/input_spec.h"
 #include "nnapi_convert/verify.h"
 
 namespace fs = std::filesystem;
@@ -217,6 +220,112 @@ TEST(VerifyRules, FlexibleModuleCompilesAgainForOtherSizes) {
     }
   }
   fs::remove_all(out);
+}
+
+// float16 computation's rule (--float16, --relax-f32-to-f16): a float output
+// that fails element by element passes when rms(nnapi - model) is at most
+// float16_roundings x 2^-11 of the model output's RMS; float32 conversions
+// (float16_roundings 0) keep the element-by-element rule alone.
+// 1000 logits of RMS about 3 and the same plus noise of RMS `share` x theirs.
+std::pair<at::Tensor, at::Tensor> noisy_logits(double share) {
+  at::manual_seed(3);
+  const at::Tensor eager = at::randn({1, 1000}) * 3.0;
+  const at::Tensor noise = at::randn({1, 1000});
+  const double rms = eager.pow(2).mean().sqrt().item<double>();
+  return {eager + noise * (share * rms / noise.pow(2).mean().sqrt().item<double>()), eager};
+}
+
+VerifyOptions float16_verify(int64_t roundings) {
+  VerifyOptions v;
+  v.atol = v.rtol = kFloat16Tolerance;
+  v.float16_roundings = roundings;
+  return v;
+}
+
+TEST(Float16Rule, NoiseWithinTheRmsBoundPasses) {
+  const auto [nnapi, eager] = noisy_logits(0.01);  // 20 u, bound 100 u
+  const OutputCheck c = compare_output(nnapi, eager, 0, float16_verify(100));
+  EXPECT_TRUE(c.ok) << c.problem;
+  EXPECT_EQ(c.rule, "float16 rms");
+  EXPECT_NEAR(c.rms_rel_err, 0.01, 1e-6);
+  EXPECT_DOUBLE_EQ(c.rms_bound, 100.0 / 2048.0);
+  EXPECT_NE(format_output_check(0, c).find("of the output's RMS (float16 bound 0.049"),
+            std::string::npos)
+      << format_output_check(0, c);
+}
+
+TEST(Float16Rule, TheSameNoiseFailsElementByElementWithoutIt) {
+  const auto [nnapi, eager] = noisy_logits(0.01);
+  const OutputCheck c = compare_output(nnapi, eager, 0, float16_verify(0));
+  EXPECT_FALSE(c.ok);
+  EXPECT_EQ(c.rule, "elementwise");
+  EXPECT_EQ(c.problem.find("RMS"), std::string::npos) << c.problem;
+}
+
+TEST(Float16Rule, NoiseOverTheRmsBoundFails) {
+  const auto [nnapi, eager] = noisy_logits(0.06);  // bound 100 u = 0.0488
+  const OutputCheck c = compare_output(nnapi, eager, 0, float16_verify(100));
+  EXPECT_FALSE(c.ok);
+  EXPECT_EQ(c.rule, "float16 rms");
+  EXPECT_NE(c.problem.find("and its RMS error is 0.06 of the model output's RMS, over float16 "
+                           "computation's bound 0.049 (100 operations x float16's unit "
+                           "roundoff 2^-11)"),
+            std::string::npos)
+      << c.problem;
+}
+
+TEST(Float16Rule, WithinTheElementwiseToleranceStaysElementwise) {
+  const auto [nnapi, eager] = noisy_logits(1e-4);
+  const OutputCheck c = compare_output(nnapi, eager, 0, float16_verify(100));
+  EXPECT_TRUE(c.ok) << c.problem;
+  EXPECT_EQ(c.rule, "elementwise");
+}
+
+// End to end on torchvision's MobileNetV2 at 1x3x64x64
+// (tests/verify/make_float16_deep.py in $NNAPI_F16_DEEP_DIR): its --float16
+// conversion passes --verify; the conversions of four wrong forms of it,
+// verified against it, fail by the RMS rule.
+ConvertOptions deep_options(const std::string& model) {
+  ConvertOptions o;
+  o.model_path = model;
+  o.inputs.push_back(parse_input_spec("1x3x64x64"));
+  o.float16 = true;
+  return o;
+}
+
+TEST(Float16Deep, ACorrectConversionPassesAndWrongOnesFail) {
+  const char* root = std::getenv("NNAPI_F16_DEEP_DIR");
+  ASSERT_TRUE(root) << "NNAPI_F16_DEEP_DIR must name make_float16_deep.py's directory";
+  const fs::path dir(root);
+  const ConvertOptions deep = deep_options((dir / "deep.pt").string());
+  const std::string runtime =
+      std::getenv("NNAPI_CONVERT_RUNTIME") ? std::getenv("NNAPI_CONVERT_RUNTIME") : "";
+  VerifyOptions verify;
+  verify.runtime_library = runtime;
+  auto module_of = [&](const std::string& name) {
+    const ConvertOptions o = deep_options((dir / (name + ".pt")).string());
+    const std::string path = (dir / (name + ".f16.nnapi.pt")).string();
+    write_nnapi_module(convert(o), o, path, false);
+    return path;
+  };
+  const VerifyReport right = verify_conversion(deep, module_of("deep"), verify);
+  ASSERT_EQ(right.outputs.size(), 1u);
+  const OutputCheck& r = right.outputs[0];
+  std::cout << "deep: " << format_output_check(0, r) << "\n";
+  EXPECT_TRUE(right.ok) << r.problem;
+  EXPECT_EQ(r.rule, "float16 rms");  // it fails element by element
+  EXPECT_GT(right.float16_roundings, 50);
+  EXPECT_DOUBLE_EQ(right.float16_rms_bound, right.float16_roundings / 2048.0);
+  for (const char* kind : {"transposed", "padding", "channels", "activation"}) {
+    const VerifyReport wrong =
+        verify_conversion(deep, module_of(std::string("wrong-") + kind), verify);
+    ASSERT_EQ(wrong.outputs.size(), 1u) << kind;
+    const OutputCheck& w = wrong.outputs[0];
+    std::cout << kind << ": " << format_output_check(0, w) << "\n";
+    EXPECT_FALSE(wrong.ok) << kind;
+    EXPECT_EQ(w.rule, "float16 rms") << kind;
+    EXPECT_GT(w.rms_rel_err, w.rms_bound) << kind;
+  }
 }
 
 }  // namespace
