@@ -64,6 +64,14 @@ void print_verify(const Args& a, const JobResult& r) {
           << ", the first it runs at (as the converter's validator does); --verify-shape "
              "chooses other sizes\n";
     }
+    if ((a.relax || a.float16 || a.float16_io) && v.float16_roundings > 0) {
+      out << "  float16 computation's RMS rule: an output outside the float tolerances below "
+             "passes when its RMS error is at most "
+          << v.float16_rms_bound << " of the model output's RMS (" << v.float16_roundings
+          << (v.float16_roundings == 1 ? " operation" : " operations")
+          << " rounding to float16 x float16's unit roundoff 2^-11: error that accumulates "
+             "through the model's depth)\n";
+    }
     if (a.relax) {
       out << "  relaxed float32 -> float16 computation: float tolerances atol " << v.atol
           << ", rtol " << v.rtol << "\n";
@@ -71,12 +79,6 @@ void print_verify(const Args& a, const JobResult& r) {
     if (a.float16 || a.float16_io) {
       out << "  float16 computation (--float16): float tolerances atol " << v.atol << ", rtol "
           << v.rtol << " (float16's precision, not float32's)\n";
-    }
-    if ((a.relax || a.float16 || a.float16_io) && v.float16_roundings > 0) {
-      out << "  an output outside them passes when its RMS error is at most " << v.float16_rms_bound
-          << " of the model output's RMS (" << v.float16_roundings
-          << " operations rounding to float16 x float16's unit roundoff 2^-11: error that "
-             "accumulates through the model's depth)\n";
     }
     if (v.dynamic_quantization) {
       out << "  dynamic quantization (eager rounds activations to 8 bits at run time, the NNAPI "
