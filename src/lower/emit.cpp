@@ -316,9 +316,13 @@ OperandHandle emit_pad(LoweringContext& cx, const OperandHandle& x_in,
     rows.push_back(before[d]);
     rows.push_back(after[d]);
   }
+  return emit_pad_operation(cx, x, cx.model().add_int_tensor(rows, {rank, 2}), dims, value, out);
+}
+
+OperandHandle emit_pad_operation(LoweringContext& cx, const OperandHandle& x, int32_t paddings,
+                                 const std::vector<SymInt>& dims, double value, const Value* out) {
   ModelBuilder& m = cx.model();
-  RoleIds inputs = {{nnapi::Role::Input, x.id},
-                    {nnapi::Role::Paddings, m.add_int_tensor(rows, {rank, 2})}};
+  RoleIds inputs = {{nnapi::Role::Input, x.id}, {nnapi::Role::Paddings, paddings}};
   Op op = Op::Pad;
   if (value != 0.0) {
     op = Op::PadV2;

@@ -124,6 +124,12 @@ OperandHandle emit_concat(LoweringContext& cx, const std::vector<OperandHandle>&
 OperandHandle emit_pad(LoweringContext& cx, const OperandHandle& x,
                        const std::vector<int64_t>& before, const std::vector<int64_t>& after,
                        double value, const Value* out = nullptr);
+// emit_pad's operation: PAD, or PAD_V2 by `value`, of `x` with the
+// TENSOR_INT32 (rank, 2) `paddings` (rows in the NNAPI operand's dim order),
+// giving a result of `dims`.
+OperandHandle emit_pad_operation(LoweringContext& cx, const OperandHandle& x, int32_t paddings,
+                                 const std::vector<SymInt>& dims, double value,
+                                 const Value* out = nullptr);
 // Removes before[d] elements from the start and after[d] from the end of each
 // PyTorch dim d (all >= 0): one STRIDED_SLICE (a negative end counts from the
 // end, so flexible dims can be cropped too).

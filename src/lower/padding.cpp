@@ -29,15 +29,17 @@ double pad_value(LoweringContext& cx, const Node* node) {
 }
 
 // Per-dim (before, after) amounts from PyTorch's padding list, which holds
-// pairs from the last dimension backwards.
-void pad_amounts(const std::vector<int64_t>& pad, int64_t rank, std::vector<int64_t>* before,
-                 std::vector<int64_t>* after) {
+// pairs from the last dimension backwards (numbers, or SymInts where amounts
+// are known only when the model is loaded).
+template <class Amount>
+void pad_amounts(const std::vector<Amount>& pad, int64_t rank, std::vector<Amount>* before,
+                 std::vector<Amount>* after) {
   check(pad.size() % 2 == 0 && static_cast<int64_t>(pad.size()) <= 2 * rank, [&] {
     return "a padding list of " + std::to_string(pad.size()) + " entries does not fit a rank-" +
            std::to_string(rank) + " tensor (it needs pairs, at most two per dimension)";
   });
-  before->assign(rank, 0);
-  after->assign(rank, 0);
+  before->assign(rank, Amount{});
+  after->assign(rank, Amount{});
   for (size_t i = 0; i < pad.size() / 2; ++i) {
     const int64_t d = rank - 1 - static_cast<int64_t>(i);
     (*before)[d] = pad[2 * i];
@@ -201,12 +203,72 @@ OperandHandle padded_operand(LoweringContext& cx, const Node* node) {
   return x;
 }
 
+// Whether `node`'s padding list holds an amount known only when the model is
+// loaded (computed from a flexible size).
+bool pads_at_load_time(const LoweringContext& cx, const Node* node) {
+  if (!cx.has_symbolic(node->input(1))) return false;
+  for (const SymInt& item : cx.sym_int_list(node->input(1))) {
+    if (!item.is_constant()) return true;
+  }
+  return false;
+}
+
+// Constant padding by amounts known only when the model is loaded (TF-style
+// "same" padding of a flexible height and width, max((ceil(i / s) - 1) * s +
+// (k - 1) * d + 1 - i, 0)): PAD (PAD_V2 for another value) whose paddings
+// the shape-compute script sets at load time; each padded dim is the input's
+// plus its amounts.
+void lower_load_time_pad(LoweringContext& cx, const Node* node, const OperandHandle& x,
+                         const std::string& mode, double value) {
+  const std::string fix = "; give the dims the amounts are computed from fixed sizes in --input";
+  check(mode == "constant",
+        "padding by amounts computed from a flexible size is supported in "
+        "constant mode only" +
+            fix);
+  check(x.op.type != OperandType::TensorInt32,
+        "padding a bool tensor by amounts computed from a flexible size" + fix);
+  const auto rank = static_cast<int64_t>(x.op.shape.size());
+  check(rank <= 4 && !is_frames(x.op.dim_order),
+        "padding a tensor of rank above 4 by amounts computed from a flexible size" + fix);
+  std::vector<SymInt> before, after;
+  pad_amounts(cx.sym_int_list(node->input(1)), rank, &before, &after);
+  std::vector<SymInt> dims;
+  std::vector<int64_t> rows;
+  std::vector<std::pair<size_t, std::string>> patches;
+  for (int64_t d = 0; d < rank; ++d) {
+    dims.push_back(
+        sym_arith(sym_arith(sym_dim(x.id, x.op.shape, d), '+', before[d]), '+', after[d]));
+  }
+  for (int64_t nd = 0; nd < rank; ++nd) {
+    const int64_t d = torch_dim(x.op.dim_order, nd);
+    for (const SymInt* amount : {&before[d], &after[d]}) {
+      check(
+          !amount->is_constant() || amount->value >= 0,
+          "negative padding (cropping) together with amounts computed from a flexible size" + fix);
+      if (!amount->is_constant()) {
+        // NNAPI's PAD takes no negative amount: the model fails to load
+        // with a message instead.
+        cx.add_shape_line("assert " + amount->expr + " >= 0, 'padding amount " + amount->expr +
+                          " is negative'");
+        patches.emplace_back(rows.size(), amount->expr);
+      }
+      rows.push_back(amount->is_constant() ? amount->value : 0);
+    }
+  }
+  const int32_t paddings = cx.model().add_patched_int_vector(rows, patches, {rank, 2});
+  emit_pad_operation(cx, x, paddings, dims, value, node->output());
+}
+
 void lower_pad(LoweringContext& cx, const Node* node) {
   std::string mode = "constant";
   if (node->kind() == c10::aten::pad) {
     mode = cx.constant(node->input(2)).value.toStringRef();
   }
   const double value = mode == "constant" ? pad_value(cx, node) : 0.0;
+  if (pads_at_load_time(cx, node)) {
+    lower_load_time_pad(cx, node, padded_operand(cx, node), mode, value);
+    return;
+  }
   const std::vector<int64_t> pad = cx.constant_int_list(node->input(1));
   const OperandHandle x = padded_operand(cx, node);
   std::vector<int64_t> before, after;

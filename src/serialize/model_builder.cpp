@@ -118,9 +118,10 @@ int32_t ModelBuilder::add_int_vector(const std::vector<int64_t>& v) {
 }
 
 int32_t ModelBuilder::add_patched_int_vector(
-    const std::vector<int64_t>& v, const std::vector<std::pair<size_t, std::string>>& patches) {
-  const int32_t id =
-      add_operand({nnapi::OperandType::TensorInt32, {static_cast<int64_t>(v.size())}, 0.0, 0, {}});
+    const std::vector<int64_t>& v, const std::vector<std::pair<size_t, std::string>>& patches,
+    std::vector<int64_t> dims) {
+  if (dims.empty()) dims = {static_cast<int64_t>(v.size())};
+  const int32_t id = add_operand({nnapi::OperandType::TensorInt32, std::move(dims), 0.0, 0, {}});
   values_.push_back({id, nnapi::ValueSource::Immediate, int32_bytes(v), patches});
   return id;
 }

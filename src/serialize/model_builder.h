@@ -59,8 +59,11 @@ class ModelBuilder {
   int32_t add_int_vector(const std::vector<int64_t>& v);
   // A 1-D TENSOR_INT32 immediate, never shared, whose element i is set at
   // load time to the shape-compute expression patches[i] (where given).
+  // With `dims`, a TENSOR_INT32 of those dims (row-major elements), as PAD's
+  // paddings ((rank, 2)) are.
   int32_t add_patched_int_vector(const std::vector<int64_t>& v,
-                                 const std::vector<std::pair<size_t, std::string>>& patches);
+                                 const std::vector<std::pair<size_t, std::string>>& patches,
+                                 std::vector<int64_t> dims = {});
   // A TENSOR_INT32 immediate of `dims` holding `v` in row-major order.
   int32_t add_int_tensor(const std::vector<int64_t>& v, std::vector<int64_t> dims);
 

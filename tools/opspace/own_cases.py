@@ -13,7 +13,7 @@ from samples import IN_SCALE, In, Sample
 
 # Modules defined once, for their beyond-* fixtures (tools/ is on sys.path).
 from fixtures.control import TupleOutOfIfModule
-from fixtures.symbolic import SetSizeItemModule
+from fixtures.symbolic import SetSizeItemModule, timm_pad_same
 
 torch.backends.quantized.engine = "qnnpack"
 
@@ -385,6 +385,10 @@ for _pad, _label in (((1, 2), "last"), ((1, 1, 2, 0), "hw"), ((0, 0, 0, 0, 1, 1)
 add(Sample("aten::constant_pad_nd", fn(lambda x: torch.constant_pad_nd(x, (1, 2))), [In((3, 5))], "rank2"))
 add(Sample("aten::pad", fn(lambda x: F.pad(x, (1, 2, 2, 1), mode="reflect")), [In((2, 3, 5, 7))], "reflect"))
 add(Sample("aten::pad", fn(lambda x: F.pad(x, (1, 2, 2, 1), mode="replicate")), [In((2, 3, 5, 7))], "replicate"))
+# TF-style "same" padding computed from the size (timm's pad_same, traced):
+# with a flexible height and width the amounts are set when the model loads.
+add(Sample("aten::pad", fn(lambda x: timm_pad_same(x, [3, 5], [2, 2], [1, 2])), [In((2, 3, 5, 7))],
+           "same", flexhw=True))
 for _kind, _f, _shape, _pad in (
         ("aten::reflection_pad1d", torch.ops.aten.reflection_pad1d, (2, 3, 7), (2, 1)),
         ("aten::reflection_pad2d", torch.ops.aten.reflection_pad2d, (2, 3, 5, 7), (1, 2, 2, 1)),
