@@ -138,7 +138,7 @@ set(CPACK_DEBIAN_CLI_PACKAGE_NAME nnapi-convert)
 set(CPACK_DEBIAN_CLI_PACKAGE_DEPENDS
     "libc6 (>= 2.34), libfmt9 (>= 9.1.0+ds1), libgcc-s1 (>= 3.0), libspdlog1.10-fmt9, \
 libstdc++6 (>= 11), libtorch1.13 (>= 1.13.1+dfsg), zlib1g (>= 1:1.1.4), \
-libfarmhash0, libstb0")
+libfarmhash0, libstb0, libssl3")
 # Descriptions: the first line is the Debian synopsis (no package-wide summary
 # is set, so CPack does not put one in front of both), the rest is wrapped.
 set(CPACK_COMPONENT_CLI_DESCRIPTION "converts TorchScript models to Android NNAPI models
@@ -149,7 +149,7 @@ loader's path) with which --verify runs the converted model against the original
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libnnapi-convert-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-    "libtorch-dev (>= 1.13), libtorch-dev (<< 1.14), libspdlog-dev, nlohmann-json3-dev, zlib1g-dev, libstb-dev")
+    "libtorch-dev (>= 1.13), libtorch-dev (<< 1.14), libspdlog-dev, nlohmann-json3-dev, zlib1g-dev, libstb-dev, libssl-dev")
 set(CPACK_COMPONENT_DEV_DESCRIPTION "nnapi-convert as a C++ library
 The converter, the --input spec parser, the blob reader and --verify as a static \
 library with headers in /usr/include/nnapi_convert, for CMake's \

@@ -5,7 +5,7 @@
 #   tools/install-deps.sh --build-only  build, man page and package only (Dockerfile)
 set -euo pipefail
 pkgs=(cmake g++ make libtorch-dev libcli11-dev libspdlog-dev nlohmann-json3-dev zlib1g-dev
-      libfarmhash-dev libstb-dev help2man)
+      libfarmhash-dev libstb-dev libssl-dev help2man)
 case "${1:-}" in
   --build-only) ;;
   "") pkgs+=(libgtest-dev python3-torch python3-torchvision ccache clang libclang-rt-14-dev strace pkgconf)

@@ -1,26 +1,27 @@
 // SHA-256 (FIPS 180-4) of files and byte strings, as lowercase hex: the
 // source file's and the output's digests in the self-describing metadata and
-// in --report.
+// in --report. Computed by OpenSSL's libcrypto, which uses the CPU's SHA
+// instructions where it has them.
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 #include <string>
+
+typedef struct evp_md_ctx_st EVP_MD_CTX;
 
 namespace nnapi_convert {
 
 class Sha256 {
  public:
   Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
   void update(const void* data, size_t size);
   std::string hex();  // finishes the digest; update() may not follow
 
  private:
-  void block(const uint8_t* p);
-  uint32_t h_[8];
-  uint8_t buf_[64];
-  size_t buffered_ = 0;
-  uint64_t total_ = 0;
+  EVP_MD_CTX* ctx_;
 };
 
 std::string sha256_hex(const void* data, size_t size);
