@@ -390,6 +390,36 @@ def refuse(name, builder, regex):
     case("beyond-" + name, build, source="beyond")
 
 
+# The two runs of a flexible-batch case (suffixes -a and -b): their batch sizes.
+FLEX_BATCHES = (("a", 1), ("b", 3))
+FORMS = ("plain", "nhwc", "flex")
+
+
+def beyond_forms(name, make, *shapes, scales=None, forms=FORMS):
+    """A model (a fresh make() for each case) on torch.randn inputs of
+    `shapes` (each times its entry of `scales`, where given), registered in
+    the layout and batch forms of `forms`, in this order:
+      "plain": beyond-NAME, the inputs as they are;
+      "nhwc":  beyond-NAME-nhwc, the first input NHWC;
+      "flex":  beyond-NAME-flex-a and -b, every input's first dim flexible
+               (0 in --input), run at the batch sizes of FLEX_BATCHES."""
+    def inputs(batch=None, first=lambda t: t):
+        ts = [torch.randn(s if batch is None else (batch,) + tuple(s[1:])) for s in shapes]
+        if scales is not None:
+            ts = [t if k is None else t * k for t, k in zip(ts, scales)]
+        return [first(ts[0])] + ts[1:]
+
+    assert set(forms) <= set(FORMS), forms
+    if "plain" in forms:
+        beyond(name, lambda: Case(make(), inputs()))
+    if "nhwc" in forms:
+        beyond(f"{name}-nhwc", lambda: Case(make(), inputs(first=nhwc)))
+    if "flex" in forms:
+        for suffix, batch in FLEX_BATCHES:
+            beyond(f"{name}-flex-{suffix}", lambda b=batch: Case(
+                make(), inputs(b), convert_args=[torch.zeros(0, *s[1:]) for s in shapes]))
+
+
 # Pools and upsampling over a flexible height and width (0x0 in --input),
 # each run at two sizes (suffixes -a and -b), the batch fixed (1x) or flexible
 # (0x, "-flex-batch"). ceil_mode: NNAPI has none; stride - 1 more cells of
