@@ -1,6 +1,7 @@
 // Operand signatures: for each NNAPI operation the converter emits whose
 // positions more than one layer reads (all with several arity forms or
-// optional trailing inputs, and most of the fixed ones), the role of each input position, as
+// optional trailing inputs, CONCATENATION with its any number of input
+// tensors, and most of the fixed ones), the role of each input position, as
 // NeuralNetworks.h lists them (e.g. CONV_2D's explicit padding form: input, filter, bias, padding
 // left, right, top, bottom, stride width, height, fused activation [, NCHW
 // layout flag [, dilation width, height]]). This is the one place those
@@ -71,6 +72,16 @@ enum class Role : uint8_t {
   Shape,        // RESHAPE's TENSOR_INT32 output shape
   Perm,         // TRANSPOSE's TENSOR_INT32 permutation
   Indices,      // GATHER's TENSOR_INT32 indices
+  // Slicing, tiling and splitting.
+  Begin,      // SLICE's, STRIDED_SLICE's TENSOR_INT32 starts, one per dim
+  Size,       // SLICE's TENSOR_INT32 sizes (-1: the rest of the dim)
+  End,        // STRIDED_SLICE's TENSOR_INT32 ends
+  Strides,    // STRIDED_SLICE's TENSOR_INT32 strides
+  BeginMask,  // STRIDED_SLICE's INT32 bit masks
+  EndMask,
+  ShrinkAxisMask,
+  NumSplits,  // SPLIT's INT32 number of outputs
+  Multiples,  // TILE's TENSOR_INT32 repeats, one per dim
 };
 
 // "padding left", "NCHW layout flag", ...: for messages and `inspect`.
@@ -78,15 +89,30 @@ const char* role_name(Role r);
 
 // One arity form: every input position's role, the optional trailing ones
 // included, and the input counts the form may have (each a prefix of roles).
+// A variadic form (CONCATENATION's "0 ~ n-1: The list of n input tensors
+// ... n: ... the concatenation axis") repeats its first role: an operation
+// of n inputs has n - (roles.size() - 1) of it, then the other roles; its
+// counts hold its fewest inputs, and any more are allowed. A variadic form
+// is its signature's only form.
 struct Form {
   static constexpr size_t npos = static_cast<size_t>(-1);
   const char* name;  // "explicit padding", "implicit padding", "by size", "by scale"
   std::vector<Role> roles;
   std::vector<size_t> counts;
+  bool variadic = false;
 
   // The position of role `r`, or npos when the form has none. (It may lie
-  // past the inputs an operation has, for an optional trailing role.)
+  // past the inputs an operation has, for an optional trailing role.) Of a
+  // variadic form, npos for the roles after the repeated one, whose position
+  // depends on the input count: ask at(r, n).
   size_t at(Role r) const;
+  // The position of role `r` in an operation of `n` inputs (the first one,
+  // for a variadic form's repeated role); npos when the form has none.
+  size_t at(Role r, size_t n) const;
+  // The role of input `i` of an operation of `n` inputs (i < n, allows(n)).
+  Role role_at(size_t i, size_t n) const;
+  // Whether an operation of the form may have `n` inputs.
+  bool allows(size_t n) const;
   bool has(Role r) const { return at(r) != npos; }
   // Whether the form may leave role `r` out (it lies past its fewest inputs).
   bool optional(Role r) const { return at(r) >= counts.front(); }
@@ -95,7 +121,8 @@ struct Form {
 struct Signature {
   Op op;
   std::vector<Form> forms;
-  // Every input count some form allows, ascending.
+  // Every input count some form allows, ascending (a variadic form's
+  // fewest: it allows any more).
   std::vector<size_t> counts() const;
 };
 

@@ -267,7 +267,8 @@ std::vector<std::string> input_roles(const Blob& b, const BlobOperation& op) {
   });
   if (!f) return {};
   std::vector<std::string> roles;
-  for (size_t i = 0; i < op.inputs.size(); ++i) roles.push_back(nnapi::role_name(f->roles[i]));
+  for (size_t i = 0; i < op.inputs.size(); ++i)
+    roles.push_back(nnapi::role_name(f->role_at(i, op.inputs.size())));
   return roles;
 }
 

@@ -192,7 +192,7 @@ OperandHandle emit_tile(LoweringContext& cx, const OperandHandle& x,
   ModelBuilder& m = cx.model();
   const int32_t multiples_id = m.add_int_vector(nnapi_multiples);
   const OperandHandle y = cx.add_output(out, x.op, dims);
-  m.add_operation(Op::Tile, {x.id, multiples_id}, {y.id});
+  add_tile(m, x.id, multiples_id, y.id);
   return y;
 }
 
@@ -232,7 +232,9 @@ void emit_int32_slice(LoweringContext& cx, const OperandHandle& x,
   }
   ModelBuilder& m = cx.model();
   if (cut < 0) {
-    m.add_operation(Op::Slice, {x.id, m.add_int_vector(starts), m.add_int_vector(sizes)}, {out_id});
+    const int32_t begin_id = m.add_int_vector(starts);
+    const int32_t size_id = m.add_int_vector(sizes);
+    add_slice(m, x.id, begin_id, size_id, out_id);
     return;
   }
   for (int64_t a = 0; a < rank; ++a) {
@@ -359,10 +361,9 @@ std::vector<int32_t> emit_split(LoweringContext& cx, const OperandHandle& in, in
   };
   if (std::all_of(sizes.begin(), sizes.end(), [&](int64_t n) { return n == sizes[0]; })) {
     for (int64_t size : sizes) add_part(size);
-    m.add_operation(Op::Split,
-                    {in.id, m.add_int_scalar(static_cast<int32_t>(axis)),
-                     m.add_int_scalar(static_cast<int32_t>(sizes.size()))},
-                    outputs);
+    const int32_t axis_id = m.add_int_scalar(static_cast<int32_t>(axis));
+    const int32_t count_id = m.add_int_scalar(static_cast<int32_t>(sizes.size()));
+    add_split(m, in.id, axis_id, count_id, outputs);
   } else {
     int64_t offset = 0;
     for (int64_t size : sizes) {
@@ -371,8 +372,9 @@ std::vector<int32_t> emit_split(LoweringContext& cx, const OperandHandle& in, in
       begin[axis] = offset;
       extent[axis] = size;
       add_part(size);
-      m.add_operation(Op::Slice, {in.id, m.add_int_vector(begin), m.add_int_vector(extent)},
-                      {outputs.back()});
+      const int32_t begin_id = m.add_int_vector(begin);
+      const int32_t size_id = m.add_int_vector(extent);
+      add_slice(m, in.id, begin_id, size_id, outputs.back());
       offset += size;
     }
   }
@@ -388,11 +390,12 @@ OperandHandle concat_op(LoweringContext& cx, const std::vector<OperandHandle>& p
   std::vector<SymInt> along;
   for (const OperandHandle& p : parts) along.push_back(sym_dim(p.id, p.op.shape, d));
   dims[d] = concat_dim(along);
-  std::vector<int32_t> inputs;
-  for (const OperandHandle& p : parts) inputs.push_back(p.id);
-  inputs.push_back(cx.model().add_int_scalar(static_cast<int32_t>(nnapi_axis(parts[0].op, d))));
+  std::vector<int32_t> ids;
+  for (const OperandHandle& p : parts) ids.push_back(p.id);
+  const int32_t axis_id =
+      cx.model().add_int_scalar(static_cast<int32_t>(nnapi_axis(parts[0].op, d)));
   const OperandHandle r = cx.add_output(out, parts[0].op, dims);
-  cx.model().add_operation(Op::Concatenation, inputs, {r.id});
+  add_concatenation(cx.model(), ids, axis_id, r.id);
   return r;
 }
 
@@ -513,14 +516,16 @@ std::vector<int32_t> strided_slice_inputs(LoweringContext& cx, int32_t x,
                                           const std::vector<int64_t>& ends,
                                           const std::vector<int64_t>& strides, int32_t end_mask,
                                           int32_t shrink_mask) {
+  using R = nnapi::Role;
   ModelBuilder& m = cx.model();
-  return {x,
-          m.add_int_vector(begins),
-          m.add_int_vector(ends),
-          m.add_int_vector(strides),
-          m.add_int_scalar(0),
-          m.add_int_scalar(end_mask),
-          m.add_int_scalar(shrink_mask)};
+  // (A braced list's operands are made in the order written.)
+  return signature_inputs(Op::StridedSlice, {{R::Input, x},
+                                             {R::Begin, m.add_int_vector(begins)},
+                                             {R::End, m.add_int_vector(ends)},
+                                             {R::Strides, m.add_int_vector(strides)},
+                                             {R::BeginMask, m.add_int_scalar(0)},
+                                             {R::EndMask, m.add_int_scalar(end_mask)},
+                                             {R::ShrinkAxisMask, m.add_int_scalar(shrink_mask)}});
 }
 
 // `count` elements of x along PyTorch dim d, from `begin` in steps of `step`

@@ -19,6 +19,7 @@
 #include "lower/emit.h"
 #include "lower/pointwise.h"
 #include "lower/registry.h"
+#include "lower/signature_inputs.h"
 
 namespace nnapi_convert {
 
@@ -133,7 +134,7 @@ OperandHandle emit_expand(LoweringContext& cx, const OperandHandle& x,
   const int32_t multiples_id =
       patches.empty() ? m.add_int_vector(multiples) : m.add_patched_int_vector(multiples, patches);
   const OperandHandle y = cx.add_output(out, x.op.with_shape(out_shape), target);
-  m.add_operation(Op::Tile, {x.id, multiples_id}, {y.id});
+  add_tile(m, x.id, multiples_id, y.id);
   return y;
 }
 

@@ -53,4 +53,29 @@ void add_gather(ModelBuilder& m, int32_t input, int32_t axis, int32_t indices, i
                {out});
 }
 
+void add_slice(ModelBuilder& m, int32_t input, int32_t begin, int32_t size, int32_t out) {
+  using R = nnapi::Role;
+  add_by_roles(m, nnapi::Op::Slice, {{R::Input, input}, {R::Begin, begin}, {R::Size, size}}, {out});
+}
+
+void add_tile(ModelBuilder& m, int32_t input, int32_t multiples, int32_t out) {
+  using R = nnapi::Role;
+  add_by_roles(m, nnapi::Op::Tile, {{R::Input, input}, {R::Multiples, multiples}}, {out});
+}
+
+void add_split(ModelBuilder& m, int32_t input, int32_t axis, int32_t num_splits,
+               const std::vector<int32_t>& outputs) {
+  using R = nnapi::Role;
+  add_by_roles(m, nnapi::Op::Split,
+               {{R::Input, input}, {R::Axis, axis}, {R::NumSplits, num_splits}}, outputs);
+}
+
+void add_concatenation(ModelBuilder& m, const std::vector<int32_t>& parts, int32_t axis,
+                       int32_t out) {
+  RoleIds given;
+  for (int32_t p : parts) given.push_back({nnapi::Role::Input, p});
+  given.push_back({nnapi::Role::Axis, axis});
+  add_by_roles(m, nnapi::Op::Concatenation, given, {out});
+}
+
 }  // namespace nnapi_convert

@@ -41,5 +41,15 @@ void add_reshape(ModelBuilder& m, int32_t input, int32_t shape, int32_t out);
 void add_transpose(ModelBuilder& m, int32_t input, int32_t perm, int32_t out);
 // GATHER of `input` along INT32 `axis` at the TENSOR_INT32 `indices`, into `out`.
 void add_gather(ModelBuilder& m, int32_t input, int32_t axis, int32_t indices, int32_t out);
+// SLICE of `input` from the TENSOR_INT32 `begin` for `size` (per dim), into `out`.
+void add_slice(ModelBuilder& m, int32_t input, int32_t begin, int32_t size, int32_t out);
+// TILE of `input` by the TENSOR_INT32 `multiples`, into `out`.
+void add_tile(ModelBuilder& m, int32_t input, int32_t multiples, int32_t out);
+// SPLIT of `input` along INT32 `axis` into INT32 `num_splits` equal `outputs`.
+void add_split(ModelBuilder& m, int32_t input, int32_t axis, int32_t num_splits,
+               const std::vector<int32_t>& outputs);
+// CONCATENATION of the tensors `parts` along INT32 `axis`, into `out`.
+void add_concatenation(ModelBuilder& m, const std::vector<int32_t>& parts, int32_t axis,
+                       int32_t out);
 
 }  // namespace nnapi_convert

@@ -10,6 +10,7 @@
 #include "lower/forms.h"
 #include "lower/node_args.h"
 #include "lower/registry.h"
+#include "lower/signature_inputs.h"
 
 namespace nnapi_convert {
 namespace {
@@ -52,10 +53,9 @@ void lower_slice_to_load_time_stop(LoweringContext& cx, const Node* node) {
     }
   }
   ModelBuilder& m = cx.model();
-  m.add_operation(Op::Slice,
-                  {x.id, m.add_int_vector(begins),
-                   m.add_patched_int_vector(sizes, {{static_cast<size_t>(dim), len}})},
-                  {id});
+  const int32_t begin_id = m.add_int_vector(begins);
+  const int32_t size_id = m.add_patched_int_vector(sizes, {{static_cast<size_t>(dim), len}});
+  add_slice(m, x.id, begin_id, size_id, id);
 }
 
 void lower_slice(LoweringContext& cx, const Node* node) {
@@ -331,9 +331,8 @@ void lower_cat(LoweringContext& cx, const Node* node) {
     nnapi_dim = nnapi_axis(out.dim_order, d);
   }
   const OperandHandle y = cx.add_output(relu ? nullptr : node->output(), out, dims);
-  std::vector<int32_t> inputs = in_ids;
-  inputs.push_back(cx.model().add_int_scalar(static_cast<int32_t>(nnapi_dim)));
-  cx.model().add_operation(Op::Concatenation, inputs, {y.id});
+  const int32_t axis_id = cx.model().add_int_scalar(static_cast<int32_t>(nnapi_dim));
+  add_concatenation(cx.model(), in_ids, axis_id, y.id);
   if (relu) emit_unary(cx, Op::Relu, y, node->output());
 }
 

@@ -240,8 +240,8 @@ OperandHandle replicate_edges(LoweringContext& cx, const OperandHandle& x, int64
   std::vector<SymInt> dims = sym_shape(x);
   dims[d] = padded_dim(dims[d], 2);
   const OperandHandle y = cx.add_output(nullptr, x.op, dims);
-  m.add_operation(Op::Concatenation,
-                  {first.id, x.id, last.id, m.add_int_scalar(static_cast<int32_t>(axis))}, {y.id});
+  const int32_t axis_id = m.add_int_scalar(static_cast<int32_t>(axis));
+  add_concatenation(m, {first.id, x.id, last.id}, axis_id, y.id);
   return y;
 }
 

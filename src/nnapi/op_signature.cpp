@@ -25,6 +25,11 @@ Kind kind_of(Role r) {
     case R::Shape:
     case R::Perm:
     case R::Indices:
+    case R::Begin:
+    case R::Size:
+    case R::End:
+    case R::Strides:
+    case R::Multiples:
       return Kind::Tensor;
     case R::Layout:
     case R::AlignCorners:
@@ -147,6 +152,16 @@ const std::vector<Signature>& table() {
     for (Op op : {Op::ArgMax, Op::ArgMin}) s.push_back({op, {{"", {R::Input, R::Axis}, {2}}}});
     s.push_back({Op::InstanceNormalization,
                  {{"", {R::Input, R::Gamma, R::Beta, R::Epsilon, R::Layout}, {5}}}});
+    s.push_back({Op::Slice, {{"", {R::Input, R::Begin, R::Size}, {3}}}});
+    s.push_back(
+        {Op::StridedSlice,
+         {{"",
+           {R::Input, R::Begin, R::End, R::Strides, R::BeginMask, R::EndMask, R::ShrinkAxisMask},
+           {7}}}});
+    s.push_back({Op::Split, {{"", {R::Input, R::Axis, R::NumSplits}, {3}}}});
+    s.push_back({Op::Tile, {{"", {R::Input, R::Multiples}, {2}}}});
+    // Any number of input tensors, then the axis.
+    s.push_back({Op::Concatenation, {{"", {R::Input, R::Axis}, {2}, true}}});
     return s;
   }();
   return t;
@@ -246,13 +261,51 @@ const char* role_name(Role r) {
       return "perm";
     case R::Indices:
       return "indices";
+    case R::Begin:
+      return "begin";
+    case R::Size:
+      return "size";
+    case R::End:
+      return "end";
+    case R::Strides:
+      return "strides";
+    case R::BeginMask:
+      return "begin_mask";
+    case R::EndMask:
+      return "end_mask";
+    case R::ShrinkAxisMask:
+      return "shrink_axis_mask";
+    case R::NumSplits:
+      return "num_splits";
+    case R::Multiples:
+      return "multiples";
   }
   return "operand";
 }
 
 size_t Form::at(Role r) const {
   auto it = std::find(roles.begin(), roles.end(), r);
-  return it == roles.end() ? npos : static_cast<size_t>(it - roles.begin());
+  const size_t i = it == roles.end() ? npos : static_cast<size_t>(it - roles.begin());
+  return variadic && i > 0 ? npos : i;
+}
+
+size_t Form::at(Role r, size_t n) const {
+  const size_t i = at(r);
+  if (!variadic || i != npos) return i;
+  auto it = std::find(roles.begin(), roles.end(), r);
+  // Counted from the end: the last role is input n - 1.
+  return it == roles.end() ? npos : n - static_cast<size_t>(roles.end() - it);
+}
+
+Role Form::role_at(size_t i, size_t n) const {
+  if (!variadic) return roles[i];
+  const size_t repeats = n - (roles.size() - 1);
+  return i < repeats ? roles[0] : roles[i - repeats + 1];
+}
+
+bool Form::allows(size_t n) const {
+  if (variadic) return n >= counts.front();
+  return std::find(counts.begin(), counts.end(), n) != counts.end();
 }
 
 std::vector<size_t> Signature::counts() const {
@@ -277,16 +330,16 @@ const Form* form_of(const Signature& s, size_t n,
                     const std::function<OperandType(size_t)>& type_at) {
   std::vector<const Form*> fit;
   for (const Form& f : s.forms)
-    if (std::find(f.counts.begin(), f.counts.end(), n) != f.counts.end()) fit.push_back(&f);
+    if (f.allows(n)) fit.push_back(&f);
   if (fit.size() < 2) return fit.empty() ? nullptr : fit[0];
   for (size_t i = 0; i < n; ++i) {
-    const Kind k = kind_of(fit[0]->roles[i]);
+    const Kind k = kind_of(fit[0]->role_at(i, n));
     const bool differ = std::any_of(fit.begin(), fit.end(),
-                                    [&](const Form* f) { return kind_of(f->roles[i]) != k; });
+                                    [&](const Form* f) { return kind_of(f->role_at(i, n)) != k; });
     if (!differ) continue;
     const OperandType t = type_at(i);
     for (const Form* f : fit)
-      if (kind_matches(kind_of(f->roles[i]), t)) return f;
+      if (kind_matches(kind_of(f->role_at(i, n)), t)) return f;
     break;
   }
   return fit[0];
@@ -297,13 +350,16 @@ std::vector<int32_t> arrange_inputs(Op op, const std::vector<std::pair<Role, int
   if (!s) return {};
   const size_t n = given.size();
   for (const Form& f : s->forms) {
-    if (std::find(f.counts.begin(), f.counts.end(), n) == f.counts.end()) continue;
+    if (!f.allows(n)) continue;
     std::vector<int32_t> ids(n);
     std::vector<bool> filled(n, false);
     bool ok = true;
     for (const auto& [role, id] : given) {
-      const size_t i = f.at(role);
-      if (i >= n || filled[i]) {
+      // The first free position of the role (a repeated role's in the order
+      // given).
+      size_t i = 0;
+      while (i < n && (filled[i] || f.role_at(i, n) != role)) ++i;
+      if (i == n) {
         ok = false;
         break;
       }

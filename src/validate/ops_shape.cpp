@@ -55,6 +55,12 @@ std::optional<std::vector<int32_t>> per_dim(Check& c, size_t i, const char* what
   return x.known ? v : std::nullopt;
 }
 
+// per_dim of the input of role `r` in form `f`, named as op_signature.h
+// names the role.
+std::optional<std::vector<int32_t>> per_dim(Check& c, const nnapi::Form& f, R r) {
+  return per_dim(c, f.at(r), nnapi::role_name(r));
+}
+
 // ---- RESHAPE: input, shape (1-D TENSOR_INT32, at most one -1).
 
 void reshape_rule(Check& c) {
@@ -169,23 +175,26 @@ void squeeze_rule(Check& c) {
 // dim), begin_mask, end_mask, shrink_axis_mask (INT32); TensorFlow's rules.
 
 void strided_slice_rule(Check& c) {
-  c.input_count({7});
+  const nnapi::Form& f = c.form();
   c.output_count(1);
   moved(c);
-  for (size_t i : {1, 2, 3}) {
-    c.input_type(i, {T::TensorInt32});
-    c.input_rank(i, 1, 1);
+  for (R r : {R::Begin, R::End, R::Strides}) {
+    c.input_type(f.at(r), {T::TensorInt32});
+    c.input_rank(f.at(r), 1, 1);
   }
-  for (size_t i : {4, 5, 6}) c.input_type(i, {T::Int32});
+  for (R r : {R::BeginMask, R::EndMask, R::ShrinkAxisMask}) c.input_type(f.at(r), {T::Int32});
   c.max_rank(4);
   if (!c.full()) return;
-  auto strides = per_dim(c, 3, "strides");
+  auto strides = per_dim(c, f, R::Strides);
   if (strides) {
     for (int32_t s : *strides)
-      if (s == 0) c.fail(Rule::Parameter, "input 3 (strides) has a 0; NNAPI needs nonzero strides");
+      if (s == 0)
+        c.fail(Rule::Parameter, "input " + str(f.at(R::Strides)) +
+                                    " (strides) has a 0; NNAPI needs nonzero strides");
   }
-  auto begin = per_dim(c, 1, "begin"), end = per_dim(c, 2, "end");
-  auto begin_mask = c.i32(4), end_mask = c.i32(5), shrink = c.i32(6);
+  auto begin = per_dim(c, f, R::Begin), end = per_dim(c, f, R::End);
+  auto begin_mask = c.i32(f.at(R::BeginMask)), end_mask = c.i32(f.at(R::EndMask)),
+       shrink = c.i32(f.at(R::ShrinkAxisMask));
   const Shape& x = c.shape(0);
   if (!c.shapes() || !x.known) return;
   if (!shrink) return c.set_output(0, Shape::unknown());
@@ -216,15 +225,15 @@ void strided_slice_rule(Check& c) {
 // ---- SLICE: input, begin, size (1-D TENSOR_INT32; size -1 = to the end).
 
 void slice_rule(Check& c) {
-  c.input_count({3});
+  const nnapi::Form& f = c.form();
   c.output_count(1);
   moved(c);
-  for (size_t i : {1, 2}) {
-    c.input_type(i, {T::TensorInt32});
-    c.input_rank(i, 1, 1);
+  for (R r : {R::Begin, R::Size}) {
+    c.input_type(f.at(r), {T::TensorInt32});
+    c.input_rank(f.at(r), 1, 1);
   }
   if (!c.full()) return;
-  auto begin = per_dim(c, 1, "begin"), size = per_dim(c, 2, "size");
+  auto begin = per_dim(c, f, R::Begin), size = per_dim(c, f, R::Size);
   const Shape& x = c.shape(0);
   if (!c.shapes() || !x.known) return;
   Shape out = Shape::unknown_of_rank(x.rank());
@@ -244,9 +253,9 @@ void slice_rule(Check& c) {
 // ---- CONCATENATION: inputs 0..n-1, axis in [0, rank).
 
 void concat_rule(Check& c) {
-  c.input_count_at_least(2);
+  // The input tensors are inputs 0 to n - 1, the axis input n.
+  const size_t n = c.form().at(R::Axis, c.n_in());
   c.output_count(1);
-  const size_t n = c.n_in() - 1;
   typed(c);
   c.output_same_type(0, 0);
   for (size_t i = 1; i < n; ++i) c.same_type(i, 0);
@@ -369,18 +378,20 @@ void pad_v2_rule(Check& c) {
 // ---- SPLIT: input, axis, num_splits; num_splits outputs of equal size.
 
 void split_rule(Check& c) {
-  c.input_count({3});
+  const nnapi::Form& f = c.form();
+  const size_t axis_at = f.at(R::Axis), splits_at = f.at(R::NumSplits);
   if (c.n_out() < 1) c.fail(Rule::OutputCount, "has no outputs; NNAPI's SPLIT has num_splits");
   moved(c);
-  c.input_type(1, {T::Int32});
-  c.input_type(2, {T::Int32});
+  c.input_type(axis_at, {T::Int32});
+  c.input_type(splits_at, {T::Int32});
   if (!c.full()) return;
   const Shape& x = c.shape(0);
-  const int64_t axis = c.axis(1, x.known ? static_cast<int64_t>(x.rank()) : -1, true);
-  auto n = c.i32(2);
+  const int64_t axis = c.axis(axis_at, x.known ? static_cast<int64_t>(x.rank()) : -1, true);
+  auto n = c.i32(splits_at);
   if (n && *n != static_cast<int32_t>(c.n_out()))
-    c.fail(Rule::OutputCount, "input 2 (num_splits) is " + str(*n) + " but the operation has " +
-                                  str(static_cast<int64_t>(c.n_out())) + " outputs");
+    c.fail(Rule::OutputCount, "input " + str(splits_at) + " (num_splits) is " + str(*n) +
+                                  " but the operation has " + str(static_cast<int64_t>(c.n_out())) +
+                                  " outputs");
   if (!c.shapes() || !x.known || axis < 0) return;
   Shape part = x;
   const int64_t d = x.d[static_cast<size_t>(axis)];
@@ -497,19 +508,20 @@ void gather_rule(Check& c) {
 // ---- TILE: input, multiples (1-D TENSOR_INT32, one per dim).
 
 void tile_rule(Check& c) {
-  c.input_count({2});
+  const nnapi::Form& f = c.form();
+  const size_t at = f.at(R::Multiples);
   c.output_count(1);
   moved(c);
-  c.input_type(1, {T::TensorInt32});
-  c.input_rank(1, 1, 1);
+  c.input_type(at, {T::TensorInt32});
+  c.input_rank(at, 1, 1);
   if (!c.full()) return;
-  auto m = per_dim(c, 1, "multiples");
+  auto m = per_dim(c, f, R::Multiples);
   const Shape& x = c.shape(0);
   if (!c.shapes() || !x.known) return;
   Shape out = Shape::unknown_of_rank(x.rank());
   for (size_t k = 0; k < x.rank() && m; ++k) {
     if ((*m)[k] < 1)
-      c.fail(Rule::Parameter, "input 1 (multiples) has " + str((*m)[k]) + " at dim " +
+      c.fail(Rule::Parameter, "input " + str(at) + " (multiples) has " + str((*m)[k]) + " at dim " +
                                   str(static_cast<int64_t>(k)) +
                                   "; a tensor is repeated at least once");
     out.d[k] = x.d[k] < 0 ? -1 : x.d[k] * (*m)[k];

@@ -91,7 +91,11 @@ void Check::input_count(const std::vector<size_t>& allowed) const {
 
 const nnapi::Form& Check::form() const {
   const nnapi::Signature& s = *nnapi::signature_of_code(code());
-  input_count(s.counts());
+  const nnapi::Form& first = s.forms.front();
+  if (first.variadic)
+    input_count_at_least(first.counts.front());
+  else
+    input_count(s.counts());
   return *nnapi::form_of(s, n_in(), [&](size_t i) { return type(i); });
 }
 

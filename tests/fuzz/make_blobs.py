@@ -123,6 +123,7 @@ X4 = (1, 4, 8, 8)
 # Extra seeds for the fuzz corpus only (no fixture, no manifest line).
 CORPUS_MODELS = {
     "cat": lambda: (Lambda(lambda a, b: torch.cat([a, b], 1)), [torch.zeros(X4)] * 2),
+    "cat3": lambda: (Lambda(lambda a, b, c: torch.cat([a, b, c], 1)), [torch.zeros(X4)] * 3),
     "mean": lambda: (Lambda(lambda a: a.mean([2, 3])), [torch.zeros(X4)]),
     "upsample": lambda: (Lambda(lambda a: torch.nn.functional.interpolate(
         a, scale_factor=2.0, mode="nearest")), [torch.zeros(X4)]),

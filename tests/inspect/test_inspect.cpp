@@ -92,6 +92,29 @@ TEST(Inspect, InputRolesOfFixedForms) {
                                 "        input roles: input, weights, bias, fused activation\n"));
 }
 
+// CONCATENATION's inputs as NeuralNetworks.h lists them ("0 ~ n-1: The
+// list of n input tensors ... n: An ANEURALNETWORKS_INT32 scalar, specifying
+// the concatenation axis"), here torch.cat of three tensors; STRIDED_SLICE's
+// "0: ... the tensor to be sliced. 1: ... the starts ... 2: ... the ends ...
+// 3: ... the strides ... 4: ... begin_mask ... 5: ... end_mask ... 6: ...
+// shrink_axis_mask", here a[:, 1:3]. Both blobs written by PyTorch's
+// serializer (tests/fuzz/make_blobs.py's seeds).
+TEST(Inspect, InputRolesOfConcatenationAndStridedSlice) {
+  const std::string seeds = std::string(BLOB_DATA_DIR) + "/../corpus/blob/";
+  const Result cat = inspect(seeds + "cat3.bin");
+  ASSERT_EQ(cat.status, 0) << cat.err;
+  EXPECT_THAT(cat.out, HasSubstr("CONCATENATION inputs [2, 3, 4, 6] outputs [5]\n"
+                                 "        input roles: input, input, input, axis\n"));
+  const Result slice = inspect(seeds + "slice.bin");
+  ASSERT_EQ(slice.status, 0) << slice.err;
+  EXPECT_THAT(slice.out,
+              HasSubstr("STRIDED_SLICE inputs [2, 4, 5, 6, 7, 7, 7] outputs [3]\n"
+                        "        input roles: input, begin, end, strides, begin_mask, end_mask, "
+                        "shrink_axis_mask\n"));
+  const Result json = inspect(seeds + "cat3.bin", true);
+  EXPECT_THAT(json.out, HasSubstr(R"("input_roles":["input","input","input","axis"])"));
+}
+
 TEST(Inspect, FlexibleAndQuantized) {
   const Result flex = inspect(data("linear_flex.bin"));
   ASSERT_EQ(flex.status, 0) << flex.err;

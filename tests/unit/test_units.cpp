@@ -169,6 +169,8 @@ struct FormFacts {
   const char* form;
   std::vector<size_t> counts;
   std::vector<const char*> roles;
+  // The first role repeats (counts: the fewest inputs).
+  bool variadic = false;
 };
 
 const std::vector<FormFacts>& neural_networks_h_forms() {
@@ -293,6 +295,26 @@ const std::vector<FormFacts>& neural_networks_h_forms() {
     // the offset ... 3: ... epsilon ... 4: An BOOL scalar, default to false.
     // Set to true to specify NCHW data layout".
     f.push_back({Op::InstanceNormalization, "", {5}, {in, "gamma", "beta", "epsilon", nchw}});
+    // SLICE "1: A 1-D tensor of type ANEURALNETWORKS_TENSOR_INT32 specifying
+    // the beginning indices of the slice in each dimension. 2: A 1-D tensor
+    // ... specifying the size of the slice in each dimension"; STRIDED_SLICE
+    // "1: ... the starts of the dimensions ... 2: ... the ends ... 3: ... the
+    // strides ... 4: An ANEURALNETWORKS_INT32 scalar, begin_mask ... 5: ...
+    // end_mask ... 6: ... shrink_axis_mask"; SPLIT "1: An
+    // ANEURALNETWORKS_INT32 scalar specifying the axis along which to split.
+    // 2: An ANEURALNETWORKS_INT32 scalar indicating the number of splits";
+    // TILE "1: multiples, a 1-D tensor of ANEURALNETWORKS_TENSOR_INT32".
+    f.push_back({Op::Slice, "", {3}, {in, "begin", "size"}});
+    f.push_back({Op::StridedSlice,
+                 "",
+                 {7},
+                 {in, "begin", "end", "strides", "begin_mask", "end_mask", "shrink_axis_mask"}});
+    f.push_back({Op::Split, "", {3}, {in, "axis", "num_splits"}});
+    f.push_back({Op::Tile, "", {2}, {in, "multiples"}});
+    // CONCATENATION "0 ~ n-1: The list of n input tensors ... n: An
+    // ANEURALNETWORKS_INT32 scalar, specifying the concatenation axis": one
+    // tensor and the axis at the fewest.
+    f.push_back({Op::Concatenation, "", {2}, {in, "axis"}, true});
     return f;
   }();
   return facts;
@@ -312,6 +334,7 @@ TEST(OpSignature, PositionsAsNeuralNetworksHSays) {
     ASSERT_NE(got, nullptr) << what;
     ++forms;
     EXPECT_EQ(got->counts, want.counts) << what;
+    EXPECT_EQ(got->variadic, want.variadic) << what;
     ASSERT_EQ(got->roles.size(), want.roles.size()) << what;
     for (size_t i = 0; i < want.roles.size(); ++i)
       EXPECT_STREQ(nnapi::role_name(got->roles[i]), want.roles[i]) << what << " input " << i;
@@ -321,6 +344,20 @@ TEST(OpSignature, PositionsAsNeuralNetworksHSays) {
   for (int32_t code = 0; code <= static_cast<int32_t>(nnapi::Op::BatchMatmul); ++code)
     if (const nnapi::Signature* s = nnapi::signature_of_code(code)) table_forms += s->forms.size();
   EXPECT_EQ(table_forms, forms);
+  // CONCATENATION of n = 1 to 5 tensors: n + 1 inputs, tensors at 0 to
+  // n - 1, the axis at n.
+  const nnapi::Form& concat = nnapi::signature(nnapi::Op::Concatenation)->forms[0];
+  EXPECT_FALSE(concat.allows(1));
+  for (size_t n = 1; n <= 5; ++n) {
+    ASSERT_TRUE(concat.allows(n + 1)) << n;
+    for (size_t i = 0; i < n; ++i)
+      EXPECT_STREQ(nnapi::role_name(concat.role_at(i, n + 1)), "input") << n << " " << i;
+    EXPECT_STREQ(nnapi::role_name(concat.role_at(n, n + 1)), "axis") << n;
+    EXPECT_EQ(concat.at(nnapi::Role::Axis, n + 1), n);
+    EXPECT_EQ(concat.at(nnapi::Role::Input, n + 1), 0u);
+  }
+  // Its axis has no position without the input count.
+  EXPECT_EQ(concat.at(nnapi::Role::Axis), nnapi::Form::npos);
 }
 
 // Forms with the same input count are told apart by the operand types where
@@ -356,6 +393,10 @@ TEST(OpSignature, FormOfAnInputCountAndTypes) {
   EXPECT_EQ(resize(T::Int32), "by size");
   EXPECT_EQ(resize(T::Float32), "by scale");
   EXPECT_EQ(resize(T::Float16), "by scale");
+  // CONCATENATION: one tensor and its axis at the fewest, any more tensors.
+  EXPECT_EQ(form(Op::Concatenation, 1, 0, T::Int32), "none");
+  EXPECT_EQ(form(Op::Concatenation, 2, 1, T::Int32), "");
+  EXPECT_EQ(form(Op::Concatenation, 9, 8, T::Int32), "");
 }
 
 // An emitter's roles placed at NeuralNetworks.h's positions, whatever the
@@ -398,4 +439,22 @@ TEST(OpSignature, ArrangeInputsPlacesRoles) {
       nnapi::arrange_inputs(Op::ResizeBilinear, {{R::Input, 0}, {R::OutputW, 1}, {R::ScaleH, 2}})
           .empty());
   EXPECT_TRUE(nnapi::arrange_inputs(Op::Add, {{R::Input, 0}}).empty());
+  // CONCATENATION's tensors in the order named, its axis last.
+  EXPECT_EQ(nnapi::arrange_inputs(
+                Op::Concatenation,
+                {{R::Input, 5}, {R::Axis, 9}, {R::Input, 3}, {R::Input, 5}, {R::Input, 7}}),
+            (std::vector<int32_t>{5, 3, 5, 7, 9}));
+  EXPECT_EQ(nnapi::arrange_inputs(Op::Concatenation, {{R::Input, 4}, {R::Axis, 1}}),
+            (std::vector<int32_t>{4, 1}));
+  EXPECT_TRUE(nnapi::arrange_inputs(Op::Concatenation, {{R::Axis, 1}}).empty());
+  EXPECT_TRUE(nnapi::arrange_inputs(Op::Concatenation, {{R::Input, 4}, {R::Axis, 1}, {R::Axis, 2}})
+                  .empty());
+  EXPECT_EQ(nnapi::arrange_inputs(Op::StridedSlice, {{R::ShrinkAxisMask, 6},
+                                                     {R::Strides, 3},
+                                                     {R::Input, 0},
+                                                     {R::EndMask, 5},
+                                                     {R::End, 2},
+                                                     {R::BeginMask, 4},
+                                                     {R::Begin, 1}}),
+            (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6}));
 }

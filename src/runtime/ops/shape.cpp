@@ -76,11 +76,14 @@ at::Tensor take(const at::Tensor& x, int64_t dim, const std::vector<int64_t>& id
 void execute_strided_slice(ExecContext& ctx) {
   at::Tensor x = ctx.in(0).t;
   const int64_t rank = x.dim();
-  auto begin = ctx.int_list(1), end = ctx.int_list(2), strides = ctx.int_list(3);
+  const nnapi::Form& f = ctx.form();
+  auto begin = ctx.int_list(f.at(R::Begin)), end = ctx.int_list(f.at(R::End)),
+       strides = ctx.int_list(f.at(R::Strides));
   if (static_cast<int64_t>(begin.size()) != rank || static_cast<int64_t>(end.size()) != rank ||
       static_cast<int64_t>(strides.size()) != rank)
     fail(Result::BadData, "begin/end/strides must have one entry per dimension");
-  const int32_t begin_mask = ctx.i32(4), end_mask = ctx.i32(5), shrink = ctx.i32(6);
+  const int32_t begin_mask = ctx.i32(f.at(R::BeginMask)), end_mask = ctx.i32(f.at(R::EndMask)),
+                shrink = ctx.i32(f.at(R::ShrinkAxisMask));
   std::vector<int64_t> out_shape;
   for (int64_t d = 0; d < rank; ++d) {
     const int64_t n = x.size(d), s = strides[static_cast<size_t>(d)];
@@ -110,7 +113,8 @@ void execute_strided_slice(ExecContext& ctx) {
 
 void execute_slice(ExecContext& ctx) {
   at::Tensor x = ctx.in(0).t;
-  auto begin = ctx.int_list(1), size = ctx.int_list(2);
+  const nnapi::Form& f = ctx.form();
+  auto begin = ctx.int_list(f.at(R::Begin)), size = ctx.int_list(f.at(R::Size));
   if (static_cast<int64_t>(begin.size()) != x.dim() || size.size() != begin.size())
     fail(Result::BadData, "begin/size must have one entry per dimension");
   for (int64_t d = 0; d < x.dim(); ++d) {
@@ -126,7 +130,8 @@ void execute_slice(ExecContext& ctx) {
 // ---- CONCATENATION: input 0..n-1, axis (INT32).
 
 void execute_concat(ExecContext& ctx) {
-  const size_t n = ctx.num_inputs() - 1;
+  // The input tensors are inputs 0 to n - 1, the axis input n.
+  const size_t n = ctx.form().at(R::Axis, ctx.num_inputs());
   const Operand& out = ctx.out_operand(0);
   const int64_t axis = wrap_axis(ctx.i32(n), ctx.in(0).t.dim());
   bool requant = false;
@@ -203,8 +208,9 @@ void execute_pad(ExecContext& ctx) {
 
 void execute_split(ExecContext& ctx) {
   const at::Tensor& x = ctx.in(0).t;
-  const int64_t axis = wrap_axis(ctx.i32(1), x.dim());
-  const int64_t n = ctx.i32(2);
+  const nnapi::Form& f = ctx.form();
+  const int64_t axis = wrap_axis(ctx.i32(f.at(R::Axis)), x.dim());
+  const int64_t n = ctx.i32(f.at(R::NumSplits));
   if (n != static_cast<int64_t>(ctx.num_outputs()) || x.size(axis) % n != 0)
     fail(Result::BadData, "SPLIT count does not divide the axis or match the outputs");
   auto parts = x.split(x.size(axis) / n, axis);
@@ -302,7 +308,7 @@ void execute_gather(ExecContext& ctx) {
 
 void execute_tile(ExecContext& ctx) {
   const at::Tensor& x = ctx.in(0).t;
-  std::vector<int64_t> multiples = ctx.int_list(1);
+  std::vector<int64_t> multiples = ctx.int_list(ctx.form().at(R::Multiples));
   if (static_cast<int64_t>(multiples.size()) != x.dim())
     fail(Result::BadData, "TILE needs one multiple per input dim");
   for (int64_t m : multiples) {
