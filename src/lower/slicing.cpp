@@ -10,6 +10,7 @@
 #include "lower/forms.h"
 #include "lower/node_args.h"
 #include "lower/registry.h"
+#include "lower/signature_inputs.h"
 
 namespace nnapi_convert {
 namespace {
@@ -205,7 +206,7 @@ void lower_select(LoweringContext& cx, const Node* node) {
   }
   const int32_t perm_id = m.add_int_vector(perm);
   const int32_t out_id = cx.add_output(node->output(), sliced, permuted_dims(slice, perm)).id;
-  m.add_operation(Op::Transpose, {slice_id, perm_id}, {out_id});
+  add_transpose(m, slice_id, perm_id, out_id);
 }
 
 // The layout a cat's inputs are brought to: the first input's, unless the
