@@ -43,6 +43,10 @@ def signature_ops(root):
     return ops
 
 
+def line_of(text, offset):
+    return text.count("\n", 0, offset) + 1
+
+
 def positional_calls(text, ops):
     """[(offset, op)] of each add_operation of an op in `ops` not given signature_inputs(...)."""
     found = []
@@ -59,8 +63,8 @@ def main():
     ops = signature_ops(a.root)
     checked = 0
     bad, variable = [], []
+    runtime = os.path.join(a.root, "src", "runtime")
     for top, dirs, names in os.walk(os.path.join(a.root, "src")):
-        runtime = os.path.join(a.root, "src", "runtime")
         dirs[:] = sorted(d for d in dirs if os.path.join(top, d) != runtime)
         for n in sorted(names):
             if not n.endswith((".cpp", ".h", ".inc")):
@@ -73,10 +77,9 @@ def main():
                 if "Op::" in m.group(1):
                     checked += 1
                 elif not text.startswith("signature_inputs(", m.end()):
-                    variable.append(f"{rel}:{text.count(chr(10), 0, m.start()) + 1}")
+                    variable.append(f"{rel}:{line_of(text, m.start())}")
             for offset, op in positional_calls(text, ops):
-                line = text.count("\n", 0, offset) + 1
-                bad.append(f"{rel}:{line}: add_operation(Op::{op}, ...) "
+                bad.append(f"{rel}:{line_of(text, offset)}: add_operation(Op::{op}, ...) "
                            f"lists the operands of an operation that has a signature "
                            f"(src/nnapi/op_signature.cpp): add it with add_by_roles or a helper "
                            f"of src/lower/signature_inputs.h")
