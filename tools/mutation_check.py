@@ -63,6 +63,7 @@ TEST_TARGETS = [
     (r"validate\.", ["test_validate"]),
     (r"(cli|models|opspace)\.", ["nnapi-convert", "neuralnetworks"]),
     (r"unit\.(numeric_rules|zoo_rule)", []),
+    (r"docs\.signature_calls", []),
 ]
 
 
@@ -355,6 +356,12 @@ MUTANTS = [
       "the zoo's float verdict passes whatever allclose says (its use of the rule is lost)",
       [("tools/model_zoo.py", "ok = res[\"allclose\"]\n", "ok = res[\"allclose\"] or True\n")],
       "unit.numeric_rules", None, r"FAIL: test_zoo_float_past_rule_fails"),
+    # ---- operand positions from the signature table (src/nnapi/op_signature.cpp)
+    M("flatten-positional-reshape", "signature",
+      "flatten's RESHAPE lists its operands again instead of naming their roles",
+      [("src/lower/view.cpp", "  add_reshape(cx.model(), in_id, target_id, out_id);",
+        "  cx.model().add_operation(Op::Reshape, {in_id, target_id}, {out_id});")],
+      "docs.signature_calls", None, r"view\.cpp:[0-9]+: add_operation\(Op::Reshape"),
 ]
 
 # The fixed sample ctest mutation.sample runs: fast to rebuild and to test

@@ -20,6 +20,7 @@
 #include "lower/node_args.h"
 #include "lower/pointwise.h"
 #include "lower/registry.h"
+#include "lower/signature_inputs.h"
 
 namespace nnapi_convert {
 
@@ -67,7 +68,7 @@ void emit_table_lookup(LoweringContext& cx, const OperandHandle& x, const at::Te
   ModelBuilder& m = cx.model();
   const int32_t axis = m.add_int_scalar(0);
   const int32_t out_id = make_output(cx, out_value, out, &indices);
-  m.add_operation(Op::Gather, {table_id, axis, indices.id}, {out_id});
+  add_gather(m, table_id, axis, indices.id, out_id);
 }
 
 // hardsigmoid(x) = relu6(x + 3) / 6, on float32.

@@ -157,11 +157,10 @@ OperandHandle self_attention(LoweringContext& cx, const OperandHandle& x, int64_
   ModelBuilder& m = cx.model();
   const int32_t beta = m.add_float_scalar(1.0f), axis = m.add_int_scalar(3);
   const int32_t sm = make_output(cx, nullptr, scores.op, &scores);
-  m.add_operation(Op::Softmax,
-                  signature_inputs(Op::Softmax, {{nnapi::Role::Input, scores.id},
-                                                 {nnapi::Role::Beta, beta},
-                                                 {nnapi::Role::Axis, axis}}),
-                  {sm});
+  add_by_roles(
+      m, Op::Softmax,
+      {{nnapi::Role::Input, scores.id}, {nnapi::Role::Beta, beta}, {nnapi::Role::Axis, axis}},
+      {sm});
   OperandHandle attn = emit_batch_matmul(cx, {sm, scores.op}, v, nullptr);  // (B, H, L, D)
   OperandHandle merged =
       emit_reshape(cx, emit_permute(cx, attn, {0, 2, 1, 3}), {batch, len, SymInt{e, ""}});

@@ -330,7 +330,7 @@ OperandHandle emit_conv2d(LoweringContext& cx, const Value* out, double out_scal
           : kind == Kind::Grouped ? Op::GroupedConv2d
           : transpose             ? Op::TransposeConv2d
                                   : Op::Conv2d;
-  m.add_operation(op, signature_inputs(op, given), {out_id});
+  add_by_roles(m, op, given, {out_id});
   return {out_id, out_op};
 }
 

@@ -15,6 +15,7 @@
 #include "lower/matmul.h"
 #include "lower/rank_reduce.h"
 #include "lower/registry.h"
+#include "lower/signature_inputs.h"
 
 namespace nnapi_convert {
 namespace {
@@ -175,7 +176,7 @@ void lower_einsum(LoweringContext& cx, const Node* node) {
   Shape shape;
   for (int64_t p : perm) shape.push_back(shaped.op.shape[p]);
   const int32_t id = cx.add_tensor_operand(node->output(), shaped.op.with_shape(shape));
-  cx.model().add_operation(Op::Transpose, {shaped.id, cx.model().add_int_vector(perm)}, {id});
+  add_transpose(cx.model(), shaped.id, cx.model().add_int_vector(perm), id);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "lower/emit.h"
 #include "lower/registry.h"
+#include "lower/signature_inputs.h"
 
 namespace nnapi_convert {
 namespace {
@@ -31,7 +32,7 @@ OperandHandle gather_rows(LoweringContext& cx, const at::Tensor& table,
   for (int64_t d = 1; d < table.dim(); ++d) shape.push_back(table.size(d));
   Operand o = cx.operand(table_id).with_shape(shape);
   const int32_t out_id = make_output(cx, out, o, &indices);
-  m.add_operation(Op::Gather, {table_id, axis, idx_id}, {out_id});
+  add_gather(m, table_id, axis, idx_id, out_id);
   return {out_id, cx.operand(out_id)};
 }
 
@@ -106,7 +107,7 @@ void lower_embedding_bag_byte(LoweringContext& cx, const Node* node) {
   const int32_t keep = reduce == Op::Mean ? m.add_int_scalar(0) : m.add_bool_scalar(false);
   const OperandHandle out = cx.add_output(
       node->output(), y.op, {sym_dim(indices.id, indices.op.shape, 0), SymInt{q.size(1), ""}});
-  m.add_operation(reduce, {y.id, m.add_int_vector({1}), keep}, {out.id});
+  add_reduce(m, reduce, y.id, m.add_int_vector({1}), keep, out.id);
 }
 
 }  // namespace

@@ -198,7 +198,7 @@ OperandHandle emit_tile(LoweringContext& cx, const OperandHandle& x,
 
 // NeuralNetworks.h's STRIDED_SLICE takes no TENSOR_INT32 (the type int32 and
 // bool tensors have here) at any level; SLICE and GATHER do from level 3. A
-// strided slice of such an x (arguments as strided_slice_inputs', per NNAPI
+// strided slice of such an x (arguments as strided_slice_roles', per NNAPI
 // axis) becomes SLICE when every stride is 1, or GATHER of the indices taken
 // along the one axis it cuts otherwise; into `out_id`.
 void emit_int32_slice(LoweringContext& cx, const OperandHandle& x,
@@ -280,10 +280,9 @@ OperandHandle emit_crop(LoweringContext& cx, const OperandHandle& x,
     emit_int32_slice(cx, x, begins, ends, strides, end_mask, y.id);
     return y;
   }
-  const std::vector<int32_t> inputs =
-      strided_slice_inputs(cx, x.id, begins, ends, strides, end_mask, 0);
+  const RoleIds inputs = strided_slice_roles(cx, x.id, begins, ends, strides, end_mask, 0);
   const OperandHandle y = cx.add_output(out, x.op, dims);
-  cx.model().add_operation(Op::StridedSlice, inputs, {y.id});
+  add_by_roles(cx.model(), Op::StridedSlice, inputs, {y.id});
   return y;
 }
 
@@ -511,21 +510,19 @@ OperandHandle emit_quantize(LoweringContext& cx, const OperandHandle& a, double 
   return emit_unary_to(cx, Op::Quantize, a, o, out);
 }
 
-std::vector<int32_t> strided_slice_inputs(LoweringContext& cx, int32_t x,
-                                          const std::vector<int64_t>& begins,
-                                          const std::vector<int64_t>& ends,
-                                          const std::vector<int64_t>& strides, int32_t end_mask,
-                                          int32_t shrink_mask) {
+RoleIds strided_slice_roles(LoweringContext& cx, int32_t x, const std::vector<int64_t>& begins,
+                            const std::vector<int64_t>& ends, const std::vector<int64_t>& strides,
+                            int32_t end_mask, int32_t shrink_mask) {
   using R = nnapi::Role;
   ModelBuilder& m = cx.model();
   // (A braced list's operands are made in the order written.)
-  return signature_inputs(Op::StridedSlice, {{R::Input, x},
-                                             {R::Begin, m.add_int_vector(begins)},
-                                             {R::End, m.add_int_vector(ends)},
-                                             {R::Strides, m.add_int_vector(strides)},
-                                             {R::BeginMask, m.add_int_scalar(0)},
-                                             {R::EndMask, m.add_int_scalar(end_mask)},
-                                             {R::ShrinkAxisMask, m.add_int_scalar(shrink_mask)}});
+  return {{R::Input, x},
+          {R::Begin, m.add_int_vector(begins)},
+          {R::End, m.add_int_vector(ends)},
+          {R::Strides, m.add_int_vector(strides)},
+          {R::BeginMask, m.add_int_scalar(0)},
+          {R::EndMask, m.add_int_scalar(end_mask)},
+          {R::ShrinkAxisMask, m.add_int_scalar(shrink_mask)}};
 }
 
 // `count` elements of x along PyTorch dim d, from `begin` in steps of `step`
@@ -556,10 +553,9 @@ OperandHandle emit_take(LoweringContext& cx, const OperandHandle& x, int64_t d, 
     emit_int32_slice(cx, x, begins, ends, strides, end_mask, id);
     return {id, o};
   }
-  const std::vector<int32_t> inputs =
-      strided_slice_inputs(cx, x.id, begins, ends, strides, end_mask, 0);
+  const RoleIds inputs = strided_slice_roles(cx, x.id, begins, ends, strides, end_mask, 0);
   const int32_t id = make_output(cx, nullptr, o, &x);
-  cx.model().add_operation(nnapi::Op::StridedSlice, inputs, {id});
+  add_by_roles(cx.model(), nnapi::Op::StridedSlice, inputs, {id});
   return {id, o};
 }
 

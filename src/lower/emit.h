@@ -11,6 +11,7 @@
 
 #include "lower/context.h"
 #include "lower/dims.h"
+#include "lower/signature_inputs.h"
 
 namespace nnapi_convert {
 
@@ -141,18 +142,16 @@ Shape broadcast_shape(const Shape& a, const Shape& b);
 
 // A STRIDED_SLICE of an int32 (or bool) tensor, which NNAPI's STRIDED_SLICE
 // does not take: SLICE or GATHER into `out_id` (arguments as
-// strided_slice_inputs'); refused where neither can express it.
+// strided_slice_roles'); refused where neither can express it.
 void emit_int32_slice(LoweringContext& cx, const OperandHandle& x,
                       const std::vector<int64_t>& begins, const std::vector<int64_t>& ends,
                       const std::vector<int64_t>& strides, int32_t end_mask, int32_t out_id);
-// The inputs of a STRIDED_SLICE of operand `x`: begins, ends and strides per
-// NNAPI axis, begin mask 0, `end_mask` and `shrink_mask` (operands made in
-// that order).
-std::vector<int32_t> strided_slice_inputs(LoweringContext& cx, int32_t x,
-                                          const std::vector<int64_t>& begins,
-                                          const std::vector<int64_t>& ends,
-                                          const std::vector<int64_t>& strides, int32_t end_mask,
-                                          int32_t shrink_mask);
+// The inputs of a STRIDED_SLICE of operand `x` by role (for add_by_roles):
+// begins, ends and strides per NNAPI axis, begin mask 0, `end_mask` and
+// `shrink_mask` (operands made in that order).
+RoleIds strided_slice_roles(LoweringContext& cx, int32_t x, const std::vector<int64_t>& begins,
+                            const std::vector<int64_t>& ends, const std::vector<int64_t>& strides,
+                            int32_t end_mask, int32_t shrink_mask);
 // `count` elements of x along PyTorch dim d, from `begin` in steps of `step`
 // (-1, or 1 and more): a STRIDED_SLICE taking the other dims whole.
 OperandHandle emit_take(LoweringContext& cx, const OperandHandle& x, int64_t d, int64_t begin,

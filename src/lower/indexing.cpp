@@ -9,6 +9,7 @@
 #include "lower/forms.h"
 #include "lower/node_args.h"
 #include "lower/registry.h"
+#include "lower/signature_inputs.h"
 
 namespace nnapi_convert {
 namespace {
@@ -152,7 +153,7 @@ void lower_index_select(LoweringContext& cx, const Node* node) {
   ModelBuilder& m = cx.model();
   const int32_t axis = m.add_int_scalar(static_cast<int32_t>(nnapi_axis(x.op, d)));
   const int32_t out_id = make_output(cx, node->output(), x.op.with_shape(shape), &x);
-  m.add_operation(Op::Gather, {x.id, axis, idx.id}, {out_id});
+  add_gather(m, x.id, axis, idx.id, out_id);
 }
 
 }  // namespace

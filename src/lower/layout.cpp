@@ -10,6 +10,7 @@
 #include "lower/emit.h"
 #include "lower/forms.h"
 #include "lower/registry.h"
+#include "lower/signature_inputs.h"
 
 namespace nnapi_convert {
 namespace {
@@ -51,7 +52,7 @@ void permute_value(LoweringContext& cx, const Value* out_value, const Value* in_
     o.dim_order = DimOrder::Contiguous;
     int32_t perm_id = cx.model().add_int_vector(perm);
     const OperandHandle y = cx.add_output(out, o, permuted_dims(x, dims));
-    cx.model().add_operation(Op::Transpose, {x.id, perm_id}, {y.id});
+    add_transpose(cx.model(), x.id, perm_id, y.id);
     return y;
   };
   if (in.type == nnapi::OperandType::TensorInt32) {

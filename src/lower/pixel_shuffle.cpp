@@ -84,11 +84,10 @@ OperandHandle emit_pixel_shuffle(LoweringContext& cx, const OperandHandle& x, in
   const int32_t block = m.add_int_scalar(static_cast<int32_t>(r));
   const int32_t layout = m.add_bool_scalar(g.op.use_nchw());
   const OperandHandle y = cx.add_output(out, g.op, dims);
-  m.add_operation(Op::DepthToSpace,
-                  signature_inputs(Op::DepthToSpace, {{nnapi::Role::Input, g.id},
-                                                      {nnapi::Role::BlockSize, block},
-                                                      {nnapi::Role::Layout, layout}}),
-                  {y.id});
+  add_by_roles(
+      m, Op::DepthToSpace,
+      {{nnapi::Role::Input, g.id}, {nnapi::Role::BlockSize, block}, {nnapi::Role::Layout, layout}},
+      {y.id});
   return y;
 }
 
@@ -133,11 +132,10 @@ void lower_pixel_unshuffle(LoweringContext& cx, const Node* node) {
   const int32_t layout = m.add_bool_scalar(x.op.use_nchw());
   const bool reorder = c > 1;
   const auto [id, o] = cx.add_output(reorder ? nullptr : node->output(), x.op, dims, asserts);
-  m.add_operation(Op::SpaceToDepth,
-                  signature_inputs(Op::SpaceToDepth, {{nnapi::Role::Input, x.id},
-                                                      {nnapi::Role::BlockSize, block},
-                                                      {nnapi::Role::Layout, layout}}),
-                  {id});
+  add_by_roles(
+      m, Op::SpaceToDepth,
+      {{nnapi::Role::Input, x.id}, {nnapi::Role::BlockSize, block}, {nnapi::Role::Layout, layout}},
+      {id});
   if (!reorder) return;
   // PyTorch channel k is NNAPI depth channel nnapi_channel(k).
   std::vector<int64_t> index(c * r * r);

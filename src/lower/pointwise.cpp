@@ -223,11 +223,9 @@ OperandHandle emit_softmax_like(LoweringContext& cx, const Value* out, Op op,
     beta = m.add_float_scalar(1.0f);
     axis = m.add_int_scalar(static_cast<int32_t>(dim));
   }
-  m.add_operation(
-      op,
-      signature_inputs(
-          op, {{nnapi::Role::Input, x.id}, {nnapi::Role::Beta, beta}, {nnapi::Role::Axis, axis}}),
-      {out_id});
+  add_by_roles(m, op,
+               {{nnapi::Role::Input, x.id}, {nnapi::Role::Beta, beta}, {nnapi::Role::Axis, axis}},
+               {out_id});
   return {out_id, cx.operand(out_id)};
 }
 

@@ -29,11 +29,11 @@ using nnapi::Fuse;
 using nnapi::Op;
 
 // The inputs of NNAPI's explicit-padding pooling form (with the layout flag).
-std::vector<int32_t> pool_inputs(LoweringContext& cx, Op op, int32_t image_id, const Operand& image,
-                                 const ConvPoolArgs& a) {
+RoleIds pool_inputs(LoweringContext& cx, int32_t image_id, const Operand& image,
+                    const ConvPoolArgs& a) {
   using R = nnapi::Role;
   ModelBuilder& m = cx.model();
-  std::vector<std::pair<R, int32_t>> in = {{R::Input, image_id}};
+  RoleIds in = {{R::Input, image_id}};
   for (auto [role, v] :
        std::initializer_list<std::pair<R, int64_t>>{{R::PadLeft, a.pad_l},
                                                     {R::PadRight, a.pad_r},
@@ -47,7 +47,7 @@ std::vector<int32_t> pool_inputs(LoweringContext& cx, Op op, int32_t image_id, c
     in.push_back({role, m.add_int_scalar(static_cast<int32_t>(v))});
   }
   in.push_back({R::Layout, m.add_bool_scalar(image.use_nchw())});
-  return signature_inputs(op, in);
+  return in;
 }
 
 }  // namespace
@@ -59,9 +59,9 @@ OperandHandle emit_max_pool(LoweringContext& cx, const OperandHandle& image, Con
   check(s.size() == 4, "max_pool2d needs a 4-D input");
   if (ceil_mode) apply_ceil_mode(s, &a);
   const std::vector<SymInt> dims = conv_pool_out_dims(image, a, s[1], false);
-  std::vector<int32_t> inputs = pool_inputs(cx, Op::MaxPool2d, image.id, image.op, a);
+  const RoleIds inputs = pool_inputs(cx, image.id, image.op, a);
   const OperandHandle y = cx.add_output(out, image.op, dims);
-  cx.model().add_operation(Op::MaxPool2d, inputs, {y.id});
+  add_by_roles(cx.model(), Op::MaxPool2d, inputs, {y.id});
   return y;
 }
 
@@ -91,9 +91,9 @@ OperandHandle emit_avg_pool(LoweringContext& cx, const OperandHandle& image, Con
   const bool scaled =
       div.divisor_override || (div.count_include_pad && overhang && padded && !flexible_hw);
   const std::vector<SymInt> dims = conv_pool_out_dims(x, c, x.op.shape[1], false);
-  std::vector<int32_t> inputs = pool_inputs(cx, Op::AveragePool2d, x.id, x.op, c);
+  const RoleIds inputs = pool_inputs(cx, x.id, x.op, c);
   const OperandHandle y = cx.add_output(scaled ? nullptr : out, x.op, dims);
-  cx.model().add_operation(Op::AveragePool2d, inputs, {y.id});
+  add_by_roles(cx.model(), Op::AveragePool2d, inputs, {y.id});
   if (!scaled) return y;
   check(x.op.type == nnapi::OperandType::TensorFloat32,
         "quantized avg_pool2d with divisor_override, or with count_include_pad, padding and a "
@@ -249,11 +249,11 @@ OperandHandle emit_adaptive_pool(LoweringContext& cx, Op op, const OperandHandle
     }
     a = ConvPoolArgs{h / size[0], w / size[1], h / size[0], w / size[1], 0, 0, 0, 0, 1, 1, 0};
   }
-  std::vector<int32_t> inputs = pool_inputs(cx, op, image.id, image.op, a);
+  const RoleIds inputs = pool_inputs(cx, image.id, image.op, a);
   Shape out_shape = {s[0], s[1], size[0], size[1]};
   Operand o = image.op.with_shape(out_shape);
   int32_t out_id = make_output(cx, out, o, &image);
-  cx.model().add_operation(op, inputs, {out_id});
+  add_by_roles(cx.model(), op, inputs, {out_id});
   return {out_id, o};
 }
 

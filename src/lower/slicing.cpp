@@ -128,9 +128,8 @@ void lower_slice(LoweringContext& cx, const Node* node) {
     emit_int32_slice(cx, {in_id, in}, begins, ends, strides, end_mask, out_id);
     return;
   }
-  cx.model().add_operation(Op::StridedSlice,
-                           strided_slice_inputs(cx, in_id, begins, ends, strides, end_mask, 0),
-                           {out_id});
+  add_by_roles(cx.model(), Op::StridedSlice,
+               strided_slice_roles(cx, in_id, begins, ends, strides, end_mask, 0), {out_id});
 }
 
 // select(x, dim, index): x[..., index, ...], one dim fewer. STRIDED_SLICE
@@ -190,13 +189,12 @@ void lower_select(LoweringContext& cx, const Node* node) {
   const bool in_order = std::is_sorted(src.begin(), src.end());
   Operand sliced = in;
   sliced.dim_order = DimOrder::Contiguous;
-  const std::vector<int32_t> inputs =
-      strided_slice_inputs(cx, in_id, begins, ends, strides, end_mask, 1 << axis);
+  const RoleIds inputs = strided_slice_roles(cx, in_id, begins, ends, strides, end_mask, 1 << axis);
   const OperandHandle slice =
       cx.add_output(in_order ? node->output() : nullptr, sliced, permuted_dims({in_id, in}, src));
   const int32_t slice_id = slice.id;
   ModelBuilder& m = cx.model();
-  m.add_operation(Op::StridedSlice, inputs, {slice_id});
+  add_by_roles(m, Op::StridedSlice, inputs, {slice_id});
   if (in_order) return;
   // Output dim k holds PyTorch dim k (< dim) or k + 1: the slice's dim with it.
   std::vector<int64_t> perm;
@@ -205,7 +203,7 @@ void lower_select(LoweringContext& cx, const Node* node) {
   }
   const int32_t perm_id = m.add_int_vector(perm);
   const int32_t out_id = cx.add_output(node->output(), sliced, permuted_dims(slice, perm)).id;
-  m.add_operation(Op::Transpose, {slice_id, perm_id}, {out_id});
+  add_transpose(m, slice_id, perm_id, out_id);
 }
 
 // The layout a cat's inputs are brought to: the first input's, unless the

@@ -166,13 +166,12 @@ void lower_upsample_nearest2d(LoweringContext& cx, const Node* node) {
   }
   int32_t layout = m.add_bool_scalar(image.use_nchw());
   using R = nnapi::Role;
-  m.add_operation(
-      Op::ResizeNearestNeighbor,
-      signature_inputs(Op::ResizeNearestNeighbor, {{R::Input, image_id},
-                                                   {has_size ? R::OutputW : R::ScaleW, arg_w},
-                                                   {has_size ? R::OutputH : R::ScaleH, arg_h},
-                                                   {R::Layout, layout}}),
-      {out_id});
+  add_by_roles(m, Op::ResizeNearestNeighbor,
+               {{R::Input, image_id},
+                {has_size ? R::OutputW : R::ScaleW, arg_w},
+                {has_size ? R::OutputH : R::ScaleH, arg_h},
+                {R::Layout, layout}},
+               {out_id});
 }
 
 // RESIZE_BILINEAR with its align_corners / half_pixel_centers flags: input,
@@ -232,8 +231,8 @@ OperandHandle replicate_edges(LoweringContext& cx, const OperandHandle& x, int64
     std::vector<SymInt> dims = sym_shape(x);
     dims[d] = {1, ""};
     const OperandHandle y = cx.add_output(nullptr, x.op, dims);
-    m.add_operation(Op::StridedSlice,
-                    strided_slice_inputs(cx, x.id, begins, ends, strides, end_mask, 0), {y.id});
+    add_by_roles(m, Op::StridedSlice,
+                 strided_slice_roles(cx, x.id, begins, ends, strides, end_mask, 0), {y.id});
     return y;
   };
   const OperandHandle first = edge(0), last = edge(-1);
@@ -398,7 +397,7 @@ void lower_upsample_bilinear2d(LoweringContext& cx, const Node* node) {
   ModelBuilder& m = cx.model();
   const bool by_scale = size.empty();
   using R = nnapi::Role;
-  std::vector<std::pair<R, int32_t>> given = {{R::Input, image_id}};
+  RoleIds given = {{R::Input, image_id}};
   for (int64_t d : {3, 2}) {  // width, then height
     const R role =
         d == 3 ? (by_scale ? R::ScaleW : R::OutputW) : (by_scale ? R::ScaleH : R::OutputH);
@@ -410,7 +409,6 @@ void lower_upsample_bilinear2d(LoweringContext& cx, const Node* node) {
         std::pair{R::HalfPixelCenters, !align_corners}}) {
     given.push_back({role, m.add_bool_scalar(flag)});
   }
-  const std::vector<int32_t> inputs = signature_inputs(Op::ResizeBilinear, given);
   std::vector<SymInt> dims = {sym_dim(image_id, image.shape, 0), {image.shape[1], ""}};
   for (int64_t d : {2, 3}) {
     if (!by_scale) {
@@ -421,7 +419,7 @@ void lower_upsample_bilinear2d(LoweringContext& cx, const Node* node) {
     }
   }
   const OperandHandle y = cx.add_output(node->output(), image, dims);
-  m.add_operation(Op::ResizeBilinear, inputs, {y.id});
+  add_by_roles(m, Op::ResizeBilinear, given, {y.id});
 }
 
 // upsample_bicubic2d(input, output_size, align_corners, scale_factors) and

@@ -17,6 +17,7 @@
 #include "lower/logical.h"
 #include "lower/node_args.h"
 #include "lower/registry.h"
+#include "lower/signature_inputs.h"
 
 namespace nnapi_convert {
 namespace {
@@ -182,7 +183,7 @@ void lower_squeeze(LoweringContext& cx, const Node* node) {
     // Every dim squeezed: a 0-dim result, which NNAPI holds as shape [1]
     // (fix_shape). SQUEEZE would compute rank 0: a RESHAPE to [1] instead.
     const int32_t shape_id = cx.model().add_int_vector(Shape{1});
-    cx.model().add_operation(Op::Reshape, {in_id, shape_id}, {out_id});
+    add_reshape(cx.model(), in_id, shape_id, out_id);
     return;
   }
   const int32_t axes_id = cx.model().add_int_vector(axes);
@@ -239,7 +240,7 @@ void reshape_to(LoweringContext& cx, const Node* node, std::vector<SymInt> targe
   // A 0-dim result is NNAPI shape [1] (fix_shape).
   int32_t shape_id = cx.model().add_int_vector(shape.empty() ? Shape{1} : shape);
   int32_t out_id = cx.add_tensor_operand(node->output(), out);
-  cx.model().add_operation(Op::Reshape, {in_id, shape_id}, {out_id});
+  add_reshape(cx.model(), in_id, shape_id, out_id);
 }
 
 void lower_reshape(LoweringContext& cx, const Node* node) {
@@ -292,7 +293,7 @@ void lower_flatten(LoweringContext& cx, const Node* node) {
   std::vector<int64_t> target;
   for (int64_t size : out_op.shape) target.push_back(size != 0 ? size : -1);
   int32_t target_id = cx.model().add_int_vector(target);
-  cx.model().add_operation(Op::Reshape, {in_id, target_id}, {out_id});
+  add_reshape(cx.model(), in_id, target_id, out_id);
 }
 
 // aten::dropout and its variants (input, p, train): the identity at
