@@ -53,4 +53,15 @@ void add_gather(ModelBuilder& m, int32_t input, int32_t axis, int32_t indices, i
                {out});
 }
 
+void add_select(ModelBuilder& m, int32_t mask, int32_t if_true, int32_t if_false, int32_t out) {
+  using R = nnapi::Role;
+  add_by_roles(m, nnapi::Op::Select,
+               {{R::Mask, mask}, {R::IfTrue, if_true}, {R::IfFalse, if_false}}, {out});
+}
+
+void add_prelu(ModelBuilder& m, int32_t input, int32_t alpha, int32_t out) {
+  using R = nnapi::Role;
+  add_by_roles(m, nnapi::Op::Prelu, {{R::Input, input}, {R::AlphaTensor, alpha}}, {out});
+}
+
 }  // namespace nnapi_convert

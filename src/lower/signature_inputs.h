@@ -42,4 +42,9 @@ void add_transpose(ModelBuilder& m, int32_t input, int32_t perm, int32_t out);
 // GATHER of `input` along INT32 `axis` at the TENSOR_INT32 `indices`, into `out`.
 void add_gather(ModelBuilder& m, int32_t input, int32_t axis, int32_t indices, int32_t out);
 
+// SELECT of `if_true` where the TENSOR_BOOL8 `mask` is true, else `if_false`, into `out`.
+void add_select(ModelBuilder& m, int32_t mask, int32_t if_true, int32_t if_false, int32_t out);
+// PRELU of `input` with the tensor `alpha`, into `out`.
+void add_prelu(ModelBuilder& m, int32_t input, int32_t alpha, int32_t out);
+
 }  // namespace nnapi_convert

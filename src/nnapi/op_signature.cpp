@@ -25,6 +25,10 @@ Kind kind_of(Role r) {
     case R::Shape:
     case R::Perm:
     case R::Indices:
+    case R::Mask:
+    case R::IfTrue:
+    case R::IfFalse:
+    case R::AlphaTensor:
       return Kind::Tensor;
     case R::Layout:
     case R::AlignCorners:
@@ -147,6 +151,20 @@ const std::vector<Signature>& table() {
     for (Op op : {Op::ArgMax, Op::ArgMin}) s.push_back({op, {{"", {R::Input, R::Axis}, {2}}}});
     s.push_back({Op::InstanceNormalization,
                  {{"", {R::Input, R::Gamma, R::Beta, R::Epsilon, R::Layout}, {5}}}});
+    // The elementwise operations of two tensors, and those of one.
+    for (Op op : {Op::Maximum, Op::Minimum, Op::Pow, Op::Equal, Op::NotEqual, Op::Less,
+                  Op::LessEqual, Op::Greater, Op::GreaterEqual, Op::LogicalAnd, Op::LogicalOr})
+      s.push_back({op, {{"", {R::Input, R::SecondInput}, {2}}}});
+    for (Op op : {Op::Relu, Op::Relu1, Op::Relu6, Op::Logistic, Op::Tanh, Op::HardSwish, Op::Neg,
+                  Op::Abs, Op::Floor, Op::Exp, Op::Log, Op::Sqrt, Op::Rsqrt, Op::Sin,
+                  Op::LogicalNot, Op::Quantize, Op::Dequantize, Op::Cast})
+      s.push_back({op, {{"", {R::Input}, {1}}}});
+    s.push_back({Op::Prelu, {{"", {R::Input, R::AlphaTensor}, {2}}}});
+    s.push_back({Op::Select, {{"", {R::Mask, R::IfTrue, R::IfFalse}, {3}}}});
+    s.push_back({Op::Squeeze, {{"", {R::Input, R::Axes}, {1, 2}}}});
+    s.push_back({Op::ExpandDims, {{"", {R::Input, R::Axis}, {2}}}});
+    s.push_back({Op::TopKV2, {{"", {R::Input, R::K}, {2}}}});
+    s.push_back({Op::ChannelShuffle, {{"", {R::Input, R::Groups, R::Axis}, {3}}}});
     return s;
   }();
   return t;
@@ -246,6 +264,16 @@ const char* role_name(Role r) {
       return "perm";
     case R::Indices:
       return "indices";
+    case R::Mask:
+      return "mask";
+    case R::IfTrue:
+      return "value if true";
+    case R::IfFalse:
+      return "value if false";
+    case R::AlphaTensor:
+      return "alpha tensor";
+    case R::K:
+      return "k";
   }
   return "operand";
 }
