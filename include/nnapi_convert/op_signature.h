@@ -1,12 +1,10 @@
-// Operand signatures: for each NNAPI operation the converter emits whose
-// positions more than one layer reads (all with several arity forms or
-// optional trailing inputs, CONCATENATION with its any number of input
-// tensors, and most of the fixed ones), the role of each input position, as
+// Operand signatures: for each NNAPI operation the converter emits (unit test
+// OpSignature.EveryOperationTheLoweringNamesHasOne), the role of each input
+// position and its arity forms (CONCATENATION's with any number of input tensors), as
 // NeuralNetworks.h lists them (e.g. CONV_2D's explicit padding form: input, filter, bias, padding
-// left, right, top, bottom, stride width, height, fused activation [, NCHW
-// layout flag [, dilation width, height]]). This is the one place those
-// positions are written: the emitters in src/lower arrange their operand
-// lists by it, the validator's layouts and the host runtime's argument
+// left, right, top, bottom, stride width, height, fused activation [, NCHW layout flag [, dilation
+// width, height]]). This is the one place those positions are written: the emitters in src/lower
+// arrange their operand lists by it, the validator's layouts and the host runtime's argument
 // readers find their parameters by it, and `inspect` names each input's role
 // from it. Only positions live here; each reader keeps its own checks.
 #pragma once
@@ -82,6 +80,12 @@ enum class Role : uint8_t {
   ShrinkAxisMask,
   NumSplits,  // SPLIT's INT32 number of outputs
   Multiples,  // TILE's TENSOR_INT32 repeats, one per dim
+  // The elementwise operations, selection, top-k, channel shuffle.
+  Mask,         // SELECT's TENSOR_BOOL8 condition
+  IfTrue,       // SELECT's tensor taken where the mask is true
+  IfFalse,      // ... where it is false
+  AlphaTensor,  // PRELU's alpha, a tensor broadcast to the input's shape
+  K,            // TOPK_V2's INT32 number of top elements
 };
 
 // "padding left", "NCHW layout flag", ...: for messages and `inspect`.

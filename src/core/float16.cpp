@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/diagnostics.h"
+#include "lower/signature_inputs.h"
 #include "nnapi_convert/validate.h"
 
 namespace nnapi_convert {
@@ -118,6 +119,11 @@ void check_operation(ModelBuilder& m, size_t index, int target_level,
   m.raise_feature_level(level);
 }
 
+// CAST's inputs, in NeuralNetworks.h's positions (op_signature.h), for the tensor `x`.
+std::vector<int32_t> cast_inputs(int32_t x) {
+  return signature_inputs(nnapi::Op::Cast, {{nnapi::Role::Input, x}});
+}
+
 }  // namespace
 
 void convert_to_float16(ModelBuilder& m, std::vector<const torch::jit::Node*>& op_nodes,
@@ -177,11 +183,12 @@ void convert_to_float16(ModelBuilder& m, std::vector<const torch::jit::Node*>& o
   for (size_t k = 0; k < n_operations; ++k)
     check_operation(m, k, target_level, op_nodes, options, ret);
   for (size_t k = 0; k < input_casts.size(); ++k) {
-    m.insert_operation(k, nnapi::Op::Cast, {input_casts[k].first}, {input_casts[k].second});
+    m.insert_operation(k, nnapi::Op::Cast, cast_inputs(input_casts[k].first),
+                       {input_casts[k].second});
     op_nodes.insert(op_nodes.begin() + static_cast<std::ptrdiff_t>(k), nullptr);
   }
   for (const auto& [half, wide] : output_casts) {
-    m.insert_operation(m.operation_count(), nnapi::Op::Cast, {half}, {wide});
+    m.insert_operation(m.operation_count(), nnapi::Op::Cast, cast_inputs(half), {wide});
     op_nodes.push_back(nullptr);
   }
   if (!input_casts.empty() || !output_casts.empty()) m.raise_feature_level(half_level);

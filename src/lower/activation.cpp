@@ -359,7 +359,7 @@ void emit_leaky_relu(LoweringContext& cx, const Node* node, const OperandHandle&
     o.zero_point = out_quant->zero_point;
   }
   int32_t id = make_output(cx, node->output(), o, &x);
-  cx.model().add_operation(Op::Prelu, {x.id, alpha.id}, {id});
+  add_prelu(cx.model(), x.id, alpha.id, id);
 }
 
 void lower_leaky_relu(LoweringContext& cx, const Node* node) {

@@ -443,29 +443,25 @@ OperandHandle emit_binary(LoweringContext& cx, Op op, const OperandHandle& a,
     o.zero_point = out_quant->zero_point;
   }
   const int32_t id = cx.add_output(out, o, broadcast_dims(o.shape, {&a, &b})).id;
+  RoleIds inputs = {{nnapi::Role::Input, a.id}, {nnapi::Role::SecondInput, b.id}};
   // ADD, SUB, MUL and DIV take a fused activation; MAXIMUM, MINIMUM and the rest don't.
   if (const nnapi::Signature* s = nnapi::signature(op); s && s->forms[0].has(nnapi::Role::Fuse)) {
     // NeuralNetworks.h: TENSOR_INT32 arithmetic (from feature level 4, which
     // ModelBuilder's level check reports below it) has no fused activation.
     check(a.op.type != OperandType::TensorInt32 || fuse == Fuse::None,
           "a fused activation on int32 arithmetic is not supported");
-    int32_t fuse_id = cx.model().add_int_scalar(static_cast<int32_t>(fuse));
-    add_by_roles(cx.model(), op,
-                 {{nnapi::Role::Input, a.id},
-                  {nnapi::Role::SecondInput, b.id},
-                  {nnapi::Role::Fuse, fuse_id}},
-                 {id});
+    inputs.push_back({nnapi::Role::Fuse, cx.model().add_int_scalar(static_cast<int32_t>(fuse))});
   } else {
     check(fuse == Fuse::None, "internal: fused activation on an operation without one");
-    cx.model().add_operation(op, {a.id, b.id}, {id});
   }
+  add_by_roles(cx.model(), op, inputs, {id});
   return {id, o};
 }
 
 OperandHandle emit_unary_to(LoweringContext& cx, Op op, const OperandHandle& x, const Operand& rec,
                             const Value* out) {
   int32_t id = make_output(cx, out, rec, &x);
-  cx.model().add_operation(op, {x.id}, {id});
+  add_by_roles(cx.model(), op, {{nnapi::Role::Input, x.id}}, {id});
   return {id, rec};
 }
 

@@ -173,7 +173,10 @@ void lower_channel_shuffle(LoweringContext& cx, const NodeGroup& group) {
   int32_t groups = m.add_int_scalar(static_cast<int32_t>(split[1].value));
   int32_t axis_id = m.add_int_scalar(static_cast<int32_t>(axis));
   int32_t out_id = make_output(cx, node->output(), in, &x);
-  m.add_operation(Op::ChannelShuffle, {in_id, groups, axis_id}, {out_id});
+  add_by_roles(
+      m, Op::ChannelShuffle,
+      {{nnapi::Role::Input, in_id}, {nnapi::Role::Groups, groups}, {nnapi::Role::Axis, axis_id}},
+      {out_id});
 }
 
 // aten::contiguous(x, memory_format) and aten::clone(x, memory_format): the

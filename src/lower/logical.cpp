@@ -154,7 +154,7 @@ OperandHandle bool_as(LoweringContext& cx, const OperandHandle& b, OperandType t
   Operand o = b.op;
   o.type = type;
   const OperandHandle y = cx.add_output(out, o, dims);
-  cx.model().add_operation(Op::Select, {b.id, ones.id, zeros.id}, {y.id});
+  add_select(cx.model(), b.id, ones.id, zeros.id, y.id);
   return y;
 }
 
@@ -373,7 +373,7 @@ OperandHandle emit_where(LoweringContext& cx, const Value* condition, const Valu
     mask = emit_binary(cx, Op::LogicalAnd, all, mask);
   }
   const OperandHandle result = cx.add_output(out, x.op, dims);
-  cx.model().add_operation(Op::Select, {mask.id, x.id, y.id}, {result.id});
+  add_select(cx.model(), mask.id, x.id, y.id, result.id);
   return result;
 }
 

@@ -101,7 +101,7 @@ void lower_log1p(LoweringContext& cx, const Node* node) {
       emit_binary(cx, Op::Mul, emit_unary(cx, Op::Log, u), emit_binary(cx, Op::Div, x, d));
   const OperandHandle exact = emit_binary(cx, Op::Equal, d, float_scalar_tensor(cx, 0.0f));
   const int32_t out_id = make_output(cx, node->output(), x.op, &x);
-  cx.model().add_operation(Op::Select, {exact.id, x.id, r.id}, {out_id});
+  add_select(cx.model(), exact.id, x.id, r.id, out_id);
 }
 
 // pow(x, number) and pow(number, x). Exponents PyTorch computes otherwise than
@@ -295,7 +295,7 @@ void lower_prelu(LoweringContext& cx, const Node* node) {
     check(in.shape[d] > 0, "PReLU requires fixed size for dim 0 and dim 1");
   }
   const int32_t out_id = cx.add_output(node->output(), in, sym_shape({in_id, in})).id;
-  cx.model().add_operation(Op::Prelu, {in_id, w_id}, {out_id});
+  add_prelu(cx.model(), in_id, w_id, out_id);
 }
 
 std::optional<QuantParams> quant_params(std::optional<std::pair<double, int64_t>> qparams) {

@@ -351,8 +351,9 @@ void lower_topk(LoweringContext& cx, const Node* node) {
   const bool direct = perm.empty() && largest;
   const OperandHandle v = cx.add_output(direct ? node->output(0) : nullptr, values, dims);
   const OperandHandle i = cx.add_output(perm.empty() ? node->output(1) : nullptr, indices, dims);
-  cx.model().add_operation(Op::TopKV2, {x.id, cx.model().add_int_scalar(static_cast<int32_t>(k))},
-                           {v.id, i.id});
+  const int32_t k_id = cx.model().add_int_scalar(static_cast<int32_t>(k));
+  add_by_roles(cx.model(), Op::TopKV2, {{nnapi::Role::Input, x.id}, {nnapi::Role::K, k_id}},
+               {v.id, i.id});
   cx.set_torch_dtype(node->output(1), at::kLong);  // PyTorch's indices are int64
   if (direct) return;
   std::vector<int64_t> back(perm.size());

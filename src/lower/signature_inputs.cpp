@@ -78,4 +78,15 @@ void add_concatenation(ModelBuilder& m, const std::vector<int32_t>& parts, int32
   add_by_roles(m, nnapi::Op::Concatenation, given, {out});
 }
 
+void add_select(ModelBuilder& m, int32_t mask, int32_t if_true, int32_t if_false, int32_t out) {
+  using R = nnapi::Role;
+  add_by_roles(m, nnapi::Op::Select,
+               {{R::Mask, mask}, {R::IfTrue, if_true}, {R::IfFalse, if_false}}, {out});
+}
+
+void add_prelu(ModelBuilder& m, int32_t input, int32_t alpha, int32_t out) {
+  using R = nnapi::Role;
+  add_by_roles(m, nnapi::Op::Prelu, {{R::Input, input}, {R::AlphaTensor, alpha}}, {out});
+}
+
 }  // namespace nnapi_convert

@@ -52,4 +52,9 @@ void add_split(ModelBuilder& m, int32_t input, int32_t axis, int32_t num_splits,
 void add_concatenation(ModelBuilder& m, const std::vector<int32_t>& parts, int32_t axis,
                        int32_t out);
 
+// SELECT of `if_true` where the TENSOR_BOOL8 `mask` is true, else `if_false`, into `out`.
+void add_select(ModelBuilder& m, int32_t mask, int32_t if_true, int32_t if_false, int32_t out);
+// PRELU of `input` with the tensor `alpha`, into `out`.
+void add_prelu(ModelBuilder& m, int32_t input, int32_t alpha, int32_t out);
+
 }  // namespace nnapi_convert

@@ -115,7 +115,8 @@ void lower_unsqueeze(LoweringContext& cx, const Node* node) {
   dims.insert(dims.begin() + real_dim, SymInt{1, ""});
   int32_t dim_id = cx.model().add_int_scalar(static_cast<int32_t>(dim));
   const int32_t out_id = cx.add_output(node->output(), in, dims).id;
-  cx.model().add_operation(Op::ExpandDims, {in_id, dim_id}, {out_id});
+  add_by_roles(cx.model(), Op::ExpandDims,
+               {{nnapi::Role::Input, in_id}, {nnapi::Role::Axis, dim_id}}, {out_id});
 }
 
 // squeeze(x, dim) and squeeze(x): SQUEEZE of the given dim (when it is 1,
@@ -187,7 +188,8 @@ void lower_squeeze(LoweringContext& cx, const Node* node) {
     return;
   }
   const int32_t axes_id = cx.model().add_int_vector(axes);
-  cx.model().add_operation(Op::Squeeze, {in_id, axes_id}, {out_id});
+  add_by_roles(cx.model(), Op::Squeeze, {{nnapi::Role::Input, in_id}, {nnapi::Role::Axes, axes_id}},
+               {out_id});
 }
 
 // Reshape where the input or the target has load-time sizes.

@@ -30,6 +30,10 @@ Kind kind_of(Role r) {
     case R::End:
     case R::Strides:
     case R::Multiples:
+    case R::Mask:
+    case R::IfTrue:
+    case R::IfFalse:
+    case R::AlphaTensor:
       return Kind::Tensor;
     case R::Layout:
     case R::AlignCorners:
@@ -162,6 +166,20 @@ const std::vector<Signature>& table() {
     s.push_back({Op::Tile, {{"", {R::Input, R::Multiples}, {2}}}});
     // Any number of input tensors, then the axis.
     s.push_back({Op::Concatenation, {{"", {R::Input, R::Axis}, {2}, true}}});
+    // The elementwise operations of two tensors, and those of one.
+    for (Op op : {Op::Maximum, Op::Minimum, Op::Pow, Op::Equal, Op::NotEqual, Op::Less,
+                  Op::LessEqual, Op::Greater, Op::GreaterEqual, Op::LogicalAnd, Op::LogicalOr})
+      s.push_back({op, {{"", {R::Input, R::SecondInput}, {2}}}});
+    for (Op op : {Op::Relu, Op::Relu1, Op::Relu6, Op::Logistic, Op::Tanh, Op::HardSwish, Op::Neg,
+                  Op::Abs, Op::Floor, Op::Exp, Op::Log, Op::Sqrt, Op::Rsqrt, Op::Sin,
+                  Op::LogicalNot, Op::Quantize, Op::Dequantize, Op::Cast})
+      s.push_back({op, {{"", {R::Input}, {1}}}});
+    s.push_back({Op::Prelu, {{"", {R::Input, R::AlphaTensor}, {2}}}});
+    s.push_back({Op::Select, {{"", {R::Mask, R::IfTrue, R::IfFalse}, {3}}}});
+    s.push_back({Op::Squeeze, {{"", {R::Input, R::Axes}, {1, 2}}}});
+    s.push_back({Op::ExpandDims, {{"", {R::Input, R::Axis}, {2}}}});
+    s.push_back({Op::TopKV2, {{"", {R::Input, R::K}, {2}}}});
+    s.push_back({Op::ChannelShuffle, {{"", {R::Input, R::Groups, R::Axis}, {3}}}});
     return s;
   }();
   return t;
@@ -279,6 +297,16 @@ const char* role_name(Role r) {
       return "num_splits";
     case R::Multiples:
       return "multiples";
+    case R::Mask:
+      return "mask";
+    case R::IfTrue:
+      return "value if true";
+    case R::IfFalse:
+      return "value if false";
+    case R::AlphaTensor:
+      return "alpha tensor";
+    case R::K:
+      return "k";
   }
   return "operand";
 }

@@ -53,12 +53,12 @@ void div_rule(Check& c) {
 // ---- MAXIMUM, MINIMUM, POW: a, b; broadcast, rank from 1.
 
 void binary(Check& c, std::initializer_list<TypeLevel> types) {
-  c.input_count({2});
+  const size_t second = c.form().at(R::SecondInput);
   c.output_count(1);
   typed(c, types);
-  c.same_type(1, 0);
+  c.same_type(second, 0);
   c.output_same_type(0, 0);
-  if (c.shapes()) c.set_output(0, broadcast(c, c.shape(0), c.shape(1)));
+  if (c.shapes()) c.set_output(0, broadcast(c, c.shape(0), c.shape(second)));
 }
 
 void minmax_rule(Check& c) {
@@ -73,16 +73,16 @@ void pow_rule(Check& c) { binary(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3
 // each); broadcast; a TENSOR_BOOL8 output.
 
 void compare_rule(Check& c) {
-  c.input_count({2});
+  const size_t second = c.form().at(R::SecondInput);
   c.output_count(1);
   typed(c, {{T::TensorBool8, 3},
             {T::TensorFloat16, 3},
             {T::TensorFloat32, 3},
             {T::TensorInt32, 3},
             {T::TensorQuant8Asymm, 3}});
-  c.same_type(1, 0);
+  c.same_type(second, 0);
   c.output_type(0, {T::TensorBool8});
-  if (c.shapes()) c.set_output(0, broadcast(c, c.shape(0), c.shape(1)));
+  if (c.shapes()) c.set_output(0, broadcast(c, c.shape(0), c.shape(second)));
 }
 
 // ---- LOGICAL_AND, LOGICAL_OR: two TENSOR_BOOL8, broadcast.
@@ -94,20 +94,21 @@ void logical_rule(Check& c) { binary(c, {{T::TensorBool8, 3}}); }
 // parameters (each input's may differ too).
 
 void select_rule(Check& c) {
-  c.input_count({3});
+  const nnapi::Form& f = c.form();
+  const size_t mask = f.at(R::Mask), if_true = f.at(R::IfTrue), if_false = f.at(R::IfFalse);
   c.output_count(1);
-  c.input_type(0, {T::TensorBool8});
-  c.input_type(1, {T::TensorFloat16, T::TensorFloat32, T::TensorInt32, T::TensorQuant8Asymm});
-  c.same_type(2, 1);
-  c.output_same_type(0, 1);
+  c.input_type(mask, {T::TensorBool8});
+  c.input_type(if_true, {T::TensorFloat16, T::TensorFloat32, T::TensorInt32, T::TensorQuant8Asymm});
+  c.same_type(if_false, if_true);
+  c.output_same_type(0, if_true);
   if (!c.shapes()) return;
-  Shape out = c.shape(0);
-  for (size_t i : {1, 2}) {
+  Shape out = c.shape(mask);
+  for (size_t i : {if_true, if_false}) {
     const Shape& s = c.shape(i);
     if (!s.known) continue;
     if (out.known && out.rank() != s.rank())
       c.fail(Rule::Shape, "input " + std::to_string(i) + " has shape " + shape_text(s) +
-                              " and the mask " + shape_text(c.shape(0)) +
+                              " and the mask " + shape_text(c.shape(mask)) +
                               "; NNAPI's SELECT needs the mask and both inputs of one shape");
     if (!out.known) {
       out = s;
@@ -124,7 +125,7 @@ void select_rule(Check& c) {
 // ---- unary: input; output of its type and shape.
 
 void unary(Check& c, std::initializer_list<TypeLevel> types, size_t max_rank) {
-  c.input_count({1});
+  c.form();  // its one input
   c.output_count(1);
   typed(c, types);
   c.output_same_type(0, 0);
@@ -161,15 +162,15 @@ void abs_rule(Check& c) {
 // ---- PRELU: input, alpha (broadcast to the input's shape).
 
 void prelu_rule(Check& c) {
-  c.input_count({2});
+  const size_t alpha = c.form().at(R::AlphaTensor);
   c.output_count(1);
   typed(c, {{T::TensorFloat32, 3}, {T::TensorFloat16, 3}, {T::TensorQuant8Asymm, 3}});
-  c.same_type(1, 0);
+  c.same_type(alpha, 0);
   c.output_same_type(0, 0);
   if (!c.shapes()) return;
-  const Shape b = broadcast(c, c.shape(0), c.shape(1));
+  const Shape b = broadcast(c, c.shape(0), c.shape(alpha));
   if (b.known && c.shape(0).known && b.rank() != c.shape(0).rank())
-    c.fail(Rule::Shape, "alpha of shape " + shape_text(c.shape(1)) +
+    c.fail(Rule::Shape, "alpha of shape " + shape_text(c.shape(alpha)) +
                             " has a higher rank than the input " + shape_text(c.shape(0)));
   c.set_output(0, b);
 }
@@ -252,7 +253,7 @@ void instance_norm_rule(Check& c) {
 
 void conversion(Check& c, std::initializer_list<TypeLevel> in_types,
                 std::initializer_list<T> out_types, size_t max_rank) {
-  c.input_count({1});
+  c.form();  // its one input
   c.output_count(1);
   typed(c, in_types);
   c.output_type(0, out_types);

@@ -119,13 +119,13 @@ void reshape_rule(Check& c) {
 // ---- EXPAND_DIMS: input, axis in [-(rank + 1), rank + 1).
 
 void expand_dims_rule(Check& c) {
-  c.input_count({2});
+  const size_t axis_at = c.form().at(R::Axis);
   c.output_count(1);
   moved(c);
-  c.input_type(1, {T::Int32});
+  c.input_type(axis_at, {T::Int32});
   if (!c.full()) return;
   const Shape& x = c.shape(0);
-  const int64_t axis = c.axis(1, x.known ? static_cast<int64_t>(x.rank()) + 1 : -1, true);
+  const int64_t axis = c.axis(axis_at, x.known ? static_cast<int64_t>(x.rank()) + 1 : -1, true);
   if (!c.shapes()) return;
   if (!x.known || axis < 0) return c.set_output(0, Shape::unknown());
   Shape out = x;
@@ -136,23 +136,25 @@ void expand_dims_rule(Check& c) {
 // ---- SQUEEZE: input [, axes (1-D TENSOR_INT32)]: drops dims of size 1.
 
 void squeeze_rule(Check& c) {
-  c.input_count({1, 2});
+  const size_t axes_at = c.form().at(R::Axes);
+  const bool has_axes = axes_at < c.n_in() && !c.omitted(axes_at);
   c.output_count(1);
   moved(c);
-  if (c.n_in() == 2 && !c.omitted(1)) c.input_type(1, {T::TensorInt32});
+  if (has_axes) c.input_type(axes_at, {T::TensorInt32});
   c.max_rank(4);
   if (!c.shapes()) return;
   const Shape& x = c.shape(0);
   if (!x.known) return c.set_output(0, Shape::unknown());
   std::vector<bool> drop(x.rank(), false);
-  if (c.n_in() == 2 && !c.omitted(1)) {
-    auto axes = c.ints(1);
+  if (has_axes) {
+    auto axes = c.ints(axes_at);
     if (!axes) return c.set_output(0, Shape::unknown());
     for (int32_t a : *axes) {
       const int64_t r = static_cast<int64_t>(x.rank());
       if (a < -r || a >= r)
-        c.fail(Rule::Parameter, "input 1 (axes) has " + str(a) + "; for a tensor of rank " +
-                                    str(r) + " NNAPI takes " + str(-r) + " to " + str(r - 1));
+        c.fail(Rule::Parameter, "input " + str(axes_at) + " (axes) has " + str(a) +
+                                    "; for a tensor of rank " + str(r) + " NNAPI takes " + str(-r) +
+                                    " to " + str(r - 1));
       const size_t k = static_cast<size_t>(a < 0 ? a + r : a);
       if (x.d[k] >= 0 && x.d[k] != 1)
         c.fail(Rule::Shape, "dim " + str(static_cast<int64_t>(k)) + " of " + shape_text(x) +
@@ -408,17 +410,18 @@ void split_rule(Check& c) {
 // ---- CHANNEL_SHUFFLE: input, num_groups, axis.
 
 void channel_shuffle_rule(Check& c) {
-  c.input_count({3});
+  const nnapi::Form& f = c.form();
+  const size_t groups_at = f.at(R::Groups), axis_at = f.at(R::Axis);
   c.output_count(1);
   moved(c);
-  c.input_type(1, {T::Int32});
-  c.input_type(2, {T::Int32});
+  c.input_type(groups_at, {T::Int32});
+  c.input_type(axis_at, {T::Int32});
   c.max_rank(4);
   if (!c.full()) return;
   const Shape& x = c.shape(0);
-  c.at_least(1, 1, "number of groups");
-  const int64_t axis = c.axis(2, x.known ? static_cast<int64_t>(x.rank()) : -1, true);
-  if (auto g = c.i32(1); g && *g > 0 && axis >= 0) {
+  c.at_least(groups_at, 1, "number of groups");
+  const int64_t axis = c.axis(axis_at, x.known ? static_cast<int64_t>(x.rank()) : -1, true);
+  if (auto g = c.i32(groups_at); g && *g > 0 && axis >= 0) {
     const int64_t d = x.d[static_cast<size_t>(axis)];
     if (d >= 0 && d % *g != 0)
       c.fail(Rule::Shape, "dim " + str(axis) + " of size " + str(d) + " is not a multiple of the " +
@@ -619,19 +622,19 @@ void arg_rule(Check& c) {
 // k in the last dim.
 
 void topk_rule(Check& c) {
-  c.input_count({2});
+  const size_t k_at = c.form().at(R::K);
   c.output_count(2);
   typed(c);
-  c.input_type(1, {T::Int32});
+  c.input_type(k_at, {T::Int32});
   c.output_same_type(0, 0);
   c.same_quant(0, 0);
   c.output_type(1, {T::TensorInt32});
   if (!c.full()) return;
   const Shape& x = c.shape(0);
-  const auto k = c.i32(1);
+  const auto k = c.i32(k_at);
   const int64_t last = x.known && x.rank() > 0 ? x.d.back() : -1;
   if (k && (*k < 1 || (last >= 0 && *k > last)))
-    c.fail(Rule::Parameter, "input 1 (k) is " + str(*k) + " for a last dim of " +
+    c.fail(Rule::Parameter, "input " + str(k_at) + " (k) is " + str(*k) + " for a last dim of " +
                                 (last >= 0 ? str(last) : std::string("unknown size")) +
                                 "; NNAPI's TOPK_V2 takes 1 to the last dim's size");
   if (!c.shapes() || !x.known) return;

@@ -65,12 +65,13 @@ TEST(Inspect, RawBlob) {
               AllOf(HasSubstr("computed by operation 1 (RELU)"), HasSubstr("model output 0")));
   EXPECT_THAT(r.out, HasSubstr("CONV_2D inputs [2, 4, 3, 5, 5, 5, 5, 6, 6, 5, 1] outputs [7]"));
   // Each input's role, as NeuralNetworks.h lists CONV_2D's 11 inputs
-  // (explicit padding with the layout flag); RELU's one input has no line.
+  // (explicit padding with the layout flag) and RELU's "0: A tensor,
+  // specifying the input".
   EXPECT_THAT(line_of(r.out, "input roles:"),
               HasSubstr("input roles: input, filter, bias, padding left, padding right, padding "
                         "top, padding bottom, stride width, stride height, fused activation, "
                         "NCHW layout flag"));
-  EXPECT_THAT(r.out, Not(HasSubstr("RELU inputs [7] outputs [8]\n        input roles")));
+  EXPECT_THAT(r.out, HasSubstr("RELU inputs [7] outputs [8]\n        input roles: input\n"));
   EXPECT_THAT(r.out, HasSubstr("model inputs: [2]"));
   EXPECT_THAT(r.out, HasSubstr("model outputs: [8]"));
 }
@@ -155,8 +156,8 @@ TEST(Inspect, Json) {
   EXPECT_THAT(r.out, HasSubstr(R"("source":{"kind":"weight_buffer","buffer":1,"offset":0,)"
                                R"("bytes":24})"));
   EXPECT_THAT(r.out, HasSubstr(R"("source":{"kind":"operation","operation":1},"model_output":0})"));
-  EXPECT_THAT(r.out, HasSubstr(R"({"index":1,"name":"RELU","code":19,"inputs":[7],"outputs":[8],)"
-                               R"("feature_level":1})"));
+  EXPECT_THAT(r.out, HasSubstr(R"({"index":1,"name":"RELU","code":19,"inputs":[7],)"
+                               R"("input_roles":["input"],"outputs":[8],"feature_level":1})"));
   // NeuralNetworks.h: RELU and CONV_2D are feature level 1, but the BOOL
   // operand type (the layout flag) came with level 3, Android 10 (API 29).
   EXPECT_THAT(r.out, HasSubstr(R"("outputs":[7],"feature_level":3})"));

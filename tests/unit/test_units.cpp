@@ -1,6 +1,15 @@
 // Unit tests: the --input spec language, Python float repr, NNAPI feature levels.
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+
 #include "nnapi_convert/input_spec.h"
 #include "nnapi_convert/nnapi_types.h"
 #include "nnapi_convert/op_signature.h"
@@ -315,6 +324,35 @@ const std::vector<FormFacts>& neural_networks_h_forms() {
     // ANEURALNETWORKS_INT32 scalar, specifying the concatenation axis": one
     // tensor and the axis at the fewest.
     f.push_back({Op::Concatenation, "", {2}, {in, "axis"}, true});
+    // MAXIMUM, MINIMUM, the comparisons "0: A tensor. 1: A tensor of the same
+    // OperandCode and compatible dimensions with input0"; POW "0: A tensor
+    // specifying the base. 1: A tensor specifying the exponent"; LOGICAL_AND,
+    // LOGICAL_OR "0: A tensor of TENSOR_BOOL8. 1: A tensor of TENSOR_BOOL8 and
+    // dimensions compatible with input0".
+    for (Op op : {Op::Maximum, Op::Minimum, Op::Pow, Op::Equal, Op::NotEqual, Op::Less,
+                  Op::LessEqual, Op::Greater, Op::GreaterEqual, Op::LogicalAnd, Op::LogicalOr})
+      f.push_back({op, "", {2}, {in, "second input"}});
+    // The operations of one tensor: "Inputs: 0: A tensor" (RELU ... SIN,
+    // LOGICAL_NOT, HARD_SWISH, QUANTIZE, DEQUANTIZE, CAST).
+    for (Op op : {Op::Relu, Op::Relu1, Op::Relu6, Op::Logistic, Op::Tanh, Op::HardSwish, Op::Neg,
+                  Op::Abs, Op::Floor, Op::Exp, Op::Log, Op::Sqrt, Op::Rsqrt, Op::Sin,
+                  Op::LogicalNot, Op::Quantize, Op::Dequantize, Op::Cast})
+      f.push_back({op, "", {1}, {in}});
+    // PRELU "1: A tensor of the same OperandCode, and compatible dimensions as
+    // input0, specifying the alpha"; SELECT "0: A tensor of type TENSOR_BOOL8
+    // acting as a mask that chooses ... from input1 (if true) or input2 (if
+    // false)"; SQUEEZE "1: An optional 1-D tensor of TENSOR_INT32. The
+    // dimensions to squeeze"; EXPAND_DIMS "1: An INT32 scalar specifying the
+    // dimension index to expand"; TOPK_V2 "1: k, an INT32 scalar, specifying
+    // the number of top elements"; CHANNEL_SHUFFLE "1: An INT32 scalar,
+    // specifying the number of groups. 2: An INT32 scalar, specifying the
+    // dimension channel shuffle would be performed on".
+    f.push_back({Op::Prelu, "", {2}, {in, "alpha tensor"}});
+    f.push_back({Op::Select, "", {3}, {"mask", "value if true", "value if false"}});
+    f.push_back({Op::Squeeze, "", {1, 2}, {in, "axes"}});
+    f.push_back({Op::ExpandDims, "", {2}, {in, "axis"}});
+    f.push_back({Op::TopKV2, "", {2}, {in, "k"}});
+    f.push_back({Op::ChannelShuffle, "", {3}, {in, groups, "axis"}});
     return f;
   }();
   return facts;
@@ -358,6 +396,47 @@ TEST(OpSignature, PositionsAsNeuralNetworksHSays) {
   }
   // Its axis has no position without the input count.
   EXPECT_EQ(concat.at(nnapi::Role::Axis), nnapi::Form::npos);
+}
+
+// Every NNAPI operation the converter emits has its operand signature: each
+// `Op::X` the layers that build NNAPI models name (src/lower, src/core) is an
+// operation of NeuralNetworks.h with a row in src/nnapi/op_signature.cpp.
+TEST(OpSignature, EveryOperationTheLoweringNamesHasOne) {
+  // NeuralNetworks.h's name ("TOPK_V2") and the enumerator's ("TopKV2") as
+  // one key: upper case, without underscores.
+  auto key = [](const std::string& name) {
+    std::string k;
+    for (char ch : name)
+      if (ch != '_') k += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    return k;
+  };
+  std::map<std::string, nnapi::Op> by_key;
+  for (int32_t code = 0; code < 256; ++code)
+    if (const char* name = nnapi::op_name_or_null(code))
+      by_key[key(name)] = static_cast<nnapi::Op>(code);
+  std::set<std::string> named;
+  const std::regex op_ref(R"(\bOp::([A-Z][A-Za-z0-9]*))");
+  for (const char* dir : {"src/lower", "src/core"}) {
+    for (const auto& entry :
+         std::filesystem::directory_iterator(std::filesystem::path(NNAPI_SOURCE_DIR) / dir)) {
+      const std::string ext = entry.path().extension().string();
+      if (ext != ".cpp" && ext != ".h") continue;
+      std::ifstream in(entry.path());
+      const std::string text((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+      for (std::sregex_iterator it(text.begin(), text.end(), op_ref), end; it != end; ++it)
+        named.insert((*it)[1].str());
+    }
+  }
+  ASSERT_GT(named.size(), 40u) << "the scan of " << NNAPI_SOURCE_DIR << " found no emitters";
+  for (const std::string& name : named) {
+    auto it = by_key.find(key(name));
+    ASSERT_NE(it, by_key.end()) << "Op::" << name << " names no NNAPI operation";
+    const nnapi::Signature* s = nnapi::signature(it->second);
+    EXPECT_NE(s, nullptr) << "NNAPI's " << nnapi::op_name(it->second) << " (Op::" << name
+                          << ", emitted by src/lower or src/core) has no operand signature in "
+                             "src/nnapi/op_signature.cpp";
+  }
 }
 
 // Forms with the same input count are told apart by the operand types where

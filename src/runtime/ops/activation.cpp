@@ -73,7 +73,7 @@ void execute_prelu(ExecContext& ctx) {
   const Value& x = ctx.in(0);
   const auto dtype = is_quant8(x.type) ? at::kDouble : at::kFloat;
   at::Tensor xr = real_values(x, dtype);
-  at::Tensor ar = real_values(ctx.in(1), dtype);
+  at::Tensor ar = real_values(ctx.in(ctx.form().at(R::AlphaTensor)), dtype);
   auto shape = at::infer_size(xr.sizes(), ar.sizes());
   if (at::IntArrayRef(shape) != xr.sizes())
     fail(Result::BadData, "alpha does not broadcast to the input");

@@ -68,7 +68,7 @@ at::Tensor qnnpack_add(const Value& a, const Value& b, const Operand& out, int32
 template <Binary kind>
 void execute(ExecContext& ctx) {
   const Value& a = ctx.in(0);
-  const Value& b = ctx.in(1);
+  const Value& b = ctx.in(ctx.form().at(R::SecondInput));
   const bool has_fuse = kind != Binary::Max && kind != Binary::Min;
   const int32_t fuse = has_fuse ? ctx.i32(ctx.form().at(R::Fuse)) : 0;
   check_fuse_code(fuse);
@@ -109,7 +109,7 @@ void execute(ExecContext& ctx) {
 
 void execute_pow(ExecContext& ctx) {
   const at::Tensor& base = ctx.in(0).t;
-  const at::Tensor& exponent = ctx.in(1).t;
+  const at::Tensor& exponent = ctx.in(ctx.form().at(R::SecondInput)).t;
   at::infer_size(base.sizes(), exponent.sizes());
   ctx.set_output(0, at::pow(base, exponent).to(base.scalar_type()));
 }

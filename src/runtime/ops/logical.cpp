@@ -38,7 +38,7 @@ at::Tensor compared(const Value& v) { return is_quant8(v.type) ? real_values(v, 
 template <Cmp kind>
 void execute_compare(ExecContext& ctx) {
   const Value& a = ctx.in(0);
-  const Value& b = ctx.in(1);
+  const Value& b = ctx.in(ctx.form().at(R::SecondInput));
   at::infer_size(a.t.sizes(), b.t.sizes());  // throws unless they broadcast
   ctx.set_output(0, compare(kind, compared(a), compared(b)));
 }
@@ -46,7 +46,7 @@ void execute_compare(ExecContext& ctx) {
 template <bool is_and>
 void execute_logical(ExecContext& ctx) {
   const at::Tensor& a = ctx.in(0).t;
-  const at::Tensor& b = ctx.in(1).t;
+  const at::Tensor& b = ctx.in(ctx.form().at(R::SecondInput)).t;
   at::infer_size(a.sizes(), b.sizes());
   ctx.set_output(0, is_and ? at::logical_and(a, b) : at::logical_or(a, b));
 }
@@ -62,9 +62,10 @@ at::Tensor in_output_params(const Value& v, const Operand& out) {
 }
 
 void execute_select(ExecContext& ctx) {
-  const at::Tensor& mask = ctx.in(0).t;
-  const Value& x = ctx.in(1);
-  const Value& y = ctx.in(2);
+  const nnapi::Form& f = ctx.form();
+  const at::Tensor& mask = ctx.in(f.at(R::Mask)).t;
+  const Value& x = ctx.in(f.at(R::IfTrue));
+  const Value& y = ctx.in(f.at(R::IfFalse));
   if (mask.sizes() != x.t.sizes() || mask.sizes() != y.t.sizes())
     fail(Result::BadData, "SELECT needs the mask and both inputs of one shape");
   if (is_quant8(x.type)) {

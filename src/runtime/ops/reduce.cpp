@@ -67,7 +67,7 @@ void execute_reduce(ExecContext& ctx) {
 
 void execute_topk(ExecContext& ctx) {
   const at::Tensor& x = ctx.in(0).t;
-  const int64_t k = ctx.i32(1);
+  const int64_t k = ctx.i32(ctx.form().at(R::K));
   const int64_t n = x.size(-1);
   if (k < 1 || k > n)
     fail(Result::BadData,

@@ -42,7 +42,7 @@ void execute_reshape(ExecContext& ctx) {
 
 void execute_expand_dims(ExecContext& ctx) {
   const at::Tensor& x = ctx.in(0).t;
-  ctx.set_output(0, x.unsqueeze(wrap_axis(ctx.i32(1), x.dim() + 1)));
+  ctx.set_output(0, x.unsqueeze(wrap_axis(ctx.i32(ctx.form().at(R::Axis)), x.dim() + 1)));
 }
 
 // ---- SQUEEZE: input [, axes (TENSOR_INT32)].
@@ -50,8 +50,9 @@ void execute_expand_dims(ExecContext& ctx) {
 void execute_squeeze(ExecContext& ctx) {
   const at::Tensor& x = ctx.in(0).t;
   std::vector<bool> drop(static_cast<size_t>(x.dim()), false);
-  if (ctx.has(1)) {
-    for (int64_t a : ctx.int_list(1)) {
+  const size_t axes_at = ctx.form().at(R::Axes);
+  if (ctx.has(axes_at)) {
+    for (int64_t a : ctx.int_list(axes_at)) {
       int64_t d = wrap_axis(a, x.dim());
       if (x.size(d) != 1) fail(Result::BadData, "SQUEEZE of a dimension that is not 1");
       drop[static_cast<size_t>(d)] = true;
@@ -223,8 +224,9 @@ void execute_split(ExecContext& ctx) {
 
 void execute_channel_shuffle(ExecContext& ctx) {
   const at::Tensor& x = ctx.in(0).t;
-  const int64_t groups = ctx.i32(1);
-  const int64_t axis = wrap_axis(ctx.i32(2), x.dim());
+  const nnapi::Form& f = ctx.form();
+  const int64_t groups = ctx.i32(f.at(R::Groups));
+  const int64_t axis = wrap_axis(ctx.i32(f.at(R::Axis)), x.dim());
   const int64_t c = x.size(axis);
   if (groups <= 0 || c % groups != 0) {
     fail(Result::BadData, "CHANNEL_SHUFFLE groups must divide the axis size");
