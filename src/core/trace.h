@@ -27,6 +27,8 @@ struct LoweringTrace {
   // values name (identity ops, an activation folded into its producer), the
   // last of them in graph order, the one whose value the operand ends with.
   std::vector<TracedValue> values;
+  // When the lowering fails: the node it failed at (lower_graph's `failed`).
+  const torch::jit::Node* failed = nullptr;
 };
 
 // Loads, freezes and lowers the model as convert() does, recording `trace`,

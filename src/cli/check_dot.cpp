@@ -1,0 +1,108 @@
+// `nnapi-convert check --dot`: the model's graph as check walked it, in
+// Graphviz DOT, each node coloured by what becomes of it (docs/cli.md).
+#include <sstream>
+
+#include "cli/cli.h"
+#include "util/dot_text.h"
+
+namespace nnapi_convert::cli {
+namespace {
+
+// Colours of the verdicts (the legend names them).
+constexpr const char* kNnapiColour = "#b6d7a8";        // green
+constexpr const char* kFoldedColour = "#d9d9d9";       // grey
+constexpr const char* kUnsupportedColour = "#ea9999";  // red
+constexpr size_t kReasonChars = 60;                    // of a reason in a label
+
+// The start of `reason` for a label (the tooltip has all of it).
+std::string brief(const std::string& reason) {
+  std::string s = reason.substr(0, reason.find('\n'));
+  if (s.size() > kReasonChars) s = s.substr(0, kReasonChars - 3) + "...";
+  return s;
+}
+
+std::string verdict_line(const CheckNode& n, bool converts) {
+  switch (n.verdict) {
+    case CheckNode::Verdict::Nnapi:
+      if (!converts) return "supported";
+      return std::to_string(n.operations) + " NNAPI operation" + (n.operations == 1 ? "" : "s");
+    case CheckNode::Verdict::Folded:
+      return converts ? "no NNAPI operation of its own" : "computed during conversion";
+    case CheckNode::Verdict::Unsupported:
+      break;
+  }
+  return "NOT SUPPORTED: " + brief(n.reason);
+}
+
+const char* colour(CheckNode::Verdict v) {
+  switch (v) {
+    case CheckNode::Verdict::Nnapi:
+      return kNnapiColour;
+    case CheckNode::Verdict::Folded:
+      return kFoldedColour;
+    case CheckNode::Verdict::Unsupported:
+      break;
+  }
+  return kUnsupportedColour;
+}
+
+void legend(std::ostream& out, bool converts) {
+  out << "  subgraph cluster_legend {\n    label=\"legend\";\n";
+  const std::pair<const char*, const char*> rows[] = {
+      {kNnapiColour, converts ? "lowered to NNAPI operations"
+                              : "supported: a node kind nnapi-convert lowers to NNAPI (or, as for "
+                                "aten::size, computes during conversion where it can)"},
+      {kFoldedColour, converts ? "no NNAPI operation of its own: computed during conversion, an "
+                                 "alias, or part of a neighbour's operation"
+                               : "a node kind only computed during conversion (from "
+                                 "constants and sizes)"},
+      {kUnsupportedColour, "does not convert (why: in the label, all of it in the tooltip)"}};
+  for (size_t i = 0; i < 3; ++i) {
+    out << "    legend" << i << " [shape=box, style=filled, fillcolor=\"" << rows[i].first
+        << "\", label=" << dot_quoted(rows[i].second) << "];\n";
+  }
+  out << "  }\n";
+}
+
+}  // namespace
+
+std::string check_dot(const CheckReport& r, const CheckGraph& g) {
+  std::ostringstream out;
+  const std::string title =
+      r.model + (r.converts
+                     ? ": converts, " + std::to_string(r.operation_count) + " NNAPI operations"
+                     : ": does not convert");
+  out << "digraph check {\n  label=" << dot_quoted(title)
+      << ";\n  labelloc=t;\n  node [fontname=\"Helvetica\"];\n";
+  legend(out, r.converts);
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    out << "  in" << i << " [shape=invhouse, label="
+        << dot_quoted("input " + std::to_string(i) + "\n" + g.inputs[i]) << "];\n";
+  }
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const CheckNode& n = g.nodes[k];
+    std::string label =
+        n.kind + (n.location.empty() ? "" : "\n" + n.location) + "\n" + verdict_line(n, r.converts);
+    std::string tooltip = n.text + (n.reason.empty() ? "" : "\n" + n.reason);
+    out << "  n" << k << " [shape=box, style=filled, fillcolor=\"" << colour(n.verdict)
+        << "\", label=" << dot_quoted(label) << ", tooltip=" << dot_quoted(tooltip) << "];\n";
+  }
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    out << "  out" << i << " [shape=house";
+    if (g.return_fails) {
+      out << ", style=filled, fillcolor=\"" << kUnsupportedColour
+          << "\", tooltip=" << dot_quoted(r.error);
+    }
+    out << ", label=" << dot_quoted("output " + std::to_string(i)) << "];\n";
+  }
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    for (const std::string& from : g.nodes[k].from) out << "  " << from << " -> n" << k << ";\n";
+  }
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    if (!g.outputs[i].empty()) out << "  " << g.outputs[i] << " -> out" << i << ";\n";
+  }
+  out << "}\n";
+  return out.str();
+}
+
+}  // namespace nnapi_convert::cli
