@@ -46,22 +46,20 @@ const char* colour(CheckNode::Verdict v) {
   return kUnsupportedColour;
 }
 
+// One node of a table, a row per colour (its texts hold no HTML markup).
 void legend(std::ostream& out, bool converts) {
-  out << "  subgraph cluster_legend {\n    label=\"legend\";\n";
   const std::pair<const char*, const char*> rows[] = {
-      {kNnapiColour, converts ? "lowered to NNAPI operations"
-                              : "supported: a node kind nnapi-convert lowers to NNAPI (or, as for "
-                                "aten::size, computes during conversion where it can)"},
-      {kFoldedColour, converts ? "no NNAPI operation of its own: computed during conversion, an "
-                                 "alias, or part of a neighbour's operation"
-                               : "a node kind only computed during conversion (from "
-                                 "constants and sizes)"},
-      {kUnsupportedColour, "does not convert (why: in the label, all of it in the tooltip)"}};
-  for (size_t i = 0; i < 3; ++i) {
-    out << "    legend" << i << " [shape=box, style=filled, fillcolor=\"" << rows[i].first
-        << "\", label=" << dot_quoted(rows[i].second) << "];\n";
+      {kNnapiColour, converts ? "lowered to NNAPI operations" : "a kind that lowers to NNAPI"},
+      {kFoldedColour, converts ? "no NNAPI operation of its own: computed during conversion, "
+                                 "an alias, or fused into a neighbour"
+                               : "a kind only computed during conversion"},
+      {kUnsupportedColour, "does not convert (the tooltip says why)"}};
+  out << "  legend [shape=plaintext, label=<<table border=\"0\" cellborder=\"1\" "
+         "cellspacing=\"0\"><tr><td>legend</td></tr>";
+  for (const auto& [fill, text] : rows) {
+    out << "<tr><td bgcolor=\"" << fill << "\">" << text << "</td></tr>";
   }
-  out << "  }\n";
+  out << "</table>>];\n";
 }
 
 }  // namespace
@@ -73,7 +71,7 @@ std::string check_dot(const CheckReport& r, const CheckGraph& g) {
                      ? ": converts, " + std::to_string(r.operation_count) + " NNAPI operations"
                      : ": does not convert");
   out << "digraph check {\n  label=" << dot_quoted(title)
-      << ";\n  labelloc=t;\n  node [fontname=\"Helvetica\"];\n";
+      << ";\n  labelloc=t;\n  fontname=\"Helvetica\";\n  node [fontname=\"Helvetica\"];\n";
   legend(out, r.converts);
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     out << "  in" << i << " [shape=invhouse, label="
