@@ -38,7 +38,8 @@ struct CheckNode {
              // convert, of a kind nnapi-convert lowers)
     Folded,  // no NNAPI operation of its own: computed during conversion,
              // an alias, or part of a neighbour's operation
-    Unsupported
+    Unsupported,
+    TorchScript  // --cpu-fallback: stays TorchScript (`reason` says why)
   };
   std::string kind;      // "aten::conv2d"
   std::string location;  // "model.py:12", or ""
@@ -46,6 +47,7 @@ struct CheckNode {
   Verdict verdict = Verdict::Nnapi;
   std::string reason;      // why it does not convert (Unsupported)
   int64_t operations = 0;  // NNAPI operations lowered from it (a model that converts)
+  int part = -1;           // --cpu-fallback: the NNAPI part (model) that runs it
   // Where each input that is drawn comes from: "in<i>" (model input i) or
   // "n<k>" (node k); constants and the module itself are not drawn.
   std::vector<std::string> from;
@@ -55,6 +57,7 @@ struct CheckGraph {
   std::vector<CheckNode> nodes;      // node k is "n<k>"
   std::vector<std::string> outputs;  // per graph output: where it comes from, or ""
   bool return_fails = false;         // the conversion failed at the model's return
+  int parts = 0;                     // --cpu-fallback: the NNAPI parts it was split into
 };
 
 // A node kind nnapi-convert handles: the op family that lowers it (or

@@ -139,14 +139,10 @@ int run_check(const Args& a) {
         conversion_only);
     return 2;
   }
-  if (a.dot && (a.json || a.cpu_fallback)) {
+  if (a.dot && a.json) {
     spdlog::error(
-        "check --dot prints the model's graph as Graphviz DOT, so it does not take {}: {}. "
-        "Leave out one of the two",
-        a.json ? "--json" : "--cpu-fallback",
-        a.json ? "--json prints a JSON document on the same standard output"
-               : "it draws the graph unsplit; `inspect --dot` of the --cpu-fallback conversion "
-                 "draws its NNAPI models");
+        "check --dot prints the model's graph as Graphviz DOT and --json a JSON document, both "
+        "on standard output: give one of them");
     return 2;
   }
   std::vector<Job> jobs;

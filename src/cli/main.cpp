@@ -296,7 +296,8 @@ int run(int argc, char** argv) {
   check->add_flag("--dot", a.dot,
                   "Print the model's graph as Graphviz DOT (one model): a node per graph node "
                   "but constants, with its source line, coloured by whether it lowers to NNAPI, "
-                  "is computed during conversion, or does not convert (why: in its tooltip)");
+                  "is computed during conversion, or does not convert (why: in its tooltip); with "
+                  "--cpu-fallback, a box per NNAPI model and the nodes that stay TorchScript");
 
   std::string inspect_file;
   bool inspect_json = false;

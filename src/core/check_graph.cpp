@@ -1,6 +1,7 @@
 // check --dot's picture of a model (check_graph.h).
 #include "core/check_graph.h"
 
+#include <algorithm>
 #include <map>
 
 #include "core/diagnostics.h"
@@ -23,7 +24,7 @@ std::string failure_reason(const Node* node, const std::string& error) {
 
 }  // namespace
 
-CheckGraph check_graph(const torch::jit::Graph& graph, const LoweringTrace* trace, bool converts,
+CheckGraph check_graph(const torch::jit::Graph& graph, const LoweringTrace& trace, bool converts,
                        const std::string& error) {
   CheckGraph g;
   std::map<const Node*, std::string> id;  // drawn node -> "n<k>"
@@ -40,10 +41,16 @@ CheckGraph check_graph(const torch::jit::Graph& graph, const LoweringTrace* trac
     return n == id.end() ? "" : n->second;
   };
   std::map<const Node*, int64_t> operations;
-  if (trace && converts) {
-    for (const Node* n : trace->operations) ++operations[n];
+  if (converts) {
+    for (const Node* n : trace.operations) ++operations[n];
   }
-  const Node* failed = trace && !converts ? trace->failed : nullptr;
+  const Node* failed = converts ? nullptr : trace.failed;
+  const std::vector<LoweringTrace::Placement>& placements = trace.placements;
+  std::map<const Node*, const LoweringTrace::Placement*> placed;
+  for (const LoweringTrace::Placement& p : placements) {
+    placed[p.node] = &p;
+    g.parts = std::max(g.parts, p.part + 1);
+  }
   for (const Node* node : graph.nodes()) {
     if (node->kind() == c10::prim::Constant) continue;
     CheckNode n;
@@ -51,13 +58,24 @@ CheckGraph check_graph(const torch::jit::Graph& graph, const LoweringTrace* trac
     n.location = node_location(node);
     n.text = node_text(node);
     const std::string why = unsupported_node_reason(node);
-    if (!why.empty() || !handled_kind(node->kind())) {
+    if (!placements.empty()) {
+      // --cpu-fallback split the model: the nodes not placed are computed
+      // during conversion (in each part that reads them).
+      auto p = placed.find(node);
+      n.verdict = p == placed.end()      ? CheckNode::Verdict::Folded
+                  : p->second->part >= 0 ? CheckNode::Verdict::Nnapi
+                                         : CheckNode::Verdict::TorchScript;
+      if (p != placed.end()) {
+        n.part = p->second->part;
+        n.reason = p->second->why;
+      }
+    } else if (!why.empty() || !handled_kind(node->kind())) {
       n.verdict = CheckNode::Verdict::Unsupported;
       n.reason = why.empty() ? "nnapi-convert has no lowering of " + n.kind : why;
     } else if (node == failed) {
       n.verdict = CheckNode::Verdict::Unsupported;
       n.reason = failure_reason(node, error);
-    } else if (trace && converts) {
+    } else if (converts) {
       n.operations = operations[node];
       n.verdict = n.operations > 0 ? CheckNode::Verdict::Nnapi : CheckNode::Verdict::Folded;
     } else {

@@ -12,10 +12,10 @@
 
 namespace nnapi_convert {
 
-// `graph` as check walked it. `trace`: the lowering's record (null without
-// one); `converts`: whether the lowering succeeded; `error`: its message
-// when not.
-CheckGraph check_graph(const torch::jit::Graph& graph, const LoweringTrace* trace, bool converts,
+// `graph` as check walked it. `trace`: the lowering's record (with
+// --cpu-fallback's placements when it split the model); `converts`: whether
+// the lowering succeeded; `error`: its message when not.
+CheckGraph check_graph(const torch::jit::Graph& graph, const LoweringTrace& trace, bool converts,
                        const std::string& error);
 
 }  // namespace nnapi_convert

@@ -137,12 +137,18 @@ CheckReport check_model(const ConvertOptions& options, CheckGraph* drawn) {
   r.model = options.model_path;
   torch::jit::Module module = load_frozen_model(options, &r.times.load_ms, &r.times.freeze_ms);
   std::shared_ptr<torch::jit::Graph> graph = module.get_method("forward").graph();
-  // check --dot records which node each NNAPI operation came from (a trace
-  // lowers without --cpu-fallback's split, which check --dot refuses).
+  // check --dot records which node each NNAPI operation came from, and with
+  // --cpu-fallback where each node runs.
   LoweringTrace trace;
-  const bool traced = drawn && !options.cpu_fallback;
+  auto lower = [&] {
+    if (!drawn || !options.cpu_fallback) {
+      return lower_module(module, options, drawn ? &trace : nullptr);
+    }
+    refuse_state_options(module, options);  // as lower_module does
+    return lower_with_fallback(module, options, &trace);
+  };
   try {
-    Conversion c = lower_module(module, options, traced ? &trace : nullptr);
+    Conversion c = lower();
     r.converts = true;
     copy_summary(c, r);
     r.state = c.state;
@@ -157,7 +163,7 @@ CheckReport check_model(const ConvertOptions& options, CheckGraph* drawn) {
   // reads and writes its inputs and outputs (extract_state).
   r.kinds = census(*graph);
   for (const NodeKindCount& k : r.kinds) r.node_count += k.count;
-  if (drawn) *drawn = check_graph(*graph, traced ? &trace : nullptr, r.converts, r.error);
+  if (drawn) *drawn = check_graph(*graph, trace, r.converts, r.error);
   return r;
 }
 

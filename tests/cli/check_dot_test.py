@@ -28,7 +28,7 @@ if not shutil.which("dot"):
     print("dot: Graphviz's dot is not installed (apt-get install graphviz), skipped")
     sys.exit(77)
 
-RED, GREEN, GREY = "#ea9999", "#b6d7a8", "#d9d9d9"
+RED, GREEN, GREY, ORANGE = "#ea9999", "#b6d7a8", "#d9d9d9", "#f9cb9c"
 HERE = os.path.realpath(__file__)
 
 
@@ -80,6 +80,18 @@ def at_line(location, marker):
     return os.path.realpath(file) == HERE and line == str(line_of(marker))
 
 
+class Sorted(torch.nn.Module):
+    """With --cpu-fallback: two NNAPI models around the sort, which stays TorchScript."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(8, 8)
+        self.b = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.b(torch.sort(torch.relu(self.a(x)), 1)[0])
+
+
 def graph_of(model_path):
     """(kinds, edges) of the frozen graph: drawn nodes in order, edges by the DOT's names."""
     graph = torch.jit.freeze(torch.jit.load(model_path).eval()).graph
@@ -112,7 +124,7 @@ def svg_of(dot_text, name):
         return {}, [], []
     s = "{http://www.w3.org/2000/svg}"
     xlink = "{http://www.w3.org/1999/xlink}title"
-    nodes, edges, clusters = {}, [], []
+    nodes, edges, clusters = {}, [], {}
     for g in ET.parse(svg_path).getroot().iter(s + "g"):
         title = g.find(s + "title")
         if g.get("class") == "node":
@@ -120,19 +132,35 @@ def svg_of(dot_text, name):
             texts = [t.text or "" for t in g.iter(s + "text")]
             a = next(g.iter(s + "a"), None)
             nodes[title.text] = (fills[0] if len(fills) == 1 else fills, texts,
-                                 a.get(xlink) if a is not None else "")
+                                 a.get(xlink) if a is not None else "", box(g, s))
         elif g.get("class") == "edge":
             edges.append(title.text)
         elif g.get("class") == "cluster":
-            clusters.append(title.text)
+            clusters[title.text] = box(g, s)
     return nodes, edges, clusters
 
 
-def case(name, model, example_specs):
-    """Saves `model` scripted, runs check and check --dot; returns (json, svg nodes)."""
+def box(g, s):
+    """(x0, y0, x1, y1) of the first polygon of an SVG group."""
+    poly = next(g.iter(s + "polygon"), None)
+    if poly is None:
+        return (0, 0, 0, 0)
+    xy = [tuple(map(float, p.split(","))) for p in poly.get("points").split()]
+    return (min(x for x, _ in xy), min(y for _, y in xy), max(x for x, _ in xy),
+            max(y for _, y in xy))
+
+
+def inside(inner, outer):
+    return (outer[0] <= inner[0] and outer[1] <= inner[1] and inner[2] <= outer[2] and
+            inner[3] <= outer[3])
+
+
+def case(name, model, example_specs, extra=(), legend=(GREEN, GREY, RED)):
+    """Saves `model` scripted, runs check and check --dot; returns (json, svg nodes, kinds,
+    clusters)."""
     src = path(name + ".pt")
     torch.jit.save(torch.jit.script(model.eval()), src)
-    inputs = sum((["--input", s] for s in example_specs), [])
+    inputs = sum((["--input", s] for s in example_specs), []) + list(extra)
     rc_plain, _ = run("check", src, *inputs)
     rc_json, out = run("check", src, *inputs, "--json", stdout_only=True)
     report = json.loads(out)["models"][0]
@@ -145,7 +173,7 @@ def case(name, model, example_specs):
     nodes, edges, clusters = svg_of(p.stdout, name)
     kinds, want_edges = graph_of(src)
     drawn = ["n%d" % k for k in range(len(kinds))]
-    nodes = collections.defaultdict(lambda: ("", ["", ""], ""), nodes)  # none when not drawn
+    nodes = collections.defaultdict(lambda: ("", ["", ""], "", (0, 0, 0, 0)), nodes)
     want_nodes = ["in%d" % i for i in range(len(example_specs))] + drawn + ["out0", "legend"]
     check(f"{name}: the SVG's nodes are the graph's {len(kinds)} nodes but constants, its "
           "inputs and output, and a legend", sorted(nodes) == sorted(want_nodes),
@@ -155,8 +183,11 @@ def case(name, model, example_specs):
     check(f"{name}: the SVG's edges are the graph's values between them",
           collections.Counter(edges) == collections.Counter(want_edges),
           (sorted(edges), sorted(want_edges)))
-    check(f"{name}: the legend is a table of the three colours, no cluster",
-          not clusters and nodes["legend"][0] == [GREEN, GREY, RED], (clusters, nodes["legend"]))
+    check(f"{name}: the legend is a table of the {len(legend)} colours",
+          nodes["legend"][0] == list(legend), nodes["legend"][0])
+    parts = report.get("cpu_fallback", {}).get("nnapi_models", 0)
+    check(f"{name}: a box (cluster) per NNAPI model check --json counts ({parts})",
+          sorted(clusters) == ["cluster_part%d" % k for k in range(parts)], sorted(clusters))
     # The node counts per kind are check --json's (which counts constants too).
     counted = collections.Counter()
     for k in report["kinds"]:
@@ -171,16 +202,16 @@ def case(name, model, example_specs):
         located = [t for t in texts[1:] if ".py:" in t]
         check(f"{name}: {n} ({kind}) names the source line check --json names",
               located == places[kind][:1] if places[kind] else not located, (texts, places[kind]))
-    return report, {n: nodes[n] for n in drawn}, kinds
+    return report, {n: nodes[n] for n in drawn}, kinds, clusters
 
 
 torch.manual_seed(0)
-report, nodes, kinds = case("unsupported", Unsupported(), ["1x3x8x8", "1x5"])
+report, nodes, kinds, _ = case("unsupported", Unsupported(), ["1x3x8x8", "1x5"])
 unsupported = {k["kind"].split(" ")[0] for k in report["kinds"] if not k["supported"]}
 check("unsupported: check --json says aten::sort alone does not convert",
       unsupported == {"aten::sort"} and not report["converts"], unsupported)
 for n, kind in zip(sorted(nodes, key=lambda n: int(n[1:])), kinds):
-    fill, texts, tooltip = nodes[n]
+    fill, texts, tooltip, _ = nodes[n]
     check(f"unsupported: {n} ({kind}) is red exactly when check --json says its kind is not "
           "supported", (fill == RED) == (kind in unsupported), fill)
     if kind == "aten::sort":
@@ -188,11 +219,11 @@ for n, kind in zip(sorted(nodes, key=lambda n: int(n[1:])), kinds):
               at_line(texts[1], "sort") and "aten::sort" in tooltip and
               "no lowering" in tooltip, (texts, tooltip))
 
-report, nodes, kinds = case("converts", Converts(), ["1x3x8x8", "1x5"])
+report, nodes, kinds, _ = case("converts", Converts(), ["1x3x8x8", "1x5"])
 check("converts: check --json says it converts", report["converts"], report.get("error"))
 total = 0
 for n, kind in zip(sorted(nodes, key=lambda n: int(n[1:])), kinds):
-    fill, texts, _ = nodes[n]
+    fill, texts, _, _ = nodes[n]
     ops = [int(t.split(" ")[0]) for t in texts if t.endswith(("NNAPI operation",
                                                               "NNAPI operations"))]
     total += sum(ops)
@@ -204,7 +235,7 @@ check("converts: x.size(0) and its list are computed during conversion (grey)",
       [nodes[n][0] for n, k in zip(sorted(nodes, key=lambda n: int(n[1:])), kinds)
        if k in ("aten::size", "prim::ListConstruct")] == [GREY, GREY])
 
-report, nodes, kinds = case("float64", Float64(), ["1x3x8x8"])
+report, nodes, kinds, _ = case("float64", Float64(), ["1x3x8x8"])
 err = report.get("error", {})
 red = [n for n in nodes if nodes[n][0] == RED]
 check("float64: check --json's failing node (aten::to at the double line) is the one red node",
@@ -214,6 +245,33 @@ check("float64: check --json's failing node (aten::to at the double line) is the
 check("float64: its tooltip holds the lowering's reason",
       "Double" in nodes["n1"][2] and nodes["n1"][2].split("\n")[-1] in err.get("message", ""),
       nodes["n1"][2])
+
+# --cpu-fallback: the sort stays TorchScript between two NNAPI models, each a box.
+report, nodes, kinds, clusters = case("sorted", Sorted(), ["2x8"], ["--cpu-fallback"],
+                                      (GREEN, GREY, ORANGE, RED))
+fallback = report.get("cpu_fallback", {})
+left = collections.Counter()
+for k in fallback.get("torchscript_nodes", []):
+    left[k["kind"].split(" ")[0]] += k["count"]
+orange = collections.Counter(k for n, k in zip(sorted(nodes, key=lambda n: int(n[1:])), kinds)
+                             if nodes[n][0] == ORANGE)
+check("sorted: check --json splits it into 2 NNAPI models, aten::sort in TorchScript",
+      fallback.get("nnapi_models") == 2 and left["aten::sort"] == 1, fallback)
+check("sorted: the orange nodes are the nodes check --json leaves to TorchScript",
+      orange == left, (orange, left))
+for n, kind in zip(sorted(nodes, key=lambda n: int(n[1:])), kinds):
+    fill, texts, tooltip, where = nodes[n]
+    boxes = [c for c in clusters if inside(where, clusters[c])]
+    if fill == GREEN:
+        k = int(texts[-1].split(" ")[-1]) - 1 if texts[-1].startswith("NNAPI model ") else -1
+        check(f"sorted: {n} ({kind}) is green inside the box of the NNAPI model its label names",
+              boxes == ["cluster_part%d" % k], (texts, boxes))
+    else:
+        check(f"sorted: {n} ({kind}) is grey or orange, outside the boxes",
+              fill in (GREY, ORANGE) and not boxes, (fill, boxes))
+    if fill == ORANGE:
+        check(f"sorted: {n} ({kind}) says why it stays TorchScript in its tooltip",
+              "stays TorchScript" in texts[-1] and len(tooltip.split("\n")) >= 2, tooltip)
 
 # A file name with a quote and a backslash: the graph's label names it as it is.
 odd = path('q"uo\\te.pt')
@@ -245,8 +303,7 @@ check("examples/check-dot.sh: exit 1 as check, the SVG written with the red sort
 
 # --- usage errors ------------------------------------------------------------------------
 src = path("converts.pt")
-for extra, what in ((["--json"], "--json"), (["--cpu-fallback"], "--cpu-fallback"),
-                    ([path("unsupported.pt")], "two models")):
+for extra, what in ((["--json"], "--json"), ([path("unsupported.pt")], "two models")):
     p = subprocess.run([BIN, "check", src, "--input", "1x3x8x8", "--input", "1x5", "--dot",
                         *extra], capture_output=True, text=True)
     named = what if what.startswith("--") else "models were given"
