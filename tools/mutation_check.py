@@ -320,6 +320,13 @@ MUTANTS = [
       "--junit reports failures=\"0\" whatever failed",
       [("src/pipeline/reports.cpp", "    failures += !r.ok;\n", "    failures += 0;\n")],
       "cli.ux", None, r"junit testsuite: tests=2 failures=0, want tests=2 failures=1"),
+    M("check-dot-all-green", "batch/report",
+      "check --dot colours every supported node of a converting model as lowered to NNAPI, "
+      "those with no NNAPI operation too",
+      [("src/core/check_graph.cpp",
+        "n.verdict = n.operations > 0 ? CheckNode::Verdict::Nnapi : CheckNode::Verdict::Folded;",
+        "n.verdict = CheckNode::Verdict::Nnapi;")],
+      "cli.check_dot", None, r"FAILED: converts: n3 \(aten::size\) is green with its operations"),
     # ---- --verify's rules (src/verify)
     M("verify-ignores-two-quanta", "verify",
       "--verify's quantized rule forgets the bound on the worst element (only the 3% share)",

@@ -139,6 +139,12 @@ int run_check(const Args& a) {
         conversion_only);
     return 2;
   }
+  if (a.dot && a.json) {
+    spdlog::error(
+        "check --dot prints the model's graph as Graphviz DOT and --json a JSON document, both "
+        "on standard output: give one of them");
+    return 2;
+  }
   std::vector<Job> jobs;
   try {
     jobs = plan_jobs(a);
@@ -149,6 +155,13 @@ int run_check(const Args& a) {
     spdlog::error("{}", e.what());
     return e.exit_code();
   }
+  if (a.dot && jobs.size() != 1) {
+    spdlog::error(
+        "check --dot draws one model's graph, but {} models were given; run it once per model "
+        "(Graphviz's dot reads one graph per document)",
+        jobs.size());
+    return 2;
+  }
   IsolationOptions iso;
   iso.parallel = 1;
   iso.timeout_s = a.timeout;
@@ -157,6 +170,13 @@ int run_check(const Args& a) {
       jobs.size(), iso,
       [&](size_t i) {
         try {
+          if (a.dot) {
+            CheckGraph graph;
+            CheckReport r = check_model(jobs[i].options, &graph);
+            Json j = check_json(r);
+            j["dot"] = check_dot(r, graph);
+            return dump(j, -1);
+          }
           return dump(check_json(check_model(jobs[i].options)), -1);
         } catch (const ConvertError& e) {
           Json j = failure_json(jobs[i].options.model_path, e.what());
@@ -180,6 +200,11 @@ int run_check(const Args& a) {
     if (!j["converts"].get<bool>()) status = 1;
     if (a.json) {
       all.push_back(j);
+    } else if (a.dot) {
+      // Standard output holds the graph alone; why the model does not convert
+      // (or cannot be checked) goes to standard error.
+      if (j.contains("dot")) std::cout << j["dot"].get<std::string>();
+      if (!j["converts"].get<bool>()) spdlog::error("{}", j["error"]["message"].get<std::string>());
     } else {
       print_text(j);
     }

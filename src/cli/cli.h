@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "nnapi_convert/batch.h"
+#include "nnapi_convert/check_command.h"
 
 namespace nnapi_convert::cli {
 
@@ -25,9 +26,9 @@ struct Args {
   bool float16_io = false;  // --float16-io
   bool fuse = false;
   bool cpu_fallback = false;
-  bool eval = false;      // --eval
-  std::string submodule;  // --submodule PATH
-  std::string method;     // --method NAME
+  bool eval = false;                       // --eval
+  std::string submodule;                   // --submodule PATH
+  std::string method;                      // --method NAME
   std::vector<std::string> ops_libraries;  // --ops-library
   int min_android_api = 29;
   bool lite = false;
@@ -52,6 +53,7 @@ struct Args {
   std::string quantize;          // --quantize uint8
   QuantizeOptions quantization;  // --calibration* and the others of --quantize
   bool json = false;             // check: one JSON document on standard output
+  bool dot = false;              // check --dot: Graphviz DOT on standard output
   // Path options the user gave explicitly (an empty one is a usage error).
   std::vector<std::pair<std::string, std::string>> given_paths;  // option name, value
 };
@@ -62,6 +64,8 @@ std::vector<Job> plan_jobs(const Args& a);
 
 int run_convert(const Args& a);
 int run_check(const Args& a);
+// check --dot's document (check_dot.cpp): the graph, coloured by verdict.
+std::string check_dot(const CheckReport& r, const CheckGraph& g);
 int run_inspect(const std::string& file, bool json, double timeout, bool dot = false);
 int run_list_ops(bool json);
 int run_merge_reports(const std::vector<std::string>& reports, const std::string& report,

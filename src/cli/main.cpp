@@ -293,6 +293,11 @@ int run(int argc, char** argv) {
   check->fallthrough();
   check->add_option("models", command_models, "TorchScript model file(s)");
   check->add_flag("--json", a.json, "Print one JSON document");
+  check->add_flag("--dot", a.dot,
+                  "Print the model's graph as Graphviz DOT (one model): a node per graph node "
+                  "but constants, with its source line, coloured by whether it lowers to NNAPI, "
+                  "is computed during conversion, or does not convert (why: in its tooltip); with "
+                  "--cpu-fallback, a box per NNAPI model and the nodes that stay TorchScript");
 
   std::string inspect_file;
   bool inspect_json = false;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "core/check_graph.h"
 #include "core/diagnostics.h"
 #include "core/fallback.h"
 #include "core/float16.h"
@@ -131,13 +132,23 @@ ModelRuns model_runs(const torch::jit::Graph& graph, const c10::IValue& self) {
 
 }  // namespace
 
-CheckReport check_model(const ConvertOptions& options) {
+CheckReport check_model(const ConvertOptions& options, CheckGraph* drawn) {
   CheckReport r;
   r.model = options.model_path;
   torch::jit::Module module = load_frozen_model(options, &r.times.load_ms, &r.times.freeze_ms);
   std::shared_ptr<torch::jit::Graph> graph = module.get_method("forward").graph();
+  // check --dot records which node each NNAPI operation came from, and with
+  // --cpu-fallback where each node runs.
+  LoweringTrace trace;
+  auto lower = [&] {
+    if (!drawn || !options.cpu_fallback) {
+      return lower_module(module, options, drawn ? &trace : nullptr);
+    }
+    refuse_state_options(module, options);  // as lower_module does
+    return lower_with_fallback(module, options, &trace);
+  };
   try {
-    Conversion c = lower_module(module, options);
+    Conversion c = lower();
     r.converts = true;
     copy_summary(c, r);
     r.state = c.state;
@@ -152,6 +163,7 @@ CheckReport check_model(const ConvertOptions& options) {
   // reads and writes its inputs and outputs (extract_state).
   r.kinds = census(*graph);
   for (const NodeKindCount& k : r.kinds) r.node_count += k.count;
+  if (drawn) *drawn = check_graph(*graph, trace, r.converts, r.error);
   return r;
 }
 
@@ -607,6 +619,7 @@ void serialize_model(GraphLowering& g) {
 Conversion lower_graph(torch::jit::Graph& graph, const c10::IValue& self,
                        const ConvertOptions& options, LoweringTrace* trace, const Node** failed) {
   auto t0 = std::chrono::steady_clock::now();
+  if (trace && !failed) failed = &trace->failed;
   GraphLowering g(graph, self, options);
   check_graph_inputs(g);
   g.profile.step("input checks");

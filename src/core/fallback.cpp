@@ -321,10 +321,11 @@ std::string runs_text(const std::vector<std::vector<int64_t>>& runs) {
 
 class Planner {
  public:
-  Planner(const torch::jit::Module& module, const ConvertOptions& options)
+  Planner(const torch::jit::Module& module, const ConvertOptions& options, LoweringTrace* trace)
       : graph_(*module.get_method("forward").graph()),
         self_(module._ivalue()),
         options_(options),
+        trace_(trace),
         constant_(constant_nodes(graph_)) {}
 
   Conversion run();
@@ -333,6 +334,7 @@ class Planner {
   // Makes `n` a CPU node; false when it already was.
   bool to_cpu(const Node* n, const std::string& why) {
     if (!cpu_.insert(n).second) return false;
+    why_[n] = why;
     spdlog::debug("--cpu-fallback: {} stays TorchScript: {}", describe_node(n), why);
     return true;
   }
@@ -346,7 +348,9 @@ class Planner {
   Graph& graph_;
   c10::IValue self_;
   const ConvertOptions& options_;
+  LoweringTrace* trace_;  // the lowering of a whole model, the placements of a split one
   std::set<const Node*> constant_, cpu_;
+  std::map<const Node*, std::string> why_;       // why each CPU node stays TorchScript
   std::map<const Value*, InputSpec> specs_;      // segment inputs, from the probe
   std::map<const Value*, Seen> seen_;            // what the probe runs saw
   std::map<std::string, Conversion> converted_;  // parts converted in earlier rounds
@@ -592,7 +596,10 @@ std::optional<Conversion> Planner::convert_segment(const Segment& s, size_t inde
       to_cpu(it->second, e.what());
     } else {
       spdlog::debug("--cpu-fallback: segment {} stays TorchScript whole: {}", index, e.what());
-      for (const Node* n : s.nodes) cpu_.insert(n);
+      for (const Node* n : s.nodes) {
+        if (cpu_.insert(n).second)
+          why_[n] = std::string("its NNAPI part does not convert: ") + e.what();
+      }
     }
   }
   return std::nullopt;
@@ -653,6 +660,14 @@ Conversion Planner::assemble(const std::vector<Segment>& segments, std::vector<C
     if (cpu_.count(n)) left.push_back(n);
   }
   c.cpu_kinds = census_of(left);
+  if (trace_) {
+    for (size_t k = 0; k < segments.size(); ++k) {
+      for (const Node* n : segments[k].nodes) {
+        trace_->placements.push_back({n, static_cast<int>(k), ""});
+      }
+    }
+    for (const Node* n : left) trace_->placements.push_back({n, -1, why_.at(n)});
+  }
   c.segments = std::move(parts);
   auto fg = std::make_shared<FallbackGraph>();
   fg->graph = top;
@@ -690,7 +705,7 @@ Conversion Planner::run() {
     // The whole model may convert as one NNAPI model: the usual module.
     const Node* failed = nullptr;
     try {
-      return lower_graph(graph_, self_, options_, nullptr, &failed);
+      return lower_graph(graph_, self_, options_, trace_, &failed);
     } catch (const ConvertError& e) {
       if (e.exit_code() == 2 || !failed || failed == graph_.return_node()) throw;
       to_cpu(failed, e.what());
@@ -781,8 +796,9 @@ void check_parts_fed(const Conversion& c, const SizesSeen& seen, const std::stri
   }
 }
 
-Conversion lower_with_fallback(const torch::jit::Module& module, const ConvertOptions& options) {
-  return Planner(module, options).run();
+Conversion lower_with_fallback(const torch::jit::Module& module, const ConvertOptions& options,
+                               LoweringTrace* trace) {
+  return Planner(module, options, trace).run();
 }
 
 }  // namespace nnapi_convert

@@ -18,8 +18,11 @@ namespace nnapi_convert {
 
 // Lowers what NNAPI can run of `module` (loaded and frozen) and leaves the
 // rest to TorchScript. A model that converts whole gives the usual one-model
-// Conversion. Throws ConvertError when no node can run on NNAPI.
-Conversion lower_with_fallback(const torch::jit::Module& module, const ConvertOptions& options);
+// Conversion (`trace`, when given, records its lowering); for a split one,
+// `trace` gets the placement of each node. Throws ConvertError when no node
+// can run on NNAPI.
+Conversion lower_with_fallback(const torch::jit::Module& module, const ConvertOptions& options,
+                               LoweringTrace* trace = nullptr);
 
 // The sizes the probe runs of the model gave each tensor the calling graph
 // passes to an NNAPI part (values of `Conversion::fallback`'s graph).

@@ -27,6 +27,17 @@ struct LoweringTrace {
   // values name (identity ops, an activation folded into its producer), the
   // last of them in graph order, the one whose value the operand ends with.
   std::vector<TracedValue> values;
+  // When the lowering fails: the node it failed at (lower_graph's `failed`).
+  const torch::jit::Node* failed = nullptr;
+  // When --cpu-fallback split the model (lower_with_fallback): per node of
+  // the forward graph but those computed during conversion, the NNAPI part
+  // that runs it, or -1 and why it stays TorchScript (check --dot).
+  struct Placement {
+    const torch::jit::Node* node;
+    int part;
+    std::string why;
+  };
+  std::vector<Placement> placements;
 };
 
 // Loads, freezes and lowers the model as convert() does, recording `trace`,
