@@ -114,6 +114,22 @@ std::string describe_node(const Node* node) {
          (location.empty() ? "" : " at " + location) + " (" + node_text(node) + ")";
 }
 
+std::vector<NodeOrigin> operation_origins(const std::vector<const Node*>& op_nodes) {
+  std::vector<NodeOrigin> origins;
+  origins.reserve(op_nodes.size());
+  const Node* last = nullptr;
+  for (const Node* node : op_nodes) {
+    if (node && node == last) {  // a node's operations are consecutive: its place read once
+      origins.push_back(origins.back());
+      continue;
+    }
+    last = node;
+    origins.push_back(node ? NodeOrigin{node->kind().toQualString(), node_location(node)}
+                           : NodeOrigin{});
+  }
+  return origins;
+}
+
 ConvertError node_error(const std::string& path, const Node* ret, const Node* current,
                         const std::string& what) {
   if (current == ret) {

@@ -21,6 +21,9 @@ std::string node_location(const torch::jit::Node* node);
 std::string node_text(const torch::jit::Node* node);
 // "node aten::foo at model.py:12 (`...`)"
 std::string describe_node(const torch::jit::Node* node);
+// Per NNAPI operation, the kind and place of the node it was lowered from
+// (`op_nodes[k]`; nullptr: an operation no node made).
+std::vector<NodeOrigin> operation_origins(const std::vector<const torch::jit::Node*>& op_nodes);
 // The error for a node that failed to lower (`current`), or for the model's
 // return when `current` is the return node `ret`.
 ConvertError node_error(const std::string& path, const torch::jit::Node* ret,
