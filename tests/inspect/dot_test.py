@@ -157,7 +157,13 @@ def check_origins(name, js, info, want_lines):
           f"want {sorted(want_lines)}")
 
 
-def case(name, model, args, specs, extra, clusters, script=False):
+EXAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
+                       "draw-graph.sh")
+
+
+def case(name, model, args, specs, extra, clusters, script=False, example=False):
+    """Converts `model`, draws it (with examples/draw-graph.sh when `example`) and checks the
+    SVG's NNAPI nodes, edges and clusters against inspect --json."""
     src = os.path.join(work, name + ".pt")
     m = model.eval()
     torch.jit.save(torch.jit.script(m) if script else torch.jit.trace(m, args), src)
@@ -168,13 +174,21 @@ def case(name, model, args, specs, extra, clusters, script=False):
     js = json.loads(subprocess.run([bin_path, "inspect", out, "--json"], capture_output=True,
                                    text=True, check=True).stdout)
     js = js if isinstance(js, list) else [js]
-    dot = subprocess.run([bin_path, "inspect", out, "--dot"], capture_output=True, text=True)
-    check(dot.returncode == 0, f"{name}: inspect --dot exits 0 ({dot.stderr.strip()})")
     dot_path, svg_path = os.path.join(work, name + ".dot"), os.path.join(work, name + ".svg")
-    with open(dot_path, "w") as f:
-        f.write(dot.stdout)
-    r = subprocess.run(["dot", "-Tsvg", dot_path, "-o", svg_path], capture_output=True, text=True)
-    check(r.returncode == 0 and not r.stderr.strip(), f"{name}: dot -Tsvg renders it ({r.stderr})")
+    if example:
+        r = subprocess.run([EXAMPLE, out, svg_path], capture_output=True, text=True,
+                           env=dict(os.environ, NNAPI_CONVERT=bin_path))
+        check(r.returncode == 0 and os.path.exists(svg_path),
+              f"{name}: examples/draw-graph.sh draws it ({r.stderr.strip()})")
+    else:
+        dot = subprocess.run([bin_path, "inspect", out, "--dot"], capture_output=True, text=True)
+        check(dot.returncode == 0, f"{name}: inspect --dot exits 0 ({dot.stderr.strip()})")
+        with open(dot_path, "w") as f:
+            f.write(dot.stdout)
+        r = subprocess.run(["dot", "-Tsvg", dot_path, "-o", svg_path], capture_output=True,
+                           text=True)
+        check(r.returncode == 0 and not r.stderr.strip(),
+              f"{name}: dot -Tsvg renders it ({r.stderr})")
     got, info = svg_parts(svg_path)
     want_nodes, want_edges = [], []
     for k, j in enumerate(js):
@@ -206,7 +220,7 @@ check(not [t for t in got["node"] if t.startswith("ts")],
 check_origins("residual", js, info, [n for n, _ in MARKED[:6]])
 
 js, got, info = case("sorted", models.Sorted(), (torch.randn(2, 8),), ["2x8"],
-                     ["--cpu-fallback"], 2, script=True)
+                     ["--cpu-fallback"], 2, script=True, example=True)
 check(len(js) == 2, "sorted: --cpu-fallback made two NNAPI models")
 check_origins("sorted", js, info, [MARKED[6][0], MARKED[8][0]])
 # The TorchScript between the NNAPI models: torch.sort, at its line, in its own colour.
@@ -232,6 +246,23 @@ check("ts_arg0->m0_in0" in got["edge"], "sorted: forward's argument -> NNAPI mod
 check("m1_out0->ts_return" in got["edge"], "sorted: NNAPI model 2's output -> forward's return")
 check(len(js[0]["outputs"]) == 1 and len(js[1]["inputs"]) == 1,
       "sorted: the NNAPI models take and give one tensor each (the edges above are all of them)")
+
+# A file that records no nodes (PyTorch's own converter's): inspect shows none, and draws it.
+import torch.backends._nnapi.prepare  # noqa: E402
+
+ref = os.path.join(work, "reference.nnapi.pt")
+x = torch.randn(1, 4, 8, 8).contiguous(memory_format=torch.channels_last)
+x.nnapi_nhwc = True
+traced = torch.jit.trace(models.Residual().eval(), (x, x))
+torch.jit.save(torch.backends._nnapi.prepare.convert_model_to_nnapi(traced, [x, x]), ref)
+runs = {f: subprocess.run([bin_path, "inspect", ref, *f], capture_output=True, text=True)
+        for f in ((), ("--json",), ("--dot",))}
+check(all(r.returncode == 0 for r in runs.values()),
+      f"PyTorch's converter's file inspects (text, --json, --dot) with exit 0 "
+      f"({[r.stderr.strip() for r in runs.values()]})")
+ops = json.loads(runs[("--json",)].stdout)["operations"] if runs[("--json",)].stdout else []
+check(ops and not [o for o in ops if "node" in o] and " from " not in runs[()].stdout,
+      "PyTorch's converter's file: no operation names a node (it records none)")
 
 print("dot: all passed" if not failures else f"dot: {len(failures)} failed")
 sys.exit(1 if failures else 0)
