@@ -17,6 +17,9 @@ namespace nnapi_convert {
 
 // "model.py:12", or "" (the innermost frame in the user's code).
 std::string node_location(const torch::jit::Node* node);
+// node_location, or "" when LibTorch cannot read the model's debug records
+// (then *readable is set false: no other node's place can be read either).
+std::string place_or_empty(const torch::jit::Node* node, bool* readable);
 // The node as TorchScript prints it, in backquotes (a node with blocks: its first line).
 std::string node_text(const torch::jit::Node* node);
 // "node aten::foo at model.py:12 (`...`)"

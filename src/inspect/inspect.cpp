@@ -262,6 +262,7 @@ ScriptPart script_part(const torch::jit::Module& wrapper) {
         }
       };
   const torch::jit::Value* self = graph->inputs()[0];
+  bool readable = true;  // the module's debug records (node places)
   for (size_t i = 1; i < graph->inputs().size(); ++i) {
     s.arguments.push_back(graph->inputs()[i]->debugNameBase());
     from[graph->inputs()[i]] = {End{End::Argument, i - 1}};
@@ -314,7 +315,7 @@ ScriptPart script_part(const torch::jit::Module& wrapper) {
       continue;
     }
     const End here{End::Script, s.nodes.size()};
-    s.nodes.push_back({kind.toQualString(), node_location(n)});
+    s.nodes.push_back({kind.toQualString(), readable ? place_or_empty(n, &readable) : ""});
     feed_node(n, here);
     for (const torch::jit::Value* v : n->outputs()) from[v] = {here};
   }

@@ -303,7 +303,7 @@ int oldest_android_api(int level) {
 std::string origin_text(const Model& m, size_t k) {
   if (k >= m.origins.size()) return "";
   const Origin& o = m.origins[k];
-  if (o.kind.empty()) return "no TorchScript node (added by nnapi-convert)";
+  if (o.kind.empty()) return "none (nnapi-convert added it)";
   return o.location.empty() ? o.kind : o.kind + " at " + o.location;
 }
 
@@ -372,7 +372,7 @@ void print_text(const Model& m, std::ostream& out) {
       out << (i ? ", " : "        input roles: ") << roles[i]
           << (i + 1 == roles.size() ? "\n" : "");
     const std::string origin = origin_text(m, k);
-    if (!origin.empty()) out << "        from " << origin << "\n";
+    if (!origin.empty()) out << "        node: " << origin << "\n";
   }
   out << "model inputs: " << list_text(b.inputs) << "\n";
   out << "model outputs: " << list_text(b.outputs) << "\n";
@@ -414,10 +414,10 @@ void print_text(const Model& m, std::ostream& out) {
       for (const std::string& a : m.arguments) out << "  " << a << "\n";
     }
     if (!m.metadata.empty()) {
-      out << "made by (nnapi_convert.json" << (m.origins.empty() ? "" : "; its \"nodes\" above")
-          << "):\n";
+      out << "made by (nnapi_convert.json):\n";
       std::istringstream lines(m.origins.empty() ? m.metadata : metadata_text(m.metadata));
       for (std::string line; std::getline(lines, line);) out << "  " << line << "\n";
+      if (!m.origins.empty()) out << "  (its \"nodes\": each operation's node: above)\n";
     }
   } else {
     out << "memory formats: not stored in a raw blob\n";
@@ -428,7 +428,7 @@ void print_text(const Model& m, std::ostream& out) {
 
 namespace {
 
-// "model.py:12" of "/home/me/model.py:12": the place as a label shows it
+// "model.py:12" of "dir/model.py:12": the place as a label shows it
 // (the whole path goes into the tooltip).
 std::string short_location(const std::string& location) {
   const size_t slash = location.rfind('/');

@@ -206,6 +206,13 @@ def case(name, model, args, specs, extra, clusters, script=False, example=False)
           f"{len(want_edges)} operand edges")
     check(len(got["cluster"]) == clusters, f"{name}: {len(got['cluster'])} clusters, {clusters} "
           "expected (one per NNAPI model of a --cpu-fallback module)")
+    # The text report names the same node under each operation.
+    text = subprocess.run([bin_path, "inspect", out], capture_output=True, text=True).stdout
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("node: ")]
+    want = [f"node: {o['node']['kind']} at {o['node']['location']}" for j in js
+            for o in j["operations"] if o.get("node")]
+    check(lines == want and len(want) == sum(len(j["operations"]) for j in js),
+          f"{name}: inspect's text names each operation's node as --json does ({lines[:3]})")
     return js, got, info
 
 
@@ -261,7 +268,7 @@ check(all(r.returncode == 0 for r in runs.values()),
       f"PyTorch's converter's file inspects (text, --json, --dot) with exit 0 "
       f"({[r.stderr.strip() for r in runs.values()]})")
 ops = json.loads(runs[("--json",)].stdout)["operations"] if runs[("--json",)].stdout else []
-check(ops and not [o for o in ops if "node" in o] and " from " not in runs[()].stdout,
+check(ops and not [o for o in ops if "node" in o] and "node: " not in runs[()].stdout,
       "PyTorch's converter's file: no operation names a node (it records none)")
 
 print("dot: all passed" if not failures else f"dot: {len(failures)} failed")
