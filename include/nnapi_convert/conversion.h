@@ -152,6 +152,16 @@ struct EntryArgument {
 // into `options`: `inputs` and `args`. Throws SpecError.
 void set_input_specs(ConvertOptions& options, const std::vector<std::string>& specs);
 
+// Where an NNAPI operation came from: the TorchScript node it was lowered
+// from, by kind ("aten::conv2d"), and that node's place in the user's code
+// ("model.py:12", as the converter's messages name it; "" when the model
+// records none). Both "" for an operation no node made (--float16's CASTs at
+// the model's inputs and outputs).
+struct NodeOrigin {
+  std::string kind;
+  std::string location;
+};
+
 struct FallbackGraph;   // src/core/fallback.h
 struct StateProgram;    // src/serialize/state_program.h
 struct QuantizedModel;  // src/quantize/quantize.h
@@ -186,6 +196,9 @@ struct Conversion {
   int64_t operand_count = 0;
   int64_t operation_count = 0;
   std::map<std::string, int> operations;  // NNAPI operation name -> count
+  // Per NNAPI operation, in model order: the node it came from (written into
+  // the output's metadata record, shown by inspect).
+  std::vector<NodeOrigin> origins;
   int64_t weight_bytes = 0;
   // The NNAPI feature level the model needs, and the oldest Android API level
   // that has it (never below 29, which PyTorch's NNAPI runtime needs).

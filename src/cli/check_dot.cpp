@@ -4,17 +4,17 @@
 #include <vector>
 
 #include "cli/cli.h"
-#include "util/dot_text.h"
+#include "util/dot.h"
 
 namespace nnapi_convert::cli {
 namespace {
 
 // Colours of the verdicts (the legend names them).
-constexpr const char* kNnapiColour = "#b6d7a8";        // green
-constexpr const char* kFoldedColour = "#d9d9d9";       // grey
-constexpr const char* kTorchScriptColour = "#f9cb9c";  // orange
-constexpr const char* kUnsupportedColour = "#ea9999";  // red
-constexpr size_t kReasonChars = 60;                    // of a reason in a label
+constexpr const char* kNnapiColour = dot::kConvertsFill;
+constexpr const char* kFoldedColour = dot::kFoldedFill;
+constexpr const char* kTorchScriptColour = dot::kTorchScriptFill;
+constexpr const char* kUnsupportedColour = dot::kUnsupportedFill;
+constexpr size_t kReasonChars = 60;  // of a reason in a label
 
 // The start of `reason` for a label (the tooltip has all of it).
 std::string brief(const std::string& reason) {
@@ -82,7 +82,7 @@ void node_statement(std::ostream& out, size_t k, const CheckNode& n, bool conver
       n.kind + (n.location.empty() ? "" : "\n" + n.location) + "\n" + verdict_line(n, converts);
   const std::string tooltip = n.text + (n.reason.empty() ? "" : "\n" + n.reason);
   out << indent << "n" << k << " [shape=box, style=filled, fillcolor=\"" << colour(n.verdict)
-      << "\", label=" << dot_quoted(label) << ", tooltip=" << dot_quoted(tooltip) << "];\n";
+      << "\", label=" << dot::quoted(label) << ", tooltip=" << dot::quoted(tooltip) << "];\n";
 }
 
 }  // namespace
@@ -93,12 +93,12 @@ std::string check_dot(const CheckReport& r, const CheckGraph& g) {
                                                   " NNAPI operations"
                                             : ": does not convert");
   if (g.parts > 0) title += " in " + std::to_string(g.parts) + " NNAPI models (--cpu-fallback)";
-  out << "digraph check {\n  label=" << dot_quoted(title)
+  out << "digraph check {\n  label=" << dot::quoted(title)
       << ";\n  labelloc=t;\n  fontname=\"Helvetica\";\n  node [fontname=\"Helvetica\"];\n";
   legend(out, r.converts, g.parts > 0);
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     out << "  in" << i << " [shape=invhouse, label="
-        << dot_quoted("input " + std::to_string(i) + "\n" + g.inputs[i]) << "];\n";
+        << dot::quoted("input " + std::to_string(i) + "\n" + g.inputs[i]) << "];\n";
   }
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     if (g.nodes[k].part < 0) node_statement(out, k, g.nodes[k], r.converts, "  ");
@@ -106,7 +106,7 @@ std::string check_dot(const CheckReport& r, const CheckGraph& g) {
   // --cpu-fallback: a box (cluster) per NNAPI model.
   for (int part = 0; part < g.parts; ++part) {
     out << "  subgraph cluster_part" << part << " {\n    label="
-        << dot_quoted("NNAPI model " + std::to_string(part + 1) + " of " + std::to_string(g.parts))
+        << dot::quoted("NNAPI model " + std::to_string(part + 1) + " of " + std::to_string(g.parts))
         << ";\n";
     for (size_t k = 0; k < g.nodes.size(); ++k) {
       if (g.nodes[k].part == part) node_statement(out, k, g.nodes[k], r.converts, "    ");
@@ -117,9 +117,9 @@ std::string check_dot(const CheckReport& r, const CheckGraph& g) {
     out << "  out" << i << " [shape=house";
     if (g.return_fails) {
       out << ", style=filled, fillcolor=\"" << kUnsupportedColour
-          << "\", tooltip=" << dot_quoted(r.error);
+          << "\", tooltip=" << dot::quoted(r.error);
     }
-    out << ", label=" << dot_quoted("output " + std::to_string(i)) << "];\n";
+    out << ", label=" << dot::quoted("output " + std::to_string(i)) << "];\n";
   }
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     for (const std::string& from : g.nodes[k].from) out << "  " << from << " -> n" << k << ";\n";

@@ -637,8 +637,12 @@ Conversion lower_graph(torch::jit::Graph& graph, const c10::IValue& self,
     throw node_error(g.path, graph.return_node(), g.current, e.what_without_backtrace());
   }
   make_float16(g, trace);
+  g.profile.step("model outputs");
+  // The operations the outputs needed came from the model's return.
+  g.op_nodes.resize(g.model().operation_count(), g.current);
+  g.result.origins = operation_origins(g.op_nodes);
   g.result.times.lower_ms = ms_since(t0);
-  g.profile.report(g.path, "model outputs");
+  g.profile.report(g.path, "operation origins");
 
   t0 = std::chrono::steady_clock::now();
   serialize_model(g);

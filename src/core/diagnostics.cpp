@@ -97,6 +97,17 @@ NodePlace innermost_user_frame(const Node* node) {
 // "model.py:12", or "".
 std::string node_location(const Node* node) { return innermost_user_frame(node).location; }
 
+std::string place_or_empty(const Node* node, bool* readable) {
+  try {
+    return node_location(node);
+  } catch (const std::exception&) {
+    // Debug records LibTorch cannot read (a crafted or damaged file: it
+    // asserts on their form) name no place; the model converts all the same.
+    *readable = false;
+    return "";
+  }
+}
+
 // The node as TorchScript prints it, in backquotes.
 std::string node_text(const Node* node) {
   std::ostringstream text;
@@ -112,6 +123,28 @@ std::string describe_node(const Node* node) {
   std::string location = node_location(node);
   return "node " + std::string(node->kind().toQualString()) +
          (location.empty() ? "" : " at " + location) + " (" + node_text(node) + ")";
+}
+
+std::vector<NodeOrigin> operation_origins(const std::vector<const Node*>& op_nodes) {
+  std::vector<NodeOrigin> origins;
+  origins.reserve(op_nodes.size());
+  const Node* last = nullptr;
+  bool readable = true;  // the model's debug records, which LibTorch reads on the first place
+  for (const Node* node : op_nodes) {
+    if (node && node == last) {  // a node's operations are consecutive: its place read once
+      origins.push_back(origins.back());
+      continue;
+    }
+    last = node;
+    if (!node) {
+      origins.emplace_back();
+      continue;
+    }
+    NodeOrigin o{node->kind().toQualString(), ""};
+    if (readable) o.location = place_or_empty(node, &readable);
+    origins.push_back(std::move(o));
+  }
+  return origins;
 }
 
 ConvertError node_error(const std::string& path, const Node* ret, const Node* current,

@@ -17,10 +17,16 @@ namespace nnapi_convert {
 
 // "model.py:12", or "" (the innermost frame in the user's code).
 std::string node_location(const torch::jit::Node* node);
+// node_location, or "" when LibTorch cannot read the model's debug records
+// (then *readable is set false: no other node's place can be read either).
+std::string place_or_empty(const torch::jit::Node* node, bool* readable);
 // The node as TorchScript prints it, in backquotes (a node with blocks: its first line).
 std::string node_text(const torch::jit::Node* node);
 // "node aten::foo at model.py:12 (`...`)"
 std::string describe_node(const torch::jit::Node* node);
+// Per NNAPI operation, the kind and place of the node it was lowered from
+// (`op_nodes[k]`; nullptr: an operation no node made).
+std::vector<NodeOrigin> operation_origins(const std::vector<const torch::jit::Node*>& op_nodes);
 // The error for a node that failed to lower (`current`), or for the model's
 // return when `current` is the return node `ret`.
 ConvertError node_error(const std::string& path, const torch::jit::Node* ret,

@@ -6,20 +6,27 @@
 #include <caffe2/serialize/inline_container.h>
 #include <torch/script.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
+#include <unordered_map>
 #include <vector>
 
 #include "core/archive_check.h"
+#include "core/diagnostics.h"
 #include "core/loader.h"
 #include "inspect/report.h"
 #include "nnapi_convert/blob.h"
 #include "nnapi_convert/nnapi_types.h"
 #include "nnapi_convert/writer.h"
+#include "util/dot.h"
 
 namespace nnapi_convert {
 
@@ -27,9 +34,12 @@ namespace {
 
 using inspect_detail::mem_fmt_name;
 using inspect_detail::Model;
+using inspect_detail::Origin;
 using inspect_detail::print_dot;
+using inspect_detail::print_dot_script;
 using inspect_detail::print_json;
 using inspect_detail::print_text;
+using inspect_detail::ScriptPart;
 using inspect_detail::WeightInfo;
 
 // A problem with the file, reported as one paragraph.
@@ -196,6 +206,123 @@ std::string read_metadata(const std::string& path) {
   return std::string(static_cast<const char*>(data.get()), size);
 }
 
+// NNAPI model `k`'s operations' nodes from the metadata record's "nodes"
+// (serialize/metadata.h: runs of operations of one node). None when the file
+// records none, or when the record does not describe the blob's operations
+// (another count): nothing is shown rather than a wrong node.
+std::vector<Origin> read_origins(const std::string& metadata, size_t k, size_t operations) {
+  const nlohmann::json j = nlohmann::json::parse(metadata, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("nodes")) return {};
+  const nlohmann::json& all = j["nodes"];
+  if (!all.is_array() || k >= all.size() || !all[k].is_array()) return {};
+  std::vector<Origin> origins;
+  for (const nlohmann::json& run : all[k]) {
+    if (!run.is_object() || !run.contains("node") || !run["node"].is_string() ||
+        !run.contains("at") || !run["at"].is_string() || !run.contains("operations") ||
+        !run["operations"].is_number_unsigned()) {
+      return {};
+    }
+    const auto n = run["operations"].get<uint64_t>();
+    if (n > operations - origins.size()) return {};
+    origins.insert(origins.end(), n,
+                   Origin{run["node"].get<std::string>(), run["at"].get<std::string>()});
+  }
+  if (origins.size() != operations) return {};
+  return origins;
+}
+
+// The TorchScript of a --cpu-fallback module around its NNAPI models: its
+// forward's graph (forward_tensors', which forward calls, for a module with
+// value arguments), with the calls `self.nnapi_K.forward([...])` the writer
+// made (module_writer.cpp) read as NNAPI model K's inputs and outputs.
+ScriptPart script_part(const torch::jit::Module& wrapper) {
+  using End = ScriptPart::End;
+  const bool adapted = wrapper.find_method("forward_tensors").has_value();
+  const std::shared_ptr<torch::jit::Graph> graph =
+      wrapper.get_method(adapted ? "forward_tensors" : "forward").graph();
+  ScriptPart s;
+  std::unordered_map<const torch::jit::Value*, std::vector<End>> from;  // where data comes from
+  std::unordered_map<const torch::jit::Value*, size_t> nnapi_module, nnapi_result;
+  auto feed = [&](const torch::jit::Value* v, const End& to) {
+    auto it = from.find(v);
+    if (it == from.end()) return;
+    for (const End& e : it->second) {
+      const std::pair<End, End> edge{e, to};
+      if (std::find(s.edges.begin(), s.edges.end(), edge) == s.edges.end()) s.edges.push_back(edge);
+    }
+  };
+  // Every value a node reads, also inside its blocks (prim::If, prim::Loop):
+  // those defined outside it are the only ones `from` knows.
+  std::function<void(const torch::jit::Node*, const End&)> feed_node =
+      [&](const torch::jit::Node* n, const End& to) {
+        for (const torch::jit::Value* v : n->inputs()) feed(v, to);
+        for (const torch::jit::Block* b : n->blocks()) {
+          for (const torch::jit::Node* inner : b->nodes()) feed_node(inner, to);
+          for (const torch::jit::Value* v : b->outputs()) feed(v, to);
+        }
+      };
+  const torch::jit::Value* self = graph->inputs()[0];
+  bool readable = true;  // the module's debug records (node places)
+  for (size_t i = 1; i < graph->inputs().size(); ++i) {
+    s.arguments.push_back(graph->inputs()[i]->debugNameBase());
+    from[graph->inputs()[i]] = {End{End::Argument, i - 1}};
+  }
+  for (const torch::jit::Node* n : graph->nodes()) {
+    const c10::Symbol kind = n->kind();
+    if (kind == c10::prim::Constant) continue;
+    if (kind == c10::prim::GetAttr) {
+      const std::string name = n->s(c10::attr::name);
+      if (n->input() == self && name.rfind("nnapi_", 0) == 0 && name.size() > 6 &&
+          name.find_first_not_of("0123456789", 6) == std::string::npos) {
+        nnapi_module[n->output()] = std::stoul(name.substr(6));
+      }
+      continue;  // an attribute read: no data drawn
+    }
+    if (kind == c10::prim::CallMethod && nnapi_module.count(n->input(0))) {
+      const size_t k = nnapi_module.at(n->input(0));
+      const torch::jit::Node* list = n->input(1)->node();
+      if (list->kind() == c10::prim::ListConstruct) {
+        for (size_t j = 0; j < list->inputs().size(); ++j) {
+          feed(list->input(j), End{End::NnapiInput, k, j});
+        }
+      } else {
+        feed(n->input(1), End{End::NnapiInput, k, 0});
+      }
+      nnapi_result[n->output()] = k;
+      continue;
+    }
+    if (kind == c10::prim::ListUnpack && nnapi_result.count(n->input(0))) {
+      const size_t k = nnapi_result.at(n->input(0));
+      for (size_t j = 0; j < n->outputs().size(); ++j) {
+        from[n->output(j)] = {End{End::NnapiOutput, k, j}};
+      }
+      continue;
+    }
+    if (kind == c10::prim::ListConstruct || kind == c10::prim::ListUnpack ||
+        kind == c10::prim::TupleConstruct || kind == c10::prim::TupleUnpack ||
+        kind == c10::prim::TupleIndex) {
+      // Packing: the data of its inputs passes through.
+      std::vector<End> ends;
+      for (const torch::jit::Value* v : n->inputs()) {
+        auto it = from.find(v);
+        if (it == from.end()) continue;
+        for (const End& e : it->second) {
+          if (std::find(ends.begin(), ends.end(), e) == ends.end()) ends.push_back(e);
+        }
+      }
+      if (ends.empty()) continue;
+      for (const torch::jit::Value* v : n->outputs()) from[v] = ends;
+      continue;
+    }
+    const End here{End::Script, s.nodes.size()};
+    s.nodes.push_back({kind.toQualString(), readable ? place_or_empty(n, &readable) : ""});
+    feed_node(n, here);
+    for (const torch::jit::Value* v : n->outputs()) from[v] = {here};
+  }
+  for (const torch::jit::Value* v : graph->return_node()->inputs()) feed(v, End{End::Return});
+  return s;
+}
+
 // The NnapiModules a .nnapi.pt holds: `mod`, or a --cpu-fallback module's
 // nnapi_0, nnapi_1, ...
 std::vector<std::string> nnapi_submodules(const torch::jit::Module& wrapper) {
@@ -224,6 +351,7 @@ int inspect_main(const std::string& path, InspectFormat format, std::ostream& ou
   std::string problem;
   try {
     std::vector<Model> models;
+    std::optional<ScriptPart> script;  // a --cpu-fallback module's TorchScript, for --dot
     const std::vector<uint8_t> bytes = read_file(path);
     if (is_zip(bytes)) {
       check_torchscript_archive(path, "");
@@ -236,6 +364,7 @@ int inspect_main(const std::string& path, InspectFormat format, std::ostream& ou
         m.torchscript = true;
         read_module(m, wrapper, sub);
         m.metadata = metadata;
+        m.origins = read_origins(metadata, models.size(), m.blob.operations.size());
         if (wrapper.hasattr(kArgumentsAttribute)) {
           const c10::IValue record = wrapper.attr(kArgumentsAttribute);
           if (!record.isList()) {
@@ -250,6 +379,7 @@ int inspect_main(const std::string& path, InspectFormat format, std::ostream& ou
         }
         models.push_back(std::move(m));
       }
+      if (format == InspectFormat::Dot && subs[0] != "mod") script = script_part(wrapper);
     } else {
       Model m;
       m.path = path;
@@ -261,13 +391,15 @@ int inspect_main(const std::string& path, InspectFormat format, std::ostream& ou
       text << "digraph nnapi {\n  node [fontname=\"Helvetica\"];\n";
       for (size_t i = 0; i < models.size(); ++i) {
         const std::string prefix = "m" + std::to_string(i) + "_";
-        if (models.size() > 1) {
+        if (script) {
           text << "subgraph cluster_" << i << " {\n  label=\"NNAPI model " << i + 1 << " of "
-               << models.size() << " (--cpu-fallback)\";\n";
+               << models.size() << " (--cpu-fallback)\";\n  style=filled;\n  fillcolor=\""
+               << dot::kNnapiClusterFill << "\";\n";
         }
         print_dot(models[i], prefix, text);
-        if (models.size() > 1) text << "}\n";
+        if (script) text << "}\n";
       }
+      if (script) print_dot_script(*script, text);
       text << "}\n";
     } else if (models.size() > 1) {
       // --cpu-fallback: one report per NNAPI model (a JSON list of objects).

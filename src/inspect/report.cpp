@@ -12,6 +12,7 @@
 
 #include "nnapi_convert/nnapi_types.h"
 #include "nnapi_convert/op_signature.h"
+#include "util/dot.h"
 
 namespace nnapi_convert::inspect_detail {
 
@@ -298,6 +299,23 @@ int oldest_android_api(int level) {
   return std::max(nnapi::kMinAndroidApi, nnapi::android_api_of_feature_level(level));
 }
 
+// "aten::conv2d at model.py:12": the node operation `k` came from, or ""
+// when the file does not record it.
+std::string origin_text(const Model& m, size_t k) {
+  if (k >= m.origins.size()) return "";
+  const Origin& o = m.origins[k];
+  if (o.kind.empty()) return "none (nnapi-convert added it)";
+  return o.location.empty() ? o.kind : o.kind + " at " + o.location;
+}
+
+// The metadata record as printed: without its "nodes" (shown per operation).
+std::string metadata_text(const std::string& metadata) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(metadata, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("nodes")) return metadata;
+  j.erase("nodes");
+  return j.dump(2) + "\n";
+}
+
 }  // namespace
 
 // --- text output -----------------------------------------------------------------
@@ -354,6 +372,8 @@ void print_text(const Model& m, std::ostream& out) {
     for (size_t i = 0; i < roles.size(); ++i)
       out << (i ? ", " : "        input roles: ") << roles[i]
           << (i + 1 == roles.size() ? "\n" : "");
+    const std::string origin = origin_text(m, k);
+    if (!origin.empty()) out << "        node: " << origin << "\n";
   }
   out << "model inputs: " << list_text(b.inputs) << "\n";
   out << "model outputs: " << list_text(b.outputs) << "\n";
@@ -396,8 +416,9 @@ void print_text(const Model& m, std::ostream& out) {
     }
     if (!m.metadata.empty()) {
       out << "made by (nnapi_convert.json):\n";
-      std::istringstream lines(m.metadata);
+      std::istringstream lines(m.origins.empty() ? m.metadata : metadata_text(m.metadata));
       for (std::string line; std::getline(lines, line);) out << "  " << line << "\n";
+      if (!m.origins.empty()) out << "  (its \"nodes\": each operation's node: above)\n";
     }
   } else {
     out << "memory formats: not stored in a raw blob\n";
@@ -405,6 +426,28 @@ void print_text(const Model& m, std::ostream& out) {
 }
 
 // --- DOT output -----------------------------------------------------------------
+
+namespace {
+
+// "model.py:12" of "dir/model.py:12": the place as a label shows it
+// (the whole path goes into the tooltip).
+std::string short_location(const std::string& location) {
+  const size_t slash = location.rfind('/');
+  return slash == std::string::npos ? location : location.substr(slash + 1);
+}
+
+// A node's label, and the whole place of its TorchScript node as its tooltip.
+std::string dot_label(const std::string& label, const std::string& kind,
+                      const std::string& location) {
+  std::string text = label;
+  if (!kind.empty()) text += "\n" + kind;
+  if (!location.empty()) text += "\n" + short_location(location);
+  std::string attrs = "label=" + dot::quoted(text);
+  if (!location.empty()) attrs += ", tooltip=" + dot::quoted(kind + " at " + location);
+  return attrs;
+}
+
+}  // namespace
 
 void print_dot(const Model& m, const std::string& prefix, std::ostream& out) {
   const Blob& b = m.blob;
@@ -415,22 +458,28 @@ void print_dot(const Model& m, const std::string& prefix, std::ostream& out) {
            dims_text(o.dims);
   };
   for (size_t j = 0; j < b.inputs.size(); ++j) {
-    out << "  " << prefix << "in" << j << " [shape=invhouse, style=filled, fillcolor=\"#d9ead3\", "
-        << "label=\"input " << j << "\\n"
-        << operand_label(b.inputs[j]) << "\"];\n";
+    out << "  " << prefix << "in" << j << " [shape=invhouse, style=filled, fillcolor=\""
+        << dot::kInputFill << "\", label="
+        << dot::quoted("input " + std::to_string(j) + "\n" + operand_label(b.inputs[j])) << "];\n";
   }
   for (size_t k = 0; k < b.operations.size(); ++k) {
     const BlobOperation& op = b.operations[k];
     int constants = 0;
     for (uint32_t i : op.inputs) constants += b.operands[i].value >= 0;
-    out << "  " << prefix << "op" << k << " [shape=box, style=filled, fillcolor=\"#cfe2f3\", "
-        << "label=\"" << k << ": " << nnapi::op_name(static_cast<nnapi::Op>(op.opcode))
-        << "\\nfeature level " << levels[k] << ", " << constants << " constant operand(s)\"];\n";
+    const std::string what = std::to_string(k) + ": " +
+                             nnapi::op_name(static_cast<nnapi::Op>(op.opcode)) +
+                             "\nfeature level " + std::to_string(levels[k]) + ", " +
+                             std::to_string(constants) + " constant operand(s)";
+    const Origin none{k < m.origins.size() ? "no TorchScript node" : "", ""};
+    const Origin& from = k < m.origins.size() && !m.origins[k].kind.empty() ? m.origins[k] : none;
+    out << "  " << prefix << "op" << k << " [shape=box, style=filled, fillcolor=\""
+        << dot::kNnapiFill << "\", " << dot_label(what, from.kind, from.location) << "];\n";
   }
   for (size_t j = 0; j < b.outputs.size(); ++j) {
-    out << "  " << prefix << "out" << j << " [shape=house, style=filled, fillcolor=\"#fce5cd\", "
-        << "label=\"output " << j << "\\n"
-        << operand_label(b.outputs[j]) << "\"];\n";
+    out << "  " << prefix << "out" << j << " [shape=house, style=filled, fillcolor=\""
+        << dot::kOutputFill << "\", label="
+        << dot::quoted("output " + std::to_string(j) + "\n" + operand_label(b.outputs[j]))
+        << "];\n";
   }
   auto from = [&](uint32_t i) -> std::string {
     if (b.operands[i].producer >= 0) return prefix + "op" + std::to_string(b.operands[i].producer);
@@ -441,14 +490,46 @@ void print_dot(const Model& m, const std::string& prefix, std::ostream& out) {
     for (uint32_t i : b.operations[k].inputs) {
       const std::string src = from(i);
       if (src.empty()) continue;  // a constant
-      out << "  " << src << " -> " << prefix << "op" << k << " [label=\"" << operand_label(i)
-          << "\"];\n";
+      out << "  " << src << " -> " << prefix << "op" << k
+          << " [label=" << dot::quoted(operand_label(i)) << "];\n";
     }
   }
   for (size_t j = 0; j < b.outputs.size(); ++j) {
     const std::string src = from(b.outputs[j]);
     if (!src.empty()) out << "  " << src << " -> " << prefix << "out" << j << ";\n";
   }
+}
+
+void print_dot_script(const ScriptPart& s, std::ostream& out) {
+  using End = ScriptPart::End;
+  auto name = [](const End& e) -> std::string {
+    switch (e.kind) {
+      case End::Argument:
+        return "ts_arg" + std::to_string(e.index);
+      case End::Script:
+        return "ts" + std::to_string(e.index);
+      case End::NnapiInput:
+        return "m" + std::to_string(e.index) + "_in" + std::to_string(e.port);
+      case End::NnapiOutput:
+        return "m" + std::to_string(e.index) + "_out" + std::to_string(e.port);
+      case End::Return:
+        break;
+    }
+    return "ts_return";
+  };
+  for (size_t i = 0; i < s.arguments.size(); ++i) {
+    out << "  " << name({End::Argument, i}) << " [shape=invhouse, style=filled, fillcolor=\""
+        << dot::kInputFill << "\", label="
+        << dot::quoted("forward argument " + std::to_string(i) + "\n" + s.arguments[i]) << "];\n";
+  }
+  for (size_t i = 0; i < s.nodes.size(); ++i) {
+    out << "  " << name({End::Script, i}) << " [shape=ellipse, style=filled, fillcolor=\""
+        << dot::kTorchScriptFill << "\", "
+        << dot_label("TorchScript (CPU)", s.nodes[i].kind, s.nodes[i].location) << "];\n";
+  }
+  out << "  " << name({End::Return}) << " [shape=house, style=filled, fillcolor=\""
+      << dot::kOutputFill << "\", label=\"forward's return\"];\n";
+  for (const auto& [from, to] : s.edges) out << "  " << name(from) << " -> " << name(to) << ";\n";
 }
 
 // --- JSON output -----------------------------------------------------------------
@@ -531,6 +612,12 @@ void print_json(const Model& m, std::ostream& out) {
     if (!roles.empty()) o["input_roles"] = roles;
     o["outputs"] = op.outputs;
     o["feature_level"] = levels[k];
+    if (k < m.origins.size()) {
+      // The TorchScript node it came from (null: none, the converter added it).
+      const Origin& from = m.origins[k];
+      o["node"] = from.kind.empty() ? Json(nullptr)
+                                    : Json{{"kind", from.kind}, {"location", from.location}};
+    }
     operations.push_back(o);
   }
   j["operations"] = operations;

@@ -18,6 +18,14 @@ struct WeightInfo {
   std::vector<int64_t> shape;
 };
 
+// Where an operation came from, as the file's metadata record says (its
+// "nodes"): the TorchScript node's kind and place in the user's code. Both ""
+// for an operation no node made.
+struct Origin {
+  std::string kind;
+  std::string location;
+};
+
 // Everything inspect shows, independent of the output format.
 struct Model {
   std::string path;
@@ -41,6 +49,9 @@ struct Model {
   // The file's nnapi_convert.json (serialize/metadata.h: how nnapi-convert
   // made it), as its JSON text; empty when it has none.
   std::string metadata;
+  // Per operation, the node it came from: empty when the file does not
+  // record it (written before nnapi-convert did, or by PyTorch's converter).
+  std::vector<Origin> origins;
   // What the validator finds (NeuralNetworks.h's rules), see validate().
   std::vector<nnapi_validate::Finding> findings;
 };
@@ -61,6 +72,34 @@ void print_json(const Model& m, std::ostream& out);  // one JSON object and a ne
 // another operation (labelled with the operand's index, type and dims), and
 // per model output. Constant operands (immediates, weights) are counted in
 // their operation's label, not drawn.
+// With the model's origins, an operation's label names its node and place.
 void print_dot(const Model& m, const std::string& prefix, std::ostream& out);
+
+// The TorchScript of a --cpu-fallback module (its forward's graph) around its
+// NNAPI models: the nodes that run on the CPU, and where data goes between
+// them, the NNAPI models' inputs and outputs, forward's arguments and its
+// return (constants, attribute reads and the list packing around each NNAPI
+// call are not drawn: data is followed through them).
+struct ScriptPart {
+  struct Node {
+    std::string kind;      // "aten::sort"
+    std::string location;  // "model.py:12", or ""
+  };
+  // One end of an edge: forward's argument `index`, TorchScript node
+  // `index`, input or output `port` of NNAPI model `index`, or the return.
+  struct End {
+    enum Kind { Argument, Script, NnapiInput, NnapiOutput, Return } kind = Script;
+    size_t index = 0, port = 0;
+    bool operator==(const End& o) const {
+      return kind == o.kind && index == o.index && port == o.port;
+    }
+  };
+  std::vector<std::string> arguments;  // forward's arguments after self, by name
+  std::vector<Node> nodes;
+  std::vector<std::pair<End, End>> edges;  // each once, in graph order
+};
+// Its DOT statements, to go inside the digraph beside the NNAPI models'
+// clusters (drawn by print_dot with prefixes "m0_", "m1_", ...).
+void print_dot_script(const ScriptPart& s, std::ostream& out);
 
 }  // namespace nnapi_convert::inspect_detail

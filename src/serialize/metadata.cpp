@@ -47,6 +47,23 @@ Json tensor_json(int32_t type, double scale, int64_t zero_point) {
   return j;
 }
 
+// The nodes one NNAPI model's operations came from, as runs of consecutive
+// operations of one node kind at one place: {"node", "at", "operations"}.
+Json origins_json(const std::vector<NodeOrigin>& origins) {
+  Json runs = Json::array();
+  for (size_t k = 0; k < origins.size();) {
+    size_t end = k + 1;
+    while (end < origins.size() && origins[end].kind == origins[k].kind &&
+           origins[end].location == origins[k].location) {
+      ++end;
+    }
+    runs.push_back(
+        {{"node", origins[k].kind}, {"at", origins[k].location}, {"operations", end - k}});
+    k = end;
+  }
+  return runs;
+}
+
 }  // namespace
 
 std::string metadata_json(const Conversion& c, const ConvertOptions& options,
@@ -96,6 +113,14 @@ std::string metadata_json(const Conversion& c, const ConvertOptions& options,
         {"operation_count", c.operation_count},
         {"nnapi_models", c.fallback ? c.segments.size() : size_t{1}}}},
   };
+  // Per NNAPI model, where its operations came from (issue 37 item 5).
+  Json nodes = Json::array();
+  if (c.fallback) {
+    for (const Conversion& s : c.segments) nodes.push_back(origins_json(s.origins));
+  } else {
+    nodes.push_back(origins_json(c.origins));
+  }
+  j["nodes"] = std::move(nodes);
   return j.dump(2) + "\n";
 }
 

@@ -9,6 +9,7 @@ Usage: metadata_test.py BIN WORK
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -103,6 +104,15 @@ check(torch.allclose(got_full, want, atol=1e-5) and torch.equal(got_full, got_li
       "the .nnapi.pt and the .ptl load and run as before (host runtime) and match eager")
 check(torch.jit.mobile._get_model_bytecode_version(a[:-3] + ".ptl") > 0,
       "_get_model_bytecode_version reads the .ptl")
+
+# "nodes": the TorchScript node each NNAPI operation came from, as runs that cover the
+# operations; Net's forward makes them from a convolution, relu, mean and linear only.
+runs = meta.get("nodes", [[]])[0]
+check(sum(r["operations"] for r in runs) == meta["nnapi"]["operation_count"]
+      and {r["node"] for r in runs} <= {"aten::_convolution", "aten::conv2d", "aten::relu",
+                                         "aten::mean", "aten::linear"}
+      and all(re.search(r"\.py:\d+$", r["at"]) for r in runs),
+      f"nodes: runs of Net's node kinds covering the operations, each with its place ({runs})")
 
 # inspect prints it (text) and gives it (--json).
 p = run("inspect", a)
