@@ -651,6 +651,7 @@ Conversion Planner::assemble(const std::vector<Segment>& segments, std::vector<C
     for (const auto& [op, n] : p.operations) c.operations[op] += n;
     c.feature_level = std::max(c.feature_level, p.feature_level);
     c.android_api = std::max(c.android_api, p.android_api);
+    c.times.load_ms += p.times.load_ms;
     c.times.lower_ms += p.times.lower_ms;
     c.times.serialize_ms += p.times.serialize_ms;
     c.times.validate_ms += p.times.validate_ms;
