@@ -164,4 +164,20 @@ qq = (extra(qi) or {}).get("quantize") or {}
 check(qq.get("mean") == [0.485, 0.456, 0.406] and qq.get("std") == [0.229, 0.224, 0.225],
       f"--mean/--std recorded: {qq}")
 
+# --float16 --float16-io --lite-bytecode-version: the options that change what the app feeds and
+# which runtime reads the .ptl are in the record; without them, their defaults.
+check(meta["options"].get("float16") is False and meta["options"].get("float16_io") is False
+      and meta["options"].get("lite_bytecode_version") is None,
+      f"float16/float16_io/lite_bytecode_version defaults in {meta['options']}")
+h = os.path.join(work, "h.nnapi.pt")
+p = run(src, "--input", "1x3x16x16", "--float16", "--float16-io", "--lite-bytecode-version", "6",
+        "-o", h, "-q")
+check(p.returncode == 0, f"--float16 --float16-io --lite-bytecode-version 6 converts "
+      f"({p.stderr.strip()[-300:]})")
+hm = (extra(h) or {}).get("options", {})
+check(hm.get("float16") is True and hm.get("float16_io") is True
+      and hm.get("lite_bytecode_version") == 6
+      and torch.jit.mobile._get_model_bytecode_version(h[:-3] + ".ptl") == 6,
+      f"the record says float16, float16_io and bytecode 6 as the .ptl is: {hm}")
+
 finish("metadata")
