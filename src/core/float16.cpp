@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -115,7 +116,10 @@ void check_operation(ModelBuilder& m, size_t index, int target_level,
                    " as a FLOAT16 scalar, and it is no constant nnapi-convert can convert: "
                    "please report it with the model");
       }
-      if (std::isfinite(*value) && std::isinf(static_cast<float>(c10::Half(*value)))) {
+      // (float32's largest magnitude is a sentinel, max pooling's padding,
+      // which float16's infinity serves as)
+      if (std::isfinite(*value) && std::isinf(static_cast<float>(c10::Half(*value))) &&
+          std::fabs(*value) != std::numeric_limits<float>::max()) {
         refuse(options, node, ret, index, op.op,
                "needs its input " + std::to_string(i) + " as a FLOAT16 scalar, and its value is " +
                    beyond_half(std::fabs(*value)) + ": give the node a smaller value");

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 #include "nnapi_convert/validate.h"
@@ -254,7 +255,11 @@ std::optional<float> ModelBuilder::float16_overflow(int32_t id) const {
     w = at::empty({static_cast<int64_t>(v->data.size() / sizeof(float))}, at::kFloat);
     std::memcpy(w.data_ptr(), v->data.data(), static_cast<size_t>(w.numel()) * sizeof(float));
   }
-  const at::Tensor over = w.isfinite().logical_and(w.to(at::kHalf).isinf());
+  // (float32's largest magnitude is a sentinel, max pooling's padding or a
+  // mask, which float16's infinity serves as)
+  const at::Tensor over = w.isfinite()
+                              .logical_and(w.to(at::kHalf).isinf())
+                              .logical_and(w.abs().ne(std::numeric_limits<float>::max()));
   if (!over.any().item<bool>()) return std::nullopt;
   return w.masked_select(over).abs().max().item<float>();
 }

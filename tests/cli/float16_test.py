@@ -153,6 +153,11 @@ LOWERINGS = {
     "mean_sum": (lambda x: x.mean(dim=(2, 3)) + x.sum(dim=3).amax(dim=2), "2x3x8x8"),
     "matmul_cat": (lambda x: torch.cat([x @ x.transpose(2, 3), x], 1), "1x3x8x8"),
     "log_softmax": (lambda x: F.log_softmax(x, dim=1) + torch.sqrt(x.abs() + 1), "2x3x8x8"),
+    # float32's largest magnitude as a sentinel (max pooling's padding, a
+    # mask of finfo.min) is float16's infinity, not a value out of range
+    "max_pool3d_padded": (lambda x: F.max_pool3d(x, 3, 2, 1), "1x2x4x6x6"),
+    "finfo_min_mask": (lambda x: torch.softmax(
+        x.masked_fill(x > 1.0, torch.finfo(torch.float32).min), -1), "2x3x8x8"),
 }
 
 
