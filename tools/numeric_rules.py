@@ -10,6 +10,13 @@ one (the limit PyTorch's test_nnapi.py uses for quantized convolutions). A
 float output the NNAPI model computes with DEQUANTIZE is measured in quanta
 of the dequantized operand: |difference| / quantum, rounded.
 
+Float outputs of float16 computation (--float16, --relax-f32-to-f16): the
+tolerances are raised to at least FLOAT16_TOLERANCE, and an output that fails
+element by element passes when its RMS error is at most L * 2^-11 of the
+output's RMS, L the NNAPI model's operation count (float16_verdict;
+relaxed_tolerances and compare_output in src/verify/verify.cpp,
+docs/verify.md).
+
 A check proves little when some constant output would pass it: every
 element of the reference output is within the tolerance of one value (a
 constant output, or one smaller than the tolerance, which an all-zero output
@@ -22,6 +29,11 @@ QUANT_SHARE = 0.03
 # defaults; the zoo takes FLOAT_ATOL in units of max(1, the output's RMS)).
 FLOAT_ATOL = 1e-4
 FLOAT_RTOL = 1e-4
+
+# float16 computation: --verify's atol and rtol at least 5/1024
+# (kFloat16Tolerance), and float16's unit roundoff 2^-11 (kFloat16UnitRoundoff).
+FLOAT16_TOLERANCE = 5.0 / 1024.0
+FLOAT16_UNIT_ROUNDOFF = 2.0 ** -11
 
 
 def quanta_verdict(quanta, share=QUANT_SHARE, limit=None):
@@ -88,3 +100,32 @@ def constant_would_pass(eager, atol=0.0, rtol=0.0, quantum=0.0):
         return (f"the output only spans {lo:.4g} to {hi:.4g}, within the "
                 "tolerance of one value: a constant output passes")
     return None
+
+
+def float16_verdict(eager, nnapi, operations, atol=FLOAT_ATOL, rtol=FLOAT_RTOL):
+    """None when the float output `nnapi` of an NNAPI model of `operations`
+    operations computing in float16 passes --verify's rule against `eager`,
+    else why: every element within max(atol, 5/1024) + max(rtol, 5/1024) *
+    |eager|, or else rms(nnapi - eager) <= operations * 2^-11 * rms(eager)
+    (operations 0: element by element only)."""
+    atol, rtol = max(atol, FLOAT16_TOLERANCE), max(rtol, FLOAT16_TOLERANCE)
+    a, b = nnapi.double().reshape(-1), eager.double().reshape(-1)
+    if a.numel() == 0:
+        return None
+    if not (bool(torch.isfinite(a).all()) and bool(torch.isfinite(b).all())):
+        return "NaN or infinity in the output, so nothing can be compared"
+    diff = (a - b).abs()
+    over = diff > atol + rtol * b.abs()
+    if not bool(over.any()):
+        return None
+    rms_b = float(b.pow(2).mean().sqrt())
+    rel = float((a - b).pow(2).mean().sqrt()) / rms_b if rms_b > 0 else float("inf")
+    bound = operations * FLOAT16_UNIT_ROUNDOFF
+    if operations > 0 and rms_b > 0 and rel <= bound:
+        return None
+    worst = int((diff - (atol + rtol * b.abs())).argmax())
+    return (f"{int(over.sum())} of {a.numel()} elements differ by more than atol + rtol * |model| "
+            f"(atol {atol:.3g}, rtol {rtol:.3g}); the worst, flat index {worst}: "
+            f"{float(a[worst]):.6g} vs {float(b[worst]):.6g}; and its RMS error is {rel:.3g} of "
+            f"the model output's RMS, over float16 computation's bound {bound:.3g} ({operations} "
+            "operations x float16's unit roundoff 2^-11)")

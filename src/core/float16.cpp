@@ -2,9 +2,14 @@
 // finished model, each operation asked of the validator.
 #include "core/float16.h"
 
+#include <c10/util/Half.h>
+
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -63,6 +68,13 @@ std::string level_text(int level) {
          ")";
 }
 
+// A finite float32 value that float16 cannot hold, and why it matters.
+std::string beyond_half(float magnitude) {
+  std::ostringstream os;
+  os << magnitude << ", beyond float16's largest finite value 65504 (it would become infinity)";
+  return os.str();
+}
+
 [[noreturn]] void refuse(const ConvertOptions& options, const torch::jit::Node* node,
                          const torch::jit::Node* ret, size_t index, nnapi::Op op,
                          const std::string& why) {
@@ -104,6 +116,14 @@ void check_operation(ModelBuilder& m, size_t index, int target_level,
                "needs its input " + std::to_string(i) +
                    " as a FLOAT16 scalar, and it is no constant nnapi-convert can convert: "
                    "please report it with the model");
+      }
+      // (float32's largest magnitude is a sentinel, max pooling's padding,
+      // which float16's infinity serves as)
+      if (std::isfinite(*value) && std::isinf(static_cast<float>(c10::Half(*value))) &&
+          std::fabs(*value) != std::numeric_limits<float>::max()) {
+        refuse(options, node, ret, index, op.op,
+               "needs its input " + std::to_string(i) + " as a FLOAT16 scalar, and its value is " +
+                   beyond_half(std::fabs(*value)) + ": give the node a smaller value");
       }
       m.set_operation_input(index, i, m.add_half_scalar(*value));
     }
@@ -159,9 +179,21 @@ void convert_to_float16(ModelBuilder& m, std::vector<const torch::jit::Node*>& o
     }
   }
 
-  // Every other TENSOR_FLOAT32 operand, constant or computed.
+  // Every other TENSOR_FLOAT32 operand, constant or computed; a constant
+  // with values beyond float16's range is refused, naming its first reader.
   for (int32_t id = 0; id < static_cast<int32_t>(m.operand_count()); ++id) {
     if (m.operand(id).type != OperandType::TensorFloat32 || float32_inputs.count(id)) continue;
+    if (const std::optional<float> big = m.float16_overflow(id)) {
+      for (size_t k = 0; k < n_operations; ++k) {
+        const ModelBuilder::OperationView op = m.operation(k);
+        if (std::find(op.inputs.begin(), op.inputs.end(), id) == op.inputs.end()) continue;
+        refuse(options, op_nodes[k], ret, k, op.op,
+               "reads a constant (operand " + std::to_string(id) + ") with a value of " +
+                   beyond_half(*big) +
+                   ": scale the model so that its constants fit (a mask value such as -1e9 "
+                   "can be -1e4)");
+      }
+    }
     if (!m.constant_to_float16(id)) m.set_operand_type(id, OperandType::TensorFloat16);
   }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -25,6 +26,7 @@
 #include "lower/registry.h"
 #include "nnapi_convert/converter.h"
 #include "nnapi_convert/nnapi_types.h"
+#include "nnapi_convert/writer.h"
 #include "quantize/quantize.h"
 #include "util/output_file.h"
 #include "util/sha256.h"
@@ -621,6 +623,46 @@ std::vector<JobResult> run_jobs(
   return results;
 }
 
+namespace {
+
+// What an entry's options imply and exclude, as the command line's options
+// do (src/cli/convert_command.cpp): float16_io is float16 with float16 inputs
+// and outputs, which --cpu-fallback's float32 TorchScript parts cannot take;
+// a lite_bytecode_version writes the .ptl.
+void check_entry_options(Job& job, bool float16_off, const nlohmann::ordered_json& entry,
+                         const std::string& where) {
+  const nlohmann::ordered_json* o = entry.contains("options") ? &entry["options"] : nullptr;
+  auto said = [&](const char* key) { return o && o->contains(key); };
+  auto source = [&](const char* key, const char* cli) {
+    return said(key) ? std::string("option \"") + key + "\"" : std::string(cli);
+  };
+  if (job.options.float16_io) {
+    if (float16_off) {
+      throw ConvertError(2, where + ": option \"float16\": false contradicts " +
+                                source("float16_io", "--float16-io") +
+                                ", which is float16 with float16 inputs and outputs; give one");
+    }
+    if (job.options.cpu_fallback) {
+      throw ConvertError(2, where + ": " + source("float16_io", "--float16-io") +
+                                " cannot be combined with " +
+                                source("cpu_fallback", "--cpu-fallback") +
+                                ": the TorchScript parts between the NNAPI models compute in "
+                                "float32; give \"float16\": true (float32 inputs and outputs)");
+    }
+    job.options.float16 = true;
+  }
+  if (job.options.lite_bytecode_version != 0) {
+    if (said("lite") && !o->at("lite").get<bool>()) {
+      throw ConvertError(2, where + ": option \"lite\": false contradicts " +
+                                source("lite_bytecode_version", "--lite-bytecode-version") +
+                                ", which writes the .ptl at that version; give one");
+    }
+    job.lite = true;
+  }
+}
+
+}  // namespace
+
 std::vector<Job> read_manifest(const std::string& path, const Job& defaults,
                                const std::string& out_dir) {
   using json = nlohmann::ordered_json;
@@ -684,6 +726,7 @@ std::vector<Job> read_manifest(const std::string& path, const Job& defaults,
     }
     need(e.contains("model"), "needs \"model\": PATH");
     Job job = defaults;
+    bool float16_off = false;  // the entry says "float16": false
     job.options.model_path = path_of("model");
     if (e.contains("inputs")) {
       need(e["inputs"].is_array(), "\"inputs\" must be a list of specs");
@@ -713,6 +756,20 @@ std::vector<Job> read_manifest(const std::string& path, const Job& defaults,
         };
         if (k == "nhwc") {
           flag(&job.options.nhwc);
+        } else if (k == "float16") {
+          flag(&job.options.float16);
+          float16_off = !job.options.float16;
+        } else if (k == "float16_io") {
+          flag(&job.options.float16_io);
+        } else if (k == "lite_bytecode_version") {
+          // (a bound first, so an absurd number is named as the JSON has it)
+          need(v.is_number_integer() && std::abs(v.get<double>()) < 1e6,
+               "option \"lite_bytecode_version\" must be a lite-interpreter bytecode version, a "
+               "whole number from " +
+                   std::to_string(kOldestLiteBytecodeVersion) + " to " +
+                   std::to_string(kNewestLiteBytecodeVersion));
+          check_lite_bytecode_version(v.get<int>(), where + ": option \"lite_bytecode_version\"");
+          job.options.lite_bytecode_version = v.get<int>();
         } else if (k == "relax_f32_to_f16") {
           flag(&job.options.relax_f32_to_f16);
         } else if (k == "fuse_activations") {
@@ -757,6 +814,7 @@ std::vector<Job> read_manifest(const std::string& path, const Job& defaults,
         }
       }
     }
+    check_entry_options(job, float16_off, e, where);
     jobs.push_back(std::move(job));
   }
   if (jobs.empty()) throw ConvertError(2, "manifest '" + path + "' lists no models");

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 #include "nnapi_convert/validate.h"
@@ -237,6 +238,30 @@ bool ModelBuilder::constant_to_float16(int32_t id) {
   }
   v->data = std::move(half);
   return true;
+}
+
+std::optional<float> ModelBuilder::float16_overflow(int32_t id) const {
+  auto v = std::find_if(values_.begin(), values_.end(),
+                        [&](const Value& value) { return value.operand == id; });
+  if (v == values_.end() || operands_.at(id).type != nnapi::OperandType::TensorFloat32) {
+    return std::nullopt;
+  }
+  at::Tensor w;
+  if (v->source == nnapi::ValueSource::NumberedBuffer) {
+    int32_t ref[3];
+    std::memcpy(ref, v->data.data(), sizeof ref);
+    w = weights_.at(ref[0]);
+  } else {
+    w = at::empty({static_cast<int64_t>(v->data.size() / sizeof(float))}, at::kFloat);
+    std::memcpy(w.data_ptr(), v->data.data(), static_cast<size_t>(w.numel()) * sizeof(float));
+  }
+  // (float32's largest magnitude is a sentinel, max pooling's padding or a
+  // mask, which float16's infinity serves as)
+  const at::Tensor over = w.isfinite()
+                              .logical_and(w.to(at::kHalf).isinf())
+                              .logical_and(w.abs().ne(std::numeric_limits<float>::max()));
+  if (!over.any().item<bool>()) return std::nullopt;
+  return w.masked_select(over).abs().max().item<float>();
 }
 
 std::optional<float> ModelBuilder::float32_scalar(int32_t id) const {

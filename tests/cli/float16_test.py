@@ -19,7 +19,9 @@ NeuralNetworks.h and eager PyTorch say:
 - --float16-io: the module returns torch.half, takes torch.half, and its
   NNAPI output operand is TENSOR_FLOAT16;
 - --float16-io with --cpu-fallback, and --float16 with --quantize, are usage
-  errors (exit 2).
+  errors (exit 2);
+- a constant or a FLOAT16 scalar beyond float16's range (65504) is refused
+  (exit 1) naming the node, not written as infinity.
 Prints "float16: all passed" when every check passed.
 """
 import json
@@ -151,6 +153,11 @@ LOWERINGS = {
     "mean_sum": (lambda x: x.mean(dim=(2, 3)) + x.sum(dim=3).amax(dim=2), "2x3x8x8"),
     "matmul_cat": (lambda x: torch.cat([x @ x.transpose(2, 3), x], 1), "1x3x8x8"),
     "log_softmax": (lambda x: F.log_softmax(x, dim=1) + torch.sqrt(x.abs() + 1), "2x3x8x8"),
+    # float32's largest magnitude as a sentinel (max pooling's padding, a
+    # mask of finfo.min) is float16's infinity, not a value out of range
+    "max_pool3d_padded": (lambda x: F.max_pool3d(x, 3, 2, 1), "1x2x4x6x6"),
+    "finfo_min_mask": (lambda x: torch.softmax(
+        x.masked_fill(x > 1.0, torch.finfo(torch.float32).min), -1), "2x3x8x8"),
 }
 
 
@@ -178,5 +185,26 @@ for name, (f, spec) in LOWERINGS.items():
           torch.allclose(got, eager, atol=TOL, rtol=TOL)
           and (eager - eager.flatten()[0]).abs().max() > 10 * TOL,
           (got - eager).abs().max().item())
+
+# Values float16 cannot hold (beyond 65504, IEEE 754 binary16's largest
+# finite value, where torch.half gives infinity): a constant tensor and a
+# scalar parameter NeuralNetworks.h wants as FLOAT16 are refused (exit 1)
+# naming the node, never written as infinity; the same models convert
+# without --float16.
+check("65504 is float16's largest finite value, 1e6 becomes infinity",
+      torch.tensor(65504.0).half().item() == 65504.0 and torch.tensor(1e6).half().isinf().item())
+TOO_BIG = {
+    "big_constant": (lambda x: torch.log1p(x * 1e-6) * 1e6, "2x3", "aten::mul", "1e+06"),
+    "big_pad_value": (lambda x: F.pad(x, (1, 1), value=1e9), "1x2x3x3", "aten::pad", "1e+09"),
+}
+for name, (f, spec, node, value) in TOO_BIG.items():
+    torch.jit.trace(Lambda(f).eval(), torch.rand(*[int(d) for d in spec.split("x")])).save(
+        path(name + ".pt"))
+    status, out = run(path(name + ".pt"), "--input", spec, "-o", path(name + ".f16.pt"),
+                      "--float16")
+    check(f"{name}: --float16 refuses it (exit 1) naming {node} and the value",
+          status == 1 and f"node {node}" in out and value in out and "65504" in out, out)
+    status, out = run(path(name + ".pt"), "--input", spec, "-o", path(name + ".f32.pt"))
+    check(f"{name}: converts without --float16", status == 0, out)
 
 finish("float16")

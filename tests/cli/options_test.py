@@ -29,6 +29,7 @@ import time
 
 import torch
 import torch.nn as nn
+from torch.jit.mobile import _get_model_bytecode_version
 
 sys.dont_write_bytecode = True  # importing cli_checks writes no __pycache__ into the sources
 from cli_checks import BIN, WORK, check, finish, path, run  # noqa: E402
@@ -272,6 +273,9 @@ entries = [
     ("parts", conv, ["1x4x9x9"], {"parts": "parts.d"}),
     ("ret", conv, ["1x4x0x0"], {"return_shapes": ["1x8x5x5"]}),
     ("lite", conv, ["1x4x9x9"], {"lite": True}),
+    ("f16", conv, ["1x4x9x9"], {"float16": True}),
+    ("f16io", conv, ["1x4x9x9"], {"float16_io": True}),
+    ("bc5", conv, ["1x4x9x9"], {"lite_bytecode_version": 5}),
 ]
 manifest = [{"model": os.path.relpath(m, path("man")), "inputs": inputs,
              "output": f"{name}.nnapi.pt", "options": opts} for name, m, inputs, opts in entries]
@@ -333,6 +337,35 @@ check("manifest return_shapes: the template has the given shape",
       entry("ret") is not None and template_shape(path("man/ret.nnapi.pt"), x9) == [(1, 8, 5, 5)])
 check("manifest lite: the .ptl is written", os.path.exists(path("man/lite.nnapi.ptl"))
       and not os.path.exists(path("man/plain.nnapi.ptl")))
+
+# float16 (--float16): the weights as TENSOR_FLOAT16, half the bytes, CAST at the
+# float32 input and output; float16_io (--float16-io): the module takes and
+# returns torch.half; lite_bytecode_version (--lite-bytecode-version): the .ptl
+# at that version, as torch.jit.mobile reads it.
+def weight_bytes(name):
+    return report.get(f"{name}.nnapi.pt", {}).get("weight_bytes")
+
+
+def run_entry(name, x):
+    m = entry(name)
+    return m(x) if m is not None else None
+
+
+x16 = torch.randn(1, 4, 9, 9)
+check("manifest float16: half the weight bytes, a CAST at the input and the output",
+      weight_bytes("plain") and weight_bytes("f16") == weight_bytes("plain") // 2
+      and ops("f16").get("CAST") == 2 and "CAST" not in ops("plain"),
+      (weight_bytes("plain"), weight_bytes("f16"), ops("f16")))
+out = run_entry("f16", x16)
+check("manifest float16: the module still takes and returns float32",
+      out is not None and out.dtype == torch.float32, out if out is None else out.dtype)
+out = run_entry("f16io", x16.half())
+check("manifest float16_io: the module takes and returns torch.half",
+      out is not None and out.dtype == torch.half and ops("f16io").get("CAST") == 1,
+      (out if out is None else out.dtype, ops("f16io")))
+bc5 = path("man/bc5.nnapi.ptl")
+check("manifest lite_bytecode_version 5: the .ptl is written at bytecode version 5",
+      os.path.exists(bc5) and _get_model_bytecode_version(bc5) == 5)
 
 # --- report fields -----------------------------------------------------------------
 rc, text = run(conv, sorts, topk, "--input", "1x4x9x9", "--out-dir", path("rep"), "--report",

@@ -10,6 +10,7 @@ that a constant output would pass proves nothing. Each clause has a case that
 must fail, so a rule that forgot it (tools/mutation_check.py plants that) is
 seen. Run with /usr/bin/python3 (imports torch).
 """
+import math
 import os
 import sys
 import unittest
@@ -99,6 +100,52 @@ class ConstantWouldPass(unittest.TestCase):
         self.assertIsNone(numeric_rules.constant_would_pass(torch.linspace(-3, 3, 10),
                                                             atol=1e-4, rtol=1e-4))
         self.assertIsNone(numeric_rules.constant_would_pass(quantized(EAGER_INTS)))
+
+
+class Float16Rule(unittest.TestCase):
+    """docs/verify.md: an output of float16 computation passes within atol and
+    rtol of at least 5/1024 element by element, or else when rms(nnapi -
+    model) <= L * 2^-11 * rms(model), L the NNAPI model's operation count."""
+
+    def setUp(self):
+        self.eager = torch.linspace(-2.0, 2.0, 100)
+        # one element (eager 1.0...) 0.1 off: outside 5/1024 + 5/1024 * |eager|
+        self.one_off = self.eager.clone()
+        self.k = int((self.eager - 1.0).abs().argmin())
+        self.one_off[self.k] += 0.1
+        diff = self.one_off.double() - self.eager.double()
+        self.rel = float(diff.pow(2).mean().sqrt() / self.eager.double().pow(2).mean().sqrt())
+
+    def test_float16_tolerances_not_float32_ones(self):
+        # 0.004 is 40 times float32's atol 1e-4, within float16's 5/1024
+        self.assertIsNone(numeric_rules.float16_verdict(self.eager, self.eager + 0.004, 0))
+        problem = numeric_rules.float16_verdict(self.eager, self.eager + 0.006, 0)
+        self.assertIsNotNone(problem, "0.006 off near 0: outside atol 5/1024")
+
+    def test_relative_tolerance(self):
+        # 0.01 off at |eager| 2 is within 5/1024 + 5/1024 * 2 = 0.0146
+        self.assertIsNone(numeric_rules.float16_verdict(self.eager, self.eager * 1.005, 0))
+
+    def test_rms_rule_passes_at_enough_operations(self):
+        ops = math.ceil(self.rel / 2 ** -11)
+        self.assertIsNone(numeric_rules.float16_verdict(self.eager, self.one_off, ops))
+
+    def test_rms_rule_fails_at_too_few_operations(self):
+        ops = math.floor(self.rel / 2 ** -11)
+        problem = numeric_rules.float16_verdict(self.eager, self.one_off, ops)
+        self.assertIsNotNone(problem, f"RMS error {self.rel} over {ops} x 2^-11")
+        self.assertIn("1 of 100 elements differ", problem)
+
+    def test_no_operations_element_by_element_only(self):
+        self.assertIsNotNone(numeric_rules.float16_verdict(self.eager, self.one_off, 0))
+
+    def test_non_finite_fails(self):
+        bad = self.eager.clone()
+        bad[3] = float("nan")
+        self.assertIsNotNone(numeric_rules.float16_verdict(self.eager, bad, 1000))
+
+    def test_larger_tolerance_kept(self):
+        self.assertIsNone(numeric_rules.float16_verdict(self.eager, self.eager + 0.05, 0, atol=0.1))
 
 
 class ZooUsesTheRule(unittest.TestCase):

@@ -11,7 +11,11 @@ against eager PyTorch, and each case is classified:
     verified  exit 0 and every output matches eager: float within --verify's
               tolerances (|nnapi - eager| <= 1e-4 + 1e-4 |eager|); quantized
               with equal scale and zero point, no element off by more than
-              one quantum and at most 3% off by one; same dtype and shape;
+              one quantum and at most 3% off by one; a --float16 form's (f16,
+              f16_nhwc, f16_flex) by --verify's float16 rule (numeric_rules.
+              float16_verdict: atol and rtol 5/1024, else an RMS error of at
+              most L 2^-11 of the output's RMS, L the NNAPI operation count);
+              same dtype and shape;
               and every output checked at least once in a way a constant
               output would fail (tools/numeric_rules.py's constant_would_pass)
     weak      matches eager, but some output only ever in a way a constant
@@ -36,8 +40,8 @@ Run with Debian's interpreter (it imports python3-torch):
 Prints the table kinds x forms (samples with int32 or bool inputs in columns
 int_FORM), writes it as JSON (--json), lists every
 failing case with its reproduction (model.pt and the command line) and exits 1
-when a case is wrong, crashed or refused uncleanly (known bugs excepted, see
-known.py), or (--subset) when a kind of the lowering table has no verified
+when a case is wrong, crashed or refused uncleanly (known bugs and what
+float16 cannot compute excepted, see known.py), or (--subset) when a kind of the lowering table has no verified
 case and no allow-list entry.
 """
 import argparse
@@ -84,6 +88,8 @@ def form_options(form):
         opts["fuse_activations"] = True
     if "api" in form:
         opts["min_android_api"] = int(form.split("api")[1])
+    if "f16" in parts:
+        opts["float16"] = True
     return nhwc, "flex" in parts, "flexhw" in parts, form.startswith("quant"), opts
 
 
@@ -97,6 +103,8 @@ def cli_line(bin_path, model, specs, opts, out):
         cmd.append("--fuse-activations")
     if "min_android_api" in opts:
         cmd += ["--min-android-api", str(opts["min_android_api"])]
+    if opts.get("float16"):
+        cmd.append("--float16")
     cmd += ["-o", out]
     return " ".join(cmd)
 
@@ -274,9 +282,12 @@ def refusal_outcome(conv, entry, all_kinds):
 
 
 # ------------------------------------------------------------------ run
-def compare(out, ref, quantum):
-    """None if `out` (the converted module's) matches eager's `ref`, else why."""
+def compare(out, ref, quantum, float16_operations=None):
+    """None if `out` (the converted module's) matches eager's `ref`, else why.
+    float16_operations: the NNAPI operation count of a --float16 conversion,
+    whose float outputs are judged by --verify's float16 rule."""
     import torch
+    import numeric_rules
     if out.dtype != ref.dtype:
         return f"dtype {out.dtype} != eager {ref.dtype}"
     if tuple(out.shape) != tuple(ref.shape):
@@ -290,6 +301,8 @@ def compare(out, ref, quantum):
     if ref.is_floating_point():
         if quantum:
             return quanta_rule((out - ref).abs() / quantum)
+        if float16_operations is not None:
+            return numeric_rules.float16_verdict(ref, out, float16_operations, ATOL, RTOL)
         bad = (out - ref).abs() > ATOL + RTOL * ref.abs()
         if bad.any():
             i = int(bad.flatten().nonzero()[0])
@@ -351,6 +364,8 @@ def run_child(list_path, results_path):
                 # run has checked it in a way a constant output would fail.
                 weak = {}
                 meaningful = set()
+                f16_ops = c.get("float16_operations")
+                tol = ATOL if f16_ops is None else max(ATOL, numeric_rules.FLOAT16_TOLERANCE)
                 for xs, refs in runs:
                     # Flexible sizes are fixed when the module first runs (its
                     # shape-compute prepares the model): a fresh one per size.
@@ -361,12 +376,12 @@ def run_child(list_path, results_path):
                         detail = f"{len(outs)} outputs, eager has {len(refs)}"
                     for k, (o, r) in enumerate(zip(outs, refs)):
                         little = numeric_rules.constant_would_pass(
-                            r, atol=ATOL, rtol=RTOL, quantum=c.get("quantum") or 0.0)
+                            r, atol=tol, rtol=tol, quantum=c.get("quantum") or 0.0)
                         if little:
                             weak.setdefault(k, little)
                         else:
                             meaningful.add(k)
-                        why = detail or compare(o, r, c.get("quantum"))
+                        why = detail or compare(o, r, c.get("quantum"), f16_ops)
                         if why and c["kind"] == "aten::topk" and k == 1 and \
                                 topk_tie_order(xs[0], outs, refs):
                             why = None
@@ -494,6 +509,28 @@ def print_table(summary, forms, out):
               "w wrong, c crash)\n")
 
 
+def print_float16(conversions):
+    """The f16 forms (--float16) in one line, and each case the float16 pass
+    refused (its message starts "--float16:"): an operation NNAPI has no
+    float16 form of, or a value float16 cannot hold; the other refusals are
+    the float forms' too."""
+    from samples import FLOAT16_OF
+    f16 = [c for c in conversions if c["form"] in FLOAT16_OF.values()]
+    if not f16:
+        return
+    only = [c for c in f16 if c["outcome"] == "refused" and "--float16:" in (c["detail"] or "")]
+    counts = {o: sum(1 for c in f16 if c["outcome"] == o) for o in OUTCOMES}
+    expected = sum(1 for c in f16 if c["outcome"] in FAILING and c["known"])
+    kinds = {c["kind"] for c in f16 if c["outcome"] == "verified"}
+    print(f"\nfloat16 (--float16; forms {', '.join(FLOAT16_OF.values())}): {len(f16)} cases of "
+          f"{len({c['kind'] for c in f16})} kinds, " +
+          ", ".join(f"{counts[o]} {o}" for o in OUTCOMES) +
+          f" ({expected} of the failing expected: known.FLOAT16); {len(kinds)} kinds verified; "
+          f"{len(only)} refused by the float16 pass itself")
+    for c in only:
+        print(f"  FLOAT16 ONLY {c['id']}: {c['detail']}")
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "_run":
         run_child(sys.argv[2], sys.argv[3])
@@ -576,6 +613,8 @@ def main():
     ok = []
     for c, entry in zip(conversions, report):
         if entry["status"] == "ok":
+            if c["options"].get("float16"):
+                c["float16_operations"] = entry["operation_count"]
             ok.append(c)
         else:
             c["outcome"], c["detail"] = refusal_outcome(c, entry, {e["kind"] for e in table})
@@ -596,15 +635,17 @@ def main():
     new_failing = [c for c in failing if not c["known"]]
     verified_kinds = {c["kind"] for c in conversions if c["outcome"] == "verified"}
     missing = []
-    if not args.kinds and "own" in sources:
+    if not args.kinds and not args.forms and "own" in sources:  # (some forms credit some kinds)
         missing = [k for k in table_kinds if k not in verified_kinds and k not in known.NO_ROW]
     print()
     print(f"{len(conversions)} cases: " + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES) +
           f" ({len(failing) - len(new_failing)} of the failing are known bugs); "
           f"{len(skipped)} forms not applicable; {time.time() - t0:.0f} s "
           f"(generate {t_gen - t_collect:.0f}, convert {t_conv - t_gen:.0f}, run {t_run - t_conv:.0f})")
+    print_float16(conversions)
     for c in failing:
-        mark = f"KNOWN ({c['known']})" if c["known"] else "NEW"
+        mark = ("NEW" if not c["known"] else f"EXPECTED ({c['known']})"
+                if c["known"].startswith("float16:") else f"KNOWN ({c['known']})")
         print(f"\n{c['outcome'].upper()} {mark}: {c['id']}\n  {c['detail']}\n  repro: {c['command']}")
     weak = [c for c in conversions if c["outcome"] == "weak"]
     if weak:
@@ -623,6 +664,10 @@ def main():
             if not any(b.startswith(bug) for b in seen_bugs):
                 print(f"\nnote: the known bug '{bug}' matched no failing case: fixed? remove it "
                       "from known.KNOWN")
+        for reason, _, _ in known.FLOAT16:
+            if reason not in seen_bugs:
+                print(f"\nnote: the float16 expectation '{reason}' matched no failing case: "
+                      "remove it from known.FLOAT16")
     stale = [k for k in known.NO_ROW if k in verified_kinds]
     if stale:
         print(f"\nnote: allow-listed kinds now verified (remove them from known.NO_ROW): {', '.join(stale)}")

@@ -85,9 +85,11 @@ def add(*samples):
 
 
 # ------------------------------------------------------------- unary pointwise
-def unary(kind, f, quant=False, positive=False, labels=tuple(RANKS), extra_forms=()):
+def unary(kind, f, quant=False, positive=False, labels=tuple(RANKS), extra_forms=(), tag=""):
+    """tag: appended to the label (the case names) of a second function of
+    the kind at the same ranks."""
     for label in labels:
-        add(Sample(kind, fn(f), [In(RANKS[label], positive=positive)], label,
+        add(Sample(kind, fn(f), [In(RANKS[label], positive=positive)], label + tag,
                    qmake=True if quant and label in QUANT_LABELS else None,
                    extra_forms=extra_forms, flexhw=label == "rank4"))
 
@@ -136,16 +138,17 @@ BINARY_SHAPES = {
 }
 
 
-def binary(kind, f, positive_rhs=False, labels=tuple(BINARY_SHAPES)):
+def binary(kind, f, positive_rhs=False, labels=tuple(BINARY_SHAPES), tag=""):
+    """tag: appended to the labels (the case names), as unary's."""
     for label in labels:
         a, b = BINARY_SHAPES[label]
-        add(Sample(kind, fn(f), [In(a), In(b, positive=positive_rhs)], label,
+        add(Sample(kind, fn(f), [In(a), In(b, positive=positive_rhs)], label + tag,
                    flexhw=label in ("same4", "bcast4")))
     # A scalar operand and a constant tensor operand.
     add(Sample(kind, fn(lambda x: f(x, torch.tensor(2.5) if positive_rhs else 0.75)),
-               [In((2, 3, 5, 7))], "scalar", flexhw=True))
+               [In((2, 3, 5, 7))], "scalar" + tag, flexhw=True))
     add(Sample(kind, fn(lambda m, x: f(x, m.c), c=torch.rand(3, 1, 1) + 0.5),
-               [In((2, 3, 5, 7))], "const", flexhw=True))
+               [In((2, 3, 5, 7))], "const" + tag, flexhw=True))
 
 
 def qfunctional(op, scale=0.1, zero_point=120):
@@ -1023,8 +1026,10 @@ binary("aten::maximum", torch.maximum, labels=("same4", "bcast4", "bcast2", "ran
 binary("aten::minimum", torch.minimum, labels=("same4", "bcast4r", "bcast_last", "rank3"))
 binary("aten::floor_divide", torch.floor_divide, labels=("same4", "bcast4", "rank3"))
 binary("aten::remainder", torch.remainder, labels=("same4", "bcast4", "bcast2"))
-binary("aten::div", lambda x, y: torch.div(x, y, rounding_mode="trunc"), labels=("same4", "bcast4", "rank1"))
-binary("aten::div", lambda x, y: torch.div(x, y, rounding_mode="floor"), labels=("same4", "bcast_last"))
+binary("aten::div", lambda x, y: torch.div(x, y, rounding_mode="trunc"), labels=("same4", "bcast4", "rank1"),
+       tag="-trunc")
+binary("aten::div", lambda x, y: torch.div(x, y, rounding_mode="floor"), labels=("same4", "bcast_last"),
+       tag="-floor")
 binary("aten::pow", torch.pow, labels=("bcast2", "rank3"), positive_rhs=True)
 add(Sample("aten::pow", fn(lambda x, y: torch.pow(x.abs() + 0.5, y)), [In((2, 3, 5, 7)), In((1, 3, 1, 1))],
            "two-tensors"))
@@ -1269,10 +1274,10 @@ add(Sample("aten::topk", fn(lambda x: torch.topk(x, 2)),
                .reshape(3, 6).int())], "int32"))
 unary("aten::sin", torch.sin, labels=_ACT_LABELS)
 unary("aten::cos", torch.cos, labels=_ACT_LABELS)
-unary("aten::sin", lambda x: torch.sin(x * 100), labels=("rank2",))
-unary("aten::cos", lambda x: torch.cos(x * 1000), labels=("rank2",))
+unary("aten::sin", lambda x: torch.sin(x * 100), labels=("rank2",), tag="-x100")
+unary("aten::cos", lambda x: torch.cos(x * 1000), labels=("rank2",), tag="-x1000")
 # |x| up to ~4e4: cos(x) as sin(x + pi/2) would be off by ~1e-3 here (x + pi/2 rounds)
-unary("aten::cos", lambda x: torch.cos(x * 10000), labels=("rank4",))
+unary("aten::cos", lambda x: torch.cos(x * 10000), labels=("rank4",), tag="-x10000")
 for _kind, _f in (("aten::gt", torch.gt), ("aten::le", torch.le)):  # a constant on the left
     add(Sample(_kind, fn(lambda m, x, f=_f: f(m.c, x), c=torch.tensor([[-0.5], [0.0], [0.5]])),
                [In((2, 3, 7))], "const-left"))
@@ -1475,7 +1480,7 @@ add(Sample("aten::slice", fn(lambda x: x[..., -3:] * 2), [In((2, 3, 5, 7))], "ne
 # log1p (Goldberg's formula: small x keep their bits) over the unary ranks,
 # and of x * 1e-6 scaled back (LOG(1 + x) would be up to 0.06 off).
 unary("aten::log1p", torch.log1p, positive=True)
-unary("aten::log1p", lambda x: torch.log1p(x * 1e-6) * 1e6, labels=("rank4", "rank2"))
+unary("aten::log1p", lambda x: torch.log1p(x * 1e-6) * 1e6, labels=("rank4", "rank2"), tag="-x1e-6")
 
 
 class _StftMagnitude(torch.nn.Module):

@@ -24,11 +24,24 @@ conversions it gets. The forms are:
     api30       --min-android-api 30
     api33       --min-android-api 33
     quant_api30 quint8 inputs and --min-android-api 30
+    f16         --float16 (issue 37): the nchw form's module with weights and
+                computation as TENSOR_FLOAT16, judged by --verify's float16
+                rule (numeric_rules.float16_verdict); a refusal naming the
+                node is a clean outcome (an operation NNAPI has no float16
+                form of); expected failures: known.FLOAT16
+    f16_nhwc    --float16 --nhwc (the nhwc form's)
+    f16_flex    --float16 with a flexible batch (the flex form's)
+
+Every sample with a form of FLOAT16_OF also gets its float16 twin, unless
+float16=False.
 """
 import torch
 
 FORMS = ["nchw", "nhwc", "flex", "flex_nhwc", "flexhw", "flexhw_nhwc", "quant", "quant_nhwc",
-         "quant_flex", "quant_flexhw", "fuse", "fuse_nhwc", "api30", "api33", "quant_api30"]
+         "quant_flex", "quant_flexhw", "fuse", "fuse_nhwc", "api30", "api33", "quant_api30",
+         "f16", "f16_nhwc", "f16_flex"]
+# The float form each float16 form converts with --float16.
+FLOAT16_OF = {"nchw": "f16", "nhwc": "f16_nhwc", "flex": "f16_flex"}
 FLEX_BATCHES = (1, 3)
 # The second height and width a flexhw form runs at: the sample's plus these
 # (an odd and an even step: ceil_mode and stride windows see both parities).
@@ -132,11 +145,13 @@ class Sample:
     flexhw: True where the height and width of its 4-D inputs can vary (the
     flexhw forms; a refusal naming the node is a clean outcome there too).
     video: its 5-D inputs take --nhwc (NHWC frames, src/lower/video.cpp).
+    float16: False where the float16 twins of its forms do not apply.
     """
 
     def __init__(self, kind, make, inputs, label, qmake=None, script=False, forms=None,
                  extra_forms=(), flex=True, qinputs=None, subset=False, quantum=None,
-                 must_name=(), source="own", flexhw=False, video=False, engine=None):
+                 must_name=(), source="own", flexhw=False, video=False, engine=None,
+                 float16=True):
         self.kind = kind
         # The quantized engine the sample is made, saved and run in eager
         # with (None: qnnpack, as on Android).
@@ -162,6 +177,9 @@ class Sample:
             len(i.shape) >= 1 for i in self.inputs if i.batched)
         self.forms = list(forms) if forms is not None else self.default_forms()
         self.forms += [f for f in extra_forms if f not in self.forms]
+        if float16:
+            self.forms += [FLOAT16_OF[f] for f in list(self.forms)
+                           if f in FLOAT16_OF and FLOAT16_OF[f] not in self.forms]
         self.subset = subset
         # A float output of a quantized form (DEQUANTIZE) is compared in
         # quanta of this scale.

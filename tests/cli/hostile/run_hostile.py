@@ -1265,13 +1265,14 @@ def _(d):
 
 
 # ----- manifest --------------------------------------------------------------
-def manifest_case(d, doc, pattern=None, statuses=(2,), raw=False, names=None):
+def manifest_case(d, doc, pattern=None, statuses=(2,), raw=False, names=None, args=()):
     copy_model("small.pt", os.path.join(d, "a.pt"))
     copy_model("small.pt", os.path.join(d, "b.pt"))
     man = os.path.join(d, "m.json")
     write(man, doc if raw else json.dumps(doc))
     before = snap(d)
-    r = conv(["--manifest", man, "--report", os.path.join(d, "R.json")], cwd=d, timeout=60)
+    r = conv(["--manifest", man, "--report", os.path.join(d, "R.json")] + list(args), cwd=d,
+             timeout=60)
     expect(r, statuses, names=names or man, pattern=pattern)
     if r.rc == 2:
         same_dir(before, d, what="exit 2 but")
@@ -1332,6 +1333,42 @@ for _tag, _doc in [
     ("parts_wrong_type", '[{"model": "a.pt", "inputs": ["1x4x8x8"], "options": {"parts": 3}}]'),
 ]:
     case("manifest", "manifest." + _tag)(lambda d, doc=_doc: manifest_case(d, doc, raw=True))
+
+
+# The float16 and lite-bytecode options of an entry, as the command line
+# checks --float16, --float16-io and --lite-bytecode-version: a bad value or a
+# contradiction is exit 2 naming the entry and the option (issue 37).
+_ENTRY = r"m\.json' entry 1: "
+for _tag, _opts, _args, _pattern in [
+    ("float16_not_bool", {"float16": "yes"}, (), _ENTRY + r'option "float16" must be true or false'),
+    ("float16_io_not_bool", {"float16_io": 1}, (),
+     _ENTRY + r'option "float16_io" must be true or false'),
+    ("float16_off_with_float16_io", {"float16": False, "float16_io": True}, (),
+     _ENTRY + r'option "float16": false contradicts option "float16_io"'),
+    ("float16_off_with_cli_float16_io", {"float16": False}, ("--float16-io",),
+     _ENTRY + r'option "float16": false contradicts --float16-io'),
+    ("float16_io_with_cpu_fallback", {"float16_io": True, "cpu_fallback": True}, (),
+     _ENTRY + r'option "float16_io" cannot be combined with option "cpu_fallback"'),
+    ("cli_float16_io_with_cpu_fallback", {"cpu_fallback": True}, ("--float16-io",),
+     _ENTRY + r'--float16-io cannot be combined with option "cpu_fallback"'),
+    ("lite_bytecode_version_3", {"lite_bytecode_version": 3}, (),
+     _ENTRY + r'option "lite_bytecode_version" 3: .*versions 4 .* to 8'),
+    ("lite_bytecode_version_9", {"lite_bytecode_version": 9}, (),
+     _ENTRY + r'option "lite_bytecode_version" 9: .*versions 4 .* to 8'),
+    ("lite_bytecode_version_string", {"lite_bytecode_version": "5"}, (),
+     _ENTRY + r'option "lite_bytecode_version" must be .* whole number from 4 to 8'),
+    ("lite_bytecode_version_fraction", {"lite_bytecode_version": 5.5}, (),
+     _ENTRY + r'option "lite_bytecode_version" must be .* whole number from 4 to 8'),
+    ("lite_bytecode_version_huge", {"lite_bytecode_version": 10 ** 20}, (),
+     _ENTRY + r'option "lite_bytecode_version" must be .* whole number from 4 to 8'),
+    ("lite_off_with_bytecode_version", {"lite": False, "lite_bytecode_version": 6}, (),
+     _ENTRY + r'option "lite": false contradicts option "lite_bytecode_version"'),
+]:
+    case("manifest", "manifest." + _tag)(
+        lambda d, o=_opts, a=_args, p=_pattern: manifest_case(
+            d, [{"model": "a.pt", "inputs": ["1x4x8x8"], "output": "x.pt"},
+                {"model": "b.pt", "inputs": ["1x4x8x8"], "output": "y.pt", "options": o}],
+            pattern=p, args=a))
 
 
 @case("manifest", "manifest.duplicate_keys")
