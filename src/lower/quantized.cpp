@@ -6,6 +6,10 @@
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "lower/convolution.h"
 #include "lower/emit.h"
 #include "lower/forms.h"
@@ -41,6 +45,32 @@ PackedConv packed_conv_params(const c10::IValue& packed, const std::string& cls)
   const int64_t dims = p.config.empty() ? 0 : p.config[0];
   check(dims >= 2 && static_cast<int64_t>(p.config.size()) == 3 + 4 * dims,
         "malformed packed convolution config");
+  // Stride, padding, dilation and output padding (one per spatial dim), then
+  // groups. PyTorch keeps them as 16-bit integers here (conv_serialization.h,
+  // version 2): a module's setting of 32768 or more reads back wrapped.
+  auto setting = [&](int64_t k) {
+    const auto from = p.config.begin() + 1 + k * dims;
+    return std::vector<int64_t>(from, from + dims);
+  };
+  auto text = [](const std::vector<int64_t>& v) {
+    std::string t;
+    for (int64_t x : v) t += (t.empty() ? "" : ", ") + std::to_string(x);
+    return "[" + t + "]";
+  };
+  auto all_at_least = [](const std::vector<int64_t>& v, int64_t low) {
+    return std::all_of(v.begin(), v.end(), [&](int64_t x) { return x >= low; });
+  };
+  const int64_t groups = p.config[1 + 4 * dims];
+  check(all_at_least(setting(0), 1) && all_at_least(setting(1), 0) && all_at_least(setting(2), 1) &&
+            all_at_least(setting(3), 0) && groups >= 1,
+        [&] {
+          return "its packed parameters hold stride " + text(setting(0)) + ", padding " +
+                 text(setting(1)) + ", dilation " + text(setting(2)) + ", output padding " +
+                 text(setting(3)) + " and groups " + std::to_string(groups) +
+                 ", which no convolution has: PyTorch keeps these settings as 16-bit integers "
+                 "there, so a setting of 32768 or more reads back wrapped (a stride of 65536 "
+                 "as 0); give the convolution settings below 32768 and export the model again";
+        });
   p.weight = tensors[1];
   p.bias = opt_tensors.get(0);
   return p;

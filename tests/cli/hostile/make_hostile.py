@@ -662,6 +662,13 @@ def quantized_conv_cases():
     module_case("qconv_groups_0", 5, b"K\x00", "groups 0", r"groups is 0: a convolution has 1 group")
     module_case("qconv_groups_not_dividing", 5, b"K\x03", "groups 3 over 4 channels",
                 r"groups is 3 over a weight of 4 channels")
+    # A stride PyTorch itself writes (the module's state is Python ints), which
+    # its packed parameters keep as int16: 2**30 reads back as 0 there.
+    m = state.search(pkl)
+    wraps = pkl[:m.start(1)] + b"J\x00\x00\x00\x40K\x01" + pkl[m.end(1):]
+    add("qconv_stride_wraps_int16", [Entry(n, wraps if n == pkl_name else d) for n, d in items],
+        what="quantized Conv2d state: stride (2**30, 1), beyond the packed parameters' int16",
+        pattern=r"packed parameters hold stride \[0, 1\].*16-bit integers.*below 32768")
 
     # Frozen: ('2', [int16 configuration, weight], [bias]); the configuration
     # is [2, stride x2, padding x2, dilation x2, output_padding x2, groups, transpose].
