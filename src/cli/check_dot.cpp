@@ -9,11 +9,6 @@
 namespace nnapi_convert::cli {
 namespace {
 
-// Colours of the verdicts (the legend names them).
-constexpr const char* kNnapiColour = dot::kConvertsFill;
-constexpr const char* kFoldedColour = dot::kFoldedFill;
-constexpr const char* kTorchScriptColour = dot::kTorchScriptFill;
-constexpr const char* kUnsupportedColour = dot::kUnsupportedFill;
 constexpr size_t kReasonChars = 60;  // of a reason in a label
 
 // The start of `reason` for a label (the tooltip has all of it).
@@ -42,32 +37,33 @@ std::string verdict_line(const CheckNode& n, bool converts) {
 const char* colour(CheckNode::Verdict v) {
   switch (v) {
     case CheckNode::Verdict::Nnapi:
-      return kNnapiColour;
+      return dot::kConvertsFill;
     case CheckNode::Verdict::Folded:
-      return kFoldedColour;
+      return dot::kFoldedFill;
     case CheckNode::Verdict::TorchScript:
-      return kTorchScriptColour;
+      return dot::kTorchScriptFill;
     case CheckNode::Verdict::Unsupported:
       break;
   }
-  return kUnsupportedColour;
+  return dot::kUnsupportedFill;
 }
 
 // One node of a table, a row per colour (its texts hold no HTML markup).
 void legend(std::ostream& out, bool converts, bool split) {
   std::vector<std::pair<const char*, const char*>> rows;
   if (split) {
-    rows = {{kNnapiColour, "runs in the NNAPI model boxed around it"},
-            {kFoldedColour, "computed during conversion"},
-            {kTorchScriptColour, "stays TorchScript, --cpu-fallback (the tooltip says why)"}};
+    rows = {{dot::kConvertsFill, "runs in the NNAPI model boxed around it"},
+            {dot::kFoldedFill, "computed during conversion"},
+            {dot::kTorchScriptFill, "stays TorchScript, --cpu-fallback (the tooltip says why)"}};
   } else {
     rows = {
-        {kNnapiColour, converts ? "lowered to NNAPI operations" : "a kind that lowers to NNAPI"},
-        {kFoldedColour, converts ? "no NNAPI operation of its own: computed during conversion, "
-                                   "an alias, or fused into a neighbour"
-                                 : "a kind only computed during conversion"}};
+        {dot::kConvertsFill,
+         converts ? "lowered to NNAPI operations" : "a kind that lowers to NNAPI"},
+        {dot::kFoldedFill, converts ? "no NNAPI operation of its own: computed during conversion, "
+                                      "an alias, or fused into a neighbour"
+                                    : "a kind only computed during conversion"}};
   }
-  rows.emplace_back(kUnsupportedColour, "does not convert (the tooltip says why)");
+  rows.emplace_back(dot::kUnsupportedFill, "does not convert (the tooltip says why)");
   out << "  legend [shape=plaintext, label=<<table border=\"0\" cellborder=\"1\" "
          "cellspacing=\"0\"><tr><td>legend</td></tr>";
   for (const auto& [fill, text] : rows) {
@@ -116,7 +112,7 @@ std::string check_dot(const CheckReport& r, const CheckGraph& g) {
   for (size_t i = 0; i < g.outputs.size(); ++i) {
     out << "  out" << i << " [shape=house";
     if (g.return_fails) {
-      out << ", style=filled, fillcolor=\"" << kUnsupportedColour
+      out << ", style=filled, fillcolor=\"" << dot::kUnsupportedFill
           << "\", tooltip=" << dot::quoted(r.error);
     }
     out << ", label=" << dot::quoted("output " + std::to_string(i)) << "];\n";

@@ -51,11 +51,12 @@ CheckGraph check_graph(const torch::jit::Graph& graph, const LoweringTrace& trac
     placed[p.node] = &p;
     g.parts = std::max(g.parts, p.part + 1);
   }
+  bool readable = true;  // the model's debug records (node places)
   for (const Node* node : graph.nodes()) {
     if (node->kind() == c10::prim::Constant) continue;
     CheckNode n;
     n.kind = node->kind().toQualString();
-    n.location = node_location(node);
+    if (readable) n.location = place_or_empty(node, &readable);
     n.text = node_text(node);
     const std::string why = unsupported_node_reason(node);
     if (!placements.empty()) {

@@ -131,7 +131,7 @@ std::vector<const Value*> reads(const Node* n) {
 // nodes keep their order, and no node is moved before a CPU node that writes
 // into a tensor. With what each part reads from outside and gives to later
 // nodes or the return.
-std::vector<Segment> split(Graph& g, const std::set<const Node*>& cpu,
+std::vector<Segment> split(Graph& g, const std::map<const Node*, std::string>& cpu,
                            const std::set<const Node*>& constant) {
   // A part's index, or for a CPU node the last part it runs after (-1: none).
   std::unordered_map<const Node*, int> level;
@@ -333,8 +333,7 @@ class Planner {
  private:
   // Makes `n` a CPU node; false when it already was.
   bool to_cpu(const Node* n, const std::string& why) {
-    if (!cpu_.insert(n).second) return false;
-    why_[n] = why;
+    if (!cpu_.emplace(n, why).second) return false;
     spdlog::debug("--cpu-fallback: {} stays TorchScript: {}", describe_node(n), why);
     return true;
   }
@@ -349,10 +348,10 @@ class Planner {
   c10::IValue self_;
   const ConvertOptions& options_;
   LoweringTrace* trace_;  // the lowering of a whole model, the placements of a split one
-  std::set<const Node*> constant_, cpu_;
-  std::map<const Node*, std::string> why_;       // why each CPU node stays TorchScript
-  std::map<const Value*, InputSpec> specs_;      // segment inputs, from the probe
-  std::map<const Value*, Seen> seen_;            // what the probe runs saw
+  std::set<const Node*> constant_;
+  std::map<const Node*, std::string> cpu_;   // the CPU nodes, each with why it stays TorchScript
+  std::map<const Value*, InputSpec> specs_;  // segment inputs, from the probe
+  std::map<const Value*, Seen> seen_;        // what the probe runs saw
   std::map<std::string, Conversion> converted_;  // parts converted in earlier rounds
 };
 
@@ -597,8 +596,7 @@ std::optional<Conversion> Planner::convert_segment(const Segment& s, size_t inde
     } else {
       spdlog::debug("--cpu-fallback: segment {} stays TorchScript whole: {}", index, e.what());
       for (const Node* n : s.nodes) {
-        if (cpu_.insert(n).second)
-          why_[n] = std::string("its NNAPI part does not convert: ") + e.what();
+        cpu_.emplace(n, std::string("its NNAPI part does not convert: ") + e.what());
       }
     }
   }
@@ -667,7 +665,7 @@ Conversion Planner::assemble(const std::vector<Segment>& segments, std::vector<C
         trace_->placements.push_back({n, static_cast<int>(k), ""});
       }
     }
-    for (const Node* n : left) trace_->placements.push_back({n, -1, why_.at(n)});
+    for (const Node* n : left) trace_->placements.push_back({n, -1, cpu_.at(n)});
   }
   c.segments = std::move(parts);
   auto fg = std::make_shared<FallbackGraph>();

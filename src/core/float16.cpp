@@ -2,11 +2,7 @@
 // finished model, each operation asked of the validator.
 #include "core/float16.h"
 
-#include <c10/util/Half.h>
-
 #include <algorithm>
-#include <cmath>
-#include <limits>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -117,13 +113,10 @@ void check_operation(ModelBuilder& m, size_t index, int target_level,
                    " as a FLOAT16 scalar, and it is no constant nnapi-convert can convert: "
                    "please report it with the model");
       }
-      // (float32's largest magnitude is a sentinel, max pooling's padding,
-      // which float16's infinity serves as)
-      if (std::isfinite(*value) && std::isinf(static_cast<float>(c10::Half(*value))) &&
-          std::fabs(*value) != std::numeric_limits<float>::max()) {
+      if (const std::optional<float> big = m.float16_overflow(op.inputs[i])) {
         refuse(options, node, ret, index, op.op,
                "needs its input " + std::to_string(i) + " as a FLOAT16 scalar, and its value is " +
-                   beyond_half(std::fabs(*value)) + ": give the node a smaller value");
+                   beyond_half(*big) + ": give the node a smaller value");
       }
       m.set_operation_input(index, i, m.add_half_scalar(*value));
     }

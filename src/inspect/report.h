@@ -81,10 +81,6 @@ void print_dot(const Model& m, const std::string& prefix, std::ostream& out);
 // return (constants, attribute reads and the list packing around each NNAPI
 // call are not drawn: data is followed through them).
 struct ScriptPart {
-  struct Node {
-    std::string kind;      // "aten::sort"
-    std::string location;  // "model.py:12", or ""
-  };
   // One end of an edge: forward's argument `index`, TorchScript node
   // `index`, input or output `port` of NNAPI model `index`, or the return.
   struct End {
@@ -94,8 +90,8 @@ struct ScriptPart {
       return kind == o.kind && index == o.index && port == o.port;
     }
   };
-  std::vector<std::string> arguments;  // forward's arguments after self, by name
-  std::vector<Node> nodes;
+  std::vector<std::string> arguments;      // forward's arguments after self, by name
+  std::vector<Origin> nodes;               // each CPU node's kind ("aten::sort") and place, or ""
   std::vector<std::pair<End, End>> edges;  // each once, in graph order
 };
 // Its DOT statements, to go inside the digraph beside the NNAPI models'

@@ -243,7 +243,9 @@ bool ModelBuilder::constant_to_float16(int32_t id) {
 std::optional<float> ModelBuilder::float16_overflow(int32_t id) const {
   auto v = std::find_if(values_.begin(), values_.end(),
                         [&](const Value& value) { return value.operand == id; });
-  if (v == values_.end() || operands_.at(id).type != nnapi::OperandType::TensorFloat32) {
+  const nnapi::OperandType type = operands_.at(id).type;
+  if (v == values_.end() ||
+      (type != nnapi::OperandType::TensorFloat32 && type != nnapi::OperandType::Float32)) {
     return std::nullopt;
   }
   at::Tensor w;

@@ -114,10 +114,10 @@ class ModelBuilder {
   // made TENSOR_FLOAT16, each element rounded to the nearest half (ties to
   // even); the operand's type too. False when `id` is no constant.
   bool constant_to_float16(int32_t id);
-  // The largest |value| of constant TENSOR_FLOAT32 `id` that is finite but
-  // beyond float16's range (it would round to infinity), float32's largest
-  // magnitude (a sentinel: infinity in float16) aside; nullopt when none is,
-  // or `id` is no constant.
+  // The largest |value| of constant TENSOR_FLOAT32 or FLOAT32 `id` that is
+  // finite but beyond float16's range (it would round to infinity), float32's
+  // largest magnitude (a sentinel: infinity in float16) aside; nullopt when
+  // none is, or `id` is no constant.
   std::optional<float> float16_overflow(int32_t id) const;
   // The value of an immediate FLOAT32 scalar; nullopt for anything else.
   std::optional<float> float32_scalar(int32_t id) const;
